@@ -1,0 +1,23 @@
+"""linbench: benchmark and profile linear attention against softmax attention.
+
+The public API is loaded lazily so that ``linbench --help`` and the other commands that
+only read results never pay for importing torch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["__version__", "attention", "get_variant", "list_variants"]
+
+if TYPE_CHECKING:
+    from linbench.api import attention, get_variant, list_variants
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("attention", "get_variant", "list_variants"):
+        from linbench import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'linbench' has no attribute {name!r}")

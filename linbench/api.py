@@ -1,0 +1,39 @@
+"""The public entry points: attention(), list_variants(), get_variant()."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from linbench.variants.registry import Variant, get_variant, list_variants
+from linbench.variants.validation import check_qkv
+
+__all__ = ["attention", "get_variant", "list_variants"]
+
+
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    variant: str,
+    impl: str = "auto",
+    causal: bool = True,
+    **params: Any,
+) -> torch.Tensor:
+    """Attention of ``variant`` computed by ``impl``.
+
+    q, k: (B, H, S, Dk); v: (B, H, S, Dv). Returns (B, H, S, Dv) in q's dtype, on q's device.
+    ``impl="auto"`` picks the fastest impl available for the tensors' device. Unknown
+    variants, impls or parameters and malformed shapes raise ValueError; an impl that
+    cannot run here raises ImplUnavailableError saying why.
+    """
+    spec: Variant = get_variant(variant)
+    if impl != "auto":
+        spec.impl(impl)  # an unknown impl name is reported before anything about the tensors
+    check_qkv(q, k, v)
+    chosen = spec.resolve_impl(impl, q.device)
+    bound = spec.bind_params(chosen, params)
+    out = chosen.fn(q, k, v, causal=bool(causal), **bound)
+    return out.to(q.dtype)

@@ -1,0 +1,42 @@
+"""Small helpers shared by the variants' impls."""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype an impl accumulates in: fp32 for fp16/bf16 inputs, else the input's.
+
+    Cumulative sums and S-long reductions lose the answer in 8-bit mantissas, so the
+    pure-PyTorch linear forms carry their state (and do their arithmetic) in fp32.
+    """
+    return torch.float32 if dtype in _LOW_PRECISION else dtype
+
+
+def upcast(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The tensors in their compute dtype (a no-op for fp32 and fp64)."""
+    return tuple(t.to(compute_dtype(t.dtype)) for t in tensors)
+
+
+def causal_mask(rows: int, cols: int, device: torch.device, offset: int = 0) -> torch.Tensor:
+    """Boolean (rows, cols) mask, True where key j may be seen by query i: j <= i + offset."""
+    return torch.ones(rows, cols, dtype=torch.bool, device=device).tril(diagonal=offset)
+
+
+def positive_number(name: str, value: object) -> float:
+    """``value`` as a float, or ValueError unless it is a finite positive real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0 or value == float("inf"):
+        raise ValueError(f"parameter {name} must be a positive number; got {value!r}")
+    return float(value)
+
+
+def positive_int(name: str, value: object) -> int:
+    """``value`` as an int, or ValueError unless it is a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"parameter {name} must be a positive integer; got {value!r}")
+    return int(value)

@@ -1,0 +1,43 @@
+"""cosformer: Qin et al. (2022), cosFormer (seeds/001 and seeds/004)."""
+
+from __future__ import annotations
+
+from linbench.variants.cosformer.features import cosformer_features, quadratic
+from linbench.variants.flops import linear_flops
+from linbench.variants.linear_forms.impls import feature_map_impls, feature_map_stream
+from linbench.variants.registry import Impl, Param, Variant, register_variant
+
+
+def cosformer_flops(batch: int, heads: int, seq: int, dim_k: int, dim_v: int, causal: bool, mode: str) -> float:
+    """A normalised linear attention of feature width 2·Dk (the cos and sin halves)."""
+    return linear_flops(batch, heads, seq, 2 * dim_k, dim_v, causal, mode, normalised=True)
+
+
+VARIANT = register_variant(
+    Variant(
+        name="cosformer",
+        summary="O_i = Σ_j w_ij φ(q_i)·φ(k_j) v_j / (Σ_j w_ij φ(q_i)·φ(k_j) + eps), w_ij = cos(π/2·(i−j)/M), φ = ReLU",
+        impl_list=(
+            Impl("quadratic", quadratic, "explicit S×S cos(π/2·(i−j)/M) weights (the reference)", "O(s²d)", "O(s²)"),
+            *feature_map_impls(
+                cosformer_features,
+                {
+                    "naive": "the notes' cos/sin decomposition with prefix sums of outer products",
+                    "chunked": "chunkwise-parallel over the width-2·Dk cos/sin features",
+                    "recurrent": "RNN form over the cos/sin features, one token at a time",
+                },
+            ),
+        ),
+        reference="quadratic",
+        param_specs=(
+            Param("M", None, "re-weighting scale M (≥ S keeps weights positive); defaults to S"),
+            Param("eps", 1e-6, "added to the row normaliser"),
+        ),
+        flop_formula=cosformer_flops,
+        time_complexity="O(sd²)",
+        memory_complexity="O(sd)",
+        auto_order=("chunked", "recurrent", "quadratic"),
+        source="Qin et al., cosFormer (ICLR 2022), shared/seeds/001 and 004",
+        stream=feature_map_stream(cosformer_features),
+    )
+)

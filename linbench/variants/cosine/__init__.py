@@ -1,0 +1,40 @@
+"""cosine: Cottention's cosine attention (seeds/000, eq. 4)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from linbench.variants.cosine.features import cosine_features
+from linbench.variants.cosine.quadratic import quadratic
+from linbench.variants.flops import linear_flops
+from linbench.variants.linear_forms.impls import feature_map_impls, feature_map_stream
+from linbench.variants.registry import Impl, Param, Variant, register_variant
+
+VARIANT = register_variant(
+    Variant(
+        name="cosine",
+        summary="O = (N(Q)·N(K)ᵀ ⊙ M)·V / s^σ(m), N = row-wise L2 normalisation",
+        impl_list=(
+            Impl("quadratic", quadratic, "masked S×S similarity matrix (the reference)", "O(s²d)", "O(s²)"),
+            *feature_map_impls(
+                cosine_features,
+                {
+                    "naive": "the paper's Appendix A: cumsum of V⊗K outer products",
+                    "chunked": "chunkwise-parallel: masked matmul per chunk, Dk×Dv state across chunks",
+                    "recurrent": "RNN form (§5): H_t = H_{t−1} + k_t v_tᵀ, one token at a time",
+                },
+            ),
+        ),
+        reference="quadratic",
+        param_specs=(
+            Param("norm_const", 0.5, "m: a float or a per-head tensor of shape (H,); learnable"),
+            Param("seq_len", None, "s in s^σ(m); defaults to the sequence length S"),
+        ),
+        flop_formula=partial(linear_flops, normalised=False),
+        time_complexity="O(sd²)",
+        memory_complexity="O(sd)",
+        auto_order=("chunked", "recurrent", "quadratic"),
+        source="Cottention (Mongaras et al., 2024), shared/seeds/000",
+        stream=feature_map_stream(cosine_features),
+    )
+)

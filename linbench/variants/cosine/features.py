@@ -1,0 +1,46 @@
+"""Cosine attention's maths (Cottention eq. 4): N(Q) N(K)^T V / s^sigmoid(m)."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from linbench.variants.common import positive_number, upcast
+from linbench.variants.linear_forms.impls import Features
+
+
+def norm_const_tensor(norm_const: Any, heads: int, like: torch.Tensor) -> torch.Tensor:
+    """m as a (1, H, 1, 1) or (1, 1, 1, 1) tensor that keeps its autograd graph."""
+    if isinstance(norm_const, torch.Tensor):
+        if norm_const.ndim == 0:
+            m = norm_const.reshape(1, 1, 1, 1)
+        elif tuple(norm_const.shape) == (heads,):
+            m = norm_const.reshape(1, heads, 1, 1)
+        else:
+            raise ValueError(
+                f"norm_const must be a number or a tensor of shape (H,) = ({heads},); "
+                f"got shape {tuple(norm_const.shape)}"
+            )
+        return m.to(device=like.device, dtype=like.dtype)
+    if isinstance(norm_const, bool) or not isinstance(norm_const, numbers.Real):
+        raise ValueError(f"norm_const must be a number or a tensor of shape (H,); got {norm_const!r}")
+    return torch.tensor(float(norm_const), device=like.device, dtype=like.dtype).reshape(1, 1, 1, 1)
+
+
+def value_scale(norm_const: Any, seq_len: Any, heads: int, default_len: int, like: torch.Tensor) -> torch.Tensor:
+    """1 / s^sigmoid(m), per head, with s = seq_len (the sequence length by default)."""
+    s = positive_number("seq_len", default_len if seq_len is None else seq_len)
+    return torch.pow(s, -torch.sigmoid(norm_const_tensor(norm_const, heads, like)))
+
+
+def cosine_features(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, offset: int, norm_const: Any, seq_len: Any
+) -> Features:
+    """N(q), N(k) and v / s^sigmoid(m): cosine attention as an unnormalised linear attention."""
+    del offset  # cosine attention has no positional term
+    q, k, v = upcast(q, k, v)
+    scale = value_scale(norm_const, seq_len, q.shape[1], q.shape[-2], v)
+    return Features(F.normalize(q, dim=-1), F.normalize(k, dim=-1), v * scale, eps=None)

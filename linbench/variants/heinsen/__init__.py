@@ -1,0 +1,45 @@
+"""heinsen: softmax attention with constant cost per token (seeds/002 and 003).
+
+The ``v`` argument is log V and the result is log Y, with
+Y_i = Σ_j exp(q_i)·exp(k_j) exp(log v_j) / Σ_j exp(q_i)·exp(k_j).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from linbench.variants.flops import linear_flops
+from linbench.variants.heinsen.chunked import chunked
+from linbench.variants.heinsen.naive import naive
+from linbench.variants.heinsen.quadratic import quadratic
+from linbench.variants.heinsen.recurrent import recurrent, stream
+from linbench.variants.linear_forms.impls import CHUNK_SIZE
+from linbench.variants.registry import Impl, Variant, register_variant
+
+VARIANT = register_variant(
+    Variant(
+        name="heinsen",
+        summary="log Y, Y_i = Σ_j exp(q_i)·exp(k_j) V_j / Σ_j exp(q_i)·exp(k_j); v is log V",
+        impl_list=(
+            Impl("quadratic", quadratic, "softmax(log(exp(Q)exp(K)ᵀ))·exp(log V) (the reference)", "O(s²d)", "O(s²)"),
+            Impl("naive", naive, "the paper's logcumsumexp scans with their S×Dk×Dv states", "O(sd²)", "O(sd²)"),
+            Impl(
+                "chunked",
+                chunked,
+                "log-space chunks with a Dk×Dv log-state and running maxima",
+                "O(sd²)",
+                "O(sd)",
+                params=(CHUNK_SIZE,),
+            ),
+            Impl("recurrent", recurrent, "sequential log-space state, constant cost per token", "O(sd²)", "O(d²)"),
+        ),
+        reference="quadratic",
+        param_specs=(),
+        flop_formula=partial(linear_flops, normalised=True),
+        time_complexity="O(sd²)",
+        memory_complexity="O(sd)",
+        auto_order=("chunked", "recurrent", "quadratic"),
+        source="Heinsen, Softmax Attention with Constant Cost per Token (2024), shared/seeds/002 and 003",
+        stream=stream,
+    )
+)

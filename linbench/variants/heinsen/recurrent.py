@@ -1,0 +1,62 @@
+"""Heinsen's sequential form: constant time and memory per token (seeds/002, 003 §1.4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from linbench.variants.common import upcast
+
+
+@dataclass
+class LogState:
+    """log Σ_j exp(k_jd + log v_je) and log Σ_j exp(k_jd) over the tokens seen so far."""
+
+    log_kv: torch.Tensor  # (B, H, Dk, Dv)
+    log_z: torch.Tensor  # (B, H, Dk)
+    position: int
+
+    @classmethod
+    def empty(cls, q: torch.Tensor, log_v: torch.Tensor) -> LogState:
+        batch, heads, _, dim_k = q.shape
+        log_kv = q.new_full((batch, heads, dim_k, log_v.shape[-1]), float("-inf"))
+        return cls(log_kv=log_kv, log_z=q.new_full((batch, heads, dim_k), float("-inf")), position=0)
+
+
+def _absorb(state: LogState, k_t: torch.Tensor, log_v_t: torch.Tensor) -> LogState:
+    log_kv = torch.logaddexp(state.log_kv, k_t.unsqueeze(-1) + log_v_t.unsqueeze(-2))
+    return LogState(log_kv, torch.logaddexp(state.log_z, k_t), state.position + 1)
+
+
+def _read(q_t: torch.Tensor, state: LogState) -> torch.Tensor:
+    log_s = torch.logsumexp(q_t.unsqueeze(-1) + state.log_kv, dim=-2)  # (B, H, Dv)
+    log_z = torch.logsumexp(q_t + state.log_z, dim=-1, keepdim=True)  # (B, H, 1)
+    return log_s - log_z
+
+
+def stream(
+    q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, state: LogState | None = None
+) -> tuple[torch.Tensor, LogState]:
+    """Causal log Y for the given tokens, continuing from ``state``, and the new state."""
+    q, k, log_v = upcast(q, k, log_v)
+    state = LogState.empty(q, log_v) if state is None else state
+    out = log_v.new_empty(log_v.shape)
+    for t in range(q.shape[-2]):
+        state = _absorb(state, k[..., t, :], log_v[..., t, :])
+        out[..., t, :] = _read(q[..., t, :], state)
+    return out, state
+
+
+def recurrent(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    """Token by token; bidirectional absorbs every token first, then reads out (§1.4)."""
+    if causal:
+        return stream(q, k, log_v)[0]
+    q, k, log_v = upcast(q, k, log_v)
+    state = LogState.empty(q, log_v)
+    for t in range(q.shape[-2]):
+        state = _absorb(state, k[..., t, :], log_v[..., t, :])
+    out = log_v.new_empty(log_v.shape)
+    for t in range(q.shape[-2]):
+        out[..., t, :] = _read(q[..., t, :], state)
+    return out

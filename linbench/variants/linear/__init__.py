@@ -1,0 +1,35 @@
+"""linear: Katharopoulos et al. (2020), "Transformers are RNNs"."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from linbench.variants.flops import linear_flops
+from linbench.variants.linear.features import linear_features, quadratic
+from linbench.variants.linear_forms.impls import feature_map_impls, feature_map_stream
+from linbench.variants.registry import Impl, Param, Variant, register_variant
+
+VARIANT = register_variant(
+    Variant(
+        name="linear",
+        summary="O_i = φ(q_i)ᵀ Σ_j φ(k_j) v_jᵀ / (φ(q_i)ᵀ Σ_j φ(k_j) + eps), φ = elu + 1",
+        impl_list=(
+            Impl("quadratic", quadratic, "masked S×S feature-map scores (the reference)", "O(s²d)", "O(s²)"),
+            *feature_map_impls(
+                linear_features,
+                {
+                    "chunked": "chunkwise-parallel: masked matmul per chunk, Dk×Dv state and key sum across chunks",
+                    "recurrent": "RNN form: S_t = S_{t−1} + φ(k_t) v_tᵀ, z_t = z_{t−1} + φ(k_t)",
+                },
+            ),
+        ),
+        reference="quadratic",
+        param_specs=(Param("eps", 1e-6, "added to the row normaliser"),),
+        flop_formula=partial(linear_flops, normalised=True),
+        time_complexity="O(sd²)",
+        memory_complexity="O(sd)",
+        auto_order=("chunked", "recurrent", "quadratic"),
+        source="Katharopoulos et al., Transformers are RNNs (ICML 2020)",
+        stream=feature_map_stream(linear_features),
+    )
+)

@@ -1,0 +1,91 @@
+"""Turn a variant's feature map into its naive, chunked and recurrent impls."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+from linbench.variants.common import positive_int
+from linbench.variants.linear_forms.chunked import chunked_linear_attention
+from linbench.variants.linear_forms.naive import naive_linear_attention
+from linbench.variants.linear_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
+from linbench.variants.registry import Impl, ImplFn, Param, StreamFn
+
+CHUNK_SIZE = Param("chunk_size", 64, "tokens per chunk: the C x C masked product inside a chunk")
+
+
+@dataclass(frozen=True)
+class Features:
+    """The variant's maths reduced to sum_j (q_i . k_j) v_j [/ (sum_j q_i . k_j + eps)]."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    eps: float | None  # None: no row normaliser
+
+
+class FeatureMap(Protocol):
+    """Maps inputs to features; ``offset`` is the position of the first token (for streaming)."""
+
+    def __call__(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, offset: int, **params: Any
+    ) -> Features: ...
+
+
+def _naive(features: FeatureMap) -> ImplFn:
+    def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, **params: Any) -> torch.Tensor:
+        f = features(q, k, v, offset=0, **params)
+        return naive_linear_attention(f.q, f.k, f.v, causal=causal, eps=f.eps)
+
+    return naive
+
+
+def _chunked(features: FeatureMap) -> ImplFn:
+    def chunked(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, chunk_size: int, **params: Any
+    ) -> torch.Tensor:
+        size = positive_int("chunk_size", chunk_size)
+        f = features(q, k, v, offset=0, **params)
+        return chunked_linear_attention(f.q, f.k, f.v, causal=causal, eps=f.eps, chunk_size=size)
+
+    return chunked
+
+
+def _recurrent(features: FeatureMap) -> ImplFn:
+    def recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, **params: Any) -> torch.Tensor:
+        f = features(q, k, v, offset=0, **params)
+        if causal:
+            return recurrent_scan(f.q, f.k, f.v, eps=f.eps)[0]
+        return recurrent_bidirectional(f.q, f.k, f.v, eps=f.eps)
+
+    return recurrent
+
+
+def feature_map_impls(features: FeatureMap, summaries: Mapping[str, str]) -> tuple[Impl, ...]:
+    """The impls named in ``summaries`` (naive, chunked, recurrent), computing ``features``."""
+    makers = {
+        "naive": lambda: Impl("naive", _naive(features), summaries.get("naive", ""), "O(sd²)", "O(sd²)"),
+        "chunked": lambda: Impl(
+            "chunked", _chunked(features), summaries.get("chunked", ""), "O(sd²)", "O(sd)", params=(CHUNK_SIZE,)
+        ),
+        "recurrent": lambda: Impl("recurrent", _recurrent(features), summaries.get("recurrent", ""), "O(sd²)", "O(d²)"),
+    }
+    unknown = set(summaries) - set(makers)
+    if unknown:
+        raise ValueError(f"unknown linear forms {sorted(unknown)}; forms: {', '.join(makers)}")
+    return tuple(makers[name]() for name in summaries)
+
+
+def feature_map_stream(features: FeatureMap) -> StreamFn:
+    """Causal recurrent attention that continues from a carried state (decoding, streaming)."""
+
+    def stream(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: LinearState | None = None, **params: Any
+    ) -> tuple[torch.Tensor, LinearState]:
+        f = features(q, k, v, offset=state.position if state is not None else 0, **params)
+        return recurrent_scan(f.q, f.k, f.v, eps=f.eps, state=state)
+
+    return stream

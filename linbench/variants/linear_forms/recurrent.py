@@ -1,0 +1,68 @@
+"""The recurrent form (Cottention §5): H_t = H_{t-1} + k_t v_t^T, O_t = q_t H_t.
+
+Token by token with a Dk x Dv state, so memory is constant in S (forward, without
+autograd). The state can be carried from one call to the next, which is how a model
+decodes, and how the tests check that two halves equal the whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class LinearState:
+    """What a linear attention remembers of the tokens it has seen."""
+
+    kv: torch.Tensor  # (B, H, Dk, Dv): sum of fk_j fv_j^T
+    key_sum: torch.Tensor | None  # (B, H, Dk): sum of fk_j, when normalised
+    position: int  # tokens consumed so far (the offset of the next token)
+
+    @classmethod
+    def empty(cls, fq: torch.Tensor, fv: torch.Tensor, normalised: bool) -> LinearState:
+        batch, heads, _, dim_k = fq.shape
+        kv = fq.new_zeros(batch, heads, dim_k, fv.shape[-1])
+        key_sum = fq.new_zeros(batch, heads, dim_k) if normalised else None
+        return cls(kv=kv, key_sum=key_sum, position=0)
+
+
+def _read(q_t: torch.Tensor, state: LinearState, eps: float | None) -> torch.Tensor:
+    """O_t = q_t H (divided by q_t . z + eps when normalised) for one token, (B, H, Dv)."""
+    num = (q_t.unsqueeze(-2) @ state.kv).squeeze(-2)
+    if state.key_sum is None or eps is None:
+        return num
+    den = (q_t * state.key_sum).sum(-1, keepdim=True)
+    return num / (den + eps)
+
+
+def _absorb(state: LinearState, k_t: torch.Tensor, v_t: torch.Tensor) -> LinearState:
+    # Out of place, so autograd can differentiate through every step.
+    kv = state.kv + k_t.unsqueeze(-1) * v_t.unsqueeze(-2)
+    key_sum = state.key_sum + k_t if state.key_sum is not None else None
+    return LinearState(kv=kv, key_sum=key_sum, position=state.position + 1)
+
+
+def recurrent_scan(
+    fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, *, eps: float | None, state: LinearState | None = None
+) -> tuple[torch.Tensor, LinearState]:
+    """Causal outputs for the given tokens, continuing from ``state``, and the new state."""
+    if state is None:
+        state = LinearState.empty(fq, fv, normalised=eps is not None)
+    out = fv.new_empty(*fv.shape)
+    for t in range(fq.shape[-2]):
+        state = _absorb(state, fk[..., t, :], fv[..., t, :])
+        out[..., t, :] = _read(fq[..., t, :], state, eps)
+    return out, state
+
+
+def recurrent_bidirectional(fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, *, eps: float | None) -> torch.Tensor:
+    """Absorb the whole sequence into the state first, then read it out for every query."""
+    state = LinearState.empty(fq, fv, normalised=eps is not None)
+    for t in range(fq.shape[-2]):
+        state = _absorb(state, fk[..., t, :], fv[..., t, :])
+    out = fv.new_empty(*fv.shape)
+    for t in range(fq.shape[-2]):
+        out[..., t, :] = _read(fq[..., t, :], state, eps)
+    return out

@@ -1,0 +1,236 @@
+"""The variant registry: what an attention variant is, and how one is found.
+
+A *variant* is a mathematical function (softmax, cosine, ...). An *impl* is one way to
+compute it (naive, quadratic, chunked, ...). Variants know maths, never measuring: the
+runner and reports only read the metadata declared here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "linbench.variants"
+MODES = ("fwd", "bwd", "fwdbwd")
+
+# An impl function: fn(q, k, v, *, causal, **params) -> Tensor. Every declared parameter
+# is passed by keyword, with its default filled in, so impl functions carry no defaults.
+ImplFn = Callable[..., "torch.Tensor"]
+# Returns None when the impl can run on the device, else a reason it cannot.
+AvailabilityFn = Callable[["torch.device"], "str | None"]
+FlopsFn = Callable[[int, int, int, int, int, bool, str], float]
+# Causal recurrent attention continuing from a carried state: fn(q, k, v, *, state, **params)
+# -> (out, new_state). state=None starts from nothing.
+StreamFn = Callable[..., "tuple[torch.Tensor, Any]"]
+
+
+class ImplUnavailableError(RuntimeError):
+    """An impl exists but cannot run here (wrong device, missing backend, failed build)."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of a variant or impl. ``default=None`` means derived from the input."""
+
+    name: str
+    default: Any
+    help: str
+
+
+@dataclass(frozen=True)
+class Impl:
+    """One way to compute a variant."""
+
+    name: str
+    fn: ImplFn
+    summary: str
+    time_complexity: str
+    memory_complexity: str
+    params: tuple[Param, ...] = ()
+    availability: AvailabilityFn | None = None
+
+    def unavailable_reason(self, device: torch.device) -> str | None:
+        """Why this impl cannot run on ``device``, or None when it can."""
+        return self.availability(device) if self.availability else None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """An attention function with its impls, reference, parameters and cost model."""
+
+    name: str
+    summary: str
+    impl_list: tuple[Impl, ...]
+    reference: str
+    param_specs: tuple[Param, ...]
+    flop_formula: FlopsFn
+    time_complexity: str
+    memory_complexity: str
+    # Impl names tried in order by impl="auto" (the first one available wins).
+    auto_order: tuple[str, ...] = ()
+    source: str = ""
+    stream: StreamFn | None = None
+    _impls: Mapping[str, Impl] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        impls = {impl.name: impl for impl in self.impl_list}
+        if len(impls) != len(self.impl_list):
+            raise ValueError(f"variant {self.name!r} declares an impl name twice")
+        if self.reference not in impls:
+            raise ValueError(f"variant {self.name!r}: reference {self.reference!r} is not one of its impls")
+        unknown_auto = [name for name in self.auto_order if name not in impls]
+        if unknown_auto:
+            raise ValueError(f"variant {self.name!r}: auto_order names unknown impls {unknown_auto}")
+        object.__setattr__(self, "_impls", MappingProxyType(impls))
+
+    @property
+    def impls(self) -> Mapping[str, Impl]:
+        """Impl name → impl, in declaration order."""
+        return self._impls
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """Variant parameter name → default (None: derived from the input)."""
+        return MappingProxyType({p.name: p.default for p in self.param_specs})
+
+    def flops(self, batch: int, heads: int, seq: int, dim_k: int, dim_v: int, causal: bool, mode: str) -> float:
+        """Floating-point operations of one call, by the variant's counting convention."""
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; modes are {', '.join(MODES)}")
+        return float(self.flop_formula(batch, heads, seq, dim_k, dim_v, causal, mode))
+
+    def impl(self, name: str) -> Impl:
+        """The impl called ``name``; ValueError listing the impls when there is none."""
+        try:
+            return self._impls[name]
+        except KeyError:
+            raise ValueError(f"variant {self.name!r} has no impl {name!r}; impls: {', '.join(self._impls)}") from None
+
+    def resolve_impl(self, name: str, device: torch.device) -> Impl:
+        """The impl to run for ``name`` ("auto" or an impl name) on ``device``.
+
+        Raises ValueError for an unknown name and ImplUnavailableError when it cannot run here.
+        """
+        if name == "auto":
+            order = self.auto_order or tuple(self._impls)
+            reasons = []
+            for candidate in order:
+                reason = self._impls[candidate].unavailable_reason(device)
+                if reason is None:
+                    return self._impls[candidate]
+                reasons.append(f"{candidate}: {reason}")
+            raise ImplUnavailableError(f"{self.name}: no impl is available on {device} ({'; '.join(reasons)})")
+        impl = self.impl(name)
+        reason = impl.unavailable_reason(device)
+        if reason is not None:
+            raise ImplUnavailableError(f"{self.name}:{impl.name} is unavailable on {device}: {reason}")
+        return impl
+
+    def bind_params(self, impl: Impl | None, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Every parameter ``impl`` takes (the variant's alone when None), given values over
+        defaults; unknown names raise ValueError listing the known ones."""
+        specs = (*self.param_specs, *(impl.params if impl else ()))
+        known = {p.name for p in specs}
+        unknown = sorted(set(given) - known)
+        if unknown:
+            target = f"{self.name}:{impl.name}" if impl else self.name
+            raise ValueError(
+                f"unknown parameter(s) {', '.join(unknown)} for {target}; "
+                f"it takes: {', '.join(sorted(known)) or 'no parameters'}"
+            )
+        return {p.name: given.get(p.name, p.default) for p in specs}
+
+    def stream_attention(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: Any = None, **params: Any
+    ) -> tuple[torch.Tensor, Any]:
+        """Causal attention over new tokens continuing from ``state`` (None: the start).
+
+        Returns the outputs (in q's dtype) and the state after the last token, so a
+        sequence fed in pieces gives the same outputs as fed whole. Parameters derived
+        from the length (cosine's seq_len, cosformer's M) must then be given explicitly.
+        """
+        from linbench.variants.validation import check_qkv
+
+        if self.stream is None:
+            raise ImplUnavailableError(f"{self.name} has no recurrent form to stream through")
+        check_qkv(q, k, v)
+        out, new_state = self.stream(q, k, v, state=state, **self.bind_params(None, params))
+        return out.to(q.dtype), new_state
+
+
+_REGISTRY: dict[str, Variant] = {}
+_plugins_loaded = False
+
+
+def register_variant(variant: Variant, *, replace: bool = False) -> Variant:
+    """Add ``variant`` to the registry; a name already taken raises unless ``replace``."""
+    if not isinstance(variant, Variant):
+        raise TypeError(f"register_variant expects a Variant, got {type(variant).__name__}")
+    if variant.name in _REGISTRY and not replace:
+        raise ValueError(f"a variant called {variant.name!r} is already registered")
+    _REGISTRY[variant.name] = variant
+    return variant
+
+
+def unregister_variant(name: str) -> None:
+    """Remove a variant (plugins and tests use this to clean up)."""
+    _REGISTRY.pop(name, None)
+
+
+BUILTIN_VARIANTS = ("softmax", "cosine", "cosformer", "heinsen", "linear")
+
+
+def _load_builtin_variants() -> None:
+    # Importing a variant's package registers it; done lazily so importing the registry
+    # (and so `linbench --help`) stays cheap.
+    for name in BUILTIN_VARIANTS:
+        importlib.import_module(f"linbench.variants.{name}")
+
+
+def _load_entry_point_plugins() -> None:
+    """Register variants that installed packages expose under the ``linbench.variants`` group.
+
+    An entry point names a Variant, or a callable returning a Variant or a list of them.
+    A broken plugin is logged and skipped: it must not take the built-in variants down.
+    """
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = entry.load()
+            produced = obj() if callable(obj) and not isinstance(obj, Variant) else obj
+            for variant in produced if isinstance(produced, list | tuple) else [produced]:
+                register_variant(variant, replace=True)
+        except Exception as exc:  # any plugin failure is reported, never raised
+            log.warning("linbench plugin %s failed to load: %s", entry.name, exc)
+
+
+def _ensure_loaded() -> None:
+    global _plugins_loaded
+    _load_builtin_variants()
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        _load_entry_point_plugins()
+
+
+def list_variants() -> list[str]:
+    """Names of every registered variant, built-in and plugin."""
+    _ensure_loaded()
+    return list(_REGISTRY)
+
+
+def get_variant(name: str) -> Variant:
+    """The variant called ``name``; ValueError listing the variants when there is none."""
+    _ensure_loaded()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown variant {name!r}; variants: {', '.join(_REGISTRY)}") from None

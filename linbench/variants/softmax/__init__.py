@@ -1,0 +1,33 @@
+"""softmax: softmax(Q K^T / sqrt(Dk) + causal mask) V, the quadratic baseline."""
+
+from __future__ import annotations
+
+from linbench.variants.flops import quadratic_flops
+from linbench.variants.registry import Impl, Param, Variant, register_variant
+from linbench.variants.softmax.naive import naive
+from linbench.variants.softmax.sdpa import BACKENDS, sdpa
+
+VARIANT = register_variant(
+    Variant(
+        name="softmax",
+        summary="O = softmax(QKᵀ/√Dk + causal mask)·V",
+        impl_list=(
+            Impl("naive", naive, "materialises the S×S scores (the reference)", "O(s²d)", "O(s²)"),
+            Impl(
+                "sdpa",
+                sdpa,
+                "torch scaled_dot_product_attention (flash / efficient / math / cudnn)",
+                "O(s²d)",
+                "O(sd)",
+                params=(Param("backend", "auto", f"SDPA backend to pin: {', '.join(BACKENDS)}"),),
+            ),
+        ),
+        reference="naive",
+        param_specs=(),
+        flop_formula=quadratic_flops,
+        time_complexity="O(s²d)",
+        memory_complexity="O(s²)",
+        auto_order=("sdpa", "naive"),
+        source="Vaswani et al. (2017); Cottention eq. 1",
+    )
+)

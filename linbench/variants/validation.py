@@ -1,0 +1,39 @@
+"""Checks on attention inputs: nothing is silently broadcast or cast."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _shapes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str:
+    return f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+
+
+def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Raise ValueError unless q, k: (B, H, S, Dk) and v: (B, H, S, Dv) agree.
+
+    Also rejects mixed dtypes, mixed devices, non-floating tensors and empty dimensions,
+    since each of those would otherwise be cast or broadcast behind the caller's back.
+    """
+    import torch
+
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not (q.ndim == k.ndim == v.ndim == 4):
+        raise ValueError(f"q, k, v must be 4-D (B, H, S, D); got {_shapes(q, k, v)}")
+    if not (q.shape[:3] == k.shape[:3] == v.shape[:3]):
+        raise ValueError(f"q, k, v must agree in batch, heads and sequence (B, H, S); got {_shapes(q, k, v)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same head dimension Dk; got {_shapes(q, k, v)}")
+    if 0 in q.shape or 0 in v.shape:
+        raise ValueError(f"every dimension must be at least 1; got {_shapes(q, k, v)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k, v must share one dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not q.dtype.is_floating_point:
+        raise ValueError(f"q, k, v must be floating point; got {q.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v must be on one device; got {q.device}, {k.device}, {v.device}")
