@@ -1,0 +1,193 @@
+"""Is an impl right? Compare it with its variant's reference, outputs and every gradient.
+
+The reference always runs in fp64 on the same inputs, so an fp32 or bf16 impl is judged
+against the true answer rather than against another rounding of it. Used by the tests,
+by `linbench check`, and (later) by the runner before it times anything.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from linbench.variants.registry import Variant
+
+# (rtol, atol) per dtype, about ten units of the last place for fp16 and bf16 (fp32 allows
+# for long accumulations); atol is scaled by the RMS of the reference tensor, so one
+# tolerance fits outputs and gradients of any magnitude.
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (5e-4, 5e-4),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (8e-2, 8e-2),
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    batch: int
+    heads: int
+    seq: int
+    dim_k: int
+    dim_v: int
+
+    @property
+    def label(self) -> str:
+        return f"B{self.batch}-H{self.heads}-S{self.seq}-Dk{self.dim_k}-Dv{self.dim_v}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How far one tensor is from its reference."""
+
+    name: str
+    max_abs_error: float
+    # max over elements of |actual − expected| / (atol·rms(expected) + rtol·|expected|): ≤ 1 passes.
+    worst_ratio: float
+
+    @property
+    def ok(self) -> bool:
+        return math.isfinite(self.worst_ratio) and self.worst_ratio <= 1.0
+
+
+@dataclass
+class CaseResult:
+    """One impl at one shape, dtype and masking, against the reference."""
+
+    variant: str
+    impl: str
+    shape: Shape
+    causal: bool
+    dtype: torch.dtype
+    comparisons: list[Comparison] = field(default_factory=list)
+    error: str | None = None  # the impl raised instead of returning
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.comparisons) and all(c.ok for c in self.comparisons)
+
+    @property
+    def worst(self) -> Comparison | None:
+        return max(self.comparisons, key=lambda c: c.worst_ratio, default=None)
+
+    def describe(self) -> str:
+        where = f"{self.variant}:{self.impl} {self.shape.label} {'causal' if self.causal else 'bidirectional'} "
+        where += str(self.dtype).removeprefix("torch.")
+        if self.error:
+            return f"{where}: raised {self.error}"
+        details = ", ".join(f"{c.name} err {c.max_abs_error:.2e} (x{c.worst_ratio:.2f} tol)" for c in self.comparisons)
+        return f"{where}: {details}"
+
+
+def _rms(t: torch.Tensor) -> float:
+    return float(t.detach().to(torch.float64).square().mean().sqrt())
+
+
+def compare(
+    name: str, actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype, floor_scale: float = 0.0
+) -> Comparison:
+    """Distance of ``actual`` from ``expected`` in units of the tolerance for ``dtype``.
+
+    The absolute part of the tolerance scales with the RMS of ``expected``, but never with
+    less than ``floor_scale``: a gradient that is exactly zero (q and k at S = 1, where a
+    normalised attention returns v whatever q and k are) is computed from quantities of
+    the case's size and can only be zero to within their rounding.
+    """
+    rtol, atol = TOLERANCES[dtype]
+    actual64, expected64 = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
+    if not torch.isfinite(actual64).all():
+        return Comparison(name, math.inf, math.inf)
+    diff = (actual64 - expected64).abs()
+    scale = max(_rms(expected64), floor_scale, 1e-30)
+    ratio = diff / (atol * scale + rtol * expected64.abs())
+    return Comparison(name, float(diff.max()), float(ratio.max()))
+
+
+def make_inputs(
+    variant: Variant, shape: Shape, device: torch.device | str, seed: int = 0, scale: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """fp64 q, k, v (uniform noise times ``scale``) and the variant's learnable parameters.
+
+    Learnable parameters (cosine's norm_const) are given as per-head tensors so that
+    their gradients are checked too.
+    """
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+
+    def draw(*size: int) -> torch.Tensor:
+        return (torch.randn(*size, generator=gen, dtype=torch.float64) * scale).to(device)
+
+    q = draw(shape.batch, shape.heads, shape.seq, shape.dim_k)
+    k = draw(shape.batch, shape.heads, shape.seq, shape.dim_k)
+    v = draw(shape.batch, shape.heads, shape.seq, shape.dim_v)
+    learnable = {}
+    if "norm_const" in variant.params:
+        learnable["norm_const"] = (0.5 + 0.5 * torch.randn(shape.heads, generator=gen, dtype=torch.float64)).to(device)
+    return q, k, v, learnable
+
+
+def _forward_backward(
+    variant: Variant,
+    impl: str,
+    inputs: tuple[torch.Tensor, ...],
+    learnable: dict[str, torch.Tensor],
+    cotangent: torch.Tensor,
+    dtype: torch.dtype,
+    causal: bool,
+    params: dict[str, Any],
+    gradients: bool,
+) -> dict[str, torch.Tensor]:
+    """Output and, when asked, gradients of <out, cotangent> for q, k, v and each learnable parameter."""
+    from linbench.api import attention
+
+    leaves = [t.detach().to(dtype).requires_grad_(gradients) for t in inputs]
+    learn = {name: t.detach().to(dtype).requires_grad_(gradients) for name, t in learnable.items()}
+    with torch.set_grad_enabled(gradients):
+        out = attention(*leaves, variant=variant.name, impl=impl, causal=causal, **params, **learn)
+    if not gradients:
+        return {"out": out}
+    grads = torch.autograd.grad((out.to(torch.float64) * cotangent).sum(), [*leaves, *learn.values()])
+    names = ["grad q", "grad k", "grad v", *(f"grad {n}" for n in learn)]
+    return {"out": out, **dict(zip(names, grads, strict=True))}
+
+
+def check_impl(
+    variant: Variant,
+    impl: str,
+    shape: Shape,
+    *,
+    causal: bool,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+    scale: float = 1.0,
+    params: dict[str, Any] | None = None,
+    gradients: bool = True,
+) -> CaseResult:
+    """Run ``impl`` in ``dtype`` and the reference in fp64 on the same inputs; compare."""
+    result = CaseResult(variant.name, impl, shape, causal, dtype)
+    q, k, v, learnable = make_inputs(variant, shape, device, seed, scale)
+    params = dict(params or {})
+    gen = torch.Generator(device="cpu").manual_seed(seed + 1)
+    cotangent = torch.randn(shape.batch, shape.heads, shape.seq, shape.dim_v, generator=gen, dtype=torch.float64)
+    # The gradient reaching the impl's output is in its dtype; give the reference the same one.
+    cotangent = cotangent.to(device).to(dtype).to(torch.float64)
+    # Impl-only parameters (chunk_size, backend) mean nothing to the reference.
+    ref_params = {key: value for key, value in params.items() if key in variant.params}
+    # Both sides see the inputs rounded to ``dtype``: what is judged is the impl's
+    # arithmetic, not the rounding of its inputs, which no impl can undo.
+    inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
+    learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items()}
+    expected = _forward_backward(
+        variant, variant.reference, inputs, learnable, cotangent, torch.float64, causal, ref_params, gradients
+    )
+    try:
+        actual = _forward_backward(variant, impl, inputs, learnable, cotangent, dtype, causal, params, gradients)
+    except (RuntimeError, ValueError) as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    floor = max(_rms(t) for t in expected.values()) / 100
+    result.comparisons = [compare(name, actual[name], expected[name], dtype, floor) for name in expected]
+    return result
