@@ -1,0 +1,118 @@
+"""The registry's public face: names, impls, references, params, FLOPs, complexity, plugins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+import linbench
+from linbench.variants.registry import Impl, ImplUnavailableError, Variant, register_variant, unregister_variant
+
+EXPECTED_IMPLS = {
+    "softmax": ["naive", "sdpa"],
+    "cosine": ["quadratic", "naive", "chunked", "recurrent"],
+    "cosformer": ["quadratic", "naive", "chunked", "recurrent"],
+    "heinsen": ["quadratic", "naive", "chunked", "recurrent"],
+    "linear": ["quadratic", "chunked", "recurrent"],
+}
+
+
+def test_every_variant_and_impl_is_registered() -> None:
+    assert linbench.list_variants() == list(EXPECTED_IMPLS)
+    for name, impls in EXPECTED_IMPLS.items():
+        variant = linbench.get_variant(name)
+        assert variant.name == name
+        assert list(variant.impls) == impls
+        assert variant.reference in variant.impls
+
+
+def test_params_and_defaults() -> None:
+    assert dict(linbench.get_variant("cosine").params) == {"norm_const": 0.5, "seq_len": None}
+    assert dict(linbench.get_variant("cosformer").params) == {"M": None, "eps": 1e-6}
+    assert dict(linbench.get_variant("linear").params) == {"eps": 1e-6}
+    assert dict(linbench.get_variant("softmax").params) == {}
+
+
+def test_complexity_strings() -> None:
+    softmax, cosine = linbench.get_variant("softmax"), linbench.get_variant("cosine")
+    assert (softmax.time_complexity, softmax.memory_complexity) == ("O(s²d)", "O(s²)")
+    assert (cosine.time_complexity, cosine.memory_complexity) == ("O(sd²)", "O(sd)")
+    assert cosine.impls["naive"].memory_complexity == "O(sd²)"
+    assert cosine.impls["recurrent"].memory_complexity == "O(d²)"
+
+
+def test_flops_scale_as_the_complexity_says() -> None:
+    softmax, cosine = linbench.get_variant("softmax"), linbench.get_variant("cosine")
+    # Softmax: 2·S²·(Dk + Dv) forward; causal attends S(S+1)/2 pairs; backward 2.5x.
+    assert softmax.flops(1, 1, 1024, 64, 64, False, "fwd") == 2 * 1024**2 * 128
+    assert softmax.flops(1, 1, 1024, 64, 64, True, "fwd") == 1024 * 1025 / 2 * 2 * 128
+    assert softmax.flops(2, 8, 1024, 64, 64, False, "fwdbwd") == 3.5 * softmax.flops(2, 8, 1024, 64, 64, False, "fwd")
+    # Cosine: 4·S·Dk·Dv, linear in S and quadratic in d.
+    assert cosine.flops(1, 1, 2048, 64, 64, True, "fwd") == 2 * cosine.flops(1, 1, 1024, 64, 64, True, "fwd")
+    assert cosine.flops(1, 1, 1024, 128, 128, True, "fwd") == 4 * cosine.flops(1, 1, 1024, 64, 64, True, "fwd")
+    assert cosine.flops(1, 1, 1024, 64, 64, True, "bwd") == 2 * cosine.flops(1, 1, 1024, 64, 64, True, "fwd")
+    with pytest.raises(ValueError, match="unknown mode 'train'"):
+        cosine.flops(1, 1, 1024, 64, 64, True, "train")
+
+
+def test_auto_picks_chunked_and_sdpa_on_cpu() -> None:
+    cpu = torch.device("cpu")
+    assert linbench.get_variant("cosine").resolve_impl("auto", cpu).name == "chunked"
+    assert linbench.get_variant("softmax").resolve_impl("auto", cpu).name == "sdpa"
+
+
+def test_attention_returns_q_dtype_and_v_width() -> None:
+    q, k, v = (
+        torch.randn(2, 3, 10, 8, dtype=torch.bfloat16),
+        torch.randn(2, 3, 10, 8, dtype=torch.bfloat16),
+        torch.randn(2, 3, 10, 12, dtype=torch.bfloat16),
+    )
+    for name in linbench.list_variants():
+        out = linbench.attention(q, k, v, variant=name)
+        assert out.shape == (2, 3, 10, 12) and out.dtype == torch.bfloat16, name
+
+
+@pytest.fixture
+def cuda_only_variant() -> Iterator[Variant]:
+    def needs_cuda(device: torch.device) -> str | None:
+        return None if device.type == "cuda" else "needs a CUDA device"
+
+    variant = Variant(
+        name="test-cuda-only",
+        summary="O = V",
+        impl_list=(
+            Impl("ref", lambda q, k, v, *, causal: v, "identity", "O(s)", "O(s)"),
+            Impl("gpu", lambda q, k, v, *, causal: v, "identity on GPU", "O(s)", "O(s)", availability=needs_cuda),
+        ),
+        reference="ref",
+        param_specs=(),
+        flop_formula=lambda *args: 0.0,
+        time_complexity="O(s)",
+        memory_complexity="O(s)",
+        auto_order=("gpu", "ref"),
+    )
+    register_variant(variant)
+    yield variant
+    unregister_variant(variant.name)
+
+
+def test_unavailable_impl_says_why(cuda_only_variant: Variant) -> None:
+    q = torch.randn(1, 1, 4, 8)
+    with pytest.raises(ImplUnavailableError, match="test-cuda-only:gpu is unavailable on cpu: needs a CUDA device"):
+        linbench.attention(q, q, q, variant="test-cuda-only", impl="gpu")
+    # auto falls back to what can run here
+    assert torch.equal(linbench.attention(q, q, q, variant="test-cuda-only"), q)
+
+
+def test_plugin_variant_is_listed_and_duplicate_names_refused(cuda_only_variant: Variant) -> None:
+    assert "test-cuda-only" in linbench.list_variants()
+    with pytest.raises(ValueError, match="already registered"):
+        register_variant(cuda_only_variant)
+
+
+def test_variant_declaration_is_checked() -> None:
+    impl = Impl("a", lambda q, k, v, *, causal: v, "", "O(s)", "O(s)")
+    with pytest.raises(ValueError, match="reference 'b' is not one of its impls"):
+        Variant("bad", "", (impl,), "b", (), lambda *a: 0.0, "O(s)", "O(s)")

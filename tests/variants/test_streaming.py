@@ -1,0 +1,55 @@
+"""The recurrent forms carry their state: a sequence fed in pieces equals the whole."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import linbench
+from linbench.correctness import Shape, make_inputs
+
+STREAMED = ["cosine", "cosformer", "heinsen", "linear"]
+
+
+def stream_params(name: str, seq: int) -> dict[str, int]:
+    """Parameters derived from the length must be fixed when streaming (Variant.stream_attention)."""
+    return {"cosine": {"seq_len": seq}, "cosformer": {"M": seq}}.get(name, {})
+
+
+@pytest.mark.parametrize("name", STREAMED)
+@pytest.mark.parametrize("split", [1, 37, 50, 99])
+def test_two_halves_equal_the_whole(name: str, split: int) -> None:
+    variant = linbench.get_variant(name)
+    q, k, v, _ = make_inputs(variant, Shape(2, 3, 100, 16, 24), "cpu")
+    params = stream_params(name, 100)
+    whole = linbench.attention(q, k, v, variant=name, impl="recurrent", causal=True, **params)
+    first, state = variant.stream_attention(q[..., :split, :], k[..., :split, :], v[..., :split, :], **params)
+    second, state = variant.stream_attention(
+        q[..., split:, :], k[..., split:, :], v[..., split:, :], state=state, **params
+    )
+    torch.testing.assert_close(torch.cat((first, second), dim=-2), whole, rtol=1e-10, atol=1e-10)
+    assert state.position == 100
+
+
+@pytest.mark.parametrize("name", STREAMED)
+def test_token_by_token_equals_parallel(name: str) -> None:
+    """Decoding one token at a time reproduces the parallel (chunked) form's rows."""
+    variant = linbench.get_variant(name)
+    q, k, v, _ = make_inputs(variant, Shape(1, 2, 20, 8, 8), "cpu")
+    params = stream_params(name, 20)
+    parallel = linbench.attention(q, k, v, variant=name, impl="chunked", causal=True, **params)
+    state = None
+    rows = []
+    for t in range(20):
+        row, state = variant.stream_attention(
+            q[..., t : t + 1, :], k[..., t : t + 1, :], v[..., t : t + 1, :], state=state, **params
+        )
+        rows.append(row)
+    torch.testing.assert_close(torch.cat(rows, dim=-2), parallel, rtol=1e-10, atol=1e-10)
+
+
+def test_softmax_has_no_stream_yet() -> None:
+    variant = linbench.get_variant("softmax")
+    q = torch.randn(1, 1, 4, 8)
+    with pytest.raises(RuntimeError, match="no recurrent form"):
+        variant.stream_attention(q, q, q)
