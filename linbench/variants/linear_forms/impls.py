@@ -14,7 +14,7 @@ from linbench.variants.linear_forms.naive import naive_linear_attention
 from linbench.variants.linear_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
 from linbench.variants.registry import Impl, ImplFn, Param, StreamFn
 
-CHUNK_SIZE = Param("chunk_size", 64, "tokens per chunk: the C x C masked product inside a chunk")
+CHUNK_SIZE = Param("chunk_size", 128, "tokens per chunk: the C x C masked product inside a chunk")
 
 
 @dataclass(frozen=True)

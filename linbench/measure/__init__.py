@@ -1,0 +1,1 @@
+"""Measurement knows timing and memory, not attention: closures in, numbers out."""

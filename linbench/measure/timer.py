@@ -1,0 +1,62 @@
+"""Wall-clock timing on CPU: warm-up and repetition by time budget, median and spread."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Raw samples of one timed closure, in milliseconds, and their summary."""
+
+    samples_ms: tuple[float, ...]
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples_ms)
+
+    def percentile_ms(self, pct: float) -> float:
+        """Linear-interpolated percentile (0–100) of the samples."""
+        ordered = sorted(self.samples_ms)
+        if len(ordered) == 1:
+            return ordered[0]
+        pos = (len(ordered) - 1) * pct / 100.0
+        low = int(pos)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+    @property
+    def count(self) -> int:
+        return len(self.samples_ms)
+
+
+def time_cpu(
+    fn: Callable[[], object],
+    *,
+    warmup_s: float = 0.25,
+    budget_s: float = 2.0,
+    min_reps: int = 3,
+    max_reps: int = 200,
+) -> Timing:
+    """Time ``fn`` with a monotonic clock.
+
+    Warm-up runs ``fn`` until ``warmup_s`` has passed (at least once), so lazy
+    initialisation and allocator growth are not timed. Then it repeats until ``budget_s``
+    has passed, but never fewer than ``min_reps`` nor more than ``max_reps`` times:
+    short ops get many samples, long ones stay affordable.
+    """
+    start = time.perf_counter()
+    while True:
+        fn()
+        if time.perf_counter() - start >= warmup_s:
+            break
+    samples: list[float] = []
+    start = time.perf_counter()
+    while len(samples) < max_reps and (len(samples) < min_reps or time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter_ns()
+        fn()
+        samples.append((time.perf_counter_ns() - t0) / 1e6)
+    return Timing(tuple(samples))
