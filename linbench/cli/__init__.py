@@ -1,0 +1,48 @@
+"""The ``linbench`` command line.
+
+Every command module imports torch and the variants inside its function, never at the
+top, so ``linbench --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from linbench.cli.check_cmd import check_command
+from linbench.cli.list_cmd import list_command
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="linbench",
+    help="Benchmark and check linear attention variants against softmax attention.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+app.command("list")(list_command)
+app.command("check")(check_command)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from linbench import __version__
+
+        typer.echo(f"linbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Benchmark and check linear attention variants against softmax attention."""
+
+
+def main() -> None:
+    """Console-script entry point; the fixed name keeps usage lines right under ``python -m``."""
+    app(prog_name="linbench")

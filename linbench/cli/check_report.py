@@ -1,0 +1,97 @@
+"""How ``linbench check`` shows its matrix: cells, the table, failures, and the summary."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+if TYPE_CHECKING:
+    import torch
+
+    from linbench.correctness import CaseResult, Shape
+
+
+@dataclass
+class Cell:
+    """One impl in one dtype and masking, over every checked shape."""
+
+    cases: list[CaseResult] = field(default_factory=list)
+    unavailable: str | None = None  # why it cannot run here; not a failure
+
+    @property
+    def failures(self) -> list[CaseResult]:
+        return [] if self.unavailable else [case for case in self.cases if not case.ok]
+
+    @property
+    def worst_ratio(self) -> float:
+        return max((case.worst.worst_ratio for case in self.cases if case.worst), default=0.0)
+
+
+@dataclass
+class Row:
+    """One variant:impl across every (dtype, masking) column."""
+
+    variant: str
+    impl: str
+    is_reference: bool
+    cells: list[Cell]
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant}:{self.impl}" + (" (ref)" if self.is_reference else "")
+
+
+def format_ratio(ratio: float) -> str:
+    """Two decimals for the usual range; scientific for huge ratios so columns stay narrow."""
+    return f"{ratio:.2f}" if ratio < 100 or not math.isfinite(ratio) else f"{ratio:.1e}"
+
+
+def render_cell(cell: Cell) -> str:
+    """ "ok 0.03" / "FAIL 3.20" / "error" / "unavailable", as rich markup."""
+    if cell.unavailable:
+        return "[dim]unavailable[/]"
+    if any(case.error for case in cell.cases):
+        return "[red]error[/]"
+    if cell.failures:
+        return f"[bold red]FAIL {format_ratio(cell.worst_ratio)}[/]"
+    return f"[green]ok {format_ratio(cell.worst_ratio)}[/]"
+
+
+def matrix_table(rows: list[Row], columns: list[tuple[str, bool]], device: torch.device) -> Table:
+    """The correctness matrix: one row per impl, one column per dtype × masking."""
+    table = Table(title=f"correctness against the fp64 reference on {device}", title_justify="left")
+    table.add_column("variant:impl")
+    for dtype_name, causal in columns:
+        table.add_column(f"{'causal' if causal else 'bidir'} {dtype_name}", justify="right")
+    for row in rows:
+        table.add_row(row.label, *(render_cell(cell) for cell in row.cells))
+    return table
+
+
+def legend_line(shapes: list[Shape]) -> str:
+    """What a cell's number means; printed under the table, where it cannot squeeze it."""
+    checked = ", ".join(shape.label for shape in shapes)
+    return f"cell = worst |error| / tolerance over output and gradients (≤ 1 passes), at {checked}"
+
+
+def failure_lines(rows: list[Row]) -> list[str]:
+    """The describe() line of every failing case, in table order."""
+    return [case.describe() for row in rows for cell in row.cells for case in cell.failures]
+
+
+def unavailable_lines(rows: list[Row]) -> list[str]:
+    """Why each impl that could not run here could not, once per impl."""
+    lines = {f"{row.variant}:{row.impl}: {cell.unavailable}" for row in rows for cell in row.cells if cell.unavailable}
+    return sorted(lines)
+
+
+def summary_line(rows: list[Row]) -> str:
+    """ "N cells checked, M failed" (plus how many could not run here, when any)."""
+    cells = [cell for row in rows for cell in row.cells]
+    checked = [cell for cell in cells if not cell.unavailable]
+    failed = sum(1 for cell in checked if cell.failures)
+    skipped = len(cells) - len(checked)
+    return f"{len(checked)} cells checked, {failed} failed" + (f", {skipped} unavailable" if skipped else "")

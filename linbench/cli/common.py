@@ -1,0 +1,100 @@
+"""Parsing shared by the commands: devices, dtypes, comma lists, and the output consoles.
+
+torch is imported inside the functions so that merely building the CLI (``--help``)
+never pays for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from linbench.cli.errors import CliUsageError
+
+if TYPE_CHECKING:
+    import torch
+
+# Canonical short name -> torch dtype attribute; aliases map onto the short names.
+DTYPE_NAMES = {"fp64": "float64", "fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+DTYPE_ALIASES = {"float64": "fp64", "double": "fp64", "float32": "fp32", "float": "fp32"}
+DTYPE_ALIASES |= {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
+DEVICE_HELP = "auto (cuda when available, else cpu), cpu, cuda or cuda:N"
+
+
+def split_list(values: Iterable[str] | None) -> list[str]:
+    """Flatten repeated options that may each hold a comma list, dropping blanks and repeats."""
+    items = (part.strip() for value in values or () for part in value.split(","))
+    return list(dict.fromkeys(item for item in items if item))
+
+
+def parse_dtypes(values: Iterable[str] | None) -> list[str]:
+    """Canonical dtype names (fp64, fp32, bf16, fp16) for ``values``; CliUsageError on others."""
+    names = []
+    for value in split_list(values):
+        name = DTYPE_ALIASES.get(value.lower(), value.lower())
+        if name not in DTYPE_NAMES:
+            raise CliUsageError(f"unknown dtype {value!r}; dtypes: {', '.join(DTYPE_NAMES)}")
+        names.append(name)
+    return list(dict.fromkeys(names)) or ["fp32"]
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    """The torch dtype for a canonical name from parse_dtypes."""
+    import torch
+
+    return getattr(torch, DTYPE_NAMES[name])
+
+
+def resolve_device(spec: str) -> torch.device:
+    """The device for ``--device``; CliUsageError when it is unknown or absent here."""
+    import torch
+
+    spec = spec.strip().lower()
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(spec)
+    except RuntimeError:
+        raise CliUsageError(f"unknown device {spec!r}; use {DEVICE_HELP}") from None
+    if device.type == "cpu":
+        return device
+    if device.type != "cuda":
+        raise CliUsageError(f"unsupported device {spec!r}; use {DEVICE_HELP}")
+    if not torch.cuda.is_available():
+        why = f"torch {torch.__version__} is a CPU-only build" if torch.version.cuda is None else "no GPU was found"
+        raise CliUsageError(f"--device {spec}: CUDA is not available on this machine ({why})")
+    count = torch.cuda.device_count()
+    if device.index is not None and device.index >= count:
+        raise CliUsageError(f"--device {spec}: there is no such GPU; this machine has {count} (cuda:0..{count - 1})")
+    return device
+
+
+def stdout_console() -> Console:
+    """A console for tables; when piped, wide enough that tables are not squeezed to 80 columns."""
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 200
+    return console
+
+
+@contextmanager
+def one_cpu_thread(device: torch.device) -> Iterator[None]:
+    """Run torch single-threaded on CPU for the block, then restore the thread count.
+
+    The checked shapes are tiny, so a thread pool only adds synchronisation: one thread is
+    several times faster, and on a busy 2-core machine the pool's spinning threads made the
+    default matrix 70x slower (80 s against 1 s).
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

@@ -1,0 +1,63 @@
+"""``linbench list``: every variant and impl, their costs, parameters, and whether they run here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from linbench.cli.common import DEVICE_HELP, resolve_device, stdout_console
+from linbench.cli.errors import usage_errors
+
+if TYPE_CHECKING:
+    import torch
+
+    from linbench.variants.registry import Param, Variant
+
+
+def format_params(params: Iterable[Param]) -> str:
+    """``name=default`` pairs; a None default is derived from the input, so say so."""
+    parts = [f"{p.name}={'<from input>' if p.default is None else p.default}" for p in params]
+    return escape(", ".join(parts)) or "-"
+
+
+def impl_table(variants: list[Variant], device: torch.device) -> Table:
+    """One row per impl: what it costs, what it takes, and whether it can run on ``device``."""
+    table = Table(title=f"variants and impls (runs here = on {device})", title_justify="left")
+    for column in ("variant", "impl", "time", "memory", "impl params", "runs here"):
+        table.add_column(column)
+    for variant in variants:
+        for i, impl in enumerate(variant.impls.values()):
+            reason = impl.unavailable_reason(device)
+            runs = "[green]yes[/]" if reason is None else f"[red]no[/]: {escape(reason)}"
+            label = f"{impl.name} (ref)" if impl.name == variant.reference else impl.name
+            cells = (impl.time_complexity, impl.memory_complexity, format_params(impl.params))
+            table.add_row(variant.name, label, *cells, runs, end_section=i == len(variant.impls) - 1)
+    return table
+
+
+def variant_table(variants: list[Variant]) -> Table:
+    """One row per variant: the function it computes and the parameters every impl shares."""
+    table = Table(title="what each variant computes", title_justify="left")
+    for column in ("variant", "maths", "variant params"):
+        table.add_column(column)
+    for variant in variants:
+        table.add_row(variant.name, escape(variant.summary), format_params(variant.param_specs))
+    return table
+
+
+def list_command(
+    device: Annotated[str, typer.Option(help=f"Device for 'runs here': {DEVICE_HELP}.")] = "auto",
+) -> None:
+    """List every variant and impl with its complexity, parameters, and whether it runs here."""
+    with usage_errors():
+        resolved = resolve_device(device)
+    from linbench.variants.registry import get_variant, list_variants
+
+    variants: list[Variant] = [get_variant(name) for name in list_variants()]
+    console = stdout_console()
+    console.print(impl_table(variants, resolved))
+    console.print(variant_table(variants))

@@ -1,0 +1,48 @@
+"""``linbench list`` shows every variant and impl, its costs, and whether it runs here."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from cli_helpers import PLANTED, Invoke, assert_usage_error
+
+from linbench.variants.registry import get_variant, list_variants
+
+
+def test_list_shows_every_variant_and_impl(invoke: Invoke) -> None:
+    result = invoke("list", "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert "runs here" in result.stdout
+    for name in list_variants():
+        variant = get_variant(name)
+        assert name in result.stdout
+        assert variant.summary in result.stdout
+        assert f"{variant.reference} (ref)" in result.stdout
+        for impl in variant.impls:
+            assert impl in result.stdout
+
+
+def test_list_shows_params_with_defaults(invoke: Invoke) -> None:
+    result = invoke("list", "--device", "cpu")
+    for name in list_variants():
+        variant = get_variant(name)
+        params = [*variant.param_specs, *(p for impl in variant.impls.values() for p in impl.params)]
+        for param in params:
+            shown = "<from input>" if param.default is None else param.default
+            assert f"{param.name}={shown}" in result.stdout
+
+
+def test_list_says_why_an_impl_cannot_run(invoke: Invoke, planted: str) -> None:
+    result = invoke("list", "--device", "cpu")
+    line = next(line for line in result.stdout.splitlines() if PLANTED in line and "away" in line)
+    assert "no" in line and "needs a planted chip" in line
+
+
+@pytest.mark.parametrize("device", ["bogus", "cuda:x", "meta"])
+def test_list_rejects_unknown_devices(invoke: Invoke, device: str) -> None:
+    assert_usage_error(invoke("list", "--device", device), "device")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
+def test_list_on_cuda_without_cuda_is_a_usage_error(invoke: Invoke) -> None:
+    assert_usage_error(invoke("list", "--device", "cuda"), "CUDA is not available")
