@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from linbench.variants.registry import Variant
+from linbench.variants.registry import ImplUnavailableError, Variant
 
 # (rtol, atol) per dtype, about ten units of the last place for fp16 and bf16 (fp32 allows
 # for long accumulations); atol is scaled by the RMS of the reference tensor, so one
@@ -64,6 +64,7 @@ class CaseResult:
     dtype: torch.dtype
     comparisons: list[Comparison] = field(default_factory=list)
     error: str | None = None  # the impl raised instead of returning
+    unavailable: str | None = None  # the impl cannot run here (and why): not judged at all
 
     @property
     def ok(self) -> bool:
@@ -76,6 +77,8 @@ class CaseResult:
     def describe(self) -> str:
         where = f"{self.variant}:{self.impl} {self.shape.label} {'causal' if self.causal else 'bidirectional'} "
         where += str(self.dtype).removeprefix("torch.")
+        if self.unavailable:
+            return f"{where}: unavailable: {self.unavailable}"
         if self.error:
             return f"{where}: raised {self.error}"
         details = ", ".join(f"{c.name} err {c.max_abs_error:.2e} (x{c.worst_ratio:.2f} tol)" for c in self.comparisons)
@@ -185,6 +188,9 @@ def check_impl(
     )
     try:
         actual = _forward_backward(variant, impl, inputs, learnable, cotangent, dtype, causal, params, gradients)
+    except ImplUnavailableError as exc:
+        result.unavailable = str(exc)
+        return result
     except (RuntimeError, ValueError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         return result

@@ -84,8 +84,8 @@ def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device:
     cases: list[CaseResult] = []
     for dims in SHAPES:
         case = run_case(variant, impl, Shape(*dims), causal, torch_dtype(dtype_name), device)
-        if case.error and case.error.startswith("ImplUnavailableError"):
-            return Cell(unavailable=case.error.removeprefix("ImplUnavailableError: "))
+        if case.unavailable:
+            return Cell(unavailable=case.unavailable)
         cases.append(case)
     return Cell(cases=cases)
 

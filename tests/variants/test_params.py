@@ -84,3 +84,13 @@ def test_impl_parameter_for_another_impl_is_rejected() -> None:
     q, k, v = _qkv()
     with pytest.raises(ValueError, match=r"unknown parameter\(s\) chunk_size for cosine:quadratic; it takes"):
         linbench.attention(q, k, v, variant="cosine", impl="quadratic", chunk_size=32)
+
+
+def test_check_reports_an_unavailable_backend_as_unavailable_not_wrong() -> None:
+    from linbench.correctness import Shape, check_impl
+
+    result = check_impl(
+        linbench.get_variant("softmax"), "sdpa", Shape(1, 2, 9, 8, 12), causal=True, params={"backend": "flash"}
+    )
+    assert result.unavailable and "backend 'flash' cannot run" in result.unavailable
+    assert result.error is None and not result.ok
