@@ -36,7 +36,7 @@ from linbench.cli.errors import usage_errors
 if TYPE_CHECKING:
     import torch
 
-    from linbench.correctness import CaseResult, Shape
+    from linbench.correctness import CaseResult
     from linbench.variants.registry import Variant
 
 # (batch, heads, seq, dim_k, dim_v); Shape itself lives with torch, so it is built late.
@@ -59,31 +59,16 @@ def select_impls(specs: list[str]) -> list[tuple[Variant, str]]:
     return list(selected.values())
 
 
-def run_case(
-    variant: Variant, impl: str, shape: Shape, causal: bool, dtype: torch.dtype, device: torch.device
-) -> CaseResult:
-    """check_impl, with any exception it lets through recorded as the case's error.
-
-    One broken impl (a TypeError, say) must not hide the rest of the matrix.
-    """
-    from linbench.correctness import CaseResult, check_impl
-
-    try:
-        return check_impl(variant, impl, shape, causal=causal, dtype=dtype, device=device)
-    except Exception as exc:
-        return CaseResult(variant.name, impl, shape, causal, dtype, error=f"{type(exc).__name__}: {exc}")
-
-
 def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device: torch.device) -> Cell:
     """Every shape for one impl, dtype and masking; unavailable impls are not run."""
-    from linbench.correctness import Shape
+    from linbench.correctness import Shape, check_impl
 
     reason = variant.impls[impl].unavailable_reason(device)
     if reason is not None:
         return Cell(unavailable=reason)
     cases: list[CaseResult] = []
     for dims in SHAPES:
-        case = run_case(variant, impl, Shape(*dims), causal, torch_dtype(dtype_name), device)
+        case = check_impl(variant, impl, Shape(*dims), causal=causal, dtype=torch_dtype(dtype_name), device=device)
         if case.unavailable:
             return Cell(unavailable=case.unavailable)
         cases.append(case)
