@@ -13,6 +13,11 @@ from linbench.variants.common_quadratic import apply_scores
 from linbench.variants.linear_forms.impls import Features
 
 
+def resolve_m(M: Any, seq: int) -> float:
+    """The re-weighting scale: M when given (it must be positive), else the sequence length."""
+    return positive_number("M", seq if M is None else M)
+
+
 def _angles(offset: int, length: int, big_m: float, like: torch.Tensor) -> torch.Tensor:
     """π/2 · i / M for positions i = offset .. offset + length − 1, shape (length, 1)."""
     positions = torch.arange(offset, offset + length, device=like.device, dtype=like.dtype)
@@ -23,7 +28,7 @@ def cosformer_features(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, off
     """Ptolemy's decomposition: cos(a − b) = cos a cos b + sin a sin b, so the re-weighted
     score is one dot product of width 2·Dk between [φq cos, φq sin] and [φk cos, φk sin]."""
     q, k, v = upcast(q, k, v)
-    big_m = positive_number("M", q.shape[-2] if M is None else M)
+    big_m = resolve_m(M, q.shape[-2])
     angles = _angles(offset, q.shape[-2], big_m, q)
     cos, sin = torch.cos(angles), torch.sin(angles)
     fq, fk = F.relu(q), F.relu(k)
@@ -40,7 +45,7 @@ def quadratic(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     φ(q_i)·φ(k_j), applied to V and divided by its row sums plus eps."""
     q, k, v = upcast(q, k, v)
     seq = q.shape[-2]
-    big_m = positive_number("M", seq if M is None else M)
+    big_m = resolve_m(M, seq)
     positions = torch.arange(seq, device=q.device, dtype=q.dtype)
     weights = torch.cos((positions.unsqueeze(-1) - positions) * (math.pi / (2.0 * big_m)))
     scores = (F.relu(q) @ F.relu(k).transpose(-1, -2)) * weights
