@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from linbench.oom import is_out_of_memory
+from linbench.shape import Shape
 from linbench.variants.registry import ImplUnavailableError, Variant
 
 # (rtol, atol) per dtype, about ten units of the last place for fp16 and bf16 (fp32 allows
@@ -27,19 +29,6 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 
 
 @dataclass(frozen=True)
-class Shape:
-    batch: int
-    heads: int
-    seq: int
-    dim_k: int
-    dim_v: int
-
-    @property
-    def label(self) -> str:
-        return f"B{self.batch}-H{self.heads}-S{self.seq}-Dk{self.dim_k}-Dv{self.dim_v}"
-
-
-@dataclass(frozen=True)
 class Comparison:
     """How far one tensor is from its reference."""
 
@@ -47,6 +36,8 @@ class Comparison:
     max_abs_error: float
     # max over elements of |actual − expected| / (atol·rms(expected) + rtol·|expected|): ≤ 1 passes.
     worst_ratio: float
+    # max |actual − expected| relative to the RMS of expected (the case's scale).
+    rel_error: float = math.nan
 
     @property
     def ok(self) -> bool:
@@ -64,11 +55,17 @@ class CaseResult:
     dtype: torch.dtype
     comparisons: list[Comparison] = field(default_factory=list)
     error: str | None = None  # the impl raised instead of returning
+    out_of_memory: bool = False  # ... and what it raised was an allocation failure
     unavailable: str | None = None  # the impl cannot run here (and why): not judged at all
 
     @property
     def ok(self) -> bool:
         return self.error is None and bool(self.comparisons) and all(c.ok for c in self.comparisons)
+
+    @property
+    def rel_error(self) -> float:
+        """The largest relative error over the output and gradients (nan when nothing was compared)."""
+        return max((c.rel_error for c in self.comparisons), default=math.nan)
 
     @property
     def worst(self) -> Comparison | None:
@@ -102,11 +99,11 @@ def compare(
     rtol, atol = TOLERANCES[dtype]
     actual64, expected64 = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
     if not torch.isfinite(actual64).all():
-        return Comparison(name, math.inf, math.inf)
+        return Comparison(name, math.inf, math.inf, math.inf)
     diff = (actual64 - expected64).abs()
     scale = max(_rms(expected64), floor_scale, 1e-30)
     ratio = diff / (atol * scale + rtol * expected64.abs())
-    return Comparison(name, float(diff.max()), float(ratio.max()))
+    return Comparison(name, float(diff.max()), float(ratio.max()), float(diff.max()) / scale)
 
 
 def make_inputs(
@@ -193,6 +190,7 @@ def check_impl(
         return result
     except Exception as exc:  # whatever the impl under test raises is its failure, not the checker's
         result.error = f"{type(exc).__name__}: {exc}"
+        result.out_of_memory = is_out_of_memory(exc)
         return result
     floor = max(_rms(t) for t in expected.values()) / 100
     result.comparisons = [compare(name, actual[name], expected[name], dtype, floor) for name in expected]

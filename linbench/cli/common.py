@@ -7,46 +7,30 @@ never pays for it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from linbench.cli.errors import CliUsageError
+from linbench.dtypes import parse_dtypes, split_list, torch_dtype
 
 if TYPE_CHECKING:
     import torch
 
-# Canonical short name -> torch dtype attribute; aliases map onto the short names.
-DTYPE_NAMES = {"fp64": "float64", "fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-DTYPE_ALIASES = {"float64": "fp64", "double": "fp64", "float32": "fp32", "float": "fp32"}
-DTYPE_ALIASES |= {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
+# Re-exported: the commands import their parsing helpers from here.
+__all__ = [
+    "DEVICE_HELP",
+    "one_cpu_thread",
+    "parse_dtypes",
+    "resolve_device",
+    "split_list",
+    "stdout_console",
+    "torch_dtype",
+]
+
 DEVICE_HELP = "auto (cuda when available, else cpu), cpu, cuda or cuda:N"
-
-
-def split_list(values: Iterable[str] | None) -> list[str]:
-    """Flatten repeated options that may each hold a comma list, dropping blanks and repeats."""
-    items = (part.strip() for value in values or () for part in value.split(","))
-    return list(dict.fromkeys(item for item in items if item))
-
-
-def parse_dtypes(values: Iterable[str] | None) -> list[str]:
-    """Canonical dtype names (fp64, fp32, bf16, fp16) for ``values``; CliUsageError on others."""
-    names = []
-    for value in split_list(values):
-        name = DTYPE_ALIASES.get(value.lower(), value.lower())
-        if name not in DTYPE_NAMES:
-            raise CliUsageError(f"unknown dtype {value!r}; dtypes: {', '.join(DTYPE_NAMES)}")
-        names.append(name)
-    return list(dict.fromkeys(names)) or ["fp32"]
-
-
-def torch_dtype(name: str) -> torch.dtype:
-    """The torch dtype for a canonical name from parse_dtypes."""
-    import torch
-
-    return getattr(torch, DTYPE_NAMES[name])
 
 
 def resolve_device(spec: str) -> torch.device:

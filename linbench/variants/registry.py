@@ -28,6 +28,8 @@ MODES = ("fwd", "bwd", "fwdbwd")
 ImplFn = Callable[..., "torch.Tensor"]
 # Returns None when the impl can run on the device, else a reason it cannot.
 AvailabilityFn = Callable[["torch.device"], "str | None"]
+# Returns None when the impl handles these head dims and dtype ("fp32", ...), else why not.
+ShapeSupportFn = Callable[[int, int, str], "str | None"]
 FlopsFn = Callable[[int, int, int, int, int, bool, str], float]
 # Causal recurrent attention continuing from a carried state: fn(q, k, v, *, state, **params)
 # -> (out, new_state). state=None starts from nothing.
@@ -58,10 +60,15 @@ class Impl:
     memory_complexity: str
     params: tuple[Param, ...] = ()
     availability: AvailabilityFn | None = None
+    shape_support: ShapeSupportFn | None = None
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         """Why this impl cannot run on ``device``, or None when it can."""
         return self.availability(device) if self.availability else None
+
+    def unsupported_reason(self, dim_k: int, dim_v: int, dtype: str) -> str | None:
+        """Why this impl cannot take these head dims or this dtype, or None when it can."""
+        return self.shape_support(dim_k, dim_v, dtype) if self.shape_support else None
 
 
 @dataclass(frozen=True)
