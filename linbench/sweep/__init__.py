@@ -1,0 +1,1 @@
+"""What to run: the range grammar, TOML suites, and the expansion of axes into points."""

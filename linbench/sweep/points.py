@@ -1,0 +1,76 @@
+"""Axes × impls → the ordered list of points a run measures.
+
+The order is chosen for honest comparisons and cheap failure handling: sizes grow, so an
+out-of-memory point can stand for every larger one, and at each size every impl runs one
+after the other, so impls are compared under the same machine conditions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from linbench.shape import Shape
+from linbench.sweep.spec import Axes
+
+# The columns that identify a point in results.csv and samples.csv, in order.
+KEY_COLUMNS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One row of results: an impl of a variant, in one mode, dtype and masking, at one shape."""
+
+    variant: str
+    impl: str
+    mode: str
+    causal: bool
+    dtype: str
+    device: str
+    shape: Shape
+
+    @property
+    def series(self) -> tuple[str, str, str, bool, str, str]:
+        """Everything but the shape: the points that form one curve family."""
+        return (self.variant, self.impl, self.mode, self.causal, self.dtype, self.device)
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """The KEY_COLUMNS values as strings, as they are read back from CSV."""
+        return tuple(str(self.as_row()[column]) for column in KEY_COLUMNS)
+
+    def as_row(self) -> dict[str, Any]:
+        row = {k: v for k, v in asdict(self).items() if k != "shape"}
+        return row | asdict(self.shape)
+
+    @property
+    def label(self) -> str:
+        masking = "causal" if self.causal else "bidir"
+        return f"{self.variant}:{self.impl} {self.mode} {self.dtype} {masking} {self.shape.label}"
+
+
+def expand_points(blocks: Iterable[Axes], targets: Iterable[tuple[str, str]], device: str) -> list[Point]:
+    """Every point of every block, each once, in run order."""
+    targets = list(targets)
+    points: dict[Point, None] = {}
+    for axes in blocks:
+        for dtype in axes.dtype:
+            for causal in axes.causal:
+                shapes = [
+                    Shape(b, h, s, dk, dv)
+                    for b in axes.batch
+                    for h in axes.heads
+                    for dk, dv in axes.dims()
+                    for s in axes.seq
+                ]
+                for shape in sorted(shapes, key=lambda sh: (_volume(sh), sh)):
+                    for mode in axes.mode:
+                        for variant, impl in targets:
+                            points[Point(variant, impl, mode, causal, dtype, device, shape)] = None
+    return list(points)
+
+
+def _volume(shape: Shape) -> int:
+    # Roughly the cost order: small shapes first so failures at a size predict the larger ones.
+    return shape.batch * shape.heads * shape.seq * (shape.dim_k + shape.dim_v)

@@ -1,0 +1,104 @@
+"""The range grammar of the sweep axes.
+
+    1k..64k        powers of two from 1024 to 65536 (each value doubles the last)
+    1k..8k:x2      a geometric step (any factor > 1)
+    64..256:+64    an arithmetic step
+    512,1k,3000    a list; items may themselves be ranges
+    4096           a plain number
+
+``k`` is 1024 and ``m`` is 1048576. Values are positive integers; a list comes back
+sorted and without repeats, so sweeps always grow.
+"""
+
+from __future__ import annotations
+
+import re
+
+SUFFIXES = {"k": 1024, "m": 1024 * 1024}
+# A sweep of more values than this along one axis is a typo, not a plan.
+MAX_VALUES = 4096
+_NUMBER = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<suffix>[kKmM]?)$")
+
+
+class RangeError(ValueError):
+    """A range that does not parse; the message names the offending text."""
+
+
+def parse_size(text: str) -> int:
+    """``1k`` → 1024, ``1.5k`` → 1536, ``3000`` → 3000; positive integers only."""
+    text = text.strip()
+    match = _NUMBER.match(text)
+    if match is None:
+        if text.startswith("-") or text.startswith("+"):
+            raise RangeError(f"{text!r} is not a positive size")
+        raise RangeError(f"{text!r} is not a number (sizes look like 512, 1k, 64k or 1m)")
+    value = float(match["num"]) * SUFFIXES.get(match["suffix"].lower(), 1)
+    if value != int(value):
+        raise RangeError(f"{text!r} is not a whole number")
+    if value <= 0:
+        raise RangeError(f"{text!r} is not a positive size")
+    return int(value)
+
+
+def _parse_step(text: str) -> tuple[str, float]:
+    """``x2`` → ("x", 2.0), ``+64`` → ("+", 64.0)."""
+    kind, amount = text[:1], text[1:]
+    if kind not in ("x", "+"):
+        raise RangeError(f"step {text!r} must be xFACTOR (geometric, e.g. x2) or +STEP (arithmetic, e.g. +64)")
+    try:
+        value = float(amount) if kind == "x" else float(parse_size(amount))
+    except (ValueError, RangeError):
+        raise RangeError(f"step {text!r} has no valid number after {kind!r}") from None
+    if kind == "x" and value <= 1:
+        raise RangeError(f"geometric step {text!r} must be larger than x1")
+    return kind, value
+
+
+def _expand(start: int, stop: int, kind: str, step: float, text: str) -> list[int]:
+    values: list[int] = []
+    current = float(start)
+    while current <= stop:
+        values.append(round(current))
+        if len(values) > MAX_VALUES:
+            raise RangeError(f"range {text!r} has more than {MAX_VALUES} values")
+        current = current * step if kind == "x" else current + step
+    return values
+
+
+def _parse_item(text: str) -> list[int]:
+    if ".." not in text:
+        return [parse_size(text)]
+    bounds, _, step_text = text.partition(":")
+    start_text, _, stop_text = bounds.partition("..")
+    if not start_text.strip() or not stop_text.strip():
+        raise RangeError(f"range {text!r} needs a start and an end, as in 1k..64k")
+    start, stop = parse_size(start_text), parse_size(stop_text)
+    if start > stop:
+        raise RangeError(f"range {text!r} is reversed: start {start} is larger than end {stop}")
+    kind, step = _parse_step(step_text.strip()) if step_text.strip() else ("x", 2.0)
+    return _expand(start, stop, kind, step, text)
+
+
+def parse_range(text: str | int) -> list[int]:
+    """The sorted, distinct values of a range expression; RangeError when it is not one."""
+    if isinstance(text, bool):
+        raise RangeError(f"{text!r} is not a size")
+    if isinstance(text, int):
+        return [parse_size(str(text))]
+    items = [item.strip() for item in str(text).split(",")]
+    if not any(items):
+        raise RangeError("empty range: give a size, a list (512,1k) or a range (1k..64k)")
+    if not all(items):
+        raise RangeError(f"{text!r} has an empty item between commas")
+    values = sorted({value for item in items for value in _parse_item(item)})
+    if len(values) > MAX_VALUES:
+        raise RangeError(f"{text!r} has more than {MAX_VALUES} values")
+    return values
+
+
+def format_size(value: int) -> str:
+    """The short form used in labels: 1024 → 1k, 65536 → 64k, 3000 → 3000."""
+    for suffix, unit in (("m", SUFFIXES["m"]), ("k", SUFFIXES["k"])):
+        if value >= unit and value % unit == 0:
+            return f"{value // unit}{suffix}"
+    return str(value)
