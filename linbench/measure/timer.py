@@ -1,4 +1,7 @@
-"""Wall-clock timing on CPU: warm-up and repetition by time budget, median and spread."""
+"""Wall-clock timing on CPU: warm-up and repetition by time budget, median and spread.
+
+The GPU timer (cuda_timer.py) follows the same policy with CUDA events.
+"""
 
 from __future__ import annotations
 
@@ -36,27 +39,37 @@ class Timing:
 def time_cpu(
     fn: Callable[[], object],
     *,
+    before: Callable[[], object] | None = None,
     warmup_s: float = 0.25,
+    min_warmup_calls: int = 1,
     budget_s: float = 2.0,
     min_reps: int = 3,
     max_reps: int = 200,
 ) -> Timing:
     """Time ``fn`` with a monotonic clock.
 
-    Warm-up runs ``fn`` until ``warmup_s`` has passed (at least once), so lazy
-    initialisation and allocator growth are not timed. Then it repeats until ``budget_s``
-    has passed, but never fewer than ``min_reps`` nor more than ``max_reps`` times:
-    short ops get many samples, long ones stay affordable.
+    Warm-up runs ``fn`` until ``warmup_s`` has passed and at least ``min_warmup_calls``
+    times, so lazy initialisation and allocator growth are not timed (a caller that has
+    already run ``fn`` once may pass 0). Then it repeats until ``budget_s`` has passed, but
+    never fewer than ``min_reps`` nor more than ``max_reps`` times: short ops get many
+    samples, long ones stay affordable. ``before`` runs untimed ahead of every call (a
+    backward timing builds its forward graph there).
     """
-    start = time.perf_counter()
-    while True:
+    prepare = before or _nothing
+    calls, start = 0, time.perf_counter()
+    while calls < min_warmup_calls or time.perf_counter() - start < warmup_s:
+        prepare()
         fn()
-        if time.perf_counter() - start >= warmup_s:
-            break
+        calls += 1
     samples: list[float] = []
     start = time.perf_counter()
     while len(samples) < max_reps and (len(samples) < min_reps or time.perf_counter() - start < budget_s):
+        prepare()
         t0 = time.perf_counter_ns()
         fn()
         samples.append((time.perf_counter_ns() - t0) / 1e6)
     return Timing(tuple(samples))
+
+
+def _nothing() -> None:
+    return None

@@ -1,0 +1,144 @@
+"""A background NVML sampler: device-wide memory, SM clock, temperature and throttling.
+
+PyTorch's allocator sees only its own process's tensors. NVML sees the whole device:
+the CUDA context, library workspaces (cuBLAS, cuDNN) and other processes. Sampling it
+every couple of milliseconds during a measured region gives the device-wide peak, and
+the clock, temperature and throttle reasons say whether the GPU ran at full speed.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+# NVML's clock-event (throttle) reason bits, named as nvidia-smi names them.
+THROTTLE_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def throttle_names(mask: int) -> str:
+    """``sw_power_cap|hw_slowdown`` for a reason bit mask; empty for none."""
+    return "|".join(name for bit, name in THROTTLE_REASONS.items() if mask & bit)
+
+
+def _load_nvml() -> Any:
+    import pynvml  # nvidia-ml-py
+
+    pynvml.nvmlInit()
+    return pynvml
+
+
+def nvml_handle(nvml: Any, device_index: int) -> Any:
+    """NVML's handle for torch's CUDA device ``device_index``.
+
+    torch numbers devices after CUDA_VISIBLE_DEVICES; NVML numbers all of them. The UUID
+    is the same in both, so match on it and fall back to the index.
+    """
+    import torch
+
+    uuid = str(getattr(torch.cuda.get_device_properties(device_index), "uuid", "") or "")
+    for candidate in (f"GPU-{uuid}", uuid):
+        if uuid:
+            try:
+                return nvml.nvmlDeviceGetHandleByUUID(candidate)
+            except Exception:
+                continue
+    return nvml.nvmlDeviceGetHandleByIndex(device_index)
+
+
+def driver_version() -> str | None:
+    """The NVIDIA driver version, or None without NVML."""
+    try:
+        nvml = _load_nvml()
+    except Exception:
+        return None
+    try:
+        version = nvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    finally:
+        nvml.nvmlShutdown()
+
+
+def _throttle_mask(nvml: Any, handle: Any) -> int:
+    # nvidia-ml-py renamed "throttle reasons" to "clocks event reasons"; accept either.
+    getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    getter = getter or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    return int(getter(handle))
+
+
+@dataclass
+class NvmlSampler:
+    """Context manager sampling the device every ``interval_s`` on a background thread.
+
+    When NVML cannot be used, ``error`` says why and the figures stay None: the run goes
+    on with the allocator's figures alone.
+    """
+
+    device_index: int
+    interval_s: float = 0.002
+    peak_used_bytes: int | None = None
+    min_sm_clock_mhz: int | None = None
+    max_temp_c: int | None = None
+    throttle_mask: int = 0
+    samples: int = 0
+    error: str | None = None
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    def __enter__(self) -> NvmlSampler:
+        try:
+            self._nvml = _load_nvml()
+            self._handle = nvml_handle(self._nvml, self.device_index)
+            self._sample()
+        except Exception as exc:
+            self.error = f"NVML unavailable: {type(exc).__name__}: {exc}"
+            return self
+        self._thread = threading.Thread(target=self._loop, name="linbench-nvml", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self._nvml.nvmlShutdown()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample()
+
+    def _sample(self) -> None:
+        nvml, handle = self._nvml, self._handle
+        used = int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
+        clock = int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM))
+        temp = int(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU))
+        self.peak_used_bytes = max(self.peak_used_bytes or 0, used)
+        self.min_sm_clock_mhz = clock if self.min_sm_clock_mhz is None else min(self.min_sm_clock_mhz, clock)
+        self.max_temp_c = max(self.max_temp_c or temp, temp)
+        self.throttle_mask |= _throttle_mask(nvml, handle)
+        self.samples += 1
+
+    def summary(self) -> dict[str, Any]:
+        """The columns results.csv keeps from the sampler."""
+        return {
+            "nvml_peak_bytes": self.peak_used_bytes,
+            "sm_clock_mhz": self.min_sm_clock_mhz,
+            "temp_c": self.max_temp_c,
+            # The GPU is idle between kernels of a small op; that reason says nothing.
+            "throttle_reasons": throttle_names(self.throttle_mask & ~0x1),
+        }
