@@ -1,0 +1,90 @@
+"""meta.json: what ran, on what, with which software — everything a reader needs to trust
+or compare a results folder."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def git_sha() -> str | None:
+    """The commit linbench runs from (``-dirty`` with local changes); None outside a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=5
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{sha}-dirty" if dirty else sha
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def device_name(device: torch.device) -> str:
+    """The name results.csv carries in ``device_name``."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return cpu_model()
+
+
+def device_info(device: torch.device) -> dict[str, Any]:
+    """Name, memory and cache sizes of ``device``."""
+    info: dict[str, Any] = {"device": str(device), "device_name": device_name(device)}
+    if device.type == "cuda":
+        from linbench.measure.nvml import driver_version
+
+        props = torch.cuda.get_device_properties(device)
+        info |= {
+            "device_memory_bytes": props.total_memory,
+            "l2_cache_bytes": getattr(props, "L2_cache_size", None),
+            "sm_count": props.multi_processor_count,
+            "compute_capability": f"{props.major}.{props.minor}",
+            "driver_version": driver_version(),
+        }
+    else:
+        info |= {"device_memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")}
+    return info
+
+
+def collect_meta(argv: list[str], device: torch.device) -> dict[str, Any]:
+    """The run's provenance, recorded before the first point."""
+    from linbench import __version__
+
+    return {
+        "command": shlex.join(["linbench", *argv]),
+        "linbench_version": __version__,
+        "git_sha": git_sha(),
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "hostname": platform.node(),
+        **device_info(device),
+    }

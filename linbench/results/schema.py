@@ -1,0 +1,41 @@
+"""The columns of results.csv and samples.csv (documented in the README)."""
+
+from __future__ import annotations
+
+from linbench.sweep.points import KEY_COLUMNS
+
+STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
+
+RESULT_COLUMNS = (
+    "variant",
+    "impl",
+    "mode",
+    "causal",
+    "dtype",
+    "device",
+    "device_name",
+    "batch",
+    "heads",
+    "seq",
+    "dim_k",
+    "dim_v",
+    "status",
+    "time_ms",
+    "time_ms_p20",
+    "time_ms_p80",
+    "samples",
+    "peak_bytes",
+    "reserved_bytes",
+    "nvml_peak_bytes",
+    "flops",
+    "tflops",
+    "rel_err",
+    "error",
+    # Beyond the required set: the length the correctness gate ran at, and the GPU's state.
+    "check_seq",
+    "sm_clock_mhz",
+    "temp_c",
+    "throttle_reasons",
+)
+
+SAMPLE_COLUMNS = (*KEY_COLUMNS, "time_ms")

@@ -1,0 +1,141 @@
+"""A run folder on disk, appended to one row at a time.
+
+Every row is flushed as soon as it is written, so Ctrl-C or ``kill -9`` leaves valid CSV
+files holding every finished point. A run folder opened again (``--resume``) first
+repairs what a kill can leave behind: a half-written last line, and samples of a point
+whose result row never made it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from linbench.results.schema import RESULT_COLUMNS, SAMPLE_COLUMNS
+from linbench.sweep.points import KEY_COLUMNS
+
+RESULTS_FILE = "results.csv"
+SAMPLES_FILE = "samples.csv"
+META_FILE = "meta.json"
+WORKER_LOG = "worker.log"
+
+
+class RunStoreError(ValueError):
+    """A folder that is not a linbench run (for --resume)."""
+
+
+def utc_stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _format(value: Any) -> Any:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return "" if value is None else value
+
+
+def _key(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(row[column]) for column in KEY_COLUMNS)
+
+
+class RunStore:
+    """results.csv, samples.csv and meta.json of one run folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, out_dir: Path, name: str) -> RunStore:
+        """A new folder ``out_dir/<UTC timestamp>-<name>`` with the CSV headers written."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stem = f"{utc_stamp()}-{name}"
+        path, n = out_dir / stem, 1
+        while path.exists():
+            n += 1
+            path = out_dir / f"{stem}-{n}"
+        path.mkdir()
+        store = cls(path)
+        for file, columns in ((RESULTS_FILE, RESULT_COLUMNS), (SAMPLES_FILE, SAMPLE_COLUMNS)):
+            with (path / file).open("w", newline="") as handle:
+                csv.writer(handle).writerow(columns)
+        return store
+
+    @classmethod
+    def open(cls, path: Path) -> RunStore:
+        """An existing run folder, repaired for appending."""
+        for file in (RESULTS_FILE, META_FILE):
+            if not (path / file).is_file():
+                raise RunStoreError(f"{str(path)!r} is not a linbench run folder (no {file})")
+        store = cls(path)
+        store._repair()
+        return store
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / RESULTS_FILE
+
+    @property
+    def samples_path(self) -> Path:
+        return self.path / SAMPLES_FILE
+
+    @property
+    def log_path(self) -> Path:
+        return self.path / WORKER_LOG
+
+    def append(self, row: Mapping[str, Any], samples_ms: Iterable[float] = ()) -> None:
+        """Write one result row (samples first, so a row never lacks its samples)."""
+        samples = list(samples_ms)
+        if samples:
+            key_values = [row[column] for column in KEY_COLUMNS]
+            with self.samples_path.open("a", newline="") as handle:
+                csv.writer(handle).writerows([*key_values, f"{s:.6g}"] for s in samples)
+                handle.flush()
+        with self.results_path.open("a", newline="") as handle:
+            writer = csv.DictWriter(handle, RESULT_COLUMNS, extrasaction="ignore")
+            writer.writerow({column: _format(row.get(column)) for column in RESULT_COLUMNS})
+            handle.flush()
+
+    def rows(self) -> list[dict[str, str]]:
+        """The result rows as strings, in file order."""
+        with self.results_path.open(newline="") as handle:
+            return list(csv.DictReader(handle))
+
+    def done_keys(self) -> set[tuple[str, ...]]:
+        return {_key(row) for row in self.rows()}
+
+    def write_meta(self, meta: Mapping[str, Any]) -> None:
+        """Replace meta.json atomically (a kill mid-write leaves the old one)."""
+        tmp = self.path / (META_FILE + ".tmp")
+        tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        tmp.replace(self.path / META_FILE)
+
+    def read_meta(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.path / META_FILE).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise RunStoreError(f"{str(self.path / META_FILE)!r} cannot be read: {exc}") from None
+
+    def _repair(self) -> None:
+        _drop_partial_line(self.results_path)
+        _drop_partial_line(self.samples_path)
+        done = self.done_keys()
+        with self.samples_path.open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            kept = [row for row in reader if _key(row) in done]
+        with self.samples_path.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, SAMPLE_COLUMNS)
+            writer.writeheader()
+            writer.writerows(kept)
+
+
+def _drop_partial_line(path: Path) -> None:
+    """Cut a file back to its last complete line (a kill can stop a write mid-line)."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])

@@ -1,0 +1,111 @@
+"""What a worker does with a task: check a point against its reference, or measure it.
+
+Both return a plain dict of result columns; the supervisor adds the point's own columns.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from linbench.correctness import check_impl
+from linbench.dtypes import torch_dtype
+from linbench.measure.memory import PeakRSS
+from linbench.measure.timer import Timing, time_cpu
+from linbench.runner.task import Task
+from linbench.runner.workload import Workload, warm_up
+from linbench.variants.registry import get_variant
+
+
+def run_gate(task: Task) -> dict[str, Any]:
+    """The impl against the variant's fp64 reference at the task's shape (outputs, and
+    gradients when the mode has a backward)."""
+    point = task.point
+    case = check_impl(
+        get_variant(point.variant),
+        point.impl,
+        point.shape,
+        causal=point.causal,
+        dtype=torch_dtype(point.dtype),
+        device=point.device,
+        seed=task.seed,
+        gradients=point.mode != "fwd",
+    )
+    if case.unavailable:
+        return {"status": "error", "error": f"unavailable: {case.unavailable}"}
+    if case.error:
+        return {"status": "oom" if case.out_of_memory else "error", "error": case.error}
+    status = "ok" if case.ok else "mismatch"
+    return {"status": status, "rel_err": case.rel_error, "error": "" if case.ok else case.describe()}
+
+
+def run_measure(task: Task) -> dict[str, Any]:
+    """Peak memory of the first full-size call, then the timed repetitions."""
+    device = torch.device(task.point.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    warm_up(task.point, device)
+    work = Workload(task.point, device, task.seed)
+    if device.type == "cuda":
+        return _measure_cuda(task, work, device)
+    return _measure_cpu(task, work)
+
+
+def _measure_cpu(task: Task, work: Workload) -> dict[str, Any]:
+    policy = task.timing
+    work.before()
+    start = time.perf_counter()
+    with PeakRSS() as peak:
+        work.run()
+    first_s = time.perf_counter() - start
+    # The measured call was the first warm-up call; only the rest of the warm-up budget remains.
+    timing = time_cpu(
+        work.run,
+        before=work.before,
+        warmup_s=max(policy.warmup_s - first_s, 0.0),
+        min_warmup_calls=0,
+        budget_s=policy.budget_s,
+        min_reps=policy.min_reps,
+        max_reps=policy.max_reps,
+    )
+    return _timing_columns(timing) | {"peak_bytes": peak.peak_bytes}
+
+
+def _measure_cuda(task: Task, work: Workload, device: torch.device) -> dict[str, Any]:
+    from linbench.measure.cuda_memory import CudaPeak
+    from linbench.measure.cuda_timer import time_cuda
+    from linbench.measure.nvml import NvmlSampler
+
+    policy = task.timing
+    with NvmlSampler(device.index if device.index is not None else torch.cuda.current_device()) as nvml:
+        work.before()
+        with CudaPeak(device) as peak:
+            work.run()
+        timing = time_cuda(
+            work.run,
+            device=device,
+            before=work.before,
+            warmup_s=policy.warmup_s,
+            min_warmup_calls=0,
+            budget_s=policy.budget_s,
+            min_reps=policy.min_reps,
+            max_reps=policy.max_reps,
+        )
+    columns = _timing_columns(timing) | nvml.summary()
+    columns |= {"peak_bytes": peak.peak_bytes, "reserved_bytes": peak.reserved_bytes}
+    if nvml.error:
+        columns["error"] = nvml.error
+    return columns
+
+
+def _timing_columns(timing: Timing) -> dict[str, Any]:
+    return {
+        "status": "ok",
+        "time_ms": timing.median_ms,
+        "time_ms_p20": timing.percentile_ms(20),
+        "time_ms_p80": timing.percentile_ms(80),
+        "samples": timing.count,
+        "samples_ms": list(timing.samples_ms),
+    }

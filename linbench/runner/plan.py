@@ -1,0 +1,67 @@
+"""From a sweep spec to a runnable plan: names resolved, points expanded, limits set.
+
+Everything that can be wrong with the user's request is found here, before a run folder
+exists: unknown names, impls that cannot run on the device or take these head dims.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from linbench.measure.limits import available_memory_bytes
+from linbench.runner.targets import Targets, resolve_targets
+from linbench.runner.task import TimingPolicy
+from linbench.sweep.points import Point, expand_points
+from linbench.sweep.spec import SweepSpec
+from linbench.variants.registry import get_variant
+
+# A CPU worker may take this share of the memory available when the run starts; past it
+# an allocation fails cleanly inside the worker (status oom) instead of the machine swapping
+# or the kernel's OOM killer choosing a victim.
+CPU_MEMORY_SHARE = 0.8
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A resolved sweep: the points in order and how to run each."""
+
+    points: tuple[Point, ...]
+    targets: Targets
+    device: torch.device
+    device_name: str
+    timeout_s: float
+    timing: TimingPolicy
+    plugins: tuple[str, ...] = ()
+    memory_limit_bytes: int | None = None
+
+
+def _check_shape_support(targets: Targets, spec: SweepSpec) -> None:
+    for variant_name, impl_name in targets.pairs:
+        impl = get_variant(variant_name).impl(impl_name)
+        for block in spec.blocks:
+            for dim_k, dim_v in block.dims():
+                for dtype in block.dtype:
+                    reason = impl.unsupported_reason(dim_k, dim_v, dtype)
+                    if reason is not None:
+                        what = f"dim_k={dim_k}, dim_v={dim_v}, {dtype}"
+                        raise ValueError(f"{variant_name}:{impl_name} does not support {what}: {reason}")
+
+
+def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPlan:
+    """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
+    targets = resolve_targets(spec.variants, spec.baselines, device)
+    _check_shape_support(targets, spec)
+    points = expand_points(spec.blocks, targets.pairs, str(device))
+    memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
+    return RunPlan(
+        points=tuple(points),
+        targets=targets,
+        device=device,
+        device_name=device_name,
+        timeout_s=spec.timeout_s,
+        timing=TimingPolicy.for_device(device.type),
+        plugins=spec.plugins,
+        memory_limit_bytes=memory,
+    )

@@ -1,0 +1,109 @@
+"""Runs each task in a fresh worker fork and turns every way it can end into a result.
+
+Workers come from multiprocessing's fork server, which imports torch once (see
+worker.py): a fork costs milliseconds where a fresh interpreter would cost seconds of
+imports, yet each point starts from the same clean state. A worker that sends no result
+crashed (its exit signal and the last line it logged are reported); one that runs past
+the time limit is killed and reported as a timeout.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from linbench.runner.task import Task
+
+WORKER_MODULE = "linbench.runner.worker"
+# Seconds a worker gets on top of its point's limit to start and to send its result.
+START_GRACE_S = 10.0
+
+
+@contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Start workers as if from an interactive session.
+
+    multiprocessing makes each fork-server child re-import the parent's ``__main__`` (the
+    ``linbench`` script, pytest, a user's script), which costs time per point and runs a
+    script without a ``__main__`` guard again. The worker needs nothing from it, so the
+    parent shows multiprocessing a bare ``__main__`` while the child is launched.
+    """
+    real = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = real
+
+
+class Supervisor:
+    """Hands tasks to worker forks, one at a time, and never raises because of one."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.log_path = log_path
+        self._ctx = multiprocessing.get_context("forkserver")
+        self._ctx.set_forkserver_preload([WORKER_MODULE])
+        self._current: Any = None
+
+    def run(self, task: Task, timeout_s: float) -> dict[str, Any]:
+        """The worker's result for ``task``, or a crashed/timeout result in its place."""
+        from linbench.runner import worker
+
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        receiver, sender = self._ctx.Pipe(duplex=False)
+        process = self._ctx.Process(target=worker.main, args=(task, sender, str(self.log_path)), daemon=True)
+        with _main_module_hidden():
+            process.start()
+        self._current = process
+        sender.close()  # only the worker writes; our copy would keep the pipe open past a crash
+        try:
+            if not receiver.poll(timeout_s + START_GRACE_S):
+                process.kill()
+                process.join()
+                return {"status": "timeout", "error": f"no result within --timeout-s {timeout_s:g} s; worker killed"}
+            try:
+                result = receiver.recv()
+            except (EOFError, OSError):
+                result = None
+            process.join(START_GRACE_S)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            if result is None:
+                return {"status": "crashed", "error": self._crash_reason(process.exitcode, offset)}
+            return result
+        finally:
+            receiver.close()
+            self._current = None
+
+    def stop(self) -> None:
+        """Kill the worker in flight (on Ctrl-C)."""
+        if self._current is not None and self._current.is_alive():
+            self._current.kill()
+            self._current.join()
+
+    def _crash_reason(self, exitcode: int | None, log_offset: int) -> str:
+        if exitcode is not None and exitcode < 0:
+            how = f"worker killed by {signal.Signals(-exitcode).name}"
+            if -exitcode == signal.SIGKILL:
+                how += " (the system's OOM killer?)"
+        else:
+            how = f"worker exited with status {exitcode} without a result"
+        last = self._last_log_line(log_offset)
+        return f"{how}; last output: {last}" if last else how
+
+    def _last_log_line(self, offset: int) -> str:
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(offset)
+                lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()]
+        except OSError:
+            return ""
+        lines = [line for line in lines if line and not line.startswith("== ")]
+        return lines[-1][:300] if lines else ""

@@ -1,0 +1,104 @@
+"""The sweep loop: for each point, skip it, gate it, or measure it — then write its row.
+
+Rows are written the moment they exist. A point whose impl disagrees with the reference
+is never timed; one that fails in any way is recorded with its status and the sweep
+goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from linbench.results.store import RunStore
+from linbench.runner.plan import RunPlan
+from linbench.runner.policy import SkipPolicy
+from linbench.runner.supervisor import Supervisor
+from linbench.runner.task import Task, gate_key, gate_point
+from linbench.sweep.points import KEY_COLUMNS, Point
+from linbench.variants.registry import get_variant
+
+Listener = Callable[[str, Point, "dict[str, Any] | None"], None]
+
+
+def _silent(event: str, point: Point, row: dict[str, Any] | None) -> None:
+    return None
+
+
+class SweepRunner:
+    """Runs a plan into a store; ``listener(event, point, row)`` hears "start" and "row"."""
+
+    def __init__(self, plan: RunPlan, store: RunStore, listener: Listener = _silent) -> None:
+        self.plan = plan
+        self.store = store
+        self.listener = listener
+        self.supervisor = Supervisor(store.log_path)
+        self.policy = SkipPolicy(plan.timeout_s, plan.timing)
+        self._gates: dict[tuple[object, ...], dict[str, Any]] = {}
+
+    def pending(self) -> list[Point]:
+        """The plan's points without a row yet; earlier rows also teach the skip policy."""
+        by_key = {point.key: point for point in self.plan.points}
+        done = set()
+        for row in self.store.rows():
+            point = by_key.get(tuple(row[c] for c in KEY_COLUMNS))
+            if point is not None:
+                done.add(point.key)
+                self.policy.record(point, row)
+        return [point for point in self.plan.points if point.key not in done]
+
+    def run(self, points: list[Point]) -> None:
+        try:
+            for point in points:
+                self.listener("start", point, None)
+                row, samples = self.run_point(point)
+                self.store.append(row, samples)
+                self.policy.record(point, row)
+                self.listener("row", point, row)
+        finally:
+            self.supervisor.stop()
+
+    def run_point(self, point: Point) -> tuple[dict[str, Any], list[float]]:
+        """The row for one point and its raw time samples."""
+        reason = self.policy.skip_reason(point)
+        if reason is not None:
+            return self._row(point, {"status": "skipped", "error": reason}, None), []
+        gate = self._gate(point)
+        if gate.get("status") != "ok":
+            result = dict(gate)
+            if result.get("status") != "mismatch" and result.get("error"):
+                result["error"] = f"during the correctness check: {result['error']}"
+            return self._row(point, result, gate), []
+        result = self.supervisor.run(self._task("measure", point), self.plan.timeout_s)
+        samples = list(result.pop("samples_ms", []))
+        return self._row(point, result, gate), samples
+
+    def _gate(self, point: Point) -> dict[str, Any]:
+        key = gate_key(point)
+        if key not in self._gates:
+            self._gates[key] = self.supervisor.run(self._task("gate", gate_point(point)), self.plan.timeout_s)
+        return self._gates[key]
+
+    def _task(self, kind: str, point: Point) -> Task:
+        return Task(
+            kind=kind,  # type: ignore[arg-type]
+            point=point,
+            timing=self.plan.timing,
+            plugins=self.plan.plugins,
+            memory_limit_bytes=self.plan.memory_limit_bytes,
+        )
+
+    def _row(self, point: Point, result: dict[str, Any], gate: dict[str, Any] | None) -> dict[str, Any]:
+        shape = point.shape
+        flops = get_variant(point.variant).flops(*shape.sizes(), point.causal, point.mode)
+        row = point.as_row() | {"device_name": self.plan.device_name, "flops": flops} | result
+        if gate is not None:
+            row["check_seq"] = gate_point(point).shape.seq
+            row["rel_err"] = gate.get("rel_err")
+        if row.get("status") == "ok" and row.get("time_ms"):
+            row["tflops"] = flops / (row["time_ms"] / 1e3) / 1e12
+        else:
+            # A time is reported only for a point that passed its check and ran to the end.
+            for column in ("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops"):
+                row[column] = None
+        return row

@@ -1,0 +1,71 @@
+"""What the supervisor sends a worker: one point to check or to measure, and the rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from linbench.sweep.points import Point
+
+# The correctness gate runs the fp64 reference, which holds a few B·H·S×S tensors; at
+# long lengths it runs at the longest length whose reference fits this budget instead.
+GATE_BUDGET_BYTES = 512 * 1024 * 1024
+_GATE_COPIES = 4  # scores, probabilities and their gradients, in fp64
+MIN_GATE_SEQ = 16
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """Warm-up and repetition budget of one measured point."""
+
+    warmup_s: float
+    budget_s: float
+    min_reps: int
+    max_reps: int
+
+    @classmethod
+    def for_device(cls, device_type: str) -> TimingPolicy:
+        if device_type == "cuda":
+            return cls(warmup_s=0.1, budget_s=0.5, min_reps=10, max_reps=1000)
+        # CPU points are long and noisy at once: three repetitions at least, a second of budget.
+        return cls(warmup_s=0.2, budget_s=1.0, min_reps=3, max_reps=100)
+
+    def predicted_s(self, call_s: float) -> float:
+        """Wall time of a point whose single call takes ``call_s``: the measured first call,
+        the rest of the warm-up, then the timed repetitions."""
+        warmup = max(self.warmup_s - call_s, 0.0)
+        reps = max(self.min_reps * call_s, min(self.budget_s, self.max_reps * call_s))
+        return call_s + warmup + reps
+
+
+@dataclass(frozen=True)
+class Task:
+    """One job for a worker process: ``gate`` checks a point against its reference,
+    ``measure`` times it and reads its peak memory."""
+
+    kind: Literal["gate", "measure"]
+    point: Point
+    timing: TimingPolicy
+    plugins: tuple[str, ...] = ()
+    # CPU only: the most address space the worker may add; None leaves it unlimited.
+    memory_limit_bytes: int | None = None
+    seed: int = 0
+
+
+def gate_seq(point: Point) -> int:
+    """The length the correctness gate runs at: the point's own, or the longest that fits."""
+    shape = point.shape
+    per_position_pair = shape.batch * shape.heads * 8 * _GATE_COPIES
+    fits = int((GATE_BUDGET_BYTES / per_position_pair) ** 0.5)
+    return min(shape.seq, max(fits, MIN_GATE_SEQ))
+
+
+def gate_point(point: Point) -> Point:
+    """The point the gate checks: ``point`` at ``gate_seq``."""
+    return replace(point, shape=replace(point.shape, seq=gate_seq(point)))
+
+
+def gate_key(point: Point) -> tuple[object, ...]:
+    """Points with the same gate key share one gate run (fwd needs no gradients checked)."""
+    gated = gate_point(point)
+    return (*gated.series[:2], gated.mode != "fwd", gated.causal, gated.dtype, gated.device, gated.shape)

@@ -1,0 +1,62 @@
+"""The worker process: runs one task and sends its result dict back over a pipe.
+
+Imported by the fork server before any task (so torch is imported once, not per point);
+every task then runs in a fresh fork: its peak memory cannot depend on what ran before,
+and a crash takes down only that fork.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import torch  # noqa: F401 - imported here so the fork server holds it for every worker
+
+from linbench.measure.limits import cap_address_space, die_with_parent
+from linbench.oom import is_out_of_memory
+from linbench.plugins import load_plugin_file
+from linbench.runner.task import Task
+
+
+def main(task: Task, conn: Connection, log_path: str) -> None:
+    """Entry point of a worker fork."""
+    die_with_parent()
+    _redirect_output(Path(log_path), task)
+    try:
+        result = _run(task)
+    except BaseException as exc:  # every failure of the task becomes its result, never a hang
+        result = _failure(exc)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    conn.send(result)
+    conn.close()
+
+
+def _run(task: Task) -> dict[str, Any]:
+    from linbench.runner.execute import run_gate, run_measure
+
+    if task.memory_limit_bytes is not None:
+        cap_address_space(task.memory_limit_bytes)
+    for plugin in task.plugins:
+        load_plugin_file(plugin)
+    return run_gate(task) if task.kind == "gate" else run_measure(task)
+
+
+def _failure(exc: BaseException) -> dict[str, Any]:
+    traceback.print_exc()  # into the worker log, for whoever debugs the impl
+    message = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return {"status": "oom" if is_out_of_memory(exc) else "error", "error": message[:500]}
+
+
+def _redirect_output(log_path: Path, task: Task) -> None:
+    """Send the fork's stdout and stderr (Python's and C's) to the run's worker log,
+    so warnings never garble the progress display and a crash leaves its last words."""
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    print(f"== {task.kind} {task.point.label} (pid {os.getpid()})", flush=True)
