@@ -12,6 +12,7 @@ import typer
 
 from linbench.cli.check_cmd import check_command
 from linbench.cli.list_cmd import list_command
+from linbench.cli.run_cmd import run_command
 
 __all__ = ["app", "main"]
 
@@ -24,6 +25,7 @@ app = typer.Typer(
 )
 app.command("list")(list_command)
 app.command("check")(check_command)
+app.command("run")(run_command)
 
 
 def _print_version(value: bool) -> None:

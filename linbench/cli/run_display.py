@@ -1,0 +1,119 @@
+"""What ``linbench run`` shows a person: a progress bar, a line per finished point, and a
+closing table per shape of the fastest impl against the fastest baseline."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from linbench.sweep.ranges import format_size
+
+STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom": "magenta"}
+
+
+def format_bytes(value: Any) -> str:
+    if value in (None, ""):
+        return "-"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def format_ms(value: Any) -> str:
+    if value in (None, ""):
+        return "-"
+    ms = float(value)
+    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.3g} ms"
+
+
+def row_line(row: Mapping[str, Any]) -> str:
+    """One line per finished point: status, what ran, and its figures or its reason."""
+    status = str(row["status"])
+    what = f"{row['variant']}:{row['impl']} {row['mode']} S={format_size(int(row['seq']))}"
+    style = STATUS_STYLE.get(status, "red")
+    if status == "ok":
+        rate = float(row["tflops"]) * 1000 if row.get("tflops") not in (None, "") else 0.0
+        figures = f"{format_ms(row['time_ms'])}  peak {format_bytes(row['peak_bytes'])}  {rate:.1f} GFLOP/s"
+    else:
+        figures = escape(str(row.get("error") or ""))
+    return f"[{style}]{status:>8}[/] {escape(what)}  {figures}"
+
+
+def make_progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _group_key(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(row[c]) for c in ("mode", "dtype", "causal", "batch", "heads", "dim_k", "dim_v"))
+
+
+def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[str, str]]) -> list[Table]:
+    """Per mode/dtype/masking/shape: for each length, the fastest impl, the fastest
+    baseline, the speedup, and the points that did not end ok."""
+    base = {f"{v}:{i}" for v, i in baselines}
+    groups: dict[tuple[str, ...], dict[int, list[Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        groups[_group_key(row)][int(row["seq"])].append(row)
+    tables = []
+    for (mode, dtype, causal, batch, heads, dim_k, dim_v), by_seq in groups.items():
+        masking = "causal" if causal == "True" else "bidirectional"
+        title = f"{mode} {dtype} {masking}  B={batch} H={heads} Dk={dim_k} Dv={dim_v}"
+        table = Table(title=title, title_justify="left")
+        for column in ("seq", "fastest", "time", "fastest baseline", "time ", "speedup", "not ok"):
+            table.add_column(column, justify="right" if column in ("seq", "time", "time ", "speedup") else "left")
+        for seq in sorted(by_seq):
+            table.add_row(format_size(seq), *_summary_cells(by_seq[seq], base))
+        tables.append(table)
+    return tables
+
+
+def _summary_cells(rows: list[Mapping[str, Any]], base: set[str]) -> tuple[str, ...]:
+    ok = [r for r in rows if r["status"] == "ok" and r.get("time_ms") not in (None, "")]
+    name = lambda r: f"{r['variant']}:{r['impl']}"  # noqa: E731 - a one-line label
+    others = [r for r in ok if name(r) not in base] or ok
+    best = min(others, key=lambda r: float(r["time_ms"]), default=None)
+    best_base = min((r for r in ok if name(r) in base), key=lambda r: float(r["time_ms"]), default=None)
+    speedup = "-"
+    if best is not None and best_base is not None and best is not best_base:
+        speedup = f"{float(best_base['time_ms']) / float(best['time_ms']):.2f}x"
+    failed = ", ".join(f"{name(r)} {r['status']}" for r in rows if r["status"] != "ok") or "-"
+    return (
+        escape(name(best)) if best else "-",
+        format_ms(best["time_ms"]) if best else "-",
+        escape(name(best_base)) if best_base else "-",
+        format_ms(best_base["time_ms"]) if best_base else "-",
+        speedup,
+        escape(failed),
+    )
+
+
+def status_counts(rows: Iterable[Mapping[str, Any]]) -> str:
+    counts: dict[str, int] = defaultdict(int)
+    for row in rows:
+        counts[str(row["status"])] += 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no points"
