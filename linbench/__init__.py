@@ -9,10 +9,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "attention", "get_variant", "list_variants"]
+__all__ = [
+    "Impl",
+    "Param",
+    "Variant",
+    "__version__",
+    "attention",
+    "get_variant",
+    "list_variants",
+    "register_variant",
+]
+# What a plugin needs to declare a variant (see the README's plugin example).
+_REGISTRY_NAMES = ("Impl", "Param", "Variant", "register_variant")
 
 if TYPE_CHECKING:
     from linbench.api import attention, get_variant, list_variants
+    from linbench.variants.registry import Impl, Param, Variant, register_variant
 
 
 def __getattr__(name: str) -> Any:
@@ -20,4 +32,8 @@ def __getattr__(name: str) -> Any:
         from linbench import api
 
         return getattr(api, name)
+    if name in _REGISTRY_NAMES:
+        from linbench.variants import registry
+
+        return getattr(registry, name)
     raise AttributeError(f"module 'linbench' has no attribute {name!r}")

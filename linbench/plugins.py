@@ -43,3 +43,12 @@ def load_plugin_file(path: str | Path) -> list[str]:
         raise PluginError(f"plugin file {str(path)!r} failed to load: {type(exc).__name__}: {exc}") from None
     _loaded[key] = [name for name in list_variants() if name not in before]
     return _loaded[key]
+
+
+def unload_plugin_file(path: str | Path) -> None:
+    """Unregister the variants ``path`` registered, so a later load imports it afresh."""
+    from linbench.variants.registry import unregister_variant
+
+    key = str(Path(path).expanduser().resolve())
+    for name in _loaded.pop(key, []):
+        unregister_variant(name)

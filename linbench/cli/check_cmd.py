@@ -7,6 +7,7 @@ multiple of any chunk size.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -24,6 +25,8 @@ from linbench.cli.check_report import (
 )
 from linbench.cli.common import (
     DEVICE_HELP,
+    PLUGIN_HELP,
+    load_plugins,
     one_cpu_thread,
     parse_dtypes,
     resolve_device,
@@ -103,9 +106,11 @@ def check_command(
         list[str] | None, typer.Option(help="fp64, fp32, bf16 or fp16; repeatable or comma-separated. Default: fp32.")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
 ) -> None:
     """Check every impl against its variant's fp64 reference; exit 1 when any cell fails."""
     with usage_errors():
+        load_plugins(plugin)
         resolved = resolve_device(device)
         columns = [(name, causal) for name in parse_dtypes(dtype) for causal in (True, False)]
         selection = select_impls(split_list(variant))

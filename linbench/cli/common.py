@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 # Re-exported: the commands import their parsing helpers from here.
 __all__ = [
     "DEVICE_HELP",
+    "PLUGIN_HELP",
+    "load_plugins",
     "one_cpu_thread",
     "parse_dtypes",
     "resolve_device",
@@ -31,6 +34,17 @@ __all__ = [
 ]
 
 DEVICE_HELP = "auto (cuda when available, else cpu), cpu, cuda or cuda:N"
+
+
+PLUGIN_HELP = "A Python file that registers variants (repeatable)."
+
+
+def load_plugins(paths: list[Path] | None) -> None:
+    """Import each ``--plugin`` file; a missing or broken file is a usage error (PluginError)."""
+    from linbench.plugins import load_plugin_file
+
+    for path in paths or ():
+        load_plugin_file(path)
 
 
 def resolve_device(spec: str) -> torch.device:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from linbench.cli.common import DEVICE_HELP, resolve_device, stdout_console
+from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP, load_plugins, resolve_device, stdout_console
 from linbench.cli.errors import usage_errors
 
 if TYPE_CHECKING:
@@ -51,9 +52,11 @@ def variant_table(variants: list[Variant]) -> Table:
 
 def list_command(
     device: Annotated[str, typer.Option(help=f"Device for 'runs here': {DEVICE_HELP}.")] = "auto",
+    plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
 ) -> None:
     """List every variant and impl with its complexity, parameters, and whether it runs here."""
     with usage_errors():
+        load_plugins(plugin)
         resolved = resolve_device(device)
     from linbench.variants.registry import get_variant, list_variants
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from linbench.cli.common import DEVICE_HELP, resolve_device, stdout_console
+from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP, load_plugins, resolve_device, stdout_console
 from linbench.cli.errors import CliUsageError, usage_errors
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ HELP = {
     "mode": "fwd, bwd, fwdbwd (comma list) [default: fwd].",
     "timeout_s": "Limit per point, seconds [default: 120].",
     "quiet": "No progress display; a summary line at the end.",
+    "budget_s": "Seconds of timed repetitions per point [default: 1 on CPU, 0.5 on GPU].",
 }
 
 
@@ -59,11 +60,14 @@ def run_command(
     resume: Annotated[
         Path | None, typer.Option("--resume", help="Finish the run in this folder: only its missing points run.")
     ] = None,
-    plugin: Annotated[list[Path] | None, typer.Option("--plugin", help="A Python file registering variants.")] = None,
+    plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
+    budget_s: Annotated[float | None, typer.Option("--budget-s", help=HELP["budget_s"])] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=HELP["quiet"])] = False,
 ) -> None:
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
+    with usage_errors():
+        masking = _masking(causal, bidirectional)
     flags: dict[str, Any] = {
         "variant": variant or None,
         "baseline": baseline or None,
@@ -75,9 +79,10 @@ def run_command(
         "dim_v": dim_v,
         "dtype": dtype or None,
         "mode": mode or None,
-        "causal": _masking(causal, bidirectional),
+        "causal": masking,
         "device": device,
         "plugin": [str(p) for p in plugin] if plugin else None,
+        "budget_s": budget_s,
     }
     console = stdout_console()
     with usage_errors():
@@ -121,12 +126,10 @@ def _load(
 
 
 def _plan(spec: SweepSpec) -> RunPlan:
-    from linbench.plugins import load_plugin_file
     from linbench.results.meta import device_name
     from linbench.runner.plan import make_plan
 
-    for path in spec.plugins:
-        load_plugin_file(path)
+    load_plugins([Path(p) for p in spec.plugins])
     device = resolve_device(spec.device)
     return make_plan(spec, device, device_name(device))
 

@@ -61,7 +61,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         device=device,
         device_name=device_name,
         timeout_s=spec.timeout_s,
-        timing=TimingPolicy.for_device(device.type),
+        timing=TimingPolicy.for_device(device.type, spec.budget_s),
         plugins=spec.plugins,
         memory_limit_bytes=memory,
     )

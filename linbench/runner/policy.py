@@ -21,8 +21,6 @@ from linbench.sweep.points import Point
 DEFAULT_EXPONENT = 2.0
 # Per-call fraction a bwd point adds for its untimed forward.
 BWD_FORWARD_SHARE = 0.5
-# Seconds a worker spends outside the measured calls (fork, inputs, warm-up call).
-WORKER_OVERHEAD_S = 1.0
 
 
 class SkipPolicy:
@@ -49,9 +47,10 @@ class SkipPolicy:
         predicted = self.predicted_call_s(point)
         if predicted is None:
             return None
-        wall = self.timing.predicted_s(predicted) + WORKER_OVERHEAD_S
+        # Worker start-up is not counted: the supervisor allows a grace period for it.
+        wall = self.timing.predicted_s(predicted)
         if point.mode == "bwd":
-            wall += BWD_FORWARD_SHARE * (wall - WORKER_OVERHEAD_S)
+            wall *= 1 + BWD_FORWARD_SHARE
         if wall > self.timeout_s:
             return (
                 f"predicted {wall:.0f} s for the point ({predicted:.2f} s per call, extrapolated from "

@@ -22,7 +22,7 @@ from linbench.runner.task import Task
 
 WORKER_MODULE = "linbench.runner.worker"
 # Seconds a worker gets on top of its point's limit to start and to send its result.
-START_GRACE_S = 10.0
+START_GRACE_S = 5.0
 
 
 @contextmanager

@@ -24,11 +24,16 @@ class TimingPolicy:
     max_reps: int
 
     @classmethod
-    def for_device(cls, device_type: str) -> TimingPolicy:
+    def for_device(cls, device_type: str, budget_s: float | None = None) -> TimingPolicy:
+        """The defaults for ``device_type``; ``budget_s`` replaces the repetition budget."""
         if device_type == "cuda":
-            return cls(warmup_s=0.1, budget_s=0.5, min_reps=10, max_reps=1000)
-        # CPU points are long and noisy at once: three repetitions at least, a second of budget.
-        return cls(warmup_s=0.2, budget_s=1.0, min_reps=3, max_reps=100)
+            policy = cls(warmup_s=0.1, budget_s=0.5, min_reps=10, max_reps=1000)
+        else:
+            # CPU points are long and noisy at once: three repetitions at least, a second of budget.
+            policy = cls(warmup_s=0.2, budget_s=1.0, min_reps=3, max_reps=100)
+        if budget_s is None:
+            return policy
+        return cls(min(policy.warmup_s, budget_s), budget_s, policy.min_reps, policy.max_reps)
 
     def predicted_s(self, call_s: float) -> float:
         """Wall time of a point whose single call takes ``call_s``: the measured first call,

@@ -25,7 +25,7 @@ else:  # pragma: no cover - Python 3.10
 MODES = ("fwd", "bwd", "fwdbwd")
 SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
-RUN_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "plugin")
+RUN_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "plugin")
 DEFAULT_SETTINGS: dict[str, Any] = {
     "seq": "1k..16k",
     "batch": 1,
@@ -40,6 +40,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "no_baseline": False,
     "device": "auto",
     "timeout_s": 120.0,
+    "budget_s": None,  # None: the device's default (runner/task.py)
     "plugin": [],
 }
 
@@ -78,6 +79,7 @@ class SweepSpec:
     blocks: tuple[Axes, ...]
     device: str
     timeout_s: float
+    budget_s: float | None = None
     plugins: tuple[str, ...] = ()
     suite: str | None = None
     settings: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -202,6 +204,7 @@ def spec_from_settings(
         blocks=tuple(blocks),
         device=str(base["device"]),
         timeout_s=_positive_float("timeout_s", base["timeout_s"]),
+        budget_s=None if base["budget_s"] is None else _positive_float("budget_s", base["budget_s"]),
         plugins=tuple(str(Path(p).resolve()) for p in _as_list(base["plugin"])),
         suite=suite,
         settings={k: base[k] for k in DEFAULT_SETTINGS} | {"sweep": tables},

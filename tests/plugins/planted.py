@@ -1,0 +1,65 @@
+"""A test plugin: one variant whose impls fail in every way a sweep must survive.
+
+Loaded with ``--plugin`` (or load_plugin_file); each impl is softmax attention, except
+where its name says otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import torch
+
+from linbench import Impl, Variant, register_variant
+from linbench.variants.flops import quadratic_flops
+from linbench.variants.softmax.naive import naive
+
+# Lengths at which the failing impls fail; shorter calls behave, so the gate passes.
+FAIL_FROM_SEQ = 512
+
+
+def good(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    return naive(q, k, v, causal=causal)
+
+
+def wrong(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    return naive(q, k, v, causal=causal) + 0.1
+
+
+def oom(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    if q.shape[-2] >= FAIL_FROM_SEQ:
+        # A real allocation far past any worker's memory cap (16 TiB).
+        torch.empty(1 << 42, dtype=torch.float32, device=q.device).fill_(1.0)
+    return naive(q, k, v, causal=causal)
+
+
+def crash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    if q.shape[-2] >= FAIL_FROM_SEQ:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return naive(q, k, v, causal=causal)
+
+
+def hang(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    if q.shape[-2] >= FAIL_FROM_SEQ:
+        time.sleep(3600)
+    return naive(q, k, v, causal=causal)
+
+
+register_variant(
+    Variant(
+        name="planted",
+        summary="softmax attention, with impls planted to fail",
+        impl_list=tuple(
+            Impl(fn.__name__, fn, f"softmax that behaves: {fn.__name__}", "O(s²d)", "O(s²)")
+            for fn in (good, wrong, oom, crash, hang)
+        ),
+        reference="good",
+        param_specs=(),
+        flop_formula=quadratic_flops,
+        time_complexity="O(s²d)",
+        memory_complexity="O(s²)",
+    ),
+    replace=True,
+)

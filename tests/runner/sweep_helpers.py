@@ -1,0 +1,49 @@
+"""Helpers for the runner tests: real sweeps through real worker processes, at tiny sizes
+and short timing budgets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from linbench.plugins import load_plugin_file
+from linbench.results.store import RunStore
+from linbench.runner.plan import RunPlan
+from linbench.runner.sweep_runner import SweepRunner
+from linbench.runner.targets import Targets
+from linbench.runner.task import TimingPolicy
+from linbench.shape import Shape
+from linbench.sweep.points import Point
+
+PLANTED = str(Path(__file__).parents[1] / "plugins" / "planted.py")
+FAST = TimingPolicy(warmup_s=0.0, budget_s=0.05, min_reps=2, max_reps=5)
+
+
+def make_points(pairs: list[tuple[str, str]], seqs: list[int], shape: tuple[int, int, int] = (1, 2, 16)) -> list[Point]:
+    batch, heads, dim = shape
+    return [
+        Point(variant, impl, "fwd", True, "fp32", "cpu", Shape(batch, heads, seq, dim, dim))
+        for seq in seqs
+        for variant, impl in pairs
+    ]
+
+
+def run_points(tmp_path: Path, points: list[Point], timeout_s: float = 60.0) -> list[dict[str, str]]:
+    """Run ``points`` in this order through the supervisor; the rows written."""
+    load_plugin_file(PLANTED)
+    pairs = tuple(dict.fromkeys((p.variant, p.impl) for p in points))
+    plan = RunPlan(
+        points=tuple(points),
+        targets=Targets(pairs=pairs, baselines=(), notes=()),
+        device=torch.device("cpu"),
+        device_name="test cpu",
+        timeout_s=timeout_s,
+        timing=FAST,
+        plugins=(PLANTED,),
+        memory_limit_bytes=4 << 30,
+    )
+    store = RunStore.create(tmp_path, "test")
+    runner = SweepRunner(plan, store)
+    runner.run(runner.pending())
+    return store.rows()

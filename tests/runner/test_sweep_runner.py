@@ -1,0 +1,64 @@
+"""Every way a point can end, through real worker processes: the sweep always goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sweep_helpers import make_points, run_points
+
+
+def by_impl_and_seq(rows: list[dict[str, str]]) -> dict[tuple[str, int], dict[str, str]]:
+    return {(r["impl"], int(r["seq"])): r for r in rows}
+
+
+def test_a_wrong_impl_is_a_mismatch_and_never_timed(tmp_path: Path) -> None:
+    rows = by_impl_and_seq(run_points(tmp_path, make_points([("planted", "good"), ("planted", "wrong")], [64, 128])))
+    assert rows["good", 64]["status"] == "ok" and float(rows["good", 64]["time_ms"]) > 0
+    for seq in (64, 128):
+        wrong = rows["wrong", seq]
+        assert wrong["status"] == "mismatch"
+        assert wrong["time_ms"] == "" and wrong["tflops"] == ""
+        assert float(wrong["rel_err"]) > 0.01 and "tol" in wrong["error"]
+
+
+def test_out_of_memory_is_recorded_and_larger_points_skipped(tmp_path: Path) -> None:
+    rows = by_impl_and_seq(
+        run_points(tmp_path, make_points([("planted", "oom"), ("planted", "good")], [256, 512, 1024]))
+    )
+    assert rows["oom", 256]["status"] == "ok"
+    assert rows["oom", 512]["status"] == "oom" and "memory" in rows["oom", 512]["error"]
+    assert rows["oom", 1024]["status"] == "skipped" and "ran out of memory" in rows["oom", 1024]["error"]
+    assert rows["good", 1024]["status"] == "ok"  # the sweep went on
+
+
+def test_a_crashing_worker_is_recorded_and_replaced(tmp_path: Path) -> None:
+    rows = by_impl_and_seq(
+        run_points(tmp_path, make_points([("planted", "crash"), ("planted", "good")], [256, 512, 1024]))
+    )
+    assert rows["crash", 256]["status"] == "ok"
+    for seq in (512, 1024):  # a crash may depend on the size, so larger points are still tried
+        assert rows["crash", seq]["status"] == "crashed"
+        assert "SIGSEGV" in rows["crash", seq]["error"]
+    assert rows["good", 1024]["status"] == "ok"
+
+
+@pytest.mark.usefixtures("short_grace")
+def test_a_point_past_the_time_limit_is_a_timeout(tmp_path: Path) -> None:
+    rows = by_impl_and_seq(
+        run_points(tmp_path, make_points([("planted", "hang"), ("planted", "good")], [256, 512, 1024]), timeout_s=2.0)
+    )
+    assert rows["hang", 256]["status"] == "ok"
+    assert rows["hang", 512]["status"] == "timeout" and "timeout-s 2" in rows["hang", 512]["error"]
+    assert rows["hang", 1024]["status"] == "skipped" and "timed out" in rows["hang", 1024]["error"]
+    assert rows["good", 1024]["status"] == "ok"
+
+
+def test_memory_of_a_point_does_not_depend_on_what_ran_before(tmp_path: Path) -> None:
+    shape = (1, 8, 64)
+    alone = run_points(tmp_path / "alone", make_points([("cosine", "chunked")], [4096], shape))
+    after = run_points(tmp_path / "after", make_points([("cosine", "chunked")], [8192, 4096], shape))
+    peak_alone = int(alone[0]["peak_bytes"])
+    peak_after = int(by_impl_and_seq(after)["chunked", 4096]["peak_bytes"])
+    assert peak_alone > 8 << 20  # q, k, v and the output alone are 8 MiB at this shape
+    assert peak_after == pytest.approx(peak_alone, rel=0.05)
