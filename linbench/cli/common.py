@@ -53,7 +53,7 @@ def resolve_device(spec: str) -> torch.device:
 
     spec = spec.strip().lower()
     if spec == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        spec = "cuda" if torch.cuda.is_available() else "cpu"
     try:
         device = torch.device(spec)
     except RuntimeError:
@@ -68,7 +68,8 @@ def resolve_device(spec: str) -> torch.device:
     count = torch.cuda.device_count()
     if device.index is not None and device.index >= count:
         raise CliUsageError(f"--device {spec}: there is no such GPU; this machine has {count} (cuda:0..{count - 1})")
-    return device
+    # Always name the GPU: results from "cuda" and "cuda:0" must compare as the same device.
+    return device if device.index is not None else torch.device("cuda", torch.cuda.current_device())
 
 
 def stdout_console() -> Console:

@@ -44,6 +44,19 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_l2_bytes() -> int | None:
+    """The L2 cache of one CPU core, from sysfs (None where it is not exposed)."""
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            if (index / "level").read_text().strip() == "2":
+                size = (index / "size").read_text().strip()
+                unit = {"K": 1024, "M": 1024 * 1024}.get(size[-1:], 1)
+                return int(size.rstrip("KM")) * unit
+        except (OSError, ValueError):
+            return None
+    return None
+
+
 def device_name(device: torch.device) -> str:
     """The name results.csv carries in ``device_name``."""
     if device.type == "cuda":
@@ -66,7 +79,10 @@ def device_info(device: torch.device) -> dict[str, Any]:
             "driver_version": driver_version(),
         }
     else:
-        info |= {"device_memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")}
+        info |= {
+            "device_memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+            "l2_cache_bytes": cpu_l2_bytes(),
+        }
     return info
 
 

@@ -39,7 +39,8 @@ def main(task: Task, conn: Connection, log_path: str) -> None:
 def _run(task: Task) -> dict[str, Any]:
     from linbench.runner.execute import run_gate, run_measure
 
-    if task.memory_limit_bytes is not None:
+    # CUDA maps far more address space than it uses, so the cap is for CPU points only.
+    if task.memory_limit_bytes is not None and task.point.device == "cpu":
         cap_address_space(task.memory_limit_bytes)
     for plugin in task.plugins:
         load_plugin_file(plugin)

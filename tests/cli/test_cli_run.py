@@ -155,3 +155,22 @@ def test_kill_9_leaves_valid_csv_and_resume_finishes_without_duplicates(tmp_path
     with (folder / "samples.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == sum(int(r["samples"]) for r in rows)
     assert json.loads((folder / "meta.json").read_text())["status"] == "complete"
+
+
+def test_ctrl_c_stops_cleanly_and_marks_the_run_interrupted(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "linbench", "run", "--variant", "cosine:chunked", "--no-baseline"]
+    command += ["--seq", "64..2k:+64", "--heads", "2", "--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        folders = list(tmp_path.iterdir())
+        if folders and (folders[0] / "results.csv").exists() and len(read_rows(folders[0])) >= 1:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "--resume" in stdout
+    folder = run_folder(tmp_path)
+    assert json.loads((folder / "meta.json").read_text())["status"] == "interrupted"
+    assert 1 <= len(read_rows(folder)) < 32

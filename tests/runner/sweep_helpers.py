@@ -36,12 +36,12 @@ def run_points(tmp_path: Path, points: list[Point], timeout_s: float = 60.0) -> 
     plan = RunPlan(
         points=tuple(points),
         targets=Targets(pairs=pairs, baselines=(), notes=()),
-        device=torch.device("cpu"),
+        device=torch.device(points[0].device),
         device_name="test cpu",
         timeout_s=timeout_s,
         timing=FAST,
         plugins=(PLANTED,),
-        memory_limit_bytes=4 << 30,
+        memory_limit_bytes=4 << 30 if points[0].device == "cpu" else None,
     )
     store = RunStore.create(tmp_path, "test")
     runner = SweepRunner(plan, store)

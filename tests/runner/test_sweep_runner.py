@@ -62,3 +62,16 @@ def test_memory_of_a_point_does_not_depend_on_what_ran_before(tmp_path: Path) ->
     peak_after = int(by_impl_and_seq(after)["chunked", 4096]["peak_bytes"])
     assert peak_alone > 8 << 20  # q, k, v and the output alone are 8 MiB at this shape
     assert peak_after == pytest.approx(peak_alone, rel=0.05)
+
+
+@pytest.mark.cuda
+def test_a_cuda_point_reports_allocator_nvml_and_clock_columns(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    points = [replace(p, device="cuda:0") for p in make_points([("cosine", "chunked"), ("softmax", "sdpa")], [1024])]
+    rows = run_points(tmp_path, points)
+    for row in rows:
+        assert row["status"] == "ok", row["error"]
+        assert int(row["peak_bytes"]) > 0 and int(row["reserved_bytes"]) >= int(row["peak_bytes"])
+        assert int(row["nvml_peak_bytes"]) > int(row["peak_bytes"])  # the context is counted too
+        assert int(row["sm_clock_mhz"]) > 0 and row["device_name"]
