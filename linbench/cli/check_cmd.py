@@ -35,6 +35,7 @@ from linbench.cli.common import (
     torch_dtype,
 )
 from linbench.cli.errors import usage_errors
+from linbench.variants.selection import select_impls
 
 if TYPE_CHECKING:
     import torch
@@ -44,22 +45,6 @@ if TYPE_CHECKING:
 
 # (batch, heads, seq, dim_k, dim_v); Shape itself lives with torch, so it is built late.
 SHAPES = ((1, 2, 1, 8, 8), (2, 3, 100, 16, 24), (1, 2, 257, 32, 32))
-
-
-def select_impls(specs: list[str]) -> list[tuple[Variant, str]]:
-    """(variant, impl name) for each ``V`` (all its impls) or ``V:IMPL``; all variants when empty.
-
-    The registry is read now, not at import, so variants registered at run time are seen.
-    """
-    from linbench.variants.registry import get_variant, list_variants
-
-    selected: dict[tuple[str, str], tuple[Variant, str]] = {}
-    for spec in specs or list_variants():
-        name, _, impl = spec.partition(":")
-        variant = get_variant(name.strip())
-        impls = [variant.impl(impl.strip()).name] if impl.strip() else list(variant.impls)
-        selected |= {(variant.name, i): (variant, i) for i in impls}
-    return list(selected.values())
 
 
 def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device: torch.device) -> Cell:
@@ -113,7 +98,7 @@ def check_command(
         load_plugins(plugin)
         resolved = resolve_device(device)
         columns = [(name, causal) for name in parse_dtypes(dtype) for causal in (True, False)]
-        selection = select_impls(split_list(variant))
+        selection = [(pick.variant, pick.impl) for pick in select_impls(split_list(variant))]
     from linbench.correctness import Shape
 
     rows = run_matrix(selection, columns, resolved, quiet)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from linbench.variants.registry import get_variant, list_variants
+from linbench.variants.selection import select_impls
 
 
 @dataclass(frozen=True)
@@ -21,25 +21,18 @@ class Targets:
 
 def _expand(specs: Iterable[str], device: torch.device, notes: list[str]) -> list[tuple[str, str]]:
     """``V`` → every impl of V that runs on ``device``; ``V:IMPL`` → that impl, which must run."""
+    specs = list(specs)
+    if not specs:  # no baseline; select_impls would read "nothing given" as "all"
+        return []
     pairs: list[tuple[str, str]] = []
-    for spec in specs:
-        name, _, impl_name = spec.partition(":")
-        names = list_variants() if name.strip() == "all" else [name.strip()]
-        for variant_name in names:
-            variant = get_variant(variant_name)
-            if impl_name.strip():
-                impl = variant.impl(impl_name.strip())
-                reason = impl.unavailable_reason(device)
-                if reason is not None:
-                    raise ValueError(f"{variant.name}:{impl.name} cannot run on {device}: {reason}")
-                pairs.append((variant.name, impl.name))
-                continue
-            for impl in variant.impls.values():
-                reason = impl.unavailable_reason(device)
-                if reason is None:
-                    pairs.append((variant.name, impl.name))
-                else:
-                    notes.append(f"{variant.name}:{impl.name} left out: {reason}")
+    for pick in select_impls(specs):
+        reason = pick.variant.impls[pick.impl].unavailable_reason(device)
+        if reason is None:
+            pairs.append((pick.variant.name, pick.impl))
+        elif pick.explicit:
+            raise ValueError(f"{pick.variant.name}:{pick.impl} cannot run on {device}: {reason}")
+        else:
+            notes.append(f"{pick.variant.name}:{pick.impl} left out: {reason}")
     return pairs
 
 
@@ -47,9 +40,8 @@ def resolve_targets(variants: Iterable[str], baselines: Iterable[str], device: t
     """Every impl to run on ``device``; ValueError naming an unknown variant or impl."""
     notes: list[str] = []
     chosen = _expand(variants, device, notes)
-    base = [pair for pair in _expand(baselines, device, notes) if pair not in chosen]
-    pairs = tuple(dict.fromkeys([*chosen, *base]))
+    baseline_pairs = _expand(baselines, device, notes)
+    pairs = tuple(dict.fromkeys([*chosen, *baseline_pairs]))
     if not pairs:
         raise ValueError(f"no impl of {', '.join(variants)} can run on {device}")
-    baseline_pairs = tuple(p for p in _expand(baselines, device, []) if p in pairs)
-    return Targets(pairs=pairs, baselines=baseline_pairs, notes=tuple(dict.fromkeys(notes)))
+    return Targets(pairs=pairs, baselines=tuple(baseline_pairs), notes=tuple(dict.fromkeys(notes)))

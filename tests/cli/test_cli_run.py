@@ -31,6 +31,17 @@ def read_rows(folder: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+def wait_for_rows(out: Path, count: int, timeout_s: float = 120) -> None:
+    """Until the one run folder under ``out`` holds ``count`` result rows."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        folders = list(out.iterdir())
+        if folders and (folders[0] / "results.csv").exists() and len(read_rows(folders[0])) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {count} rows under {out} within {timeout_s} s")
+
+
 def test_a_tiny_sweep_writes_results_samples_and_meta(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("run", "--variant", "cosine:chunked", "--baseline", "softmax:sdpa", *TINY, "--out", tmp_path)
     assert result.exit_code == 0, result.output
@@ -132,12 +143,7 @@ def test_kill_9_leaves_valid_csv_and_resume_finishes_without_duplicates(tmp_path
     command = [sys.executable, "-m", "linbench", "run", "--variant", "cosine:chunked", "--no-baseline"]
     command += ["--seq", seqs, "--heads", "2", "--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        folders = list(tmp_path.iterdir())
-        if folders and (folders[0] / "results.csv").exists() and len(read_rows(folders[0])) >= 2:
-            break
-        time.sleep(0.05)
+    wait_for_rows(tmp_path, 2)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     folder = run_folder(tmp_path)
@@ -161,12 +167,7 @@ def test_ctrl_c_stops_cleanly_and_marks_the_run_interrupted(tmp_path: Path) -> N
     command = [sys.executable, "-m", "linbench", "run", "--variant", "cosine:chunked", "--no-baseline"]
     command += ["--seq", "64..2k:+64", "--heads", "2", "--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        folders = list(tmp_path.iterdir())
-        if folders and (folders[0] / "results.csv").exists() and len(read_rows(folders[0])) >= 1:
-            break
-        time.sleep(0.05)
+    wait_for_rows(tmp_path, 1)
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr

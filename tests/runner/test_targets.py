@@ -1,0 +1,35 @@
+"""Which impls a run measures on a device, baselines included."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from linbench.runner.targets import resolve_targets
+from linbench.variants.registry import get_variant, register_variant
+
+CPU = torch.device("cpu")
+
+
+def test_baselines_follow_the_variants_and_can_be_dropped() -> None:
+    targets = resolve_targets(["cosine:chunked"], ["softmax"], CPU)
+    assert targets.pairs == (("cosine", "chunked"), ("softmax", "naive"), ("softmax", "sdpa"))
+    assert targets.baselines == (("softmax", "naive"), ("softmax", "sdpa"))
+    alone = resolve_targets(["cosine:chunked"], [], CPU)
+    assert alone.pairs == (("cosine", "chunked"),) and alone.baselines == ()
+
+
+def test_unavailable_impls_are_noted_when_implied_and_refused_when_named() -> None:
+    softmax = get_variant("softmax")
+    away = replace(softmax.impl("sdpa"), availability=lambda device: "needs a planted chip")
+    register_variant(replace(softmax, impl_list=(softmax.impl("naive"), away)), replace=True)
+    try:
+        targets = resolve_targets(["softmax"], [], CPU)
+        assert targets.pairs == (("softmax", "naive"),)
+        assert targets.notes == ("softmax:sdpa left out: needs a planted chip",)
+        with pytest.raises(ValueError, match="softmax:sdpa cannot run on cpu: needs a planted chip"):
+            resolve_targets(["softmax:sdpa"], [], CPU)
+    finally:
+        register_variant(softmax, replace=True)
