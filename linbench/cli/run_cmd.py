@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 LARGE_SWEEP = 300
 RANGE_HELP = "a size (4k), a list (512,1k), powers of two (1k..64k), or stepped (1k..8k:x2, 64..256:+64)"
 HELP = {
-    "seq": f"Sequence lengths: {RANGE_HELP} [default: 1k..16k].",
-    "dim_v": "Head dims of v, crossed with --dim [default: = dim].",
-    "mode": "fwd, bwd, fwdbwd (comma list) [default: fwd].",
-    "timeout_s": "Limit per point, seconds [default: 120].",
+    "seq": f"Sequence lengths: {RANGE_HELP} Default: 1k..16k.",
+    "dim_v": "Head dims of v, crossed with --dim. Default: the same as --dim.",
+    "mode": "fwd, bwd, fwdbwd (comma list). Default: fwd.",
+    "timeout_s": "Limit per point, seconds. Default: 120.",
     "quiet": "No progress display; a summary line at the end.",
-    "budget_s": "Seconds of timed repetitions per point [default: 1 on CPU, 0.5 on GPU].",
+    "budget_s": "Seconds of timed repetitions per point. Default: 1 on CPU, 0.5 on GPU.",
 }
 
 
@@ -42,13 +42,13 @@ def run_command(
         typer.Option("--variant", help="NAME or NAME:IMPL (repeatable or comma list); 'all' for every variant."),
     ] = None,
     baseline: Annotated[
-        list[str] | None, typer.Option("--baseline", help="Baselines to compare with [default: softmax, every impl].")
+        list[str] | None, typer.Option("--baseline", help="Baselines to compare with. Default: softmax, every impl.")
     ] = None,
     no_baseline: Annotated[bool, typer.Option("--no-baseline", help="Run no baseline.")] = False,
     seq: Annotated[str | None, typer.Option("--seq", help=HELP["seq"])] = None,
-    batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar [default: 1].")] = None,
-    heads: Annotated[str | None, typer.Option("--heads", help="Head counts [default: 8].")] = None,
-    dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v) [default: 64].")] = None,
+    batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
+    heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
+    dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
     dim_v: Annotated[str | None, typer.Option("--dim-v", help=HELP["dim_v"])] = None,
     dtype: Annotated[list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list).")] = None,
     mode: Annotated[list[str] | None, typer.Option("--mode", help=HELP["mode"])] = None,
