@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 LARGE_SWEEP = 300
 RANGE_HELP = "a size (4k), a list (512,1k), powers of two (1k..64k), or stepped (1k..8k:x2, 64..256:+64)"
 HELP = {
-    "seq": f"Sequence lengths: {RANGE_HELP} Default: 1k..16k.",
+    "seq": f"Sequence lengths: {RANGE_HELP}. Default: 1k..16k.",
     "dim_v": "Head dims of v, crossed with --dim. Default: the same as --dim.",
     "mode": "fwd, bwd, fwdbwd (comma list). Default: fwd.",
     "timeout_s": "Limit per point, seconds. Default: 120.",
