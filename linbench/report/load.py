@@ -1,0 +1,109 @@
+"""Run folders read back for the reports, with every way they can be broken named.
+
+A run folder holds results.csv (and meta.json); a folder of runs holds run folders. A file
+that is missing, is not CSV, lacks columns or holds garbage raises ReportInputError naming
+the file and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from linbench.results.schema import RESULT_COLUMNS, STATUSES
+from linbench.results.store import META_FILE, RESULTS_FILE
+
+# The columns every results.csv must have (later additions are optional).
+REQUIRED_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]
+INT_COLUMNS = ("batch", "heads", "seq", "dim_k", "dim_v")
+FLOAT_COLUMNS = ("time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "flops", "tflops", "rel_err")
+
+
+class ReportInputError(ValueError):
+    """A results file or folder the reports cannot read."""
+
+
+@dataclass
+class Run:
+    """One run: its results and, when present, its meta.json."""
+
+    path: Path
+    results: pd.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def find_run_dirs(path: Path) -> list[Path]:
+    """The run folders at ``path``: a results.csv, a run folder, or a folder of run folders."""
+    if path.is_file():
+        return [path.parent] if path.name == RESULTS_FILE else _not_results(path)
+    if not path.is_dir():
+        raise ReportInputError(f"{str(path)!r} does not exist")
+    if (path / RESULTS_FILE).is_file():
+        return [path]
+    runs = sorted(p for p in path.iterdir() if (p / RESULTS_FILE).is_file())
+    if not runs:
+        raise ReportInputError(f"{str(path)!r} holds no {RESULTS_FILE} (neither a run folder nor a folder of runs)")
+    return runs
+
+
+def _not_results(path: Path) -> list[Path]:
+    raise ReportInputError(f"{str(path)!r} is not a {RESULTS_FILE}")
+
+
+def read_run(path: Path) -> Run:
+    """The run in folder ``path`` (or the folder of the results.csv ``path``)."""
+    folder = path.parent if path.is_file() else path
+    csv_path = folder / RESULTS_FILE
+    results = read_results(csv_path)
+    meta: dict[str, Any] = {}
+    if (folder / META_FILE).is_file():
+        try:
+            meta = json.loads((folder / META_FILE).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ReportInputError(f"{str(folder / META_FILE)!r} is not valid JSON: {exc}") from None
+    return Run(folder, results, meta)
+
+
+def read_results(csv_path: Path) -> pd.DataFrame:
+    """results.csv as a typed DataFrame; ReportInputError on anything malformed."""
+    where = repr(str(csv_path))
+    try:
+        frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise ReportInputError(f"{where} does not exist") from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ReportInputError(f"{where} is not a linbench results CSV: {' '.join(str(exc).split())}") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ReportInputError(f"{where} lacks column(s) {', '.join(missing)}")
+    if frame.empty:
+        raise ReportInputError(f"{where} holds no results (an empty run)")
+    bad_status = sorted(set(frame["status"]) - set(STATUSES))
+    if bad_status:
+        raise ReportInputError(f"{where}: unknown status {bad_status[0]!r}; statuses: {', '.join(STATUSES)}")
+    for column in (*INT_COLUMNS, *FLOAT_COLUMNS):
+        frame[column] = _numbers(frame[column], column, where, integer=column in INT_COLUMNS)
+    frame["causal"] = frame["causal"].map({"True": True, "False": False})
+    if frame["causal"].isna().any():
+        raise ReportInputError(f"{where}: column causal must be True or False")
+    return frame
+
+
+def _numbers(column: pd.Series, name: str, where: str, *, integer: bool) -> pd.Series:
+    values = pd.to_numeric(column.replace("", None), errors="coerce")
+    garbage = column[(column != "") & values.isna()]
+    if not garbage.empty:
+        raise ReportInputError(f"{where}: column {name} holds {garbage.iloc[0]!r} (row {garbage.index[0] + 2})")
+    if integer:
+        if values.isna().any() or (values <= 0).any():
+            raise ReportInputError(f"{where}: column {name} must hold positive whole numbers")
+        return values.astype(int)
+    return values.astype(float)
