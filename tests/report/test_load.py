@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 
 import pytest
+from result_rows import result_row as row
 
 from linbench.report.load import ReportInputError, find_run_dirs, read_run
 from linbench.results.schema import RESULT_COLUMNS
@@ -15,28 +16,9 @@ from linbench.results.store import RunStore
 def make_run(tmp: Path, rows: list[dict]) -> Path:
     store = RunStore.create(tmp, "test")
     store.write_meta({"device_name": "test"})
-    for row in rows:
-        store.append(row)
+    for each in rows:
+        store.append(each)
     return store.path
-
-
-def row(seq: int, impl: str = "chunked", time_ms: float | None = 1.0, status: str = "ok") -> dict:
-    return {
-        "variant": "cosine",
-        "impl": impl,
-        "mode": "fwd",
-        "causal": True,
-        "dtype": "fp32",
-        "device": "cpu",
-        "batch": 1,
-        "heads": 8,
-        "seq": seq,
-        "dim_k": 64,
-        "dim_v": 64,
-        "status": status,
-        "time_ms": time_ms,
-        "peak_bytes": 1000,
-    }
 
 
 def test_a_run_reads_back_typed(tmp_path: Path) -> None:

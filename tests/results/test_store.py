@@ -6,27 +6,10 @@ import csv
 from pathlib import Path
 
 import pytest
+from result_rows import result_row as row
 
 from linbench.results.schema import RESULT_COLUMNS, SAMPLE_COLUMNS
 from linbench.results.store import RunStore, RunStoreError
-
-
-def row(seq: int, status: str = "ok") -> dict:
-    return {
-        "variant": "cosine",
-        "impl": "chunked",
-        "mode": "fwd",
-        "causal": True,
-        "dtype": "fp32",
-        "device": "cpu",
-        "batch": 1,
-        "heads": 8,
-        "seq": seq,
-        "dim_k": 64,
-        "dim_v": 64,
-        "status": status,
-        "time_ms": 1.5,
-    }
 
 
 def test_a_new_run_folder_has_headers_and_rows_are_readable_at_once(tmp_path: Path) -> None:
