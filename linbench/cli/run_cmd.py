@@ -206,7 +206,8 @@ def _run(spec: SweepSpec, plan: RunPlan, store: RunStore, console: Console, quie
     finally:
         meta |= {"status": outcome, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         store.write_meta(meta)
-    rows = [row for row in store.rows() if (row["variant"], row["impl"]) in set(plan.targets.pairs)]
+    planned = set(plan.targets.pairs)
+    rows = [row for row in store.rows() if (row["variant"], row["impl"]) in planned]
     if not quiet:
         for table in summary_tables(rows, plan.targets.baselines):
             console.print(table)
