@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,6 +43,27 @@ def _main_module_hidden() -> Iterator[None]:
         sys.modules["__main__"] = real
 
 
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C back until the worker has been handed its task.
+
+    An interrupt while ``start`` is still sending the task leaves the fork-server child
+    reading a cut-off pickle, and it prints a traceback onto the user's terminal. The
+    signal is recorded instead and raised again once the hand-over is complete.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers, and only it receives SIGINT
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            signal.raise_signal(signal.SIGINT)
+
+
 class Supervisor:
     """Hands tasks to worker forks, one at a time, and never raises because of one."""
 
@@ -58,9 +80,9 @@ class Supervisor:
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         receiver, sender = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(target=worker.main, args=(task, sender, str(self.log_path)), daemon=True)
-        with _main_module_hidden():
+        with _sigint_deferred(), _main_module_hidden():
             process.start()
-        self._current = process
+            self._current = process
         sender.close()  # only the worker writes; our copy would keep the pipe open past a crash
         try:
             if not receiver.poll(timeout_s + START_GRACE_S):

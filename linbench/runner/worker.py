@@ -8,6 +8,7 @@ and a crash takes down only that fork.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from multiprocessing.connection import Connection
@@ -24,6 +25,9 @@ from linbench.runner.task import Task
 
 def main(task: Task, conn: Connection, log_path: str) -> None:
     """Entry point of a worker fork."""
+    # A terminal's Ctrl-C reaches the whole process group; the supervisor decides what
+    # it means and kills this fork, which must not record "KeyboardInterrupt" as an error.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
     _redirect_output(Path(log_path), task)
     try:

@@ -175,3 +175,18 @@ def test_ctrl_c_stops_cleanly_and_marks_the_run_interrupted(tmp_path: Path) -> N
     folder = run_folder(tmp_path)
     assert json.loads((folder / "meta.json").read_text())["status"] == "interrupted"
     assert 1 <= len(read_rows(folder)) < 32
+
+
+def test_ctrl_c_to_the_whole_process_group_writes_no_error_rows(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C also reaches the worker forks; only the supervisor may act on it."""
+    command = [sys.executable, "-m", "linbench", "run", "--variant", "cosine:chunked", "--no-baseline"]
+    command += ["--seq", "64..2k:+64", "--heads", "2", "--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    process = subprocess.Popen(command, **pipes, start_new_session=True)
+    wait_for_rows(tmp_path, 2)
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "--resume" in stdout
+    rows = read_rows(run_folder(tmp_path))
+    assert rows and {row["status"] for row in rows} == {"ok"}
