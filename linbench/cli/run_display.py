@@ -19,27 +19,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from linbench.sweep.ranges import format_size
+from linbench.units import format_bytes, format_ms, format_size
 
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom": "magenta"}
-
-
-def format_bytes(value: Any) -> str:
-    if value in (None, ""):
-        return "-"
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
-
-
-def format_ms(value: Any) -> str:
-    if value in (None, ""):
-        return "-"
-    ms = float(value)
-    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.3g} ms"
 
 
 def row_line(row: Mapping[str, Any]) -> str:

@@ -107,3 +107,19 @@ def _numbers(column: pd.Series, name: str, where: str, *, integer: bool) -> pd.S
             raise ReportInputError(f"{where}: column {name} must hold positive whole numbers")
         return values.astype(int)
     return values.astype(float)
+
+
+def load_runs(paths: list[Path]) -> list[Run]:
+    """Every run under ``paths`` (run folders, results.csv files, folders of runs), in order."""
+    runs: list[Run] = []
+    for path in paths:
+        runs += [read_run(folder) for folder in find_run_dirs(path)]
+    return runs
+
+
+def read_single_run(path: Path) -> Run:
+    """The one run at ``path``; ReportInputError when it holds several."""
+    folders = find_run_dirs(path)
+    if len(folders) > 1:
+        raise ReportInputError(f"{str(path)!r} holds {len(folders)} runs; name one run folder")
+    return read_run(folders[0])

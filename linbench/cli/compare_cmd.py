@@ -1,0 +1,126 @@
+"""``linbench compare``: the regression gate. Exit 0 when nothing regressed, 1 when something did."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from linbench.cli.common import stdout_console
+from linbench.cli.errors import CliUsageError, usage_errors
+
+if TYPE_CHECKING:
+    from linbench.report.compare import Comparison
+
+REGRESSION_EXIT = 1
+FORMATS = ("table", "md", "json")
+BYTE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 10**6, "gb": 10**9}
+HELP = {
+    "slowdown": "Largest tolerated slowdown, percent ('5%' or '5'); a slowdown must also exceed the measured noise.",
+    "memory": "Largest tolerated growth of peak memory, percent.",
+    "floor": "Memory growth below this many bytes ('1MiB', '0') is never a regression. Default: 1MiB on CPU, "
+    "whose peak RSS moves by allocator pages between identical runs; 0 on GPUs.",
+    "exponent": "VARIANT=X or VARIANT:IMPL=X: fail when a fitted time-in-length exponent of CURRENT exceeds X "
+    "(repeatable).",
+    "force": "Compare runs from different devices.",
+}
+
+
+def compare_command(
+    baseline: Annotated[Path, typer.Argument(help="The baseline run folder or its results.csv.")],
+    current: Annotated[Path, typer.Argument(help="The current run folder or its results.csv.")],
+    max_slowdown: Annotated[str, typer.Option("--max-slowdown", help=HELP["slowdown"])] = "5%",
+    max_memory_growth: Annotated[str, typer.Option("--max-memory-growth", help=HELP["memory"])] = "2%",
+    memory_floor: Annotated[str | None, typer.Option("--memory-floor", help=HELP["floor"])] = None,
+    max_exponent: Annotated[list[str] | None, typer.Option("--max-exponent", help=HELP["exponent"])] = None,
+    force: Annotated[bool, typer.Option("--force", help=HELP["force"])] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (the same as --format json).")] = False,
+    output_format: Annotated[str, typer.Option("--format", help="table (the default), md or json.")] = "table",
+) -> None:
+    """Compare CURRENT with BASELINE point by point; exit 1 on a time, memory or exponent regression."""
+    from linbench.report.compare import Thresholds, check_same_device, compare_runs
+    from linbench.report.load import read_single_run
+
+    with usage_errors():
+        chosen = _format(output_format, as_json)
+        thresholds = Thresholds(
+            max_slowdown=parse_percent(max_slowdown, "--max-slowdown"),
+            max_memory_growth=parse_percent(max_memory_growth, "--max-memory-growth"),
+            memory_floor_bytes=None if memory_floor is None else parse_bytes(memory_floor),
+            max_exponents=parse_exponents(max_exponent or []),
+        )
+        base_run, cur_run = read_single_run(baseline), read_single_run(current)
+        if not force:
+            check_same_device(base_run, cur_run)
+        comparison = compare_runs(base_run, cur_run, thresholds)
+    _print(comparison, chosen)
+    if comparison.failed:
+        raise typer.Exit(REGRESSION_EXIT)
+
+
+def _print(comparison: Comparison, chosen: str) -> None:
+    from linbench.report.compare_render import (
+        exponent_table,
+        points_table,
+        rich_points_table,
+        unmatched_lines,
+        verdict_line,
+    )
+    from linbench.report.render import markdown
+
+    tables = [points_table(comparison)] + ([exponent_table(comparison.exponents)] if comparison.exponents else [])
+    if chosen == "json":
+        typer.echo(json.dumps(comparison.to_json(), indent=2))
+    elif chosen == "md":
+        typer.echo(markdown(tables, "linbench compare"))
+        typer.echo("\n".join(f"- {line}" for line in unmatched_lines(comparison)))
+        typer.echo(f"\n**{verdict_line(comparison)}**")
+    else:
+        console = stdout_console()
+        for table in tables:
+            console.print(rich_points_table(table))
+        for line in unmatched_lines(comparison):
+            console.print(line, soft_wrap=True, markup=False)
+        console.print(verdict_line(comparison), style="bold red" if comparison.failed else "bold green")
+
+
+def _format(output_format: str, as_json: bool) -> str:
+    chosen = output_format.strip().lower()
+    if chosen not in FORMATS:
+        raise CliUsageError(f"unknown --format {output_format!r}; use {', '.join(FORMATS)}")
+    if as_json and chosen not in ("table", "json"):
+        raise CliUsageError("--json and --format md contradict each other; give one")
+    return "json" if as_json else chosen
+
+
+def parse_percent(text: str, flag: str) -> float:
+    """'5%' or '5' → 0.05."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%?\s*", text)
+    if not match:
+        raise CliUsageError(f"{flag} {text!r} is not a percentage (for example 5%)")
+    return float(match.group(1)) / 100
+
+
+def parse_bytes(text: str) -> int:
+    """'1MiB', '512 KiB', '0' → bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in BYTE_UNITS:
+        raise CliUsageError(f"--memory-floor {text!r} is not a size (for example 1MiB, 512KiB or 0)")
+    return int(float(match.group(1)) * BYTE_UNITS[match.group(2).lower()])
+
+
+def parse_exponents(items: list[str]) -> dict[str, float]:
+    bounds: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            bound = float(value)
+        except ValueError:
+            bound = -1.0
+        if not sep or not name.strip() or bound <= 0:
+            raise CliUsageError(f"--max-exponent {item!r} must be VARIANT=X or VARIANT:IMPL=X with X > 0")
+        bounds[name.strip()] = bound
+    return bounds

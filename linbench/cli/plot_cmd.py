@@ -1,0 +1,40 @@
+"""``linbench plot``: figures of finished runs, beside their data or under --out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from linbench.cli.errors import CliUsageError, usage_errors
+
+
+def plot_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders, results.csv files, or folders of runs.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write figures here (a folder per run) instead of into each run.")
+    ] = None,
+    formats: Annotated[str, typer.Option("--format", help="Comma list of png, svg, pdf.")] = "png",
+) -> None:
+    """Plot time, peak memory and throughput against length (and head dim when swept)."""
+    from linbench.dtypes import split_list
+    from linbench.report.load import load_runs
+    from linbench.report.plot import FORMATS, plot_run
+
+    with usage_errors():
+        chosen = [f.lower() for f in split_list([formats])]
+        unknown = [f for f in chosen if f not in FORMATS]
+        if unknown or not chosen:
+            raise CliUsageError(f"unknown --format {', '.join(unknown) or formats!r}; use {', '.join(FORMATS)}")
+        loaded = load_runs(runs)
+    for run in loaded:
+        target = run.path / "plots" if out is None else out / run.name
+        try:
+            written = plot_run(run, target, chosen)
+        except OSError as exc:
+            raise CliUsageError(f"cannot write figures to {str(target)!r}: {exc.strerror or exc}") from None
+        if written:
+            typer.echo(f"{run.path}: {len(written)} figure(s) in {target}")
+        else:
+            typer.echo(f"{run.path}: nothing to plot (no impl has two lengths or head dims)")

@@ -1,0 +1,182 @@
+"""What a run shows: scaling exponents, crossovers against softmax, speedups, and reach.
+
+Everything here is computed from results.csv alone (see series.py for the grouping). The
+result is plain data, rendered as tables (render.py) or JSON by the commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from linbench.report.fit import crossover, fit_power_law
+from linbench.report.load import Run
+from linbench.report.series import (
+    AXES,
+    METRICS,
+    Scenario,
+    axis_column,
+    baseline_names,
+    impl_name,
+    impl_series,
+    ok_points,
+    scenarios,
+)
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """time or memory ∝ axis^exponent for one impl in one scenario."""
+
+    variant: str
+    impl: str
+    axis: str
+    metric: str
+    exponent: float
+    r2: float
+    points: int
+    x_min: int
+    x_max: int
+    scenario: Scenario = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """The shortest length from which ``variant:impl`` stays faster than the fastest baseline.
+
+    ``seq`` is None when it is not faster at the longest length both reached; when it was
+    already faster at the shortest common length, ``at_shortest`` says the true crossover
+    lies at or below ``seq``.
+    """
+
+    variant: str
+    impl: str
+    baseline: str
+    seq: int | None
+    at_shortest: bool
+    speedup: float
+    speedup_seq: int
+    scenario: Scenario = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The longest length an impl ran ok, and what stopped it (None: the sweep's end)."""
+
+    variant: str
+    impl: str
+    max_seq: int | None
+    stopped_by: str | None
+    stopped_at: int | None
+    scenario: Scenario = field(repr=False)
+
+
+@dataclass
+class Analysis:
+    run: str
+    fits: list[FitResult]
+    crossovers: list[Crossover]
+    reach: list[Reach]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "fits": [_flat(item) for item in self.fits],
+            "crossovers": [_flat(item) for item in self.crossovers],
+            "max_seq": [_flat(item) for item in self.reach],
+        }
+
+
+def _flat(item: FitResult | Crossover | Reach) -> dict[str, Any]:
+    record = {k: v for k, v in asdict(item).items() if k != "scenario"}
+    fixed = {k: v for k, v in item.scenario.as_dict().items() if k not in record}
+    return {**record, **fixed}
+
+
+def analyse(run: Run) -> Analysis:
+    results = run.results
+    baselines = baseline_names(results, run.meta)
+    fits = [fit for axis in AXES for fit in _fits(results, axis)]
+    crossovers: list[Crossover] = []
+    reach: list[Reach] = []
+    for scenario, rows in scenarios(results, "seq"):
+        crossovers += _crossovers(scenario, rows, baselines)
+        reach += [_reach(scenario, variant, impl, series) for variant, impl, series in impl_series(rows)]
+    return Analysis(run.name, fits, crossovers, reach)
+
+
+def _fits(results: pd.DataFrame, axis: str) -> list[FitResult]:
+    found = []
+    x = axis_column(axis)
+    for scenario, rows in scenarios(results, axis):
+        for variant, impl, series in impl_series(rows):
+            for metric in METRICS:
+                fit = fit_power_law(ok_points(series, x, metric))
+                if fit is not None:
+                    found.append(
+                        FitResult(
+                            variant,
+                            impl,
+                            axis,
+                            metric,
+                            round(fit.exponent, 4),
+                            round(fit.r2, 4),
+                            fit.points,
+                            int(fit.x_min),
+                            int(fit.x_max),
+                            scenario,
+                        )
+                    )
+    return found
+
+
+def fastest_baseline(rows: pd.DataFrame, baselines: set[str]) -> dict[int, tuple[float, str]]:
+    """At each length, the lowest ok time among the baselines and which baseline it was."""
+    best: dict[int, tuple[float, str]] = {}
+    for variant, impl, series in impl_series(rows):
+        name = impl_name(variant, impl)
+        if name not in baselines:
+            continue
+        for seq, ms in ok_points(series, "seq", "time"):
+            if int(seq) not in best or ms < best[int(seq)][0]:
+                best[int(seq)] = (ms, name)
+    return best
+
+
+def _crossovers(scenario: Scenario, rows: pd.DataFrame, baselines: set[str]) -> list[Crossover]:
+    best = fastest_baseline(rows, baselines)
+    if not best:
+        return []
+    envelope = {seq: ms for seq, (ms, _) in best.items()}
+    found = []
+    for variant, impl, series in impl_series(rows):
+        if impl_name(variant, impl) in baselines:
+            continue
+        times = {int(seq): ms for seq, ms in ok_points(series, "seq", "time")}
+        common = sorted(set(times) & set(envelope))
+        if not common:
+            continue
+        length = crossover(times, envelope)
+        longest = common[-1]
+        named_at = length if length is not None else longest
+        speedup = envelope[longest] / times[longest]
+        found.append(
+            Crossover(
+                variant, impl, best[named_at][1], length, length == common[0], round(speedup, 4), longest, scenario
+            )
+        )
+    return found
+
+
+def _reach(scenario: Scenario, variant: str, impl: str, series: pd.DataFrame) -> Reach:
+    ordered = series.sort_values("seq")
+    ok = ordered[ordered["status"] == "ok"]
+    max_seq = int(ok["seq"].max()) if not ok.empty else None
+    beyond = ordered if max_seq is None else ordered[ordered["seq"] > max_seq]
+    failed = beyond[beyond["status"] != "ok"]
+    if failed.empty:
+        return Reach(variant, impl, max_seq, None, None, scenario)
+    first = failed.iloc[0]
+    return Reach(variant, impl, max_seq, str(first["status"]), int(first["seq"]), scenario)

@@ -1,0 +1,119 @@
+"""An Analysis as tables: one per scenario, built once and drawn as rich or markdown."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from rich.table import Table
+
+from linbench.report.analysis import Analysis, Crossover, FitResult, Reach
+from linbench.report.series import Scenario
+from linbench.units import format_size
+
+AXIS_SYMBOL = {"seq": "s", "dim": "d"}
+
+
+@dataclass
+class ReportTable:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+
+
+def report_tables(analysis: Analysis) -> list[ReportTable]:
+    """A table per scenario: scaling in length (with crossovers and reach), then in head dim."""
+    fits: dict[Scenario, dict[tuple[str, str], dict[str, FitResult]]] = defaultdict(lambda: defaultdict(dict))
+    for fit in analysis.fits:
+        fits[fit.scenario][(fit.variant, fit.impl)][fit.metric] = fit
+    crossings = {(c.scenario, c.variant, c.impl): c for c in analysis.crossovers}
+    reach = {(r.scenario, r.variant, r.impl): r for r in analysis.reach}
+    scenario_impls: dict[Scenario, list[tuple[str, str]]] = defaultdict(list)
+    for item in [*analysis.reach, *analysis.fits]:
+        key = (item.variant, item.impl)
+        if key not in scenario_impls[item.scenario]:
+            scenario_impls[item.scenario].append(key)
+    tables = []
+    for scenario in sorted(scenario_impls, key=lambda s: (s.axis != "seq", [v for _, v in s.fixed])):
+        impls = scenario_impls[scenario]
+        if scenario.axis == "seq":
+            rows = [
+                _seq_row(v, i, fits[scenario][(v, i)], crossings.get((scenario, v, i)), reach.get((scenario, v, i)))
+                for v, i in impls
+            ]
+            columns = ["impl", "time ∝", "memory ∝", "faster than softmax from", "speedup", "longest ok"]
+        else:
+            rows = [[f"{v}:{i}", *_fit_cells(fits[scenario][(v, i)])] for v, i in impls]
+            columns = ["impl", "time ∝", "memory ∝"]
+        tables.append(ReportTable(_title(scenario), columns, rows))
+    return tables
+
+
+def _title(scenario: Scenario) -> str:
+    device = scenario.get("device")
+    name = scenario.get("device_name")
+    where = f"{device} ({name})" if name and name != device else device
+    axis = "sequence length" if scenario.axis == "seq" else "head dimension"
+    return f"Scaling in {axis} — {where} · {scenario.label()}"
+
+
+def _fit_cells(by_metric: dict[str, FitResult]) -> list[str]:
+    return [_fit_cell(by_metric.get(metric)) for metric in ("time", "memory")]
+
+
+def _fit_cell(fit: FitResult | None) -> str:
+    if fit is None:
+        return "-"
+    symbol = AXIS_SYMBOL[fit.axis]
+    span = f"{_size(fit.x_min, fit.axis)}–{_size(fit.x_max, fit.axis)}"
+    quality = f"R² {fit.r2:.3f}" if fit.points > 2 else "2 points"
+    return f"{symbol}^{fit.exponent:.2f} ({quality}, {span})"
+
+
+def _size(value: int, axis: str) -> str:
+    return format_size(value) if axis == "seq" else str(value)
+
+
+def _seq_row(
+    variant: str, impl: str, fits: dict[str, FitResult], crossing: Crossover | None, reach: Reach | None
+) -> list[str]:
+    return [f"{variant}:{impl}", *_fit_cells(fits), *_crossing_cells(crossing), _reach_cell(reach)]
+
+
+def _crossing_cells(crossing: Crossover | None) -> list[str]:
+    if crossing is None:
+        return ["-", "-"]
+    if crossing.seq is None:
+        where = f"never (to {format_size(crossing.speedup_seq)})"
+    else:
+        where = ("≤ " if crossing.at_shortest else "") + format_size(crossing.seq)
+    speedup = f"{crossing.speedup:.2f}x vs {crossing.baseline} at {format_size(crossing.speedup_seq)}"
+    return [where, speedup]
+
+
+def _reach_cell(reach: Reach | None) -> str:
+    if reach is None:
+        return "-"
+    longest = format_size(reach.max_seq) if reach.max_seq is not None else "none"
+    if reach.stopped_by is None:
+        return longest
+    return f"{longest} ({reach.stopped_by} at {format_size(reach.stopped_at or 0)})"
+
+
+def rich_table(table: ReportTable) -> Table:
+    out = Table(title=table.title, title_justify="left")
+    for column in table.columns:
+        out.add_column(column, no_wrap=column == "impl")
+    for row in table.rows:
+        out.add_row(*row)
+    return out
+
+
+def markdown(tables: list[ReportTable], heading: str) -> str:
+    lines = [f"## {heading}", ""]
+    for table in tables:
+        lines += [f"**{table.title}**", "", "| " + " | ".join(table.columns) + " |"]
+        lines.append("|" + "---|" * len(table.columns))
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table.rows]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""How a run's rows group into the series the reports fit and draw.
+
+A *scenario* is what a figure or table holds fixed for every impl in it (device, dtype,
+mode, masking, batch, heads, and the head dims or the length). A *series* is one impl's
+points along one axis of a scenario: time or memory against ``seq``, or against ``dim``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from linbench.units import format_size
+
+# Held fixed in every scenario, whichever axis it runs along.
+BASE_COLUMNS = ("device", "device_name", "dtype", "mode", "causal", "batch", "heads")
+AXES = ("seq", "dim")
+METRICS = ("time", "memory")
+METRIC_COLUMN = {"time": "time_ms", "memory": "peak_bytes"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The fixed part of a group of series: column → value."""
+
+    axis: str
+    fixed: tuple[tuple[str, Any], ...]
+
+    def get(self, column: str) -> Any:
+        return dict(self.fixed)[column]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: _plain(value) for name, value in self.fixed}
+
+    def label(self) -> str:
+        """``fp32 fwd causal · B=1 H=8 D=64`` — what a title or table caption says is fixed."""
+        f = dict(self.fixed)
+        parts = [f["dtype"], f["mode"], "causal" if f["causal"] else "bidirectional"]
+        sizes = [f"B={f['batch']}", f"H={f['heads']}"]
+        if self.axis == "seq":
+            sizes.append(_dims_label(f["dim_k"], f["dim_v"]))
+        else:
+            sizes.append(f"S={format_size(f['seq'])}")
+            if "dim_v" in f:
+                sizes.append(f"Dv={f['dim_v']}")
+        return " ".join(parts) + " · " + " ".join(sizes)
+
+    def slug(self) -> str:
+        """A file-name-safe form of the label."""
+        f = dict(self.fixed)
+        causal = "causal" if f["causal"] else "bidir"
+        tail = f"D{f['dim_k']}" if self.axis == "seq" else f"S{format_size(f['seq'])}"
+        if self.axis == "seq" and f["dim_v"] != f["dim_k"]:
+            tail += f"-Dv{f['dim_v']}"
+        return f"{f['dtype']}_{f['mode']}_{causal}_B{f['batch']}_H{f['heads']}_{tail}"
+
+
+def _dims_label(dim_k: int, dim_v: int) -> str:
+    return f"D={dim_k}" if dim_k == dim_v else f"Dk={dim_k} Dv={dim_v}"
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars to Python ones, for JSON."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def impl_name(variant: str, impl: str) -> str:
+    return f"{variant}:{impl}"
+
+
+def baseline_names(results: pd.DataFrame, meta: dict[str, Any]) -> set[str]:
+    """The run's baselines as ``variant:impl``: from meta.json, else every softmax impl."""
+    listed = meta.get("sweep", {}).get("baselines") if isinstance(meta.get("sweep"), dict) else None
+    if isinstance(listed, list) and listed:
+        return {str(name) for name in listed}
+    rows = results[results["variant"] == "softmax"]
+    return {impl_name(v, i) for v, i in zip(rows["variant"], rows["impl"], strict=True)}
+
+
+def dim_v_tracks_dim_k(results: pd.DataFrame) -> bool:
+    """True when every row has dim_v == dim_k, so a dim sweep moves both together."""
+    return bool((results["dim_k"] == results["dim_v"]).all())
+
+
+def scenario_columns(results: pd.DataFrame, axis: str) -> list[str]:
+    if axis == "seq":
+        return [*BASE_COLUMNS, "dim_k", "dim_v"]
+    return [*BASE_COLUMNS, "seq"] + ([] if dim_v_tracks_dim_k(results) else ["dim_v"])
+
+
+def axis_column(axis: str) -> str:
+    return "seq" if axis == "seq" else "dim_k"
+
+
+def scenarios(results: pd.DataFrame, axis: str) -> Iterator[tuple[Scenario, pd.DataFrame]]:
+    """Each scenario along ``axis`` whose rows span two or more values of that axis."""
+    columns = scenario_columns(results, axis)
+    x = axis_column(axis)
+    for values, rows in results.groupby(columns, sort=True):
+        if rows[x].nunique() >= 2:
+            yield Scenario(axis, tuple(zip(columns, values, strict=True))), rows
+
+
+def impl_series(rows: pd.DataFrame) -> Iterator[tuple[str, str, pd.DataFrame]]:
+    """Each impl's rows in a scenario, in the order the run wrote them."""
+    order = rows[["variant", "impl"]].drop_duplicates()
+    for variant, impl in order.itertuples(index=False):
+        yield variant, impl, rows[(rows["variant"] == variant) & (rows["impl"] == impl)]
+
+
+def ok_points(rows: pd.DataFrame, x: str, metric: str) -> list[tuple[float, float]]:
+    """(x, value) of the ok rows with a value for ``metric``."""
+    column = METRIC_COLUMN[metric]
+    ok = rows[(rows["status"] == "ok") & rows[column].notna()]
+    return list(zip(ok[x].astype(float), ok[column].astype(float), strict=True))
+
+
+def sorted_unique(values: Sequence[Any]) -> list[Any]:
+    return sorted(set(values))

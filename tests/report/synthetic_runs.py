@@ -1,0 +1,64 @@
+"""Run folders written from formulas, so the reports can be checked against known answers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from result_rows import result_row
+
+from linbench.results.store import RunStore
+
+SEQS = (1024, 2048, 4096, 8192, 16384)
+FLOPS = 1e9
+
+
+def series(
+    variant: str,
+    impl: str,
+    time_ms: Callable[[int], float],
+    peak_bytes: Callable[[int], float] = lambda s: 1000.0 * s,
+    seqs: Iterable[int] = SEQS,
+    spread: float = 0.01,
+    **fixed: Any,
+) -> list[dict[str, Any]]:
+    """One impl's ok rows: the median from ``time_ms``, p20/p80 ``spread`` either side."""
+    rows = []
+    for seq in seqs:
+        ms = time_ms(seq)
+        row = result_row(seq, impl=impl, time_ms=ms)
+        row.update(variant=variant, device_name="Test CPU", time_ms_p20=ms * (1 - spread),
+                   time_ms_p80=ms * (1 + spread), samples=10, peak_bytes=peak_bytes(seq),
+                   flops=FLOPS, tflops=FLOPS / (ms * 1e-3) / 1e12)  # fmt: skip
+        row.update(fixed)
+        rows.append(row)
+    return rows
+
+
+def failed(variant: str, impl: str, seq: int, status: str) -> dict[str, Any]:
+    row = result_row(seq, impl=impl, time_ms=None, status=status)
+    row.update(variant=variant, device_name="Test CPU", peak_bytes=None)
+    return row
+
+
+def write_run(folder: Path, rows: list[dict[str, Any]], baselines: list[str] | None = None) -> Path:
+    store = RunStore.create(folder, "synthetic")
+    store.write_meta({"command": "synthetic", "sweep": {"baselines": baselines or ["softmax:sdpa"]}})
+    for row in rows:
+        store.append(row)
+    return store.path
+
+
+def scaled(rows: list[dict[str, Any]], time: float = 1.0, memory: float = 1.0) -> list[dict[str, Any]]:
+    """The same rows with every time (and its interval) times ``time``, memory times ``memory``."""
+    out = []
+    for row in rows:
+        row = dict(row)
+        for column in ("time_ms", "time_ms_p20", "time_ms_p80"):
+            if row.get(column) is not None:
+                row[column] *= time
+        if row.get("peak_bytes") is not None:
+            row["peak_bytes"] *= memory
+        out.append(row)
+    return out

@@ -1,0 +1,90 @@
+"""Exponents, crossovers, speedups and reach, computed from runs with known answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from synthetic_runs import failed, series, write_run
+
+from linbench.report.analysis import analyse
+from linbench.report.load import read_run
+
+LINEAR = lambda s: 0.01 * s  # noqa: E731 - formulas read best as one-liners
+QUADRATIC = lambda s: 1e-6 * s * s  # noqa: E731
+
+
+def _analysis(tmp_path: Path, rows: list[dict]) -> dict:
+    return analyse(read_run(write_run(tmp_path, rows, baselines=["softmax:naive", "softmax:sdpa"]))).to_json()
+
+
+def _fit(report: dict, impl: str, axis: str = "seq", metric: str = "time") -> dict:
+    (found,) = [f for f in report["fits"] if (f["impl"], f["axis"], f["metric"]) == (impl, axis, metric)]
+    return found
+
+
+def test_fits_recover_the_exponents_of_time_and_memory_in_length(tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR, peak_bytes=lambda s: 4096.0 * s)
+    rows += series("softmax", "sdpa", QUADRATIC, peak_bytes=lambda s: 8.0 * s * s)
+    report = _analysis(tmp_path, rows)
+    assert _fit(report, "chunked")["exponent"] == pytest.approx(1.0, abs=0.05)
+    assert _fit(report, "sdpa")["exponent"] == pytest.approx(2.0, abs=0.05)
+    assert _fit(report, "chunked", metric="memory")["exponent"] == pytest.approx(1.0, abs=0.05)
+    assert _fit(report, "sdpa", metric="memory")["exponent"] == pytest.approx(2.0, abs=0.05)
+    assert _fit(report, "sdpa")["r2"] == pytest.approx(1.0)
+    assert {"variant", "impl", "mode", "axis", "metric", "exponent", "r2"} <= set(_fit(report, "sdpa"))
+
+
+def test_fits_in_head_dim_are_made_where_the_run_swept_it(tmp_path: Path) -> None:
+    rows = []
+    for dim in (32, 64, 128):
+        rows += series("cosine", "chunked", lambda s, d=dim: 1e-5 * s * d * d, seqs=(4096,), dim_k=dim, dim_v=dim)
+    report = _analysis(tmp_path, rows)
+    fit = _fit(report, "chunked", axis="dim")
+    assert fit["exponent"] == pytest.approx(2.0, abs=0.05)
+    assert fit["seq"] == 4096 and fit["x_min"] == 32 and fit["x_max"] == 128
+
+
+def test_the_crossover_is_where_the_linear_impl_starts_to_stay_faster(tmp_path: Path) -> None:
+    # 0.01·s against 1e-6·s²: equal at s = 10k, so faster from 16k of these lengths on.
+    rows = series("cosine", "chunked", LINEAR) + series("softmax", "sdpa", QUADRATIC)
+    rows += series("softmax", "naive", lambda s: 3e-6 * s * s)
+    (crossing,) = _analysis(tmp_path, rows)["crossovers"]
+    assert crossing["seq"] == 16384 and not crossing["at_shortest"]
+    assert crossing["baseline"] == "softmax:sdpa"  # the faster of the two softmax impls
+    assert crossing["speedup"] == pytest.approx(1e-6 * 16384 / 0.01, rel=1e-3)
+    assert crossing["speedup_seq"] == 16384
+
+
+def test_an_impl_that_never_overtakes_has_no_crossover(tmp_path: Path) -> None:
+    rows = series("cosine", "quadratic", lambda s: 2e-6 * s * s) + series("softmax", "sdpa", QUADRATIC)
+    (crossing,) = _analysis(tmp_path, rows)["crossovers"]
+    assert crossing["seq"] is None and crossing["speedup"] == pytest.approx(0.5, rel=1e-3)
+
+
+def test_reach_names_the_longest_ok_length_and_what_stopped_the_impl(tmp_path: Path) -> None:
+    rows = series("softmax", "naive", QUADRATIC, seqs=(1024, 2048, 4096))
+    rows += [failed("softmax", "naive", 8192, "oom"), failed("softmax", "naive", 16384, "skipped")]
+    rows += series("cosine", "chunked", LINEAR)
+    reach = {r["impl"]: r for r in _analysis(tmp_path, rows)["max_seq"]}
+    assert (reach["naive"]["max_seq"], reach["naive"]["stopped_by"], reach["naive"]["stopped_at"]) == (
+        4096,
+        "oom",
+        8192,
+    )
+    assert (reach["chunked"]["max_seq"], reach["chunked"]["stopped_by"]) == (16384, None)
+
+
+def test_non_ok_points_never_enter_a_fit(tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR, seqs=(1024, 2048, 4096))
+    rows.append({**failed("cosine", "chunked", 8192, "mismatch"), "time_ms": 1e-3})
+    fit = _fit(_analysis(tmp_path, rows), "chunked")
+    assert fit["x_max"] == 4096 and fit["exponent"] == pytest.approx(1.0, abs=0.05)
+
+
+def test_without_a_recorded_baseline_list_every_softmax_impl_is_a_baseline(tmp_path: Path) -> None:
+    from linbench.report.series import baseline_names
+
+    rows = series("cosine", "chunked", LINEAR) + series("softmax", "sdpa", QUADRATIC)
+    run = read_run(write_run(tmp_path, rows))
+    assert baseline_names(run.results, {}) == {"softmax:sdpa"}
