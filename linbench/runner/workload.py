@@ -4,10 +4,20 @@ fwd runs the forward under no_grad (inference); fwdbwd runs forward and backward
 bwd builds the forward graph untimed in ``before`` and times the backward alone.
 Gradients come from ``torch.autograd.grad``, which returns fresh tensors instead of
 accumulating into ``.grad``: every repetition does the same work with nothing to clear.
+
+On CPU every repetition also gets its inputs in freshly allocated buffers behind a
+randomly sized block, so where the buffers and the impl's temporaries land in memory is
+drawn anew each time. Without it, a process keeps one layout for its whole life and the
+layout alone decided whether a point took 2.5 or 4.5 ms on our 2-core test machine: the
+same sweep run twice disagreed by 80% on single points with ±5% spread inside each run.
+With it, eight processes gave medians within ±2% of each other (the idea of Curtsinger
+and Berger's Stabilizer: randomise layout so that timings become a statistic of the code,
+not of one layout).
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import torch
@@ -33,15 +43,36 @@ class Workload:
         self.q, self.k, self.v = draw(shape.dim_k), draw(shape.dim_k), draw(shape.dim_v)
         self.grad_out = draw(shape.dim_v).detach() if grad else None
         self._pending: torch.Tensor | None = None
+        self._shuffle_layout = device.type == "cpu"
+        self._layout_rng = random.Random(seed)
+        self._pads: list[torch.Tensor] = []
+        self._calls = 0
 
     def forward(self) -> torch.Tensor:
         p = self.point
         return attention(self.q, self.k, self.v, variant=p.variant, impl=p.impl, causal=p.causal)
 
     def before(self) -> None:
-        """Untimed set-up of one repetition: bwd's forward graph."""
+        """Untimed set-up of one repetition: a fresh memory layout (CPU), bwd's forward graph."""
+        # The first call reads peak memory, so it runs on the layout the inputs were made
+        # in: random blocks and freed copies would only blur what the impl itself holds.
+        if self._shuffle_layout and self._calls > 0:
+            self._new_layout()
+        self._calls += 1
         if self.point.mode == "bwd":
             self._pending = self.forward()
+
+    def _new_layout(self) -> None:
+        """Inputs copied into new buffers placed after a random-sized live block (its pages
+        are never touched, so it costs address space, not memory)."""
+        self._pads.clear()
+        rng = self._layout_rng
+        self._pads.append(torch.empty(rng.randrange(1, 1 << 16), dtype=torch.uint8))
+        self._pads.append(torch.empty(rng.randrange(1 << 20, 3 << 20), dtype=torch.uint8))
+        grad = self.point.mode != "fwd"
+        self.q, self.k, self.v = (t.detach().clone().requires_grad_(grad) for t in (self.q, self.k, self.v))
+        if self.grad_out is not None:
+            self.grad_out = self.grad_out.clone()
 
     def run(self) -> None:
         """The timed work of one repetition."""

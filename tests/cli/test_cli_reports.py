@@ -1,0 +1,150 @@
+"""``linbench report``, ``plot`` and ``compare`` end to end: outputs, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import Invoke, assert_usage_error
+from synthetic_runs import scaled, series, write_run
+
+LINEAR = lambda s: 0.01 * s  # noqa: E731
+QUADRATIC = lambda s: 4e-6 * s * s  # noqa: E731
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    rows = series("cosine", "chunked", LINEAR) + series("softmax", "sdpa", QUADRATIC)
+    return write_run(tmp_path / "runs", rows)
+
+
+def test_report_prints_a_table_per_scenario(invoke: Invoke, run_dir: Path) -> None:
+    result = invoke("report", run_dir)
+    assert result.exit_code == 0, result.output
+    assert "Scaling in sequence length" in result.stdout and "s^1.00" in result.stdout
+    assert "cosine:chunked" in result.stdout and "4k" in result.stdout  # the crossover
+
+
+def test_report_json_has_fits_crossovers_and_max_seq(invoke: Invoke, run_dir: Path) -> None:
+    result = invoke("report", run_dir, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert set(report) == {"fits", "crossovers", "max_seq"}
+    fit = next(f for f in report["fits"] if f["impl"] == "chunked" and f["metric"] == "time")
+    assert {"variant", "impl", "mode", "axis", "metric", "exponent", "r2", "run"} <= set(fit)
+    assert report["crossovers"][0]["seq"] == 4096 and report["crossovers"][0]["baseline"] == "softmax:sdpa"
+
+
+def test_report_markdown_is_a_table_for_a_ci_comment(invoke: Invoke, run_dir: Path) -> None:
+    result = invoke("report", run_dir, "--format", "md")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("## linbench report") and "| impl | time ∝ |" in result.stdout
+
+
+def test_plot_writes_figures_beside_the_data_or_under_out(invoke: Invoke, run_dir: Path, tmp_path: Path) -> None:
+    assert invoke("plot", run_dir.parent).exit_code == 0  # a folder of runs
+    assert len(list((run_dir / "plots").glob("*.png"))) == 3
+    result = invoke("plot", run_dir, "--out", tmp_path / "figs", "--format", "svg,png")
+    assert result.exit_code == 0, result.output
+    assert len(list((tmp_path / "figs" / run_dir.name).iterdir())) == 6
+
+
+def test_compare_passes_an_unchanged_run_and_fails_a_slower_one(invoke: Invoke, tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR)
+    base = write_run(tmp_path / "base", rows)
+    same = write_run(tmp_path / "same", rows)
+    slow = write_run(tmp_path / "slow", scaled(rows, time=1.2))
+    passed = invoke("compare", base, same)
+    assert passed.exit_code == 0 and "PASS" in passed.stdout
+    failed = invoke("compare", base / "results.csv", slow, "--json")
+    assert failed.exit_code == 1
+    report = json.loads(failed.stdout)
+    assert report["verdict"] == "regression" and {p["time_verdict"] for p in report["points"]} == {"regression"}
+    assert invoke("compare", base, slow, "--max-slowdown", "25%").exit_code == 0
+    markdown = invoke("compare", base, slow, "--format", "md")
+    assert markdown.exit_code == 1 and "**REGRESSION" in markdown.stdout
+
+
+def test_compare_max_exponent_fails_a_quadratic_turn(invoke: Invoke, tmp_path: Path) -> None:
+    base = write_run(tmp_path / "base", series("cosine", "chunked", LINEAR))
+    turned = write_run(tmp_path / "cur", series("cosine", "chunked", lambda s: 1e-6 * s * s))
+    result = invoke("compare", base, turned, "--max-exponent", "cosine=1.2", "--max-slowdown", "1000%")
+    assert result.exit_code == 1 and "exponent" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("write", "fragments"),
+    [
+        (lambda p: None, ("does not exist",)),
+        (lambda p: p.mkdir(), ("holds no results.csv",)),
+        (lambda p: (p.mkdir(), (p / "results.csv").write_text("")), ("results.csv", "not a linbench results CSV")),
+        (lambda p: (p.mkdir(), (p / "results.csv").write_text("variant,impl\ncosine,chunked\n")), ("lacks column",)),
+    ],
+    ids=["missing", "no-results", "empty-file", "missing-columns"],
+)
+def test_bad_runs_are_one_line_errors_naming_the_file(invoke: Invoke, tmp_path: Path, write, fragments) -> None:
+    bad = tmp_path / "bad"
+    write(bad)
+    for command in (["report", bad], ["plot", bad], ["compare", bad, bad]):
+        assert_usage_error(invoke(*command), str(bad), *fragments)
+
+
+def test_garbage_in_a_number_column_names_the_row(invoke: Invoke, run_dir: Path) -> None:
+    csv_path = run_dir / "results.csv"
+    lines = csv_path.read_text().splitlines()
+    lines[2] = lines[2].replace(",1024,", ",lots,", 1) if ",1024," in lines[2] else lines[2].replace(",2048,", ",lots,")
+    csv_path.write_text("\n".join(lines) + "\n")
+    assert_usage_error(invoke("report", run_dir), str(csv_path), "'lots'", "row 3")
+
+
+def test_an_empty_run_is_refused(invoke: Invoke, tmp_path: Path) -> None:
+    folder = write_run(tmp_path, [])
+    assert_usage_error(invoke("report", folder), "holds no results (an empty run)")
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragments"),
+    [
+        (["--max-slowdown", "fast"], ("--max-slowdown", "percentage")),
+        (["--memory-floor", "lots"], ("--memory-floor",)),
+        (["--max-exponent", "cosine"], ("--max-exponent", "VARIANT=X")),
+        (["--max-exponent", "heinsen=1.2"], ("has no heinsen points",)),
+        (["--format", "html"], ("--format",)),
+    ],
+)
+def test_compare_bad_options_are_usage_errors(invoke: Invoke, run_dir: Path, extra: list[str], fragments) -> None:
+    assert_usage_error(invoke("compare", run_dir, run_dir, *extra), *fragments)
+
+
+def test_compare_refuses_other_devices_unless_forced(invoke: Invoke, tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR)
+    base = write_run(tmp_path / "a", rows)
+    other = write_run(tmp_path / "b", [{**row, "device_name": "Another CPU"} for row in rows])
+    assert_usage_error(invoke("compare", base, other), "different devices", "--force")
+    assert invoke("compare", base, other, "--force").exit_code == 0
+
+
+def test_compare_refuses_a_folder_of_several_runs(invoke: Invoke, run_dir: Path) -> None:
+    write_run(run_dir.parent, series("cosine", "chunked", LINEAR))
+    assert_usage_error(invoke("compare", run_dir.parent, run_dir), "holds 2 runs")
+
+
+def test_the_reports_never_import_torch(run_dir: Path, tmp_path: Path) -> None:
+    """They read CSV files only, so they run where torch is absent or broken."""
+    code = (
+        "import sys\n"
+        "from linbench.cli import main\n"
+        f"for args in (['report', {str(run_dir)!r}], ['plot', {str(run_dir)!r}],\n"
+        f"             ['compare', {str(run_dir)!r}, {str(run_dir)!r}]):\n"
+        "    sys.argv = ['linbench', *args]\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as exit:\n"
+        "        assert not exit.code, exit.code\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

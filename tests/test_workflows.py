@@ -1,0 +1,87 @@
+"""The GitHub workflows are valid YAML, run where they should, and call linbench correctly.
+
+No GitHub and no A100 here, so this is what can be checked: the structure GitHub needs,
+the runner labels, and every ``linbench`` command line against the real CLI.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer.main
+import yaml
+
+from linbench.cli import app
+from linbench.sweep.spec import build_spec
+
+ROOT = Path(__file__).parents[1]
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+
+
+def _load(path: Path) -> dict:
+    workflow = yaml.safe_load(path.read_text())
+    # YAML 1.1 reads the key "on" as True.
+    workflow["on"] = workflow.pop(True, workflow.get("on"))
+    return workflow
+
+
+def _commands(workflow: dict) -> list[list[str]]:
+    """Every ``linbench ...`` command line of every run step, line continuations joined."""
+    found = []
+    for job in workflow["jobs"].values():
+        for step in job["steps"]:
+            script = re.sub(r"\\\n\s*", " ", step.get("run", ""))
+            for line in script.splitlines():
+                line = line.strip()
+                if line.startswith("linbench "):
+                    found.append(shlex.split(line.split(" > ")[0]))
+    return found
+
+
+def test_there_is_a_cpu_and_a_gpu_workflow() -> None:
+    assert {p.name for p in WORKFLOWS} == {"ci.yml", "gpu-regression.yml"}
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_each_workflow_has_triggers_and_steps(path: Path) -> None:
+    workflow = _load(path)
+    assert workflow["name"] and workflow["on"]
+    for job in workflow["jobs"].values():
+        assert job["runs-on"] and job["steps"]
+        for step in job["steps"]:
+            assert ("uses" in step) != ("run" in step), step
+
+
+def test_the_gpu_gate_runs_on_self_hosted_a100_runners_and_gates_on_compare() -> None:
+    workflow = _load(ROOT / ".github" / "workflows" / "gpu-regression.yml")
+    (job,) = workflow["jobs"].values()
+    assert {"self-hosted", "a100"} <= set(job["runs-on"])
+    subcommands = [command[1] for command in _commands(workflow)]
+    assert {"run", "compare", "report", "plot"} <= set(subcommands)
+    compare_step = next(s for s in job["steps"] if "linbench compare" in s.get("run", ""))
+    assert "exit $status" in compare_step["run"] and compare_step.get("if") is None
+    upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
+    assert upload["if"] == "always()"
+
+
+def test_the_cpu_workflow_installs_the_cpu_wheel_and_runs_the_tests() -> None:
+    workflow = _load(ROOT / ".github" / "workflows" / "ci.yml")
+    script = "\n".join(s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"])
+    assert "download.pytorch.org/whl/cpu" in script and "python -m pytest -q" in script
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_linbench_command_line_parses(path: Path) -> None:
+    group = typer.main.get_command(app)
+    for command in _commands(_load(path)):
+        sub = group.commands.get(command[1])
+        assert sub is not None, command
+        known = {opt for param in sub.params for opt in getattr(param, "opts", [])}
+        for word in command[2:]:
+            if word.startswith("--"):
+                assert word.split("=")[0] in known, f"{word} is not an option of linbench {command[1]}"
+        if "--suite" in command:
+            build_spec({}, ROOT / command[command.index("--suite") + 1])  # raises on a bad suite
