@@ -214,7 +214,7 @@ def _draw_crossovers(ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], c
         ax.annotate(
             f"{crossing.variant}:{crossing.impl} beats {crossing.baseline} from {where}",
             (crossing.seq, y),
-            xytext=(8, -10 - 9 * n),
+            xytext=(10, -6 - 11 * n),
             textcoords="offset points",
             fontsize=7,
             ha="left",
