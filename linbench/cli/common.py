@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEVICE_HELP",
     "PLUGIN_HELP",
+    "REPORT_FORMATS",
     "load_plugins",
     "one_cpu_thread",
+    "output_format",
     "parse_dtypes",
     "resolve_device",
     "split_list",
@@ -34,6 +36,7 @@ __all__ = [
 ]
 
 DEVICE_HELP = "auto (cuda when available, else cpu), cpu, cuda or cuda:N"
+REPORT_FORMATS = ("table", "md", "json")
 
 
 PLUGIN_HELP = "A Python file that registers variants (repeatable)."
@@ -97,3 +100,13 @@ def one_cpu_thread(device: torch.device) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+def output_format(chosen: str, as_json: bool) -> str:
+    """The format of ``report`` and ``compare`` from ``--format`` and its ``--json`` alias."""
+    name = chosen.strip().lower()
+    if name not in REPORT_FORMATS:
+        raise CliUsageError(f"unknown --format {chosen!r}; use {', '.join(REPORT_FORMATS)}")
+    if as_json and name not in ("table", "json"):
+        raise CliUsageError(f"--json and --format {name} contradict each other; give one")
+    return "json" if as_json else name

@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from linbench.cli.common import stdout_console
+from linbench.cli.common import output_format, stdout_console
 from linbench.cli.errors import CliUsageError, usage_errors
 
 if TYPE_CHECKING:
     from linbench.report.compare import Comparison
 
 REGRESSION_EXIT = 1
-FORMATS = ("table", "md", "json")
 BYTE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 10**6, "gb": 10**9}
 HELP = {
     "slowdown": "Largest tolerated slowdown, percent ('5%' or '5'); a slowdown must also exceed the measured noise.",
@@ -38,14 +37,14 @@ def compare_command(
     max_exponent: Annotated[list[str] | None, typer.Option("--max-exponent", help=HELP["exponent"])] = None,
     force: Annotated[bool, typer.Option("--force", help=HELP["force"])] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (the same as --format json).")] = False,
-    output_format: Annotated[str, typer.Option("--format", help="table (the default), md or json.")] = "table",
+    output_format_flag: Annotated[str, typer.Option("--format", help="table (the default), md or json.")] = "table",
 ) -> None:
     """Compare CURRENT with BASELINE point by point; exit 1 on a time, memory or exponent regression."""
     from linbench.report.compare import Thresholds, check_same_device, compare_runs
     from linbench.report.load import read_single_run
 
     with usage_errors():
-        chosen = _format(output_format, as_json)
+        chosen = output_format(output_format_flag, as_json)
         thresholds = Thresholds(
             max_slowdown=parse_percent(max_slowdown, "--max-slowdown"),
             max_memory_growth=parse_percent(max_memory_growth, "--max-memory-growth"),
@@ -85,15 +84,6 @@ def _print(comparison: Comparison, chosen: str) -> None:
         for line in unmatched_lines(comparison):
             console.print(line, soft_wrap=True, markup=False)
         console.print(verdict_line(comparison), style="bold red" if comparison.failed else "bold green")
-
-
-def _format(output_format: str, as_json: bool) -> str:
-    chosen = output_format.strip().lower()
-    if chosen not in FORMATS:
-        raise CliUsageError(f"unknown --format {output_format!r}; use {', '.join(FORMATS)}")
-    if as_json and chosen not in ("table", "json"):
-        raise CliUsageError("--json and --format md contradict each other; give one")
-    return "json" if as_json else chosen
 
 
 def parse_percent(text: str, flag: str) -> float:

@@ -8,16 +8,14 @@ from typing import Annotated
 
 import typer
 
-from linbench.cli.common import stdout_console
-from linbench.cli.errors import CliUsageError, usage_errors
-
-FORMATS = ("table", "md", "json")
+from linbench.cli.common import output_format, stdout_console
+from linbench.cli.errors import usage_errors
 
 
 def report_command(
     runs: Annotated[list[Path], typer.Argument(help="Run folders, results.csv files, or folders of runs.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (the same as --format json).")] = False,
-    output_format: Annotated[
+    output_format_flag: Annotated[
         str, typer.Option("--format", help="table (rich, the default), md (markdown for a CI comment) or json.")
     ] = "table",
 ) -> None:
@@ -27,7 +25,7 @@ def report_command(
     from linbench.report.render import markdown, report_tables, rich_table
 
     with usage_errors():
-        chosen = _format(output_format, as_json)
+        chosen = output_format(output_format_flag, as_json)
         loaded = load_runs(runs)
     analyses = [analyse(run) for run in loaded]
     if chosen == "json":
@@ -46,12 +44,3 @@ def report_command(
         console.print(f"[bold]{run.path}[/bold]  {run.meta.get('command', '')}", soft_wrap=True)
         for table in report_tables(analysis):
             console.print(rich_table(table))
-
-
-def _format(output_format: str, as_json: bool) -> str:
-    chosen = output_format.strip().lower()
-    if chosen not in FORMATS:
-        raise CliUsageError(f"unknown --format {output_format!r}; use {', '.join(FORMATS)}")
-    if as_json and chosen not in ("table", "json"):
-        raise CliUsageError("--json and --format md contradict each other; give one")
-    return "json" if as_json else chosen
