@@ -62,13 +62,13 @@ def compare_command(
 
 def _print(comparison: Comparison, chosen: str) -> None:
     from linbench.report.compare_render import (
+        VERDICT_STYLE,
         exponent_table,
         points_table,
-        rich_points_table,
         unmatched_lines,
         verdict_line,
     )
-    from linbench.report.render import markdown
+    from linbench.report.render import markdown, rich_table
 
     tables = [points_table(comparison)] + ([exponent_table(comparison.exponents)] if comparison.exponents else [])
     if chosen == "json":
@@ -80,7 +80,7 @@ def _print(comparison: Comparison, chosen: str) -> None:
     else:
         console = stdout_console()
         for table in tables:
-            console.print(rich_points_table(table))
+            console.print(rich_table(table, VERDICT_STYLE))
         for line in unmatched_lines(comparison):
             console.print(line, soft_wrap=True, markup=False)
         console.print(verdict_line(comparison), style="bold red" if comparison.failed else "bold green")

@@ -17,7 +17,7 @@ import pandas as pd
 
 from linbench.report.fit import fit_power_law
 from linbench.report.load import Run
-from linbench.report.series import ok_points, scenarios
+from linbench.report.series import ok_points, plain, scenarios
 from linbench.sweep.points import KEY_COLUMNS
 
 # Points match on their axes; cuda:0 and cuda:1 match, so device is compared by type.
@@ -147,11 +147,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
 
 
 def _keys(index: pd.Index) -> list[dict[str, Any]]:
-    return [{c: _plain(v) for c, v in zip(MATCH_COLUMNS, key, strict=True)} for key in index]
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
+    return [{c: plain(v) for c, v in zip(MATCH_COLUMNS, key, strict=True)} for key in index]
 
 
 def _number(value: Any) -> float | None:
@@ -159,7 +155,7 @@ def _number(value: Any) -> float | None:
 
 
 def _diff(key: dict[str, Any], base: pd.Series, cur: pd.Series, thresholds: Thresholds) -> PointDiff:
-    key = {c: _plain(v) for c, v in key.items()}
+    key = {c: plain(v) for c, v in key.items()}
     both_ok = base["status"] == "ok" and cur["status"] == "ok"
     base_ms, ms = _number(base["time_ms"]), _number(cur["time_ms"])
     ratio = ms / base_ms if both_ok and base_ms and ms else None

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
-
 from linbench.report.compare import Comparison, ExponentCheck, PointDiff
 from linbench.report.render import ReportTable
 from linbench.units import format_bytes, format_ms, format_size
@@ -88,13 +86,3 @@ def verdict_line(comparison: Comparison) -> str:
     if comparison.exponents:
         summary += f"; {exponents} exponent bound(s) passed"
     return ("REGRESSION: " if comparison.failed else "PASS: ") + summary
-
-
-def rich_points_table(table: ReportTable) -> Table:
-    out = Table(title=table.title, title_justify="left")
-    for column in table.columns:
-        out.add_column(column, no_wrap=column == "point")
-    for row in table.rows:
-        styled = [f"[{VERDICT_STYLE[cell]}]{cell}[/]" if cell in VERDICT_STYLE else cell for cell in row]
-        out.add_row(*styled)
-    return out

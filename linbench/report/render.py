@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rich.markup import escape
 from rich.table import Table
 
 from linbench.report.analysis import Analysis, Crossover, FitResult, Reach
@@ -100,12 +102,14 @@ def _reach_cell(reach: Reach | None) -> str:
     return f"{longest} ({reach.stopped_by} at {format_size(reach.stopped_at or 0)})"
 
 
-def rich_table(table: ReportTable) -> Table:
+def rich_table(table: ReportTable, cell_styles: Mapping[str, str] | None = None) -> Table:
+    """``table`` for the terminal; cells equal to a key of ``cell_styles`` get that style."""
+    styles = cell_styles or {}
     out = Table(title=table.title, title_justify="left")
-    for column in table.columns:
-        out.add_column(column, no_wrap=column == "impl")
+    for n, column in enumerate(table.columns):
+        out.add_column(column, no_wrap=n == 0)
     for row in table.rows:
-        out.add_row(*row)
+        out.add_row(*(f"[{styles[cell]}]{escape(cell)}[/]" if cell in styles else escape(cell) for cell in row))
     return out
 
 

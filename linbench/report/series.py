@@ -33,7 +33,7 @@ class Scenario:
         return dict(self.fixed)[column]
 
     def as_dict(self) -> dict[str, Any]:
-        return {name: _plain(value) for name, value in self.fixed}
+        return {name: plain(value) for name, value in self.fixed}
 
     def label(self) -> str:
         """``fp32 fwd causal · B=1 H=8 D=64`` — what a title or table caption says is fixed."""
@@ -62,7 +62,7 @@ def _dims_label(dim_k: int, dim_v: int) -> str:
     return f"D={dim_k}" if dim_k == dim_v else f"Dk={dim_k} Dv={dim_v}"
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """numpy scalars to Python ones, for JSON."""
     return value.item() if hasattr(value, "item") else value
 
