@@ -20,10 +20,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from linbench.report.analysis import Crossover, analyse
-from linbench.report.fit import fit_power_law
+from linbench.report.analysis import Analysis, Crossover, analyse
 from linbench.report.load import Run
-from linbench.report.series import METRIC_COLUMN, Scenario, axis_column, impl_series, ok_points, scenarios
+from linbench.report.series import Scenario, axis_column, impl_series, scenarios
 from linbench.units import format_bytes, format_ms, format_size
 
 FORMATS = ("png", "svg", "pdf")
@@ -67,7 +66,7 @@ def _tick_bytes(value: float) -> str:
 def plot_run(run: Run, out_dir: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
     """Draw every figure of ``run`` into ``out_dir``; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    crossings = analyse(run).crossovers
+    analysis = analyse(run)
     written: list[Path] = []
     for axis in ("seq", "dim"):
         for scenario, rows in scenarios(run.results, axis):
@@ -76,8 +75,7 @@ def plot_run(run: Run, out_dir: Path, formats: Iterable[str] = ("png",)) -> list
                 if axis == "dim" and metric.name == "throughput":
                     continue
                 if (rows[metric.column] > 0).any():  # a throughput needs a FLOP formula, a plugin may lack one
-                    ours = [c for c in crossings if c.scenario == scenario] if metric.name == "time" else []
-                    figure = draw(rows, scenario, metric, ours)
+                    figure = draw(rows, scenario, metric, analysis)
                     written += _save(figure, out_dir / f"{metric.name}-vs-{axis}_{scenario.slug()}", formats)
     return written
 
@@ -91,7 +89,11 @@ def _save(figure: Figure, stem: Path, formats: Iterable[str]) -> list[Path]:
     return paths
 
 
-def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, crossings: list[Crossover]) -> Figure:
+def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analysis) -> Figure:
+    """One figure of ``metric`` in ``scenario``; exponents and crossovers come from ``analysis``."""
+    crossings = [c for c in analysis.crossovers if c.scenario == scenario] if metric.name == "time" else []
+    exponents = {(f.variant, f.impl): f.exponent for f in analysis.fits
+                 if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
     figure = Figure(figsize=(9.5, 6.0))
     ax = figure.add_subplot()
     axis = scenario.axis
@@ -99,7 +101,10 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, crossings: list
     colours = _variant_colours(rows)
     styles = _impl_styles(rows)
     for variant, impl, series in impl_series(rows):
-        _draw_series(ax, series, x, metric, variant, impl, colours[variant], styles[(variant, impl)])
+        label = f"{variant}:{impl}"
+        if (variant, impl) in exponents:
+            label += rf"  $\propto {AXIS_SYMBOL[axis]}^{{{exponents[(variant, impl)]:.2f}}}$"
+        _draw_series(ax, series, x, metric, label, colours[variant], styles[(variant, impl)])
     if metric.name != "throughput":
         _draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis])
     _draw_crossovers(ax, rows, crossings, colours)
@@ -138,17 +143,10 @@ def _values(series: pd.DataFrame, x: str, metric: Metric) -> pd.DataFrame:
     return ok.sort_values(x)
 
 
-def _draw_series(
-    ax: Axes, series: pd.DataFrame, x: str, metric: Metric, variant: str, impl: str, colour: str, style: tuple
-) -> None:
+def _draw_series(ax: Axes, series: pd.DataFrame, x: str, metric: Metric, label: str, colour: str, style: tuple) -> None:
     ok = _values(series, x, metric)
     if ok.empty:
         return
-    label = f"{variant}:{impl}"
-    if metric.name in METRIC_COLUMN:
-        fit = fit_power_law(ok_points(series, x, metric.name))
-        if fit is not None:
-            label += rf"  $\propto {'s' if x == 'seq' else 'd'}^{{{fit.exponent:.2f}}}$"
     linestyle, marker = style
     ax.plot(
         ok[x],
@@ -211,13 +209,15 @@ def _draw_crossovers(ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], c
             zorder=5,
         )
         where = ("≤ " if crossing.at_shortest else "") + format_size(crossing.seq)
+        # Stars of several impls often share a length; their captions are stacked in the
+        # lower right corner, where the fast impls' lines rarely are, so they never overlap.
         ax.annotate(
             f"{crossing.variant}:{crossing.impl} beats {crossing.baseline} from {where}",
             (crossing.seq, y),
-            xytext=(10, -6 - 11 * n),
-            textcoords="offset points",
-            fontsize=7,
-            ha="left",
+            xytext=(0.99, 0.03 + 0.045 * n),
+            textcoords="axes fraction",
+            fontsize=8,
+            ha="right",
             color=colours[crossing.variant],
         )
 

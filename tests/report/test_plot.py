@@ -43,8 +43,7 @@ def test_head_dim_sweeps_get_their_own_figures(tmp_path: Path) -> None:
 
 def _time_figure(run):
     (scenario, rows), *_ = scenarios(run.results, "seq")
-    crossings = analyse(run).crossovers
-    return draw(rows, scenario, _metrics("cpu")["time"], crossings).axes[0]
+    return draw(rows, scenario, _metrics("cpu")["time"], analyse(run)).axes[0]
 
 
 def test_the_time_figure_says_what_it_shows(tmp_path: Path) -> None:
