@@ -29,7 +29,7 @@ SHAPE = Shape(4, 16, 4096, 64, 64) if DEVICE.type == "cuda" else Shape(1, 4, 102
 DTYPE = torch.bfloat16 if DEVICE.type == "cuda" else torch.float32
 CHECK_SHAPE = Shape(1, SHAPE.heads, min(SHAPE.seq, 1024), SHAPE.dim_k, SHAPE.dim_v)
 # The order in which impls are tried: custom kernels, then the fastest pure-torch forms.
-PREFERENCE = ("cuda", "triton", "flash", "sdpa", "chunked", "recurrent", "naive", "quadratic")
+PREFERENCE = ("kernel", "cuda", "triton", "flash", "sdpa", "chunked", "recurrent", "naive", "quadratic")
 
 
 def fastest_impl(variant_name: str) -> str:

@@ -26,7 +26,7 @@ def test_plain_exponentials_would_overflow_fp32() -> None:
     assert not torch.isfinite(direct).all()
 
 
-@pytest.mark.parametrize("impl", ["chunked", "recurrent", "naive", "quadratic"])
+@pytest.mark.parametrize("impl", ["chunked", "recurrent", "naive", "quadratic", "kernel"])
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
 def test_fp32_finite_and_accurate_at_30(impl: str, causal: bool) -> None:
     q, k, v = _large_inputs()

@@ -12,10 +12,10 @@ from linbench.variants.registry import Impl, ImplUnavailableError, Variant, regi
 
 EXPECTED_IMPLS = {
     "softmax": ["naive", "sdpa"],
-    "cosine": ["quadratic", "naive", "chunked", "recurrent"],
-    "cosformer": ["quadratic", "naive", "chunked", "recurrent"],
-    "heinsen": ["quadratic", "naive", "chunked", "recurrent"],
-    "linear": ["quadratic", "chunked", "recurrent"],
+    "cosine": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
+    "cosformer": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
+    "heinsen": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
+    "linear": ["quadratic", "chunked", "recurrent", "kernel"],
 }
 
 

@@ -15,6 +15,7 @@ def test_a_variant_name_selects_its_impls_and_an_impl_name_one() -> None:
         ("cosine", "naive", False),
         ("cosine", "chunked", False),
         ("cosine", "recurrent", False),
+        ("cosine", "kernel", False),
         ("softmax", "sdpa", True),
     ]
 

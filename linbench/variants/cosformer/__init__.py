@@ -25,6 +25,7 @@ VARIANT = register_variant(
                     "naive": "the notes' cos/sin decomposition with prefix sums of outer products",
                     "chunked": "chunkwise-parallel over the width-2·Dk cos/sin features",
                     "recurrent": "RNN form over the cos/sin features, one token at a time",
+                    "kernel": "csrc/ chunked kernel over the width-2·Dk cos/sin features, normaliser in the same pass",
                 },
             ),
         ),

@@ -22,6 +22,7 @@ VARIANT = register_variant(
                     "naive": "the paper's Appendix A: cumsum of V⊗K outer products",
                     "chunked": "chunkwise-parallel: masked matmul per chunk, Dk×Dv state across chunks",
                     "recurrent": "RNN form (§5): H_t = H_{t−1} + k_t v_tᵀ, one token at a time",
+                    "kernel": "csrc/ chunked kernel on N(q), N(k), v / s^σ(m): fp32 state, recomputing backward",
                 },
             ),
         ),

@@ -10,10 +10,11 @@ from functools import partial
 
 from linbench.variants.flops import linear_flops
 from linbench.variants.heinsen.chunked import chunked
+from linbench.variants.heinsen.kernel import kernel
 from linbench.variants.heinsen.naive import naive
 from linbench.variants.heinsen.quadratic import quadratic
 from linbench.variants.heinsen.recurrent import recurrent, stream
-from linbench.variants.linear_forms.impls import CHUNK_SIZE
+from linbench.variants.linear_forms.impls import CHUNK_SIZE, kernel_impl
 from linbench.variants.registry import Impl, Variant, register_variant
 
 VARIANT = register_variant(
@@ -32,6 +33,7 @@ VARIANT = register_variant(
                 params=(CHUNK_SIZE,),
             ),
             Impl("recurrent", recurrent, "sequential log-space state, constant cost per token", "O(sd²)", "O(d²)"),
+            kernel_impl(kernel, "csrc/ chunked kernel on shifted exponential features, maxima carried with the state"),
         ),
         reference="quadratic",
         param_specs=(),

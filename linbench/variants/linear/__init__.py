@@ -20,6 +20,7 @@ VARIANT = register_variant(
                 {
                     "chunked": "chunkwise-parallel: masked matmul per chunk, Dk×Dv state and key sum across chunks",
                     "recurrent": "RNN form: S_t = S_{t−1} + φ(k_t) v_tᵀ, z_t = z_{t−1} + φ(k_t)",
+                    "kernel": "csrc/ chunked kernel with the normaliser in the same pass",
                 },
             ),
         ),

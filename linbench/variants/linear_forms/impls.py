@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import torch
 
+from linbench.kernels import ops as kernel_ops
 from linbench.variants.common import positive_int
 from linbench.variants.linear_forms.chunked import chunked_linear_attention
 from linbench.variants.linear_forms.naive import naive_linear_attention
@@ -15,6 +16,8 @@ from linbench.variants.linear_forms.recurrent import LinearState, recurrent_bidi
 from linbench.variants.registry import Impl, ImplFn, Param, StreamFn
 
 CHUNK_SIZE = Param("chunk_size", 128, "tokens per chunk: the C x C masked product inside a chunk")
+KERNEL_CHUNK_SIZE = Param("chunk_size", 64, "tokens per chunk of the csrc kernel (the CUDA kernel takes 64 only)")
+KERNEL_SUMMARY = "csrc/ chunked kernel (C++ on CPU, CUDA on GPU): fp32 state, recomputing backward"
 
 
 @dataclass(frozen=True)
@@ -64,14 +67,42 @@ def _recurrent(features: FeatureMap) -> ImplFn:
     return recurrent
 
 
+def _kernel(features: FeatureMap) -> ImplFn:
+    def kernel(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, chunk_size: int, **params: Any
+    ) -> torch.Tensor:
+        size = positive_int("chunk_size", chunk_size)
+        f = features(q, k, v, offset=0, **params)
+        # The feature maps compute in fp32; the kernel takes them back in the input's dtype
+        # (it loads bf16/fp16 and accumulates in fp32 itself), so it moves half the bytes.
+        fq, fk, fv = (t.to(q.dtype) for t in (f.q, f.k, f.v))
+        return kernel_ops.linear_attention(fq, fk, fv, causal=causal, eps=f.eps, chunk=size)
+
+    return kernel
+
+
+def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY) -> Impl:
+    """The ``kernel`` impl: ``fn`` runs the csrc op, which is built on first use."""
+    return Impl(
+        "kernel",
+        fn,
+        summary,
+        "O(sd²)",
+        "O(sd)",
+        params=(KERNEL_CHUNK_SIZE,),
+        availability=kernel_ops.unavailable_reason,
+    )
+
+
 def feature_map_impls(features: FeatureMap, summaries: Mapping[str, str]) -> tuple[Impl, ...]:
-    """The impls named in ``summaries`` (naive, chunked, recurrent), computing ``features``."""
+    """The impls named in ``summaries`` (naive, chunked, recurrent, kernel), computing ``features``."""
     makers = {
         "naive": lambda: Impl("naive", _naive(features), summaries.get("naive", ""), "O(sd²)", "O(sd²)"),
         "chunked": lambda: Impl(
             "chunked", _chunked(features), summaries.get("chunked", ""), "O(sd²)", "O(sd)", params=(CHUNK_SIZE,)
         ),
         "recurrent": lambda: Impl("recurrent", _recurrent(features), summaries.get("recurrent", ""), "O(sd²)", "O(d²)"),
+        "kernel": lambda: kernel_impl(_kernel(features), summaries.get("kernel") or KERNEL_SUMMARY),
     }
     unknown = set(summaries) - set(makers)
     if unknown:

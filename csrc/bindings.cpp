@@ -1,0 +1,27 @@
+// The one place the op schemas are declared, and where each backend's kernel is registered.
+// The autograd formula and the fake (meta) kernel live in Python (linbench/kernels/ops.py),
+// registered with torch.library against these schemas.
+#include <torch/library.h>
+
+#include "ops.h"
+
+TORCH_LIBRARY(linbench, m) {
+  m.def(
+      "linear_attention_forward(Tensor q, Tensor k, Tensor v, Tensor? decay, bool causal, bool normalize, "
+      "float eps, int chunk) -> (Tensor, Tensor)");
+  m.def(
+      "linear_attention_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor? decay, Tensor out, "
+      "Tensor den, bool causal, bool normalize, float eps, int chunk) -> (Tensor, Tensor, Tensor)");
+}
+
+TORCH_LIBRARY_IMPL(linbench, CPU, m) {
+  m.impl("linear_attention_forward", &linbench::forward_cpu_op);
+  m.impl("linear_attention_backward", &linbench::backward_cpu_op);
+}
+
+#ifdef LINBENCH_WITH_CUDA
+TORCH_LIBRARY_IMPL(linbench, CUDA, m) {
+  m.impl("linear_attention_forward", &linbench::forward_cuda_op);
+  m.impl("linear_attention_backward", &linbench::backward_cuda_op);
+}
+#endif

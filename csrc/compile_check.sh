@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Compile every CUDA source for sm_80 (A100) and sm_90 (H100/H200) without linking, and
+# syntax-check the host side of the CUDA op (cuda_ops.cpp, and bindings.cpp with the CUDA
+# registrations) against torch's headers: proves the CUDA build holds together on a machine
+# with nvcc and no GPU. Warnings fail the check.
+set -euo pipefail
+cd "$(dirname "$0")"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+for source in cuda/*.cu; do
+  nvcc -c -std=c++17 -O3 -I. \
+    -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+    -Werror all-warnings -Xcompiler -Wall,-Werror \
+    "$source" -o "$out/$(basename "$source").o"
+  echo "compiled $source for sm_80 and sm_90"
+done
+
+torch_include="$(python -c 'import torch.utils.cpp_extension as e; print(e.include_paths()[0])' 2>/dev/null || true)"
+if [[ -z "$torch_include" ]]; then
+  echo "torch not importable: host files not checked"
+  exit 0
+fi
+# A CPU build of torch ships c10/cuda's headers but not the one CMake generates for CUDA
+# builds; an empty stand-in is enough to parse them.
+mkdir -p "$out/stub/c10/cuda/impl"
+echo "#pragma once" >"$out/stub/c10/cuda/impl/cuda_cmake_macros.h"
+cuda_home="$(dirname "$(dirname "$(command -v nvcc)")")"
+python_include="$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+g++ -fsyntax-only -std=c++20 -Wall -Werror -DLINBENCH_WITH_CUDA -I. \
+  -isystem "$torch_include" -isystem "$torch_include/torch/csrc/api/include" -isystem "$out/stub" \
+  -isystem "$cuda_home/include" -isystem "$python_include" \
+  cuda_ops.cpp bindings.cpp
+echo "checked cuda_ops.cpp and bindings.cpp (CUDA registrations) against torch's headers"

@@ -1,0 +1,166 @@
+"""Compile csrc/ on first use with torch.utils.cpp_extension, cached between runs.
+
+The build directory is keyed by everything that changes the binary (the sources, torch,
+Python, the CPU's instruction set, whether CUDA is built in), so a stale library is never
+loaded and an unchanged checkout never rebuilds. A failed build is remembered next to it
+with the compiler's first error line: `linbench list` then reports the impl unavailable
+with that reason, without compiling again on every call.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+CSRC = Path(__file__).resolve().parents[2] / "csrc"
+CACHE_ENV = "LINBENCH_KERNEL_CACHE"
+# -O3 and the host's vector ISA: the tile products (csrc/cpu/tile_gemm.h) are written for the
+# compiler to vectorise; fp-contract lets it fuse the multiply-adds. OpenMP runs
+# at::parallel_for over batch x heads on torch's intra-op threads.
+CPU_FLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-fopenmp")
+CUDA_FLAGS = ("-O3", "--use_fast_math", "-std=c++17")
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What loading the kernels gave: which backends are registered, or why not."""
+
+    cpu_error: str | None
+    cuda_error: str | None  # None also when CUDA was built and loaded fine
+
+    def reason(self, device_type: str) -> str | None:
+        """Why the op cannot run on ``device_type``, or None when it can."""
+        if device_type == "cpu":
+            return self.cpu_error
+        if device_type == "cuda":
+            return self.cpu_error or self.cuda_error
+        return f"no {device_type} kernel in csrc/ (CPU and CUDA only)"
+
+
+def cpu_sources() -> list[Path]:
+    return [CSRC / "bindings.cpp", CSRC / "op_checks.cpp", *sorted((CSRC / "cpu").glob("*.cpp"))]
+
+
+def cuda_sources() -> list[Path]:
+    return [CSRC / "cuda_ops.cpp", *sorted((CSRC / "cuda").glob("*.cu"))]
+
+
+def all_sources() -> list[Path]:
+    """Every file that goes into a build, whichever flavour: the cache key's input."""
+    headers = sorted(CSRC.rglob("*.h")) + sorted(CSRC.rglob("*.cuh"))
+    return [path for path in cpu_sources() + cuda_sources() + headers if path.is_file()]
+
+
+def cuda_toolchain_missing() -> str | None:
+    """Why the CUDA half is not built here, or None when torch has CUDA and nvcc exists."""
+    import torch
+
+    if torch.version.cuda is None:
+        return "this torch build has no CUDA"
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    if CUDA_HOME is None and shutil.which("nvcc") is None:
+        return "nvcc not found (set CUDA_HOME)"
+    return None
+
+
+def _cpu_signature() -> str:
+    """The instruction-set flags -march=native compiles for, so a cache copied to another
+    machine is rebuilt instead of dying on an illegal instruction."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def build_key(with_cuda: bool) -> str:
+    import torch
+
+    digest = hashlib.sha256()
+    for path in all_sources():
+        digest.update(path.relative_to(CSRC).as_posix().encode())
+        digest.update(path.read_bytes())
+    for part in (torch.__version__, sys.version, _cpu_signature(), str(with_cuda), *CPU_FLAGS, *CUDA_FLAGS):
+        digest.update(part.encode())
+    return digest.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured)
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "linbench" / "kernels"
+
+
+def first_error_line(log: str) -> str:
+    """The compiler's first error, or the last non-empty line: one line for `linbench list`."""
+    for line in log.splitlines():
+        if re.search(r"\berror\b", line, re.IGNORECASE) and "Error building extension" not in line:
+            return line.strip()[:300]
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "unknown build failure"
+
+
+def _compile_and_load(with_cuda: bool) -> str | None:
+    """Build (or reuse) and load one flavour; the error line when it fails."""
+    from torch.utils import cpp_extension
+
+    key = build_key(with_cuda)
+    directory = cache_root() / key
+    failure = directory / "build-failed.txt"
+    if failure.exists():
+        return failure.read_text().strip()
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"linbench_kernels_{key}"
+    if not (directory / f"{name}.so").exists():
+        what = "CPU and CUDA" if with_cuda else "CPU"
+        print(
+            f"linbench: compiling the csrc {what} kernels into {directory} (first use, about a minute)…",
+            file=sys.stderr,
+        )
+    sources = [str(p) for p in cpu_sources() + (cuda_sources() if with_cuda else [])]
+    try:
+        cpp_extension.load(
+            name=name,
+            sources=sources,
+            extra_include_paths=[str(CSRC)],
+            extra_cflags=[*CPU_FLAGS, *(["-DLINBENCH_WITH_CUDA"] if with_cuda else [])],
+            extra_cuda_cflags=list(CUDA_FLAGS),
+            extra_ldflags=["-fopenmp"],
+            build_directory=str(directory),
+            is_python_module=False,
+            verbose=False,
+        )
+    except Exception as exc:  # a compiler or loader failure of any kind makes the impl unavailable
+        reason = f"kernel build failed: {first_error_line(str(exc))} (full log: {directory / 'build.log'})"
+        (directory / "build.log").write_text(str(exc))
+        failure.write_text(reason + "\n")
+        return reason
+    return None
+
+
+@functools.cache
+def load_kernels() -> BuildResult:
+    """Build and load csrc/ once per process; CUDA too where the toolchain allows."""
+    if not CSRC.is_dir():
+        missing = f"csrc/ sources not found at {CSRC} (install linbench from a source checkout)"
+        return BuildResult(missing, missing)
+    cuda_missing = cuda_toolchain_missing()
+    if cuda_missing is None:
+        cuda_error = _compile_and_load(with_cuda=True)
+        if cuda_error is None:
+            return BuildResult(None, None)
+        # The CPU kernel must not be lost to a CUDA build problem.
+        return BuildResult(_compile_and_load(with_cuda=False), cuda_error)
+    return BuildResult(_compile_and_load(with_cuda=False), f"CUDA kernels not built: {cuda_missing}")

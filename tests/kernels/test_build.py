@@ -1,0 +1,82 @@
+"""Building csrc/: cached by content, and a failed build reported as a reason, never raised."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from linbench.cli import app
+from linbench.kernels import build
+
+GCC_LOG = """\
+[1/3] c++ -MMD -MF op_checks.o.d ...
+FAILED: op_checks.o
+/src/csrc/op_checks.cpp:7:3: error: 'oops' was not declared in this scope
+    7 |   oops;
+ninja: build stopped: subcommand failed.
+"""
+
+
+def test_first_error_line_picks_the_compiler_error() -> None:
+    assert (
+        build.first_error_line(GCC_LOG) == "/src/csrc/op_checks.cpp:7:3: error: 'oops' was not declared in this scope"
+    )
+
+
+def test_first_error_line_falls_back_to_the_last_line() -> None:
+    assert build.first_error_line("linking\nld: cannot find -lfoo\n") == "ld: cannot find -lfoo"
+
+
+def test_build_key_changes_with_the_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "csrc"
+    shutil.copytree(build.CSRC, copy)
+    monkeypatch.setattr(build, "CSRC", copy)
+    before = build.build_key(with_cuda=False)
+    assert build.build_key(with_cuda=False) == before
+    assert build.build_key(with_cuda=True) != before
+    with (copy / "op_checks.cpp").open("a") as source:
+        source.write("// a change\n")
+    assert build.build_key(with_cuda=False) != before
+
+
+@pytest.fixture
+def broken_csrc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A csrc/ whose sources fail to compile at once (no torch headers to parse first), built
+    into an empty cache; the real build is restored after."""
+    copy = tmp_path / "csrc"
+    copy.mkdir()
+    for name in ("bindings.cpp", "op_checks.cpp"):
+        (copy / name).write_text("static int broken = not_declared_anywhere;\n")
+    monkeypatch.setattr(build, "CSRC", copy)
+    monkeypatch.setenv(build.CACHE_ENV, str(tmp_path / "cache"))
+    build.load_kernels.cache_clear()
+    yield copy
+    build.load_kernels.cache_clear()
+
+
+def test_a_failed_build_is_a_reason_and_is_remembered(broken_csrc: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    result = build.load_kernels()
+    assert result.cpu_error is not None
+    assert "kernel build failed" in result.cpu_error
+    assert "not_declared_anywhere" in result.cpu_error
+    assert "compiling the csrc" in capfd.readouterr().err  # the user was told a build was running
+    build.load_kernels.cache_clear()
+    assert build.load_kernels().cpu_error == result.cpu_error  # read back, not compiled again
+    assert "compiling the csrc" not in capfd.readouterr().err
+
+
+def test_list_reports_the_kernel_unavailable_with_the_compiler_reason(broken_csrc: Path) -> None:
+    result = CliRunner().invoke(app, ["list", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    assert "kernel build failed" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_built_kernel_runs_on_cpu_and_says_why_not_on_other_devices() -> None:
+    result = build.load_kernels()
+    assert result.reason("cpu") is None
+    assert "no mps kernel" in result.reason("mps")

@@ -1,0 +1,66 @@
+"""The CUDA kernel against the CPU kernel and the dense reference (run where a GPU is)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from kernel_cases import dense_reference, random_inputs
+
+from linbench.kernels.ops import kernel_ops, linear_attention
+
+pytestmark = pytest.mark.cuda
+
+TOLERANCE = {torch.float32: 2e-4, torch.bfloat16: 3e-2, torch.float16: 4e-3}
+
+
+def _cuda_against_fp64(seq: int, dim_k: int, dim_v: int, dtype: torch.dtype, causal: bool, eps: float | None) -> None:
+    q, k, v = (t.detach().to(dtype) for t in random_inputs(seq, dim_k, dim_v))
+    q, k, v = (t.cuda().requires_grad_() for t in (q, k, v))
+    exact = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    expected = dense_reference(*exact, causal=causal, eps=eps)
+    actual = linear_attention(q, k, v, causal=causal, eps=eps, chunk=64)
+    grad_out = torch.randn_like(expected)
+    want = torch.autograd.grad(expected, exact, grad_out)
+    got = torch.autograd.grad(actual, (q, k, v), grad_out.to(dtype))
+    tol = TOLERANCE[dtype]
+    scale = expected.abs().max().item()
+    torch.testing.assert_close(actual.double(), expected, rtol=tol, atol=tol * scale)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g.double(), w, rtol=tol, atol=tol * w.abs().max().item())
+
+
+@pytest.mark.parametrize("seq", [1, 63, 64, 65, 1000])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
+@pytest.mark.parametrize("eps", [None, 1e-6], ids=["plain", "normalised"])
+def test_every_length_on_cuda(seq: int, causal: bool, eps: float | None) -> None:
+    _cuda_against_fp64(seq, 16, 24, torch.float32, causal, eps)
+
+
+@pytest.mark.parametrize(("dim_k", "dim_v"), [(16, 16), (64, 64), (128, 128), (256, 256), (512, 64), (37, 5)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["fp32", "bf16", "fp16"])
+def test_head_dims_and_dtypes_on_cuda(dim_k: int, dim_v: int, dtype: torch.dtype) -> None:
+    _cuda_against_fp64(300, dim_k, dim_v, dtype, True, 1e-6)
+
+
+def test_decay_on_cuda_matches_cpu() -> None:
+    q, k, v = (t.detach().float() for t in random_inputs(300, 32, 16))
+    decay = 0.1 + 0.9 * torch.rand(2, 2, 5, 16)
+    grad_out = torch.randn(2, 2, 300, 16)
+    results = []
+    for device in ("cpu", "cuda"):
+        inputs = [t.to(device).requires_grad_() for t in (q, k, v)]
+        out = linear_attention(*inputs, causal=True, eps=None, chunk=64, decay=decay.to(device))
+        results.append([out, *torch.autograd.grad(out, inputs, grad_out.to(device))])
+    for cpu, cuda in zip(*results, strict=True):
+        torch.testing.assert_close(cuda.cpu(), cpu, rtol=1e-4, atol=1e-4)
+
+
+def test_opcheck_on_cuda() -> None:
+    q, k, v = (t.detach().float().cuda().requires_grad_() for t in random_inputs(70, 8, 5))
+    torch.library.opcheck(kernel_ops().linear_attention_forward.default, (q, k, v, None, True, True, 1e-6, 64))
+
+
+def test_other_chunk_sizes_are_refused_on_cuda() -> None:
+    q, k, v = (t.detach().float().cuda() for t in random_inputs(70, 8, 5))
+    with pytest.raises(RuntimeError, match="chunks of 64"):
+        linear_attention(q, k, v, causal=True, eps=None, chunk=32)
