@@ -51,17 +51,23 @@ def _check_shape_support(targets: Targets, spec: SweepSpec) -> None:
 
 def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPlan:
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
-    targets = resolve_targets(spec.variants, spec.baselines, device)
-    _check_shape_support(targets, spec)
+    decode = spec.command == "decode"
+    targets = resolve_targets(spec.variants, spec.baselines, device, decode=decode)
+    if not decode:  # decoders take any head dim
+        _check_shape_support(targets, spec)
     points = expand_points(spec.blocks, targets.pairs, str(device))
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
+    if decode:
+        timing = TimingPolicy.for_decode(spec.tokens or 1)
+    else:
+        timing = TimingPolicy.for_device(device.type, spec.budget_s)
     return RunPlan(
         points=tuple(points),
         targets=targets,
         device=device,
         device_name=device_name,
         timeout_s=spec.timeout_s,
-        timing=TimingPolicy.for_device(device.type, spec.budget_s),
+        timing=timing,
         plugins=spec.plugins,
         memory_limit_bytes=memory,
     )
