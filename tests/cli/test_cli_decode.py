@@ -50,6 +50,11 @@ def test_a_tiny_decode_run_writes_the_decode_columns(invoke: Invoke, tmp_path: P
     assert meta["sweep"]["baselines"] == ["softmax:kvcache", "softmax:recompute"]
     assert meta["timing"]["max_reps"] == 4 and meta["status"] == "complete"
     assert "context" in result.stdout and "time/token" in result.stdout and "6 ok" in result.stdout
+    report = json.loads(invoke("report", folder, "--json").stdout)
+    state = {f["impl"]: f["exponent"] for f in report["fits"] if f["metric"] == "state"}
+    assert state["recurrent"] == 0.0 and 0.9 < state["kvcache"] < 1.0  # the cache holds 64+6 and 128+6 tokens
+    plotted = invoke("plot", folder)
+    assert plotted.exit_code == 0 and (folder / "plots" / "decode-vs-context_fp32_decode_B1_H2_D16.png").is_file()
 
 
 def test_resume_finishes_a_decode_run_and_run_refuses_it(invoke: Invoke, tmp_path: Path) -> None:
