@@ -17,6 +17,7 @@ from linbench.cli.list_cmd import list_command
 from linbench.cli.plot_cmd import plot_command
 from linbench.cli.report_cmd import report_command
 from linbench.cli.run_cmd import run_command
+from linbench.cli.suites_cmd import suites_command
 
 __all__ = ["app", "main"]
 
@@ -34,6 +35,7 @@ app.command("decode")(decode_command)
 app.command("plot")(plot_command)
 app.command("report")(report_command)
 app.command("compare")(compare_command)
+app.command("suites")(suites_command)
 
 
 def _print_version(value: bool) -> None:

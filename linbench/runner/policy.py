@@ -52,9 +52,10 @@ class SkipPolicy:
         if point.mode == "bwd":
             wall *= 1 + BWD_FORWARD_SHARE
         if wall > self.timeout_s:
+            per, lengths = ("token", "contexts") if point.mode == "decode" else ("call", "lengths")
             return (
-                f"predicted {wall:.0f} s for the point ({predicted:.2f} s per call, extrapolated from "
-                f"shorter lengths) exceeds --timeout-s {self.timeout_s:g}"
+                f"predicted {wall:.0f} s for the point ({predicted:.2f} s per {per}, extrapolated from "
+                f"shorter {lengths}) exceeds --timeout-s {self.timeout_s:g}"
             )
         return None
 
