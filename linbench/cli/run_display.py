@@ -19,6 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from linbench.sweep.spec import DECODE_MODE
 from linbench.units import format_bytes, format_ms, format_size
 
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom": "magenta"}
@@ -27,7 +28,7 @@ STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom
 def row_line(row: Mapping[str, Any]) -> str:
     """One line per finished point: status, what ran, and its figures or its reason."""
     status = str(row["status"])
-    decode = row["mode"] == "decode"
+    decode = row["mode"] == DECODE_MODE
     length = f"{'context' if decode else 'S'}={format_size(int(row['seq']))}"
     what = f"{row['variant']}:{row['impl']} {row['mode']} {length}"
     style = STATUS_STYLE.get(status, "red")
@@ -73,7 +74,7 @@ def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[
         masking = "causal" if causal == "True" else "bidirectional"
         title = f"{mode} {dtype} {masking}  B={batch} H={heads} Dk={dim_k} Dv={dim_v}"
         table = Table(title=title, title_justify="left")
-        length, time = ("context", "time/token") if mode == "decode" else ("seq", "time")
+        length, time = ("context", "time/token") if mode == DECODE_MODE else ("seq", "time")
         for column in (length, "fastest", time, "fastest baseline", f"{time} ", "speedup", "not ok"):
             right = column in (length, time, f"{time} ", "speedup")
             table.add_column(column, justify="right" if right else "left")

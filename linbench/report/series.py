@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from linbench.sweep.spec import DECODE_MODE
 from linbench.units import format_size
 
 # Held fixed in every scenario, whichever axis it runs along.
@@ -22,7 +23,6 @@ BASE_COLUMNS = ("device", "device_name", "dtype", "mode", "causal", "batch", "he
 AXES = ("seq", "dim")
 METRICS = ("time", "memory", "state")
 METRIC_COLUMN = {"time": "time_ms", "memory": "peak_bytes", "state": "state_bytes"}
-DECODE_MODE = "decode"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point
+from linbench.sweep.spec import DECODE_MODE
 
 # With one measured length, assume time grows as seq² (the slower of the two families).
 DEFAULT_EXPONENT = 2.0
@@ -52,7 +53,7 @@ class SkipPolicy:
         if point.mode == "bwd":
             wall *= 1 + BWD_FORWARD_SHARE
         if wall > self.timeout_s:
-            per, lengths = ("token", "contexts") if point.mode == "decode" else ("call", "lengths")
+            per, lengths = ("token", "contexts") if point.mode == DECODE_MODE else ("call", "lengths")
             return (
                 f"predicted {wall:.0f} s for the point ({predicted:.2f} s per {per}, extrapolated from "
                 f"shorter {lengths}) exceeds --timeout-s {self.timeout_s:g}"
