@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = [
+    "Decoder",
     "Impl",
     "Param",
     "Variant",
@@ -20,11 +21,11 @@ __all__ = [
     "register_variant",
 ]
 # What a plugin needs to declare a variant (see the README's plugin example).
-_REGISTRY_NAMES = ("Impl", "Param", "Variant", "register_variant")
+_REGISTRY_NAMES = ("Decoder", "Impl", "Param", "Variant", "register_variant")
 
 if TYPE_CHECKING:
     from linbench.api import attention, get_variant, list_variants
-    from linbench.variants.registry import Impl, Param, Variant, register_variant
+    from linbench.variants.registry import Decoder, Impl, Param, Variant, register_variant
 
 
 def __getattr__(name: str) -> Any:

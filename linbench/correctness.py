@@ -195,3 +195,41 @@ def check_impl(
     floor = max(_rms(t) for t in expected.values()) / 100
     result.comparisons = [compare(name, actual[name], expected[name], dtype, floor) for name in expected]
     return result
+
+
+def check_decoder(
+    variant: Variant,
+    decoder: str,
+    shape: Shape,
+    *,
+    steps: int,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+) -> CaseResult:
+    """Prefill ``shape.seq − steps`` tokens with ``decoder`` in ``dtype``, step through the
+    last ``steps``, and compare those rows with the fp64 reference over the whole sequence."""
+    from linbench.api import attention
+    from linbench.variants.decoding import decode
+
+    result = CaseResult(variant.name, decoder, shape, True, dtype)
+    q, k, v, learnable = make_inputs(variant, shape, device, seed)
+    inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
+    learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items()}
+    params = variant.length_params(shape.seq, learnable)
+    expected = attention(*inputs, variant=variant.name, impl=variant.reference, causal=True, **params)
+    try:
+        with torch.no_grad():
+            actual, _ = decode(
+                variant,
+                decoder,
+                *(t.to(dtype) for t in inputs),
+                context=shape.seq - steps,
+                **{name: t.to(dtype) for name, t in learnable.items()},
+            )
+    except Exception as exc:  # whatever the decoder under test raises is its failure
+        result.error = f"{type(exc).__name__}: {exc}"
+        result.out_of_memory = is_out_of_memory(exc)
+        return result
+    result.comparisons = [compare("decoded rows", actual, expected[..., -steps:, :], dtype)]
+    return result

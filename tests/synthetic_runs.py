@@ -11,6 +11,7 @@ from result_rows import result_row
 from linbench.results.store import RunStore
 
 SEQS = (1024, 2048, 4096, 8192, 16384)
+CONTEXTS = tuple(1024 * 4**n for n in range(6))  # 1k .. 1m
 FLOPS = 1e9
 
 
@@ -62,3 +63,18 @@ def scaled(rows: list[dict[str, Any]], time: float = 1.0, memory: float = 1.0) -
             row["peak_bytes"] *= memory
         out.append(row)
     return out
+
+
+def decode_series(
+    variant: str,
+    impl: str,
+    time_ms: Callable[[int], float],
+    state_bytes: Callable[[int], float],
+    peak_bytes: Callable[[int], float] = lambda s: 4096.0,
+    contexts: Iterable[int] = CONTEXTS,
+) -> list[dict[str, Any]]:
+    """One decoder's ok rows of a linbench decode run, the figures from formulas of the context."""
+    rows = series(variant, impl, time_ms, peak_bytes, seqs=contexts, mode="decode", flops=None, tflops=None)
+    for row in rows:
+        row.update(context=row["seq"], time_per_token_ms=row["time_ms"], state_bytes=state_bytes(row["seq"]))
+    return rows

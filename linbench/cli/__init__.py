@@ -12,10 +12,12 @@ import typer
 
 from linbench.cli.check_cmd import check_command
 from linbench.cli.compare_cmd import compare_command
+from linbench.cli.decode_cmd import decode_command
 from linbench.cli.list_cmd import list_command
 from linbench.cli.plot_cmd import plot_command
 from linbench.cli.report_cmd import report_command
 from linbench.cli.run_cmd import run_command
+from linbench.cli.suites_cmd import suites_command
 
 __all__ = ["app", "main"]
 
@@ -29,9 +31,11 @@ app = typer.Typer(
 app.command("list")(list_command)
 app.command("check")(check_command)
 app.command("run")(run_command)
+app.command("decode")(decode_command)
 app.command("plot")(plot_command)
 app.command("report")(report_command)
 app.command("compare")(compare_command)
+app.command("suites")(suites_command)
 
 
 def _print_version(value: bool) -> None:

@@ -1,4 +1,5 @@
-"""``linbench list``: every variant and impl, their costs, parameters, and whether they run here."""
+"""``linbench list``: every variant and impl, their costs, parameters, and whether they run here;
+and the decoders ``linbench decode`` can run."""
 
 from __future__ import annotations
 
@@ -50,6 +51,18 @@ def variant_table(variants: list[Variant]) -> Table:
     return table
 
 
+def decoder_table(variants: list[Variant]) -> Table:
+    """One row per decoder: how ``linbench decode`` can generate with each variant."""
+    table = Table(title="decoders (linbench decode --variant VARIANT:DECODER)", title_justify="left")
+    for column in ("variant", "decoder", "state", "per token", "how"):
+        table.add_column(column)
+    for variant in variants:
+        for decoder in variant.decoders.values():
+            cells = (decoder.state_memory, decoder.step_time, escape(decoder.summary))
+            table.add_row(variant.name, decoder.name, *cells)
+    return table
+
+
 def list_command(
     device: Annotated[str, typer.Option(help=f"Device for 'runs here': {DEVICE_HELP}.")] = "auto",
     plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
@@ -64,3 +77,4 @@ def list_command(
     console = stdout_console()
     console.print(impl_table(variants, resolved))
     console.print(variant_table(variants))
+    console.print(decoder_table(variants))

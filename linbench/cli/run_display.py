@@ -19,6 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from linbench.sweep.spec import DECODE_MODE
 from linbench.units import format_bytes, format_ms, format_size
 
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom": "magenta"}
@@ -27,13 +28,20 @@ STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom
 def row_line(row: Mapping[str, Any]) -> str:
     """One line per finished point: status, what ran, and its figures or its reason."""
     status = str(row["status"])
-    what = f"{row['variant']}:{row['impl']} {row['mode']} S={format_size(int(row['seq']))}"
+    decode = row["mode"] == DECODE_MODE
+    length = f"{'context' if decode else 'S'}={format_size(int(row['seq']))}"
+    what = f"{row['variant']}:{row['impl']} {row['mode']} {length}"
     style = STATUS_STYLE.get(status, "red")
-    if status == "ok":
+    if status != "ok":
+        figures = escape(str(row.get("error") or ""))
+    elif decode:
+        figures = (
+            f"{format_ms(row['time_ms'])}/token  state {format_bytes(row.get('state_bytes'))}  "
+            f"step peak {format_bytes(row['peak_bytes'])}"
+        )
+    else:
         rate = float(row["tflops"]) * 1000 if row.get("tflops") not in (None, "") else 0.0
         figures = f"{format_ms(row['time_ms'])}  peak {format_bytes(row['peak_bytes'])}  {rate:.1f} GFLOP/s"
-    else:
-        figures = escape(str(row.get("error") or ""))
     return f"[{style}]{status:>8}[/] {escape(what)}  {figures}"
 
 
@@ -66,8 +74,10 @@ def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[
         masking = "causal" if causal == "True" else "bidirectional"
         title = f"{mode} {dtype} {masking}  B={batch} H={heads} Dk={dim_k} Dv={dim_v}"
         table = Table(title=title, title_justify="left")
-        for column in ("seq", "fastest", "time", "fastest baseline", "time ", "speedup", "not ok"):
-            table.add_column(column, justify="right" if column in ("seq", "time", "time ", "speedup") else "left")
+        length, time = ("context", "time/token") if mode == DECODE_MODE else ("seq", "time")
+        for column in (length, "fastest", time, "fastest baseline", f"{time} ", "speedup", "not ok"):
+            right = column in (length, time, f"{time} ", "speedup")
+            table.add_column(column, justify="right" if right else "left")
         for seq in sorted(by_seq):
             table.add_row(format_size(seq), *_summary_cells(by_seq[seq], base))
         tables.append(table)

@@ -21,6 +21,8 @@ from linbench.results.store import META_FILE, RESULTS_FILE
 REQUIRED_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]
 INT_COLUMNS = ("batch", "heads", "seq", "dim_k", "dim_v")
 FLOAT_COLUMNS = ("time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "flops", "tflops", "rel_err")
+# Added with linbench decode; empty on other rows, and absent from older runs.
+DECODE_COLUMNS = ("context", "time_per_token_ms", "state_bytes")
 
 
 class ReportInputError(ValueError):
@@ -89,7 +91,10 @@ def read_results(csv_path: Path) -> pd.DataFrame:
     bad_status = sorted(set(frame["status"]) - set(STATUSES))
     if bad_status:
         raise ReportInputError(f"{where}: unknown status {bad_status[0]!r}; statuses: {', '.join(STATUSES)}")
-    for column in (*INT_COLUMNS, *FLOAT_COLUMNS):
+    for column in DECODE_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = ""
+    for column in (*INT_COLUMNS, *FLOAT_COLUMNS, *DECODE_COLUMNS):
         frame[column] = _numbers(frame[column], column, where, integer=column in INT_COLUMNS)
     frame["causal"] = frame["causal"].map({"True": True, "False": False})
     if frame["causal"].isna().any():

@@ -14,6 +14,9 @@ from linbench.report.series import Scenario
 from linbench.units import format_size
 
 AXIS_SYMBOL = {"seq": "s", "dim": "d"}
+# The fitted metrics of each kind of scenario, and their column headings.
+RUN_METRICS = {"time": "time ∝", "memory": "memory ∝"}
+DECODE_METRICS = {"time": "time/token ∝", "state": "state ∝", "memory": "step peak ∝"}
 
 
 @dataclass
@@ -38,16 +41,20 @@ def report_tables(analysis: Analysis) -> list[ReportTable]:
     tables = []
     for scenario in sorted(scenario_impls, key=lambda s: (s.axis != "seq", [v for _, v in s.fixed])):
         impls = scenario_impls[scenario]
+        metrics = DECODE_METRICS if scenario.decode else RUN_METRICS
         if scenario.axis == "seq":
             rows = [
-                _seq_row(v, i, fits[scenario][(v, i)], crossings.get((scenario, v, i)), reach.get((scenario, v, i)))
+                _seq_row(
+                    v, i, fits[scenario][(v, i)], metrics, crossings.get((scenario, v, i)), reach.get((scenario, v, i))
+                )
                 for v, i in impls
             ]
-            columns = ["impl", "time ∝", "memory ∝", "faster than softmax from", "speedup", "longest ok"]
+            extra = ["faster than softmax from", "speedup", "longest ok"]
         else:
-            rows = [[f"{v}:{i}", *_fit_cells(fits[scenario][(v, i)])] for v, i in impls]
-            columns = ["impl", "time ∝", "memory ∝"]
-        tables.append(ReportTable(_title(scenario), columns, rows))
+            rows = [[f"{v}:{i}", *_fit_cells(fits[scenario][(v, i)], metrics)] for v, i in impls]
+            extra = []
+        first = "decoder" if scenario.decode else "impl"
+        tables.append(ReportTable(_title(scenario), [first, *metrics.values(), *extra], rows))
     return tables
 
 
@@ -55,12 +62,15 @@ def _title(scenario: Scenario) -> str:
     device = scenario.get("device")
     name = scenario.get("device_name")
     where = f"{device} ({name})" if name and name != device else device
+    if scenario.decode:
+        axis = "context length" if scenario.axis == "seq" else "head dimension"
+        return f"Decoding against {axis} — {where} · {scenario.label()}"
     axis = "sequence length" if scenario.axis == "seq" else "head dimension"
     return f"Scaling in {axis} — {where} · {scenario.label()}"
 
 
-def _fit_cells(by_metric: dict[str, FitResult]) -> list[str]:
-    return [_fit_cell(by_metric.get(metric)) for metric in ("time", "memory")]
+def _fit_cells(by_metric: dict[str, FitResult], metrics: Mapping[str, str]) -> list[str]:
+    return [_fit_cell(by_metric.get(metric)) for metric in metrics]
 
 
 def _fit_cell(fit: FitResult | None) -> str:
@@ -77,9 +87,14 @@ def _size(value: int, axis: str) -> str:
 
 
 def _seq_row(
-    variant: str, impl: str, fits: dict[str, FitResult], crossing: Crossover | None, reach: Reach | None
+    variant: str,
+    impl: str,
+    fits: dict[str, FitResult],
+    metrics: Mapping[str, str],
+    crossing: Crossover | None,
+    reach: Reach | None,
 ) -> list[str]:
-    return [f"{variant}:{impl}", *_fit_cells(fits), *_crossing_cells(crossing), _reach_cell(reach)]
+    return [f"{variant}:{impl}", *_fit_cells(fits, metrics), *_crossing_cells(crossing), _reach_cell(reach)]
 
 
 def _crossing_cells(crossing: Crossover | None) -> list[str]:

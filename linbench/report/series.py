@@ -3,6 +3,8 @@
 A *scenario* is what a figure or table holds fixed for every impl in it (device, dtype,
 mode, masking, batch, heads, and the head dims or the length). A *series* is one impl's
 points along one axis of a scenario: time or memory against ``seq``, or against ``dim``.
+Decode rows (mode "decode") form scenarios of their own, whose length is the context and
+whose series add a third metric, the bytes of the decoder's state.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from typing import Any
 
 import pandas as pd
 
+from linbench.sweep.spec import DECODE_MODE
 from linbench.units import format_size
 
 # Held fixed in every scenario, whichever axis it runs along.
 BASE_COLUMNS = ("device", "device_name", "dtype", "mode", "causal", "batch", "heads")
 AXES = ("seq", "dim")
-METRICS = ("time", "memory")
-METRIC_COLUMN = {"time": "time_ms", "memory": "peak_bytes"}
+METRICS = ("time", "memory", "state")
+METRIC_COLUMN = {"time": "time_ms", "memory": "peak_bytes", "state": "state_bytes"}
 
 
 @dataclass(frozen=True)
@@ -35,15 +38,22 @@ class Scenario:
     def as_dict(self) -> dict[str, Any]:
         return {name: plain(value) for name, value in self.fixed}
 
+    @property
+    def decode(self) -> bool:
+        """True for a scenario of linbench decode rows (its length is the context)."""
+        return dict(self.fixed)["mode"] == DECODE_MODE
+
     def label(self) -> str:
         """``fp32 fwd causal · B=1 H=8 D=64`` — what a title or table caption says is fixed."""
         f = dict(self.fixed)
-        parts = [f["dtype"], f["mode"], "causal" if f["causal"] else "bidirectional"]
+        parts = [f["dtype"], f["mode"]]
+        if not self.decode:  # decoding is causal
+            parts.append("causal" if f["causal"] else "bidirectional")
         sizes = [f"B={f['batch']}", f"H={f['heads']}"]
         if self.axis == "seq":
             sizes.append(_dims_label(f["dim_k"], f["dim_v"]))
         else:
-            sizes.append(f"S={format_size(f['seq'])}")
+            sizes.append(f"{'context' if self.decode else 'S'}={format_size(f['seq'])}")
             if "dim_v" in f:
                 sizes.append(f"Dv={f['dim_v']}")
         return " ".join(parts) + " · " + " ".join(sizes)
@@ -55,7 +65,8 @@ class Scenario:
         tail = f"D{f['dim_k']}" if self.axis == "seq" else f"S{format_size(f['seq'])}"
         if self.axis == "seq" and f["dim_v"] != f["dim_k"]:
             tail += f"-Dv{f['dim_v']}"
-        return f"{f['dtype']}_{f['mode']}_{causal}_B{f['batch']}_H{f['heads']}_{tail}"
+        masking = "" if self.decode else f"_{causal}"  # decoding is causal
+        return f"{f['dtype']}_{f['mode']}{masking}_B{f['batch']}_H{f['heads']}_{tail}"
 
 
 def _dims_label(dim_k: int, dim_v: int) -> str:

@@ -36,6 +36,11 @@ RESULT_COLUMNS = (
     "sm_clock_mhz",
     "temp_c",
     "throttle_reasons",
+    # linbench decode (empty on other rows): the context prefilled before the timed steps (the
+    # same as seq), the median time of one step, and the bytes the decoder's state holds.
+    "context",
+    "time_per_token_ms",
+    "state_bytes",
 )
 
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "time_ms")

@@ -122,6 +122,7 @@ class RunStore:
     def _repair(self) -> None:
         _drop_partial_line(self.results_path)
         _drop_partial_line(self.samples_path)
+        self._upgrade_header()
         done = self.done_keys()
         with self.samples_path.open(newline="") as handle:
             reader = csv.DictReader(handle)
@@ -130,6 +131,19 @@ class RunStore:
             writer = csv.DictWriter(handle, SAMPLE_COLUMNS)
             writer.writeheader()
             writer.writerows(kept)
+
+    def _upgrade_header(self) -> None:
+        """Rewrite a results.csv from before a column was added with today's columns, so rows
+        appended now land under their names (the added cells of old rows stay empty)."""
+        with self.results_path.open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            if tuple(reader.fieldnames or ()) == RESULT_COLUMNS:
+                return
+            rows = list(reader)
+        with self.results_path.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, RESULT_COLUMNS, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
 
 
 def _drop_partial_line(path: Path) -> None:

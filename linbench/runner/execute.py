@@ -1,38 +1,68 @@
 """What a worker does with a task: check a point against its reference, or measure it.
 
 Both return a plain dict of result columns; the supervisor adds the point's own columns.
+A decode point is checked by decoding against the reference's last rows, and measured
+like any other point once its context is prefilled: the first step's peak memory, then
+one timed repetition per generated token.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import replace
+from typing import Any, Protocol
 
 import torch
 
-from linbench.correctness import check_impl
+from linbench.correctness import CaseResult, check_decoder, check_impl
 from linbench.dtypes import torch_dtype
 from linbench.measure.memory import PeakRSS
 from linbench.measure.timer import Timing, time_cpu
-from linbench.runner.task import Task
+from linbench.runner import decode_workload
+from linbench.runner.task import GATE_STEPS, Task
 from linbench.runner.workload import Workload, warm_up
+from linbench.sweep.spec import DECODE_MODE
+from linbench.variants.decoding import state_bytes
 from linbench.variants.registry import get_variant
+
+
+class Work(Protocol):
+    """What the timers take: untimed ``before`` and timed ``run`` of one repetition."""
+
+    def before(self) -> None: ...
+
+    def run(self) -> None: ...
 
 
 def run_gate(task: Task) -> dict[str, Any]:
     """The impl against the variant's fp64 reference at the task's shape (outputs, and
     gradients when the mode has a backward)."""
     point = task.point
-    case = check_impl(
-        get_variant(point.variant),
-        point.impl,
-        point.shape,
-        causal=point.causal,
-        dtype=torch_dtype(point.dtype),
-        device=point.device,
-        seed=task.seed,
-        gradients=point.mode != "fwd",
-    )
+    if point.mode == DECODE_MODE:
+        case = check_decoder(
+            get_variant(point.variant),
+            point.impl,
+            replace(point.shape, seq=point.shape.seq + GATE_STEPS),
+            steps=GATE_STEPS,
+            dtype=torch_dtype(point.dtype),
+            device=point.device,
+            seed=task.seed,
+        )
+    else:
+        case = check_impl(
+            get_variant(point.variant),
+            point.impl,
+            point.shape,
+            causal=point.causal,
+            dtype=torch_dtype(point.dtype),
+            device=point.device,
+            seed=task.seed,
+            gradients=point.mode != "fwd",
+        )
+    return _gate_columns(case)
+
+
+def _gate_columns(case: CaseResult) -> dict[str, Any]:
     if case.unavailable:
         return {"status": "error", "error": f"unavailable: {case.unavailable}"}
     if case.error:
@@ -46,14 +76,29 @@ def run_measure(task: Task) -> dict[str, Any]:
     device = torch.device(task.point.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    if task.point.mode == DECODE_MODE:
+        return _measure_decode(task, device)
     warm_up(task.point, device)
-    work = Workload(task.point, device, task.seed)
+    return _measure(task, Workload(task.point, device, task.seed), device)
+
+
+def _measure_decode(task: Task, device: torch.device) -> dict[str, Any]:
+    """Prefill untimed, read the state's size, then measure the steps like any call."""
+    with torch.no_grad():
+        decode_workload.warm_up(task.point, device)
+        work = decode_workload.DecodeWorkload(task.point, device, task.timing.calls, task.seed)
+        work.prefill()
+        held = state_bytes(work.state)
+        return _measure(task, work, device) | {"state_bytes": held}
+
+
+def _measure(task: Task, work: Work, device: torch.device) -> dict[str, Any]:
     if device.type == "cuda":
         return _measure_cuda(task, work, device)
     return _measure_cpu(task, work)
 
 
-def _measure_cpu(task: Task, work: Workload) -> dict[str, Any]:
+def _measure_cpu(task: Task, work: Work) -> dict[str, Any]:
     policy = task.timing
     work.before()
     start = time.perf_counter()
@@ -65,7 +110,7 @@ def _measure_cpu(task: Task, work: Workload) -> dict[str, Any]:
         work.run,
         before=work.before,
         warmup_s=max(policy.warmup_s - first_s, 0.0),
-        min_warmup_calls=0,
+        min_warmup_calls=policy.warmup_calls,
         budget_s=policy.budget_s,
         min_reps=policy.min_reps,
         max_reps=policy.max_reps,
@@ -73,7 +118,7 @@ def _measure_cpu(task: Task, work: Workload) -> dict[str, Any]:
     return _timing_columns(timing) | {"peak_bytes": peak.peak_bytes}
 
 
-def _measure_cuda(task: Task, work: Workload, device: torch.device) -> dict[str, Any]:
+def _measure_cuda(task: Task, work: Work, device: torch.device) -> dict[str, Any]:
     from linbench.measure.cuda_memory import CudaPeak
     from linbench.measure.cuda_timer import time_cuda
     from linbench.measure.nvml import NvmlSampler
@@ -88,7 +133,7 @@ def _measure_cuda(task: Task, work: Workload, device: torch.device) -> dict[str,
             device=device,
             before=work.before,
             warmup_s=policy.warmup_s,
-            min_warmup_calls=0,
+            min_warmup_calls=policy.warmup_calls,
             budget_s=policy.budget_s,
             min_reps=policy.min_reps,
             max_reps=policy.max_reps,

@@ -16,6 +16,7 @@ from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point, expand_points
 from linbench.sweep.spec import SweepSpec
 from linbench.variants.registry import get_variant
+from linbench.variants.selection import select_decoders, select_impls
 
 # A CPU worker may take this share of the memory available when the run starts; past it
 # an allocation fails cleanly inside the worker (status oom) instead of the machine swapping
@@ -51,17 +52,35 @@ def _check_shape_support(targets: Targets, spec: SweepSpec) -> None:
 
 def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPlan:
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
-    targets = resolve_targets(spec.variants, spec.baselines, device)
-    _check_shape_support(targets, spec)
+    decode = spec.command == "decode"
+    targets = resolve_targets(spec.variants, spec.baselines, device, decode=decode)
+    if not decode:  # decoders take any head dim
+        _check_shape_support(targets, spec)
     points = expand_points(spec.blocks, targets.pairs, str(device))
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
+    if decode:
+        timing = TimingPolicy.for_decode(spec.tokens or 1)
+    else:
+        timing = TimingPolicy.for_device(device.type, spec.budget_s)
     return RunPlan(
         points=tuple(points),
         targets=targets,
         device=device,
         device_name=device_name,
         timeout_s=spec.timeout_s,
-        timing=TimingPolicy.for_device(device.type, spec.budget_s),
+        timing=timing,
         plugins=spec.plugins,
         memory_limit_bytes=memory,
     )
+
+
+def count_points(spec: SweepSpec) -> int:
+    """The points ``spec`` names on any device: every impl (or decoder) it selects is counted,
+    runnable here or not. For a suite that names its impls, this is what a run will measure
+    wherever they all run; ValueError for unknown names."""
+    select = select_decoders if spec.command == "decode" else select_impls
+    pairs: list[tuple[str, str]] = []
+    for names in (spec.variants, spec.baselines):
+        if names:  # no baseline must not read as "every variant"
+            pairs += [(pick.variant.name, pick.impl) for pick in select(names)]
+    return len(expand_points(spec.blocks, dict.fromkeys(pairs), "any"))

@@ -16,9 +16,13 @@ from typing import Any
 
 from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point
+from linbench.sweep.spec import DECODE_MODE
 
 # With one measured length, assume time grows as seq² (the slower of the two families).
 DEFAULT_EXPONENT = 2.0
+# ... but a decode step as the context: a KV cache step is linear in it, a recurrent one
+# constant. The naive recompute's quadratic step shows its exponent from its second context on.
+DECODE_DEFAULT_EXPONENT = 1.0
 # Per-call fraction a bwd point adds for its untimed forward.
 BWD_FORWARD_SHARE = 0.5
 
@@ -52,9 +56,10 @@ class SkipPolicy:
         if point.mode == "bwd":
             wall *= 1 + BWD_FORWARD_SHARE
         if wall > self.timeout_s:
+            per, lengths = ("token", "contexts") if point.mode == DECODE_MODE else ("call", "lengths")
             return (
-                f"predicted {wall:.0f} s for the point ({predicted:.2f} s per call, extrapolated from "
-                f"shorter lengths) exceeds --timeout-s {self.timeout_s:g}"
+                f"predicted {wall:.0f} s for the point ({predicted:.2f} s per {per}, extrapolated from "
+                f"shorter {lengths}) exceeds --timeout-s {self.timeout_s:g}"
             )
         return None
 
@@ -64,12 +69,13 @@ class SkipPolicy:
         if not known:
             return None
         seq, time_s = known[-1]
+        default = DECODE_DEFAULT_EXPONENT if point.mode == DECODE_MODE else DEFAULT_EXPONENT
         if len(known) >= 2:
             (s0, t0), (s1, t1) = known[-2], known[-1]
             # Never extrapolate with less than linear growth: short lengths are overhead-bound.
-            exponent = max(1.0, min(3.0, math.log(t1 / t0) / math.log(s1 / s0))) if t0 > 0 else DEFAULT_EXPONENT
+            exponent = max(1.0, min(3.0, math.log(t1 / t0) / math.log(s1 / s0))) if t0 > 0 else default
         else:
-            exponent = DEFAULT_EXPONENT
+            exponent = default
         return time_s * (point.shape.seq / seq) ** exponent
 
 

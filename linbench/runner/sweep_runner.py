@@ -16,6 +16,7 @@ from linbench.runner.policy import SkipPolicy
 from linbench.runner.supervisor import Supervisor
 from linbench.runner.task import Task, gate_key, gate_point
 from linbench.sweep.points import KEY_COLUMNS, Point
+from linbench.sweep.spec import DECODE_MODE
 from linbench.variants.registry import get_variant
 
 Listener = Callable[[str, Point, "dict[str, Any] | None"], None]
@@ -89,16 +90,23 @@ class SweepRunner:
         )
 
     def _row(self, point: Point, result: dict[str, Any], gate: dict[str, Any] | None) -> dict[str, Any]:
-        shape = point.shape
-        flops = get_variant(point.variant).flops(*shape.sizes(), point.causal, point.mode)
-        row = point.as_row() | {"device_name": self.plan.device_name, "flops": flops} | result
+        decode = point.mode == DECODE_MODE
+        row = point.as_row() | {"device_name": self.plan.device_name} | result
+        # A variant's FLOP formula counts a whole sequence; a decode step is another thing.
+        flops = None if decode else get_variant(point.variant).flops(*point.shape.sizes(), point.causal, point.mode)
+        row["flops"] = flops
+        if decode:
+            row["context"] = point.shape.seq
         if gate is not None:
             row["check_seq"] = gate_point(point).shape.seq
             row["rel_err"] = gate.get("rel_err")
         if row.get("status") == "ok" and row.get("time_ms"):
-            row["tflops"] = flops / (row["time_ms"] / 1e3) / 1e12
+            if flops:
+                row["tflops"] = flops / (row["time_ms"] / 1e3) / 1e12
+            if decode:  # a decode repetition is one step: one generated token per sequence
+                row["time_per_token_ms"] = row["time_ms"]
         else:
             # A time is reported only for a point that passed its check and ran to the end.
-            for column in ("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops"):
+            for column in ("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops", "time_per_token_ms"):
                 row[column] = None
         return row

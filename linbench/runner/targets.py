@@ -1,4 +1,8 @@
-"""Resolving ``--variant`` and ``--baseline`` names against the registry, for a device."""
+"""Resolving ``--variant`` and ``--baseline`` names against the registry, for a device.
+
+For ``linbench run`` the names select impls; for ``linbench decode`` they select decoders,
+which run wherever torch does.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from linbench.variants.selection import select_impls
+from linbench.variants.selection import select_decoders, select_impls
 
 
 @dataclass(frozen=True)
@@ -19,11 +23,13 @@ class Targets:
     notes: tuple[str, ...]
 
 
-def _expand(specs: Iterable[str], device: torch.device, notes: list[str]) -> list[tuple[str, str]]:
+def _expand(specs: Iterable[str], device: torch.device, notes: list[str], decode: bool) -> list[tuple[str, str]]:
     """``V`` → every impl of V that runs on ``device``; ``V:IMPL`` → that impl, which must run."""
     specs = list(specs)
     if not specs:  # no baseline; select_impls would read "nothing given" as "all"
         return []
+    if decode:
+        return [(pick.variant.name, pick.impl) for pick in select_decoders(specs)]
     pairs: list[tuple[str, str]] = []
     for pick in select_impls(specs):
         reason = pick.variant.impls[pick.impl].unavailable_reason(device)
@@ -36,11 +42,14 @@ def _expand(specs: Iterable[str], device: torch.device, notes: list[str]) -> lis
     return pairs
 
 
-def resolve_targets(variants: Iterable[str], baselines: Iterable[str], device: torch.device) -> Targets:
-    """Every impl to run on ``device``; ValueError naming an unknown variant or impl."""
+def resolve_targets(
+    variants: Iterable[str], baselines: Iterable[str], device: torch.device, decode: bool = False
+) -> Targets:
+    """Every impl (decoder, for ``decode``) to run on ``device``; ValueError naming an
+    unknown variant or impl."""
     notes: list[str] = []
-    chosen = _expand(variants, device, notes)
-    baseline_pairs = _expand(baselines, device, notes)
+    chosen = _expand(variants, device, notes, decode)
+    baseline_pairs = _expand(baselines, device, notes, decode)
     pairs = tuple(dict.fromkeys([*chosen, *baseline_pairs]))
     if not pairs:
         raise ValueError(f"no impl of {', '.join(variants)} can run on {device}")

@@ -7,6 +7,8 @@ from typing import Literal
 
 from linbench.sweep.points import Point
 
+# The decode gate compares this many steps after its prefill with the reference's last rows.
+GATE_STEPS = 4
 # The correctness gate runs the fp64 reference, which holds a few B·H·S×S tensors; at
 # long lengths it runs at the longest length whose reference fits this budget instead.
 GATE_BUDGET_BYTES = 512 * 1024 * 1024
@@ -22,6 +24,7 @@ class TimingPolicy:
     budget_s: float
     min_reps: int
     max_reps: int
+    warmup_calls: int = 0  # untimed calls after the measured first one, whatever the warm-up time
 
     @classmethod
     def for_device(cls, device_type: str, budget_s: float | None = None) -> TimingPolicy:
@@ -35,10 +38,22 @@ class TimingPolicy:
             return policy
         return cls(min(policy.warmup_s, budget_s), budget_s, policy.min_reps, policy.max_reps)
 
+    @classmethod
+    def for_decode(cls, tokens: int) -> TimingPolicy:
+        """Decoding times each generated token: exactly ``tokens`` steps, whatever they take
+        (each step consumes a token, so there is no budget to repeat it against), after the
+        step whose memory is read and one more untimed."""
+        return cls(warmup_s=0.0, budget_s=0.0, min_reps=tokens, max_reps=tokens, warmup_calls=1)
+
+    @property
+    def calls(self) -> int:
+        """The most calls a point makes: the measured first, the warm-up calls, the repetitions."""
+        return 1 + self.warmup_calls + self.max_reps
+
     def predicted_s(self, call_s: float) -> float:
         """Wall time of a point whose single call takes ``call_s``: the measured first call,
         the rest of the warm-up, then the timed repetitions."""
-        warmup = max(self.warmup_s - call_s, 0.0)
+        warmup = max(self.warmup_s - call_s, 0.0) + self.warmup_calls * call_s
         reps = max(self.min_reps * call_s, min(self.budget_s, self.max_reps * call_s))
         return call_s + warmup + reps
 

@@ -4,6 +4,10 @@ Settings come from three layers, later over earlier: the defaults, a TOML suite,
 command line. A suite may hold several ``[[sweep]]`` tables (say, one over sequence length
 at a fixed head dimension and one over head dimension at a fixed length); their points
 are united. A flag given on the command line overrides the key in every table.
+
+Two commands read sweeps: ``run`` (forward and backward over sequence lengths) and
+``decode`` (generation after a context). A suite says which with ``command``; a decode
+sweep's points are ordinary points of mode "decode" whose length is the context.
 """
 
 from __future__ import annotations
@@ -23,9 +27,15 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 MODES = ("fwd", "bwd", "fwdbwd")
+DECODE_MODE = "decode"
+COMMANDS = ("run", "decode")
 SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
 RUN_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "plugin")
+DECODE_AXIS_KEYS = ("context", "batch", "heads", "dim", "dim_v", "dtype")
+DECODE_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "plugin")
+# Keys a suite's top level takes beside its command's own.
+SUITE_KEYS = ("description", "command")
 DEFAULT_SETTINGS: dict[str, Any] = {
     "seq": "1k..16k",
     "batch": 1,
@@ -43,6 +53,24 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "budget_s": None,  # None: the device's default (runner/task.py)
     "plugin": [],
 }
+DECODE_SETTINGS: dict[str, Any] = {
+    "context": "1k..64k",
+    "tokens": 32,  # timed steps (generated tokens) per point
+    "batch": 1,
+    "heads": 8,
+    "dim": 64,
+    "dim_v": None,
+    "dtype": "fp32",
+    "variant": ["all"],
+    "baseline": ["softmax"],
+    "no_baseline": False,
+    "device": "auto",
+    "timeout_s": 120.0,
+    "plugin": [],
+}
+DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
+TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}
+TOP_KEYS = {"run": (*AXIS_KEYS, *RUN_KEYS), "decode": (*DECODE_AXIS_KEYS, *DECODE_KEYS)}
 
 
 class SpecError(ValueError):
@@ -83,6 +111,8 @@ class SweepSpec:
     plugins: tuple[str, ...] = ()
     suite: str | None = None
     settings: dict[str, Any] = field(default_factory=dict, compare=False)
+    command: str = "run"
+    tokens: int | None = None  # decode: timed steps per point
 
 
 def _sizes(key: str, value: Any) -> tuple[int, ...]:
@@ -117,38 +147,59 @@ def _causal(value: Any) -> tuple[bool, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _axes(settings: Mapping[str, Any]) -> Axes:
+def _axes(settings: Mapping[str, Any], command: str) -> Axes:
+    """One block of points; a decode block is causal, of mode "decode", its length the context."""
     try:
         dtypes = tuple(parse_dtypes(settings["dtype"] if isinstance(settings["dtype"], list) else [settings["dtype"]]))
     except ValueError as exc:
         raise SpecError(f"dtype: {exc}") from None
     dim_v = settings.get("dim_v")
+    decode = command == "decode"
     return Axes(
-        seq=_sizes("seq", settings["seq"]),
+        seq=_sizes("context", settings["context"]) if decode else _sizes("seq", settings["seq"]),
         batch=_sizes("batch", settings["batch"]),
         heads=_sizes("heads", settings["heads"]),
         dim=_sizes("dim", settings["dim"]),
         dim_v=None if dim_v is None else _sizes("dim_v", dim_v),
         dtype=dtypes,
-        mode=_modes(settings["mode"]),
-        causal=_causal(settings["causal"]),
+        mode=(DECODE_MODE,) if decode else _modes(settings["mode"]),
+        causal=(True,) if decode else _causal(settings["causal"]),
     )
 
 
-def load_suite(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The top-level settings and the ``[[sweep]]`` tables of a suite file."""
+def suite_command(path: Path, data: Mapping[str, Any]) -> str:
+    """The command a suite is for (``command = "decode"``; "run" when it does not say)."""
+    command = data.get("command", "run")
+    if command not in COMMANDS:
+        raise SpecError(f"suite file {str(path)!r}: command {command!r} is not one of {', '.join(COMMANDS)}")
+    return str(command)
+
+
+def read_suite(path: Path) -> dict[str, Any]:
+    """A suite file's TOML as a dict; SpecError naming the file when it is missing or malformed."""
     if not path.is_file():
         raise SpecError(f"suite file {str(path)!r} does not exist")
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SpecError(f"suite file {str(path)!r} is not valid TOML: {exc}") from None
+
+
+def load_suite(path: Path, command: str = "run") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The top-level settings and the ``[[sweep]]`` tables of a suite file for ``command``."""
+    data = read_suite(path)
+    written_for = suite_command(path, data)
+    if written_for != command:
+        raise SpecError(
+            f"suite file {str(path)!r} is a {written_for} suite; run it with linbench {written_for} --suite {path}"
+        )
+    data.pop("command", None)
     tables = data.pop("sweep", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise SpecError(f"suite file {str(path)!r}: 'sweep' must be an array of tables ([[sweep]])")
-    _check_keys(path, data, (*AXIS_KEYS, *RUN_KEYS, "description"))
+    _check_keys(path, data, (*TOP_KEYS[command], *SUITE_KEYS))
     for table in tables:
-        _check_keys(path, table, AXIS_KEYS)
+        _check_keys(path, table, TABLE_KEYS[command])
     # Plugin paths in a suite are relative to the suite file, not to where linbench runs.
     plugins = data.get("plugin", [])
     data["plugin"] = [str((path.parent / p).resolve()) for p in ([plugins] if isinstance(plugins, str) else plugins)]
@@ -170,33 +221,36 @@ def short_name(variants: Iterable[str], suite: Path | None) -> str:
     return joined if len(joined) <= 40 else joined[:40].rstrip("+-")
 
 
-def build_spec(flags: Mapping[str, Any], suite: Path | None = None) -> SweepSpec:
-    """The sweep described by the defaults, then ``suite``, then the non-None ``flags``."""
-    base = dict(DEFAULT_SETTINGS)
+def build_spec(flags: Mapping[str, Any], suite: Path | None = None, command: str = "run") -> SweepSpec:
+    """The sweep of ``command`` described by its defaults, then ``suite``, then the non-None ``flags``."""
+    defaults = DEFAULTS[command]
+    base = dict(defaults)
     tables: list[dict[str, Any]] = []
     if suite is not None:
-        top, tables = load_suite(suite)
+        top, tables = load_suite(suite, command)
         base |= top
     given = {key: value for key, value in flags.items() if value is not None}
-    unknown = sorted(set(given) - set(DEFAULT_SETTINGS))
+    unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
     # Command-line axes override every table; a table's own keys override the suite's top level.
     tables = [{k: v for k, v in table.items() if k not in given} for table in tables]
     name = str(base.get("name") or short_name(_as_list(given.get("variant", base["variant"])), suite))
-    return spec_from_settings(base | given, tables, name=name, suite=str(suite) if suite else None)
+    return spec_from_settings(base | given, tables, name=name, suite=str(suite) if suite else None, command=command)
 
 
 def spec_from_settings(
-    settings: Mapping[str, Any], tables: list[dict[str, Any]], *, name: str, suite: str | None
+    settings: Mapping[str, Any], tables: list[dict[str, Any]], *, name: str, suite: str | None, command: str = "run"
 ) -> SweepSpec:
     """The spec for fully merged settings (as stored in a run's meta.json, for resume)."""
-    base = dict(DEFAULT_SETTINGS) | {k: v for k, v in settings.items() if k in DEFAULT_SETTINGS}
-    blocks = [_axes(base | table) for table in tables or [{}]]
+    defaults = DEFAULTS[command]
+    base = dict(defaults) | {k: v for k, v in settings.items() if k in defaults}
+    blocks = [_axes(base | table, command) for table in tables or [{}]]
     variants = tuple(split_list(_as_list(base["variant"])))
     baselines = () if base["no_baseline"] else tuple(split_list(_as_list(base["baseline"])))
     if not variants:
         raise SpecError("variant: no variant given")
+    budget = base.get("budget_s")
     return SweepSpec(
         name=name,
         variants=variants,
@@ -204,11 +258,21 @@ def spec_from_settings(
         blocks=tuple(blocks),
         device=str(base["device"]),
         timeout_s=_positive_float("timeout_s", base["timeout_s"]),
-        budget_s=None if base["budget_s"] is None else _positive_float("budget_s", base["budget_s"]),
+        budget_s=None if budget is None else _positive_float("budget_s", budget),
         plugins=tuple(str(Path(p).resolve()) for p in _as_list(base["plugin"])),
         suite=suite,
-        settings={k: base[k] for k in DEFAULT_SETTINGS} | {"sweep": tables},
+        settings={k: base[k] for k in defaults} | {"sweep": tables},
+        command=command,
+        tokens=_one_size("tokens", base["tokens"]) if command == "decode" else None,
     )
+
+
+def _one_size(key: str, value: Any) -> int:
+    """A single positive size (``32``, ``1k``); SpecError naming ``key`` otherwise."""
+    sizes = _sizes(key, value)
+    if len(sizes) != 1:
+        raise SpecError(f"{key}: give one number, not {value!r}")
+    return sizes[0]
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -34,6 +34,9 @@ FlopsFn = Callable[[int, int, int, int, int, bool, str], float]
 # Causal recurrent attention continuing from a carried state: fn(q, k, v, *, state, **params)
 # -> (out, new_state). state=None starts from nothing.
 StreamFn = Callable[..., "tuple[torch.Tensor, Any]"]
+# Absorbs a prompt into a decoding state with a parallel form:
+# fn(q, k, v, *, state, capacity, **params) -> new_state.
+PrefillFn = Callable[..., Any]
 
 
 class ImplUnavailableError(RuntimeError):
@@ -47,6 +50,27 @@ class Param:
     name: str
     default: Any
     help: str
+    # True when the default is the sequence length S (cosine's seq_len, cosformer's M): a
+    # sequence fed in pieces must fix it to the whole length, or each piece gets its own.
+    from_length: bool = False
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """One way to generate tokens with a variant: absorb a context, then one token per step.
+
+    ``prefill`` builds the state from a prompt with a parallel form (``linbench decode``
+    does not time it), continuing from ``state`` (None: the start); ``capacity`` is how many
+    tokens the state will hold in all, so that a cache is allocated once. ``step`` is causal
+    attention of new tokens over everything absorbed so far: (outputs, new state).
+    """
+
+    name: str
+    summary: str
+    prefill: PrefillFn
+    step: StreamFn
+    state_memory: str  # how the state grows with the context: "O(d²)" (constant), "O(sd)"
+    step_time: str  # the cost of one generated token: "O(d²)", "O(sd)", "O(s²d)"
 
 
 @dataclass(frozen=True)
@@ -87,7 +111,11 @@ class Variant:
     auto_order: tuple[str, ...] = ()
     source: str = ""
     stream: StreamFn | None = None
+    # How the variant generates token by token (linbench decode); a variant with a stream
+    # but no decoders gets a "recurrent" decoder made from its stream.
+    decoder_list: tuple[Decoder, ...] = ()
     _impls: Mapping[str, Impl] = field(init=False, repr=False, compare=False)
+    _decoders: Mapping[str, Decoder] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         impls = {impl.name: impl for impl in self.impl_list}
@@ -99,11 +127,38 @@ class Variant:
         if unknown_auto:
             raise ValueError(f"variant {self.name!r}: auto_order names unknown impls {unknown_auto}")
         object.__setattr__(self, "_impls", MappingProxyType(impls))
+        declared = self.decoder_list or _stream_decoders(self.stream)
+        decoders = {decoder.name: decoder for decoder in declared}
+        if len(decoders) != len(declared):
+            raise ValueError(f"variant {self.name!r} declares a decoder name twice")
+        object.__setattr__(self, "_decoders", MappingProxyType(decoders))
 
     @property
     def impls(self) -> Mapping[str, Impl]:
         """Impl name → impl, in declaration order."""
         return self._impls
+
+    @property
+    def decoders(self) -> Mapping[str, Decoder]:
+        """Decoder name → decoder (empty when the variant cannot generate token by token)."""
+        return self._decoders
+
+    def decoder(self, name: str) -> Decoder:
+        """The decoder called ``name``; ValueError saying which decoders exist when there is none."""
+        if name in self._decoders:
+            return self._decoders[name]
+        if not self._decoders:
+            raise ValueError(f"{self.name} cannot decode: it has no recurrent form or KV cache (no decoder)")
+        what = "an impl, not a decoder" if name in self._impls else "no decoder"
+        raise ValueError(f"{self.name}:{name} is {what}; decoders of {self.name}: {', '.join(self._decoders)}")
+
+    def length_params(self, length: int, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The variant's parameters with those derived from S, when not given, fixed to ``length``."""
+        bound = self.bind_params(None, given)
+        for spec in self.param_specs:
+            if spec.from_length and bound[spec.name] is None:
+                bound[spec.name] = length
+        return bound
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -173,6 +228,18 @@ class Variant:
         check_qkv(q, k, v)
         out, new_state = self.stream(q, k, v, state=state, **self.bind_params(None, params))
         return out.to(q.dtype), new_state
+
+
+def _stream_decoders(stream: StreamFn | None) -> tuple[Decoder, ...]:
+    """A plugin that declares only a stream decodes through it, prefill included (token by token)."""
+    if stream is None:
+        return ()
+
+    def prefill(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: Any, capacity: int, **params: Any) -> Any:
+        del capacity  # a recurrent state does not grow
+        return stream(q, k, v, state=state, **params)[1]
+
+    return (Decoder("recurrent", "the variant's stream, prefill included", prefill, stream, "-", "-"),)
 
 
 _REGISTRY: dict[str, Variant] = {}

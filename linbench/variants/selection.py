@@ -1,8 +1,12 @@
-"""Reading ``V``, ``V:IMPL`` and ``all`` (as ``--variant`` takes them) against the registry."""
+"""Reading ``V``, ``V:IMPL`` and ``all`` (as ``--variant`` takes them) against the registry.
+
+``linbench decode`` reads the same forms against the variants' decoders: ``cosine`` is
+every decoder of cosine, ``softmax:kvcache`` one decoder.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from linbench.variants.registry import Variant, get_variant, list_variants
@@ -23,11 +27,33 @@ def select_impls(specs: Iterable[str]) -> list[Selected]:
 
     The registry is read now, not at import, so variants registered at run time are seen.
     """
+    return _select(specs, lambda variant, impl: [variant.impl(impl).name] if impl else list(variant.impls))
+
+
+def select_decoders(specs: Iterable[str]) -> list[Selected]:
+    """Each decoder that ``specs`` name, once, in order: ``V`` is every decoder of V,
+    ``V:DECODER`` one decoder, ``all`` every decoder of every variant that has one.
+    ValueError for unknown names and for a variant or name that cannot decode."""
+
+    def decoders(variant: Variant, name: str) -> list[str]:
+        if name or not variant.decoders:
+            return [variant.decoder(name).name]  # raises, naming the decoders there are (or none)
+        return list(variant.decoders)
+
+    named: list[str] = []
+    for spec in list(specs) or ["all"]:
+        if spec.strip() == "all":  # every variant that can decode, not every variant
+            named += [name for name in list_variants() if get_variant(name).decoders]
+        else:
+            named.append(spec)
+    return _select(named, decoders)
+
+
+def _select(specs: Iterable[str], forms: Callable[[Variant, str], list[str]]) -> list[Selected]:
     selected: dict[tuple[str, str], Selected] = {}
     for spec in list(specs) or ["all"]:
         name, _, impl = (part.strip() for part in spec.partition(":"))
         for variant in [get_variant(n) for n in list_variants()] if name == "all" else [get_variant(name)]:
-            impls = [variant.impl(impl).name] if impl else list(variant.impls)
-            for impl_name in impls:
-                selected.setdefault((variant.name, impl_name), Selected(variant, impl_name, bool(impl)))
+            for form in forms(variant, impl):
+                selected.setdefault((variant.name, form), Selected(variant, form, bool(impl)))
     return list(selected.values())

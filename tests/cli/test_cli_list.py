@@ -46,3 +46,12 @@ def test_list_rejects_unknown_devices(invoke: Invoke, device: str) -> None:
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
 def test_list_on_cuda_without_cuda_is_a_usage_error(invoke: Invoke) -> None:
     assert_usage_error(invoke("list", "--device", "cuda"), "CUDA is not available")
+
+
+def test_list_shows_the_decoders_decode_takes(invoke: Invoke) -> None:
+    result = invoke("list", "--device", "cpu")
+    assert "linbench decode --variant VARIANT:DECODER" in result.stdout
+    for name in list_variants():
+        for decoder in get_variant(name).decoders.values():
+            assert decoder.name in result.stdout and decoder.state_memory in result.stdout
+    assert "kvcache" in result.stdout and "recompute" in result.stdout

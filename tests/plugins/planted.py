@@ -1,7 +1,7 @@
 """A test plugin: one variant whose impls fail in every way a sweep must survive.
 
 Loaded with ``--plugin`` (or load_plugin_file); each impl is softmax attention, except
-where its name says otherwise.
+where its name says otherwise. Its decoders are softmax's KV cache, failing the same ways.
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ import time
 
 import torch
 
-from linbench import Impl, Variant, register_variant
+from linbench import Decoder, Impl, Variant, register_variant
 from linbench.variants.flops import quadratic_flops
+from linbench.variants.registry import PrefillFn, StreamFn
+from linbench.variants.softmax.decode import KVCache, kvcache_prefill, kvcache_step
 from linbench.variants.softmax.naive import naive
 
 # Lengths at which the failing impls fail; shorter calls behave, so the gate passes.
@@ -47,6 +49,27 @@ def hang(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> 
     return naive(q, k, v, causal=causal)
 
 
+def wrong_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: KVCache | None) -> tuple:
+    out, state = kvcache_step(q, k, v, state=state)
+    return out + 0.1, state
+
+
+def oom_prefill(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: KVCache | None, capacity: int) -> KVCache:
+    if capacity >= FAIL_FROM_SEQ:
+        torch.empty(1 << 42, dtype=torch.float32, device=q.device).fill_(1.0)
+    return kvcache_prefill(q, k, v, state=state, capacity=capacity)
+
+
+def crash_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: KVCache | None) -> tuple:
+    if state is not None and state.length >= FAIL_FROM_SEQ:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return kvcache_step(q, k, v, state=state)
+
+
+def _decoder(name: str, prefill: PrefillFn = kvcache_prefill, step: StreamFn = kvcache_step) -> Decoder:
+    return Decoder(name, f"a KV cache that behaves: {name}", prefill, step, "O(sd)", "O(sd)")
+
+
 register_variant(
     Variant(
         name="planted",
@@ -60,6 +83,12 @@ register_variant(
         flop_formula=quadratic_flops,
         time_complexity="O(s²d)",
         memory_complexity="O(s²)",
+        decoder_list=(
+            _decoder("good"),
+            _decoder("wrong", step=wrong_step),
+            _decoder("oom", prefill=oom_prefill),
+            _decoder("crash", step=crash_step),
+        ),
     ),
     replace=True,
 )

@@ -88,3 +88,22 @@ def test_without_a_recorded_baseline_list_every_softmax_impl_is_a_baseline(tmp_p
     rows = series("cosine", "chunked", LINEAR) + series("softmax", "sdpa", QUADRATIC)
     run = read_run(write_run(tmp_path, rows))
     assert baseline_names(run.results, {}) == {"softmax:sdpa"}
+
+
+def test_decode_runs_fit_time_per_token_state_and_step_peak_in_context(tmp_path: Path) -> None:
+    from synthetic_runs import decode_series
+
+    rows = decode_series("cosine", "recurrent", lambda c: 0.05, lambda c: 131072.0)
+    rows += decode_series("softmax", "kvcache", lambda c: 1e-4 * c, lambda c: 4096.0 * c)
+    rows += decode_series("softmax", "recompute", lambda c: 1e-6 * c * c, lambda c: 6144.0 * c, lambda c: 32.0 * c * c)
+    report = analyse(read_run(write_run(tmp_path, rows, ["softmax:kvcache", "softmax:recompute"]))).to_json()
+    exponents = {(f["impl"], f["metric"]): f["exponent"] for f in report["fits"]}
+    assert exponents[("recurrent", "time")] == pytest.approx(0.0, abs=1e-6)
+    assert exponents[("recurrent", "state")] == pytest.approx(0.0, abs=1e-6)
+    assert exponents[("kvcache", "time")] == pytest.approx(1.0, abs=0.01)
+    assert exponents[("kvcache", "state")] == pytest.approx(1.0, abs=0.01)
+    assert exponents[("recompute", "memory")] == pytest.approx(2.0, abs=0.01)
+    assert {f["mode"] for f in report["fits"]} == {"decode"}
+    (crossing,) = report["crossovers"]  # 0.05 ms against 1e-4·c ms: equal at c = 500
+    assert (crossing["impl"], crossing["seq"], crossing["at_shortest"]) == ("recurrent", 1024, True)
+    assert crossing["baseline"] == "softmax:kvcache"

@@ -8,7 +8,8 @@ from synthetic_runs import failed, series, write_run
 
 from linbench.report.analysis import analyse
 from linbench.report.load import read_run
-from linbench.report.plot import _metrics, draw, plot_run
+from linbench.report.plot import draw, plot_run
+from linbench.report.plot_parts import metrics
 from linbench.report.series import scenarios
 
 LINEAR = lambda s: 0.01 * s  # noqa: E731
@@ -43,7 +44,7 @@ def test_head_dim_sweeps_get_their_own_figures(tmp_path: Path) -> None:
 
 def _time_figure(run):
     (scenario, rows), *_ = scenarios(run.results, "seq")
-    return draw(rows, scenario, _metrics("cpu")["time"], analyse(run)).axes[0]
+    return draw(rows, scenario, metrics("cpu")["time"], analyse(run)).axes[0]
 
 
 def test_the_time_figure_says_what_it_shows(tmp_path: Path) -> None:
@@ -67,3 +68,30 @@ def test_failures_and_the_crossover_are_marked_where_they_happened(tmp_path: Pat
     (crossing,) = [text for text in notes if "beats" in text]
     # 0.01·s against 4e-6·s² cross at 2.5k: chunked is faster at 4k, sdpa's last ok length.
     assert crossing == "cosine:chunked beats softmax:sdpa from 4k"
+
+
+def test_a_decode_run_gets_the_decode_figure(tmp_path: Path) -> None:
+    from synthetic_runs import decode_series
+
+    from linbench.report.plot_decode import draw_decode
+
+    rows = decode_series("cosine", "recurrent", lambda c: 0.05, lambda c: 131072.0)
+    rows += decode_series("softmax", "kvcache", lambda c: 1e-4 * c, lambda c: 4096.0 * c)
+    rows += decode_series("softmax", "recompute", lambda c: 1e-6 * c * c, lambda c: 6144.0 * c, contexts=(1024, 4096))
+    rows += [{**failed("softmax", "recompute", 16384, "skipped"), "mode": "decode"}]
+    run = read_run(write_run(tmp_path / "run", rows, baselines=["softmax:kvcache", "softmax:recompute"]))
+    written = plot_run(run, tmp_path / "plots")
+    assert [p.name for p in written] == ["decode-vs-context_fp32_decode_B1_H8_D64.png"]
+    (scenario, decode_rows), *_ = scenarios(run.results, "seq")
+    state, peak, time = draw_decode(decode_rows, scenario, analyse(run)).axes
+    titles = [ax.get_title(loc="left") for ax in (state, peak, time)]
+    assert titles == ["State held", "Peak of one step", "Time per token"]
+    for ax in (state, peak, time):
+        assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "context" in ax.get_xlabel()
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["1k", "4k", "16k", "64k", "256k", "1m"]
+        assert "skipped" in {t.get_text() for t in ax.texts}
+    legend = [t.get_text() for t in state.get_legend().get_texts()]
+    assert any(text.startswith("cosine:recurrent") and "^{0.00}" in text for text in legend)
+    assert any(text.startswith("softmax:kvcache") and "^{1.00}" in text for text in legend)
+    assert {"O(1)", "O(s)"} <= {t.get_text() for t in state.texts}
+    assert any("beats softmax:kvcache" in t.get_text() for t in time.texts)

@@ -49,3 +49,19 @@ def test_reopening_drops_a_half_written_line_and_orphan_samples(tmp_path: Path) 
 def test_a_folder_without_results_is_not_a_run(tmp_path: Path) -> None:
     with pytest.raises(RunStoreError, match="not a linbench run folder"):
         RunStore.open(tmp_path)
+
+
+def test_resuming_a_run_from_before_the_decode_columns_keeps_rows_aligned(tmp_path: Path) -> None:
+    store = RunStore.create(tmp_path, "cosine")
+    store.write_meta({"command": "linbench run"})
+    store.append(row(256))
+    old_columns = RESULT_COLUMNS[: RESULT_COLUMNS.index("context")]
+    with store.results_path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    with store.results_path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, old_columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    reopened = RunStore.open(store.path)
+    reopened.append(row(512))
+    assert [(r["seq"], r["status"], r["context"]) for r in reopened.rows()] == [("256", "ok", ""), ("512", "ok", "")]

@@ -20,16 +20,20 @@ PLANTED = str(Path(__file__).parents[1] / "plugins" / "planted.py")
 FAST = TimingPolicy(warmup_s=0.0, budget_s=0.05, min_reps=2, max_reps=5)
 
 
-def make_points(pairs: list[tuple[str, str]], seqs: list[int], shape: tuple[int, int, int] = (1, 2, 16)) -> list[Point]:
+def make_points(
+    pairs: list[tuple[str, str]], seqs: list[int], shape: tuple[int, int, int] = (1, 2, 16), mode: str = "fwd"
+) -> list[Point]:
     batch, heads, dim = shape
     return [
-        Point(variant, impl, "fwd", True, "fp32", "cpu", Shape(batch, heads, seq, dim, dim))
+        Point(variant, impl, mode, True, "fp32", "cpu", Shape(batch, heads, seq, dim, dim))
         for seq in seqs
         for variant, impl in pairs
     ]
 
 
-def run_points(tmp_path: Path, points: list[Point], timeout_s: float = 60.0) -> list[dict[str, str]]:
+def run_points(
+    tmp_path: Path, points: list[Point], timeout_s: float = 60.0, timing: TimingPolicy = FAST
+) -> list[dict[str, str]]:
     """Run ``points`` in this order through the supervisor; the rows written."""
     load_plugin_file(PLANTED)
     pairs = tuple(dict.fromkeys((p.variant, p.impl) for p in points))
@@ -39,7 +43,7 @@ def run_points(tmp_path: Path, points: list[Point], timeout_s: float = 60.0) -> 
         device=torch.device(points[0].device),
         device_name="test cpu",
         timeout_s=timeout_s,
-        timing=FAST,
+        timing=timing,
         plugins=(PLANTED,),
         memory_limit_bytes=4 << 30 if points[0].device == "cpu" else None,
     )

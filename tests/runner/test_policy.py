@@ -71,3 +71,13 @@ def test_predicted_point_time_follows_the_timing_policy() -> None:
     assert CPU.predicted_s(10.0) == pytest.approx(40.0)
     # A 1 ms call: warm-up budget, then the repetition cap.
     assert CPU.predicted_s(0.001) == pytest.approx(0.001 + 0.199 + 0.1)
+
+
+def test_a_decode_step_is_extrapolated_linearly_from_a_single_context() -> None:
+    """One measured context says nothing of the exponent; a decode step is at worst linear in
+    the context (KV cache), so a recurrent decoder is not skipped at a far longer context."""
+    policy = SkipPolicy(timeout_s=60, timing=TimingPolicy.for_decode(16))
+    policy.record(point(2048, impl="recurrent", mode="decode"), {"status": "ok", "time_ms": 0.2})
+    far = point(262144, impl="recurrent", mode="decode")
+    assert policy.predicted_call_s(far) == pytest.approx(0.2e-3 * 128)
+    assert policy.skip_reason(far) is None

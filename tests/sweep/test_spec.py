@@ -100,3 +100,67 @@ def test_settings_round_trip_for_resume(tmp_path: Path) -> None:
     again = spec_from_settings(spec.settings, spec.settings["sweep"], name=spec.name, suite=None)
     assert again.blocks == spec.blocks
     assert (again.variants, again.baselines) == (spec.variants, spec.baselines)
+
+
+def test_decode_defaults_are_the_documented_ones() -> None:
+    spec = build_spec({}, command="decode")
+    (block,) = spec.blocks
+    assert block.seq == (1024, 2048, 4096, 8192, 16384, 32768, 65536)
+    assert (block.mode, block.causal, block.dtype) == (("decode",), (True,), ("fp32",))
+    assert (spec.command, spec.tokens, spec.baselines) == ("decode", 32, ("softmax",))
+
+
+def test_a_context_up_to_a_million_tokens_is_accepted() -> None:
+    (block,) = build_spec({"context": "1k..1m", "tokens": "8"}, command="decode").blocks
+    assert block.seq[-1] == 1_048_576 and len(block.seq) == 11
+
+
+def test_a_decode_suite_takes_context_and_tokens(tmp_path: Path) -> None:
+    suite = write(
+        tmp_path,
+        """
+        command = "decode"
+        variant = ["cosine:recurrent"]
+        tokens = 16
+        [[sweep]]
+        context = "1k..4k"
+        [[sweep]]
+        context = 2048
+        heads = "4,16"
+        """,
+    )
+    spec = build_spec({}, suite, command="decode")
+    assert [b.seq for b in spec.blocks] == [(1024, 2048, 4096), (2048,)]
+    assert spec.tokens == 16 and spec.blocks[1].heads == (4, 16)
+    again = spec_from_settings(spec.settings, spec.settings["sweep"], name=spec.name, suite=None, command="decode")
+    assert again.blocks == spec.blocks and again.tokens == 16
+
+
+@pytest.mark.parametrize(
+    ("text", "command", "message"),
+    [
+        ('command = "decode"', "run", "is a decode suite; run it with linbench decode --suite"),
+        ("seq = 1024", "decode", "is a run suite; run it with linbench run --suite"),
+        ('command = "decode"\nseq = 1024', "decode", r"unknown key\(s\) seq"),
+        ('command = "decode"\n[[sweep]]\nmode = "fwd"', "decode", r"unknown key\(s\) mode"),
+        ('command = "train"', "run", "command 'train' is not one of run, decode"),
+    ],
+)
+def test_a_suite_is_read_by_its_own_command_only(tmp_path: Path, text: str, command: str, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        build_spec({}, write(tmp_path, text), command=command)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"context": "0"}, "context: '0' is not a positive size"),
+        ({"context": "4k..1k"}, "context: range '4k..1k' is reversed"),
+        ({"tokens": "0"}, "tokens:"),
+        ({"tokens": "4,8"}, "tokens: give one number"),
+        ({"seq": "1k"}, "unknown setting"),
+    ],
+)
+def test_bad_decode_settings_name_the_setting(flags: dict, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        build_spec(flags, command="decode")

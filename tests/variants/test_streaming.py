@@ -48,8 +48,23 @@ def test_token_by_token_equals_parallel(name: str) -> None:
     torch.testing.assert_close(torch.cat(rows, dim=-2), parallel, rtol=1e-10, atol=1e-10)
 
 
-def test_softmax_has_no_stream_yet() -> None:
+@pytest.mark.parametrize("split", [1, 37, 99])
+def test_softmax_streams_through_its_kv_cache(split: int) -> None:
+    """Softmax has no fixed-size state: its stream carries every key and value so far."""
     variant = linbench.get_variant("softmax")
+    q, k, v, _ = make_inputs(variant, Shape(2, 3, 100, 16, 24), "cpu")
+    whole = linbench.attention(q, k, v, variant="softmax", impl="naive", causal=True)
+    first, state = variant.stream_attention(q[..., :split, :], k[..., :split, :], v[..., :split, :])
+    second, state = variant.stream_attention(q[..., split:, :], k[..., split:, :], v[..., split:, :], state=state)
+    torch.testing.assert_close(torch.cat((first, second), dim=-2), whole, rtol=1e-10, atol=1e-10)
+    assert state.position == 100
+
+
+def test_a_variant_without_a_stream_says_so() -> None:
+    from linbench.variants.registry import Impl, ImplUnavailableError, Variant
+
+    identity = Impl("ref", lambda q, k, v, *, causal: v, "identity", "O(s)", "O(s)")
+    variant = Variant("no-stream", "O = V", (identity,), "ref", (), lambda *a: 0.0, "O(s)", "O(s)")
     q = torch.randn(1, 1, 4, 8)
-    with pytest.raises(RuntimeError, match="no recurrent form"):
+    with pytest.raises(ImplUnavailableError, match="no recurrent form"):
         variant.stream_attention(q, q, q)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from linbench.variants.cosformer.features import cosformer_features, quadratic
 from linbench.variants.flops import linear_flops
-from linbench.variants.linear_forms.impls import feature_map_impls, feature_map_stream
+from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.registry import Impl, Param, Variant, register_variant
 
 
@@ -31,7 +31,7 @@ VARIANT = register_variant(
         ),
         reference="quadratic",
         param_specs=(
-            Param("M", None, "re-weighting scale M (≥ S keeps weights positive); defaults to S"),
+            Param("M", None, "re-weighting scale M (≥ S keeps weights positive); defaults to S", from_length=True),
             Param("eps", 1e-6, "added to the row normaliser"),
         ),
         flop_formula=cosformer_flops,
@@ -40,5 +40,6 @@ VARIANT = register_variant(
         auto_order=("chunked", "recurrent", "quadratic"),
         source="Qin et al., cosFormer (ICLR 2022), shared/seeds/001 and 004",
         stream=feature_map_stream(cosformer_features),
+        decoder_list=(feature_map_decoder(cosformer_features),),
     )
 )

@@ -7,7 +7,7 @@ from functools import partial
 from linbench.variants.cosine.features import cosine_features
 from linbench.variants.cosine.quadratic import quadratic
 from linbench.variants.flops import linear_flops
-from linbench.variants.linear_forms.impls import feature_map_impls, feature_map_stream
+from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.registry import Impl, Param, Variant, register_variant
 
 VARIANT = register_variant(
@@ -29,7 +29,7 @@ VARIANT = register_variant(
         reference="quadratic",
         param_specs=(
             Param("norm_const", 0.5, "m: a float or a per-head tensor of shape (H,); learnable"),
-            Param("seq_len", None, "s in s^σ(m); defaults to the sequence length S"),
+            Param("seq_len", None, "s in s^σ(m); defaults to the sequence length S", from_length=True),
         ),
         flop_formula=partial(linear_flops, normalised=False),
         time_complexity="O(sd²)",
@@ -37,5 +37,6 @@ VARIANT = register_variant(
         auto_order=("chunked", "recurrent", "quadratic"),
         source="Cottention (Mongaras et al., 2024), shared/seeds/000",
         stream=feature_map_stream(cosine_features),
+        decoder_list=(feature_map_decoder(cosine_features),),
     )
 )

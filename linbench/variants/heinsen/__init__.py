@@ -9,13 +9,13 @@ from __future__ import annotations
 from functools import partial
 
 from linbench.variants.flops import linear_flops
-from linbench.variants.heinsen.chunked import chunked
+from linbench.variants.heinsen.chunked import chunked, prefill
 from linbench.variants.heinsen.kernel import kernel
 from linbench.variants.heinsen.naive import naive
 from linbench.variants.heinsen.quadratic import quadratic
 from linbench.variants.heinsen.recurrent import recurrent, stream
 from linbench.variants.linear_forms.impls import CHUNK_SIZE, kernel_impl
-from linbench.variants.registry import Impl, Variant, register_variant
+from linbench.variants.registry import Decoder, Impl, Variant, register_variant
 
 VARIANT = register_variant(
     Variant(
@@ -43,5 +43,15 @@ VARIANT = register_variant(
         auto_order=("chunked", "recurrent", "quadratic"),
         source="Heinsen, Softmax Attention with Constant Cost per Token (2024), shared/seeds/002 and 003",
         stream=stream,
+        decoder_list=(
+            Decoder(
+                "recurrent",
+                "chunked log-space prefill, then one log-space state update per token (constant cost per token)",
+                prefill,
+                stream,
+                state_memory="O(d²)",
+                step_time="O(d²)",
+            ),
+        ),
     )
 )

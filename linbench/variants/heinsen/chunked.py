@@ -3,7 +3,8 @@
 Chunk by chunk in log space: a masked log-matmul inside each chunk and a Dk x Dv state of
 log-sums carried across chunks. Every exp() is taken relative to a running maximum, so
 fp32 stays finite and accurate for inputs with |x| <= 30, where exp(q + k + log v) would
-reach e^90 and overflow.
+reach e^90 and overflow. The causal scan can start from a carried state and returns the
+state after its last token: how a decoder absorbs a prompt.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import torch
 
 from linbench.variants.common import causal_mask, positive_int, upcast
 from linbench.variants.heinsen.logspace import log_matmul_exp
+from linbench.variants.heinsen.recurrent import LogState
+from linbench.variants.linear_forms.impls import CHUNK_SIZE
 
 
 def _bidirectional(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor) -> torch.Tensor:
@@ -20,16 +23,18 @@ def _bidirectional(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor) -> tor
     return log_matmul_exp(q, log_kv) - log_matmul_exp(q, log_z)
 
 
-def chunked(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, causal: bool, chunk_size: int) -> torch.Tensor:
-    """log Y chunk by chunk; no S x S and no S x Dk x Dv tensor."""
+def chunked_scan(
+    q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, chunk_size: int, state: LogState | None = None
+) -> tuple[torch.Tensor, LogState]:
+    """Causal log Y chunk by chunk, continuing from ``state``; the outputs and the state
+    after the last token (in the compute dtype: fp32 for fp16/bf16 inputs)."""
     size = positive_int("chunk_size", chunk_size)
     q, k, log_v = upcast(q, k, log_v)
-    if not causal:
-        return _bidirectional(q, k, log_v)
     seq = q.shape[-2]
     mask = causal_mask(size, size, q.device)
-    log_kv: torch.Tensor | None = None  # log Σ_{earlier j} exp(k_jd + log v_je)
-    log_z: torch.Tensor | None = None  # log Σ_{earlier j} exp(k_jd)
+    # log Σ_{earlier j} exp(k_jd + log v_je) and log Σ_{earlier j} exp(k_jd); None before any token.
+    log_kv = state.log_kv if state is not None and state.position > 0 else None
+    log_z = state.log_z.unsqueeze(-1) if state is not None and state.position > 0 else None
     out = log_v.new_empty(log_v.shape)
     for start in range(0, seq, size):
         stop = min(start + size, seq)
@@ -46,4 +51,23 @@ def chunked(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, causal: bo
         chunk_z = torch.logsumexp(k_c, dim=-2).unsqueeze(-1)
         log_kv = chunk_kv if log_kv is None else torch.logaddexp(log_kv, chunk_kv)
         log_z = chunk_z if log_z is None else torch.logaddexp(log_z, chunk_z)
-    return out
+    position = (state.position if state is not None else 0) + seq
+    if log_kv is None or log_z is None:  # no token at all: the state stays empty
+        return out, state if state is not None else LogState.empty(q, log_v)
+    return out, LogState(log_kv, log_z.squeeze(-1), position)
+
+
+def chunked(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, causal: bool, chunk_size: int) -> torch.Tensor:
+    """log Y chunk by chunk; no S x S and no S x Dk x Dv tensor."""
+    if not causal:
+        q, k, log_v = upcast(q, k, log_v)
+        return _bidirectional(q, k, log_v)
+    return chunked_scan(q, k, log_v, chunk_size=chunk_size)[0]
+
+
+def prefill(
+    q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, state: LogState | None, capacity: int
+) -> LogState:
+    """A prompt absorbed by the chunked form, for decoding (the state is Dk x Dv whatever ``capacity``)."""
+    del capacity
+    return chunked_scan(q, k, log_v, chunk_size=CHUNK_SIZE.default, state=state)[1]

@@ -6,7 +6,7 @@ from functools import partial
 
 from linbench.variants.flops import linear_flops
 from linbench.variants.linear.features import linear_features, quadratic
-from linbench.variants.linear_forms.impls import feature_map_impls, feature_map_stream
+from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.registry import Impl, Param, Variant, register_variant
 
 VARIANT = register_variant(
@@ -32,5 +32,6 @@ VARIANT = register_variant(
         auto_order=("chunked", "recurrent", "quadratic"),
         source="Katharopoulos et al., Transformers are RNNs (ICML 2020)",
         stream=feature_map_stream(linear_features),
+        decoder_list=(feature_map_decoder(linear_features),),
     )
 )

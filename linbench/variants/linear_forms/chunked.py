@@ -3,11 +3,15 @@
 Memory beyond the inputs and output is one state, one key sum and one chunk's C x C
 scores, so the forward pass is O(S·D) with no S x S and no S x Dk x Dv tensor. Under
 autograd each chunk's state is saved for the backward: (S/C)·Dk·Dv, still linear in S.
+The causal scan can start from a carried state and returns the state after its last
+token, which is how a decoder absorbs a prompt before generating token by token.
 """
 
 from __future__ import annotations
 
 import torch
+
+from linbench.variants.linear_forms.recurrent import LinearState
 
 
 def _bidirectional(fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, eps: float | None) -> torch.Tensor:
@@ -19,6 +23,39 @@ def _bidirectional(fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, eps: fl
     return num / (den + eps)
 
 
+def chunked_scan(
+    fq: torch.Tensor,
+    fk: torch.Tensor,
+    fv: torch.Tensor,
+    *,
+    eps: float | None,
+    chunk_size: int,
+    state: LinearState | None = None,
+) -> tuple[torch.Tensor, LinearState]:
+    """Causal sum_{j<=i} (fq_i . fk_j) fv_j chunk by chunk, continuing from ``state``; the
+    outputs and the state after the last token. Normalised when eps is given."""
+    if state is None:
+        state = LinearState.empty(fq, fv, normalised=eps is not None)
+    kv = state.kv
+    # The key sum as a column, so that q_c @ key_sum is one matmul per chunk.
+    key_sum = state.key_sum.unsqueeze(-1) if state.key_sum is not None else None
+    seq = fq.shape[-2]
+    out = fv.new_empty(*fv.shape)
+    for start in range(0, seq, chunk_size):
+        stop = min(start + chunk_size, seq)
+        q_c, k_c, v_c = fq[..., start:stop, :], fk[..., start:stop, :], fv[..., start:stop, :]
+        scores = (q_c @ k_c.transpose(-1, -2)).tril()  # within the chunk: j <= i
+        num = scores @ v_c + q_c @ kv  # this chunk's keys, then every earlier token's
+        if key_sum is not None:
+            den = scores.sum(-1, keepdim=True) + q_c @ key_sum
+            num = num / (den + eps)
+            key_sum = key_sum + k_c.sum(-2).unsqueeze(-1)
+        out[..., start:stop, :] = num
+        kv = kv + k_c.transpose(-1, -2) @ v_c
+    new_key_sum = key_sum.squeeze(-1) if key_sum is not None else None
+    return out, LinearState(kv=kv, key_sum=new_key_sum, position=state.position + seq)
+
+
 def chunked_linear_attention(
     fq: torch.Tensor,
     fk: torch.Tensor,
@@ -28,23 +65,7 @@ def chunked_linear_attention(
     eps: float | None,
     chunk_size: int,
 ) -> torch.Tensor:
-    """sum_{j<=i} (fq_i . fk_j) fv_j chunk by chunk; normalised when eps is given."""
+    """sum_{j<=i} (fq_i . fk_j) fv_j chunk by chunk (every j when bidirectional)."""
     if not causal:
         return _bidirectional(fq, fk, fv, eps)
-    batch, heads, seq, dim_k = fq.shape
-    dim_v = fv.shape[-1]
-    state = fq.new_zeros(batch, heads, dim_k, dim_v)
-    key_sum = fq.new_zeros(batch, heads, dim_k, 1) if eps is not None else None
-    out = fv.new_empty(batch, heads, seq, dim_v)
-    for start in range(0, seq, chunk_size):
-        stop = min(start + chunk_size, seq)
-        q_c, k_c, v_c = fq[..., start:stop, :], fk[..., start:stop, :], fv[..., start:stop, :]
-        scores = (q_c @ k_c.transpose(-1, -2)).tril()  # within the chunk: j <= i
-        num = scores @ v_c + q_c @ state  # this chunk's keys, then every earlier chunk's
-        if key_sum is not None:
-            den = scores.sum(-1, keepdim=True) + q_c @ key_sum
-            num = num / (den + eps)
-            key_sum = key_sum + k_c.sum(-2).unsqueeze(-1)
-        out[..., start:stop, :] = num
-        state = state + k_c.transpose(-1, -2) @ v_c
-    return out
+    return chunked_scan(fq, fk, fv, eps=eps, chunk_size=chunk_size)[0]

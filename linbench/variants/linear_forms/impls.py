@@ -10,10 +10,10 @@ import torch
 
 from linbench.kernels import ops as kernel_ops
 from linbench.variants.common import positive_int
-from linbench.variants.linear_forms.chunked import chunked_linear_attention
+from linbench.variants.linear_forms.chunked import chunked_linear_attention, chunked_scan
 from linbench.variants.linear_forms.naive import naive_linear_attention
 from linbench.variants.linear_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
-from linbench.variants.registry import Impl, ImplFn, Param, StreamFn
+from linbench.variants.registry import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
 
 CHUNK_SIZE = Param("chunk_size", 128, "tokens per chunk: the C x C masked product inside a chunk")
 KERNEL_CHUNK_SIZE = Param("chunk_size", 64, "tokens per chunk of the csrc kernel (the CUDA kernel takes 64 only)")
@@ -120,3 +120,28 @@ def feature_map_stream(features: FeatureMap) -> StreamFn:
         return recurrent_scan(f.q, f.k, f.v, eps=f.eps, state=state)
 
     return stream
+
+
+def feature_map_prefill(features: FeatureMap) -> PrefillFn:
+    """A prompt absorbed by the chunked form (the fast parallel one), continuing from ``state``."""
+
+    def prefill(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: LinearState | None, capacity: int, **params: Any
+    ) -> LinearState:
+        del capacity  # the state is Dk x Dv however many tokens it will absorb
+        f = features(q, k, v, offset=state.position if state is not None else 0, **params)
+        return chunked_scan(f.q, f.k, f.v, eps=f.eps, chunk_size=CHUNK_SIZE.default, state=state)[1]
+
+    return prefill
+
+
+def feature_map_decoder(features: FeatureMap) -> Decoder:
+    """Decoding as an RNN (Cottention §5.1): chunked prefill, then one recurrent step per token."""
+    return Decoder(
+        "recurrent",
+        "chunked prefill into a Dk×Dv state, then H_t = H_{t−1} + k_t v_tᵀ per token",
+        feature_map_prefill(features),
+        feature_map_stream(features),
+        state_memory="O(d²)",
+        step_time="O(d²)",
+    )

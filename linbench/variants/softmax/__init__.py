@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from linbench.variants.flops import quadratic_flops
-from linbench.variants.registry import Impl, Param, Variant, register_variant
+from linbench.variants.registry import Decoder, Impl, Param, Variant, register_variant
+from linbench.variants.softmax.decode import kvcache_prefill, kvcache_step, recompute_prefill, recompute_step
 from linbench.variants.softmax.naive import naive
 from linbench.variants.softmax.sdpa import BACKENDS, sdpa
 
@@ -29,5 +30,25 @@ VARIANT = register_variant(
         memory_complexity="O(s²)",
         auto_order=("sdpa", "naive"),
         source="Vaswani et al. (2017); Cottention eq. 1",
+        # Streaming continues through a KV cache: the state grows with every token.
+        stream=kvcache_step,
+        decoder_list=(
+            Decoder(
+                "kvcache",
+                "K and V of every token cached; one query against the cache per step (SDPA)",
+                kvcache_prefill,
+                kvcache_step,
+                state_memory="O(sd)",
+                step_time="O(sd)",
+            ),
+            Decoder(
+                "recompute",
+                "full causal attention over the whole prefix every step, S×S scores and all (naive)",
+                recompute_prefill,
+                recompute_step,
+                state_memory="O(sd)",
+                step_time="O(s²d)",
+            ),
+        ),
     )
 )

@@ -1,0 +1,63 @@
+"""``linbench decode``: time per generated token and the memory a decoder holds, by context.
+
+Each point prefills a context (untimed, with the decoder's parallel form), then times
+single-token steps: a linear variant's recurrent state against softmax's KV cache and
+its naive recomputation, the comparison of Cottention's Figure 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
+from linbench.cli.sweep_cmd import RANGE_HELP, execute_sweep
+
+HELP = {
+    "variant": "NAME or NAME:DECODER (repeatable or comma list): cosine, cosine:recurrent, 'all'. Default: all.",
+    "baseline": "Decoders to compare with. Default: softmax (kvcache and recompute).",
+    "context": f"Context lengths prefilled before the timed steps: {RANGE_HELP}. Default: 1k..64k.",
+    "tokens": "Generated tokens timed per point, after two untimed steps. Default: 32.",
+    "timeout_s": "Limit per point (prefill and steps), seconds. Default: 120.",
+}
+
+
+def decode_command(
+    variant: Annotated[list[str] | None, typer.Option("--variant", help=HELP["variant"])] = None,
+    baseline: Annotated[list[str] | None, typer.Option("--baseline", help=HELP["baseline"])] = None,
+    no_baseline: Annotated[bool, typer.Option("--no-baseline", help="Run no baseline.")] = False,
+    context: Annotated[str | None, typer.Option("--context", help=HELP["context"])] = None,
+    tokens: Annotated[str | None, typer.Option("--tokens", help=HELP["tokens"])] = None,
+    batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
+    heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
+    dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
+    dim_v: Annotated[str | None, typer.Option("--dim-v", help="Head dims of v, crossed with --dim.")] = None,
+    dtype: Annotated[list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list).")] = None,
+    device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
+    suite: Annotated[Path | None, typer.Option("--suite", help="A decode suite (TOML); flags override it.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Where run folders are made.")] = Path("results"),
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Finish the run in this folder: only its missing points run.")
+    ] = None,
+    plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
+    timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display; a summary line.")] = False,
+) -> None:
+    """Measure autoregressive decoding: time per token and state memory against context length."""
+    flags: dict[str, Any] = {
+        "variant": variant or None,
+        "baseline": baseline or None,
+        "no_baseline": no_baseline or None,
+        "context": context,
+        "tokens": tokens,
+        "batch": batch,
+        "heads": heads,
+        "dim": dim,
+        "dim_v": dim_v,
+        "dtype": dtype or None,
+        "device": device,
+        "plugin": [str(p) for p in plugin] if plugin else None,
+    }
+    execute_sweep("decode", flags, suite=suite, resume=resume, timeout_s=timeout_s, out=out, quiet=quiet)

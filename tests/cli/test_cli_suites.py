@@ -1,0 +1,77 @@
+"""``linbench suites`` and the suite files themselves: each parses, says what it reproduces,
+and holds the number of points the listing gives."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import Invoke, assert_usage_error
+
+from linbench.runner.plan import make_plan
+from linbench.sweep.spec import build_spec, read_suite, suite_command
+
+SUITES = Path(__file__).parents[2] / "suites"
+SUITE_FILES = sorted(SUITES.glob("*.toml"))
+EXPECTED = {"paper-fig5", "paper-fig2", "heinsen-constant-cost", "cosformer", "ci-cpu", "ci-gpu"}
+
+
+def listed_counts(output: str) -> dict[str, tuple[str, int]]:
+    """suite → (command, points) from the table ``linbench suites`` prints."""
+    found = {}
+    for line in output.splitlines():
+        cells = [cell.strip() for cell in re.split(r"[│┃]", line)[1:-1]]
+        if len(cells) == 4 and cells[3].isdigit():
+            found[cells[0]] = (cells[2], int(cells[3]))
+    return found
+
+
+def test_the_issue_s_suites_are_all_here() -> None:
+    assert {path.stem for path in SUITE_FILES} == EXPECTED
+
+
+def test_suites_lists_every_suite_with_its_command_and_point_count(invoke: Invoke) -> None:
+    result = invoke("suites", SUITES)
+    assert result.exit_code == 0, result.output
+    listed = listed_counts(result.stdout)
+    assert set(listed) == EXPECTED
+    assert listed["paper-fig2"][0] == "decode" and listed["paper-fig5"][0] == "run"
+    assert "Cottention Figure 5" in result.stdout
+
+
+@pytest.mark.parametrize("path", SUITE_FILES, ids=lambda p: p.stem)
+def test_each_suite_parses_and_plans_the_points_the_listing_gives(invoke: Invoke, path: Path) -> None:
+    command = suite_command(path, read_suite(path))
+    spec = build_spec({"device": "cpu"}, path, command)  # ci-gpu names cuda; count its points here
+    plan = make_plan(spec, torch.device("cpu"), "test cpu")
+    listed = listed_counts(invoke("suites", SUITES).stdout)
+    assert listed[path.stem] == (command, len(plan.points))
+
+
+@pytest.mark.parametrize("path", SUITE_FILES, ids=lambda p: p.stem)
+def test_each_suite_says_what_it_reproduces_and_what_to_see(path: Path) -> None:
+    text = path.read_text()
+    assert text.startswith("# ") and len(text.splitlines()[0]) > 40
+    comments = [line for line in text.splitlines() if line.startswith("#")]
+    assert len(comments) >= 4, "a suite explains what a reader should see"
+    assert re.search(r"^command = \"(run|decode)\"$", text, re.MULTILINE)
+
+
+def test_suites_name_their_impls_so_new_impls_do_not_change_them() -> None:
+    """A suite that said "cosine" would grow when an impl is added (or fail where it is not built)."""
+    for path in SUITE_FILES:
+        data = read_suite(path)
+        for name in [*data.get("variant", []), *data.get("baseline", [])]:
+            assert ":" in name, f"{path.name} names {name!r} without an impl"
+    fig5 = (SUITES / "paper-fig5.toml").read_text()
+    assert "cosine:kernel" in fig5  # the comment says it can be added...
+    assert "cosine:kernel" not in read_suite(SUITES / "paper-fig5.toml")["variant"]  # ...but does not name it
+
+
+def test_a_folder_without_suites_or_with_a_broken_one_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
+    assert_usage_error(invoke("suites", tmp_path / "missing"), "not a folder of suites")
+    assert_usage_error(invoke("suites", tmp_path), "holds no suite")
+    (tmp_path / "broken.toml").write_text("seq = [1k")
+    assert_usage_error(invoke("suites", tmp_path), "broken.toml", "not valid TOML")
