@@ -52,10 +52,14 @@ def cuda_sources() -> list[Path]:
     return [CSRC / "cuda_ops.cpp", *sorted((CSRC / "cuda").glob("*.cu"))]
 
 
-def all_sources() -> list[Path]:
-    """Every file that goes into a build, whichever flavour: the cache key's input."""
-    headers = sorted(CSRC.rglob("*.h")) + sorted(CSRC.rglob("*.cuh"))
-    return [path for path in cpu_sources() + cuda_sources() + headers if path.is_file()]
+def key_sources(with_cuda: bool) -> list[Path]:
+    """Every file that goes into one flavour's build: its cache key's input. A CPU build
+    leaves out csrc/cuda/, so editing a .cu file does not rebuild it."""
+    headers = sorted(CSRC.glob("*.h")) + sorted((CSRC / "cpu").glob("*.h"))
+    if with_cuda:
+        headers += sorted((CSRC / "cuda").rglob("*.cuh")) + sorted((CSRC / "cuda").rglob("*.h"))
+    sources = cpu_sources() + (cuda_sources() if with_cuda else [])
+    return [path for path in sources + headers if path.is_file()]
 
 
 def cuda_toolchain_missing() -> str | None:
@@ -87,7 +91,7 @@ def build_key(with_cuda: bool) -> str:
     import torch
 
     digest = hashlib.sha256()
-    for path in all_sources():
+    for path in key_sources(with_cuda):
         digest.update(path.relative_to(CSRC).as_posix().encode())
         digest.update(path.read_bytes())
     for part in (torch.__version__, sys.version, _cpu_signature(), str(with_cuda), *CPU_FLAGS, *CUDA_FLAGS):

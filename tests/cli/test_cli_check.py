@@ -10,10 +10,10 @@ from cli_helpers import Invoke, assert_usage_error
 def test_check_one_variant_passes_and_prints_the_table(invoke: Invoke) -> None:
     result = invoke("check", "--variant", "cosine", "--device", "cpu", "--quiet")
     assert result.exit_code == 0, result.output
-    for impl in ("cosine:quadratic (ref)", "cosine:naive", "cosine:chunked", "cosine:recurrent"):
+    for impl in ("cosine:quadratic (ref)", "cosine:naive", "cosine:chunked", "cosine:recurrent", "cosine:kernel"):
         assert impl in result.stdout
     assert "causal fp32" in result.stdout and "bidir fp32" in result.stdout
-    assert "8 cells checked, 0 failed" in result.stdout
+    assert "10 cells checked, 0 failed" in result.stdout
 
 
 def test_a_wrong_impl_fails_the_check(invoke: Invoke, planted: str) -> None:

@@ -38,6 +38,11 @@ def test_build_key_changes_with_the_sources(tmp_path: Path, monkeypatch: pytest.
     before = build.build_key(with_cuda=False)
     assert build.build_key(with_cuda=False) == before
     assert build.build_key(with_cuda=True) != before
+    cuda_key = build.build_key(with_cuda=True)
+    with next((copy / "cuda").glob("*.cu")).open("a") as source:
+        source.write("// a change\n")
+    assert build.build_key(with_cuda=False) == before  # the CPU build does not compile .cu files
+    assert build.build_key(with_cuda=True) != cuda_key
     with (copy / "op_checks.cpp").open("a") as source:
         source.write("// a change\n")
     assert build.build_key(with_cuda=False) != before
