@@ -1,0 +1,18 @@
+#!/bin/sh
+# Builds and runs the host emulation test of the CUDA kernels (no GPU needed): plain, then with
+# AddressSanitizer, then with ThreadSanitizer (barrier bugs show up as data races).
+# Usage: csrc/cuda/emulation/run.sh [plain|asan|tsan|all] [full|basic|quick]
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+cuda_include=${CUDA_HOME:-/usr/local/cuda}/include
+out=${TMPDIR:-/tmp}/linbench_cuda_emulation
+mkdir -p "$out"
+build() {  # name, extra flags
+  g++ -std=c++20 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I"$here/include" -I"$here/../.." -I"$cuda_include" \
+    -x c++ "$here/host_emulation_test.cc" -o "$out/$1" -pthread $2
+}
+what=${1:-all}
+suite=${2:-basic}
+if [ "$what" = plain ] || [ "$what" = all ]; then build plain "" && "$out/plain" "$suite"; fi
+if [ "$what" = asan ] || [ "$what" = all ]; then build asan "-fsanitize=address,undefined" && "$out/asan" quick; fi
+if [ "$what" = tsan ] || [ "$what" = all ]; then build tsan "-fsanitize=thread" && "$out/tsan" quick; fi
