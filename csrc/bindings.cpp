@@ -1,4 +1,6 @@
 // The one place the op schemas are declared, and where each backend's kernel is registered.
+// feature_map: 0 none, 1 row L2 normalisation, 2 elu + 1, applied to q and k by the op (and
+// differentiated by it), so the variants that use them need no separate pass over q and k.
 // The autograd formula and the fake (meta) kernel live in Python (linbench/kernels/ops.py),
 // registered with torch.library against these schemas.
 #include <torch/library.h>
@@ -8,10 +10,10 @@
 TORCH_LIBRARY(linbench, m) {
   m.def(
       "linear_attention_forward(Tensor q, Tensor k, Tensor v, Tensor? decay, bool causal, bool normalize, "
-      "float eps, int chunk) -> (Tensor, Tensor)");
+      "float eps, int chunk, int feature_map=0) -> (Tensor, Tensor)");
   m.def(
       "linear_attention_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor? decay, Tensor out, "
-      "Tensor den, bool causal, bool normalize, float eps, int chunk) -> (Tensor, Tensor, Tensor)");
+      "Tensor den, bool causal, bool normalize, float eps, int chunk, int feature_map=0) -> (Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(linbench, CPU, m) {

@@ -15,7 +15,9 @@ std::vector<int64_t> den_shape(const at::Tensor& q, bool normalize) {
 
 void check_forward_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                         const std::optional<at::Tensor>& decay, bool causal, bool normalize, double eps,
-                        int64_t chunk) {
+                        int64_t chunk, int64_t feature_map) {
+  TORCH_CHECK(feature_map >= 0 && feature_map <= 2,
+              "linear_attention: feature_map must be 0 (none), 1 (L2 rows) or 2 (elu + 1); got ", feature_map);
   TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "linear_attention: q, k, v must be 4-D (B, H, S, D); got ",
               q.sizes(), ", ", k.sizes(), ", ", v.sizes());
   TORCH_CHECK(q.sizes() == k.sizes(), "linear_attention: q and k must have one shape; got ", q.sizes(), " and ",
@@ -42,8 +44,8 @@ void check_forward_args(const at::Tensor& q, const at::Tensor& k, const at::Tens
 
 void check_backward_args(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& decay, const at::Tensor& out, const at::Tensor& den,
-                         bool causal, bool normalize, double eps, int64_t chunk) {
-  check_forward_args(q, k, v, decay, causal, normalize, eps, chunk);
+                         bool causal, bool normalize, double eps, int64_t chunk, int64_t feature_map) {
+  check_forward_args(q, k, v, decay, causal, normalize, eps, chunk, feature_map);
   TORCH_CHECK(grad_out.sizes() == v.sizes() && out.sizes() == v.sizes(),
               "linear_attention_backward: grad_out and out must have v's shape ", v.sizes());
   TORCH_CHECK(grad_out.scalar_type() == v.scalar_type() && out.scalar_type() == v.scalar_type(),

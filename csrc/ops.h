@@ -11,10 +11,11 @@ namespace linbench {
 
 // Everything a kernel assumes of its arguments, checked once with messages that name them.
 void check_forward_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                        const std::optional<at::Tensor>& decay, bool causal, bool normalize, double eps, int64_t chunk);
+                        const std::optional<at::Tensor>& decay, bool causal, bool normalize, double eps, int64_t chunk,
+                        int64_t feature_map);
 void check_backward_args(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& decay, const at::Tensor& out, const at::Tensor& den,
-                         bool causal, bool normalize, double eps, int64_t chunk);
+                         bool causal, bool normalize, double eps, int64_t chunk, int64_t feature_map);
 
 // den's shape: (B, H, S) when normalised, else (0,) (nothing to carry to the backward).
 std::vector<int64_t> den_shape(const at::Tensor& q, bool normalize);
@@ -24,21 +25,23 @@ at::ScalarType accumulate_type(at::ScalarType input);
 std::tuple<at::Tensor, at::Tensor> forward_cpu_op(const at::Tensor& q, const at::Tensor& k,
                                                                 const at::Tensor& v,
                                                                 const std::optional<at::Tensor>& decay, bool causal,
-                                                                bool normalize, double eps, int64_t chunk);
+                                                                bool normalize, double eps, int64_t chunk,
+                                                                int64_t feature_map);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cpu_op(
     const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& decay, const at::Tensor& out, const at::Tensor& den, bool causal, bool normalize,
-    double eps, int64_t chunk);
+    double eps, int64_t chunk, int64_t feature_map);
 
 #ifdef LINBENCH_WITH_CUDA
 std::tuple<at::Tensor, at::Tensor> forward_cuda_op(const at::Tensor& q, const at::Tensor& k,
                                                                  const at::Tensor& v,
                                                                  const std::optional<at::Tensor>& decay, bool causal,
-                                                                 bool normalize, double eps, int64_t chunk);
+                                                                 bool normalize, double eps, int64_t chunk,
+                                                                 int64_t feature_map);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda_op(
     const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& decay, const at::Tensor& out, const at::Tensor& den, bool causal, bool normalize,
-    double eps, int64_t chunk);
+    double eps, int64_t chunk, int64_t feature_map);
 #endif
 
 }  // namespace linbench

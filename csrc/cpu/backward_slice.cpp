@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cpu/chunk_buffers.h"
+#include "cpu/feature_maps.h"
 #include "cpu/slice_kernels.h"
 #include "cpu/tile_gemm.h"
 
@@ -27,6 +28,7 @@ template <typename acc_t>
 struct BackwardScratch {
   std::vector<acc_t> q, q_t, k, k_t, v, v_t, dn, dn_t, dd, square, dq, dk, dv;
   std::vector<acc_t> state_t, key_sum, r, r_t, r_key;
+  std::vector<acc_t> raw;  // q or k as given, for the feature map's backward
 
   BackwardScratch(const SliceDims& d)
       : q(d.chunk * d.dim_k),
@@ -46,7 +48,8 @@ struct BackwardScratch {
         key_sum(d.dim_k, acc_t(0)),
         r(d.dim_k * d.dim_v, acc_t(0)),
         r_t(d.dim_v * d.dim_k),
-        r_key(d.dim_k, acc_t(0)) {}
+        r_key(d.dim_k, acc_t(0)),
+        raw(d.feature == FeatureMap::identity ? 0 : d.chunk * d.dim_k) {}
 };
 
 template <typename scalar_t, typename acc_t>
@@ -94,13 +97,21 @@ void add_scaled_vector(acc_t* rows, const acc_t* scale, const acc_t* vec, int64_
     for (int64_t f = 0; f < dim; ++f) rows[i * dim + f] += scale[i] * vec[f];
 }
 
+// grad (n rows of q or k) from dL/dphi to dL/dx, reading the raw rows at src.
+template <typename scalar_t, typename acc_t>
+void through_feature_map(const SliceDims& d, BackwardScratch<acc_t>& s, acc_t* grad, const scalar_t* src, int64_t n) {
+  if (d.feature == FeatureMap::identity) return;
+  load_rows(s.raw.data(), src, n, d.dim_k);
+  feature_backward(grad, s.raw.data(), n, d.dim_k, d.feature);
+}
+
 template <typename scalar_t, typename acc_t>
 void grad_q_sweep(const SliceDims& d, const SliceInputs<scalar_t, acc_t>& in, const GradInputs<scalar_t, acc_t>& g,
                   BackwardScratch<acc_t>& s, scalar_t* grad_q) {
   const int64_t C = d.chunk;
   for (int64_t start = 0, c = 0; start < d.seq; start += C, ++c) {
     const int64_t n = std::min(C, d.seq - start);
-    load_rows(s.k.data(), in.k + start * d.dim_k, n, d.dim_k);
+    load_feature_rows(s.k.data(), in.k + start * d.dim_k, n, d.dim_k, d.feature);
     load_transposed(s.v_t.data(), in.v + start * d.dim_v, n, d.dim_v, C);
     load_output_grad(d, g, s, start, n);
     // S^T is dv x dk: a decay of S's column e scales row e of S^T.
@@ -115,8 +126,9 @@ void grad_q_sweep(const SliceDims& d, const SliceInputs<scalar_t, acc_t>& in, co
       add_scaled_vector(s.dq.data(), s.dd.data(), s.key_sum.data(), n, d.dim_k);
       add_column_sums(s.key_sum.data(), s.k.data(), n, d.dim_k);
     }
-    store_rows(grad_q + start * d.dim_k, s.dq.data(), n, d.dim_k);
     product<Part::full>(d.dim_v, d.dim_k, n, s.v_t.data(), C, s.k.data(), d.dim_k, s.state_t.data(), d.dim_k, true);
+    through_feature_map(d, s, s.dq.data(), in.q + start * d.dim_k, n);
+    store_rows(grad_q + start * d.dim_k, s.dq.data(), n, d.dim_k);
   }
 }
 
@@ -127,9 +139,9 @@ void grad_kv_sweep(const SliceDims& d, const SliceInputs<scalar_t, acc_t>& in, c
   const int64_t n_chunks = (d.seq + C - 1) / C;
   for (int64_t c = n_chunks - 1; c >= 0; --c) {
     const int64_t start = c * C, n = std::min(C, d.seq - start);
-    load_rows(s.q.data(), in.q + start * d.dim_k, n, d.dim_k);
-    load_transposed(s.q_t.data(), in.q + start * d.dim_k, n, d.dim_k, C);
-    load_rows(s.k.data(), in.k + start * d.dim_k, n, d.dim_k);
+    load_feature_rows(s.q.data(), in.q + start * d.dim_k, n, d.dim_k, d.feature);
+    load_feature_transposed(s.q_t.data(), in.q + start * d.dim_k, n, d.dim_k, C, d.feature);
+    load_feature_rows(s.k.data(), in.k + start * d.dim_k, n, d.dim_k, d.feature);
     load_rows(s.v.data(), in.v + start * d.dim_v, n, d.dim_v);
     load_output_grad(d, g, s, start, n);
     transpose_block(s.dn_t.data(), s.dn.data(), n, d.dim_v, C);
@@ -150,6 +162,7 @@ void grad_kv_sweep(const SliceDims& d, const SliceInputs<scalar_t, acc_t>& in, c
     keep_upper(s.square.data(), n, C);
     product<Part::upper_a>(n, d.dim_v, n, s.square.data(), C, s.dn.data(), d.dim_v, s.dv.data(), d.dim_v, false);
     product<Part::full>(n, d.dim_v, d.dim_k, s.k.data(), d.dim_k, s.r.data(), d.dim_v, s.dv.data(), d.dim_v, true);
+    through_feature_map(d, s, s.dk.data(), in.k + start * d.dim_k, n);
     store_rows(grad_k + start * d.dim_k, s.dk.data(), n, d.dim_k);
     store_rows(grad_v + start * d.dim_v, s.dv.data(), n, d.dim_v);
 
@@ -170,9 +183,9 @@ void backward_bidirectional(const SliceDims& d, const SliceInputs<scalar_t, acc_
   const int64_t C = d.chunk;
   for (int64_t start = 0; start < d.seq; start += C) {
     const int64_t n = std::min(C, d.seq - start);
-    load_rows(s.k.data(), in.k + start * d.dim_k, n, d.dim_k);
+    load_feature_rows(s.k.data(), in.k + start * d.dim_k, n, d.dim_k, d.feature);
     load_transposed(s.v_t.data(), in.v + start * d.dim_v, n, d.dim_v, C);
-    load_transposed(s.q_t.data(), in.q + start * d.dim_k, n, d.dim_k, C);
+    load_feature_transposed(s.q_t.data(), in.q + start * d.dim_k, n, d.dim_k, C, d.feature);
     load_output_grad(d, g, s, start, n);
     product<Part::full>(d.dim_v, d.dim_k, n, s.v_t.data(), C, s.k.data(), d.dim_k, s.state_t.data(), d.dim_k, true);
     product<Part::full>(d.dim_k, d.dim_v, n, s.q_t.data(), C, s.dn.data(), d.dim_v, s.r.data(), d.dim_v, true);
@@ -185,7 +198,7 @@ void backward_bidirectional(const SliceDims& d, const SliceInputs<scalar_t, acc_
   transpose(s.r_t.data(), s.r.data(), d.dim_k, d.dim_v);
   for (int64_t start = 0; start < d.seq; start += C) {
     const int64_t n = std::min(C, d.seq - start);
-    load_rows(s.k.data(), in.k + start * d.dim_k, n, d.dim_k);
+    load_feature_rows(s.k.data(), in.k + start * d.dim_k, n, d.dim_k, d.feature);
     load_rows(s.v.data(), in.v + start * d.dim_v, n, d.dim_v);
     load_output_grad(d, g, s, start, n);
     product<Part::full>(n, d.dim_k, d.dim_v, s.dn.data(), d.dim_v, s.state_t.data(), d.dim_k, s.dq.data(), d.dim_k,
@@ -197,6 +210,8 @@ void backward_bidirectional(const SliceDims& d, const SliceInputs<scalar_t, acc_
       for (int64_t j = 0; j < n; ++j)
         for (int64_t f = 0; f < d.dim_k; ++f) s.dk[j * d.dim_k + f] += s.r_key[f];
     }
+    through_feature_map(d, s, s.dq.data(), in.q + start * d.dim_k, n);
+    through_feature_map(d, s, s.dk.data(), in.k + start * d.dim_k, n);
     store_rows(grad_q + start * d.dim_k, s.dq.data(), n, d.dim_k);
     store_rows(grad_k + start * d.dim_k, s.dk.data(), n, d.dim_k);
     store_rows(grad_v + start * d.dim_v, s.dv.data(), n, d.dim_v);

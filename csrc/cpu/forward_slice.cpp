@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cpu/chunk_buffers.h"
+#include "cpu/feature_maps.h"
 #include "cpu/slice_kernels.h"
 #include "cpu/tile_gemm.h"
 
@@ -63,8 +64,8 @@ void absorb_chunk(const SliceDims& d, ForwardScratch<acc_t>& s, int64_t n) {
 template <typename scalar_t, typename acc_t>
 void load_chunk(const SliceDims& d, const SliceInputs<scalar_t, acc_t>& in, ForwardScratch<acc_t>& s, int64_t start,
                 int64_t n, bool with_q) {
-  if (with_q) load_rows(s.q.data(), in.q + start * d.dim_k, n, d.dim_k);
-  load_transposed(s.k_t.data(), in.k + start * d.dim_k, n, d.dim_k, d.chunk);
+  if (with_q) load_feature_rows(s.q.data(), in.q + start * d.dim_k, n, d.dim_k, d.feature);
+  load_feature_transposed(s.k_t.data(), in.k + start * d.dim_k, n, d.dim_k, d.chunk, d.feature);
   load_rows(s.v.data(), in.v + start * d.dim_v, n, d.dim_v);
 }
 
@@ -97,7 +98,7 @@ void forward_bidirectional(const SliceDims& d, const SliceInputs<scalar_t, acc_t
   }
   for (int64_t start = 0; start < d.seq; start += d.chunk) {
     const int64_t n = std::min(d.chunk, d.seq - start);
-    load_rows(s.q.data(), in.q + start * d.dim_k, n, d.dim_k);
+    load_feature_rows(s.q.data(), in.q + start * d.dim_k, n, d.dim_k, d.feature);
     product<Part::full>(n, d.dim_v, d.dim_k, s.q.data(), d.dim_k, s.state.data(), d.dim_v, s.out.data(), d.dim_v,
                         false);
     store_output(d, s, n, false, out + start * d.dim_v, d.normalize ? den + start : nullptr);

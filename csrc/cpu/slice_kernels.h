@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "cpu/feature_maps.h"
+
 namespace linbench::cpu {
 
 struct SliceDims {
@@ -14,6 +16,7 @@ struct SliceDims {
   bool causal;
   bool normalize;
   double eps;
+  FeatureMap feature;  // applied to q and k as they are loaded
 };
 
 // Inputs of one slice: q, k (seq x dim_k), v (seq x dim_v); decay (n_chunks x dim_v) or null.

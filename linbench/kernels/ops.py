@@ -17,6 +17,8 @@ from linbench.variants.registry import ImplUnavailableError
 
 FORWARD = "linbench::linear_attention_forward"
 BACKWARD = "linbench::linear_attention_backward"
+# What the op applies to q and k itself (csrc/bindings.cpp): the CPU kernel as it loads a chunk.
+FEATURE_MAPS = {"none": 0, "l2": 1, "elu1": 2}
 
 
 def _accumulate_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -36,6 +38,7 @@ def _fake_forward(
     normalize: bool,
     eps: float,
     chunk: int,
+    feature_map: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     out = v.new_empty(v.shape)
     den = q.new_empty(_den_shape(q, normalize), dtype=_accumulate_dtype(q.dtype))
@@ -54,26 +57,27 @@ def _fake_backward(
     normalize: bool,
     eps: float,
     chunk: int,
+    feature_map: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, torch.Tensor]) -> None:
-    q, k, v, decay, causal, normalize, eps, chunk = inputs
+    q, k, v, decay, causal, normalize, eps, chunk, feature_map = inputs
     out, den = output
     ctx.save_for_backward(q, k, v, decay, out, den)
-    ctx.flags = (causal, normalize, eps, chunk)
+    ctx.flags = (causal, normalize, eps, chunk, feature_map)
 
 
 def _backward(ctx: Any, grad_out: torch.Tensor, grad_den: torch.Tensor | None) -> tuple[Any, ...]:
     # den is a by-product handed to the backward, not a differentiable result: its gradient is dropped.
     del grad_den
     q, k, v, decay, out, den = ctx.saved_tensors
-    causal, normalize, eps, chunk = ctx.flags
+    causal, normalize, eps, chunk, feature_map = ctx.flags
     grads = torch.ops.linbench.linear_attention_backward(
-        grad_out, q, k, v, decay, out, den, causal, normalize, eps, chunk
+        grad_out, q, k, v, decay, out, den, causal, normalize, eps, chunk, feature_map
     )
-    return (*grads, None, None, None, None, None)
+    return (*grads, None, None, None, None, None, None)
 
 
 @functools.cache
@@ -102,12 +106,18 @@ def linear_attention(
     eps: float | None,
     chunk: int,
     decay: torch.Tensor | None = None,
+    feature_map: str = "none",
 ) -> torch.Tensor:
-    """sum_{j in M(i)} (q_i . k_j) v_j, divided by sum_{j in M(i)} q_i . k_j + eps when eps is given."""
+    """sum_{j in M(i)} (phi(q_i) . phi(k_j)) v_j, divided by sum_{j in M(i)} phi(q_i) . phi(k_j) + eps when
+    eps is given; phi is ``feature_map`` ("none", "l2": rows divided by their L2 norm, "elu1": elu + 1)."""
+    if feature_map not in FEATURE_MAPS:
+        raise ValueError(f"unknown feature map {feature_map!r}; maps: {', '.join(FEATURE_MAPS)}")
     normalize = eps is not None
     # Under torch.compile the library is already loaded (an eager call or the impl's
     # availability check did it) and the build step is no graph material.
     if not torch.compiler.is_compiling():
         kernel_ops()
-    out, _ = torch.ops.linbench.linear_attention_forward(q, k, v, decay, causal, normalize, float(eps or 0.0), chunk)
+    out, _ = torch.ops.linbench.linear_attention_forward(
+        q, k, v, decay, causal, normalize, float(eps or 0.0), chunk, FEATURE_MAPS[feature_map]
+    )
     return out

@@ -122,3 +122,45 @@ def test_forward_holds_nothing_beyond_its_output() -> None:
     with PeakRSS() as peak:
         out = linear_attention(q, k, v, causal=True, eps=1e-6, chunk=64)
     assert peak.peak_bytes <= 1.5 * out.numel() * out.element_size()
+
+
+FEATURES = {
+    "l2": lambda x: torch.nn.functional.normalize(x, dim=-1),
+    "elu1": lambda x: torch.nn.functional.elu(x) + 1.0,
+}
+
+
+@pytest.mark.parametrize("feature_map", list(FEATURES))
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
+@pytest.mark.parametrize("eps", [None, 1e-6], ids=["plain", "normalised"])
+def test_fused_feature_maps_equal_the_maps_applied_first(feature_map: str, causal: bool, eps: float | None) -> None:
+    """phi applied by the op as it loads q and k: outputs and gradients equal phi applied in PyTorch."""
+    q, k, v = (t.detach().sub(0.5).requires_grad_() for t in random_inputs(130, 16, 8))
+    phi = FEATURES[feature_map]
+    expected = dense_reference(phi(q), phi(k), v, causal=causal, eps=eps)
+    actual = linear_attention(q, k, v, causal=causal, eps=eps, chunk=64, feature_map=feature_map)
+    grad_out = torch.randn_like(expected)
+    want = torch.autograd.grad(expected, (q, k, v), grad_out)
+    got = torch.autograd.grad(actual, (q, k, v), grad_out)
+    torch.testing.assert_close(actual, expected, rtol=1e-10, atol=1e-10)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-10, atol=1e-10)
+
+
+def test_l2_feature_map_of_a_zero_row_is_finite() -> None:
+    """F.normalize divides a zero row by eps instead of by 0; so does the fused map, and its gradient."""
+    q, k, v = (t.detach().requires_grad_() for t in random_inputs(70, 8, 4))
+    with torch.no_grad():
+        q[..., 3, :] = 0.0
+        k[..., 5, :] = 0.0
+    out = linear_attention(q, k, v, causal=True, eps=None, chunk=64, feature_map="l2")
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    assert torch.isfinite(out).all() and all(torch.isfinite(g).all() for g in grads)
+
+
+def test_unknown_feature_map_is_refused() -> None:
+    q, k, v = (t.detach() for t in random_inputs(8, 4, 4))
+    with pytest.raises(ValueError, match="unknown feature map 'relu'"):
+        linear_attention(q, k, v, causal=True, eps=None, chunk=64, feature_map="relu")
+    with pytest.raises(RuntimeError, match="feature_map must be 0"):
+        OPS.linear_attention_forward(q, k, v, None, True, False, 0.0, 64, 7)

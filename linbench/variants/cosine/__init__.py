@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from linbench.variants.cosine.features import cosine_features
+from linbench.variants.cosine.kernel import kernel
 from linbench.variants.cosine.quadratic import quadratic
 from linbench.variants.flops import linear_flops
 from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
@@ -22,8 +23,9 @@ VARIANT = register_variant(
                     "naive": "the paper's Appendix A: cumsum of V⊗K outer products",
                     "chunked": "chunkwise-parallel: masked matmul per chunk, Dk×Dv state across chunks",
                     "recurrent": "RNN form (§5): H_t = H_{t−1} + k_t v_tᵀ, one token at a time",
-                    "kernel": "csrc/ chunked kernel on N(q), N(k), v / s^σ(m): fp32 state, recomputing backward",
+                    "kernel": "csrc/ chunked kernel, the L2 norms of q and k fused into its loads; fp32 state",
                 },
+                kernel=kernel,
             ),
         ),
         reference="quadratic",

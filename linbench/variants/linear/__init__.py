@@ -6,6 +6,7 @@ from functools import partial
 
 from linbench.variants.flops import linear_flops
 from linbench.variants.linear.features import linear_features, quadratic
+from linbench.variants.linear.kernel import kernel
 from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.registry import Impl, Param, Variant, register_variant
 
@@ -20,8 +21,9 @@ VARIANT = register_variant(
                 {
                     "chunked": "chunkwise-parallel: masked matmul per chunk, Dk×Dv state and key sum across chunks",
                     "recurrent": "RNN form: S_t = S_{t−1} + φ(k_t) v_tᵀ, z_t = z_{t−1} + φ(k_t)",
-                    "kernel": "csrc/ chunked kernel with the normaliser in the same pass",
+                    "kernel": "csrc/ chunked kernel, elu + 1 fused into its loads, the normaliser in the same pass",
                 },
+                kernel=kernel,
             ),
         ),
         reference="quadratic",

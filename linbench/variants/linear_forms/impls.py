@@ -94,15 +94,21 @@ def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY) -> Impl:
     )
 
 
-def feature_map_impls(features: FeatureMap, summaries: Mapping[str, str]) -> tuple[Impl, ...]:
-    """The impls named in ``summaries`` (naive, chunked, recurrent, kernel), computing ``features``."""
+def feature_map_impls(
+    features: FeatureMap, summaries: Mapping[str, str], kernel: ImplFn | None = None
+) -> tuple[Impl, ...]:
+    """The impls named in ``summaries`` (naive, chunked, recurrent, kernel), computing ``features``.
+
+    ``kernel`` replaces the generic kernel impl (features in PyTorch, then the op) by one that
+    hands the op its own feature map to fuse.
+    """
     makers = {
         "naive": lambda: Impl("naive", _naive(features), summaries.get("naive", ""), "O(sd²)", "O(sd²)"),
         "chunked": lambda: Impl(
             "chunked", _chunked(features), summaries.get("chunked", ""), "O(sd²)", "O(sd)", params=(CHUNK_SIZE,)
         ),
         "recurrent": lambda: Impl("recurrent", _recurrent(features), summaries.get("recurrent", ""), "O(sd²)", "O(d²)"),
-        "kernel": lambda: kernel_impl(_kernel(features), summaries.get("kernel") or KERNEL_SUMMARY),
+        "kernel": lambda: kernel_impl(kernel or _kernel(features), summaries.get("kernel") or KERNEL_SUMMARY),
     }
     unknown = set(summaries) - set(makers)
     if unknown:

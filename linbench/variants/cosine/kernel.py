@@ -1,0 +1,25 @@
+"""cosine on the csrc kernel, its L2 normalisation of q and k fused into the kernel's loads.
+
+Done in PyTorch, normalising q and k takes three passes over each (norms, division, and the
+copy the division writes); at S = 16k those passes cost about as much as the kernel itself.
+Only v's per-head scale 1 / s^σ(m) stays in PyTorch, so its gradient reaches ``norm_const``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from linbench.kernels import ops as kernel_ops
+from linbench.variants.common import compute_dtype, positive_int
+from linbench.variants.cosine.features import value_scale
+
+
+def kernel(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, chunk_size: int, norm_const: Any, seq_len: Any
+) -> torch.Tensor:
+    size = positive_int("chunk_size", chunk_size)
+    v_up = v.to(compute_dtype(v.dtype))
+    scaled_v = (v_up * value_scale(norm_const, seq_len, q.shape[1], q.shape[-2], v_up)).to(v.dtype)
+    return kernel_ops.linear_attention(q, k, scaled_v, causal=causal, eps=None, chunk=size, feature_map="l2")
