@@ -184,12 +184,15 @@ def draw_failures(
     ax: Axes, rows: pd.DataFrame, x: str, colours: dict[str, str], styles: dict[tuple[str, str], tuple[object, str]]
 ) -> None:
     """Points that were not ok: the impl's own marker, hollow, at their length along the top
-    edge (one lane per impl), with the status written beside it."""
-    failed = rows[rows["status"] != "ok"]
+    edge (one lane per impl), with the status written beside the first of a run of equal ones
+    (a row of "skipped skipped ..." at every length would overprint itself)."""
+    failed = rows[rows["status"] != "ok"].sort_values(x)
     transform = ax.get_xaxis_transform()  # x in data, y in axes fraction
     lanes = {impl: n for n, impl in enumerate(dict.fromkeys(zip(failed["variant"], failed["impl"], strict=True)))}
+    labelled: dict[tuple[str, str], str] = {}
     for row in failed.itertuples(index=False):
-        y = 0.96 - 0.045 * lanes[(row.variant, row.impl)]
+        lane = (row.variant, row.impl)
+        y = 0.96 - 0.045 * lanes[lane]
         colour = colours[row.variant]
         marker = styles[(row.variant, row.impl)][1]
         ax.plot(
@@ -204,6 +207,9 @@ def draw_failures(
             color=colour,
             clip_on=False,
         )
+        if labelled.get(lane) == row.status:
+            continue
+        labelled[lane] = row.status
         ax.annotate(
             row.status,
             (getattr(row, x), y),
