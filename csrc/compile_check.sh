@@ -24,10 +24,22 @@ fi
 # builds; an empty stand-in is enough to parse them.
 mkdir -p "$out/stub/c10/cuda/impl"
 echo "#pragma once" >"$out/stub/c10/cuda/impl/cuda_cmake_macros.h"
-cuda_home="$(dirname "$(dirname "$(command -v nvcc)")")"
+# The CUDA headers: $CUDA_HOME, else beside nvcc, else /usr/local/cuda (nvcc may be a wrapper
+# elsewhere on PATH).
+cuda_include=""
+for home in "${CUDA_HOME:-}" "$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")" /usr/local/cuda; do
+  if [[ -n "$home" && -f "$home/include/cuda_runtime.h" ]]; then
+    cuda_include="$home/include"
+    break
+  fi
+done
+if [[ -z "$cuda_include" ]]; then
+  echo "cuda_runtime.h not found (set CUDA_HOME)" >&2
+  exit 1
+fi
 python_include="$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 g++ -fsyntax-only -std=c++20 -Wall -Werror -DLINBENCH_WITH_CUDA -I. \
   -isystem "$torch_include" -isystem "$torch_include/torch/csrc/api/include" -isystem "$out/stub" \
-  -isystem "$cuda_home/include" -isystem "$python_include" \
+  -isystem "$cuda_include" -isystem "$python_include" \
   cuda_ops.cpp bindings.cpp
 echo "checked cuda_ops.cpp and bindings.cpp (CUDA registrations) against torch's headers"
