@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -12,28 +13,34 @@ from linbench.variants.common import positive_number, upcast
 from linbench.variants.linear_forms.impls import Features
 
 
-def norm_const_tensor(norm_const: Any, heads: int, like: torch.Tensor) -> torch.Tensor:
-    """m as a (1, H, 1, 1) or (1, 1, 1, 1) tensor that keeps its autograd graph."""
+def norm_const_tensor(norm_const: torch.Tensor, heads: int, like: torch.Tensor) -> torch.Tensor:
+    """A learnable m as a (1, H, 1, 1) or (1, 1, 1, 1) tensor that keeps its autograd graph."""
+    if norm_const.ndim == 0:
+        m = norm_const.reshape(1, 1, 1, 1)
+    elif tuple(norm_const.shape) == (heads,):
+        m = norm_const.reshape(1, heads, 1, 1)
+    else:
+        raise ValueError(
+            f"norm_const must be a number or a tensor of shape (H,) = ({heads},); got shape {tuple(norm_const.shape)}"
+        )
+    return m.to(device=like.device, dtype=like.dtype)
+
+
+def value_scale(
+    norm_const: Any, seq_len: Any, heads: int, default_len: int, like: torch.Tensor
+) -> torch.Tensor | float:
+    """1 / s^sigmoid(m), per head, with s = seq_len (the sequence length by default).
+
+    A plain number m gives a plain float: making a one-element GPU tensor of it would copy
+    from the host and wait for the device on every call (0.5 ms at 1k tokens on an H100,
+    more than the attention), and could not be captured in a CUDA graph.
+    """
+    s = positive_number("seq_len", default_len if seq_len is None else seq_len)
     if isinstance(norm_const, torch.Tensor):
-        if norm_const.ndim == 0:
-            m = norm_const.reshape(1, 1, 1, 1)
-        elif tuple(norm_const.shape) == (heads,):
-            m = norm_const.reshape(1, heads, 1, 1)
-        else:
-            raise ValueError(
-                f"norm_const must be a number or a tensor of shape (H,) = ({heads},); "
-                f"got shape {tuple(norm_const.shape)}"
-            )
-        return m.to(device=like.device, dtype=like.dtype)
+        return torch.pow(s, -torch.sigmoid(norm_const_tensor(norm_const, heads, like)))
     if isinstance(norm_const, bool) or not isinstance(norm_const, numbers.Real):
         raise ValueError(f"norm_const must be a number or a tensor of shape (H,); got {norm_const!r}")
-    return torch.tensor(float(norm_const), device=like.device, dtype=like.dtype).reshape(1, 1, 1, 1)
-
-
-def value_scale(norm_const: Any, seq_len: Any, heads: int, default_len: int, like: torch.Tensor) -> torch.Tensor:
-    """1 / s^sigmoid(m), per head, with s = seq_len (the sequence length by default)."""
-    s = positive_number("seq_len", default_len if seq_len is None else seq_len)
-    return torch.pow(s, -torch.sigmoid(norm_const_tensor(norm_const, heads, like)))
+    return float(s) ** -(1.0 / (1.0 + math.exp(-float(norm_const))))
 
 
 def cosine_features(
