@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import torch
 
-from linbench.correctness import Shape, check_impl
-from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant
+from linbench.api import attention
+from linbench.correctness import Shape, check_impl, compare
+from linbench.variants.registry import Impl, Variant, get_variant, register_variant, unregister_variant
 
 
 def _identity(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
@@ -51,9 +54,98 @@ def test_an_impl_that_raises_is_a_failing_case(planted: Variant) -> None:
     assert "raised TypeError: planted bug" in result.describe()
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
-def test_a_one_percent_error_fails_in_every_dtype_but_bf16(planted: Variant, dtype: torch.dtype) -> None:
-    """1% is far outside fp64/fp32 tolerance; bf16's ~10 ulps (8%) cannot see it, by design."""
-    result = check_impl(planted, "off", Shape(1, 2, 9, 4, 4), causal=True, dtype=dtype)
-    assert result.ok is (dtype == torch.bfloat16), result.describe()
-    assert check_impl(planted, "ref", Shape(1, 2, 9, 4, 4), causal=True, dtype=dtype).ok
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_a_one_percent_error_fails_in_every_dtype(planted: Variant, dtype: torch.dtype) -> None:
+    """1% is far outside fp64/fp32 tolerance; in 16 bits it is the scale error that fails it."""
+    result = check_impl(planted, "off", Shape(1, 2, 9, 4, 4), causal=True, dtype=dtype, device="cpu")
+    assert not result.ok, result.describe()
+    assert check_impl(planted, "ref", Shape(1, 2, 9, 4, 4), causal=True, dtype=dtype, device="cpu").ok
+
+
+class _ScaleGradient(torch.autograd.Function):
+    """Identity forward; the backward multiplies the gradient by ``factor``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, factor: float) -> torch.Tensor:
+        ctx.factor = factor
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad * ctx.factor, None
+
+
+def _linear_with_grad_q_scaled(factor: float) -> Any:
+    def impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, eps: float) -> torch.Tensor:
+        q = _ScaleGradient.apply(q, factor)
+        return attention(q, k, v, variant="linear", impl="chunked", causal=causal, eps=eps)
+
+    return impl
+
+
+@pytest.fixture
+def linear_planted() -> Iterator[Variant]:
+    linear = get_variant("linear")
+    variant = dataclasses.replace(
+        linear,
+        name="test-planted-gradient",
+        impl_list=(
+            next(impl for impl in linear.impl_list if impl.name == "quadratic"),
+            Impl("same", _linear_with_grad_q_scaled(1.0), "", "O(sd²)", "O(sd)"),
+            Impl("scaled", _linear_with_grad_q_scaled(1.01), "", "O(sd²)", "O(sd)"),
+        ),
+        decoder_list=(),
+        stream=None,
+        auto_order=("same",),
+    )
+    register_variant(variant)
+    yield variant
+    unregister_variant(variant.name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_a_gradient_scaled_by_one_percent_fails(linear_planted: Variant, dtype: torch.dtype) -> None:
+    shape = Shape(2, 2, 64, 16, 16)
+    right = check_impl(linear_planted, "same", shape, causal=True, dtype=dtype, device="cpu")
+    wrong = check_impl(linear_planted, "scaled", shape, causal=True, dtype=dtype, device="cpu")
+    assert right.ok, right.describe()
+    assert not wrong.ok, wrong.describe()
+    assert [c.name for c in wrong.comparisons if not c.ok] == ["grad q"], wrong.describe()
+
+
+def _cancelling(count: int = 256 * 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """A result whose 16-bit error is u-sized relative to its norm but, at a few elements near
+    zero, far above the element-wise tolerance: what a gradient made of a difference of large
+    terms looks like (see UNIT_ROUNDOFF)."""
+    gen = torch.Generator().manual_seed(0)
+    expected = torch.randn(count // 64, 64, generator=gen, dtype=torch.float64)
+    actual = expected + 0.004 * torch.randn(expected.shape, generator=gen, dtype=torch.float64)
+    spots = torch.arange(0, count, count // 10)
+    expected.view(-1)[spots] = 0.0
+    actual.view(-1)[spots] = 0.12
+    return actual, expected
+
+
+def test_16_bit_error_beyond_the_element_wise_rule_passes_norm_wise() -> None:
+    actual, expected = _cancelling()
+    result = compare("grad q", actual, expected, torch.bfloat16)
+    assert result.worst_ratio > 1.0  # the element-wise rule alone would call it wrong
+    assert result.normwise_ratio <= 1.0 and result.scale_ratio <= 1.0
+    assert result.ok, result.describe()
+    # fp32 has no such allowance: the same error is far outside its tolerance.
+    assert not compare("grad q", actual, expected, torch.float32).ok
+
+
+def test_one_wrong_row_fails_even_when_the_norm_wise_error_is_small() -> None:
+    actual, expected = _cancelling()
+    gen = torch.Generator().manual_seed(1)
+    actual[7] = torch.randn(64, generator=gen, dtype=torch.float64)
+    result = compare("out", actual, expected, torch.bfloat16)
+    assert result.normwise_ratio > 1.0 and not result.ok, result.describe()
+
+
+def test_a_scaled_result_fails_whatever_its_size() -> None:
+    _, expected = _cancelling()
+    result = compare("out", expected * 1.01, expected, torch.bfloat16)
+    assert result.worst_ratio <= 1.0 and result.normwise_ratio <= 1.0  # 1% is inside both
+    assert result.scale_ratio > 2.0 and not result.ok, result.describe()

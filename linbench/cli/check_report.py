@@ -27,7 +27,7 @@ class Cell:
 
     @property
     def worst_ratio(self) -> float:
-        return max((case.worst.worst_ratio for case in self.cases if case.worst), default=0.0)
+        return max((case.worst.ratio for case in self.cases if case.worst), default=0.0)
 
 
 @dataclass
