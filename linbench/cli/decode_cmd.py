@@ -21,6 +21,8 @@ HELP = {
     "context": f"Context lengths prefilled before the timed steps: {RANGE_HELP}. Default: 1k..64k.",
     "tokens": "Generated tokens timed per point, after two untimed steps. Default: 32.",
     "timeout_s": "Limit per point (prefill and steps), seconds. Default: 120.",
+    "cuda_graph": "Also capture one step in a CUDA graph and time its replays (the step's device time, "
+    "column device_ms) beside the eager time. CUDA only.",
 }
 
 
@@ -43,6 +45,7 @@ def decode_command(
     ] = None,
     plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
+    cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help=HELP["cuda_graph"])] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display; a summary line.")] = False,
 ) -> None:
     """Measure autoregressive decoding: time per token and state memory against context length."""
@@ -58,6 +61,7 @@ def decode_command(
         "dim_v": dim_v,
         "dtype": dtype or None,
         "device": device,
+        "cuda_graph": cuda_graph or None,
         "plugin": [str(p) for p in plugin] if plugin else None,
     }
     execute_sweep("decode", flags, suite=suite, resume=resume, timeout_s=timeout_s, out=out, quiet=quiet)

@@ -41,6 +41,10 @@ RESULT_COLUMNS = (
     "context",
     "time_per_token_ms",
     "state_bytes",
+    # linbench decode --cuda-graph: whether a step was captured in a CUDA graph, and the
+    # median time of one replay of it (the step's device time, without Python or launches).
+    "cuda_graph",
+    "device_ms",
 )
 
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "time_ms")

@@ -11,6 +11,7 @@ each step carries the state of the one before, and what it reads is that state.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -28,19 +29,20 @@ PREFILL_BLOCK = 16384
 class DecodeWorkload:
     """A context of ``point.shape.seq`` tokens to prefill and ``steps`` tokens to generate."""
 
-    def __init__(self, point: Point, device: torch.device, steps: int, seed: int = 0) -> None:
+    def __init__(self, point: Point, device: torch.device, steps: int, seed: int = 0, spare: bool = False) -> None:
         variant = get_variant(point.variant)
         self.decoder = variant.decoder(point.impl)
         self.shape = point.shape
         self.dtype = torch_dtype(point.dtype)
         self.device = device
         self.context = point.shape.seq
-        self.total = self.context + steps
+        # ``spare``: one token more than the steps, for repeatable_step (a cache has room for it).
+        self.total = self.context + steps + int(spare)
         # Length-derived parameters (cosine's seq_len, cosformer's M) span the whole generation.
         self.params = variant.length_params(self.total, {})
         self._gen = torch.Generator(device=device).manual_seed(seed)
         self.state: Any = None
-        self._tokens = self._draw(steps)
+        self._tokens = self._draw(self.total - self.context)
         self._next = 0
         self._trim_heap = device.type == "cpu"
 
@@ -78,6 +80,19 @@ class DecodeWorkload:
         self._next += 1
         q, k, v = (t[..., n : n + 1, :] for t in self._tokens)
         _, self.state = self.decoder.step(q, k, v, state=self.state, **self.params)
+
+    def repeatable_step(self) -> Callable[[], None]:
+        """A step with the last drawn token from the current state, which it leaves as it is:
+        calling it again repeats the same step at the same context (a recurrent state is
+        replaced, not changed; a cache slot past the filled ones is written again). This is
+        what a CUDA graph captures and replays."""
+        q, k, v = (t[..., -1:, :] for t in self._tokens)
+        state, params, step = self.state, self.params, self.decoder.step
+
+        def again() -> None:
+            step(q, k, v, state=state, **params)
+
+        return again
 
 
 def warm_up(point: Point, device: torch.device, context: int = 16) -> None:

@@ -25,6 +25,9 @@ from linbench.sweep.spec import DECODE_MODE
 from linbench.variants.decoding import state_bytes
 from linbench.variants.registry import get_variant
 
+# Replays of a captured step are cheap and change nothing: time at least this many.
+GRAPH_MIN_REPS = 100
+
 
 class Work(Protocol):
     """What the timers take: untimed ``before`` and timed ``run`` of one repetition."""
@@ -83,13 +86,32 @@ def run_measure(task: Task) -> dict[str, Any]:
 
 
 def _measure_decode(task: Task, device: torch.device) -> dict[str, Any]:
-    """Prefill untimed, read the state's size, then measure the steps like any call."""
+    """Prefill untimed, read the state's size, then measure the steps like any call; with
+    ``cuda_graph``, then time replays of one captured step as well."""
     with torch.no_grad():
         decode_workload.warm_up(task.point, device)
-        work = decode_workload.DecodeWorkload(task.point, device, task.timing.calls, task.seed)
+        work = decode_workload.DecodeWorkload(task.point, device, task.timing.calls, task.seed, spare=task.cuda_graph)
         work.prefill()
         held = state_bytes(work.state)
-        return _measure(task, work, device) | {"state_bytes": held}
+        columns = _measure(task, work, device) | {"state_bytes": held}
+        if task.cuda_graph:
+            columns |= _measure_graph(task, work, device)
+        return columns
+
+
+def _measure_graph(task: Task, work: decode_workload.DecodeWorkload, device: torch.device) -> dict[str, Any]:
+    """The median replay time of one step captured at the context the eager steps reached."""
+    from linbench.measure.cuda_graph import capture, why_not_capturable
+    from linbench.measure.cuda_timer import time_cuda
+
+    try:
+        graph = capture(work.repeatable_step(), device)
+    except Exception as exc:  # a step that cannot be captured keeps its eager time, and says why
+        torch.cuda.synchronize(device)
+        return {"cuda_graph": False, "error": why_not_capturable(exc)}
+    reps = max(task.timing.max_reps, GRAPH_MIN_REPS)
+    timing = time_cuda(graph.replay, device=device, warmup_s=0.0, min_warmup_calls=3, budget_s=0.0, min_reps=reps)
+    return {"cuda_graph": True, "device_ms": timing.median_ms}
 
 
 def _measure(task: Task, work: Work, device: torch.device) -> dict[str, Any]:

@@ -36,6 +36,7 @@ class RunPlan:
     timing: TimingPolicy
     plugins: tuple[str, ...] = ()
     memory_limit_bytes: int | None = None
+    cuda_graph: bool = False  # decode: steps are also timed as CUDA-graph replays
 
 
 def _check_shape_support(targets: Targets, spec: SweepSpec) -> None:
@@ -56,6 +57,8 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     targets = resolve_targets(spec.variants, spec.baselines, device, decode=decode)
     if not decode:  # decoders take any head dim
         _check_shape_support(targets, spec)
+    if spec.cuda_graph and device.type != "cuda":
+        raise ValueError(f"--cuda-graph times CUDA-graph replays and needs a CUDA device, not {device}")
     points = expand_points(spec.blocks, targets.pairs, str(device))
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
     if decode:
@@ -71,6 +74,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         timing=timing,
         plugins=spec.plugins,
         memory_limit_bytes=memory,
+        cuda_graph=spec.cuda_graph,
     )
 
 

@@ -26,6 +26,10 @@ def _silent(event: str, point: Point, row: dict[str, Any] | None) -> None:
     return None
 
 
+# The columns that hold a time, empty unless the point passed its check and ran to the end.
+TIME_COLUMNS = ("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops", "time_per_token_ms", "device_ms")
+
+
 class SweepRunner:
     """Runs a plan into a store; ``listener(event, point, row)`` hears "start" and "row"."""
 
@@ -87,6 +91,7 @@ class SweepRunner:
             timing=self.plan.timing,
             plugins=self.plan.plugins,
             memory_limit_bytes=self.plan.memory_limit_bytes,
+            cuda_graph=self.plan.cuda_graph,
         )
 
     def _row(self, point: Point, result: dict[str, Any], gate: dict[str, Any] | None) -> dict[str, Any]:
@@ -107,6 +112,6 @@ class SweepRunner:
                 row["time_per_token_ms"] = row["time_ms"]
         else:
             # A time is reported only for a point that passed its check and ran to the end.
-            for column in ("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops", "time_per_token_ms"):
+            for column in TIME_COLUMNS:
                 row[column] = None
         return row

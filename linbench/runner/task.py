@@ -70,6 +70,7 @@ class Task:
     # CPU only: the most address space the worker may add; None leaves it unlimited.
     memory_limit_bytes: int | None = None
     seed: int = 0
+    cuda_graph: bool = False  # decode on CUDA: also time a captured step's replays
 
 
 def gate_seq(point: Point) -> int:

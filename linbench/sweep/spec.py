@@ -33,7 +33,7 @@ SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
 RUN_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "plugin")
 DECODE_AXIS_KEYS = ("context", "batch", "heads", "dim", "dim_v", "dtype")
-DECODE_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "plugin")
+DECODE_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin")
 # Keys a suite's top level takes beside its command's own.
 SUITE_KEYS = ("description", "command")
 DEFAULT_SETTINGS: dict[str, Any] = {
@@ -56,6 +56,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
 DECODE_SETTINGS: dict[str, Any] = {
     "context": "1k..64k",
     "tokens": 32,  # timed steps (generated tokens) per point
+    "cuda_graph": False,  # also time each step as a CUDA-graph replay (GPU only)
     "batch": 1,
     "heads": 8,
     "dim": 64,
@@ -113,6 +114,7 @@ class SweepSpec:
     settings: dict[str, Any] = field(default_factory=dict, compare=False)
     command: str = "run"
     tokens: int | None = None  # decode: timed steps per point
+    cuda_graph: bool = False  # decode: also time each step as a CUDA-graph replay
 
 
 def _sizes(key: str, value: Any) -> tuple[int, ...]:
@@ -264,7 +266,14 @@ def spec_from_settings(
         settings={k: base[k] for k in defaults} | {"sweep": tables},
         command=command,
         tokens=_one_size("tokens", base["tokens"]) if command == "decode" else None,
+        cuda_graph=_flag("cuda_graph", base.get("cuda_graph", False)),
     )
+
+
+def _flag(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(f"{key}: {value!r} is not true or false")
+    return value
 
 
 def _one_size(key: str, value: Any) -> int:
