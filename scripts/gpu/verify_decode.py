@@ -1,0 +1,73 @@
+"""Check `linbench decode`'s GPU time per token against an independent hand-timed loop.
+
+Usage: python scripts/gpu/verify_decode.py RUN_DIR  (a decode run on CUDA, ideally with --cuda-graph)
+
+For every ok row of RUN_DIR/results.csv, the same decoder is prefilled to the same context in
+this process, and 100 plain steps are timed between two CUDA events (no L2 flush, no per-step
+events, nothing of linbench's runner). The row passes when linbench's median time per token is
+within 20% of the loop's mean. Prints one line per row and a verdict; exit 1 when any row fails.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import torch
+
+from linbench.dtypes import torch_dtype
+from linbench.variants.registry import get_variant
+
+STEPS = 100
+TOLERANCE = 0.20
+
+
+def hand_loop_ms(variant_name: str, decoder_name: str, row: dict[str, str]) -> float:
+    variant = get_variant(variant_name)
+    decoder = variant.decoder(decoder_name)
+    b, h, context = int(row["batch"]), int(row["heads"]), int(row["context"])
+    dk, dv, dtype = int(row["dim_k"]), int(row["dim_v"]), torch_dtype(row["dtype"])
+    total = context + STEPS + 10
+    params = variant.length_params(total, {})
+    state = None
+    with torch.no_grad():
+        for start in range(0, context, 16384):
+            n = min(16384, context - start)
+            q, k = (torch.randn(b, h, n, dk, device="cuda", dtype=dtype) for _ in range(2))
+            v = torch.randn(b, h, n, dv, device="cuda", dtype=dtype)
+            state = decoder.prefill(q, k, v, state=state, capacity=total, **params)
+            del q, k, v
+        tokens = [torch.randn(b, h, STEPS + 10, d, device="cuda", dtype=dtype) for d in (dk, dk, dv)]
+        for i in range(5):  # warm-up steps, untimed
+            _, state = decoder.step(*(t[..., i : i + 1, :] for t in tokens), state=state, **params)
+        torch.cuda.synchronize()
+        start_event, end_event = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start_event.record()
+        for i in range(5, 5 + STEPS):
+            _, state = decoder.step(*(t[..., i : i + 1, :] for t in tokens), state=state, **params)
+        end_event.record()
+        torch.cuda.synchronize()
+    return start_event.elapsed_time(end_event) / STEPS
+
+
+def main(run: Path) -> int:
+    with (run / "results.csv").open() as handle:
+        rows = [row for row in csv.DictReader(handle) if row["status"] == "ok"]
+    failures = 0
+    print(f"{'decoder':<20} {'context':>8} {'linbench ms':>12} {'hand loop ms':>13} {'ratio':>6} {'graph ms':>9}")
+    for row in rows:
+        loop = hand_loop_ms(row["variant"], row["impl"], row)
+        measured = float(row["time_per_token_ms"])
+        ratio = measured / loop
+        ok = abs(ratio - 1) <= TOLERANCE
+        failures += not ok
+        graph = row.get("device_ms") or "-"
+        name = f"{row['variant']}:{row['impl']}"
+        print(f"{name:<20} {row['context']:>8} {measured:12.4f} {loop:13.4f} {ratio:6.2f} {graph:>9} {'ok' if ok else 'OFF'}")
+    print(f"{len(rows) - failures} of {len(rows)} rows within {TOLERANCE:.0%} of the hand-timed loop")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))
