@@ -48,7 +48,13 @@ class Crossover:
 
     ``seq`` is None when it is not faster at the longest length both reached; when it was
     already faster at the shortest common length, ``at_shortest`` says the true crossover
-    lies at or below ``seq``.
+    lies at or below ``seq``. ``baseline`` is the fastest baseline at ``seq`` (at
+    ``speedup_seq`` when there is no crossover).
+
+    ``speedup`` is the time of the fastest baseline at ``speedup_seq``, the longest length the
+    impl and a baseline both reached, over the impl's time there; ``speedup_baseline`` names
+    that baseline. The fastest baseline changes with the length (a naive recompute that wins
+    at short contexts and stops at 16k), so the ratio and the name are taken at one length.
     """
 
     variant: str
@@ -58,6 +64,7 @@ class Crossover:
     at_shortest: bool
     speedup: float
     speedup_seq: int
+    speedup_baseline: str
     scenario: Scenario = field(repr=False)
 
 
@@ -160,11 +167,20 @@ def _crossovers(scenario: Scenario, rows: pd.DataFrame, baselines: set[str]) -> 
             continue
         length = crossover(times, envelope)
         longest = common[-1]
-        named_at = length if length is not None else longest
-        speedup = envelope[longest] / times[longest]
+        baseline_ms, speedup_baseline = best[longest]
+        crossing_baseline = best[length][1] if length is not None else speedup_baseline
+        speedup = round(baseline_ms / times[longest], 4)
         found.append(
             Crossover(
-                variant, impl, best[named_at][1], length, length == common[0], round(speedup, 4), longest, scenario
+                variant,
+                impl,
+                crossing_baseline,
+                length,
+                length == common[0],
+                speedup,
+                longest,
+                speedup_baseline,
+                scenario,
             )
         )
     return found

@@ -104,7 +104,7 @@ def _crossing_cells(crossing: Crossover | None) -> list[str]:
         where = f"never (to {format_size(crossing.speedup_seq)})"
     else:
         where = ("≤ " if crossing.at_shortest else "") + format_size(crossing.seq)
-    speedup = f"{crossing.speedup:.2f}x vs {crossing.baseline} at {format_size(crossing.speedup_seq)}"
+    speedup = f"{crossing.speedup:.2f}x vs {crossing.speedup_baseline} at {format_size(crossing.speedup_seq)}"
     return [where, speedup]
 
 

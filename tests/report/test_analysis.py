@@ -107,3 +107,31 @@ def test_decode_runs_fit_time_per_token_state_and_step_peak_in_context(tmp_path:
     (crossing,) = report["crossovers"]  # 0.05 ms against 1e-4·c ms: equal at c = 500
     assert (crossing["impl"], crossing["seq"], crossing["at_shortest"]) == ("recurrent", 1024, True)
     assert crossing["baseline"] == "softmax:kvcache"
+
+
+def test_the_speedup_names_the_fastest_baseline_at_its_own_length(tmp_path: Path) -> None:
+    # softmax:naive is the fastest softmax at 1k, softmax:sdpa from 2k: the crossover (at the
+    # shortest length) is against naive, the speedup at 16k against sdpa, and must say so.
+    rows = series("cosine", "chunked", lambda s: 1e-4 * s)
+    rows += series("softmax", "naive", lambda s: 0.2 if s == 1024 else 1e-6 * s * s * 100)
+    rows += series("softmax", "sdpa", lambda s: 1e-6 * s * s)
+    (crossing,) = _analysis(tmp_path, rows)["crossovers"]
+    assert (crossing["seq"], crossing["at_shortest"], crossing["baseline"]) == (1024, True, "softmax:naive")
+    assert (crossing["speedup_baseline"], crossing["speedup_seq"]) == ("softmax:sdpa", 16384)
+    assert crossing["speedup"] == pytest.approx(1e-6 * 16384 / 1e-4, rel=1e-3)
+
+
+def test_a_decode_speedup_is_against_a_decoder_that_reached_that_context(tmp_path: Path) -> None:
+    from synthetic_runs import decode_series
+
+    # As on the GPU: recompute is the fastest softmax decoder at short contexts and stops at
+    # 16k; the KV cache goes on to 1m. The speedup at 1m is against the KV cache.
+    rows = decode_series("cosine", "recurrent", lambda c: 0.3, lambda c: 131072.0)
+    rows += decode_series("softmax", "kvcache", lambda c: 40.0, lambda c: 2048.0 * c)
+    rows += decode_series("softmax", "recompute", lambda c: 3e-4 * c, lambda c: 3072.0 * c, contexts=(1024, 4096))
+    rows += [{**failed("softmax", "recompute", 16384, "oom"), "mode": "decode"}]
+    report = analyse(read_run(write_run(tmp_path, rows, ["softmax:kvcache", "softmax:recompute"]))).to_json()
+    (crossing,) = report["crossovers"]
+    assert (crossing["seq"], crossing["baseline"]) == (1024, "softmax:recompute")
+    assert (crossing["speedup_baseline"], crossing["speedup_seq"]) == ("softmax:kvcache", 1024**2)
+    assert crossing["speedup"] == pytest.approx(40.0 / 0.3, rel=1e-3)
