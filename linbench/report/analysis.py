@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from linbench.report.fit import crossover, fit_power_law
+from linbench.report.fit import NONE, crossover, fit_power_law
 from linbench.report.load import Run
 from linbench.report.series import (
     AXES,
@@ -28,17 +28,25 @@ from linbench.report.series import (
 
 @dataclass(frozen=True)
 class FitResult:
-    """time or memory ∝ axis^exponent for one impl in one scenario."""
+    """time or memory ∝ axis^exponent for one impl in one scenario, by fit.py's rule.
+
+    ``law`` is "power" (a power law over [x_min, x_max], the ``left_out`` shorter points
+    overhead-bound), "flat" (no growth; ``exponent`` is the slope, near 0), "two_points" (a
+    slope through two points, nothing to judge it by) or "none" (no power law found: ``exponent``
+    is None, and ``r2`` that of one line through every point).
+    """
 
     variant: str
     impl: str
     axis: str
     metric: str
-    exponent: float
+    law: str
+    exponent: float | None
     r2: float
     points: int
     x_min: int
     x_max: int
+    left_out: int
     scenario: Scenario = field(repr=False)
 
 
@@ -128,11 +136,13 @@ def _fits(results: pd.DataFrame, axis: str) -> list[FitResult]:
                             impl,
                             axis,
                             metric,
-                            round(fit.exponent, 4),
+                            fit.law,
+                            None if fit.law == NONE else round(fit.exponent, 4) + 0.0,  # never -0.0
                             round(fit.r2, 4),
                             fit.points,
                             int(fit.x_min),
                             int(fit.x_max),
+                            fit.left_out,
                             scenario,
                         )
                     )

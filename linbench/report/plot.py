@@ -27,11 +27,11 @@ from linbench.report.plot_parts import (
     draw_failures,
     draw_reference_slopes,
     draw_series,
+    fit_label,
     format_axes,
     impl_styles,
     legend_extras,
     metrics,
-    power_label,
     variant_colours,
 )
 from linbench.report.series import Scenario, axis_column, impl_series, scenarios
@@ -72,8 +72,8 @@ def _save(figure: Figure, stem: Path, formats: Iterable[str]) -> list[Path]:
 def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analysis) -> Figure:
     """One figure of ``metric`` in ``scenario``; exponents and crossovers come from ``analysis``."""
     crossings = [c for c in analysis.crossovers if c.scenario == scenario] if metric.name == "time" else []
-    exponents = {(f.variant, f.impl): f.exponent for f in analysis.fits
-                 if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
+    fitted = {(f.variant, f.impl): f for f in analysis.fits
+              if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
     figure = Figure(figsize=(9.5, 6.0))
     ax = figure.add_subplot()
     axis = scenario.axis
@@ -82,8 +82,8 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
     styles = impl_styles(rows)
     for variant, impl, series in impl_series(rows):
         label = f"{variant}:{impl}"
-        if (variant, impl) in exponents:
-            label += power_label(AXIS_SYMBOL[axis], exponents[(variant, impl)])
+        if (variant, impl) in fitted:
+            label += fit_label(fitted[(variant, impl)], AXIS_SYMBOL[axis])
         draw_series(ax, series, x, metric, label, colours[variant], styles[(variant, impl)])
     if metric.name != "throughput":
         draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis])

@@ -16,7 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from linbench.report.analysis import Crossover
+from linbench.report.analysis import Crossover, FitResult
+from linbench.report.fit import FLAT, NONE, TWO_POINTS
 from linbench.units import format_bytes, format_ms, format_size
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
@@ -65,9 +66,19 @@ def decode_metrics() -> dict[str, Metric]:
     }
 
 
-def power_label(symbol: str, exponent: float) -> str:
-    """`` ∝ s^1.02`` for a legend entry; a flat fit reads 0.00, never -0.00."""
-    return rf"  $\propto {symbol}^{{{round(exponent, 2) + 0.0:.2f}}}$"
+def fit_label(fit: FitResult, symbol: str) -> str:
+    """What a legend entry says of an impl's fit: `` ∝ s^1.02`` (`` from 16k`` when the shorter
+    points were left out as overhead-bound), ``flat``, ``2 points`` or ``no power law found``;
+    a flat fit reads 0.00, never -0.00."""
+    exponent = None if fit.exponent is None else f"{round(fit.exponent, 2) + 0.0:.2f}"
+    if fit.law == FLAT:
+        return rf"  flat ($\propto {symbol}^{{{exponent}}}$)"
+    if fit.law == TWO_POINTS:
+        return rf"  $\propto {symbol}^{{{exponent}}}$ (2 points)"
+    if fit.law == NONE or exponent is None:
+        return "  no power law found"
+    start = f" from {format_size(fit.x_min) if fit.axis == 'seq' else fit.x_min}" if fit.left_out else ""
+    return rf"  $\propto {symbol}^{{{exponent}}}${start}"
 
 
 def tick_bytes(value: float) -> str:
