@@ -4,7 +4,7 @@ for a decode run the decode figure (plot_decode.py).
 Every scenario (what the run held fixed, see series.py) gets its own figures: log-log
 lines per impl (colour = variant, line style and marker = impl), the fitted exponent in
 each legend entry, dashed O(x) and O(x²) reference slopes anchored at the data, points
-that were not ok marked at their length along the top edge, and crossovers against the
+that were not ok marked at their length in a strip above the plot, and crossovers against the
 fastest softmax impl starred.
 """
 
@@ -37,6 +37,7 @@ from linbench.report.plot_parts import (
 from linbench.report.series import Scenario, axis_column, impl_series, scenarios
 
 FORMATS = ("png", "svg", "pdf")
+TITLE_PAD = 6.0  # points between a title and what is under it (the strip of failures, or the plot)
 
 
 def plot_run(run: Run, out_dir: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
@@ -88,13 +89,14 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
     if metric.name != "throughput":
         draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis])
     draw_crossovers(ax, rows, crossings, colours)
-    draw_failures(ax, rows, x, colours, styles)
+    strip = draw_failures(ax, rows, x, colours, styles)
     format_axes(ax, rows, x, metric, axis)
     device = scenario.get("device_name") or scenario.get("device")
     ax.set_title(
         f"{metric.title} against {AXIS_LABEL[axis].split(' (')[0]}\n{device} · {scenario.label()}",
         fontsize=11,
         loc="left",
+        pad=TITLE_PAD + strip,
     )
     handles, labels = ax.get_legend_handles_labels()
     extra = legend_extras(rows, crossings, with_slopes=metric.name != "throughput")

@@ -48,10 +48,10 @@ def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> F
         draw_reference_slopes(ax, rows, "seq", metric, "s", powers=(0, 1))
         timed = metric.name == "time"
         draw_crossovers(ax, rows, crossings if timed else [], colours)
-        draw_failures(ax, rows, "seq", colours, styles)
+        strip = draw_failures(ax, rows, "seq", colours, styles)
         format_axes(ax, rows, "seq", metric, "seq")
         ax.set_xlabel(CONTEXT_LABEL)
-        ax.set_title(metric.title, fontsize=11, loc="left")
+        ax.set_title(metric.title, fontsize=11, loc="left", pad=6.0 + strip)
         _legend_below(ax, rows, crossings if timed else [])
     device = scenario.get("device_name") or scenario.get("device")
     figure.suptitle(
