@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from linbench.report.fit import crossover, fit_power_law
+from linbench.report.fit import NONE, crossover, fit_power_law
 from linbench.report.load import Run
 from linbench.report.series import (
     AXES,
@@ -28,17 +28,25 @@ from linbench.report.series import (
 
 @dataclass(frozen=True)
 class FitResult:
-    """time or memory ∝ axis^exponent for one impl in one scenario."""
+    """time or memory ∝ axis^exponent for one impl in one scenario, by fit.py's rule.
+
+    ``law`` is "power" (a power law over [x_min, x_max], the ``left_out`` shorter points
+    overhead-bound), "flat" (no growth; ``exponent`` is the slope, near 0), "two_points" (a
+    slope through two points, nothing to judge it by) or "none" (no power law found: ``exponent``
+    is None, and ``r2`` that of one line through every point).
+    """
 
     variant: str
     impl: str
     axis: str
     metric: str
-    exponent: float
+    law: str
+    exponent: float | None
     r2: float
     points: int
     x_min: int
     x_max: int
+    left_out: int
     scenario: Scenario = field(repr=False)
 
 
@@ -48,7 +56,13 @@ class Crossover:
 
     ``seq`` is None when it is not faster at the longest length both reached; when it was
     already faster at the shortest common length, ``at_shortest`` says the true crossover
-    lies at or below ``seq``.
+    lies at or below ``seq``. ``baseline`` is the fastest baseline at ``seq`` (at
+    ``speedup_seq`` when there is no crossover).
+
+    ``speedup`` is the time of the fastest baseline at ``speedup_seq``, the longest length the
+    impl and a baseline both reached, over the impl's time there; ``speedup_baseline`` names
+    that baseline. The fastest baseline changes with the length (a naive recompute that wins
+    at short contexts and stops at 16k), so the ratio and the name are taken at one length.
     """
 
     variant: str
@@ -58,6 +72,7 @@ class Crossover:
     at_shortest: bool
     speedup: float
     speedup_seq: int
+    speedup_baseline: str
     scenario: Scenario = field(repr=False)
 
 
@@ -121,11 +136,13 @@ def _fits(results: pd.DataFrame, axis: str) -> list[FitResult]:
                             impl,
                             axis,
                             metric,
-                            round(fit.exponent, 4),
+                            fit.law,
+                            None if fit.law == NONE else round(fit.exponent, 4) + 0.0,  # never -0.0
                             round(fit.r2, 4),
                             fit.points,
                             int(fit.x_min),
                             int(fit.x_max),
+                            fit.left_out,
                             scenario,
                         )
                     )
@@ -160,11 +177,20 @@ def _crossovers(scenario: Scenario, rows: pd.DataFrame, baselines: set[str]) -> 
             continue
         length = crossover(times, envelope)
         longest = common[-1]
-        named_at = length if length is not None else longest
-        speedup = envelope[longest] / times[longest]
+        baseline_ms, speedup_baseline = best[longest]
+        crossing_baseline = best[length][1] if length is not None else speedup_baseline
+        speedup = round(baseline_ms / times[longest], 4)
         found.append(
             Crossover(
-                variant, impl, best[named_at][1], length, length == common[0], round(speedup, 4), longest, scenario
+                variant,
+                impl,
+                crossing_baseline,
+                length,
+                length == common[0],
+                speedup,
+                longest,
+                speedup_baseline,
+                scenario,
             )
         )
     return found

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from linbench.report.fit import fit_power_law
+from linbench.report.fit import POWER, fit_power_law
 from linbench.report.load import Run
 from linbench.report.series import ok_points, plain, scenarios
 from linbench.sweep.points import KEY_COLUMNS
@@ -65,6 +65,10 @@ class PointDiff:
 
 @dataclass(frozen=True)
 class ExponentCheck:
+    """A fitted time-in-length exponent against its bound. ``law`` is fit.py's verdict; where it
+    found no power law, ``exponent`` is the slope of one line through every point, and the
+    bound still applies to it: a gate errs on the side of failing."""
+
     variant: str
     impl: str
     bound_name: str
@@ -72,6 +76,7 @@ class ExponentCheck:
     exponent: float
     r2: float
     fixed: dict[str, Any]
+    law: str = POWER
 
     @property
     def regressed(self) -> bool:
@@ -235,7 +240,9 @@ def check_exponents(run: Run, bounds: dict[str, float]) -> list[ExponentCheck]:
                 fit = fit_power_law(ok_points(series, "seq", "time"))
                 if fit is not None:
                     checks.append(
-                        ExponentCheck(v, i, name, bound, round(fit.exponent, 4), round(fit.r2, 4), scenario.as_dict())
+                        ExponentCheck(
+                            v, i, name, bound, round(fit.exponent, 4), round(fit.r2, 4), scenario.as_dict(), fit.law
+                        )
                     )
         if len(checks) == before:
             raise CompareError(f"--max-exponent {name}={bound:g}: no {name} series in {run.path} has two ok lengths")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from linbench.report.compare import Comparison, ExponentCheck, PointDiff
+from linbench.report.fit import FLAT, NONE, TWO_POINTS
 from linbench.report.render import ReportTable
 from linbench.units import format_bytes, format_ms, format_size
 
@@ -58,12 +59,22 @@ def exponent_table(checks: list[ExponentCheck]) -> ReportTable:
             [
                 f"{check.variant}:{check.impl}",
                 where,
-                f"s^{check.exponent:.2f} (R² {check.r2:.3f})",
+                _exponent_cell(check),
                 f"≤ {check.bound:g}",
                 verdict,
             ]
         )
     return ReportTable("Fitted time exponents in length", ["impl", "scenario", "exponent", "bound", "verdict"], rows)
+
+
+def _exponent_cell(check: ExponentCheck) -> str:
+    if check.law == FLAT:
+        return f"flat (s^{check.exponent:.2f})"
+    if check.law == TWO_POINTS:
+        return f"s^{check.exponent:.2f} (2 points only)"
+    if check.law == NONE:
+        return f"no power law found (one line: s^{check.exponent:.2f}, R² {check.r2:.3f})"
+    return f"s^{check.exponent:.2f} (R² {check.r2:.3f})"
 
 
 def unmatched_lines(comparison: Comparison) -> list[str]:

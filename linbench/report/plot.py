@@ -4,7 +4,7 @@ for a decode run the decode figure (plot_decode.py).
 Every scenario (what the run held fixed, see series.py) gets its own figures: log-log
 lines per impl (colour = variant, line style and marker = impl), the fitted exponent in
 each legend entry, dashed O(x) and O(x²) reference slopes anchored at the data, points
-that were not ok marked at their length along the top edge, and crossovers against the
+that were not ok marked at their length in a strip above the plot, and crossovers against the
 fastest softmax impl starred.
 """
 
@@ -27,16 +27,17 @@ from linbench.report.plot_parts import (
     draw_failures,
     draw_reference_slopes,
     draw_series,
+    fit_label,
     format_axes,
     impl_styles,
     legend_extras,
     metrics,
-    power_label,
     variant_colours,
 )
 from linbench.report.series import Scenario, axis_column, impl_series, scenarios
 
 FORMATS = ("png", "svg", "pdf")
+TITLE_PAD = 6.0  # points between a title and what is under it (the strip of failures, or the plot)
 
 
 def plot_run(run: Run, out_dir: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
@@ -72,8 +73,8 @@ def _save(figure: Figure, stem: Path, formats: Iterable[str]) -> list[Path]:
 def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analysis) -> Figure:
     """One figure of ``metric`` in ``scenario``; exponents and crossovers come from ``analysis``."""
     crossings = [c for c in analysis.crossovers if c.scenario == scenario] if metric.name == "time" else []
-    exponents = {(f.variant, f.impl): f.exponent for f in analysis.fits
-                 if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
+    fitted = {(f.variant, f.impl): f for f in analysis.fits
+              if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
     figure = Figure(figsize=(9.5, 6.0))
     ax = figure.add_subplot()
     axis = scenario.axis
@@ -82,19 +83,20 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
     styles = impl_styles(rows)
     for variant, impl, series in impl_series(rows):
         label = f"{variant}:{impl}"
-        if (variant, impl) in exponents:
-            label += power_label(AXIS_SYMBOL[axis], exponents[(variant, impl)])
+        if (variant, impl) in fitted:
+            label += fit_label(fitted[(variant, impl)], AXIS_SYMBOL[axis])
         draw_series(ax, series, x, metric, label, colours[variant], styles[(variant, impl)])
     if metric.name != "throughput":
         draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis])
     draw_crossovers(ax, rows, crossings, colours)
-    draw_failures(ax, rows, x, colours, styles)
+    strip = draw_failures(ax, rows, x, colours, styles)
     format_axes(ax, rows, x, metric, axis)
     device = scenario.get("device_name") or scenario.get("device")
     ax.set_title(
         f"{metric.title} against {AXIS_LABEL[axis].split(' (')[0]}\n{device} · {scenario.label()}",
         fontsize=11,
         loc="left",
+        pad=TITLE_PAD + strip,
     )
     handles, labels = ax.get_legend_handles_labels()
     extra = legend_extras(rows, crossings, with_slopes=metric.name != "throughput")

@@ -20,10 +20,10 @@ from linbench.report.plot_parts import (
     draw_failures,
     draw_reference_slopes,
     draw_series,
+    fit_label,
     format_axes,
     impl_styles,
     legend_extras,
-    power_label,
     variant_colours,
 )
 from linbench.report.series import Scenario, impl_series
@@ -38,20 +38,20 @@ def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> F
     colours, styles = variant_colours(rows), impl_styles(rows)
     crossings = [c for c in analysis.crossovers if c.scenario == scenario]
     for ax, metric in zip(axes, decode_metrics().values(), strict=True):
-        exponents = {(f.variant, f.impl): f.exponent for f in analysis.fits
-                     if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
+        fitted = {(f.variant, f.impl): f for f in analysis.fits
+                  if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
         for variant, impl, series in impl_series(rows):
             label = f"{variant}:{impl}"
-            if (variant, impl) in exponents:
-                label += power_label("s", exponents[(variant, impl)])
+            if (variant, impl) in fitted:
+                label += fit_label(fitted[(variant, impl)], "s")
             draw_series(ax, series, "seq", metric, label, colours[variant], styles[(variant, impl)])
         draw_reference_slopes(ax, rows, "seq", metric, "s", powers=(0, 1))
         timed = metric.name == "time"
         draw_crossovers(ax, rows, crossings if timed else [], colours)
-        draw_failures(ax, rows, "seq", colours, styles)
+        strip = draw_failures(ax, rows, "seq", colours, styles)
         format_axes(ax, rows, "seq", metric, "seq")
         ax.set_xlabel(CONTEXT_LABEL)
-        ax.set_title(metric.title, fontsize=11, loc="left")
+        ax.set_title(metric.title, fontsize=11, loc="left", pad=6.0 + strip)
         _legend_below(ax, rows, crossings if timed else [])
     device = scenario.get("device_name") or scenario.get("device")
     figure.suptitle(

@@ -1,5 +1,5 @@
 """The pieces every figure is drawn from: metrics, colours and styles per impl, series with
-their spread, reference slopes, crossovers, failures along the top edge, and log axes.
+their spread, reference slopes, crossovers, failures in a strip above the plot, and log axes.
 
 Colour is the variant (softmax always dark grey), line style and marker the impl; the same
 impl looks the same in every figure of a run.
@@ -7,6 +7,7 @@ impl looks the same in every figure of a run.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,8 +16,10 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+from matplotlib.transforms import blended_transform_factory, offset_copy
 
-from linbench.report.analysis import Crossover
+from linbench.report.analysis import Crossover, FitResult
+from linbench.report.fit import FLAT, NONE, TWO_POINTS
 from linbench.units import format_bytes, format_ms, format_size
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
@@ -65,9 +68,19 @@ def decode_metrics() -> dict[str, Metric]:
     }
 
 
-def power_label(symbol: str, exponent: float) -> str:
-    """`` ∝ s^1.02`` for a legend entry; a flat fit reads 0.00, never -0.00."""
-    return rf"  $\propto {symbol}^{{{round(exponent, 2) + 0.0:.2f}}}$"
+def fit_label(fit: FitResult, symbol: str) -> str:
+    """What a legend entry says of an impl's fit: `` ∝ s^1.02`` (`` from 16k`` when the shorter
+    points were left out as overhead-bound), ``flat``, ``2 points`` or ``no power law found``;
+    a flat fit reads 0.00, never -0.00."""
+    exponent = None if fit.exponent is None else f"{round(fit.exponent, 2) + 0.0:.2f}"
+    if fit.law == FLAT:
+        return rf"  flat ($\propto {symbol}^{{{exponent}}}$)"
+    if fit.law == TWO_POINTS:
+        return rf"  $\propto {symbol}^{{{exponent}}}$ (2 points)"
+    if fit.law == NONE or exponent is None:
+        return "  no power law found"
+    start = f" from {format_size(fit.x_min) if fit.axis == 'seq' else fit.x_min}" if fit.left_out else ""
+    return rf"  $\propto {symbol}^{{{exponent}}}${start}"
 
 
 def tick_bytes(value: float) -> str:
@@ -116,37 +129,126 @@ def draw_series(ax: Axes, series: pd.DataFrame, x: str, metric: Metric, label: s
 
 
 SLOPE_TEXT = {0: "O(1)", 1: "O({})", 2: "O({}²)"}
+# The log axes' margins, as shares of the data's range: below and above it, and the headroom
+# added above for the slope labels, which must stay inside the plot, under the strip of failures.
+MARGIN = 0.05
+HEADROOM = 0.08
+# A slope label's box in points: its text (9 pt, ~0.62 em a character), and its gap to the line.
+LABEL_EM = 0.62 * 9
+LABEL_HEIGHT = 12.0
+LABEL_GAP = 4.0
+MARKER_RADIUS = 3.0
 
 
 def draw_reference_slopes(
     ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, symbol: str, powers: tuple[int, ...] = (1, 2)
 ) -> None:
     """O(x^p) for each power (O(x) and O(x²) by default) through the geometric mean of the
-    impls' values at the smallest size."""
+    impls' values at the smallest size, each labelled beside its line where the label covers no
+    measured point, no line and no other label (see ``_place_labels``).
+
+    Call it after the series are drawn: it fixes the y range (the data and slopes, with room
+    above for the labels), which the labels' places depend on."""
     ok = rows[(rows["status"] == "ok") & rows[metric.column].notna() & (rows[metric.column] > 0)]
     if ok[x].nunique() < 2:
         return
     x0, x1 = float(ok[x].min()), float(ok[x].max())
     at_start = ok[ok[x] == x0][metric.column].astype(float)
     y0 = math.exp(sum(math.log(v) for v in at_start) / len(at_start))
+    slopes = []
     for power in powers:
-        text = SLOPE_TEXT[power].format(symbol)
         y1 = y0 * (x1 / x0) ** power
         ax.plot([x0, x1], [y0, y1], linestyle=(0, (4, 4)), color="#999999", linewidth=1, zorder=0)
-        ax.annotate(
-            text,
-            (x1, y1),
-            xytext=(-4, 6),
-            textcoords="offset points",
-            color="#777777",
-            fontsize=9,
-            ha="right",
-            va="bottom",
-        )
+        slopes.append((SLOPE_TEXT[power].format(symbol), [(x0, y0), (x1, y1)]))
+    traces = _traces(ok, x, metric)
+    values = [y for trace in traces for _, y in trace] + [y for _, line in slopes for _, y in line]
+    lo, hi = math.log(min(values)), math.log(max(values))
+    span = (hi - lo) or 1.0
+    ax.set_ylim(math.exp(lo - MARGIN * span), math.exp(hi + (MARGIN + HEADROOM) * span))
+    set_length_limits(ax, rows, x)
+    _place_labels(ax, slopes, traces)
+
+
+def set_length_limits(ax: Axes, rows: pd.DataFrame, x: str) -> None:
+    """Every length of the run, ok or not, with the log margin either side."""
+    lo, hi = math.log(float(rows[x].min())), math.log(float(rows[x].max()))
+    pad = MARGIN * ((hi - lo) or 1.0)
+    ax.set_xlim(math.exp(lo - pad), math.exp(hi + pad))
+
+
+def _traces(ok: pd.DataFrame, x: str, metric: Metric) -> list[list[tuple[float, float]]]:
+    """What the figure draws of each impl, as (x, y) points: its line, and its p20–p80 bars."""
+    traces = []
+    for _, series in ok.groupby(["variant", "impl"], sort=False):
+        series = series.sort_values(x)
+        traces.append(list(zip(series[x].astype(float), series[metric.column].astype(float), strict=True)))
+        if metric.name == "time" and series["time_ms_p20"].notna().all():
+            for column in ("time_ms_p20", "time_ms_p80"):
+                bars = zip(series[x].astype(float), series[column].astype(float), strict=True)
+                traces += [[(bx, by)] for bx, by in bars if by > 0]
+    return traces
+
+
+def _place_labels(ax: Axes, slopes: list[tuple[str, list[tuple[float, float]]]], traces: list) -> None:
+    """Each slope's label beside its line: above and left of a point on it, or below and right
+    (the sides a rising line leaves free), at its end first, then further down it. The first
+    place whose box, inside the plot, holds no point or line of the data or of another slope and
+    meets no label placed before is taken; if none is free, the end. Boxes are reckoned in points
+    from the axes' size and limits (the data's places do not move after this)."""
+    figure = ax.get_figure()
+    box = ax.get_position()
+    width, height = box.width * figure.get_figwidth() * 72, box.height * figure.get_figheight() * 72
+    (x_lo, x_hi), (y_lo, y_hi) = (tuple(map(math.log, ax.get_xlim())), tuple(map(math.log, ax.get_ylim())))
+
+    def at(px: float, py: float) -> tuple[float, float]:
+        return (math.log(px) - x_lo) / (x_hi - x_lo) * width, (math.log(py) - y_lo) / (y_hi - y_lo) * height
+
+    def sampled(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        spots = [at(*points[0])]
+        for a, b in itertools.pairwise(points):
+            (sx, sy), (ex, ey) = at(*a), at(*b)
+            steps = max(1, int(math.hypot(ex - sx, ey - sy) / 3))  # a spot every 3 points of line
+            spots += [(sx + (ex - sx) * k / steps, sy + (ey - sy) * k / steps) for k in range(1, steps + 1)]
+        return spots
+
+    data = [spot for trace in traces for spot in sampled(trace)]
+    lines = {text: sampled(line) for text, line in slopes}
+    taken: list[tuple[float, float, float, float]] = []
+    for text, line in slopes:
+        (sx, sy), (ex, ey) = at(*line[0]), at(*line[1])
+        w = LABEL_EM * len(text)
+        others = data + [spot for other, spots in lines.items() if other != text for spot in spots]
+        candidates = []
+        for share in (1.0, 0.85, 0.7, 0.55, 0.4, 0.25):
+            px, py = sx + (ex - sx) * share, sy + (ey - sy) * share
+            above = (px - LABEL_GAP - w, py + LABEL_GAP, px - LABEL_GAP, py + LABEL_GAP + LABEL_HEIGHT)
+            below = (px + LABEL_GAP, py - LABEL_GAP - LABEL_HEIGHT, px + LABEL_GAP + w, py - LABEL_GAP)
+            candidates += [
+                (above, (above[2], above[1]), "right", "bottom"),
+                (below, (below[0], below[3]), "left", "top"),
+            ]
+        chosen = next((c for c in candidates if _free(c[0], others, taken, width, height)), candidates[0])
+        box_, (tx, ty), ha, va = chosen
+        taken.append(box_)
+        ax.text(tx / width, ty / height, text, transform=ax.transAxes, color="#777777", fontsize=9, ha=ha, va=va)
+
+
+def _free(box: tuple[float, float, float, float], spots: list, taken: list, width: float, height: float) -> bool:
+    left, bottom, right, top = box
+    if left < 0 or bottom < 0 or right > width or top > height:
+        return False
+    near = MARKER_RADIUS  # a spot is a line's or a marker's centre: keep clear of the marker too
+    if any(left - near <= px <= right + near and bottom - near <= py <= top + near for px, py in spots):
+        return False
+    return not any(left < r and l < right and bottom < t and b < top for l, b, r, t in taken)  # noqa: E741
 
 
 def draw_crossovers(ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], colours: dict[str, str]) -> None:
-    for n, crossing in enumerate(c for c in crossings if c.seq is not None):
+    """A star where each impl starts to stay faster than the fastest softmax impl; what it
+    means is said in the legend (``legend_extras``), where no caption can cover a line."""
+    for crossing in crossings:
+        if crossing.seq is None:
+            continue
         point = rows[
             (rows["variant"] == crossing.variant)
             & (rows["impl"] == crossing.impl)
@@ -155,10 +257,9 @@ def draw_crossovers(ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], co
         ]
         if point.empty:
             continue
-        y = float(point["time_ms"].iloc[0])
         ax.plot(
             [crossing.seq],
-            [y],
+            [float(point["time_ms"].iloc[0])],
             marker="*",
             markersize=15,
             color=colours[crossing.variant],
@@ -166,61 +267,78 @@ def draw_crossovers(ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], co
             linestyle="none",
             zorder=5,
         )
-        where = ("≤ " if crossing.at_shortest else "") + format_size(crossing.seq)
-        # Stars of several impls often share a length; their captions are stacked in the
-        # lower right corner, where the fast impls' lines rarely are, so they never overlap.
-        ax.annotate(
-            f"{crossing.variant}:{crossing.impl} beats {crossing.baseline} from {where}",
-            (crossing.seq, y),
-            xytext=(0.99, 0.03 + 0.045 * n),
-            textcoords="axes fraction",
-            fontsize=8,
-            ha="right",
-            color=colours[crossing.variant],
-        )
+
+
+# The strip of points that were not ok, above the plot, in points: the gap above the axes, and
+# one lane per impl: a row of markers with the statuses written above them.
+FAILURE_GAP = 5.0
+FAILURE_MARKER = 7.0
+FAILURE_LANE = 21.0
 
 
 def draw_failures(
     ax: Axes, rows: pd.DataFrame, x: str, colours: dict[str, str], styles: dict[tuple[str, str], tuple[object, str]]
-) -> None:
-    """Points that were not ok: the impl's own marker, hollow, at their length along the top
-    edge (one lane per impl), with the status written beside the first of a run of equal ones
-    (a row of "skipped skipped ..." at every length would overprint itself)."""
+) -> float:
+    """Points that were not ok, in a strip above the plot: one lane per impl, with the impl's own
+    marker, hollow, at each length it failed at, and over the markers what happened, in order of
+    length (``oom 32k · skipped 64k–1m``). Returns the strip's height in points, which the title
+    must clear.
+
+    Above the axes, nothing here can cover a measured point, a reference slope or its label; the
+    lanes are stacked, and each lane's text sits over its own markers, kept within the plot's width
+    (from the first marker rightwards when the lane starts in the left half, else ending at the
+    last marker), so no two texts share a place."""
     failed = rows[rows["status"] != "ok"].sort_values(x)
-    transform = ax.get_xaxis_transform()  # x in data, y in axes fraction
-    lanes = {impl: n for n, impl in enumerate(dict.fromkeys(zip(failed["variant"], failed["impl"], strict=True)))}
-    labelled: dict[tuple[str, str], str] = {}
-    for row in failed.itertuples(index=False):
-        lane = (row.variant, row.impl)
-        y = 0.96 - 0.045 * lanes[lane]
-        colour = colours[row.variant]
-        marker = styles[(row.variant, row.impl)][1]
+    if failed.empty:
+        return 0.0
+    lanes = list(dict.fromkeys(zip(failed["variant"], failed["impl"], strict=True)))
+    lengths = rows[x].astype(float)
+    lo, hi = math.log(lengths.min()), math.log(lengths.max())
+    base = blended_transform_factory(ax.transData, ax.transAxes)  # x in data, y in axes fraction
+    for n, lane in enumerate(lanes):
+        series = failed[(failed["variant"] == lane[0]) & (failed["impl"] == lane[1])]
+        xs = [float(v) for v in series[x]]
+        row = offset_copy(base, fig=ax.figure, y=FAILURE_GAP + n * FAILURE_LANE + FAILURE_MARKER / 2, units="points")
+        colour = colours[lane[0]]
         ax.plot(
-            [getattr(row, x)],
-            [y],
-            transform=transform,
+            xs,
+            [1.0] * len(xs),
+            transform=row,
             linestyle="none",
-            marker=marker,
-            markersize=8,
+            marker=styles[lane][1],
+            markersize=FAILURE_MARKER,
             fillstyle="none",
-            markeredgewidth=1.6,
+            markeredgewidth=1.5,
             color=colour,
             clip_on=False,
+            gid=f"not ok: {lane[0]}:{lane[1]}",
         )
-        if labelled.get(lane) == row.status:
-            continue
-        labelled[lane] = row.status
+        starts_left = math.log(xs[0]) - lo <= (hi - lo) / 2
         ax.annotate(
-            row.status,
-            (getattr(row, x), y),
-            xycoords=transform,
-            xytext=(-7, 0),
+            _status_runs(series, x),
+            (xs[0] if starts_left else xs[-1], 1.0),
+            xycoords=row,
+            xytext=(-FAILURE_MARKER / 2 if starts_left else FAILURE_MARKER / 2, FAILURE_MARKER / 2 + 1),
             textcoords="offset points",
-            ha="right",
-            va="center",
+            ha="left" if starts_left else "right",
+            va="bottom",
             fontsize=7,
             color=colour,
+            annotation_clip=False,
         )
+    return FAILURE_GAP + len(lanes) * FAILURE_LANE
+
+
+def _status_runs(series: pd.DataFrame, x: str) -> str:
+    """``oom 32k · skipped 64k–1m``: each run of equal statuses with the lengths it covers."""
+    size = (lambda v: format_size(round(v))) if x == "seq" else (lambda v: str(round(v)))
+    runs: list[tuple[str, float, float]] = []
+    for status, length in zip(series["status"], series[x].astype(float), strict=True):
+        if runs and runs[-1][0] == status:
+            runs[-1] = (status, runs[-1][1], length)
+        else:
+            runs.append((status, length, length))
+    return " · ".join(f"{status} {size(a)}" + (f"–{size(b)}" if b != a else "") for status, a, b in runs)
 
 
 def format_axes(ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, axis: str) -> None:
@@ -241,19 +359,27 @@ def format_axes(ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, axis: str)
     ax.set_ylabel(metric.label)
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", axis="y", alpha=0.1)
+    set_length_limits(ax, rows, x)
 
 
 def legend_extras(rows: pd.DataFrame, crossings: list[Crossover], with_slopes: bool) -> list[tuple[Line2D, str]]:
-    """Legend entries for what is drawn but is not an impl: slopes, crossovers, failures."""
+    """Legend entries for what is drawn but is not an impl: slopes, crossovers (one per star),
+    failures."""
     extras = []
     if with_slopes:
         extras.append((Line2D([], [], linestyle=(0, (4, 4)), color="#999999"), "reference slopes"))
-    if any(c.seq is not None for c in crossings):
-        star = Line2D([], [], marker="*", markersize=12, color="#bbbbbb", markeredgecolor="black", linestyle="none")
-        extras.append((star, "faster than the fastest softmax from here on"))
+    colours = variant_colours(rows)
+    for crossing in crossings:
+        if crossing.seq is None:
+            continue
+        star = Line2D([], [], marker="*", markersize=12, color=colours.get(crossing.variant, "#bbbbbb"),
+                      markeredgecolor="black", linestyle="none")  # fmt: skip
+        where = ("≤ " if crossing.at_shortest else "") + format_size(crossing.seq)
+        text = f"{crossing.variant}:{crossing.impl} beats {crossing.baseline} from {where}"
+        extras.append((star, text + " on"))
     if (rows["status"] != "ok").any():
         hollow = Line2D([], [], marker="o", fillstyle="none", color="#555555", linestyle="none")
-        extras.append((hollow, "not ok: " + ", ".join(_failed_statuses(rows)) + " (top edge)"))
+        extras.append((hollow, "not ok: " + ", ".join(_failed_statuses(rows)) + " (above the plot)"))
     return extras
 
 

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from linbench.report.analysis import Analysis, Crossover, FitResult, Reach
+from linbench.report.fit import FLAT, NONE, TWO_POINTS
 from linbench.report.series import Scenario
 from linbench.units import format_size
 
@@ -74,12 +75,20 @@ def _fit_cells(by_metric: dict[str, FitResult], metrics: Mapping[str, str]) -> l
 
 
 def _fit_cell(fit: FitResult | None) -> str:
+    """``s^1.02 (R² 0.999, 2k–64k)``; the range starts past the points left out as
+    overhead-bound. Flat data, two points and no power law at all say so."""
     if fit is None:
         return "-"
     symbol = AXIS_SYMBOL[fit.axis]
     span = f"{_size(fit.x_min, fit.axis)}–{_size(fit.x_max, fit.axis)}"
-    quality = f"R² {fit.r2:.3f}" if fit.points > 2 else "2 points"
-    return f"{symbol}^{fit.exponent:.2f} ({quality}, {span})"
+    if fit.law == NONE or fit.exponent is None:
+        return f"no power law found ({span})"
+    power = f"{symbol}^{round(fit.exponent, 2) + 0.0:.2f}"  # a flat fit reads 0.00, never -0.00
+    if fit.law == FLAT:
+        return f"flat ({power}, {span})"
+    if fit.law == TWO_POINTS:
+        return f"{power} (2 points only, {span})"
+    return f"{power} (R² {fit.r2:.3f}, {span})"
 
 
 def _size(value: int, axis: str) -> str:
@@ -104,7 +113,7 @@ def _crossing_cells(crossing: Crossover | None) -> list[str]:
         where = f"never (to {format_size(crossing.speedup_seq)})"
     else:
         where = ("≤ " if crossing.at_shortest else "") + format_size(crossing.seq)
-    speedup = f"{crossing.speedup:.2f}x vs {crossing.baseline} at {format_size(crossing.speedup_seq)}"
+    speedup = f"{crossing.speedup:.2f}x vs {crossing.speedup_baseline} at {format_size(crossing.speedup_seq)}"
     return [where, speedup]
 
 

@@ -148,3 +148,15 @@ def test_the_reports_never_import_torch(run_dir: Path, tmp_path: Path) -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_report_names_the_baseline_its_speedup_was_measured_against(invoke: Invoke, tmp_path: Path) -> None:
+    # softmax:naive is fastest at 1k only; at 16k, where the speedup is taken, softmax:sdpa is.
+    rows = series("cosine", "chunked", lambda s: 1e-4 * s) + series("softmax", "sdpa", lambda s: 1e-6 * s * s)
+    rows += series("softmax", "naive", lambda s: 0.2 if s == 1024 else 1e-4 * s * s)
+    run = write_run(tmp_path / "runs", rows, baselines=["softmax:naive", "softmax:sdpa"])
+    table = invoke("report", run, "--format", "md")
+    assert table.exit_code == 0, table.output
+    assert "163.84x vs softmax:sdpa at 16k" in table.stdout and "x vs softmax:naive" not in table.stdout
+    (crossing,) = json.loads(invoke("report", run, "--json").stdout)["crossovers"]
+    assert (crossing["speedup_baseline"], crossing["speedup_seq"]) == ("softmax:sdpa", 16384)

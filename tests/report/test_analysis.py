@@ -107,3 +107,82 @@ def test_decode_runs_fit_time_per_token_state_and_step_peak_in_context(tmp_path:
     (crossing,) = report["crossovers"]  # 0.05 ms against 1e-4·c ms: equal at c = 500
     assert (crossing["impl"], crossing["seq"], crossing["at_shortest"]) == ("recurrent", 1024, True)
     assert crossing["baseline"] == "softmax:kvcache"
+
+
+def test_the_speedup_names_the_fastest_baseline_at_its_own_length(tmp_path: Path) -> None:
+    # softmax:naive is the fastest softmax at 1k, softmax:sdpa from 2k: the crossover (at the
+    # shortest length) is against naive, the speedup at 16k against sdpa, and must say so.
+    rows = series("cosine", "chunked", lambda s: 1e-4 * s)
+    rows += series("softmax", "naive", lambda s: 0.2 if s == 1024 else 1e-6 * s * s * 100)
+    rows += series("softmax", "sdpa", lambda s: 1e-6 * s * s)
+    (crossing,) = _analysis(tmp_path, rows)["crossovers"]
+    assert (crossing["seq"], crossing["at_shortest"], crossing["baseline"]) == (1024, True, "softmax:naive")
+    assert (crossing["speedup_baseline"], crossing["speedup_seq"]) == ("softmax:sdpa", 16384)
+    assert crossing["speedup"] == pytest.approx(1e-6 * 16384 / 1e-4, rel=1e-3)
+
+
+def test_a_decode_speedup_is_against_a_decoder_that_reached_that_context(tmp_path: Path) -> None:
+    from synthetic_runs import decode_series
+
+    # As on the GPU: recompute is the fastest softmax decoder at short contexts and stops at
+    # 16k; the KV cache goes on to 1m. The speedup at 1m is against the KV cache.
+    rows = decode_series("cosine", "recurrent", lambda c: 0.3, lambda c: 131072.0)
+    rows += decode_series("softmax", "kvcache", lambda c: 40.0, lambda c: 2048.0 * c)
+    rows += decode_series("softmax", "recompute", lambda c: 3e-4 * c, lambda c: 3072.0 * c, contexts=(1024, 4096))
+    rows += [{**failed("softmax", "recompute", 16384, "oom"), "mode": "decode"}]
+    report = analyse(read_run(write_run(tmp_path, rows, ["softmax:kvcache", "softmax:recompute"]))).to_json()
+    (crossing,) = report["crossovers"]
+    assert (crossing["seq"], crossing["baseline"]) == (1024, "softmax:recompute")
+    assert (crossing["speedup_baseline"], crossing["speedup_seq"]) == ("softmax:kvcache", 1024**2)
+    assert crossing["speedup"] == pytest.approx(40.0 / 0.3, rel=1e-3)
+
+
+def _launch_bound(s: int) -> float:
+    """A GPU kernel at a small batch: 0.6 ms of launches up to 8k, then linear."""
+    return max(0.6, 0.6 * s / 8192)
+
+
+def test_a_launch_bound_start_is_left_out_and_the_law_is_fitted_from_where_it_starts(tmp_path: Path) -> None:
+    from linbench.report.render import report_tables
+
+    seqs = tuple(1024 * 2**n for n in range(7))  # 1k .. 64k
+    rows = series("cosine", "kernel", _launch_bound, seqs=seqs)
+    rows += series("softmax", "sdpa", lambda s: 2e-8 * s * s, seqs=seqs)
+    run = read_run(write_run(tmp_path, rows))
+    report = analyse(run).to_json()
+    fit = _fit(report, "kernel")
+    assert (fit["law"], fit["x_min"], fit["x_max"], fit["left_out"]) == ("power", 8192, 65536, 3)
+    assert fit["exponent"] == pytest.approx(1.0, abs=1e-3)
+    (table,) = report_tables(analyse(run))
+    assert table.rows[0][1] == "s^1.00 (R² 1.000, 8k–64k)"
+
+
+def test_no_power_law_is_said_in_the_json_the_table_and_the_legend(tmp_path: Path) -> None:
+    from linbench.report.plot import draw
+    from linbench.report.plot_parts import metrics
+    from linbench.report.render import report_tables
+    from linbench.report.series import scenarios
+
+    seqs = tuple(1024 * 2**n for n in range(7))
+    zigzag = lambda s: 1.0 if s in (1024, 4096, 16384, 65536) else 8.0  # noqa: E731
+    rows = series("cosine", "kernel", zigzag, seqs=seqs, peak_bytes=lambda s: 1e6)  # memory: flat
+    rows += series("cosine", "chunked", LINEAR, seqs=(1024, 2048))
+    rows += series("softmax", "sdpa", lambda s: 2e-8 * s * s, seqs=seqs)
+    run = read_run(write_run(tmp_path, rows))
+    analysis = analyse(run)
+    report = analysis.to_json()
+    assert (_fit(report, "kernel")["law"], _fit(report, "kernel")["exponent"]) == ("none", None)
+    assert (_fit(report, "kernel", metric="memory")["law"], _fit(report, "kernel", metric="memory")["exponent"]) == (
+        "flat",
+        0.0,
+    )
+    assert _fit(report, "chunked")["law"] == "two_points"
+    (table,) = report_tables(analysis)
+    cells = {row[0]: row[1:3] for row in table.rows}
+    assert cells["cosine:kernel"] == ["no power law found (1k–64k)", "flat (s^0.00, 1k–64k)"]
+    assert cells["cosine:chunked"][0] == "s^1.00 (2 points only, 1k–2k)"
+    ((scenario, scenario_rows),) = scenarios(run.results, "seq")
+    ax = draw(scenario_rows, scenario, metrics("cpu")["time"], analysis).axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "cosine:kernel  no power law found" in legend
+    assert any(text.startswith("cosine:chunked") and "(2 points)" in text for text in legend)

@@ -114,3 +114,17 @@ def test_an_exponent_bound_on_an_absent_variant_is_refused(tmp_path: Path) -> No
     rows = series("cosine", "chunked", LINEAR)
     with pytest.raises(CompareError, match="has no heinsen points"):
         compare_runs(*_runs(tmp_path, rows, rows), Thresholds(max_exponents={"heinsen": 1.2}))
+
+
+def test_an_exponent_bound_still_holds_where_no_power_law_was_found(tmp_path: Path) -> None:
+    from linbench.report.compare_render import exponent_table
+
+    rows = series("cosine", "chunked", LINEAR)
+    zigzag = series("cosine", "chunked", lambda s: 1e-6 * s * s * (8.0 if s in (2048, 8192) else 1.0))
+    comparison = compare_runs(
+        *_runs(tmp_path, rows, zigzag), Thresholds(max_slowdown=1e9, max_exponents={"cosine": 1.2})
+    )
+    (check,) = comparison.exponents
+    assert check.law == "none" and check.regressed  # one line through it still climbs ~s^2
+    (row,) = exponent_table(comparison.exponents).rows
+    assert row[2].startswith("no power law found (one line: s^")

@@ -63,11 +63,14 @@ def test_the_time_figure_says_what_it_shows(tmp_path: Path) -> None:
 def test_failures_and_the_crossover_are_marked_where_they_happened(tmp_path: Path) -> None:
     ax = _time_figure(_run(tmp_path))
     notes = {t.get_text(): t for t in ax.texts}
-    assert {"oom", "skipped", "O(s)", "O(s²)"} <= set(notes)
-    assert notes["oom"].xy[0] == 8192 and notes["skipped"].xy[0] == 16384
-    (crossing,) = [text for text in notes if "beats" in text]
+    assert {"oom 8k · skipped 16k", "O(s)", "O(s²)"} <= set(notes)
+    (failures,) = [line for line in ax.lines if line.get_gid() == "not ok: softmax:sdpa"]
+    assert list(failures.get_xdata()) == [8192, 16384] and failures.get_fillstyle() == "none"
+    assert notes["oom 8k · skipped 16k"].xy[0] == 16384  # in the right half: it ends at the last marker
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    (crossing,) = [text for text in legend if "beats" in text]
     # 0.01·s against 4e-6·s² cross at 2.5k: chunked is faster at 4k, sdpa's last ok length.
-    assert crossing == "cosine:chunked beats softmax:sdpa from 4k"
+    assert crossing == "cosine:chunked beats softmax:sdpa from 4k on"
 
 
 def test_a_decode_run_gets_the_decode_figure(tmp_path: Path) -> None:
@@ -89,9 +92,99 @@ def test_a_decode_run_gets_the_decode_figure(tmp_path: Path) -> None:
     for ax in (state, peak, time):
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "context" in ax.get_xlabel()
         assert [t.get_text() for t in ax.get_xticklabels()] == ["1k", "4k", "16k", "64k", "256k", "1m"]
-        assert "skipped" in {t.get_text() for t in ax.texts}
+        assert "skipped 16k" in {t.get_text() for t in ax.texts}
     legend = [t.get_text() for t in state.get_legend().get_texts()]
     assert any(text.startswith("cosine:recurrent") and "^{0.00}" in text for text in legend)
     assert any(text.startswith("softmax:kvcache") and "^{1.00}" in text for text in legend)
     assert {"O(1)", "O(s)"} <= {t.get_text() for t in state.texts}
-    assert any("beats softmax:kvcache" in t.get_text() for t in time.texts)
+    assert any("beats softmax:kvcache" in t.get_text() for t in time.get_legend().get_texts())
+
+
+GPU_SEQS = tuple(1024 * 2**n for n in range(7))  # 1k .. 64k
+
+
+def _gpu_like_run(tmp_path: Path):
+    """The shape of the first H100 sweep: a slow impl along the top edge, the quadratic forms
+    out of memory at 32k and skipped at 64k, where the O(s²) slope ends."""
+    rows = series("cosine", "quadratic", lambda s: 2.5e-8 * s * s, seqs=GPU_SEQS[:5], peak_bytes=lambda s: 64.0 * s * s)
+    rows += [failed("cosine", "quadratic", 32768, "oom"), failed("cosine", "quadratic", 65536, "skipped")]
+    rows += series("cosine", "recurrent", lambda s: 0.07 * s, seqs=GPU_SEQS, peak_bytes=lambda s: 12288.0 * s)
+    rows += series("cosine", "kernel", lambda s: max(0.6, 3.5e-5 * s), seqs=GPU_SEQS, peak_bytes=lambda s: 1e4 * s)
+    rows += series("softmax", "naive", lambda s: 1.2e-7 * s * s, seqs=GPU_SEQS[:5], peak_bytes=lambda s: 80.0 * s * s)
+    rows += [failed("softmax", "naive", 32768, "oom"), failed("softmax", "naive", 65536, "skipped")]
+    rows += series("softmax", "sdpa", lambda s: 2.2e-9 * s * s + 0.03, seqs=GPU_SEQS, peak_bytes=lambda s: 1024.0 * s)
+    return read_run(write_run(tmp_path, rows, baselines=["softmax:naive", "softmax:sdpa"]))
+
+
+def _gpu_like_decode_run(tmp_path: Path):
+    from synthetic_runs import CONTEXTS, decode_series
+
+    contexts = tuple(1024 * 2**n for n in range(11))  # 1k .. 1m
+    rows = decode_series("cosine", "recurrent", lambda c: 0.3, lambda c: 131072.0, contexts=contexts)
+    rows += decode_series("softmax", "kvcache", lambda c: 40.0, lambda c: 2048.0 * c, contexts=contexts)
+    rows += decode_series(
+        "softmax", "recompute", lambda c: 1.6e-7 * c * c, lambda c: 3072.0 * c, lambda c: 80.0 * c * c, contexts[:5]
+    )
+    rows += [{**failed("softmax", "recompute", 32768, "oom"), "mode": "decode"}]
+    rows += [{**failed("softmax", "recompute", c, "skipped"), "mode": "decode"} for c in contexts[6:]]
+    assert CONTEXTS[-1] == contexts[-1]
+    return read_run(write_run(tmp_path, rows, baselines=["softmax:kvcache", "softmax:recompute"]))
+
+
+def _labels_and_marks(figure) -> list[tuple[str, object]]:
+    """Every text drawn on ``figure`` (titles, slope labels, statuses, captions, legends) and every
+    marker of a point that was not ok, with its box on the canvas after a draw."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    found = []
+    for ax in figure.axes:
+        for text in [ax.title, *ax.texts]:
+            if text.get_text():
+                found.append((text.get_text(), text.get_window_extent(renderer)))
+        found += [(f"marker {line.get_gid()}", line.get_window_extent(renderer)) for line in ax.lines
+                  if line.get_gid() and line.get_gid().startswith("not ok")]  # fmt: skip
+        if ax.get_legend() is not None:
+            found.append(("legend", ax.get_legend().get_window_extent(renderer)))
+    return found
+
+
+def _overlapping(found: list[tuple[str, object]]) -> list[tuple[str, str]]:
+    pairs = []
+    for n, (name, box) in enumerate(found):
+        for other, other_box in found[n + 1 :]:
+            if box.overlaps(other_box) and not (name.startswith("marker") and other.startswith("marker")):
+                pairs.append((name, other))
+    return pairs
+
+
+def test_statuses_slope_labels_and_captions_never_overlap(tmp_path: Path) -> None:
+    run = _gpu_like_run(tmp_path)
+    analysis = analyse(run)
+    ((scenario, rows),) = scenarios(run.results, "seq")
+    for metric in ("time", "memory"):
+        figure = draw(rows, scenario, metrics("cuda")[metric], analysis)
+        found = _labels_and_marks(figure)
+        names = [name for name, _ in found]
+        assert {"O(s)", "O(s²)"} <= set(names) and any("oom" in name for name in names)
+        assert _overlapping(found) == [], metric
+        (ax,) = figure.axes
+        inside = ax.get_window_extent()
+        for text in ax.texts:  # the slope labels stay inside the plot, under the statuses
+            if text.get_text().startswith("O("):
+                assert inside.contains(*text.get_window_extent().min) and inside.contains(*text.get_window_extent().max)
+
+
+def test_the_decode_figure_has_no_overlapping_labels_either(tmp_path: Path) -> None:
+    from linbench.report.plot_decode import draw_decode
+
+    run = _gpu_like_decode_run(tmp_path)
+    ((scenario, rows),) = scenarios(run.results, "seq")
+    figure = draw_decode(rows, scenario, analyse(run))
+    for ax in figure.axes:  # every failed context, in each panel
+        (failures,) = [line for line in ax.lines if line.get_gid() == "not ok: softmax:recompute"]
+        assert len(failures.get_xdata()) == 6
+        assert "oom 32k · skipped 64k–1m" in {t.get_text() for t in ax.texts}
+    assert _overlapping(_labels_and_marks(figure)) == []
