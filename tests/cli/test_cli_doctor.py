@@ -1,12 +1,16 @@
-"""``linbench doctor`` end to end (device: cpu unless a test says otherwise) and bad input."""
+"""``linbench doctor`` end to end (device: cpu unless a test says otherwise), bad input, and the
+ceilings ``run`` records."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 from cli_helpers import Invoke, assert_usage_error
+
+TINY = ("--seq", "64", "--heads", "2", "--dim", "16", "--budget-s", "0.05")
 
 
 def test_doctor_prints_a_table_of_checks(invoke: Invoke) -> None:
@@ -50,3 +54,14 @@ def test_doctor_on_cuda_without_cuda_is_a_usage_error(invoke: Invoke) -> None:
 @pytest.mark.cuda
 def test_doctor_on_a_gpu_that_does_not_exist_is_a_usage_error(invoke: Invoke) -> None:
     assert_usage_error(invoke("doctor", "--device", "cuda:99"), "no such GPU")
+
+
+def test_run_records_its_ceilings_in_meta(invoke: Invoke, tmp_path: Path) -> None:
+    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--dtype", "fp32,bf16", "--device", "cpu")
+    result = invoke(*args, *TINY, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    (folder,) = tmp_path.iterdir()
+    ceilings = json.loads((folder / "meta.json").read_text())["ceilings"]
+    assert "error" not in ceilings, ceilings
+    assert ceilings["device"] == "cpu" and ceilings["copy_gb_per_s"] > 0
+    assert set(ceilings["matmul_tflops"]) == {"fp32", "bf16"}
