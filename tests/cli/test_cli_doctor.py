@@ -1,5 +1,5 @@
 """``linbench doctor`` end to end (device: cpu unless a test says otherwise), bad input, and the
-ceilings ``run`` records."""
+ceilings ``run`` records for ``report``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 from cli_helpers import Invoke, assert_usage_error
+from result_rows import result_row
+from synthetic_runs import write_run
+
+from linbench.results.store import RunStore
 
 TINY = ("--seq", "64", "--heads", "2", "--dim", "16", "--budget-s", "0.05")
 
@@ -65,3 +69,28 @@ def test_run_records_its_ceilings_in_meta(invoke: Invoke, tmp_path: Path) -> Non
     assert "error" not in ceilings, ceilings
     assert ceilings["device"] == "cpu" and ceilings["copy_gb_per_s"] > 0
     assert set(ceilings["matmul_tflops"]) == {"fp32", "bf16"}
+    report = invoke("report", folder, "--json")
+    assert report.exit_code == 0, report.output
+    roofline = json.loads(report.stdout)["roofline"]
+    assert {r["dtype"] for r in roofline} == {"fp32", "bf16"}
+    assert all(r["bandwidth_fraction"] > 0 and r["flops_fraction"] > 0 for r in roofline)
+
+
+def test_report_shows_the_roofline_only_for_runs_with_ceilings(invoke: Invoke, tmp_path: Path) -> None:
+    rows = [
+        result_row(s, time_ms=s / 1024) | {"flops": 1e9, "tflops": 1e9 / (s / 1024 * 1e-3) / 1e12} for s in (1024, 2048)
+    ]
+    folder = write_run(tmp_path, rows)
+    assert "roofline" not in json.loads(invoke("report", folder, "--json").stdout)
+    assert "ceilings" not in invoke("report", folder).stdout
+    store = RunStore(folder)
+    store.write_meta(
+        store.read_meta() | {"ceilings": {"device": "cpu", "copy_gb_per_s": 10.0, "matmul_tflops": {"fp32": 0.1}}}
+    )
+    table = invoke("report", folder)
+    assert table.exit_code == 0, table.output
+    assert "Against the ceilings" in table.stdout and "of copy" in table.stdout
+    markdown = invoke("report", folder, "--format", "md").stdout
+    assert "| impl | mode | dtype | shape | time | bandwidth | of copy |" in markdown
+    (record, _) = json.loads(invoke("report", folder, "--json").stdout)["roofline"]
+    assert record["bandwidth_fraction"] == pytest.approx(8 * 1024 * 256 * 4 / 1e6 / 10.0)
