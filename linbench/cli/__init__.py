@@ -13,6 +13,7 @@ import typer
 from linbench.cli.check_cmd import check_command
 from linbench.cli.compare_cmd import compare_command
 from linbench.cli.decode_cmd import decode_command
+from linbench.cli.doctor_cmd import doctor_command
 from linbench.cli.list_cmd import list_command
 from linbench.cli.plot_cmd import plot_command
 from linbench.cli.report_cmd import report_command
@@ -36,6 +37,7 @@ app.command("plot")(plot_command)
 app.command("report")(report_command)
 app.command("compare")(compare_command)
 app.command("suites")(suites_command)
+app.command("doctor")(doctor_command)
 
 
 def _print_version(value: bool) -> None:

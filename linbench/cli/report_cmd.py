@@ -23,6 +23,7 @@ def report_command(
     from linbench.report.analysis import analyse
     from linbench.report.load import load_runs
     from linbench.report.render import markdown, report_tables, rich_table
+    from linbench.report.roofline import roofline_json, roofline_tables
 
     with usage_errors():
         chosen = output_format(output_format_flag, as_json)
@@ -34,13 +35,18 @@ def report_command(
             record = analysis.to_json()
             for key in merged:
                 merged[key] += [{"run": analysis.run, **item} for item in record[key]]
+        if roofline := roofline_json(loaded):  # only runs that recorded ceilings have one
+            merged["roofline"] = roofline
         typer.echo(json.dumps(merged, indent=2))
         return
     if chosen == "md":
-        typer.echo("\n".join(markdown(report_tables(a), f"linbench report: {a.run}") for a in analyses))
+        pairs = zip(analyses, loaded, strict=True)
+        typer.echo(
+            "\n".join(markdown(report_tables(a) + roofline_tables(r), f"linbench report: {a.run}") for a, r in pairs)
+        )
         return
     console = stdout_console()
     for run, analysis in zip(loaded, analyses, strict=True):
         console.print(f"[bold]{run.path}[/bold]  {run.meta.get('command', '')}", soft_wrap=True)
-        for table in report_tables(analysis):
+        for table in report_tables(analysis) + roofline_tables(run):
             console.print(rich_table(table))

@@ -87,9 +87,12 @@ def _plan(spec: SweepSpec) -> RunPlan:
 
 
 def _create_store(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
+    from linbench.doctor.ceilings import run_ceilings
     from linbench.results.meta import collect_meta
     from linbench.results.store import RunStore
 
+    # Measured before the folder exists, so a Ctrl-C meanwhile leaves nothing half-made.
+    ceilings = run_ceilings(plan.device, sorted({p.dtype for p in plan.points})) if spec.command == "run" else None
     try:
         store = RunStore.create(out, spec.name)
     except OSError as exc:
@@ -108,6 +111,8 @@ def _create_store(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
     meta["timing"] = plan.timing.__dict__
     meta["timeout_s"] = plan.timeout_s
     meta["cpu_memory_limit_bytes"] = plan.memory_limit_bytes
+    if ceilings is not None:
+        meta["ceilings"] = ceilings
     meta["status"] = "running"
     store.write_meta(meta)
     return store

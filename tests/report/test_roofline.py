@@ -1,0 +1,91 @@
+"""Achieved bandwidth and FLOP rate against a run's ceilings, on synthetic rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from result_rows import result_row
+from synthetic_runs import write_run
+
+from linbench.report.load import read_run
+from linbench.report.roofline import minimal_bytes, roofline_json, roofline_rows, roofline_tables, run_ceilings
+from linbench.results.store import RunStore
+
+CEILINGS = {"device": "cpu", "copy_gb_per_s": 10.0, "matmul_tflops": {"fp32": 2.0}}
+
+
+def frame(*rows: dict) -> pd.DataFrame:
+    return pd.DataFrame(list(rows))
+
+
+def row(seq: int = 1024, time_ms: float | None = 1.0, tflops: float | None = 1.0, **changes) -> dict:
+    out = result_row(seq, time_ms=time_ms)  # cosine chunked fwd fp32, B1 H8 D64
+    out.update(tflops=tflops, **changes)
+    return out
+
+
+def test_minimal_bytes_per_mode() -> None:
+    # fwd: q, k, v read and out written: B·H·S·(2·Dk + 2·Dv) elements.
+    assert minimal_bytes("fwd", 1, 8, 1024, 64, 64, "fp32") == 8 * 1024 * 256 * 4
+    # bwd: q, k, v, dO read, dq, dk, dv written: 4·Dk + 3·Dv.
+    assert minimal_bytes("bwd", 2, 4, 100, 32, 16, "bf16") == 2 * 4 * 100 * (4 * 32 + 3 * 16) * 2
+    # fwdbwd: both passes: 6·Dk + 5·Dv.
+    assert minimal_bytes("fwdbwd", 1, 1, 10, 8, 4, "fp16") == 10 * (6 * 8 + 5 * 4) * 2
+    assert minimal_bytes("fwdbwd", 1, 1, 10, 8, 8, "fp32") == minimal_bytes("fwd", 1, 1, 10, 8, 8, "fp32") + (
+        minimal_bytes("bwd", 1, 1, 10, 8, 8, "fp32")
+    )
+    assert minimal_bytes("decode", 1, 1, 10, 8, 8, "fp32") is None
+
+
+def test_fractions_of_the_ceilings() -> None:
+    (record,) = roofline_rows(frame(row()), CEILINGS)
+    nbytes = 8 * 1024 * 256 * 4  # 8.39 MB in 1 ms: 8.39 GB/s
+    assert record["bytes"] == nbytes
+    assert record["gb_per_s"] == pytest.approx(nbytes / 1e6)
+    assert record["bandwidth_fraction"] == pytest.approx(nbytes / 1e6 / 10.0)
+    assert record["flops_fraction"] == pytest.approx(0.5)  # 1 of 2 TFLOP/s
+    # 1e9 FLOPs over 8.39 MB: 119 FLOP/byte, below the balance of 2e12 / 1e10 = 200.
+    assert record["intensity"] == pytest.approx(1e9 / nbytes)
+    assert record["bound"] == "memory"
+    assert record["roofline_fraction"] == pytest.approx(record["bandwidth_fraction"])
+    (compute,) = roofline_rows(frame(row(time_ms=10.0, tflops=1.0)), CEILINGS)  # 1e10 FLOPs: 1192 FLOP/byte
+    assert compute["bound"] == "compute" and compute["roofline_fraction"] == pytest.approx(0.5)
+
+
+def test_rows_without_a_model_a_time_or_a_ceiling() -> None:
+    rows = frame(
+        row(seq=512, status="oom", time_ms=None, tflops=None),
+        row(seq=2048, mode="decode", tflops=None),
+        row(seq=1024, dtype="bf16"),  # no bf16 matmul ceiling: bandwidth only
+    )
+    (record,) = roofline_rows(rows, CEILINGS)
+    assert record["dtype"] == "bf16" and record["bytes"] == 8 * 1024 * 256 * 2
+    assert record["flops_fraction"] is None and record["bound"] is None
+    assert record["bandwidth_fraction"] > 0
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [{}, {"ceilings": {"error": "RuntimeError: no"}}, {"ceilings": {"copy_gb_per_s": 0}}, {"ceilings": "garbage"}],
+)
+def test_runs_without_usable_ceilings_have_no_roofline(meta: dict) -> None:
+    assert run_ceilings(meta) is None
+
+
+def test_a_run_with_ceilings_gets_a_table_of_its_longest_points(tmp_path: Path) -> None:
+    rows = [row(seq=s, time_ms=s / 1024) for s in (1024, 2048, 4096)]
+    rows += [row(seq=s, impl="sdpa", time_ms=(s / 1024) ** 2) | {"variant": "softmax"} for s in (1024, 2048)]
+    folder = write_run(tmp_path, rows)
+    bare = read_run(folder)
+    assert roofline_tables(bare) == [] and roofline_json([bare]) == []
+    store = RunStore(folder)
+    store.write_meta(store.read_meta() | {"ceilings": CEILINGS})
+    run = read_run(folder)
+    (table,) = roofline_tables(run)
+    assert [r[0] for r in table.rows] == ["cosine:chunked", "softmax:sdpa"]
+    assert [r[3] for r in table.rows] == ["B1 H8 S4k D64", "B1 H8 S2k D64"]
+    assert "of copy" in table.columns and "of matmul" in table.columns
+    records = roofline_json([run])
+    assert len(records) == 5 and {r["run"] for r in records} == {folder.name}
