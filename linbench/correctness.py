@@ -157,13 +157,14 @@ def _normwise_ratios(actual: torch.Tensor, expected: torch.Tensor, u: float, flo
     count = expected.numel()
     # The same floor as the element-wise rule: a tensor that is zero to within rounding is
     # judged against the size of the quantities it was computed from.
-    norm = max(float(expected.norm()), floor_scale * math.sqrt(count), 1e-300)
+    norm = max(float(expected.norm()), floor_scale * math.sqrt(count), 1e-150)
     normwise = float(error.norm()) / norm
     rows = error.reshape(-1, expected.shape[-1]) if expected.ndim >= 2 else error.reshape(1, -1)
     typical_row = norm / math.sqrt(rows.shape[0])
     worst_row = float(rows.norm(dim=-1).max()) / typical_row
     spread = max(normwise / (NORMWISE_ULPS * u), worst_row / (ROW_ULPS * u))
-    scale_error = abs(float((error * expected).sum())) / norm**2
+    # Divided by the norm twice rather than by its square, which underflows for tiny norms.
+    scale_error = abs(float((error * expected).sum())) / norm / norm
     return spread, scale_error / max(u, 3 * normwise / math.sqrt(count))
 
 

@@ -149,3 +149,9 @@ def test_a_scaled_result_fails_whatever_its_size() -> None:
     result = compare("out", expected * 1.01, expected, torch.bfloat16)
     assert result.worst_ratio <= 1.0 and result.normwise_ratio <= 1.0  # 1% is inside both
     assert result.scale_ratio > 2.0 and not result.ok, result.describe()
+
+
+def test_an_all_zero_reference_is_judged_without_dividing_by_zero() -> None:
+    zero = torch.zeros(4, 8, dtype=torch.float64)
+    assert compare("grad q", zero, zero, torch.bfloat16).ok
+    assert not compare("grad q", zero + 1e-3, zero, torch.bfloat16).ok

@@ -36,15 +36,18 @@ def time_cuda(
     budget_s: float = 0.5,
     min_reps: int = 10,
     max_reps: int = 1000,
+    flush_l2: bool = True,
 ) -> Timing:
-    """Milliseconds per call of ``fn`` on ``device``; ``before`` runs untimed ahead of each call."""
-    flush = torch.empty(l2_flush_bytes(device) // 4, dtype=torch.int32, device=device)
+    """Milliseconds per call of ``fn`` on ``device``; ``before`` runs untimed ahead of each call,
+    and so does an overwrite of L2 unless ``flush_l2`` is False."""
+    flush = torch.empty(l2_flush_bytes(device) // 4 if flush_l2 else 0, dtype=torch.int32, device=device)
     prepare = before or (lambda: None)
     torch.cuda.synchronize(device)
     calls, start = 0, time.perf_counter()
     while calls < min_warmup_calls or time.perf_counter() - start < warmup_s:
         prepare()
-        flush.zero_()
+        if flush_l2:
+            flush.zero_()
         fn()
         torch.cuda.synchronize(device)
         calls += 1
@@ -54,7 +57,8 @@ def time_cuda(
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for begin, end in zip(starts, ends, strict=True):
         prepare()
-        flush.zero_()
+        if flush_l2:
+            flush.zero_()
         begin.record()
         fn()
         end.record()

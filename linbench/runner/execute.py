@@ -110,7 +110,9 @@ def _measure_graph(task: Task, work: decode_workload.DecodeWorkload, device: tor
         torch.cuda.synchronize(device)
         return {"cuda_graph": False, "error": why_not_capturable(exc)}
     reps = max(task.timing.max_reps, GRAPH_MIN_REPS)
-    timing = time_cuda(graph.replay, device=device, warmup_s=0.0, min_warmup_calls=3, budget_s=0.0, min_reps=reps)
+    timing = time_cuda(
+        graph.replay, device=device, warmup_s=0.0, min_warmup_calls=3, budget_s=0.0, min_reps=reps, flush_l2=False
+    )
     return {"cuda_graph": True, "device_ms": timing.median_ms}
 
 
@@ -159,6 +161,7 @@ def _measure_cuda(task: Task, work: Work, device: torch.device) -> dict[str, Any
             budget_s=policy.budget_s,
             min_reps=policy.min_reps,
             max_reps=policy.max_reps,
+            flush_l2=policy.flush_l2,
         )
     columns = _timing_columns(timing) | nvml.summary()
     columns |= {"peak_bytes": peak.peak_bytes, "reserved_bytes": peak.reserved_bytes}

@@ -25,6 +25,8 @@ class TimingPolicy:
     min_reps: int
     max_reps: int
     warmup_calls: int = 0  # untimed calls after the measured first one, whatever the warm-up time
+    # GPU: overwrite L2 before each timed call, so no call reads the last one's data from cache.
+    flush_l2: bool = True
 
     @classmethod
     def for_device(cls, device_type: str, budget_s: float | None = None) -> TimingPolicy:
@@ -42,8 +44,11 @@ class TimingPolicy:
     def for_decode(cls, tokens: int) -> TimingPolicy:
         """Decoding times each generated token: exactly ``tokens`` steps, whatever they take
         (each step consumes a token, so there is no budget to repeat it against), after the
-        step whose memory is read and one more untimed."""
-        return cls(warmup_s=0.0, budget_s=0.0, min_reps=tokens, max_reps=tokens, warmup_calls=1)
+        step whose memory is read and one more untimed. On a GPU the steps run back to back,
+        as they do in generation: L2 is not flushed between them (the state a step reads is
+        the one the step before wrote, and a flush between steps would give the host a head
+        start that hides its launch time in a launch-bound step)."""
+        return cls(warmup_s=0.0, budget_s=0.0, min_reps=tokens, max_reps=tokens, warmup_calls=1, flush_l2=False)
 
     @property
     def calls(self) -> int:
