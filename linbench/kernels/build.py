@@ -26,6 +26,15 @@ CACHE_ENV = "LINBENCH_KERNEL_CACHE"
 # at::parallel_for over batch x heads on torch's intra-op threads.
 CPU_FLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-fopenmp")
 CUDA_FLAGS = ("-O3", "--use_fast_math", "-std=c++17")
+# libstdc++ is linked by its file name, libstdc++.so.6: the shared library torch's own libraries
+# use. A plain -lstdc++ takes the first libstdc++ in the compiler's search path, and that can be
+# a static archive: the GPU image's $CXX, /opt/gcc/bin/g++ (Ubuntu's GCC 13, relocated), finds
+# libstdc++.a in its own lib/gcc/x86_64-linux-gnu/13/, where the libstdc++.so symlink dangles (a
+# g++ run with -static-libstdc++ does the same). The library then carries a private copy of
+# libstdc++ next to the process's, and its streams break: formatting a number into a
+# TORCH_CHECK message segfaults (GCC 13's copy; GCC 12's drops the number), so bad arguments
+# kill the process instead of raising. They are part of the cache key: older builds are redone.
+LINK_FLAGS = ("-fopenmp", "-l:libstdc++.so.6")
 
 
 @dataclass(frozen=True)
@@ -94,7 +103,8 @@ def build_key(with_cuda: bool) -> str:
     for path in key_sources(with_cuda):
         digest.update(path.relative_to(CSRC).as_posix().encode())
         digest.update(path.read_bytes())
-    for part in (torch.__version__, sys.version, _cpu_signature(), str(with_cuda), *CPU_FLAGS, *CUDA_FLAGS):
+    parts = (torch.__version__, sys.version, _cpu_signature(), str(with_cuda), *CPU_FLAGS, *CUDA_FLAGS, *LINK_FLAGS)
+    for part in parts:
         digest.update(part.encode())
     return digest.hexdigest()[:16]
 
@@ -145,7 +155,7 @@ def _compile_and_load(with_cuda: bool) -> str | None:
             extra_include_paths=[str(CSRC)],
             extra_cflags=[*CPU_FLAGS, *(["-DLINBENCH_WITH_CUDA"] if with_cuda else [])],
             extra_cuda_cflags=list(CUDA_FLAGS),
-            extra_ldflags=["-fopenmp"],
+            extra_ldflags=list(LINK_FLAGS),
             build_directory=str(directory),
             is_python_module=False,
             verbose=False,
