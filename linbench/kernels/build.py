@@ -15,6 +15,7 @@ import os
 import platform
 import re
 import shutil
+import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,7 +166,43 @@ def _compile_and_load(with_cuda: bool) -> str | None:
         (directory / "build.log").write_text(str(exc))
         failure.write_text(reason + "\n")
         return reason
+    needed = needed_libraries(library)
+    if needed is not None and "libstdc++.so.6" not in needed:
+        # Loaded already, but never used: its first TORCH_CHECK would crash the process.
+        reason = (
+            f"kernel build failed: {library.name} carries its own copy of libstdc++ instead of needing "
+            f"libstdc++.so.6 (the compiler {os.environ.get('CXX', 'c++')} links it statically), so its errors "
+            "would crash the process"
+        )
+        failure.write_text(reason + "\n")
+        return reason
     return None
+
+
+def needed_libraries(library: Path) -> list[str] | None:
+    """The shared libraries an ELF64 little-endian library needs (its DT_NEEDED entries); None
+    when it is not such a file (macOS, say)."""
+    data = library.read_bytes()
+    if data[:6] != b"\x7fELF\x02\x01":
+        return None
+    (section_offset,) = struct.unpack_from("<Q", data, 0x28)
+    entry_size, count = struct.unpack_from("<HH", data, 0x3A)
+    # (type, offset, size, link) of each section header
+    sections = [struct.unpack_from("<4xI16xQQI", data, section_offset + i * entry_size) for i in range(count)]
+    for kind, offset, size, link in sections:
+        if kind != 6:  # SHT_DYNAMIC; its sh_link is the string table its names are in
+            continue
+        strings = sections[link][1]
+        needed = []
+        for position in range(offset, offset + size, 16):
+            tag, value = struct.unpack_from("<qQ", data, position)
+            if tag == 0:  # DT_NULL
+                break
+            if tag == 1:  # DT_NEEDED
+                start = strings + value
+                needed.append(data[start : data.index(b"\0", start)].decode())
+        return needed
+    return []
 
 
 @functools.cache
