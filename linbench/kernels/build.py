@@ -15,6 +15,7 @@ import os
 import platform
 import re
 import shutil
+import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,15 @@ CACHE_ENV = "LINBENCH_KERNEL_CACHE"
 # at::parallel_for over batch x heads on torch's intra-op threads.
 CPU_FLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-fopenmp")
 CUDA_FLAGS = ("-O3", "--use_fast_math", "-std=c++17")
+# libstdc++ is linked by its file name, libstdc++.so.6: the shared library torch's own libraries
+# use. A plain -lstdc++ takes the first libstdc++ in the compiler's search path, and that can be
+# a static archive: the GPU image's $CXX, /opt/gcc/bin/g++ (Ubuntu's GCC 13, relocated), finds
+# libstdc++.a in its own lib/gcc/x86_64-linux-gnu/13/, where the libstdc++.so symlink dangles (a
+# g++ run with -static-libstdc++ does the same). The library then carries a private copy of
+# libstdc++ next to the process's, and its streams break: formatting a number into a
+# TORCH_CHECK message segfaults (GCC 13's copy; GCC 12's drops the number), so bad arguments
+# kill the process instead of raising. They are part of the cache key: older builds are redone.
+LINK_FLAGS = ("-fopenmp", "-l:libstdc++.so.6")
 
 
 @dataclass(frozen=True)
@@ -94,7 +104,8 @@ def build_key(with_cuda: bool) -> str:
     for path in key_sources(with_cuda):
         digest.update(path.relative_to(CSRC).as_posix().encode())
         digest.update(path.read_bytes())
-    for part in (torch.__version__, sys.version, _cpu_signature(), str(with_cuda), *CPU_FLAGS, *CUDA_FLAGS):
+    parts = (torch.__version__, sys.version, _cpu_signature(), str(with_cuda), *CPU_FLAGS, *CUDA_FLAGS, *LINK_FLAGS)
+    for part in parts:
         digest.update(part.encode())
     return digest.hexdigest()[:16]
 
@@ -145,7 +156,7 @@ def _compile_and_load(with_cuda: bool) -> str | None:
             extra_include_paths=[str(CSRC)],
             extra_cflags=[*CPU_FLAGS, *(["-DLINBENCH_WITH_CUDA"] if with_cuda else [])],
             extra_cuda_cflags=list(CUDA_FLAGS),
-            extra_ldflags=["-fopenmp"],
+            extra_ldflags=list(LINK_FLAGS),
             build_directory=str(directory),
             is_python_module=False,
             verbose=False,
@@ -155,7 +166,43 @@ def _compile_and_load(with_cuda: bool) -> str | None:
         (directory / "build.log").write_text(str(exc))
         failure.write_text(reason + "\n")
         return reason
+    needed = needed_libraries(library)
+    if needed is not None and "libstdc++.so.6" not in needed:
+        # Loaded already, but never used: its first TORCH_CHECK would crash the process.
+        reason = (
+            f"kernel build failed: {library.name} carries its own copy of libstdc++ instead of needing "
+            f"libstdc++.so.6 (the compiler {os.environ.get('CXX', 'c++')} links it statically), so its errors "
+            "would crash the process"
+        )
+        failure.write_text(reason + "\n")
+        return reason
     return None
+
+
+def needed_libraries(library: Path) -> list[str] | None:
+    """The shared libraries an ELF64 little-endian library needs (its DT_NEEDED entries); None
+    when it is not such a file (macOS, say)."""
+    data = library.read_bytes()
+    if data[:6] != b"\x7fELF\x02\x01":
+        return None
+    (section_offset,) = struct.unpack_from("<Q", data, 0x28)
+    entry_size, count = struct.unpack_from("<HH", data, 0x3A)
+    # (type, offset, size, link) of each section header
+    sections = [struct.unpack_from("<4xI16xQQI", data, section_offset + i * entry_size) for i in range(count)]
+    for kind, offset, size, link in sections:
+        if kind != 6:  # SHT_DYNAMIC; its sh_link is the string table its names are in
+            continue
+        strings = sections[link][1]
+        needed = []
+        for position in range(offset, offset + size, 16):
+            tag, value = struct.unpack_from("<qQ", data, position)
+            if tag == 0:  # DT_NULL
+                break
+            if tag == 1:  # DT_NEEDED
+                start = strings + value
+                needed.append(data[start : data.index(b"\0", start)].decode())
+        return needed
+    return []
 
 
 @functools.cache
