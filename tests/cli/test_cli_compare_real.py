@@ -15,10 +15,10 @@ import csv
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import linbench_argv
 
 # A CPU test: pinned, so that a machine with a GPU does not time the sweep on CUDA.
 SWEEP = ["--variant", "softmax:sdpa", "--no-baseline", "--seq", "1k..4k", "--heads", "4,8", "--dim", "32"]
@@ -30,16 +30,14 @@ TIMING_VERDICTS = {"faster", "same", "slower", "regression"}
 
 
 def _run(out: Path) -> Path:
-    command = [sys.executable, "-m", "linbench", "run", *RUN, "--out", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(linbench_argv("run", *RUN, "--out", out), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     (folder,) = out.iterdir()
     return folder
 
 
 def _compare(*args: object) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "linbench", "compare", *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return subprocess.run(linbench_argv("compare", *args), capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
