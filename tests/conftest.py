@@ -1,14 +1,36 @@
-"""Shared fixtures: the tests run on CPU unless a CUDA-marked test finds a GPU."""
+"""Shared fixtures: the tests run on CPU unless a CUDA-marked test finds a GPU.
+
+Where each test runs is stated, never left to the machine:
+* tensors made without a device are CPU tensors whether or not CUDA is present (torch's
+  default device, which no test changes);
+* ``linbench run``, ``decode``, ``check`` and ``list`` pick CUDA wherever it is present
+  unless told otherwise, so every test gives them ``--device`` (the CLI tests' helpers
+  refuse one that does not: tests/cli/cli_helpers.py);
+* a test that needs a GPU is marked ``cuda`` and is skipped where there is none.
+"""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+# Environment variables that change how rich lays out the CLI's tables: COLUMNS narrows
+# them; the others make rich treat a pipe as a terminal, 80 columns wide unless COLUMNS says.
+CONSOLE_VARIABLES = ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+
 
 @pytest.fixture(autouse=True)
 def _deterministic() -> None:
     torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def _piped_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's output as a pipe gets it (tables 200 columns wide, no colour), whatever
+    terminal width or colour forcing the machine running the tests exports: the tests read
+    cells and lines out of those tables. Subprocesses inherit it."""
+    for name in CONSOLE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 
 import torch
 from typer.testing import Result
@@ -11,6 +12,28 @@ from linbench.variants.registry import Impl, Variant
 
 PLANTED = "planted_for_cli_tests"
 Invoke = Callable[..., Result]
+# The commands whose --device defaults to auto: cuda wherever CUDA is present.
+DEVICE_COMMANDS = ("run", "decode", "check", "list")
+
+
+def assert_device_stated(args: Sequence[object]) -> None:
+    """Refuse a run, decode, check or list that leaves the device to ``auto``.
+
+    A test written on a CPU machine would otherwise run on CUDA wherever CUDA is present:
+    other timings, other tables, minutes of GPU sweeps. ``--resume`` takes the device of
+    the run folder it finishes, and ``--help`` runs nothing.
+    """
+    words = [str(arg) for arg in args]
+    if not words or words[0] not in DEVICE_COMMANDS:
+        return
+    if not {"--device", "--resume", "--help"} & set(words):
+        raise AssertionError(f"linbench {words[0]} without --device: say which device the test means ({words})")
+
+
+def linbench_argv(*args: object) -> list[str]:
+    """The command line of ``python -m linbench ARGS`` for a subprocess, its device stated."""
+    assert_device_stated(args)
+    return [sys.executable, "-m", "linbench", *map(str, args)]
 
 
 def _scaled(factor: float) -> Callable[..., torch.Tensor]:

@@ -6,9 +6,11 @@ import pytest
 import torch
 from cli_helpers import Invoke, assert_usage_error
 
+CPU = ("--device", "cpu")
+
 
 def test_check_one_variant_passes_and_prints_the_table(invoke: Invoke) -> None:
-    result = invoke("check", "--variant", "cosine", "--device", "cpu", "--quiet")
+    result = invoke("check", "--variant", "cosine", *CPU, "--quiet")
     assert result.exit_code == 0, result.output
     for impl in ("cosine:quadratic (ref)", "cosine:naive", "cosine:chunked", "cosine:recurrent", "cosine:kernel"):
         assert impl in result.stdout
@@ -17,7 +19,7 @@ def test_check_one_variant_passes_and_prints_the_table(invoke: Invoke) -> None:
 
 
 def test_a_wrong_impl_fails_the_check(invoke: Invoke, planted: str) -> None:
-    result = invoke("check", "--variant", planted, "--quiet")
+    result = invoke("check", "--variant", planted, *CPU, "--quiet")
     assert result.exit_code == 1, result.output
     rows = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith(f"│ {planted}:")}
     assert "FAIL" in rows[f"{planted}:wrong"]
@@ -28,7 +30,7 @@ def test_a_wrong_impl_fails_the_check(invoke: Invoke, planted: str) -> None:
 
 
 def test_unavailable_impls_are_not_failures(invoke: Invoke, planted: str) -> None:
-    result = invoke("check", "--variant", f"{planted}:ref,{planted}:away", "--dtype", "fp64", "--quiet")
+    result = invoke("check", "--variant", f"{planted}:ref,{planted}:away", "--dtype", "fp64", *CPU, "--quiet")
     assert result.exit_code == 0, result.output
     assert "needs a planted chip" in result.stdout
     assert "2 cells checked, 0 failed, 2 unavailable" in result.stdout
@@ -36,22 +38,22 @@ def test_unavailable_impls_are_not_failures(invoke: Invoke, planted: str) -> Non
 
 def test_variants_and_dtypes_repeat_and_split_on_commas(invoke: Invoke, planted: str) -> None:
     args = ("--variant", f"{planted}:ref", "--variant", f"{planted}:ref,{planted}:ref", "--dtype", "fp64,bf16")
-    result = invoke("check", *args, "--dtype", "fp16", "--quiet")
+    result = invoke("check", *args, "--dtype", "fp16", *CPU, "--quiet")
     assert result.exit_code == 0, result.output
     assert result.stdout.count(f"{planted}:ref (ref)") == 1
     assert "6 cells checked, 0 failed" in result.stdout
 
 
 def test_unknown_variant_is_a_usage_error(invoke: Invoke) -> None:
-    assert_usage_error(invoke("check", "--variant", "nosuch"), "unknown variant 'nosuch'", "cosine")
+    assert_usage_error(invoke("check", "--variant", "nosuch", *CPU), "unknown variant 'nosuch'", "cosine")
 
 
 def test_unknown_impl_is_a_usage_error(invoke: Invoke) -> None:
-    assert_usage_error(invoke("check", "--variant", "cosine:nosuch"), "no impl 'nosuch'", "chunked")
+    assert_usage_error(invoke("check", "--variant", "cosine:nosuch", *CPU), "no impl 'nosuch'", "chunked")
 
 
 def test_unknown_dtype_is_a_usage_error(invoke: Invoke) -> None:
-    assert_usage_error(invoke("check", "--variant", "cosine", "--dtype", "fp8"), "unknown dtype 'fp8'", "bf16")
+    assert_usage_error(invoke("check", "--variant", "cosine", "--dtype", "fp8", *CPU), "unknown dtype 'fp8'", "bf16")
 
 
 def test_unknown_device_is_a_usage_error(invoke: Invoke) -> None:
@@ -64,10 +66,10 @@ def test_cuda_without_cuda_is_a_usage_error(invoke: Invoke) -> None:
 
 
 def test_typer_usage_errors_still_exit_2(invoke: Invoke) -> None:
-    assert invoke("check", "--no-such-option").exit_code == 2
+    assert invoke("check", "--no-such-option", *CPU).exit_code == 2
 
 
 def test_check_restores_the_thread_count(invoke: Invoke, planted: str) -> None:
     before = torch.get_num_threads()
-    invoke("check", "--variant", f"{planted}:ref", "--quiet")
+    invoke("check", "--variant", f"{planted}:ref", *CPU, "--quiet")
     assert torch.get_num_threads() == before

@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from cli_helpers import Invoke, assert_usage_error
 
 from linbench.results.schema import RESULT_COLUMNS
 
-TINY = ("--context", "64,128", "--heads", "2", "--dim", "16", "--tokens", "4")
+CPU = ("--device", "cpu")
+TINY = ("--context", "64,128", "--heads", "2", "--dim", "16", "--tokens", "4", *CPU)
 
 
 def only_run(out: Path) -> Path:
@@ -84,7 +86,6 @@ def test_resume_finishes_a_decode_run_and_run_refuses_it(invoke: Invoke, tmp_pat
         (("--context", "1k..2k:x1"), ("context", "larger than x1")),
         (("--tokens", "0"), ("tokens", "positive")),
         (("--dtype", "fp8"), ("fp8",)),
-        (("--device", "cuda"), ("CUDA is not available",)),
         (("--suite", "missing.toml"), ("missing.toml", "does not exist")),
         (("--resume", "."), ("not a linbench run folder",)),
     ],
@@ -93,7 +94,15 @@ def test_bad_input_exits_2_with_one_line_and_no_folder(
     invoke: Invoke, tmp_path: Path, args: tuple[str, ...], fragments: tuple[str, ...]
 ) -> None:
     out = tmp_path / "out"
-    assert_usage_error(invoke("decode", *args, "--out", out), *fragments)
+    device = () if "--resume" in args else CPU  # a resumed run keeps its own device
+    assert_usage_error(invoke("decode", *args, *device, "--out", out), *fragments)
+    assert not out.exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here: decode would run on it")
+def test_cuda_without_cuda_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert_usage_error(invoke("decode", "--device", "cuda", "--out", out), "CUDA is not available")
     assert not out.exists()
 
 
@@ -110,13 +119,13 @@ def test_a_bad_suite_file_is_a_usage_error(
 ) -> None:
     suite = tmp_path / "bad.toml"
     suite.write_text(text)
-    assert_usage_error(invoke("decode", "--suite", suite, "--out", tmp_path / "out"), *fragments)
+    assert_usage_error(invoke("decode", "--suite", suite, *CPU, "--out", tmp_path / "out"), *fragments)
 
 
 def test_a_variant_without_a_recurrent_form_cannot_decode(invoke: Invoke, planted: str, tmp_path: Path) -> None:
-    assert_usage_error(invoke("decode", "--variant", planted, "--out", tmp_path / "out"), "cannot decode")
+    assert_usage_error(invoke("decode", "--variant", planted, *CPU, "--out", tmp_path / "out"), "cannot decode")
 
 
 def test_an_option_of_run_alone_is_refused(invoke: Invoke, tmp_path: Path) -> None:
-    result = invoke("decode", "--seq", "1k", "--out", tmp_path / "out")
+    result = invoke("decode", "--seq", "1k", *CPU, "--out", tmp_path / "out")
     assert result.exit_code == 2 and "--seq" in result.output

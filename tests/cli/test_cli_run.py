@@ -7,18 +7,19 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import Invoke, assert_usage_error
+import torch
+from cli_helpers import Invoke, assert_usage_error, linbench_argv
 
 from linbench.results.schema import RESULT_COLUMNS
 from linbench.sweep.points import KEY_COLUMNS
 
 PLANTED_FILE = Path(__file__).parents[1] / "plugins" / "planted.py"
-TINY = ("--seq", "64,128", "--heads", "2", "--dim", "16", "--budget-s", "0.05")
+CPU = ("--device", "cpu")
+TINY = ("--seq", "64,128", "--heads", "2", "--dim", "16", "--budget-s", "0.05", *CPU)
 
 
 def run_folder(out: Path) -> Path:
@@ -92,7 +93,6 @@ def test_quiet_prints_only_the_plan_and_the_summary_line(invoke: Invoke, tmp_pat
         (("--variant", "nope"), ("unknown variant 'nope'",)),
         (("--dtype", "fp8"), ("fp8",)),
         (("--mode", "sideways"), ("sideways",)),
-        (("--device", "cuda"), ("CUDA is not available",)),
         (("--device", "tpu"), ("tpu",)),
         (("--suite", "missing.toml"), ("missing.toml", "does not exist")),
         (("--causal", "--bidirectional"), ("exclude each other",)),
@@ -105,14 +105,22 @@ def test_bad_input_exits_2_with_one_line_and_no_folder(
     invoke: Invoke, tmp_path: Path, args: tuple[str, ...], fragments: tuple[str, ...]
 ) -> None:
     out = tmp_path / "out"
-    assert_usage_error(invoke("run", *args, "--out", out), *fragments)
+    device = () if {"--device", "--resume"} & set(args) else CPU  # a resumed run keeps its own device
+    assert_usage_error(invoke("run", *args, *device, "--out", out), *fragments)
+    assert not out.exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here: run would sweep on it")
+def test_cuda_without_cuda_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert_usage_error(invoke("run", "--device", "cuda", "--out", out), "CUDA is not available")
     assert not out.exists()
 
 
 def test_a_malformed_suite_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
     suite = tmp_path / "bad.toml"
     suite.write_text("seq = [1k")
-    assert_usage_error(invoke("run", "--suite", suite, "--out", tmp_path / "out"), "bad.toml", "TOML")
+    assert_usage_error(invoke("run", "--suite", suite, *CPU, "--out", tmp_path / "out"), "bad.toml", "TOML")
 
 
 def test_an_unsupported_head_dim_is_a_usage_error(invoke: Invoke, planted: str, tmp_path: Path) -> None:
@@ -123,13 +131,13 @@ def test_an_unsupported_head_dim_is_a_usage_error(invoke: Invoke, planted: str, 
     variant = get_variant(planted)
     limited = replace(variant.impl("ref"), shape_support=lambda dk, dv, dtype: "dims up to 32" if dk > 32 else None)
     register_variant(replace(variant, impl_list=(limited,)), replace=True)
-    result = invoke("run", "--variant", f"{planted}:ref", "--dim", "64", "--out", tmp_path / "out")
+    result = invoke("run", "--variant", f"{planted}:ref", "--dim", "64", *CPU, "--out", tmp_path / "out")
     assert_usage_error(result, f"{planted}:ref", "dim_k=64", "dims up to 32")
     assert not (tmp_path / "out").exists()
 
 
 def test_a_plugin_file_shows_in_list_and_runs(invoke: Invoke, tmp_path: Path) -> None:
-    listed = invoke("list", "--plugin", PLANTED_FILE)
+    listed = invoke("list", "--plugin", PLANTED_FILE, *CPU)
     assert listed.exit_code == 0 and "planted" in listed.stdout
     args = ("--plugin", PLANTED_FILE, "--variant", "planted:good,planted:wrong", "--no-baseline", *TINY)
     result = invoke("run", *args, "--out", tmp_path)
@@ -140,8 +148,8 @@ def test_a_plugin_file_shows_in_list_and_runs(invoke: Invoke, tmp_path: Path) ->
 
 def test_kill_9_leaves_valid_csv_and_resume_finishes_without_duplicates(tmp_path: Path) -> None:
     seqs = "64,96,128,160,192,224,256,288"
-    command = [sys.executable, "-m", "linbench", "run", "--variant", "cosine:chunked", "--no-baseline"]
-    command += ["--seq", seqs, "--heads", "2", "--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
+    command = linbench_argv("run", "--variant", "cosine:chunked", "--no-baseline", *CPU, "--seq", seqs, "--heads", "2")
+    command += ["--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_for_rows(tmp_path, 2)
     os.kill(process.pid, signal.SIGKILL)
@@ -149,9 +157,7 @@ def test_kill_9_leaves_valid_csv_and_resume_finishes_without_duplicates(tmp_path
     folder = run_folder(tmp_path)
     done_before = read_rows(folder)
     assert 2 <= len(done_before) < 8, "the kill should land mid-sweep"
-    resumed = subprocess.run(
-        [sys.executable, "-m", "linbench", "run", "--resume", str(folder), "-q"], capture_output=True, text=True
-    )
+    resumed = subprocess.run(linbench_argv("run", "--resume", folder, "-q"), capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     rows = read_rows(folder)
     keys = [tuple(r[c] for c in KEY_COLUMNS) for r in rows]
@@ -164,7 +170,7 @@ def test_kill_9_leaves_valid_csv_and_resume_finishes_without_duplicates(tmp_path
 
 
 def test_ctrl_c_stops_cleanly_and_marks_the_run_interrupted(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "linbench", "run", "--variant", "cosine:chunked", "--no-baseline"]
+    command = linbench_argv("run", "--variant", "cosine:chunked", "--no-baseline", *CPU)
     command += ["--seq", "64..2k:+64", "--heads", "2", "--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_rows(tmp_path, 1)
@@ -179,7 +185,7 @@ def test_ctrl_c_stops_cleanly_and_marks_the_run_interrupted(tmp_path: Path) -> N
 
 def test_ctrl_c_to_the_whole_process_group_writes_no_error_rows(tmp_path: Path) -> None:
     """A terminal's Ctrl-C also reaches the worker forks; only the supervisor may act on it."""
-    command = [sys.executable, "-m", "linbench", "run", "--variant", "cosine:chunked", "--no-baseline"]
+    command = linbench_argv("run", "--variant", "cosine:chunked", "--no-baseline", *CPU)
     command += ["--seq", "64..2k:+64", "--heads", "2", "--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
     process = subprocess.Popen(command, **pipes, start_new_session=True)

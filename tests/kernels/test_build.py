@@ -51,12 +51,14 @@ def test_build_key_changes_with_the_sources(tmp_path: Path, monkeypatch: pytest.
 @pytest.fixture
 def broken_csrc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A csrc/ whose sources fail to compile at once (no torch headers to parse first), built
-    into an empty cache; the real build is restored after."""
+    into an empty cache; the real build is restored after. The CPU flavour alone, wherever
+    the tests run: with nvcc at hand load_kernels would first try CUDA on these sources."""
     copy = tmp_path / "csrc"
     copy.mkdir()
     for name in ("bindings.cpp", "op_checks.cpp"):
         (copy / name).write_text("static int broken = not_declared_anywhere;\n")
     monkeypatch.setattr(build, "CSRC", copy)
+    monkeypatch.setattr(build, "cuda_toolchain_missing", lambda: "not built in this test")
     monkeypatch.setenv(build.CACHE_ENV, str(tmp_path / "cache"))
     build.load_kernels.cache_clear()
     yield copy

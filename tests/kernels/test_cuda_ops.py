@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from kernel_cases import dense_reference, random_inputs
+from kernel_cases import assert_close_at_case_scale, dense_reference, random_inputs
 
 from linbench.kernels.ops import kernel_ops, linear_attention
 
@@ -22,11 +22,9 @@ def _cuda_against_fp64(seq: int, dim_k: int, dim_v: int, dtype: torch.dtype, cau
     grad_out = torch.randn_like(expected)
     want = torch.autograd.grad(expected, exact, grad_out)
     got = torch.autograd.grad(actual, (q, k, v), grad_out.to(dtype))
-    tol = TOLERANCE[dtype]
-    scale = expected.abs().max().item()
-    torch.testing.assert_close(actual.double(), expected, rtol=tol, atol=tol * scale)
-    for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g.double(), w, rtol=tol, atol=tol * w.abs().max().item())
+    case_scale = max(t.abs().max().item() for t in (expected, *want))
+    for name, a, w in zip(("out", "grad q", "grad k", "grad v"), (actual, *got), (expected, *want), strict=True):
+        assert_close_at_case_scale(a, w, TOLERANCE[dtype], case_scale, name)
 
 
 @pytest.mark.parametrize("seq", [1, 63, 64, 65, 1000])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from kernel_cases import dense_reference, random_inputs
+from kernel_cases import assert_close_at_case_scale, dense_reference, random_inputs
 
 from linbench.kernels.ops import kernel_ops, linear_attention
 from linbench.measure.memory import PeakRSS
@@ -47,6 +47,24 @@ def test_decay_rescales_the_state_between_chunks(seq: int) -> None:
     n_chunks = -(-seq // 64)
     decay = 0.1 + 0.9 * torch.rand(2, 2, n_chunks, 8, dtype=torch.float64)
     _assert_forward_and_gradients_match(q, k, v, causal=True, eps=None, decay=decay)
+
+
+@pytest.mark.parametrize("seq", [1, 65])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
+@pytest.mark.parametrize("eps", [None, 1e-6], ids=["plain", "normalised"])
+def test_fp32_outputs_and_gradients_against_fp64(seq: int, causal: bool, eps: float | None) -> None:
+    """What tests/kernels/test_cuda_ops.py asks of the CUDA op, asked of the CPU op: at S = 1
+    the normalised gradients of q and k are zero up to eps and judged at the case's scale."""
+    q, k, v = (t.detach().float().requires_grad_() for t in random_inputs(seq, 16, 24))
+    exact = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    expected = dense_reference(*exact, causal=causal, eps=eps)
+    actual = linear_attention(q, k, v, causal=causal, eps=eps, chunk=64)
+    grad_out = torch.randn_like(expected)
+    want = torch.autograd.grad(expected, exact, grad_out)
+    got = torch.autograd.grad(actual, (q, k, v), grad_out.float())
+    case_scale = max(t.abs().max().item() for t in (expected, *want))
+    for name, a, w in zip(("out", "grad q", "grad k", "grad v"), (actual, *got), (expected, *want), strict=True):
+        assert_close_at_case_scale(a, w, 2e-4, case_scale, name)
 
 
 @pytest.mark.parametrize(
