@@ -27,16 +27,16 @@ for part in "$@"; do
   start=$(date +%s)
   case $part in
     tests)
-      timeout 200 python3 -m pytest -q -p no:cacheprovider >"$OUT/tests.txt" 2>&1
+      timeout -s INT -k 10 "${TESTS_LIMIT:-200}" python3 -m pytest -q -p no:cacheprovider >"$OUT/tests.txt" 2>&1
       echo "pytest exit $? in $(($(date +%s) - start)) s" | tee -a "$OUT/summary.txt"
       tail -30 "$OUT/tests.txt" | tee -a "$OUT/summary.txt" ;;
     doctor)
       timeout 40 python3 -m linbench doctor --device cuda 2>&1 | tee "$OUT/doctor.txt" ;;
     decode)
       rm -rf /tmp/ref/decode
-      timeout 120 python3 -m linbench decode --variant cosine,linear,cosformer,heinsen --context 1k,16k,256k \
+      timeout "${DECODE_LIMIT:-120}" python3 -m linbench decode --variant cosine,linear,cosformer,heinsen --context "${DECODE_CONTEXTS:-1k,16k,256k}" \
         --dtype bf16 --device cuda --tokens 100 --cuda-graph --out /tmp/ref/decode -q 2>&1 | tail -3
-      timeout 70 python3 scripts/gpu/verify_decode.py /tmp/ref/decode/* 2>&1 | tee "$OUT/decode_verify.txt"
+      timeout "${VERIFY_LIMIT:-70}" python3 scripts/gpu/verify_decode.py /tmp/ref/decode/* 2>&1 | tee "$OUT/decode_verify.txt"
       tar czf "$OUT/decode.tgz" -C /tmp/ref decode ;;
     check)
       timeout 60 python3 -m linbench check --device cuda --dtype fp32,bf16 \
