@@ -74,7 +74,11 @@ class SweepRunner:
             if result.get("status") != "mismatch" and result.get("error"):
                 result["error"] = f"during the correctness check: {result['error']}"
             return self._row(point, result, gate), []
-        result = self.supervisor.run(self._task("measure", point), self.plan.timeout_s)
+        # On probation the worker stops after its first call when that call says the point
+        # cannot finish in time (runner/policy.py).
+        probation = self.policy.probation(point) is not None
+        task = self._task("measure", point, stop_after_s=self.plan.timeout_s if probation else None)
+        result = self.supervisor.run(task, self.plan.timeout_s)
         samples = list(result.pop("samples_ms", []))
         return self._row(point, result, gate), samples
 
@@ -84,7 +88,7 @@ class SweepRunner:
             self._gates[key] = self.supervisor.run(self._task("gate", gate_point(point)), self.plan.timeout_s)
         return self._gates[key]
 
-    def _task(self, kind: str, point: Point) -> Task:
+    def _task(self, kind: str, point: Point, stop_after_s: float | None = None) -> Task:
         return Task(
             kind=kind,  # type: ignore[arg-type]
             point=point,
@@ -92,6 +96,7 @@ class SweepRunner:
             plugins=self.plan.plugins,
             memory_limit_bytes=self.plan.memory_limit_bytes,
             cuda_graph=self.plan.cuda_graph,
+            stop_after_s=stop_after_s,
         )
 
     def _row(self, point: Point, result: dict[str, Any], gate: dict[str, Any] | None) -> dict[str, Any]:

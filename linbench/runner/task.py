@@ -71,6 +71,8 @@ class Task:
     memory_limit_bytes: int | None = None
     seed: int = 0
     cuda_graph: bool = False  # decode on CUDA: also time a captured step's replays
+    # On probation (runner/policy.py): the point's time limit, checked after its first call.
+    stop_after_s: float | None = None
 
 
 def gate_seq(point: Point) -> int:
