@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from linbench.results.store import RunStore
+from linbench.measure.load import LoadMonitor
+from linbench.results.store import RunStore, RunStoreError
 from linbench.runner.plan import RunPlan
 from linbench.runner.policy import SkipPolicy
 from linbench.runner.supervisor import Supervisor
@@ -40,6 +41,15 @@ class SweepRunner:
         self.supervisor = Supervisor(store.log_path)
         self.policy = SkipPolicy(plan.timeout_s, plan.timing)
         self._gates: dict[tuple[object, ...], dict[str, Any]] = {}
+        gpu = (plan.device.index or 0) if plan.device.type == "cuda" else None
+        self.load = LoadMonitor(gpu_index=gpu, threads=None, previous=self._recorded_load())
+
+    def _recorded_load(self) -> dict[str, Any] | None:
+        """The load samples of an earlier session of this run (--resume) go on in meta.json."""
+        try:
+            return self.store.read_meta().get("load")
+        except RunStoreError:
+            return None
 
     def pending(self) -> list[Point]:
         """The plan's points without a row yet; earlier rows also teach the skip policy."""
@@ -53,6 +63,9 @@ class SweepRunner:
         return [point for point in self.plan.points if point.key not in done]
 
     def run(self, points: list[Point]) -> None:
+        """Run ``points`` in order; the machine's load is sampled before the first, between
+        points (every SAMPLE_INTERVAL_S at most) and after the last, into meta.json."""
+        self._sample_load("start")
         try:
             for point in points:
                 self.listener("start", point, None)
@@ -60,8 +73,15 @@ class SweepRunner:
                 self.store.append(row, samples)
                 self.policy.record(point, row)
                 self.listener("row", point, row)
+                if self.load.due():
+                    self._sample_load("during")
         finally:
             self.supervisor.stop()
+            self._sample_load("end")
+
+    def _sample_load(self, when: str) -> None:
+        self.load.sample(when)
+        self.store.update_meta({"load": self.load.section()})
 
     def run_point(self, point: Point) -> tuple[dict[str, Any], list[float]]:
         """The row for one point and its raw time samples."""
