@@ -105,7 +105,8 @@ def _create_store(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
         "baselines": [f"{v}:{i}" for v, i in plan.targets.baselines],
         "points": len(plan.points),
     }
-    meta["timing"] = plan.timing.__dict__
+    meta["timing"] = plan.timing.__dict__ | {"threads": plan.threads}
+    meta["params"] = plan.params_meta()
     meta["timeout_s"] = plan.timeout_s
     meta["cpu_memory_limit_bytes"] = plan.memory_limit_bytes
     meta["status"] = "running"

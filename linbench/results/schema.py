@@ -45,6 +45,10 @@ RESULT_COLUMNS = (
     # median time of one replay of it (the step's device time, without Python or launches).
     "cuda_graph",
     "device_ms",
+    # --param values of the row's impl that differ from its defaults (k=v;k=v), and the torch
+    # threads its worker ran with.
+    "params",
+    "threads",
 )
 
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "time_ms")

@@ -50,6 +50,7 @@ def run_gate(task: Task) -> dict[str, Any]:
             dtype=torch_dtype(point.dtype),
             device=point.device,
             seed=task.seed,
+            params=task.params,
         )
     else:
         case = check_impl(
@@ -61,6 +62,7 @@ def run_gate(task: Task) -> dict[str, Any]:
             device=point.device,
             seed=task.seed,
             gradients=point.mode != "fwd",
+            params=task.params,
         )
     return _gate_columns(case)
 
@@ -87,8 +89,8 @@ def run_measure(task: Task) -> dict[str, Any]:
     try:
         if task.point.mode == DECODE_MODE:
             return _measure_decode(task, device, started)
-        warm_up(task.point, device)
-        return _measure(task, Workload(task.point, device, task.seed), device, started)
+        warm_up(task.point, device, params=task.params)
+        return _measure(task, Workload(task.point, device, task.seed, task.params), device, started)
     except StopEarlyError as stop:
         return {"status": "timeout", "error": str(stop)}
 
@@ -112,8 +114,10 @@ def _measure_decode(task: Task, device: torch.device, started: float) -> dict[st
     """Prefill untimed, read the state's size, then measure the steps like any call; with
     ``cuda_graph``, then time replays of one captured step as well."""
     with torch.no_grad():
-        decode_workload.warm_up(task.point, device)
-        work = decode_workload.DecodeWorkload(task.point, device, task.timing.calls, task.seed, spare=task.cuda_graph)
+        decode_workload.warm_up(task.point, device, params=task.params)
+        work = decode_workload.DecodeWorkload(
+            task.point, device, task.timing.calls, task.seed, spare=task.cuda_graph, params=task.params
+        )
         work.prefill()
         held = state_bytes(work.state)
         columns = _measure(task, work, device, started) | {"state_bytes": held}
@@ -197,6 +201,7 @@ def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) 
 def _timing_columns(timing: Timing) -> dict[str, Any]:
     return {
         "status": "ok",
+        "threads": torch.get_num_threads(),
         "time_ms": timing.median_ms,
         "time_ms_p20": timing.percentile_ms(20),
         "time_ms_p80": timing.percentile_ms(80),

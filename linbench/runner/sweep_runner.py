@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from linbench.measure.load import LoadMonitor
 from linbench.results.store import RunStore, RunStoreError
 from linbench.runner.plan import RunPlan
@@ -42,7 +44,8 @@ class SweepRunner:
         self.policy = SkipPolicy(plan.timeout_s, plan.timing)
         self._gates: dict[tuple[object, ...], dict[str, Any]] = {}
         gpu = (plan.device.index or 0) if plan.device.type == "cuda" else None
-        self.load = LoadMonitor(gpu_index=gpu, threads=None, previous=self._recorded_load())
+        threads = plan.threads or torch.get_num_threads()
+        self.load = LoadMonitor(gpu_index=gpu, threads=threads, previous=self._recorded_load())
 
     def _recorded_load(self) -> dict[str, Any] | None:
         """The load samples of an earlier session of this run (--resume) go on in meta.json."""
@@ -117,11 +120,14 @@ class SweepRunner:
             memory_limit_bytes=self.plan.memory_limit_bytes,
             cuda_graph=self.plan.cuda_graph,
             stop_after_s=stop_after_s,
+            params=self.plan.impl_params(point.variant, point.impl),
+            threads=self.plan.threads,
         )
 
     def _row(self, point: Point, result: dict[str, Any], gate: dict[str, Any] | None) -> dict[str, Any]:
         decode = point.mode == DECODE_MODE
-        row = point.as_row() | {"device_name": self.plan.device_name} | result
+        row = point.as_row() | {"device_name": self.plan.device_name, "params": self.plan.params_column(point)}
+        row |= result
         # A variant's FLOP formula counts a whole sequence; a decode step is another thing.
         flops = None if decode else get_variant(point.variant).flops(*point.shape.sizes(), point.causal, point.mode)
         row["flops"] = flops

@@ -31,9 +31,15 @@ DECODE_MODE = "decode"
 COMMANDS = ("run", "decode")
 SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
-RUN_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "plugin")
+# Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps).
+RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps")
+DECODE_KNOBS = ("param", "threads")
+RUN_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "plugin", *RUN_KNOBS)
 DECODE_AXIS_KEYS = ("context", "batch", "heads", "dim", "dim_v", "dtype")
-DECODE_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin")
+DECODE_KEYS = (
+    *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
+    *DECODE_KNOBS,
+)
 # Keys a suite's top level takes beside its command's own.
 SUITE_KEYS = ("description", "command")
 DEFAULT_SETTINGS: dict[str, Any] = {
@@ -52,6 +58,10 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "timeout_s": 120.0,
     "budget_s": None,  # None: the device's default (runner/task.py)
     "plugin": [],
+    "param": [],  # impl parameters: "cosine:chunked.chunk_size=64", "cosine.norm_const=0.3"
+    "threads": None,  # torch threads in each worker; None: torch's default
+    "warmup_s": None,  # None: the device's default (runner/task.py)
+    "min_reps": None,  # None: the device's default
 }
 DECODE_SETTINGS: dict[str, Any] = {
     "context": "1k..64k",
@@ -68,6 +78,8 @@ DECODE_SETTINGS: dict[str, Any] = {
     "device": "auto",
     "timeout_s": 120.0,
     "plugin": [],
+    "param": [],
+    "threads": None,
 }
 DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
 TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}
@@ -115,6 +127,10 @@ class SweepSpec:
     command: str = "run"
     tokens: int | None = None  # decode: timed steps per point
     cuda_graph: bool = False  # decode: also time each step as a CUDA-graph replay
+    params: tuple[str, ...] = ()  # --param settings, as given (resolved by runner/params.py)
+    threads: int | None = None  # torch threads per worker; None: torch's default
+    warmup_s: float | None = None  # run: replaces the device's warm-up time
+    min_reps: int | None = None  # run: replaces the device's minimum repetitions
 
 
 def _sizes(key: str, value: Any) -> tuple[int, ...]:
@@ -157,8 +173,9 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         raise SpecError(f"dtype: {exc}") from None
     dim_v = settings.get("dim_v")
     decode = command == "decode"
+    seqs = _sizes("context", settings["context"]) if decode else _sizes("seq", settings["seq"])
     return Axes(
-        seq=_sizes("context", settings["context"]) if decode else _sizes("seq", settings["seq"]),
+        seq=seqs,
         batch=_sizes("batch", settings["batch"]),
         heads=_sizes("heads", settings["heads"]),
         dim=_sizes("dim", settings["dim"]),
@@ -267,7 +284,45 @@ def spec_from_settings(
         command=command,
         tokens=_one_size("tokens", base["tokens"]) if command == "decode" else None,
         cuda_graph=_flag("cuda_graph", base.get("cuda_graph", False)),
+        params=_param_texts(base.get("param") or []),
+        threads=_optional(_positive_int, "threads", base.get("threads")),
+        warmup_s=_optional(_nonnegative_float, "warmup_s", base.get("warmup_s")),
+        min_reps=_optional(_positive_int, "min_reps", base.get("min_reps")),
     )
+
+
+def _param_texts(value: Any) -> tuple[str, ...]:
+    """``--param`` settings, each checked for its form TARGET.NAME=VALUE."""
+    from linbench.sweep.params import parse_param
+
+    texts = tuple(str(item) for item in _as_list(value))
+    for text in texts:
+        try:
+            parse_param(text)
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
+    return texts
+
+
+def _optional(parse: Any, key: str, value: Any) -> Any:
+    return None if value is None else parse(key, value)
+
+
+def _positive_int(key: str, value: Any) -> int:
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise SpecError(f"{key}: {value!r} is not a positive whole number")
+    return int(text)
+
+
+def _nonnegative_float(key: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"{key}: {value!r} is not a number") from None
+    if not number >= 0 or number == float("inf"):
+        raise SpecError(f"{key}: {value!r} must be zero or more")
+    return number
 
 
 def _flag(key: str, value: Any) -> bool:
