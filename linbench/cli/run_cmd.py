@@ -23,6 +23,8 @@ HELP = {
     "threads": "torch threads in each worker (torch.set_num_threads). Default: torch's.",
     "warmup_s": "Seconds of untimed warm-up per point. Default: 0.2 on CPU, 0.1 on GPU.",
     "min_reps": "Fewest timed repetitions per point. Default: 3 on CPU, 10 on GPU.",
+    "tokens": "A fixed token budget (64k): each point's batch is tokens / seq, in place of --batch; "
+    "every seq must divide it.",
 }
 
 
@@ -58,6 +60,7 @@ def run_command(
     threads: Annotated[str | None, typer.Option("--threads", help=HELP["threads"])] = None,
     warmup_s: Annotated[str | None, typer.Option("--warmup-s", help=HELP["warmup_s"])] = None,
     min_reps: Annotated[str | None, typer.Option("--min-reps", help=HELP["min_reps"])] = None,
+    tokens: Annotated[str | None, typer.Option("--tokens", help=HELP["tokens"])] = None,
 ) -> None:
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
     with usage_errors():
@@ -81,6 +84,7 @@ def run_command(
         "threads": threads,
         "warmup_s": warmup_s,
         "min_reps": min_reps,
+        "tokens": tokens,
     }
     execute_sweep("run", flags, suite=suite, resume=resume, timeout_s=timeout_s, out=out, quiet=quiet)
 

@@ -49,6 +49,8 @@ RESULT_COLUMNS = (
     # threads its worker ran with.
     "params",
     "threads",
+    # Run rows: batch·seq tokens processed per second (--tokens compares lengths at equal work).
+    "tokens_per_s",
 )
 
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "time_ms")

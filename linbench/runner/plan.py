@@ -42,6 +42,7 @@ class RunPlan:
     # --param: (variant, impl) → the parameter values given for it.
     params: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     threads: int | None = None  # torch threads in each worker; None: torch's default
+    tokens: int | None = None  # run --tokens: batch·seq of every point
 
     def impl_params(self, variant: str, impl: str) -> dict[str, Any]:
         """The parameters given for one impl (empty: its defaults)."""
@@ -100,6 +101,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         cuda_graph=spec.cuda_graph,
         params=resolve_params(spec.params, targets.pairs, decode=decode),
         threads=spec.threads,
+        tokens=next((block.tokens for block in spec.blocks if block.tokens), None),
     )
 
 

@@ -28,6 +28,11 @@ The prediction (``SkipPolicy.prediction``):
    2) and u = BASE_MARGIN + that point's noise.
 3. **Bounds.** Optimistic = central · exp(−u), pessimistic = central · exp(+u), each turned
    into the point's wall time by the timing policy (warm-up and repetitions).
+
+A fixed-token-budget run (``run --tokens``) holds batch · seq fixed, so one curve is the
+points of one budget, and every exponent above is one less (the work per token, not per
+sequence, grows as s^(b−1)): clamped to [0, 2], assumed 1 from a single length. A point
+stands for another there when it is at least as long at the same or a larger budget.
 """
 
 from __future__ import annotations
@@ -82,9 +87,10 @@ class SkipPolicy:
     """Remembers each series' outcomes and says when a point should not run, or should run
     on probation."""
 
-    def __init__(self, timeout_s: float, timing: TimingPolicy) -> None:
+    def __init__(self, timeout_s: float, timing: TimingPolicy, fixed_tokens: bool = False) -> None:
         self.timeout_s = timeout_s
         self.timing = timing
+        self.fixed_tokens = fixed_tokens
         self._failures: dict[tuple[Any, ...], list[tuple[Point, str]]] = defaultdict(list)
         self._times: dict[tuple[Any, ...], dict[int, _Measured]] = defaultdict(dict)
 
@@ -94,11 +100,11 @@ class SkipPolicy:
             self._failures[point.series].append((point, str(status)))
         elif status == "ok" and row.get("time_ms"):
             median = float(row["time_ms"]) / 1000.0
-            self._times[_curve(point)][point.shape.seq] = _Measured(point.shape.seq, median, _noise(row))
+            self._times[self._curve(point)][point.shape.seq] = _Measured(point.shape.seq, median, _noise(row))
 
     def skip_reason(self, point: Point) -> str | None:
         for failed, status in self._failures[point.series]:
-            if point.shape.dominates(failed.shape):
+            if self._dominates(point, failed):
                 what = "ran out of memory" if status == "oom" else "timed out"
                 return f"{what} at the smaller or equal point {failed.shape.label}"
         prediction = self.prediction(point)
@@ -140,18 +146,35 @@ class SkipPolicy:
     def prediction(self, point: Point) -> Prediction | None:
         """Seconds per call at ``point`` from the curve's shorter measured lengths (module doc)."""
         seq = point.shape.seq
-        known = sorted((m for s, m in self._times[_curve(point)].items() if s < seq), key=lambda m: m.seq)
+        known = sorted((m for s, m in self._times[self._curve(point)].items() if s < seq), key=lambda m: m.seq)
         if not known:
             return None
         decode = point.mode == DECODE_MODE
+        offset = 1.0 if self.fixed_tokens else 0.0
         if len(known) == 1:
-            return _single(known[0], seq, decode)
-        return _fitted(known, seq)
+            return _single(known[0], seq, decode, offset)
+        return _fitted(known, seq, offset)
+
+    def _curve(self, point: Point) -> tuple[Any, ...]:
+        """The points one time-against-length curve joins: the series and every size but the
+        length (with a fixed token budget, the budget in place of the batch)."""
+        if self.fixed_tokens:
+            shape = point.shape
+            return (*point.series, shape.heads, shape.dim_k, shape.dim_v, shape.batch * shape.seq)
+        return (*point.series, replace(point.shape, seq=0))
+
+    def _dominates(self, point: Point, failed: Point) -> bool:
+        """``point`` costs at least what ``failed`` did."""
+        if not self.fixed_tokens:
+            return point.shape.dominates(failed.shape)
+        a, b = point.shape, failed.shape
+        longer = a.seq >= b.seq and a.heads >= b.heads and a.dim_k >= b.dim_k and a.dim_v >= b.dim_v
+        return longer and a.batch * a.seq >= b.batch * b.seq
 
 
-def _single(only: _Measured, seq: int, decode: bool) -> Prediction:
-    exponent = DECODE_DEFAULT_EXPONENT if decode else DEFAULT_EXPONENT
-    low, high = SINGLE_POINT_RANGE["decode" if decode else "run"]
+def _single(only: _Measured, seq: int, decode: bool, offset: float) -> Prediction:
+    exponent = (DECODE_DEFAULT_EXPONENT if decode else DEFAULT_EXPONENT) - offset
+    low, high = (x - offset for x in SINGLE_POINT_RANGE["decode" if decode else "run"])
     ratio = seq / only.seq
     u = BASE_MARGIN + only.noise
     return Prediction(
@@ -163,7 +186,7 @@ def _single(only: _Measured, seq: int, decode: bool) -> Prediction:
     )
 
 
-def _fitted(known: Sequence[_Measured], seq: int) -> Prediction:
+def _fitted(known: Sequence[_Measured], seq: int, offset: float) -> Prediction:
     points = list(known)
     exponent, intercept = _least_squares(points)
     if len(points) > TAIL_POINTS:
@@ -172,8 +195,9 @@ def _fitted(known: Sequence[_Measured], seq: int) -> Prediction:
         if abs(tail_exponent - exponent) > BEND_EXPONENT:
             points, exponent, intercept = tail, tail_exponent, tail_intercept
     last = points[-1]
-    if not MIN_EXPONENT <= exponent <= MAX_EXPONENT:
-        exponent = min(MAX_EXPONENT, max(MIN_EXPONENT, exponent))
+    least, most = MIN_EXPONENT - offset, MAX_EXPONENT - offset
+    if not least <= exponent <= most:
+        exponent = min(most, max(least, exponent))
         intercept = math.log(last.median_s) - exponent * math.log(last.seq)
     misfit = max(abs(math.log(m.median_s) - intercept - exponent * math.log(m.seq)) for m in points)
     noise = statistics.median(m.noise for m in points)
@@ -208,8 +232,3 @@ def _span(prediction: Prediction) -> str:
 
 def _words(point: Point) -> tuple[str, str]:
     return ("token", "contexts") if point.mode == DECODE_MODE else ("call", "lengths")
-
-
-def _curve(point: Point) -> tuple[Any, ...]:
-    """The series and every size but the length: the points one time-against-length curve joins."""
-    return (*point.series, replace(point.shape, seq=0))

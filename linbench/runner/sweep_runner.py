@@ -30,7 +30,10 @@ def _silent(event: str, point: Point, row: dict[str, Any] | None) -> None:
 
 
 # The columns that hold a time, empty unless the point passed its check and ran to the end.
-TIME_COLUMNS = ("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops", "time_per_token_ms", "device_ms")
+TIME_COLUMNS = (
+    *("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops", "time_per_token_ms", "device_ms"),
+    "tokens_per_s",
+)
 
 
 class SweepRunner:
@@ -41,7 +44,7 @@ class SweepRunner:
         self.store = store
         self.listener = listener
         self.supervisor = Supervisor(store.log_path)
-        self.policy = SkipPolicy(plan.timeout_s, plan.timing)
+        self.policy = SkipPolicy(plan.timeout_s, plan.timing, fixed_tokens=plan.tokens is not None)
         self._gates: dict[tuple[object, ...], dict[str, Any]] = {}
         gpu = (plan.device.index or 0) if plan.device.type == "cuda" else None
         threads = plan.threads or torch.get_num_threads()
@@ -141,6 +144,8 @@ class SweepRunner:
                 row["tflops"] = flops / (row["time_ms"] / 1e3) / 1e12
             if decode:  # a decode repetition is one step: one generated token per sequence
                 row["time_per_token_ms"] = row["time_ms"]
+            else:  # every position of every sequence in the batch, per second
+                row["tokens_per_s"] = point.shape.batch * point.shape.seq / (row["time_ms"] / 1e3)
         else:
             # A time is reported only for a point that passed its check and ran to the end.
             for column in TIME_COLUMNS:

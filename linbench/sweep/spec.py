@@ -31,8 +31,8 @@ DECODE_MODE = "decode"
 COMMANDS = ("run", "decode")
 SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
-# Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps).
-RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps")
+# Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens).
+RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps", "tokens")
 DECODE_KNOBS = ("param", "threads")
 RUN_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "plugin", *RUN_KNOBS)
 DECODE_AXIS_KEYS = ("context", "batch", "heads", "dim", "dim_v", "dtype")
@@ -62,6 +62,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "threads": None,  # torch threads in each worker; None: torch's default
     "warmup_s": None,  # None: the device's default (runner/task.py)
     "min_reps": None,  # None: the device's default
+    "tokens": None,  # a fixed token budget: each point's batch is tokens / seq (replaces batch)
 }
 DECODE_SETTINGS: dict[str, Any] = {
     "context": "1k..64k",
@@ -102,6 +103,12 @@ class Axes:
     dtype: tuple[str, ...]
     mode: tuple[str, ...]
     causal: tuple[bool, ...]
+    # run --tokens: each point's batch is tokens / seq, in place of the batch axis.
+    tokens: int | None = None
+
+    def batches(self, seq: int) -> tuple[int, ...]:
+        """The batch sizes at length ``seq``."""
+        return (self.tokens // seq,) if self.tokens else self.batch
 
     def dims(self) -> list[tuple[int, int]]:
         """(dim_k, dim_v) pairs: paired when dim_v is unset, crossed when it is set."""
@@ -173,7 +180,12 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         raise SpecError(f"dtype: {exc}") from None
     dim_v = settings.get("dim_v")
     decode = command == "decode"
+    tokens = None if decode or settings.get("tokens") is None else _one_size("tokens", settings["tokens"])
     seqs = _sizes("context", settings["context"]) if decode else _sizes("seq", settings["seq"])
+    for seq in seqs if tokens else ():
+        if tokens % seq:
+            what = f"shorter than seq {seq}: the batch would be 0" if seq > tokens else f"not a multiple of seq {seq}"
+            raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
     return Axes(
         seq=seqs,
         batch=_sizes("batch", settings["batch"]),
@@ -183,6 +195,7 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         dtype=dtypes,
         mode=(DECODE_MODE,) if decode else _modes(settings["mode"]),
         causal=(True,) if decode else _causal(settings["causal"]),
+        tokens=tokens,
     )
 
 
@@ -245,6 +258,7 @@ def build_spec(flags: Mapping[str, Any], suite: Path | None = None, command: str
     defaults = DEFAULTS[command]
     base = dict(defaults)
     tables: list[dict[str, Any]] = []
+    top: dict[str, Any] = {}
     if suite is not None:
         top, tables = load_suite(suite, command)
         base |= top
@@ -254,6 +268,8 @@ def build_spec(flags: Mapping[str, Any], suite: Path | None = None, command: str
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
     # Command-line axes override every table; a table's own keys override the suite's top level.
     tables = [{k: v for k, v in table.items() if k not in given} for table in tables]
+    if command == "run":
+        base, tables = _token_budget(base, tables, given, top)
     name = str(base.get("name") or short_name(_as_list(given.get("variant", base["variant"])), suite))
     return spec_from_settings(base | given, tables, name=name, suite=str(suite) if suite else None, command=command)
 
@@ -289,6 +305,23 @@ def spec_from_settings(
         warmup_s=_optional(_nonnegative_float, "warmup_s", base.get("warmup_s")),
         min_reps=_optional(_positive_int, "min_reps", base.get("min_reps")),
     )
+
+
+def _token_budget(
+    base: dict[str, Any], tables: list[dict[str, Any]], given: Mapping[str, Any], top: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``tokens`` replaces the batch axis: flags override the suite either way, and one layer
+    that sets both is refused."""
+    if "tokens" in given and "batch" in given:
+        raise SpecError("--tokens sets each point's batch (tokens / seq); drop --batch")
+    if "tokens" in given:
+        unbatched = [{k: v for k, v in table.items() if k != "batch"} for table in tables]
+        return base | {"batch": DEFAULT_SETTINGS["batch"]}, unbatched
+    if "batch" in given:
+        return base | {"tokens": None}, tables
+    if "tokens" in top and ("batch" in top or any("batch" in t for t in tables)):
+        raise SpecError("tokens sets each point's batch (tokens / seq); a suite with tokens takes no batch")
+    return base, tables
 
 
 def _param_texts(value: Any) -> tuple[str, ...]:
