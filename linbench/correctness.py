@@ -232,6 +232,8 @@ def check_impl(
     result = CaseResult(variant.name, impl, shape, causal, dtype)
     q, k, v, learnable = make_inputs(variant, shape, device, seed, scale)
     params = dict(params or {})
+    # A parameter given a value (norm_const=0.3) is checked at that value, not as a learnable tensor.
+    learnable = {name: t for name, t in learnable.items() if name not in params}
     gen = torch.Generator(device="cpu").manual_seed(seed + 1)
     cotangent = torch.randn(shape.batch, shape.heads, shape.seq, shape.dim_v, generator=gen, dtype=torch.float64)
     # The gradient reaching the impl's output is in its dtype; give the reference the same one.
@@ -268,17 +270,21 @@ def check_decoder(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str = "cpu",
     seed: int = 0,
+    params: dict[str, Any] | None = None,
 ) -> CaseResult:
     """Prefill ``shape.seq − steps`` tokens with ``decoder`` in ``dtype``, step through the
-    last ``steps``, and compare those rows with the fp64 reference over the whole sequence."""
+    last ``steps``, and compare those rows with the fp64 reference over the whole sequence.
+    ``params`` (the variant's) are given to both sides; the learnable ones it leaves out are
+    drawn per head."""
     from linbench.api import attention
     from linbench.variants.decoding import decode
 
     result = CaseResult(variant.name, decoder, shape, True, dtype)
     q, k, v, learnable = make_inputs(variant, shape, device, seed)
     inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
-    learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items()}
-    params = variant.length_params(shape.seq, learnable)
+    given = dict(params or {})
+    learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items() if name not in given}
+    params = variant.length_params(shape.seq, learnable | given)
     expected = attention(*inputs, variant=variant.name, impl=variant.reference, causal=True, **params)
     try:
         with torch.no_grad():
@@ -288,6 +294,7 @@ def check_decoder(
                 *(t.to(dtype) for t in inputs),
                 context=shape.seq - steps,
                 **{name: t.to(dtype) for name, t in learnable.items()},
+                **given,
             )
     except Exception as exc:  # whatever the decoder under test raises is its failure
         result.error = f"{type(exc).__name__}: {exc}"

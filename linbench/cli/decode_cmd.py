@@ -21,6 +21,8 @@ HELP = {
     "context": f"Context lengths prefilled before the timed steps: {RANGE_HELP}. Default: 1k..64k.",
     "tokens": "Generated tokens timed per point, after two untimed steps. Default: 32.",
     "timeout_s": "Limit per point (prefill and steps), seconds. Default: 120.",
+    "param": "A parameter of a variant's decoders, repeatable: cosine.norm_const=0.3, cosine:recurrent.norm_const=0.3.",
+    "threads": "torch threads in each worker (torch.set_num_threads). Default: torch's.",
     "cuda_graph": "Also capture one step in a CUDA graph and time its replays (the step's device time, "
     "column device_ms) beside the eager time. CUDA only.",
 }
@@ -47,6 +49,8 @@ def decode_command(
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
     cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help=HELP["cuda_graph"])] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display; a summary line.")] = False,
+    param: Annotated[list[str] | None, typer.Option("--param", help=HELP["param"])] = None,
+    threads: Annotated[str | None, typer.Option("--threads", help=HELP["threads"])] = None,
 ) -> None:
     """Measure autoregressive decoding: time per token and state memory against context length."""
     flags: dict[str, Any] = {
@@ -63,5 +67,7 @@ def decode_command(
         "device": device,
         "cuda_graph": cuda_graph or None,
         "plugin": [str(p) for p in plugin] if plugin else None,
+        "param": param or None,
+        "threads": threads,
     }
     execute_sweep("decode", flags, suite=suite, resume=resume, timeout_s=timeout_s, out=out, quiet=quiet)

@@ -18,6 +18,13 @@ HELP = {
     "timeout_s": "Limit per point, seconds. Default: 120.",
     "quiet": "No progress display; a summary line at the end.",
     "budget_s": "Seconds of timed repetitions per point. Default: 1 on CPU, 0.5 on GPU.",
+    "param": "An impl's parameter, repeatable: cosine:kernel.chunk_size=128 (one impl), "
+    "cosine.norm_const=0.3 (every cosine impl that takes it), softmax:sdpa.backend=flash.",
+    "threads": "torch threads in each worker (torch.set_num_threads). Default: torch's.",
+    "warmup_s": "Seconds of untimed warm-up per point. Default: 0.2 on CPU, 0.1 on GPU.",
+    "min_reps": "Fewest timed repetitions per point. Default: 3 on CPU, 10 on GPU.",
+    "tokens": "A fixed token budget (64k): each point's batch is tokens / seq, in place of --batch; "
+    "every seq must divide it.",
 }
 
 
@@ -49,6 +56,11 @@ def run_command(
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
     budget_s: Annotated[float | None, typer.Option("--budget-s", help=HELP["budget_s"])] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=HELP["quiet"])] = False,
+    param: Annotated[list[str] | None, typer.Option("--param", help=HELP["param"])] = None,
+    threads: Annotated[str | None, typer.Option("--threads", help=HELP["threads"])] = None,
+    warmup_s: Annotated[str | None, typer.Option("--warmup-s", help=HELP["warmup_s"])] = None,
+    min_reps: Annotated[str | None, typer.Option("--min-reps", help=HELP["min_reps"])] = None,
+    tokens: Annotated[str | None, typer.Option("--tokens", help=HELP["tokens"])] = None,
 ) -> None:
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
     with usage_errors():
@@ -68,6 +80,11 @@ def run_command(
         "device": device,
         "plugin": [str(p) for p in plugin] if plugin else None,
         "budget_s": budget_s,
+        "param": param or None,
+        "threads": threads,
+        "warmup_s": warmup_s,
+        "min_reps": min_reps,
+        "tokens": tokens,
     }
     execute_sweep("run", flags, suite=suite, resume=resume, timeout_s=timeout_s, out=out, quiet=quiet)
 

@@ -108,7 +108,8 @@ def _create_store(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
         "baselines": [f"{v}:{i}" for v, i in plan.targets.baselines],
         "points": len(plan.points),
     }
-    meta["timing"] = plan.timing.__dict__
+    meta["timing"] = plan.timing.__dict__ | {"threads": plan.threads}
+    meta["params"] = plan.params_meta()
     meta["timeout_s"] = plan.timeout_s
     meta["cpu_memory_limit_bytes"] = plan.memory_limit_bytes
     if ceilings is not None:
@@ -133,13 +134,15 @@ def _announce(spec: SweepSpec, plan: RunPlan, pending: int, store: RunStore, con
 
 
 def _run(spec: SweepSpec, plan: RunPlan, store: RunStore, console: Console, quiet: bool) -> None:
+    from rich.markup import escape
+
     from linbench.cli.run_display import make_progress, row_line, status_counts, summary_tables
+    from linbench.results.machine_load import load_warning
     from linbench.runner.sweep_runner import SweepRunner
 
     runner = SweepRunner(plan, store)
     pending = runner.pending()
     _announce(spec, plan, len(pending), store, console)
-    meta = store.read_meta()
     outcome = "interrupted"
     try:
         if quiet:
@@ -165,6 +168,8 @@ def _run(spec: SweepSpec, plan: RunPlan, store: RunStore, console: Console, quie
         )
         raise typer.Exit(130) from None
     finally:
+        # Read again: the runner has added its load samples meanwhile.
+        meta = store.read_meta()
         meta |= {"status": outcome, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         store.write_meta(meta)
     planned = set(plan.targets.pairs)
@@ -172,4 +177,8 @@ def _run(spec: SweepSpec, plan: RunPlan, store: RunStore, console: Console, quie
     if not quiet:
         for table in summary_tables(rows, plan.targets.baselines):
             console.print(table)
-    console.print(f"{status_counts(rows)} -> {store.results_path}", markup=False, soft_wrap=True)
+    busy = load_warning(meta)
+    if busy and not quiet:
+        console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
+    tail = f"; warning: {busy}" if busy and quiet else ""  # --quiet keeps its single summary line
+    console.print(f"{status_counts(rows)} -> {store.results_path}{tail}", markup=False, soft_wrap=True)

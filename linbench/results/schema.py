@@ -45,6 +45,12 @@ RESULT_COLUMNS = (
     # median time of one replay of it (the step's device time, without Python or launches).
     "cuda_graph",
     "device_ms",
+    # --param values of the row's impl that differ from its defaults (k=v;k=v), and the torch
+    # threads its worker ran with.
+    "params",
+    "threads",
+    # Run rows: batch·seq tokens processed per second (--tokens compares lengths at equal work).
+    "tokens_per_s",
 )
 
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "time_ms")

@@ -113,6 +113,11 @@ class RunStore:
         tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
         tmp.replace(self.path / META_FILE)
 
+    def update_meta(self, sections: Mapping[str, Any]) -> None:
+        """Replace these top-level keys of meta.json (made when there is none yet)."""
+        meta = self.read_meta() if (self.path / META_FILE).is_file() else {}
+        self.write_meta(meta | dict(sections))
+
     def read_meta(self) -> dict[str, Any]:
         try:
             return json.loads((self.path / META_FILE).read_text())

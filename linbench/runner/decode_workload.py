@@ -29,7 +29,15 @@ PREFILL_BLOCK = 16384
 class DecodeWorkload:
     """A context of ``point.shape.seq`` tokens to prefill and ``steps`` tokens to generate."""
 
-    def __init__(self, point: Point, device: torch.device, steps: int, seed: int = 0, spare: bool = False) -> None:
+    def __init__(
+        self,
+        point: Point,
+        device: torch.device,
+        steps: int,
+        seed: int = 0,
+        spare: bool = False,
+        params: dict[str, Any] | None = None,
+    ) -> None:
         variant = get_variant(point.variant)
         self.decoder = variant.decoder(point.impl)
         self.shape = point.shape
@@ -39,7 +47,7 @@ class DecodeWorkload:
         # ``spare``: one token more than the steps, for repeatable_step (a cache has room for it).
         self.total = self.context + steps + int(spare)
         # Length-derived parameters (cosine's seq_len, cosformer's M) span the whole generation.
-        self.params = variant.length_params(self.total, {})
+        self.params = variant.length_params(self.total, params or {})
         self._gen = torch.Generator(device=device).manual_seed(seed)
         self.state: Any = None
         self._tokens = self._draw(self.total - self.context)
@@ -95,9 +103,10 @@ class DecodeWorkload:
         return again
 
 
-def warm_up(point: Point, device: torch.device, context: int = 16) -> None:
+def warm_up(point: Point, device: torch.device, context: int = 16, params: dict[str, Any] | None = None) -> None:
     """A tiny prefill and two steps: thread pools and kernels initialise here, not in a measured step."""
-    tiny = DecodeWorkload(replace(point, shape=replace(point.shape, seq=min(context, point.shape.seq))), device, 2)
+    tiny_point = replace(point, shape=replace(point.shape, seq=min(context, point.shape.seq)))
+    tiny = DecodeWorkload(tiny_point, device, 2, params=params)
     tiny.prefill()
     tiny.step()
     tiny.step()

@@ -50,6 +50,7 @@ def run_gate(task: Task) -> dict[str, Any]:
             dtype=torch_dtype(point.dtype),
             device=point.device,
             seed=task.seed,
+            params=task.params,
         )
     else:
         case = check_impl(
@@ -61,6 +62,7 @@ def run_gate(task: Task) -> dict[str, Any]:
             device=point.device,
             seed=task.seed,
             gradients=point.mode != "fwd",
+            params=task.params,
         )
     return _gate_columns(case)
 
@@ -74,26 +76,51 @@ def _gate_columns(case: CaseResult) -> dict[str, Any]:
     return {"status": status, "rel_err": case.rel_error, "error": "" if case.ok else case.describe()}
 
 
+class StopEarlyError(Exception):
+    """A point on probation whose first call says it cannot finish within its limit."""
+
+
 def run_measure(task: Task) -> dict[str, Any]:
     """Peak memory of the first full-size call, then the timed repetitions."""
+    started = time.perf_counter()
     device = torch.device(task.point.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    if task.point.mode == DECODE_MODE:
-        return _measure_decode(task, device)
-    warm_up(task.point, device)
-    return _measure(task, Workload(task.point, device, task.seed), device)
+    try:
+        if task.point.mode == DECODE_MODE:
+            return _measure_decode(task, device, started)
+        warm_up(task.point, device, params=task.params)
+        return _measure(task, Workload(task.point, device, task.seed, task.params), device, started)
+    except StopEarlyError as stop:
+        return {"status": "timeout", "error": str(stop)}
 
 
-def _measure_decode(task: Task, device: torch.device) -> dict[str, Any]:
+def _check_probation(task: Task, first_s: float, started: float) -> None:
+    """On probation, stop when the calls still to come, at the first call's speed, would
+    take the point past its limit (a timeout after one call instead of after the limit)."""
+    limit = task.stop_after_s
+    if limit is None:
+        return
+    projected = time.perf_counter() - started + task.timing.predicted_s(first_s) - first_s
+    if projected > limit:
+        per = "step" if task.point.mode == DECODE_MODE else "call"
+        raise StopEarlyError(
+            f"stopped after its first {per}: {first_s:.2f} s per {per} puts the point at "
+            f"{projected:.0f} s, past --timeout-s {limit:g}"
+        )
+
+
+def _measure_decode(task: Task, device: torch.device, started: float) -> dict[str, Any]:
     """Prefill untimed, read the state's size, then measure the steps like any call; with
     ``cuda_graph``, then time replays of one captured step as well."""
     with torch.no_grad():
-        decode_workload.warm_up(task.point, device)
-        work = decode_workload.DecodeWorkload(task.point, device, task.timing.calls, task.seed, spare=task.cuda_graph)
+        decode_workload.warm_up(task.point, device, params=task.params)
+        work = decode_workload.DecodeWorkload(
+            task.point, device, task.timing.calls, task.seed, spare=task.cuda_graph, params=task.params
+        )
         work.prefill()
         held = state_bytes(work.state)
-        columns = _measure(task, work, device) | {"state_bytes": held}
+        columns = _measure(task, work, device, started) | {"state_bytes": held}
         if task.cuda_graph:
             columns |= _measure_graph(task, work, device)
         return columns
@@ -116,19 +143,20 @@ def _measure_graph(task: Task, work: decode_workload.DecodeWorkload, device: tor
     return {"cuda_graph": True, "device_ms": timing.median_ms}
 
 
-def _measure(task: Task, work: Work, device: torch.device) -> dict[str, Any]:
+def _measure(task: Task, work: Work, device: torch.device, started: float) -> dict[str, Any]:
     if device.type == "cuda":
-        return _measure_cuda(task, work, device)
-    return _measure_cpu(task, work)
+        return _measure_cuda(task, work, device, started)
+    return _measure_cpu(task, work, started)
 
 
-def _measure_cpu(task: Task, work: Work) -> dict[str, Any]:
+def _measure_cpu(task: Task, work: Work, started: float) -> dict[str, Any]:
     policy = task.timing
     work.before()
     start = time.perf_counter()
     with PeakRSS() as peak:
         work.run()
     first_s = time.perf_counter() - start
+    _check_probation(task, first_s, started)
     # The measured call was the first warm-up call; only the rest of the warm-up budget remains.
     timing = time_cpu(
         work.run,
@@ -142,7 +170,7 @@ def _measure_cpu(task: Task, work: Work) -> dict[str, Any]:
     return _timing_columns(timing) | {"peak_bytes": peak.peak_bytes}
 
 
-def _measure_cuda(task: Task, work: Work, device: torch.device) -> dict[str, Any]:
+def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) -> dict[str, Any]:
     from linbench.measure.cuda_memory import CudaPeak
     from linbench.measure.cuda_timer import time_cuda
     from linbench.measure.nvml import NvmlSampler
@@ -150,8 +178,11 @@ def _measure_cuda(task: Task, work: Work, device: torch.device) -> dict[str, Any
     policy = task.timing
     with NvmlSampler(device.index if device.index is not None else torch.cuda.current_device()) as nvml:
         work.before()
+        torch.cuda.synchronize(device)
+        start = time.perf_counter()
         with CudaPeak(device) as peak:
             work.run()
+        _check_probation(task, time.perf_counter() - start, started)
         timing = time_cuda(
             work.run,
             device=device,
@@ -173,6 +204,7 @@ def _measure_cuda(task: Task, work: Work, device: torch.device) -> dict[str, Any
 def _timing_columns(timing: Timing) -> dict[str, Any]:
     return {
         "status": "ok",
+        "threads": torch.get_num_threads(),
         "time_ms": timing.median_ms,
         "time_ms_p20": timing.percentile_ms(20),
         "time_ms_p80": timing.percentile_ms(80),

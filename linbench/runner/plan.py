@@ -6,15 +6,17 @@ exists: unknown names, impls that cannot run on the device or take these head di
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import torch
 
 from linbench.measure.limits import available_memory_bytes
+from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets
 from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point, expand_points
-from linbench.sweep.spec import SweepSpec
+from linbench.sweep.spec import DECODE_MODE, SweepSpec
 from linbench.variants.registry import get_variant
 from linbench.variants.selection import select_decoders, select_impls
 
@@ -37,6 +39,24 @@ class RunPlan:
     plugins: tuple[str, ...] = ()
     memory_limit_bytes: int | None = None
     cuda_graph: bool = False  # decode: steps are also timed as CUDA-graph replays
+    # --param: (variant, impl) → the parameter values given for it.
+    params: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    threads: int | None = None  # torch threads in each worker; None: torch's default
+    tokens: int | None = None  # run --tokens: batch·seq of every point
+
+    def impl_params(self, variant: str, impl: str) -> dict[str, Any]:
+        """The parameters given for one impl (empty: its defaults)."""
+        return dict(self.params.get((variant, impl), {}))
+
+    def params_column(self, point: Point) -> str:
+        """results.csv's ``params`` for ``point``: its impl's given values that differ from
+        the defaults."""
+        values = self.params.get((point.variant, point.impl))
+        return non_default((point.variant, point.impl), values, point.mode == DECODE_MODE) if values else ""
+
+    def params_meta(self) -> dict[str, dict[str, Any]]:
+        """meta.json's ``params``: "variant:impl" → the values given for it."""
+        return {f"{v}:{i}": dict(values) for (v, i), values in self.params.items()}
 
 
 def _check_shape_support(targets: Targets, spec: SweepSpec) -> None:
@@ -65,6 +85,10 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         timing = TimingPolicy.for_decode(spec.tokens or 1)
     else:
         timing = TimingPolicy.for_device(device.type, spec.budget_s)
+        if spec.warmup_s is not None:
+            timing = replace(timing, warmup_s=spec.warmup_s)
+        if spec.min_reps is not None:
+            timing = replace(timing, min_reps=spec.min_reps, max_reps=max(timing.max_reps, spec.min_reps))
     return RunPlan(
         points=tuple(points),
         targets=targets,
@@ -75,6 +99,9 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         plugins=spec.plugins,
         memory_limit_bytes=memory,
         cuda_graph=spec.cuda_graph,
+        params=resolve_params(spec.params, targets.pairs, decode=decode),
+        threads=spec.threads,
+        tokens=next((block.tokens for block in spec.blocks if block.tokens), None),
     )
 
 

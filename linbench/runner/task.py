@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from linbench.sweep.points import Point
 
@@ -76,6 +76,10 @@ class Task:
     memory_limit_bytes: int | None = None
     seed: int = 0
     cuda_graph: bool = False  # decode on CUDA: also time a captured step's replays
+    # On probation (runner/policy.py): the point's time limit, checked after its first call.
+    stop_after_s: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # --param values for the point's impl
+    threads: int | None = None  # torch.set_num_threads in the worker; None: torch's default
 
 
 def gate_seq(point: Point) -> int:

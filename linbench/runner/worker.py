@@ -15,7 +15,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-import torch  # noqa: F401 - imported here so the fork server holds it for every worker
+import torch  # imported here so the fork server holds it for every worker
 
 from linbench.measure.limits import cap_address_space, die_with_parent
 from linbench.oom import is_out_of_memory
@@ -46,6 +46,8 @@ def _run(task: Task) -> dict[str, Any]:
     # CUDA maps far more address space than it uses, so the cap is for CPU points only.
     if task.memory_limit_bytes is not None and task.point.device == "cpu":
         cap_address_space(task.memory_limit_bytes)
+    if task.threads is not None:
+        torch.set_num_threads(task.threads)
     for plugin in task.plugins:
         load_plugin_file(plugin)
     return run_gate(task) if task.kind == "gate" else run_measure(task)

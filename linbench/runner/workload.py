@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from typing import Any
 
 import torch
 
@@ -30,8 +31,9 @@ from linbench.sweep.points import Point
 class Workload:
     """Inputs for ``point`` on ``device`` and the ``before``/``run`` pair the timers take."""
 
-    def __init__(self, point: Point, device: torch.device, seed: int = 0) -> None:
+    def __init__(self, point: Point, device: torch.device, seed: int = 0, params: dict[str, Any] | None = None) -> None:
         self.point = point
+        self.params = dict(params or {})  # --param values, passed to the impl
         shape, dtype = point.shape, torch_dtype(point.dtype)
         gen = torch.Generator(device=device).manual_seed(seed)
         grad = point.mode != "fwd"
@@ -50,7 +52,7 @@ class Workload:
 
     def forward(self) -> torch.Tensor:
         p = self.point
-        return attention(self.q, self.k, self.v, variant=p.variant, impl=p.impl, causal=p.causal)
+        return attention(self.q, self.k, self.v, variant=p.variant, impl=p.impl, causal=p.causal, **self.params)
 
     def before(self) -> None:
         """Untimed set-up of one repetition: a fresh memory layout (CPU), bwd's forward graph."""
@@ -91,9 +93,9 @@ class Workload:
         return out
 
 
-def warm_up(point: Point, device: torch.device, seq: int = 16) -> None:
+def warm_up(point: Point, device: torch.device, seq: int = 16, params: dict[str, Any] | None = None) -> None:
     """One call at a tiny length: thread pools, kernels and library handles initialise
     here, and it leaves no large freed buffers behind for the measured call to reuse."""
-    tiny = Workload(replace(point, shape=replace(point.shape, seq=min(seq, point.shape.seq))), device)
+    tiny = Workload(replace(point, shape=replace(point.shape, seq=min(seq, point.shape.seq))), device, params=params)
     tiny.before()
     tiny.run()

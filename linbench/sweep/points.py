@@ -59,12 +59,13 @@ def expand_points(blocks: Iterable[Axes], targets: Iterable[tuple[str, str]], de
             for causal in axes.causal:
                 shapes = [
                     Shape(b, h, s, dk, dv)
-                    for b in axes.batch
+                    for s in axes.seq
+                    for b in axes.batches(s)
                     for h in axes.heads
                     for dk, dv in axes.dims()
-                    for s in axes.seq
                 ]
-                for shape in sorted(shapes, key=lambda sh: (_volume(sh), sh)):
+                # Equal volumes (a --tokens sweep holds batch·seq fixed): shorter lengths first.
+                for shape in sorted(shapes, key=lambda sh: (_volume(sh), sh.seq, sh)):
                     for mode in axes.mode:
                         for variant, impl in targets:
                             points[Point(variant, impl, mode, causal, dtype, device, shape)] = None

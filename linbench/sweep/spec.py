@@ -31,9 +31,15 @@ DECODE_MODE = "decode"
 COMMANDS = ("run", "decode")
 SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
-RUN_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "plugin")
+# Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens).
+RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps", "tokens")
+DECODE_KNOBS = ("param", "threads")
+RUN_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "plugin", *RUN_KNOBS)
 DECODE_AXIS_KEYS = ("context", "batch", "heads", "dim", "dim_v", "dtype")
-DECODE_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin")
+DECODE_KEYS = (
+    *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
+    *DECODE_KNOBS,
+)
 # Keys a suite's top level takes beside its command's own.
 SUITE_KEYS = ("description", "command")
 DEFAULT_SETTINGS: dict[str, Any] = {
@@ -52,6 +58,11 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "timeout_s": 120.0,
     "budget_s": None,  # None: the device's default (runner/task.py)
     "plugin": [],
+    "param": [],  # impl parameters: "cosine:chunked.chunk_size=64", "cosine.norm_const=0.3"
+    "threads": None,  # torch threads in each worker; None: torch's default
+    "warmup_s": None,  # None: the device's default (runner/task.py)
+    "min_reps": None,  # None: the device's default
+    "tokens": None,  # a fixed token budget: each point's batch is tokens / seq (replaces batch)
 }
 DECODE_SETTINGS: dict[str, Any] = {
     "context": "1k..64k",
@@ -68,6 +79,8 @@ DECODE_SETTINGS: dict[str, Any] = {
     "device": "auto",
     "timeout_s": 120.0,
     "plugin": [],
+    "param": [],
+    "threads": None,
 }
 DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
 TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}
@@ -90,6 +103,12 @@ class Axes:
     dtype: tuple[str, ...]
     mode: tuple[str, ...]
     causal: tuple[bool, ...]
+    # run --tokens: each point's batch is tokens / seq, in place of the batch axis.
+    tokens: int | None = None
+
+    def batches(self, seq: int) -> tuple[int, ...]:
+        """The batch sizes at length ``seq``."""
+        return (self.tokens // seq,) if self.tokens else self.batch
 
     def dims(self) -> list[tuple[int, int]]:
         """(dim_k, dim_v) pairs: paired when dim_v is unset, crossed when it is set."""
@@ -115,6 +134,10 @@ class SweepSpec:
     command: str = "run"
     tokens: int | None = None  # decode: timed steps per point
     cuda_graph: bool = False  # decode: also time each step as a CUDA-graph replay
+    params: tuple[str, ...] = ()  # --param settings, as given (resolved by runner/params.py)
+    threads: int | None = None  # torch threads per worker; None: torch's default
+    warmup_s: float | None = None  # run: replaces the device's warm-up time
+    min_reps: int | None = None  # run: replaces the device's minimum repetitions
 
 
 def _sizes(key: str, value: Any) -> tuple[int, ...]:
@@ -157,8 +180,14 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         raise SpecError(f"dtype: {exc}") from None
     dim_v = settings.get("dim_v")
     decode = command == "decode"
+    tokens = None if decode or settings.get("tokens") is None else _one_size("tokens", settings["tokens"])
+    seqs = _sizes("context", settings["context"]) if decode else _sizes("seq", settings["seq"])
+    for seq in seqs if tokens else ():
+        if tokens % seq:
+            what = f"shorter than seq {seq}: the batch would be 0" if seq > tokens else f"not a multiple of seq {seq}"
+            raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
     return Axes(
-        seq=_sizes("context", settings["context"]) if decode else _sizes("seq", settings["seq"]),
+        seq=seqs,
         batch=_sizes("batch", settings["batch"]),
         heads=_sizes("heads", settings["heads"]),
         dim=_sizes("dim", settings["dim"]),
@@ -166,6 +195,7 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         dtype=dtypes,
         mode=(DECODE_MODE,) if decode else _modes(settings["mode"]),
         causal=(True,) if decode else _causal(settings["causal"]),
+        tokens=tokens,
     )
 
 
@@ -228,6 +258,7 @@ def build_spec(flags: Mapping[str, Any], suite: Path | None = None, command: str
     defaults = DEFAULTS[command]
     base = dict(defaults)
     tables: list[dict[str, Any]] = []
+    top: dict[str, Any] = {}
     if suite is not None:
         top, tables = load_suite(suite, command)
         base |= top
@@ -237,6 +268,8 @@ def build_spec(flags: Mapping[str, Any], suite: Path | None = None, command: str
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
     # Command-line axes override every table; a table's own keys override the suite's top level.
     tables = [{k: v for k, v in table.items() if k not in given} for table in tables]
+    if command == "run":
+        base, tables = _token_budget(base, tables, given, top)
     name = str(base.get("name") or short_name(_as_list(given.get("variant", base["variant"])), suite))
     return spec_from_settings(base | given, tables, name=name, suite=str(suite) if suite else None, command=command)
 
@@ -267,7 +300,62 @@ def spec_from_settings(
         command=command,
         tokens=_one_size("tokens", base["tokens"]) if command == "decode" else None,
         cuda_graph=_flag("cuda_graph", base.get("cuda_graph", False)),
+        params=_param_texts(base.get("param") or []),
+        threads=_optional(_positive_int, "threads", base.get("threads")),
+        warmup_s=_optional(_nonnegative_float, "warmup_s", base.get("warmup_s")),
+        min_reps=_optional(_positive_int, "min_reps", base.get("min_reps")),
     )
+
+
+def _token_budget(
+    base: dict[str, Any], tables: list[dict[str, Any]], given: Mapping[str, Any], top: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``tokens`` replaces the batch axis: flags override the suite either way, and one layer
+    that sets both is refused."""
+    if "tokens" in given and "batch" in given:
+        raise SpecError("--tokens sets each point's batch (tokens / seq); drop --batch")
+    if "tokens" in given:
+        unbatched = [{k: v for k, v in table.items() if k != "batch"} for table in tables]
+        return base | {"batch": DEFAULT_SETTINGS["batch"]}, unbatched
+    if "batch" in given:
+        return base | {"tokens": None}, tables
+    if "tokens" in top and ("batch" in top or any("batch" in t for t in tables)):
+        raise SpecError("tokens sets each point's batch (tokens / seq); a suite with tokens takes no batch")
+    return base, tables
+
+
+def _param_texts(value: Any) -> tuple[str, ...]:
+    """``--param`` settings, each checked for its form TARGET.NAME=VALUE."""
+    from linbench.sweep.params import parse_param
+
+    texts = tuple(str(item) for item in _as_list(value))
+    for text in texts:
+        try:
+            parse_param(text)
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
+    return texts
+
+
+def _optional(parse: Any, key: str, value: Any) -> Any:
+    return None if value is None else parse(key, value)
+
+
+def _positive_int(key: str, value: Any) -> int:
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise SpecError(f"{key}: {value!r} is not a positive whole number")
+    return int(text)
+
+
+def _nonnegative_float(key: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"{key}: {value!r} is not a number") from None
+    if not number >= 0 or number == float("inf"):
+        raise SpecError(f"{key}: {value!r} must be zero or more")
+    return number
 
 
 def _flag(key: str, value: Any) -> bool:
