@@ -16,6 +16,7 @@ from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
 from linbench.cli.sweep_cmd import RANGE_HELP, execute_sweep
 
 HELP = {
+    "allow_failures": "Exit 0 even when points failed (mismatch, error, crashed); without it such a run exits 1.",
     "variant": "NAME or NAME:DECODER (repeatable or comma list): cosine, cosine:recurrent, 'all'. Default: all.",
     "baseline": "Decoders to compare with. Default: softmax (kvcache and recompute).",
     "context": f"Context lengths prefilled before the timed steps: {RANGE_HELP}. Default: 1k..64k.",
@@ -47,6 +48,7 @@ def decode_command(
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
     cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help=HELP["cuda_graph"])] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display; a summary line.")] = False,
+    allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
 ) -> None:
     """Measure autoregressive decoding: time per token and state memory against context length."""
     flags: dict[str, Any] = {
@@ -64,4 +66,13 @@ def decode_command(
         "cuda_graph": cuda_graph or None,
         "plugin": [str(p) for p in plugin] if plugin else None,
     }
-    execute_sweep("decode", flags, suite=suite, resume=resume, timeout_s=timeout_s, out=out, quiet=quiet)
+    execute_sweep(
+        "decode",
+        flags,
+        suite=suite,
+        resume=resume,
+        timeout_s=timeout_s,
+        out=out,
+        quiet=quiet,
+        allow_failures=allow_failures,
+    )

@@ -12,6 +12,7 @@ from linbench.cli.errors import CliUsageError, usage_errors
 from linbench.cli.sweep_cmd import RANGE_HELP, execute_sweep
 
 HELP = {
+    "allow_failures": "Exit 0 even when points failed (mismatch, error, crashed); without it such a run exits 1.",
     "seq": f"Sequence lengths: {RANGE_HELP}. Default: 1k..16k.",
     "dim_v": "Head dims of v, crossed with --dim. Default: the same as --dim.",
     "mode": "fwd, bwd, fwdbwd (comma list). Default: fwd.",
@@ -49,6 +50,7 @@ def run_command(
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
     budget_s: Annotated[float | None, typer.Option("--budget-s", help=HELP["budget_s"])] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=HELP["quiet"])] = False,
+    allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
 ) -> None:
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
     with usage_errors():
@@ -69,7 +71,16 @@ def run_command(
         "plugin": [str(p) for p in plugin] if plugin else None,
         "budget_s": budget_s,
     }
-    execute_sweep("run", flags, suite=suite, resume=resume, timeout_s=timeout_s, out=out, quiet=quiet)
+    execute_sweep(
+        "run",
+        flags,
+        suite=suite,
+        resume=resume,
+        timeout_s=timeout_s,
+        out=out,
+        quiet=quiet,
+        allow_failures=allow_failures,
+    )
 
 
 def _masking(causal: bool, bidirectional: bool) -> str | None:

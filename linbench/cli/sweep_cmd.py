@@ -38,8 +38,12 @@ def execute_sweep(
     timeout_s: float | None,
     out: Path,
     quiet: bool,
+    allow_failures: bool = False,
 ) -> None:
-    """Check everything, make (or reopen) the run folder, run the points, print the summary."""
+    """Check everything, make (or reopen) the run folder, run the points, print the summary.
+
+    Exits 1 when a point failed (mismatch, error, crashed: a wrong or broken impl) unless
+    ``allow_failures``; oom, timeout and skipped are the sweep's reach and exit 0."""
     console = stdout_console()
     with usage_errors():
         spec, store = _load(command, flags, suite, resume, timeout_s)
@@ -47,7 +51,7 @@ def execute_sweep(
     if store is None:
         with usage_errors():
             store = _create_store(out, spec, plan)
-    _run(spec, plan, store, console, quiet)
+    _run(spec, plan, store, console, quiet, allow_failures)
 
 
 def _load(
@@ -127,8 +131,15 @@ def _announce(spec: SweepSpec, plan: RunPlan, pending: int, store: RunStore, con
         console.print(f"[yellow]warning:[/] {pending} points is a large sweep; narrow the axes to finish sooner")
 
 
-def _run(spec: SweepSpec, plan: RunPlan, store: RunStore, console: Console, quiet: bool) -> None:
-    from linbench.cli.run_display import make_progress, row_line, status_counts, summary_tables
+def _run(spec: SweepSpec, plan: RunPlan, store: RunStore, console: Console, quiet: bool, allow_failures: bool) -> None:
+    from linbench.cli.run_display import (
+        failed_rows,
+        failure_note,
+        make_progress,
+        row_line,
+        status_counts,
+        summary_tables,
+    )
     from linbench.runner.sweep_runner import SweepRunner
 
     runner = SweepRunner(plan, store)
@@ -167,4 +178,8 @@ def _run(spec: SweepSpec, plan: RunPlan, store: RunStore, console: Console, quie
     if not quiet:
         for table in summary_tables(rows, plan.targets.baselines):
             console.print(table)
-    console.print(f"{status_counts(rows)} -> {store.results_path}", markup=False, soft_wrap=True)
+    failed = failed_rows(rows)
+    summary = f"{status_counts(rows)} -> {store.results_path}{failure_note(failed, allow_failures)}"
+    console.print(summary, markup=False, soft_wrap=True)
+    if failed and not allow_failures:
+        raise typer.Exit(1)
