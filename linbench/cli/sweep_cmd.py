@@ -7,6 +7,7 @@ half-written results behind.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from linbench.cli.common import load_plugins, resolve_device, stdout_console
-from linbench.cli.errors import CliUsageError, usage_errors
+from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -92,7 +93,7 @@ def _plan(spec: SweepSpec) -> RunPlan:
 
 def _create_store(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
     from linbench.results.meta import collect_meta
-    from linbench.results.store import RunStore
+    from linbench.results.store import RunStore, RunStoreWriteError
 
     try:
         store = RunStore.create(out, spec.name)
@@ -113,7 +114,11 @@ def _create_store(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
     meta["timeout_s"] = plan.timeout_s
     meta["cpu_memory_limit_bytes"] = plan.memory_limit_bytes
     meta["status"] = "running"
-    store.write_meta(meta)
+    try:
+        store.write_meta(meta)
+    except RunStoreWriteError as exc:
+        shutil.rmtree(store.path, ignore_errors=True)  # nothing ran yet: leave no folder without meta.json
+        raise CliUsageError(f"{exc}; no run folder was made") from None
     return store
 
 
@@ -140,6 +145,7 @@ def _run(spec: SweepSpec, plan: RunPlan, store: RunStore, console: Console, quie
         status_counts,
         summary_tables,
     )
+    from linbench.results.store import RunStoreWriteError
     from linbench.runner.sweep_runner import SweepRunner
 
     runner = SweepRunner(plan, store)
@@ -147,6 +153,7 @@ def _run(spec: SweepSpec, plan: RunPlan, store: RunStore, console: Console, quie
     _announce(spec, plan, len(pending), store, console)
     meta = store.read_meta()
     outcome = "interrupted"
+    failure: str | None = None
     try:
         if quiet:
             runner.run(pending)
@@ -170,9 +177,21 @@ def _run(spec: SweepSpec, plan: RunPlan, store: RunStore, console: Console, quie
             f"finish with linbench {spec.command} --resume {store.path}"
         )
         raise typer.Exit(130) from None
+    except RunStoreWriteError as exc:  # a full disk: the rows written so far stay, the run can resume
+        failure = str(exc)
+    except OSError as exc:
+        failure = f"{exc.strerror or exc}" + (f": {str(exc.filename)!r}" if exc.filename else "")
     finally:
         meta |= {"status": outcome, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        store.write_meta(meta)
+        try:
+            store.write_meta(meta)
+        except RunStoreWriteError as exc:  # meta.json keeps its last good state
+            failure = failure or str(exc)
+    if failure is not None:
+        exit_usage_error(
+            f"{failure}; the finished points are kept in {store.path}: "
+            f"make room, then finish with linbench {spec.command} --resume {store.path}"
+        )
     planned = set(plan.targets.pairs)
     rows = [row for row in store.rows() if (row["variant"], row["impl"]) in planned]
     if not quiet:

@@ -4,9 +4,13 @@ finished one, and bad input or a full disk reported in one line, never a traceba
 from __future__ import annotations
 
 import csv
+import errno
+import json
+import os
 from pathlib import Path
 
-from cli_helpers import Invoke
+import pytest
+from cli_helpers import Invoke, assert_usage_error
 
 PLANTED_FILE = Path(__file__).parents[1] / "plugins" / "planted.py"
 SMALL = ("--heads", "2", "--dim", "16", "--budget-s", "0.05", "--device", "cpu")
@@ -53,3 +57,139 @@ def test_decode_exits_1_when_a_decoder_fails(invoke: Invoke, tmp_path: Path) -> 
     assert statuses(tmp_path) == {("good", "ok"), ("wrong", "mismatch")}
     allowed = invoke(*args, *TINY_DECODE, "--out", tmp_path / "again", "--quiet", "--allow-failures")
     assert allowed.exit_code == 0, allowed.output
+
+
+# --- a full disk, a read-only file system, a broken folder: one line, exit 2, nothing lost ---
+
+
+def test_a_full_disk_mid_run_is_one_line_and_the_folder_resumes(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from linbench.results import store
+
+    real_append = store._append_text
+    calls = {"results": 0}
+
+    def disk_fills_at_the_second_row(path: Path, text: str) -> None:
+        if path.name == "results.csv":
+            calls["results"] += 1
+            if calls["results"] == 2:  # half the row lands, then the disk is full
+                real_append(path, text[: len(text) // 2])
+                raise store.RunStoreWriteError(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+        real_append(path, text)
+
+    monkeypatch.setattr(store, "_append_text", disk_fills_at_the_second_row)
+    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "64,128,256", *SMALL)
+    result = invoke(*args, "--out", tmp_path, "--quiet")
+    assert_usage_error(result, "results.csv", "No space left on device", "--resume")
+    (folder,) = tmp_path.iterdir()
+    assert json.loads((folder / "meta.json").read_text())["status"] == "interrupted"
+    assert not list(folder.glob("*.tmp"))
+    monkeypatch.undo()
+    resumed = invoke("run", "--resume", folder, "--quiet")
+    assert resumed.exit_code == 0, resumed.output
+    with (folder / "results.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert sorted(int(row["seq"]) for row in rows) == [64, 128, 256]
+    assert {row["status"] for row in rows} == {"ok"}
+
+
+def test_a_full_disk_when_meta_json_is_first_written_leaves_no_folder(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write_text = Path.write_text
+
+    def full(self: Path, data: str, *args: object, **kwargs: object) -> int:
+        if self.name == "meta.json.tmp":
+            real_write_text(self, "")  # what a full disk leaves: the file, empty
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+        return real_write_text(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    out = tmp_path / "out"
+    result = invoke("run", "--variant", "cosine:chunked", "--no-baseline", *TINY, "--out", out)
+    assert_usage_error(result, "meta.json", "No space left on device", "no run folder was made")
+    assert not out.exists() or not list(out.iterdir())
+
+
+def test_meta_json_is_replaced_atomically_and_a_failed_write_leaves_no_tmp(tmp_path: Path) -> None:
+    from linbench.results.store import RunStore, RunStoreWriteError
+
+    run = RunStore.create(tmp_path, "x")
+    run.write_meta({"status": "running"})
+    (run.path / "meta.json.tmp").symlink_to("/dev/full")  # every write there fails with ENOSPC
+    with pytest.raises(RunStoreWriteError, match=r"meta\.json.*No space left on device"):
+        run.write_meta({"status": "complete"})
+    assert json.loads((run.path / "meta.json").read_text()) == {"status": "running"}
+    assert not (run.path / "meta.json.tmp").exists() and not (run.path / "meta.json.tmp").is_symlink()
+
+
+def test_a_row_written_to_a_full_disk_names_the_file(tmp_path: Path) -> None:
+    from result_rows import result_row
+
+    from linbench.results.store import RunStore, RunStoreWriteError
+
+    run = RunStore.create(tmp_path, "x")
+    run.samples_path.unlink()
+    run.samples_path.symlink_to("/dev/full")
+    with pytest.raises(RunStoreWriteError, match=r"samples\.csv.*No space left on device"):
+        run.append(result_row(256), [1.0])
+
+
+def test_resume_of_a_folder_without_samples_csv_is_one_line(invoke: Invoke, tmp_path: Path) -> None:
+    from linbench.results.store import RunStore
+
+    run = RunStore.create(tmp_path, "x")
+    run.write_meta({"command": "linbench run"})
+    run.samples_path.unlink()
+    before = run.results_path.read_bytes()
+    assert_usage_error(invoke("run", "--resume", run.path), "samples.csv")
+    assert run.results_path.read_bytes() == before
+
+
+def plotted_run(folder: Path) -> Path:
+    from synthetic_runs import series, write_run
+
+    return write_run(folder, series("cosine", "chunked", lambda s: s / 1e3))
+
+
+def test_plot_to_a_read_only_file_system_is_one_line(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from linbench.report import plot
+
+    def read_only(run: object, out_dir: Path, formats: object) -> list[Path]:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(out_dir))
+
+    monkeypatch.setattr(plot, "plot_run", read_only)
+    result = invoke("plot", plotted_run(tmp_path / "runs"), "--out", tmp_path / "figures")
+    assert_usage_error(result, "figures", "Read-only file system")
+
+
+def test_plot_where_plots_is_a_file_is_one_line(invoke: Invoke, tmp_path: Path) -> None:
+    folder = plotted_run(tmp_path)
+    (folder / "plots").write_text("not a folder")
+    assert_usage_error(invoke("plot", folder), "plots", "is a file, not a folder")
+    assert_usage_error(invoke("plot", folder, "--out", "/dev/full"), "/dev/full", "is a file")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("run", "--no-such-option"), ("No such option: --no-such-option", "linbench run --help")),
+        (("compare",), ("Missing argument", "linbench compare --help")),
+        (("run", "--timeout-s", "soon"), ("Invalid value for '--timeout-s'",)),
+        (("run", "--seq"), ("--seq", "requires an argument")),
+        (("nope",), ("No such command 'nope'",)),
+    ],
+)
+def test_typer_s_own_usage_errors_are_linbench_s_one_line(
+    invoke: Invoke, args: tuple[str, ...], fragments: tuple[str, ...]
+) -> None:
+    result = invoke(*args)
+    assert_usage_error(result, *fragments)
+    assert "╭" not in result.output
+
+
+def test_the_bare_command_still_shows_its_help(invoke: Invoke) -> None:
+    assert "Usage: linbench" in invoke().output
