@@ -16,6 +16,8 @@ from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
 from linbench.cli.sweep_cmd import RANGE_HELP, execute_sweep
 
 HELP = {
+    "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
+    "dry_run": "Print the plan (points, impls, estimated time) and make no folder.",
     "allow_failures": "Exit 0 even when points failed (mismatch, error, crashed); without it such a run exits 1.",
     "variant": "NAME or NAME:DECODER (repeatable or comma list): cosine, cosine:recurrent, 'all'. Default: all.",
     "baseline": "Decoders to compare with. Default: softmax (kvcache and recompute).",
@@ -49,6 +51,8 @@ def decode_command(
     cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help=HELP["cuda_graph"])] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display; a summary line.")] = False,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
 ) -> None:
     """Measure autoregressive decoding: time per token and state memory against context length."""
     flags: dict[str, Any] = {
@@ -75,4 +79,6 @@ def decode_command(
         out=out,
         quiet=quiet,
         allow_failures=allow_failures,
+        yes=yes,
+        dry_run=dry_run,
     )

@@ -106,8 +106,8 @@ class RunStore:
         return cls(path)
 
     @classmethod
-    def open(cls, path: Path) -> RunStore:
-        """An existing run folder, repaired for appending."""
+    def open(cls, path: Path, repair: bool = True) -> RunStore:
+        """An existing run folder, repaired for appending (left as it is without ``repair``)."""
         for file in (RESULTS_FILE, META_FILE):
             if not (path / file).is_file():
                 raise RunStoreError(f"{str(path)!r} is not a linbench run folder (no {file})")
@@ -117,7 +117,8 @@ class RunStore:
                 "points; start a new run"
             )
         store = cls(path)
-        store._repair()
+        if repair:
+            store._repair()
         return store
 
     @property

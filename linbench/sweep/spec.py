@@ -125,8 +125,18 @@ def _sizes(key: str, value: Any) -> tuple[int, ...]:
         raise SpecError(f"{key}: {exc}") from None
 
 
+def _names(key: str, value: Any) -> list[str]:
+    """The names of a comma-list setting; SpecError naming ``key`` for an empty item."""
+    try:
+        return split_list(_as_list(value))
+    except ValueError as exc:
+        if all(not str(item).strip() for item in _as_list(value)):
+            raise SpecError(f"{key}: no {key} given (an empty value)") from None
+        raise SpecError(f"{key}: {exc}") from None
+
+
 def _modes(value: Any) -> tuple[str, ...]:
-    modes = split_list(value if isinstance(value, list | tuple) else [value])
+    modes = _names("mode", value)
     for mode in modes:
         if mode not in MODES:
             raise SpecError(f"mode: unknown mode {mode!r}; modes: {', '.join(MODES)}")
@@ -200,6 +210,8 @@ def load_suite(path: Path, command: str = "run") -> tuple[dict[str, Any], list[d
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise SpecError(f"suite file {str(path)!r}: 'sweep' must be an array of tables ([[sweep]])")
     _check_keys(path, data, (*TOP_KEYS[command], *SUITE_KEYS))
+    if data.get("no_baseline") is True and "baseline" in data:
+        raise SpecError(f"suite file {str(path)!r}: baseline and no_baseline = true contradict each other; keep one")
     for table in tables:
         _check_keys(path, table, TABLE_KEYS[command])
     # Plugin paths in a suite are relative to the suite file, not to where linbench runs.
@@ -235,6 +247,10 @@ def build_spec(flags: Mapping[str, Any], suite: Path | None = None, command: str
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
+    if given.get("no_baseline") is True and "baseline" in given:
+        raise SpecError("--no-baseline and --baseline contradict each other; give one")
+    if "baseline" in given:
+        given.setdefault("no_baseline", False)  # --baseline overrides a suite's no_baseline
     # Command-line axes override every table; a table's own keys override the suite's top level.
     tables = [{k: v for k, v in table.items() if k not in given} for table in tables]
     name = str(base.get("name") or short_name(_as_list(given.get("variant", base["variant"])), suite))
@@ -248,8 +264,8 @@ def spec_from_settings(
     defaults = DEFAULTS[command]
     base = dict(defaults) | {k: v for k, v in settings.items() if k in defaults}
     blocks = [_axes(base | table, command) for table in tables or [{}]]
-    variants = tuple(split_list(_as_list(base["variant"])))
-    baselines = () if base["no_baseline"] else tuple(split_list(_as_list(base["baseline"])))
+    variants = tuple(_names("variant", base["variant"]))
+    baselines = () if base["no_baseline"] else tuple(_names("baseline", base["baseline"]))
     if not variants:
         raise SpecError("variant: no variant given")
     budget = base.get("budget_s")

@@ -193,3 +193,84 @@ def test_typer_s_own_usage_errors_are_linbench_s_one_line(
 
 def test_the_bare_command_still_shows_its_help(invoke: Invoke) -> None:
     assert "Usage: linbench" in invoke().output
+
+
+# --- odd input accepted silently: refused in one line before any folder is made ---
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("--seq", "1k..3k"), ("the range 1k..3k in powers of two ends at 2k", "1k..2k", "1k..3k:+1k")),
+        (("--seq", "99999999999999999999"), ("S99999999999999999999", "more elements than a tensor can index")),
+        (("--seq", "1m", "--batch", "1m"), ("B1048576-H8-S1048576", "inputs q, k and v alone", "no impl can run it")),
+        (("--no-baseline", "--baseline", "softmax:sdpa"), ("--no-baseline and --baseline contradict each other",)),
+        (("--variant", "cosine:chunked,,linear"), ("variant", "empty item")),
+        (("--seq", "1k,,2k"), ("seq", "empty item")),
+        (("--baseline", "softmax:sdpa,"), ("baseline", "empty item")),
+        (("--dtype", "fp32,,bf16"), ("dtype", "empty item")),
+    ],
+)
+def test_odd_run_input_is_refused_before_any_folder(
+    invoke: Invoke, tmp_path: Path, args: tuple[str, ...], fragments: tuple[str, ...]
+) -> None:
+    out = tmp_path / "out"
+    assert_usage_error(invoke("run", *args, "--device", "cpu", "--out", out), *fragments)
+    assert not out.exists()
+
+
+def test_decode_refuses_a_context_whose_kv_cache_no_device_holds(invoke: Invoke, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ("decode", "--context", "1m", "--batch", "1m", "--device", "cpu", "--out", out)
+    assert_usage_error(invoke(*args), "softmax:kvcache", "keys and values", "drop the decoder")
+    assert not out.exists()
+    recurrent = invoke(*args, "--variant", "cosine:recurrent", "--no-baseline", "--dry-run")
+    assert recurrent.exit_code == 0, recurrent.output  # its state does not grow with the context
+
+
+def test_check_refuses_empty_list_items_too(invoke: Invoke) -> None:
+    assert_usage_error(invoke("check", "--variant", "cosine:chunked,,linear", "--device", "cpu"), "empty item")
+
+
+def test_a_sweep_past_2000_points_needs_yes_and_dry_run_prints_the_plan(invoke: Invoke, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "16..32k:+16", "--device", "cpu")
+    assert_usage_error(invoke(*args, "--out", out), "2048 points (more than 2000)", "--yes", "--dry-run")
+    plan = invoke(*args, "--out", out, "--dry-run")
+    assert plan.exit_code == 0, plan.output
+    assert "points: 2048 of 2048" in plan.stdout and "impls: cosine:chunked" in plan.stdout
+    assert "estimated time: about" in plan.stdout and "runs only with --yes" in plan.stdout
+    assert not out.exists()
+
+
+def test_a_sweep_past_2_hours_by_the_estimate_needs_yes(invoke: Invoke, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    # 1875 points under 2000, but each spends 5 s of timed repetitions
+    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "16..30000:+16", "--budget-s", "5")
+    assert_usage_error(invoke(*args, "--device", "cpu", "--out", out), "h by a rough estimate (more than 2 h)")
+    assert not out.exists()
+
+
+def test_yes_runs_a_sweep_past_the_limit(invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from linbench.sweep import estimate
+
+    monkeypatch.setattr(estimate, "MAX_POINTS", 1)
+    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "64,128", *SMALL, "--quiet")
+    assert_usage_error(invoke(*args, "--out", tmp_path / "refused"), "2 points (more than 1)")
+    result = invoke(*args, "--out", tmp_path / "ran", "--yes")
+    assert result.exit_code == 0, result.output
+    assert statuses(tmp_path / "ran") == {("chunked", "ok")}
+    assert "about" in result.stdout.splitlines()[0]  # the estimate is announced with the plan
+
+
+def test_dry_run_of_a_resume_lists_the_missing_points_and_changes_nothing(invoke: Invoke, tmp_path: Path) -> None:
+    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "64,128", *SMALL, "--quiet")
+    assert invoke(*args, "--out", tmp_path).exit_code == 0
+    (folder,) = tmp_path.iterdir()
+    lines = (folder / "results.csv").read_text().splitlines(keepends=True)
+    (folder / "results.csv").write_text("".join(lines[:2]) + lines[2][:10])  # one row and a torn line
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    plan = invoke("run", "--resume", folder, "--dry-run")
+    assert plan.exit_code == 0, plan.output
+    assert "points: 1 of 2" in plan.stdout and str(folder) in plan.stdout
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
