@@ -74,8 +74,29 @@ TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}
 TOP_KEYS = {"run": (*AXIS_KEYS, *RUN_KEYS), "decode": (*DECODE_AXIS_KEYS, *DECODE_KEYS)}
 
 
+# Where a suite named without a path (``--suite ci-cpu``) is looked for: ./suites, then the
+# suites of the checkout linbench runs from. ``linbench suites`` lists the same folders.
+CHECKOUT_SUITES = Path(__file__).resolve().parents[2] / "suites"
+SUITE_DIRS = (Path("suites"), CHECKOUT_SUITES)
+
+
 class SpecError(ValueError):
     """A sweep setting that makes no sense; the message names the setting."""
+
+
+def find_suite(path: Path) -> Path:
+    """The suite file ``path`` names: the file itself, or, for a bare name such as ``ci-cpu``
+    (as ``linbench suites`` lists it), ``NAME.toml`` in ./suites or linbench's own suites/.
+    SpecError naming the known suites when there is none."""
+    if path.is_file() or len(path.parts) != 1:
+        return path
+    name = path.name if path.suffix == ".toml" else f"{path.name}.toml"
+    for folder in SUITE_DIRS:
+        if (folder / name).is_file():
+            return folder / name
+    known = sorted({p.stem for folder in SUITE_DIRS if folder.is_dir() for p in folder.glob("*.toml")})
+    listed = f"; suites: {', '.join(known)}" if known else ""
+    raise SpecError(f"suite file {str(path)!r} does not exist and names no suite of linbench suites{listed}")
 
 
 @dataclass(frozen=True)
@@ -241,6 +262,7 @@ def build_spec(flags: Mapping[str, Any], suite: Path | None = None, command: str
     base = dict(defaults)
     tables: list[dict[str, Any]] = []
     if suite is not None:
+        suite = find_suite(suite)
         top, tables = load_suite(suite, command)
         base |= top
     given = {key: value for key, value in flags.items() if value is not None}

@@ -274,3 +274,37 @@ def test_dry_run_of_a_resume_lists_the_missing_points_and_changes_nothing(invoke
     assert plan.exit_code == 0, plan.output
     assert "points: 1 of 2" in plan.stdout and str(folder) in plan.stdout
     assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
+
+
+# --- suites: named as listed, and one broken file does not hide the others ---
+
+SUITES = Path(__file__).parents[2] / "suites"
+
+
+@pytest.mark.parametrize("name", ["ci-cpu", "ci-cpu.toml"])
+def test_a_suite_is_named_as_linbench_suites_lists_it(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no ./suites here: the name is found among linbench's own suites
+    result = invoke("run", "--suite", name, "--device", "cpu", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "points: 48 of 48" in result.stdout and "-ci-cpu" in result.stdout
+
+
+def test_a_name_found_nowhere_lists_the_suites(invoke: Invoke) -> None:
+    assert_usage_error(invoke("run", "--suite", "ci-cpux", "--device", "cpu"), "'ci-cpux' does not exist", "ci-cpu")
+    result = invoke("decode", "--suite", "ci-cpu", "--device", "cpu")
+    assert_usage_error(result, "is a run suite", "linbench run --suite")
+
+
+def test_suites_lists_the_readable_suites_and_marks_a_broken_one(invoke: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "ci-cpu.toml").write_text((SUITES / "ci-cpu.toml").read_text())
+    (tmp_path / "broken.toml").write_text("seq = [1k")
+    (tmp_path / "typo.toml").write_text('variant = ["nope:chunked"]\n')
+    result = invoke("suites", tmp_path)
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") == 5}
+    assert set(rows) == {"broken", "ci-cpu", "typo"}
+    assert "48" in rows["ci-cpu"]
+    assert "broken: is not valid TOML" in rows["broken"] and "broken: unknown variant 'nope'" in rows["typo"]
+    assert "2 suite(s) cannot be read: broken.toml, typo.toml" in result.stdout
