@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from linbench.cli.build_cmd import build_command
 from linbench.cli.check_cmd import check_command
 from linbench.cli.compare_cmd import compare_command
 from linbench.cli.decode_cmd import decode_command
@@ -69,6 +70,7 @@ app.command("plot")(plot_command)
 app.command("report")(report_command)
 app.command("compare")(compare_command)
 app.command("suites")(suites_command)
+app.command("build")(build_command)
 
 
 def _print_version(value: bool) -> None:
