@@ -22,7 +22,8 @@ HELP = {
     "variant": "NAME or NAME:DECODER (repeatable or comma list): cosine, cosine:recurrent, 'all'. Default: all.",
     "baseline": "Decoders to compare with. Default: softmax (kvcache and recompute).",
     "context": f"Context lengths prefilled before the timed steps: {RANGE_HELP}. Default: 1k..64k.",
-    "tokens": "Generated tokens timed per point, after two untimed steps. Default: 32.",
+    "tokens": "Generated tokens timed per point, after two untimed steps (the first, whose memory is read, "
+    "and one more). Default: 32.",
     "timeout_s": "Limit per point (prefill and steps), seconds. Default: 120.",
     "cuda_graph": "Also capture one step in a CUDA graph and time its replays (the step's device time, "
     "column device_ms) beside the eager time. CUDA only.",
