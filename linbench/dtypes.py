@@ -18,9 +18,19 @@ DTYPE_ALIASES |= {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 
 
 def split_list(values: Iterable[str] | None) -> list[str]:
-    """Flatten repeated options that may each hold a comma list, dropping blanks and repeats."""
-    items = (part.strip() for value in values or () for part in str(value).split(","))
-    return list(dict.fromkeys(item for item in items if item))
+    """Flatten repeated options that may each hold a comma list, dropping repeats.
+
+    An empty item (``a,,b``, a trailing comma, an empty value) is a ValueError, the rule of
+    the range grammar (linbench/sweep/ranges.py): a stray comma is a typo, not a request.
+    """
+    items: list[str] = []
+    for value in values or ():
+        parts = [part.strip() for part in str(value).split(",")]
+        if not all(parts):
+            what = "is empty" if len(parts) == 1 else "has an empty item between commas"
+            raise ValueError(f"{str(value)!r} {what}")
+        items += parts
+    return list(dict.fromkeys(items))
 
 
 def parse_dtypes(values: Iterable[str] | None) -> list[str]:

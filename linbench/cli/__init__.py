@@ -6,14 +6,19 @@ top, so ``linbench --help`` answers at once.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
+from linbench.cli.build_cmd import build_command
 from linbench.cli.check_cmd import check_command
 from linbench.cli.compare_cmd import compare_command
 from linbench.cli.decode_cmd import decode_command
 from linbench.cli.doctor_cmd import doctor_command
+from linbench.cli.errors import exit_usage_error
 from linbench.cli.list_cmd import list_command
 from linbench.cli.plot_cmd import plot_command
 from linbench.cli.report_cmd import report_command
@@ -22,7 +27,36 @@ from linbench.cli.suites_cmd import suites_command
 
 __all__ = ["app", "main"]
 
+
+@contextmanager
+def _one_line_usage_errors() -> Iterator[None]:
+    """Typer's own usage errors (an unknown option, a missing argument or value) as linbench's
+    one line and exit 2, not a boxed panel; the bare command still prints its help."""
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+    try:
+        yield
+    except NoArgsIsHelpError:
+        raise
+    except UsageError as exc:
+        where = f"; see {exc.ctx.command_path} --help" if exc.ctx is not None else ""
+        exit_usage_error(exc.format_message().rstrip(".") + where)
+
+
+class LinbenchGroup(TyperGroup):
+    """The command group, with usage errors reported the linbench way."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        with _one_line_usage_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _one_line_usage_errors():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
+    cls=LinbenchGroup,
     name="linbench",
     help="Benchmark and check linear attention variants against softmax attention.",
     no_args_is_help=True,
@@ -38,6 +72,7 @@ app.command("report")(report_command)
 app.command("compare")(compare_command)
 app.command("suites")(suites_command)
 app.command("doctor")(doctor_command)
+app.command("build")(build_command)
 
 
 def _print_version(value: bool) -> None:

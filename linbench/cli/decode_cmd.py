@@ -16,10 +16,14 @@ from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
 from linbench.cli.sweep_cmd import RANGE_HELP, execute_sweep
 
 HELP = {
+    "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
+    "dry_run": "Print the plan (points, impls, estimated time) and make no folder.",
+    "allow_failures": "Exit 0 even when points failed (mismatch, error, crashed); without it such a run exits 1.",
     "variant": "NAME or NAME:DECODER (repeatable or comma list): cosine, cosine:recurrent, 'all'. Default: all.",
     "baseline": "Decoders to compare with. Default: softmax (kvcache and recompute).",
     "context": f"Context lengths prefilled before the timed steps: {RANGE_HELP}. Default: 1k..64k.",
-    "tokens": "Generated tokens timed per point, after two untimed steps. Default: 32.",
+    "tokens": "Generated tokens timed per point, after two untimed steps (the first, whose memory is read, "
+    "and one more). Default: 32.",
     "timeout_s": "Limit per point (prefill and steps), seconds. Default: 120.",
     "param": "A parameter of a variant's decoders, repeatable: cosine.norm_const=0.3, cosine:recurrent.norm_const=0.3.",
     "threads": "torch threads in each worker (torch.set_num_threads). Default: torch's.",
@@ -51,6 +55,9 @@ def decode_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display; a summary line.")] = False,
     param: Annotated[list[str] | None, typer.Option("--param", help=HELP["param"])] = None,
     threads: Annotated[str | None, typer.Option("--threads", help=HELP["threads"])] = None,
+    allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
 ) -> None:
     """Measure autoregressive decoding: time per token and state memory against context length."""
     flags: dict[str, Any] = {
@@ -70,4 +77,15 @@ def decode_command(
         "param": param or None,
         "threads": threads,
     }
-    execute_sweep("decode", flags, suite=suite, resume=resume, timeout_s=timeout_s, out=out, quiet=quiet)
+    execute_sweep(
+        "decode",
+        flags,
+        suite=suite,
+        resume=resume,
+        timeout_s=timeout_s,
+        out=out,
+        quiet=quiet,
+        allow_failures=allow_failures,
+        yes=yes,
+        dry_run=dry_run,
+    )

@@ -17,13 +17,24 @@ from linbench.cli.errors import usage_errors
 if TYPE_CHECKING:
     import torch
 
-    from linbench.variants.registry import Param, Variant
+    from linbench.variants.registry import Impl, Param, Variant
 
 
 def format_params(params: Iterable[Param]) -> str:
     """``name=default`` pairs; a None default is derived from the input, so say so."""
     parts = [f"{p.name}={'<from input>' if p.default is None else p.default}" for p in params]
     return escape(", ".join(parts)) or "-"
+
+
+# What `list` says of the compiled impls before csrc/ is built: it never builds them itself.
+NOT_BUILT = "not built yet (builds on first use, about 25 s on two idle cores; or now: linbench build)"
+
+
+def _needs_build(impl: Impl) -> bool:
+    """An impl of linbench's compiled kernels while csrc/ is not built yet."""
+    from linbench.kernels import build, ops
+
+    return impl.availability is ops.unavailable_reason and not build.is_built()
 
 
 def impl_table(variants: list[Variant], device: torch.device) -> Table:
@@ -33,8 +44,11 @@ def impl_table(variants: list[Variant], device: torch.device) -> Table:
         table.add_column(column)
     for variant in variants:
         for i, impl in enumerate(variant.impls.values()):
-            reason = impl.unavailable_reason(device)
-            runs = "[green]yes[/]" if reason is None else f"[red]no[/]: {escape(reason)}"
+            if _needs_build(impl):
+                runs = f"[yellow]{NOT_BUILT}[/]"
+            else:
+                reason = impl.unavailable_reason(device)
+                runs = "[green]yes[/]" if reason is None else f"[red]no[/]: {escape(reason)}"
             label = f"{impl.name} (ref)" if impl.name == variant.reference else impl.name
             cells = (impl.time_complexity, impl.memory_complexity, format_params(impl.params))
             table.add_row(variant.name, label, *cells, runs, end_section=i == len(variant.impls) - 1)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from linbench.cli.errors import CliUsageError, usage_errors
+from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 
 
 def plot_command(
@@ -30,10 +30,13 @@ def plot_command(
         loaded = load_runs(runs)
     for run in loaded:
         target = run.path / "plots" if out is None else out / run.name
+        blocker = next((p for p in (target, *target.parents) if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            exit_usage_error(f"cannot write figures to {str(target)!r}: {str(blocker)!r} is a file, not a folder")
         try:
             written = plot_run(run, target, chosen)
-        except OSError as exc:
-            raise CliUsageError(f"cannot write figures to {str(target)!r}: {exc.strerror or exc}") from None
+        except OSError as exc:  # a read-only or full file system: the figures written so far stay
+            exit_usage_error(f"cannot write figures to {str(target)!r}: {exc.strerror or exc}")
         if written:
             typer.echo(f"{run.path}: {len(written)} figure(s) in {target}")
         else:

@@ -12,6 +12,9 @@ from linbench.cli.errors import CliUsageError, usage_errors
 from linbench.cli.sweep_cmd import RANGE_HELP, execute_sweep
 
 HELP = {
+    "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
+    "dry_run": "Print the plan (points, impls, estimated time) and make no folder.",
+    "allow_failures": "Exit 0 even when points failed (mismatch, error, crashed); without it such a run exits 1.",
     "seq": f"Sequence lengths: {RANGE_HELP}. Default: 1k..16k.",
     "dim_v": "Head dims of v, crossed with --dim. Default: the same as --dim.",
     "mode": "fwd, bwd, fwdbwd (comma list). Default: fwd.",
@@ -61,6 +64,9 @@ def run_command(
     warmup_s: Annotated[str | None, typer.Option("--warmup-s", help=HELP["warmup_s"])] = None,
     min_reps: Annotated[str | None, typer.Option("--min-reps", help=HELP["min_reps"])] = None,
     tokens: Annotated[str | None, typer.Option("--tokens", help=HELP["tokens"])] = None,
+    allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
 ) -> None:
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
     with usage_errors():
@@ -86,7 +92,18 @@ def run_command(
         "min_reps": min_reps,
         "tokens": tokens,
     }
-    execute_sweep("run", flags, suite=suite, resume=resume, timeout_s=timeout_s, out=out, quiet=quiet)
+    execute_sweep(
+        "run",
+        flags,
+        suite=suite,
+        resume=resume,
+        timeout_s=timeout_s,
+        out=out,
+        quiet=quiet,
+        allow_failures=allow_failures,
+        yes=yes,
+        dry_run=dry_run,
+    )
 
 
 def _masking(causal: bool, bidirectional: bool) -> str | None:

@@ -22,6 +22,9 @@ from rich.table import Table
 from linbench.sweep.spec import DECODE_MODE
 from linbench.units import format_bytes, format_ms, format_size
 
+# Statuses that mean a wrong or broken impl: run and decode exit 1 when a point ends so. oom,
+# timeout and skipped are where a sweep stops reaching, not failures.
+FAILED_STATUSES = ("mismatch", "error", "crashed")
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom": "magenta"}
 
 
@@ -109,3 +112,17 @@ def status_counts(rows: Iterable[Mapping[str, Any]]) -> str:
     for row in rows:
         counts[str(row["status"])] += 1
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no points"
+
+
+def failed_rows(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows of points that failed: a wrong or broken impl."""
+    return [row for row in rows if row["status"] in FAILED_STATUSES]
+
+
+def failure_note(failed: list[Mapping[str, Any]], allowed: bool) -> str:
+    """What the summary line adds when points failed: how many, and the exit status it gives."""
+    if not failed:
+        return ""
+    names = sorted({f"{row['variant']}:{row['impl']}" for row in failed})
+    what = f"; {len(failed)} point(s) failed (mismatch, error or crashed) in {', '.join(names)}"
+    return what + (": exit 0 (--allow-failures)" if allowed else ": exit 1 (--allow-failures exits 0)")

@@ -12,9 +12,7 @@ from rich.table import Table
 
 from linbench.cli.common import load_plugins, stdout_console
 from linbench.cli.errors import CliUsageError, usage_errors
-
-# Where suites are looked for without an argument: ./suites, else the checkout's own.
-CHECKOUT_SUITES = Path(__file__).resolve().parents[2] / "suites"
+from linbench.sweep.spec import SUITE_DIRS
 
 
 @dataclass(frozen=True)
@@ -23,7 +21,20 @@ class SuiteInfo:
     path: Path
     summary: str
     command: str
-    points: int
+    points: int | None
+    broken: str | None = None  # why the file cannot be read or planned
+
+
+def read_suite_info(path: Path) -> SuiteInfo:
+    """describe_suite, or a SuiteInfo marked broken with the reason, so that one bad file does
+    not hide the others."""
+    try:
+        return describe_suite(path)
+    except (ValueError, CliUsageError, OSError) as exc:
+        reason = " ".join(str(exc).split())
+        for prefix in (f"suite file {str(path)!r}: ", f"suite file {str(path)!r} "):
+            reason = reason.removeprefix(prefix)
+        return SuiteInfo(path.stem, path, "", "-", None, reason)
 
 
 def first_comment(path: Path) -> str:
@@ -50,7 +61,7 @@ def suites_folder(folder: Path | None) -> Path:
         if not folder.is_dir():
             raise CliUsageError(f"{str(folder)!r} is not a folder of suites")
         return folder
-    for candidate in (Path("suites"), CHECKOUT_SUITES):
+    for candidate in SUITE_DIRS:
         if candidate.is_dir():
             return candidate
     raise CliUsageError("no suites folder here; name one: linbench suites DIR")
@@ -64,14 +75,21 @@ def suites_command(
     """List the suites: what each reproduces, the command that runs it, and its point count."""
     with usage_errors():
         where = suites_folder(folder)
-        found = [describe_suite(path) for path in sorted(where.glob("*.toml"))]
+        found = [read_suite_info(path) for path in sorted(where.glob("*.toml"))]
         if not found:
             raise CliUsageError(f"{str(where)!r} holds no suite (*.toml)")
     table = Table(title=f"suites in {where}", title_justify="left")
     for column in ("suite", "reproduces", "command", "points"):
         table.add_column(column, justify="right" if column == "points" else "left", no_wrap=column != "reproduces")
     for info in found:
-        table.add_row(info.name, escape(info.summary), info.command, str(info.points))
+        summary = escape(info.summary) if info.broken is None else f"[red]broken[/]: {escape(info.broken)}"
+        table.add_row(info.name, summary, info.command, "-" if info.points is None else str(info.points))
     console = stdout_console()
     console.print(table)
-    console.print(f"run one with: linbench run --suite {where}/NAME.toml (decode suites: linbench decode --suite ...)")
+    broken = [info.path.name for info in found if info.broken is not None]
+    if broken:
+        console.print(f"{len(broken)} suite(s) cannot be read: {', '.join(broken)}", markup=False, soft_wrap=True)
+    # A name finds a suite of the folders --suite looks in; another folder's suites need their path.
+    named = any(where.resolve() == d.resolve() for d in SUITE_DIRS if d.is_dir())
+    how = "NAME" if named else f"{where}/NAME.toml"
+    console.print(f"run one with: linbench run --suite {how} (decode suites: linbench decode --suite {how})")

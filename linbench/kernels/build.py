@@ -147,7 +147,7 @@ def _compile_and_load(with_cuda: bool) -> str | None:
         torch.ops.load_library(str(library))
         return None
     what = "CPU and CUDA" if with_cuda else "CPU"
-    print(f"linbench: compiling the csrc {what} kernels into {directory} (first use, about a minute)…", file=sys.stderr)
+    print(f"linbench: compiling the csrc {what} kernels into {directory} (first use, about 25 s)…", file=sys.stderr)
     from torch.utils import cpp_extension  # 0.08 s to import: only when there is something to build
 
     sources = [str(p) for p in cpu_sources() + (cuda_sources() if with_cuda else [])]
@@ -221,3 +221,17 @@ def load_kernels() -> BuildResult:
         # The CPU kernel must not be lost to a CUDA build problem.
         return BuildResult(_compile_and_load(with_cuda=False), cuda_error)
     return BuildResult(_compile_and_load(with_cuda=False), f"CUDA kernels not built: {cuda_missing}")
+
+
+def is_built() -> bool:
+    """Whether load_kernels() would find csrc/ built, or a remembered build failure, without
+    compiling: a read-only look at the cache, so that `linbench list` never builds."""
+    if load_kernels.cache_info().currsize or not CSRC.is_dir():
+        return True
+    for with_cuda in (True, False) if cuda_toolchain_missing() is None else (False,):
+        directory = cache_root() / build_key(with_cuda)
+        if (directory / f"linbench_kernels_{directory.name}.so").exists():
+            return True
+        if not (directory / "build-failed.txt").exists():
+            return False
+    return True  # every flavour failed before: load_kernels reads the failure, builds nothing

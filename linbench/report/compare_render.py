@@ -95,5 +95,5 @@ def verdict_line(comparison: Comparison) -> str:
     parts = [f"{n} {verdict}" for verdict, n in sorted(counts.items())]
     summary = f"{len(comparison.points)} points compared: {', '.join(parts)}; {memory} memory regression(s)"
     if comparison.exponents:
-        summary += f"; {exponents} exponent bound(s) passed"
+        summary += f"; {exponents} of {len(comparison.exponents)} exponent bound(s) exceeded"
     return ("REGRESSION: " if comparison.failed else "PASS: ") + summary

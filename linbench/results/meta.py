@@ -79,11 +79,15 @@ def device_info(device: torch.device) -> dict[str, Any]:
             "driver_version": driver_version(),
         }
     else:
-        info |= {
-            "device_memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
-            "l2_cache_bytes": cpu_l2_bytes(),
-        }
+        info |= {"device_memory_bytes": device_memory_bytes(device), "l2_cache_bytes": cpu_l2_bytes()}
     return info
+
+
+def device_memory_bytes(device: torch.device) -> int:
+    """All the memory ``device`` has: the GPU's memory, or the machine's RAM for the CPU."""
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def collect_meta(argv: list[str], device: torch.device) -> dict[str, Any]:

@@ -3,13 +3,16 @@
 Every row is flushed as soon as it is written, so Ctrl-C or ``kill -9`` leaves valid CSV
 files holding every finished point. A run folder opened again (``--resume``) first
 repairs what a kill can leave behind: a half-written last line, and samples of a point
-whose result row never made it.
+whose result row never made it. A write that fails (a full disk) raises RunStoreWriteError
+naming the file; what was written before stays, so the folder can be resumed.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import shutil
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +29,42 @@ WORKER_LOG = "worker.log"
 
 class RunStoreError(ValueError):
     """A folder that is not a linbench run (for --resume)."""
+
+
+class RunStoreWriteError(RunStoreError):
+    """A file of the run folder could not be written (disk full, read-only, ...)."""
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        super().__init__(f"cannot write {str(path)!r}: {exc.strerror or exc}")
+        self.path = path
+
+
+def _csv_text(rows: Iterable[Iterable[Any]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    return buffer.getvalue()
+
+
+def _append_text(path: Path, text: str) -> None:
+    """Append ``text`` to ``path`` and flush it; RunStoreWriteError naming the file on failure."""
+    try:
+        with path.open("a", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+    except OSError as exc:
+        raise RunStoreWriteError(path, exc) from exc
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Replace ``path`` atomically: a kill or a full disk mid-write leaves the old file, and no
+    temporary file behind."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunStoreWriteError(path, exc) from exc
 
 
 def utc_stamp() -> str:
@@ -58,20 +97,28 @@ class RunStore:
             n += 1
             path = out_dir / f"{stem}-{n}"
         path.mkdir()
-        store = cls(path)
-        for file, columns in ((RESULTS_FILE, RESULT_COLUMNS), (SAMPLES_FILE, SAMPLE_COLUMNS)):
-            with (path / file).open("w", newline="") as handle:
-                csv.writer(handle).writerow(columns)
-        return store
+        try:
+            for file, columns in ((RESULTS_FILE, RESULT_COLUMNS), (SAMPLES_FILE, SAMPLE_COLUMNS)):
+                (path / file).write_text(_csv_text([columns]))
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)  # a folder with half its files is no run
+            raise
+        return cls(path)
 
     @classmethod
-    def open(cls, path: Path) -> RunStore:
-        """An existing run folder, repaired for appending."""
+    def open(cls, path: Path, repair: bool = True) -> RunStore:
+        """An existing run folder, repaired for appending (left as it is without ``repair``)."""
         for file in (RESULTS_FILE, META_FILE):
             if not (path / file).is_file():
                 raise RunStoreError(f"{str(path)!r} is not a linbench run folder (no {file})")
+        if not (path / SAMPLES_FILE).is_file():
+            raise RunStoreError(
+                f"{str(path)!r} has no {SAMPLES_FILE}: it cannot be resumed without the samples of its finished "
+                "points; start a new run"
+            )
         store = cls(path)
-        store._repair()
+        if repair:
+            store._repair()
         return store
 
     @property
@@ -91,13 +138,8 @@ class RunStore:
         samples = list(samples_ms)
         if samples:
             key_values = [row[column] for column in KEY_COLUMNS]
-            with self.samples_path.open("a", newline="") as handle:
-                csv.writer(handle).writerows([*key_values, f"{s:.6g}"] for s in samples)
-                handle.flush()
-        with self.results_path.open("a", newline="") as handle:
-            writer = csv.DictWriter(handle, RESULT_COLUMNS, extrasaction="ignore")
-            writer.writerow({column: _format(row.get(column)) for column in RESULT_COLUMNS})
-            handle.flush()
+            _append_text(self.samples_path, _csv_text([*key_values, f"{s:.6g}"] for s in samples))
+        _append_text(self.results_path, _csv_text([[_format(row.get(column)) for column in RESULT_COLUMNS]]))
 
     def rows(self) -> list[dict[str, str]]:
         """The result rows as strings, in file order."""
@@ -108,10 +150,8 @@ class RunStore:
         return {_key(row) for row in self.rows()}
 
     def write_meta(self, meta: Mapping[str, Any]) -> None:
-        """Replace meta.json atomically (a kill mid-write leaves the old one)."""
-        tmp = self.path / (META_FILE + ".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
-        tmp.replace(self.path / META_FILE)
+        """Replace meta.json atomically (a kill or a full disk mid-write leaves the old one)."""
+        _replace_text(self.path / META_FILE, json.dumps(meta, indent=2, default=str) + "\n")
 
     def update_meta(self, sections: Mapping[str, Any]) -> None:
         """Replace these top-level keys of meta.json (made when there is none yet)."""
@@ -131,11 +171,8 @@ class RunStore:
         done = self.done_keys()
         with self.samples_path.open(newline="") as handle:
             reader = csv.DictReader(handle)
-            kept = [row for row in reader if _key(row) in done]
-        with self.samples_path.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, SAMPLE_COLUMNS)
-            writer.writeheader()
-            writer.writerows(kept)
+            kept = [[row[column] for column in SAMPLE_COLUMNS] for row in reader if _key(row) in done]
+        _replace_text(self.samples_path, _csv_text([SAMPLE_COLUMNS, *kept]))
 
     def _upgrade_header(self) -> None:
         """Rewrite a results.csv from before a column was added with today's columns, so rows
@@ -145,10 +182,8 @@ class RunStore:
             if tuple(reader.fieldnames or ()) == RESULT_COLUMNS:
                 return
             rows = list(reader)
-        with self.results_path.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, RESULT_COLUMNS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
+        cells = [[row.get(column) or "" for column in RESULT_COLUMNS] for row in rows]
+        _replace_text(self.results_path, _csv_text([RESULT_COLUMNS, *cells]))
 
 
 def _drop_partial_line(path: Path) -> None:
@@ -157,4 +192,8 @@ def _drop_partial_line(path: Path) -> None:
         return
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
-        path.write_bytes(data[: data.rfind(b"\n") + 1])
+        try:
+            with path.open("r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+        except OSError as exc:
+            raise RunStoreWriteError(path, exc) from exc

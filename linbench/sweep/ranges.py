@@ -1,13 +1,15 @@
 """The range grammar of the sweep axes.
 
-    1k..64k        powers of two from 1024 to 65536 (each value doubles the last)
+    1k..64k        powers of two from 1024 to 65536 (each value doubles the last); the
+                   end must be reached: 1k..3k is refused (it would stop at 2k)
     1k..8k:x2      a geometric step (any factor > 1)
     64..256:+64    an arithmetic step
     512,1k,3000    a list; items may themselves be ranges
     4096           a plain number
 
 ``k`` is 1024 and ``m`` is 1048576. Values are positive integers; a list comes back
-sorted and without repeats, so sweeps always grow.
+sorted and without repeats, so sweeps always grow. With an explicit step the range stops
+at the last value that does not pass the end (64..250:+64 is 64, 128, 192).
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ def parse_size(text: str) -> int:
         if text.startswith("-") or text.startswith("+"):
             raise RangeError(f"{text!r} is not a positive size")
         raise RangeError(f"{text!r} is not a number (sizes look like 512, 1k, 64k or 1m)")
-    value = float(match["num"]) * SUFFIXES.get(match["suffix"].lower(), 1)
+    unit = SUFFIXES.get(match["suffix"].lower(), 1)
+    # Whole numbers stay integers: a float would round 99999999999999999999 to 1e20.
+    value = float(match["num"]) * unit if "." in match["num"] else int(match["num"]) * unit
     if value != int(value):
         raise RangeError(f"{text!r} is not a whole number")
     if value <= 0:
@@ -75,8 +79,23 @@ def _parse_item(text: str) -> list[int]:
     start, stop = parse_size(start_text), parse_size(stop_text)
     if start > stop:
         raise RangeError(f"range {text!r} is reversed: start {start} is larger than end {stop}")
-    kind, step = _parse_step(step_text.strip()) if step_text.strip() else ("x", 2.0)
-    return _expand(start, stop, kind, step, text)
+    if step_text.strip():
+        kind, step = _parse_step(step_text.strip())
+        return _expand(start, stop, kind, step, text)
+    values = _expand(start, stop, "x", 2.0, text)
+    if values[-1] != stop:
+        # Doubling from the start misses the end: say so rather than drop the end unseen.
+        short = f"{start_text.strip()}..{format_size(values[-1])}" if len(values) > 1 else start_text.strip()
+        other = (
+            f"{start_text.strip()}..{stop_text.strip()}:+{format_size(start)}"
+            if (stop - start) % start == 0
+            else ",".join([*(format_size(v) for v in values), stop_text.strip()])
+        )
+        raise RangeError(
+            f"the range {text.strip()} in powers of two ends at {format_size(values[-1])}, not "
+            f"{stop_text.strip()}; write {short} or {other}"
+        )
+    return values
 
 
 def parse_range(text: str | int) -> list[int]:

@@ -87,8 +87,29 @@ TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}
 TOP_KEYS = {"run": (*AXIS_KEYS, *RUN_KEYS), "decode": (*DECODE_AXIS_KEYS, *DECODE_KEYS)}
 
 
+# Where a suite named without a path (``--suite ci-cpu``) is looked for: ./suites, then the
+# suites of the checkout linbench runs from. ``linbench suites`` lists the same folders.
+CHECKOUT_SUITES = Path(__file__).resolve().parents[2] / "suites"
+SUITE_DIRS = (Path("suites"), CHECKOUT_SUITES)
+
+
 class SpecError(ValueError):
     """A sweep setting that makes no sense; the message names the setting."""
+
+
+def find_suite(path: Path) -> Path:
+    """The suite file ``path`` names: the file itself, or, for a bare name such as ``ci-cpu``
+    (as ``linbench suites`` lists it), ``NAME.toml`` in ./suites or linbench's own suites/.
+    SpecError naming the known suites when there is none."""
+    if path.is_file() or len(path.parts) != 1:
+        return path
+    name = path.name if path.suffix == ".toml" else f"{path.name}.toml"
+    for folder in SUITE_DIRS:
+        if (folder / name).is_file():
+            return folder / name
+    known = sorted({p.stem for folder in SUITE_DIRS if folder.is_dir() for p in folder.glob("*.toml")})
+    listed = f"; suites: {', '.join(known)}" if known else ""
+    raise SpecError(f"suite file {str(path)!r} does not exist and names no suite of linbench suites{listed}")
 
 
 @dataclass(frozen=True)
@@ -148,8 +169,18 @@ def _sizes(key: str, value: Any) -> tuple[int, ...]:
         raise SpecError(f"{key}: {exc}") from None
 
 
+def _names(key: str, value: Any) -> list[str]:
+    """The names of a comma-list setting; SpecError naming ``key`` for an empty item."""
+    try:
+        return split_list(_as_list(value))
+    except ValueError as exc:
+        if all(not str(item).strip() for item in _as_list(value)):
+            raise SpecError(f"{key}: no {key} given (an empty value)") from None
+        raise SpecError(f"{key}: {exc}") from None
+
+
 def _modes(value: Any) -> tuple[str, ...]:
-    modes = split_list(value if isinstance(value, list | tuple) else [value])
+    modes = _names("mode", value)
     for mode in modes:
         if mode not in MODES:
             raise SpecError(f"mode: unknown mode {mode!r}; modes: {', '.join(MODES)}")
@@ -230,6 +261,8 @@ def load_suite(path: Path, command: str = "run") -> tuple[dict[str, Any], list[d
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise SpecError(f"suite file {str(path)!r}: 'sweep' must be an array of tables ([[sweep]])")
     _check_keys(path, data, (*TOP_KEYS[command], *SUITE_KEYS))
+    if data.get("no_baseline") is True and "baseline" in data:
+        raise SpecError(f"suite file {str(path)!r}: baseline and no_baseline = true contradict each other; keep one")
     for table in tables:
         _check_keys(path, table, TABLE_KEYS[command])
     # Plugin paths in a suite are relative to the suite file, not to where linbench runs.
@@ -260,12 +293,17 @@ def build_spec(flags: Mapping[str, Any], suite: Path | None = None, command: str
     tables: list[dict[str, Any]] = []
     top: dict[str, Any] = {}
     if suite is not None:
+        suite = find_suite(suite)
         top, tables = load_suite(suite, command)
         base |= top
     given = {key: value for key, value in flags.items() if value is not None}
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
+    if given.get("no_baseline") is True and "baseline" in given:
+        raise SpecError("--no-baseline and --baseline contradict each other; give one")
+    if "baseline" in given:
+        given.setdefault("no_baseline", False)  # --baseline overrides a suite's no_baseline
     # Command-line axes override every table; a table's own keys override the suite's top level.
     tables = [{k: v for k, v in table.items() if k not in given} for table in tables]
     if command == "run":
@@ -281,8 +319,8 @@ def spec_from_settings(
     defaults = DEFAULTS[command]
     base = dict(defaults) | {k: v for k, v in settings.items() if k in defaults}
     blocks = [_axes(base | table, command) for table in tables or [{}]]
-    variants = tuple(split_list(_as_list(base["variant"])))
-    baselines = () if base["no_baseline"] else tuple(split_list(_as_list(base["baseline"])))
+    variants = tuple(_names("variant", base["variant"]))
+    baselines = () if base["no_baseline"] else tuple(_names("baseline", base["baseline"]))
     if not variants:
         raise SpecError("variant: no variant given")
     budget = base.get("budget_s")

@@ -141,7 +141,7 @@ def test_a_plugin_file_shows_in_list_and_runs(invoke: Invoke, tmp_path: Path) ->
     assert listed.exit_code == 0 and "planted" in listed.stdout
     args = ("--plugin", PLANTED_FILE, "--variant", "planted:good,planted:wrong", "--no-baseline", *TINY)
     result = invoke("run", *args, "--out", tmp_path)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # planted:wrong fails its check
     statuses = {(r["impl"], r["status"]) for r in read_rows(run_folder(tmp_path))}
     assert statuses == {("good", "ok"), ("wrong", "mismatch")}
 

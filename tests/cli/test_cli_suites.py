@@ -68,8 +68,6 @@ def test_suites_name_their_impls_so_new_impls_do_not_change_them() -> None:
     assert "cosine:kernel" in read_suite(SUITES / "paper-fig5.toml")["variant"]  # the compiled op, by name
 
 
-def test_a_folder_without_suites_or_with_a_broken_one_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
+def test_a_folder_without_suites_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
     assert_usage_error(invoke("suites", tmp_path / "missing"), "not a folder of suites")
     assert_usage_error(invoke("suites", tmp_path), "holds no suite")
-    (tmp_path / "broken.toml").write_text("seq = [1k")
-    assert_usage_error(invoke("suites", tmp_path), "broken.toml", "not valid TOML")

@@ -1,0 +1,167 @@
+"""Before a sweep starts: whether its sizes can fit the device at all, and about how long it
+will take.
+
+**Fit.** A ``run`` point needs its inputs, q, k and v: B·H·S·(2·Dk + Dv) elements. When that
+alone passes the device's whole memory (CPU: the machine's RAM; GPU: the device's memory),
+no impl can run the point, and the sweep is refused before any folder is made. A ``decode``
+point streams its context through the prefill, so only decoders whose state grows with the
+context (a KV cache: state O(s·d)) need its keys and values, B·H·S·(Dk + Dv) elements.
+
+**Duration.** A rough model, meant to tell minutes from days, not to predict a run. Each point
+costs a fixed overhead (its worker forked, the correctness gate, its row written) plus the
+wall time the timing policy gives one call (warm-up and repetitions, as the skip policy
+predicts it), and one more call for the gate. One call takes the point's FLOPs (the variant's
+matmul count) at a rate per device (at least MIN_CALL_S); decode points take a prefill (the state's work over the
+context) and one step per timed token. A point whose time passes ``--timeout-s`` costs the
+timeout, and the longer points of its series cost nothing: the runner skips them.
+
+The CPU constants were fitted to the runs recorded on the development machine (2 cores, torch
+2.13.0), estimate against measured wall time: paper-fig5 6 min / 5 min 42 s and paper-fig2
+6 min / 4 min 58 s (results/cpu-reference/); from the README (measured before cosine:kernel
+existed, so counted without it) ``--variant cosine --seq 1k..16k`` 5 min / 4 min 53 s,
+``--seq 1k..64k`` 12 min / 9 min 4 s, and the 75-point sweep over three head dims 2 min /
+1 min 44 s. An impl quadratic in time where its variant is not (cosine:quadratic) is counted
+with the S×S FLOPs. The GPU constants are guesses (a fresh worker initialises CUDA), not
+measurements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from linbench.sweep.points import Point
+from linbench.sweep.spec import DECODE_MODE
+from linbench.units import format_bytes
+
+ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
+# FLOP/s a call achieves, seconds a call takes at least, and the fixed cost of a point.
+RATE = {"cpu": 20e9, "cuda": 20e12}
+MIN_CALL_S = {"cpu": 2e-4, "cuda": 2e-5}
+OVERHEAD_S = {"cpu": 0.6, "cuda": 2.0}
+# A sweep past either limit runs only with --yes.
+MAX_POINTS = 2000
+MAX_ESTIMATE_S = 2 * 3600.0
+MAX_ELEMENTS = 2**63
+
+
+class SweepTooLargeError(ValueError):
+    """A sweep whose sizes no device here can hold."""
+
+
+class Timing(Protocol):
+    """The run's timing policy (linbench.runner.task.TimingPolicy): wall time of a point."""
+
+    def predicted_s(self, call_s: float) -> float: ...
+
+
+def _device_type(point: Point) -> str:
+    return "cuda" if point.device.startswith("cuda") else "cpu"
+
+
+def held_bytes(point: Point, grows_with_context: bool = True) -> int:
+    """Bytes the point's tensors need at least: q, k and v for ``run``; for ``decode``, the
+    keys and values of the context when the decoder's state grows with it, else nothing."""
+    b, h, s, dk, dv = point.shape.sizes()
+    size = ELEMENT_BYTES.get(point.dtype, 4)
+    if point.mode == DECODE_MODE:
+        return b * h * s * (dk + dv) * size if grows_with_context else 0
+    return b * h * s * (2 * dk + dv) * size
+
+
+def check_fits(points: Iterable[Point], memory_bytes: int, grows: dict[tuple[str, str], bool] | None = None) -> None:
+    """SweepTooLargeError naming the first point whose tensors alone pass ``memory_bytes``, or
+    whose element count passes what a tensor can index (2^63 - 1)."""
+    grows = grows or {}
+    for point in points:
+        b, h, s, dk, dv = point.shape.sizes()
+        decode = point.mode == DECODE_MODE
+        lower = "--context, --batch, --heads or --dim" if decode else "--seq, --batch, --heads or --dim"
+        if b * h * s * max(dk, dv) >= MAX_ELEMENTS:
+            raise SweepTooLargeError(
+                f"the point {point.shape.label} has more elements than a tensor can index (2^63 - 1); lower {lower}"
+            )
+        need = held_bytes(point, grows.get((point.variant, point.impl), True))
+        if need <= memory_bytes:
+            continue
+        device = f"the device {point.device} has {_bytes(memory_bytes)} in all"
+        if decode:
+            raise SweepTooLargeError(
+                f"{point.variant}:{point.impl} at {point.shape.label} {point.dtype} keeps {_bytes(need)} of keys and "
+                f"values; {device}: lower {lower}, or drop the decoder"
+            )
+        raise SweepTooLargeError(
+            f"the point {point.shape.label} {point.dtype} needs {_bytes(need)} for its inputs q, k and v alone; "
+            f"{device}, so no impl can run it: lower {lower}"
+        )
+
+
+def _bytes(count: int) -> str:
+    return format_bytes(count) if count < 1 << 50 else f"{count:.1e} bytes"
+
+
+def call_s(point: Point, flops: float, step_time: str | None = None) -> float:
+    """Seconds one call (a decode step) takes by the model."""
+    device = _device_type(point)
+    if point.mode == DECODE_MODE:
+        b, h, s, dk, dv = point.shape.sizes()
+        cost = (step_time or "").replace(" ", "").lower()
+        if "s²" in cost or "s^2" in cost:
+            flops = 4.0 * b * h * s * s * (dk + dv) / 2
+        elif "s" in cost:
+            flops = 2.0 * b * h * s * (dk + dv)
+        else:
+            flops = 4.0 * b * h * dk * dv
+    return max(flops / RATE[device], MIN_CALL_S[device])
+
+
+def prefill_s(point: Point) -> float:
+    """Decode: the prefill, taken as the state's work over the context (4·Dk·Dv per token)."""
+    b, h, s, dk, dv = point.shape.sizes()
+    return 4.0 * b * h * s * dk * dv / RATE[_device_type(point)]
+
+
+def estimate_s(
+    points: Sequence[Point],
+    timing: Timing,
+    timeout_s: float,
+    flops: dict[Point, float],
+    step_times: dict[tuple[str, str], str] | None = None,
+) -> float:
+    """Seconds the points will take by the model (``flops``: each point's FLOPs of one call)."""
+    step_times = step_times or {}
+    total = 0.0
+    stopped: set[tuple[object, ...]] = set()
+    for point in points:
+        if point.series in stopped:
+            continue  # a shorter point of the series timed out: the runner skips this one
+        one = call_s(point, flops.get(point, 0.0), step_times.get((point.variant, point.impl)))
+        seconds = timing.predicted_s(one) + one
+        if point.mode == DECODE_MODE:
+            seconds += prefill_s(point)
+        if seconds > timeout_s:
+            stopped.add(point.series)
+            seconds = timeout_s
+        total += OVERHEAD_S[_device_type(point)] + seconds
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """``45 s``, ``4 min``, ``3.2 h``, ``12 days``."""
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:,.0f} days"
+
+
+def too_large(points: int, seconds: float) -> str | None:
+    """Why a sweep needs --yes, or None when it does not."""
+    reasons = []
+    if points > MAX_POINTS:
+        reasons.append(f"{points} points (more than {MAX_POINTS})")
+    if seconds > MAX_ESTIMATE_S:
+        reasons.append(f"about {format_duration(seconds)} by a rough estimate (more than 2 h)")
+    return " and ".join(reasons) or None

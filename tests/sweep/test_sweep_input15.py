@@ -1,0 +1,119 @@
+"""Odd sweep input that used to pass silently (issue 15): ranges that miss their end, empty
+list items, contradictory baselines, sizes no device can hold, and sweeps too long to start
+unasked."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from linbench.dtypes import split_list
+from linbench.shape import Shape
+from linbench.sweep.estimate import (
+    SweepTooLargeError,
+    check_fits,
+    estimate_s,
+    format_duration,
+    held_bytes,
+    too_large,
+)
+from linbench.sweep.points import Point
+from linbench.sweep.ranges import RangeError, parse_range, parse_size
+from linbench.sweep.spec import SpecError, build_spec
+
+
+@pytest.mark.parametrize(
+    ("text", "advice"),
+    [
+        ("1k..3k", "ends at 2k, not 3k; write 1k..2k or 1k..3k:+1k"),
+        ("3k..10k", "ends at 6k, not 10k; write 3k..6k or 3k,6k,10k"),
+        ("1k..1500", "ends at 1k, not 1500; write 1k or 1k,1500"),
+    ],
+)
+def test_powers_of_two_that_miss_the_end_are_refused_with_advice(text: str, advice: str) -> None:
+    with pytest.raises(RangeError, match=re.escape(f"the range {text} in powers of two {advice}")):
+        parse_range(text)
+
+
+def test_powers_of_two_that_reach_the_end_and_explicit_steps_still_parse() -> None:
+    assert parse_range("512..4k") == [512, 1024, 2048, 4096]
+    assert parse_range("1k..3k:+1k") == [1024, 2048, 3072]
+    assert parse_range("64..250:+64") == [64, 128, 192]  # an explicit step stops before the end
+
+
+def test_long_whole_numbers_keep_every_digit() -> None:
+    assert parse_size("99999999999999999999") == 99999999999999999999
+
+
+@pytest.mark.parametrize("value", ["cosine:chunked,,linear", "cosine,", ",cosine", ""])
+def test_empty_list_items_are_refused_like_the_range_grammar_s(value: str) -> None:
+    with pytest.raises(ValueError, match="empty"):
+        split_list([value])
+    with pytest.raises(RangeError, match="empty"):
+        parse_range("1k,,2k")
+
+
+@pytest.mark.parametrize("key", ["variant", "baseline", "mode", "dtype"])
+def test_empty_items_in_a_setting_name_the_setting(key: str) -> None:
+    with pytest.raises(SpecError, match=f"^{key}: .*empty item"):
+        build_spec({key: ["fwd,,fp32"]})
+
+
+def test_no_baseline_with_a_baseline_is_a_contradiction(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="--no-baseline and --baseline contradict each other"):
+        build_spec({"no_baseline": True, "baseline": ["softmax:sdpa"]})
+    suite = tmp_path / "both.toml"
+    suite.write_text('no_baseline = true\nbaseline = ["softmax:sdpa"]\n')
+    with pytest.raises(SpecError, match=r"both\.toml.*contradict"):
+        build_spec({}, suite)
+
+
+def test_a_baseline_flag_overrides_a_suite_s_no_baseline(tmp_path: Path) -> None:
+    suite = tmp_path / "none.toml"
+    suite.write_text("no_baseline = true\n")
+    assert build_spec({}, suite).baselines == ()
+    assert build_spec({"baseline": ["softmax:sdpa"]}, suite).baselines == ("softmax:sdpa",)
+
+
+def point(seq: int, *, batch: int = 1, mode: str = "fwd", impl: str = "chunked") -> Point:
+    return Point("cosine", impl, mode, True, "fp32", "cpu", Shape(batch, 8, seq, 64, 64))
+
+
+def test_inputs_that_pass_the_device_s_memory_are_refused() -> None:
+    assert held_bytes(point(1024)) == 8 * 1024 * (2 * 64 + 64) * 4
+    check_fits([point(1024)], memory_bytes=16 << 30)
+    with pytest.raises(SweepTooLargeError, match=r"S1048576.*needs 6.0 GiB for its inputs.*has 1.0 GiB"):
+        check_fits([point(1024), point(1 << 20)], memory_bytes=1 << 30)
+    with pytest.raises(SweepTooLargeError, match="more elements than a tensor can index"):
+        check_fits([point(99999999999999999999)], memory_bytes=1 << 40)
+
+
+def test_decode_counts_the_context_only_for_decoders_that_keep_it() -> None:
+    long = point(1 << 24, mode="decode", impl="recurrent")
+    check_fits([long], memory_bytes=1 << 30, grows={("cosine", "recurrent"): False})
+    with pytest.raises(SweepTooLargeError, match=r"cosine:recurrent .* keeps 64\.0 GiB of keys and values"):
+        check_fits([long], memory_bytes=1 << 30, grows={("cosine", "recurrent"): True})
+
+
+class Policy:
+    """A CPU timing policy: 0.2 s of warm-up, a budget of 1 s, 3 repetitions at least."""
+
+    def predicted_s(self, call_s: float) -> float:
+        return call_s + max(0.2 - call_s, 0.0) + max(3 * call_s, min(1.0, 100 * call_s))
+
+
+def test_the_estimate_grows_with_the_work_and_stops_at_the_timeout() -> None:
+    small = [point(1024)]
+    assert 0.6 < estimate_s(small, Policy(), 120, {small[0]: 1e6}) < 1.5  # the overhead and the warm-up
+    heavy = [point(s) for s in (1024, 2048, 4096)]
+    flops = {p: 1e13 for p in heavy}  # 500 s a call: the first times out, the runner skips the rest
+    assert estimate_s(heavy, Policy(), 120, flops) == pytest.approx(120 + 0.6)
+
+
+def test_sweeps_past_2000_points_or_2_hours_need_yes() -> None:
+    assert too_large(2000, 7200) is None
+    assert "2001 points (more than 2000)" in str(too_large(2001, 60))
+    assert "about 3.0 h by a rough estimate (more than 2 h)" in str(too_large(10, 3 * 3600))
+    assert [format_duration(s) for s in (45, 240, 3 * 3600, 30 * 86400)] == ["45 s", "4 min", "3.0 h", "30 days"]
