@@ -47,7 +47,7 @@ def test_knobs_reach_the_workers_the_rows_and_meta(invoke: Invoke, tmp_path: Pat
 def test_a_param_value_the_impl_rejects_is_that_impl_s_error_row(invoke: Invoke, tmp_path: Path) -> None:
     args = ("--variant", "cosine:chunked", "--no-baseline", *TINY, "--param", "cosine.chunk_size=0")
     result = invoke("run", *args, "--out", tmp_path)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # an error row is a broken impl: run says so
     (row,) = rows_and_meta(tmp_path)[0]
     assert row["status"] == "error" and "chunk_size" in row["error"] and row["params"] == "chunk_size=0"
 
