@@ -19,7 +19,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocat
 from matplotlib.transforms import blended_transform_factory, offset_copy
 
 from linbench.report.analysis import Crossover, FitResult
-from linbench.report.fit import FLAT, NONE, TWO_POINTS
+from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.units import format_bytes, format_ms, format_size
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
@@ -69,18 +69,19 @@ def decode_metrics() -> dict[str, Metric]:
 
 
 def fit_label(fit: FitResult, symbol: str) -> str:
-    """What a legend entry says of an impl's fit: `` ∝ s^1.02`` (`` from 16k`` when the shorter
-    points were left out as overhead-bound), ``flat``, ``2 points`` or ``no power law found``;
-    a flat fit reads 0.00, never -0.00."""
+    """What a legend entry says of an impl's fit, with what backs it: `` ∝ s^1.02 (R² 0.999, 5
+    points)`` (`` from 16k`` when the shorter points were left out as overhead-bound), ``flat (∝
+    s^0.00, 11 points)``, `` ∝ s^2.16 (2 points only)`` or ``no power law found (7 points)``; a
+    flat fit reads 0.00, never -0.00."""
     exponent = None if fit.exponent is None else f"{round(fit.exponent, 2) + 0.0:.2f}"
-    if fit.law == FLAT:
-        return rf"  flat ($\propto {symbol}^{{{exponent}}}$)"
-    if fit.law == TWO_POINTS:
-        return rf"  $\propto {symbol}^{{{exponent}}}$ (2 points)"
+    quality = quality_text(fit.law, fit.r2, fit.points)
     if fit.law == NONE or exponent is None:
-        return "  no power law found"
+        return f"  no power law found ({quality})"
+    power = rf"$\propto {symbol}^{{{exponent}}}$"
+    if fit.law == FLAT:
+        return f"  flat ({power}, {quality})"
     start = f" from {format_size(fit.x_min) if fit.axis == 'seq' else fit.x_min}" if fit.left_out else ""
-    return rf"  $\propto {symbol}^{{{exponent}}}${start}"
+    return f"  {power}{start} ({quality})"
 
 
 def tick_bytes(value: float) -> str:

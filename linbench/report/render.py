@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from linbench.report.analysis import Analysis, Crossover, FitResult, Reach
-from linbench.report.fit import FLAT, NONE, TWO_POINTS
+from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.report.series import Scenario
 from linbench.units import format_size
 
@@ -75,20 +75,18 @@ def _fit_cells(by_metric: dict[str, FitResult], metrics: Mapping[str, str]) -> l
 
 
 def _fit_cell(fit: FitResult | None) -> str:
-    """``s^1.02 (R² 0.999, 2k–64k)``; the range starts past the points left out as
+    """``s^1.02 (R² 0.999, 5 points, 2k–64k)``; the range starts past the points left out as
     overhead-bound. Flat data, two points and no power law at all say so."""
     if fit is None:
         return "-"
     symbol = AXIS_SYMBOL[fit.axis]
-    span = f"{_size(fit.x_min, fit.axis)}–{_size(fit.x_max, fit.axis)}"
+    backing = f"{quality_text(fit.law, fit.r2, fit.points)}, {_size(fit.x_min, fit.axis)}–{_size(fit.x_max, fit.axis)}"
     if fit.law == NONE or fit.exponent is None:
-        return f"no power law found ({span})"
+        return f"no power law found ({backing})"
     power = f"{symbol}^{round(fit.exponent, 2) + 0.0:.2f}"  # a flat fit reads 0.00, never -0.00
     if fit.law == FLAT:
-        return f"flat ({power}, {span})"
-    if fit.law == TWO_POINTS:
-        return f"{power} (2 points only, {span})"
-    return f"{power} (R² {fit.r2:.3f}, {span})"
+        return f"flat ({power}, {backing})"
+    return f"{power} ({backing})"
 
 
 def _size(value: int, axis: str) -> str:
