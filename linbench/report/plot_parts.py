@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from matplotlib.transforms import blended_transform_factory, offset_copy
 
 from linbench.report.analysis import Crossover, FitResult
 from linbench.report.fit import FLAT, NONE, quality_text
+from linbench.report.ticks import ReadableLogLocator
 from linbench.units import format_bytes, format_ms, format_size
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
@@ -85,7 +86,12 @@ def fit_label(fit: FitResult, symbol: str) -> str:
 
 
 def tick_bytes(value: float) -> str:
-    return format_bytes(value).replace(".0 ", " ")  # 4 GiB, not 4.0 GiB
+    """4 GiB, 96 MiB, 1.25 MiB: three significant digits at most, no trailing zeros."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.3g} {unit}"
+        value /= 1024
+    return format_bytes(value)  # unreachable: GiB ends the loop
 
 
 def variant_colours(rows: pd.DataFrame) -> dict[str, str]:
@@ -344,12 +350,9 @@ def _status_runs(series: pd.DataFrame, x: str) -> str:
 
 def format_axes(ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, axis: str) -> None:
     ax.set_xscale("log", base=2)
-    if metric.column in ("peak_bytes", "state_bytes"):
-        # Byte counts read best at powers of two: 1 MiB, 4 MiB, 16 MiB...
-        ax.set_yscale("log", base=2)
-        ax.yaxis.set_major_locator(LogLocator(base=4))
-    else:
-        ax.set_yscale("log")
+    binary = metric.column in ("peak_bytes", "state_bytes")  # bytes read best at powers of two: 1, 4, 16 MiB
+    ax.set_yscale("log", base=2 if binary else 10)
+    ax.yaxis.set_major_locator(ReadableLogLocator(binary=binary))  # labelled however short the span
     ticks = sorted(set(rows[x].astype(int)))
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
