@@ -2,10 +2,10 @@
 for a decode run the decode figure (plot_decode.py).
 
 Every scenario (what the run held fixed, see series.py) gets its own figures: log-log
-lines per impl (colour = variant, line style and marker = impl), the fitted exponent in
-each legend entry, dashed O(x) and O(x²) reference slopes anchored at the data, points
-that were not ok marked at their length in a strip above the plot, and crossovers against the
-fastest softmax impl starred.
+lines per impl (hue and line style: the variant; shade and marker: the impl; see styles.py),
+the fitted exponent and what backs it in each legend entry, dashed O(x) and O(x²) reference
+slopes anchored at the data, points that were not ok marked at their length in a strip above
+the plot, and crossovers against the fastest softmax impl starred.
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ from linbench.report.plot_parts import (
     draw_series,
     fit_label,
     format_axes,
-    impl_styles,
     legend_extras,
     metrics,
-    variant_colours,
 )
 from linbench.report.series import Scenario, axis_column, impl_series, scenarios
+from linbench.report.styles import series_styles
 
 FORMATS = ("png", "svg", "pdf")
 TITLE_PAD = 6.0  # points between a title and what is under it (the strip of failures, or the plot)
@@ -79,17 +78,16 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
     ax = figure.add_subplot()
     axis = scenario.axis
     x = axis_column(axis)
-    colours = variant_colours(rows)
-    styles = impl_styles(rows)
+    styles = series_styles(rows)
     for variant, impl, series in impl_series(rows):
         label = f"{variant}:{impl}"
         if (variant, impl) in fitted:
             label += fit_label(fitted[(variant, impl)], AXIS_SYMBOL[axis])
-        draw_series(ax, series, x, metric, label, colours[variant], styles[(variant, impl)])
+        draw_series(ax, series, x, metric, label, styles[(variant, impl)])
     if metric.name != "throughput":
         draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis])
-    draw_crossovers(ax, rows, crossings, colours)
-    strip = draw_failures(ax, rows, x, colours, styles)
+    draw_crossovers(ax, rows, crossings, styles)
+    strip = draw_failures(ax, rows, x, styles)
     format_axes(ax, rows, x, metric, axis)
     device = scenario.get("device_name") or scenario.get("device")
     ax.set_title(

@@ -1,8 +1,8 @@
-"""The pieces every figure is drawn from: metrics, colours and styles per impl, series with
-their spread, reference slopes, crossovers, failures in a strip above the plot, and log axes.
+"""The pieces every figure is drawn from: metrics, series with their spread, reference slopes,
+crossovers, failures in a strip above the plot, and log axes.
 
-Colour is the variant (softmax always dark grey), line style and marker the impl; the same
-impl looks the same in every figure of a run.
+Each series' colour, line style and marker come from styles.py (hue and line style: the
+variant; shade and marker: the impl); the same impl looks the same in every figure of a run.
 """
 
 from __future__ import annotations
@@ -20,13 +20,10 @@ from matplotlib.transforms import blended_transform_factory, offset_copy
 
 from linbench.report.analysis import Crossover, FitResult
 from linbench.report.fit import FLAT, NONE, quality_text
+from linbench.report.styles import SeriesStyle, series_styles
 from linbench.report.ticks import ReadableLogLocator
 from linbench.units import format_bytes, format_ms, format_size
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-BASELINE_COLOUR = "#333333"
-LINE_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))
-MARKERS = ("o", "s", "^", "D", "v", "P")
 AXIS_LABEL = {"seq": "sequence length s (tokens)", "dim": "head dimension d"}
 AXIS_SYMBOL = {"seq": "s", "dim": "d"}
 
@@ -94,36 +91,21 @@ def tick_bytes(value: float) -> str:
     return format_bytes(value)  # unreachable: GiB ends the loop
 
 
-def variant_colours(rows: pd.DataFrame) -> dict[str, str]:
-    colours: dict[str, str] = {}
-    for variant in dict.fromkeys(rows["variant"]):
-        colours[variant] = BASELINE_COLOUR if variant == "softmax" else PALETTE[len(colours) % len(PALETTE)]
-    return colours
-
-
-def impl_styles(rows: pd.DataFrame) -> dict[tuple[str, str], tuple[object, str]]:
-    styles: dict[tuple[str, str], tuple[object, str]] = {}
-    for variant, group in rows.groupby("variant", sort=False):
-        for n, impl in enumerate(dict.fromkeys(group["impl"])):
-            styles[(variant, impl)] = (LINE_STYLES[n % len(LINE_STYLES)], MARKERS[n % len(MARKERS)])
-    return styles
-
-
 def _values(series: pd.DataFrame, x: str, metric: Metric) -> pd.DataFrame:
     ok = series[(series["status"] == "ok") & series[metric.column].notna() & (series[metric.column] > 0)]
     return ok.sort_values(x)
 
 
-def draw_series(ax: Axes, series: pd.DataFrame, x: str, metric: Metric, label: str, colour: str, style: tuple) -> None:
+def draw_series(ax: Axes, series: pd.DataFrame, x: str, metric: Metric, label: str, style: SeriesStyle) -> None:
     ok = _values(series, x, metric)
     if ok.empty:
         return
-    linestyle, marker = style
+    colour = style.colour
     ax.plot(
         ok[x],
         ok[metric.column],
-        linestyle=linestyle,
-        marker=marker,
+        linestyle=style.linestyle,
+        marker=style.marker,
         color=colour,
         label=label,
         linewidth=1.6,
@@ -250,7 +232,9 @@ def _free(box: tuple[float, float, float, float], spots: list, taken: list, widt
     return not any(left < r and l < right and bottom < t and b < top for l, b, r, t in taken)  # noqa: E741
 
 
-def draw_crossovers(ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], colours: dict[str, str]) -> None:
+def draw_crossovers(
+    ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], styles: dict[tuple[str, str], SeriesStyle]
+) -> None:
     """A star where each impl starts to stay faster than the fastest softmax impl; what it
     means is said in the legend (``legend_extras``), where no caption can cover a line."""
     for crossing in crossings:
@@ -269,7 +253,7 @@ def draw_crossovers(ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], co
             [float(point["time_ms"].iloc[0])],
             marker="*",
             markersize=15,
-            color=colours[crossing.variant],
+            color=styles[(crossing.variant, crossing.impl)].colour,
             markeredgecolor="black",
             linestyle="none",
             zorder=5,
@@ -283,9 +267,7 @@ FAILURE_MARKER = 7.0
 FAILURE_LANE = 21.0
 
 
-def draw_failures(
-    ax: Axes, rows: pd.DataFrame, x: str, colours: dict[str, str], styles: dict[tuple[str, str], tuple[object, str]]
-) -> float:
+def draw_failures(ax: Axes, rows: pd.DataFrame, x: str, styles: dict[tuple[str, str], SeriesStyle]) -> float:
     """Points that were not ok, in a strip above the plot: one lane per impl, with the impl's own
     marker, hollow, at each length it failed at, and over the markers what happened, in order of
     length (``oom 32k · skipped 64k–1m``). Returns the strip's height in points, which the title
@@ -306,13 +288,13 @@ def draw_failures(
         series = failed[(failed["variant"] == lane[0]) & (failed["impl"] == lane[1])]
         xs = [float(v) for v in series[x]]
         row = offset_copy(base, fig=ax.figure, y=FAILURE_GAP + n * FAILURE_LANE + FAILURE_MARKER / 2, units="points")
-        colour = colours[lane[0]]
+        colour = styles[lane].colour
         ax.plot(
             xs,
             [1.0] * len(xs),
             transform=row,
             linestyle="none",
-            marker=styles[lane][1],
+            marker=styles[lane].marker,
             markersize=FAILURE_MARKER,
             fillstyle="none",
             markeredgewidth=1.5,
@@ -372,11 +354,16 @@ def legend_extras(rows: pd.DataFrame, crossings: list[Crossover], with_slopes: b
     extras = []
     if with_slopes:
         extras.append((Line2D([], [], linestyle=(0, (4, 4)), color="#999999"), "reference slopes"))
-    colours = variant_colours(rows)
+    styles = series_styles(rows)
     for crossing in crossings:
         if crossing.seq is None:
             continue
-        star = Line2D([], [], marker="*", markersize=12, color=colours.get(crossing.variant, "#bbbbbb"),
+        colour = (
+            styles[(crossing.variant, crossing.impl)].colour
+            if (crossing.variant, crossing.impl) in styles
+            else "#bbbbbb"
+        )
+        star = Line2D([], [], marker="*", markersize=12, color=colour,
                       markeredgecolor="black", linestyle="none")  # fmt: skip
         where = ("≤ " if crossing.at_shortest else "") + format_size(crossing.seq)
         text = f"{crossing.variant}:{crossing.impl} beats {crossing.baseline} from {where}"
