@@ -11,10 +11,11 @@ from rich.table import Table
 
 from linbench.report.analysis import Analysis, Crossover, FitResult, Reach
 from linbench.report.fit import FLAT, NONE, quality_text
-from linbench.report.series import Scenario
+from linbench.report.series import AXES, Scenario
 from linbench.units import format_size
 
-AXIS_SYMBOL = {"seq": "s", "dim": "d"}
+AXIS_SYMBOL = {"seq": "s", "dim": "d", "batch": "B", "heads": "H"}
+AXIS_NAME = {"seq": "sequence length", "dim": "head dimension", "batch": "batch size", "heads": "heads"}
 # The fitted metrics of each kind of scenario, and their column headings.
 RUN_METRICS = {"time": "time ∝", "memory": "memory ∝"}
 DECODE_METRICS = {"time": "time/token ∝", "state": "state ∝", "memory": "step peak ∝"}
@@ -28,7 +29,8 @@ class ReportTable:
 
 
 def report_tables(analysis: Analysis) -> list[ReportTable]:
-    """A table per scenario: scaling in length (with crossovers and reach), then in head dim."""
+    """A table per scenario: scaling in length (with crossovers and reach), then in head dim,
+    batch and heads where the run swept them."""
     fits: dict[Scenario, dict[tuple[str, str], dict[str, FitResult]]] = defaultdict(lambda: defaultdict(dict))
     for fit in analysis.fits:
         fits[fit.scenario][(fit.variant, fit.impl)][fit.metric] = fit
@@ -40,7 +42,7 @@ def report_tables(analysis: Analysis) -> list[ReportTable]:
         if key not in scenario_impls[item.scenario]:
             scenario_impls[item.scenario].append(key)
     tables = []
-    for scenario in sorted(scenario_impls, key=lambda s: (s.axis != "seq", [v for _, v in s.fixed])):
+    for scenario in sorted(scenario_impls, key=lambda s: (AXES.index(s.axis), [v for _, v in s.fixed])):
         impls = scenario_impls[scenario]
         metrics = DECODE_METRICS if scenario.decode else RUN_METRICS
         if scenario.axis == "seq":
@@ -64,10 +66,9 @@ def _title(scenario: Scenario) -> str:
     name = scenario.get("device_name")
     where = f"{device} ({name})" if name and name != device else device
     if scenario.decode:
-        axis = "context length" if scenario.axis == "seq" else "head dimension"
+        axis = "context length" if scenario.axis == "seq" else AXIS_NAME[scenario.axis]
         return f"Decoding against {axis} — {where} · {scenario.label()}"
-    axis = "sequence length" if scenario.axis == "seq" else "head dimension"
-    return f"Scaling in {axis} — {where} · {scenario.label()}"
+    return f"Scaling in {AXIS_NAME[scenario.axis]} — {where} · {scenario.label()}"
 
 
 def _fit_cells(by_metric: dict[str, FitResult], metrics: Mapping[str, str]) -> list[str]:
