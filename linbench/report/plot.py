@@ -1,5 +1,6 @@
-"""Figures of one run: time, peak memory and throughput against length and head dim, and
-for a decode run the decode figure (plot_decode.py).
+"""Figures of one run: time, peak memory and throughput against length, the speedup over the
+fastest softmax impl (plot_speedup.py), time and memory against head dim, batch and heads where
+the run swept them, and for a decode run the decode figure (plot_decode.py).
 
 Every scenario (what the run held fixed, see series.py) gets its own figures: log-log
 lines per impl (hue and line style: the variant; shade and marker: the impl; see styles.py),
@@ -10,7 +11,7 @@ the plot, and crossovers against the fastest softmax impl starred.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,7 @@ from linbench.report.plot_decode import draw_decode
 from linbench.report.plot_parts import (
     AXIS_LABEL,
     AXIS_SYMBOL,
+    SLOPE_POWERS,
     Metric,
     draw_crossovers,
     draw_failures,
@@ -32,31 +34,41 @@ from linbench.report.plot_parts import (
     legend_extras,
     metrics,
 )
-from linbench.report.series import Scenario, axis_column, impl_series, scenarios
+from linbench.report.plot_speedup import draw_speedup
+from linbench.report.series import AXES, Scenario, axis_column, baseline_names, impl_series, scenarios
 from linbench.report.styles import series_styles
 
 FORMATS = ("png", "svg", "pdf")
 TITLE_PAD = 6.0  # points between a title and what is under it (the strip of failures, or the plot)
 
 
-def plot_run(run: Run, out_dir: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
-    """Draw every figure of ``run`` into ``out_dir``; the paths written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+def figures(run: Run) -> Iterator[tuple[str, Figure]]:
+    """Every figure of ``run``, one at a time, with the file name it is saved under (no suffix)."""
     analysis = analyse(run)
-    written: list[Path] = []
-    for axis in ("seq", "dim"):
+    baselines = baseline_names(run.results, run.meta)
+    for axis in AXES:
         for scenario, rows in scenarios(run.results, axis):
             if scenario.decode and axis == "seq":
-                figure = draw_decode(rows, scenario, analysis)
-                written += _save(figure, out_dir / f"decode-vs-context_{scenario.slug()}", formats)
+                yield f"decode-vs-context_{scenario.slug()}", draw_decode(rows, scenario, analysis)
                 continue
             device_type = str(scenario.get("device")).split(":")[0]
             for metric in metrics(device_type).values():
-                if axis == "dim" and metric.name == "throughput":
+                if axis != "seq" and metric.name == "throughput":
                     continue
                 if (rows[metric.column] > 0).any():  # a throughput needs a FLOP formula, a plugin may lack one
-                    figure = draw(rows, scenario, metric, analysis)
-                    written += _save(figure, out_dir / f"{metric.name}-vs-{axis}_{scenario.slug()}", formats)
+                    yield f"{metric.name}-vs-{axis}_{scenario.slug()}", draw(rows, scenario, metric, analysis)
+            if axis == "seq" and not scenario.decode:
+                speedup = draw_speedup(rows, scenario, analysis, baselines)
+                if speedup is not None:
+                    yield f"speedup-vs-seq_{scenario.slug()}", speedup
+
+
+def plot_run(run: Run, out_dir: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
+    """Draw every figure of ``run`` into ``out_dir``; the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for stem, figure in figures(run):
+        written += _save(figure, out_dir / stem, formats)
     return written
 
 
@@ -85,7 +97,7 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
             label += fit_label(fitted[(variant, impl)], AXIS_SYMBOL[axis])
         draw_series(ax, series, x, metric, label, styles[(variant, impl)])
     if metric.name != "throughput":
-        draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis])
+        draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis], SLOPE_POWERS[axis])
     draw_crossovers(ax, rows, crossings, styles)
     strip = draw_failures(ax, rows, x, styles)
     format_axes(ax, rows, x, metric, axis)

@@ -24,8 +24,16 @@ from linbench.report.styles import SeriesStyle, series_styles
 from linbench.report.ticks import ReadableLogLocator
 from linbench.units import format_bytes, format_ms, format_size
 
-AXIS_LABEL = {"seq": "sequence length s (tokens)", "dim": "head dimension d"}
-AXIS_SYMBOL = {"seq": "s", "dim": "d"}
+AXIS_LABEL = {
+    "seq": "sequence length s (tokens)",
+    "dim": "head dimension d",
+    "batch": "batch size B",
+    "heads": "heads H",
+}
+AXIS_SYMBOL = {"seq": "s", "dim": "d", "batch": "B", "heads": "H"}
+# The reference slopes of each axis: O(x) and O(x²) in length and head dim; in batch and heads,
+# which any attention is linear in, O(B) and O(1), the line a launch-bound kernel stays on.
+SLOPE_POWERS = {"seq": (1, 2), "dim": (1, 2), "batch": (0, 1), "heads": (0, 1)}
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,12 @@ def _run(tmp_path: Path):
     return read_run(write_run(tmp_path, rows, baselines=["softmax:sdpa"]))
 
 
-def test_time_memory_and_throughput_figures_are_written_per_scenario(tmp_path: Path) -> None:
+def test_time_memory_throughput_and_speedup_figures_are_written_per_scenario(tmp_path: Path) -> None:
     written = plot_run(_run(tmp_path / "run"), tmp_path / "plots", ["png", "svg"])
     names = sorted(path.name for path in written)
     stem = "vs-seq_fp32_fwd_causal_B1_H8_D64"
-    assert names == sorted(f"{m}-{stem}.{ext}" for m in ("memory", "throughput", "time") for ext in ("png", "svg"))
+    kinds = ("memory", "speedup", "throughput", "time")
+    assert names == sorted(f"{m}-{stem}.{ext}" for m in kinds for ext in ("png", "svg"))
     assert all(path.stat().st_size > 5000 for path in written)
     assert (tmp_path / "plots" / f"time-{stem}.png").read_bytes()[:4] == b"\x89PNG"
 
