@@ -96,8 +96,9 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
         if (variant, impl) in fitted:
             label += fit_label(fitted[(variant, impl)], AXIS_SYMBOL[axis])
         draw_series(ax, series, x, metric, label, styles[(variant, impl)])
+    slopes = []
     if metric.name != "throughput":
-        draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis], SLOPE_POWERS[axis])
+        slopes = draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis], SLOPE_POWERS[axis])
     draw_crossovers(ax, rows, crossings, styles)
     strip = draw_failures(ax, rows, x, styles)
     format_axes(ax, rows, x, metric, axis)
@@ -109,7 +110,7 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
         pad=TITLE_PAD + strip,
     )
     handles, labels = ax.get_legend_handles_labels()
-    extra = legend_extras(rows, crossings, with_slopes=metric.name != "throughput")
+    extra = legend_extras(rows, crossings, slopes)
     handles, labels = [*handles, *(h for h, _ in extra)], [*labels, *(text for _, text in extra)]
     ax.legend(handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return figure

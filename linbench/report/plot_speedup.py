@@ -87,7 +87,7 @@ def draw_speedup(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis, bas
         pad=TITLE_PAD + strip,
     )
     handles, labels = ax.get_legend_handles_labels()
-    extra = legend_extras(drawn, [c for c in crossings.values() if (c.variant, c.impl) in curves], False)
+    extra = legend_extras(drawn, [c for c in crossings.values() if (c.variant, c.impl) in curves])
     extra += [(Line2D([], [], linestyle="none"), text) for text in _baseline_notes(rows, best, curves)]
     handles, labels = [*handles, *(h for h, _ in extra)], [*labels, *(text for _, text in extra)]
     ax.legend(handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
