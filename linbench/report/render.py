@@ -112,8 +112,13 @@ def _crossing_cells(crossing: Crossover | None) -> list[str]:
         where = f"never (to {format_size(crossing.speedup_seq)})"
     else:
         where = ("≤ " if crossing.at_shortest else "") + format_size(crossing.seq)
-    speedup = f"{crossing.speedup:.2f}x vs {crossing.speedup_baseline} at {format_size(crossing.speedup_seq)}"
+    speedup = f"{speedup_text(crossing.speedup)} vs {crossing.speedup_baseline} at {format_size(crossing.speedup_seq)}"
     return [where, speedup]
+
+
+def speedup_text(speedup: float) -> str:
+    """``4.10x``; two significant digits below 0.1 (``0.0021x``, where two decimals say 0.00x)."""
+    return f"{speedup:.2f}x" if speedup >= 0.095 else f"{speedup:.2g}x"
 
 
 def _reach_cell(reach: Reach | None) -> str:

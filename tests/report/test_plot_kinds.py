@@ -106,3 +106,10 @@ def test_the_batch_figure_fits_time_in_batch_and_says_what_it_holds(tmp_path: Pa
     titles = [table.title for table in report_tables(analyse(run))]
     assert any(title.startswith("Scaling in batch size") for title in titles)
     assert any(title.startswith("Scaling in heads") for title in titles)
+
+
+def test_a_small_speedup_keeps_its_digits_in_the_table(tmp_path: Path) -> None:
+    rows = series("cosine", "recurrent", lambda s: 78000.0 * s / 16384) + series("softmax", "sdpa", LINEAR)
+    (table,) = report_tables(analyse(read_run(write_run(tmp_path, rows))))
+    cells = {row[0]: row for row in table.rows}
+    assert cells["cosine:recurrent"][4] == "0.0021x vs softmax:sdpa at 16k"  # not 0.00x
