@@ -201,8 +201,8 @@ def _place_labels(ax: Axes, slopes: list[tuple[str, list[tuple[float, float]]]],
     """Each slope's label beside its line, at the first free place: from the line's end down to
     its start, above and left of a point on it, below and right (the sides a rising line leaves
     free), then above and right, below and left, nearest the line first. A place is free when
-    its box, inside the plot, holds no point or line of the data or of another slope and meets no
-    label placed before. A slope with no free place gets no label on the plot (the legend names
+    its box, inside the plot, holds no point or line of the data or of any slope (its own too) and
+    meets no label placed before. A slope with no free place gets no label on the plot (the legend names
     it by its dashes). Boxes are reckoned in points from the axes' size and limits (the data's
     places do not move after this)."""
     figure = ax.get_figure()
@@ -227,7 +227,7 @@ def _place_labels(ax: Axes, slopes: list[tuple[str, list[tuple[float, float]]]],
     for text, line in slopes:
         (sx, sy), (ex, ey) = at(*line[0]), at(*line[1])
         w = LABEL_EM * len(text)
-        others = np.array(data + [spot for other, spots in lines.items() if other != text for spot in spots])
+        others = np.array(data + [spot for spots in lines.values() for spot in spots])  # its own line too
         for gap, share in itertools.product(LABEL_GAPS, LABEL_SHARES):
             px, py = sx + (ex - sx) * share, sy + (ey - sy) * share
             sides = (

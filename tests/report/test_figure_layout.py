@@ -1,6 +1,7 @@
 """In every kind of figure (time, memory, throughput, speedup against length; time and memory
 against head dim, batch and heads; decode), points that were not ok sit in the strip above the
-plot, never on it, and no reference slope's label covers a measured point or line."""
+plot, never on it, and no reference slope's label covers a measured point, a line of the data or
+a slope (its own included)."""
 
 from __future__ import annotations
 
@@ -75,11 +76,12 @@ def _decode_rows() -> list[dict]:
     return rows + [{**failed("softmax", "recompute", c, "skipped"), "mode": "decode"} for c in contexts[2:]]
 
 
-def _data_spots(ax) -> list[tuple[float, float]]:
-    """Every measured point and a spot every 2 px along every line of the data, on the canvas."""
+def _line_spots(ax, slopes: bool) -> list[tuple[float, float]]:
+    """Every measured point and a spot every 2 px along every line of the data (``slopes``: of
+    the reference slopes instead), on the canvas."""
     spots = []
     for line in ax.lines:
-        if (line.get_gid() or "").startswith("not ok") or line.get_color() == SLOPE_GREY:
+        if (line.get_gid() or "").startswith("not ok") or (line.get_color() == SLOPE_GREY) != slopes:
             continue
         points = line.get_transform().transform(line.get_xydata())
         spots += [tuple(p) for p in points]
@@ -98,12 +100,14 @@ def _problems(figure) -> list[str]:
     found = []
     for ax in figure.axes:
         plot = ax.get_window_extent(renderer)
-        spots = _data_spots(ax)
+        data, slopes = _line_spots(ax, slopes=False), _line_spots(ax, slopes=True)
         for text in ax.texts:
             if text.get_text().startswith("O("):
                 box = text.get_window_extent(renderer)
-                if any(box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1 for x, y in spots):
+                if any(box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1 for x, y in data):
                     found.append(f"{ax.get_title(loc='left')!r}: {text.get_text()} covers the data")
+                if any(box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1 for x, y in slopes):
+                    found.append(f"{ax.get_title(loc='left')!r}: {text.get_text()} lies on a slope")
         for line in ax.lines:
             if (line.get_gid() or "").startswith("not ok"):
                 ys = line.get_transform().transform(line.get_xydata())[:, 1]
