@@ -265,4 +265,4 @@ def _figures(run: Run) -> list[str]:
             f'<figure><img alt="{escape(stem)}" src="data:image/png;base64,{data}">'
             f"<figcaption>{escape(stem)}.png</figcaption></figure>"
         )
-    return parts or ['<p class="note">nothing to plot (no impl has two lengths or head dims)</p>']
+    return parts or ['<p class="note">nothing to plot (no impl has two lengths, head dims, batch sizes or heads)</p>']
