@@ -55,12 +55,20 @@ def compare_command(
         if not force:
             check_same_device(base_run, cur_run)
         comparison = compare_runs(base_run, cur_run, thresholds)
-    _print(comparison, chosen)
+    _print(comparison, chosen, _load_lines(base_run.meta, cur_run.meta))
     if comparison.failed:
         raise typer.Exit(REGRESSION_EXIT)
 
 
-def _print(comparison: Comparison, chosen: str) -> None:
+def _load_lines(baseline: dict, current: dict) -> list[str]:
+    """A warning for each run that was measured on a busy machine: its times may be off."""
+    from linbench.results.machine_load import load_warning
+
+    named = (("baseline", baseline), ("current", current))
+    return [f"warning: {name}: {busy}" for name, meta in named if (busy := load_warning(meta))]
+
+
+def _print(comparison: Comparison, chosen: str, load_lines: list[str]) -> None:
     from linbench.report.compare_render import (
         VERDICT_STYLE,
         exponent_table,
@@ -72,16 +80,16 @@ def _print(comparison: Comparison, chosen: str) -> None:
 
     tables = [points_table(comparison)] + ([exponent_table(comparison.exponents)] if comparison.exponents else [])
     if chosen == "json":
-        typer.echo(json.dumps(comparison.to_json(), indent=2))
+        typer.echo(json.dumps(comparison.to_json() | {"load_warnings": load_lines}, indent=2))
     elif chosen == "md":
         typer.echo(markdown(tables, "linbench compare"))
-        typer.echo("\n".join(f"- {line}" for line in unmatched_lines(comparison)))
+        typer.echo("\n".join(f"- {line}" for line in [*unmatched_lines(comparison), *load_lines]))
         typer.echo(f"\n**{verdict_line(comparison)}**")
     else:
         console = stdout_console()
         for table in tables:
             console.print(rich_table(table, VERDICT_STYLE))
-        for line in unmatched_lines(comparison):
+        for line in [*unmatched_lines(comparison), *load_lines]:
             console.print(line, soft_wrap=True, markup=False)
         console.print(verdict_line(comparison), style="bold red" if comparison.failed else "bold green")
 

@@ -17,7 +17,8 @@ def plot_command(
     ] = None,
     formats: Annotated[str, typer.Option("--format", help="Comma list of png, svg, pdf.")] = "png",
 ) -> None:
-    """Plot time, peak memory and throughput against length (and head dim when swept)."""
+    """Plot time, peak memory, throughput and the speedup over softmax against length (time and
+    memory against head dim, batch and heads when swept; decode runs: the decode figure)."""
     from linbench.dtypes import split_list
     from linbench.report.load import load_runs
     from linbench.report.plot import FORMATS, plot_run
@@ -40,4 +41,4 @@ def plot_command(
         if written:
             typer.echo(f"{run.path}: {len(written)} figure(s) in {target}")
         else:
-            typer.echo(f"{run.path}: nothing to plot (no impl has two lengths or head dims)")
+            typer.echo(f"{run.path}: nothing to plot (no impl has two lengths, head dims, batch sizes or heads)")

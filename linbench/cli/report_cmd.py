@@ -2,34 +2,55 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
-from linbench.cli.common import output_format, stdout_console
-from linbench.cli.errors import usage_errors
+from linbench.cli.common import REPORT_FORMATS, output_format, stdout_console
+from linbench.cli.errors import CliUsageError, usage_errors
+
+# html is report's alone (compare prints table, md or json).
+FORMATS = (*REPORT_FORMATS, "html")
 
 
 def report_command(
     runs: Annotated[list[Path], typer.Argument(help="Run folders, results.csv files, or folders of runs.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (the same as --format json).")] = False,
     output_format_flag: Annotated[
-        str, typer.Option("--format", help="table (rich, the default), md (markdown for a CI comment) or json.")
+        str,
+        typer.Option(
+            "--format",
+            help="table (rich, the default), md (markdown for a CI comment), json, or html (one self-contained "
+            "page: metadata, tables, fits and every figure embedded).",
+        ),
     ] = "table",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the report to this file instead of printing it.")
+    ] = None,
 ) -> None:
     """Fit time and memory against length and head dim; crossovers and speedups against softmax."""
     from linbench.report.analysis import analyse
     from linbench.report.load import load_runs
-    from linbench.report.render import markdown, report_tables, rich_table
+    from linbench.report.render import markdown, report_tables
     from linbench.report.roofline import roofline_json, roofline_tables
+    from linbench.results.machine_load import load_warning
 
     with usage_errors():
-        chosen = output_format(output_format_flag, as_json)
+        chosen = _report_format(output_format_flag, as_json)
         loaded = load_runs(runs)
     analyses = [analyse(run) for run in loaded]
-    if chosen == "json":
+    if chosen == "table" and out is None:
+        _print_tables(stdout_console(), loaded, analyses)
+        return
+    if chosen == "html":
+        from linbench.report.html_report import html_report
+
+        text = html_report(loaded, analyses)
+    elif chosen == "json":
         merged: dict[str, list[dict]] = {"fits": [], "crossovers": [], "max_seq": []}
         for analysis in analyses:
             record = analysis.to_json()
@@ -37,16 +58,56 @@ def report_command(
                 merged[key] += [{"run": analysis.run, **item} for item in record[key]]
         if roofline := roofline_json(loaded):  # only runs that recorded ceilings have one
             merged["roofline"] = roofline
-        typer.echo(json.dumps(merged, indent=2))
-        return
-    if chosen == "md":
-        pairs = zip(analyses, loaded, strict=True)
-        typer.echo(
-            "\n".join(markdown(report_tables(a) + roofline_tables(r), f"linbench report: {a.run}") for a, r in pairs)
-        )
-        return
-    console = stdout_console()
+        text = json.dumps(merged, indent=2)
+    elif chosen == "md":
+        sections = []
+        for analysis, run in zip(analyses, loaded, strict=True):
+            busy = load_warning(run.meta)
+            title = f"linbench report: {analysis.run}" + (f"\n\n**warning:** {busy}" if busy else "")
+            sections.append(markdown(report_tables(analysis) + roofline_tables(run), title))
+        text = "\n".join(sections)
+    else:  # the tables, as plain text for a file
+        console = Console(file=io.StringIO(), width=200, highlight=False, color_system=None)
+        _print_tables(console, loaded, analyses)
+        text = console.file.getvalue().rstrip("\n")
+    with usage_errors():
+        _emit(text, out)
+
+
+def _print_tables(console: Console, loaded: list, analyses: list) -> None:
+    from rich.markup import escape
+
+    from linbench.report.render import report_tables, rich_table
+    from linbench.report.roofline import roofline_tables
+    from linbench.results.machine_load import load_warning
+
     for run, analysis in zip(loaded, analyses, strict=True):
-        console.print(f"[bold]{run.path}[/bold]  {run.meta.get('command', '')}", soft_wrap=True)
+        console.print(f"[bold]{run.path}[/bold]  {escape(str(run.meta.get('command', '')))}", soft_wrap=True)
+        if busy := load_warning(run.meta):
+            console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
         for table in report_tables(analysis) + roofline_tables(run):
             console.print(rich_table(table))
+
+
+def _report_format(flag: str, as_json: bool) -> str:
+    """``--format``, with html, which only report prints, besides the formats it shares with compare."""
+    name = flag.strip().lower()
+    if name not in FORMATS:
+        raise CliUsageError(f"unknown --format {flag!r}; use {', '.join(FORMATS)}")
+    if name == "html":
+        if as_json:
+            raise CliUsageError("--json and --format html contradict each other; give one")
+        return name
+    return output_format(flag, as_json)
+
+
+def _emit(text: str, out: Path | None) -> None:
+    """Print ``text``, or write it to ``out`` and say so on stderr."""
+    if out is None:
+        typer.echo(text)
+        return
+    try:
+        out.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise CliUsageError(f"cannot write the report to {str(out)!r}: {exc.strerror or exc}") from None
+    typer.echo(f"linbench report: wrote {out}", err=True)

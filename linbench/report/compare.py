@@ -77,6 +77,7 @@ class ExponentCheck:
     r2: float
     fixed: dict[str, Any]
     law: str = POWER
+    points: int = 0  # the points of the law (or of the one line, where there is none)
 
     @property
     def regressed(self) -> bool:
@@ -241,7 +242,15 @@ def check_exponents(run: Run, bounds: dict[str, float]) -> list[ExponentCheck]:
                 if fit is not None:
                     checks.append(
                         ExponentCheck(
-                            v, i, name, bound, round(fit.exponent, 4), round(fit.r2, 4), scenario.as_dict(), fit.law
+                            v,
+                            i,
+                            name,
+                            bound,
+                            round(fit.exponent, 4),
+                            round(fit.r2, 4),
+                            scenario.as_dict(),
+                            fit.law,
+                            fit.points,
                         )
                     )
         if len(checks) == before:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from linbench.report.compare import Comparison, ExponentCheck, PointDiff
-from linbench.report.fit import FLAT, NONE, TWO_POINTS
+from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.report.render import ReportTable
 from linbench.units import format_bytes, format_ms, format_size
 
@@ -68,13 +68,12 @@ def exponent_table(checks: list[ExponentCheck]) -> ReportTable:
 
 
 def _exponent_cell(check: ExponentCheck) -> str:
+    quality = quality_text(check.law, check.r2, check.points)
     if check.law == FLAT:
-        return f"flat (s^{check.exponent:.2f})"
-    if check.law == TWO_POINTS:
-        return f"s^{check.exponent:.2f} (2 points only)"
+        return f"flat (s^{check.exponent:.2f}, {quality})"
     if check.law == NONE:
-        return f"no power law found (one line: s^{check.exponent:.2f}, R² {check.r2:.3f})"
-    return f"s^{check.exponent:.2f} (R² {check.r2:.3f})"
+        return f"no power law found (one line: s^{check.exponent:.2f}, R² {check.r2:.3f}, {quality})"
+    return f"s^{check.exponent:.2f} ({quality})"
 
 
 def unmatched_lines(comparison: Comparison) -> list[str]:

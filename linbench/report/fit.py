@@ -157,3 +157,13 @@ def crossover(candidate: Mapping[int, float], baseline: Mapping[int, float]) -> 
         else:
             break
     return found
+
+
+def quality_text(law: str, r2: float, points: int) -> str:
+    """What backs an exponent, to print beside it: ``R² 0.998, 5 points`` for a power law,
+    ``2 points only``, and the point count alone where R² says nothing (flat data, no law)."""
+    if law == TWO_POINTS:
+        return "2 points only"
+    if law == POWER:
+        return f"R² {r2:.3f}, {points} points"
+    return f"{points} points"

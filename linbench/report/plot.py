@@ -1,16 +1,17 @@
-"""Figures of one run: time, peak memory and throughput against length and head dim, and
-for a decode run the decode figure (plot_decode.py).
+"""Figures of one run: time, peak memory and throughput against length, the speedup over the
+fastest softmax impl (plot_speedup.py), time and memory against head dim, batch and heads where
+the run swept them, and for a decode run the decode figure (plot_decode.py).
 
 Every scenario (what the run held fixed, see series.py) gets its own figures: log-log
-lines per impl (colour = variant, line style and marker = impl), the fitted exponent in
-each legend entry, dashed O(x) and O(x²) reference slopes anchored at the data, points
-that were not ok marked at their length in a strip above the plot, and crossovers against the
-fastest softmax impl starred.
+lines per impl (hue and line style: the variant; shade and marker: the impl; see styles.py),
+the fitted exponent and what backs it in each legend entry, dashed O(x) and O(x²) reference
+slopes anchored at the data, points that were not ok marked at their length in a strip above
+the plot, and crossovers against the fastest softmax impl starred.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,7 @@ from linbench.report.plot_decode import draw_decode
 from linbench.report.plot_parts import (
     AXIS_LABEL,
     AXIS_SYMBOL,
+    SLOPE_POWERS,
     Metric,
     draw_crossovers,
     draw_failures,
@@ -29,35 +31,44 @@ from linbench.report.plot_parts import (
     draw_series,
     fit_label,
     format_axes,
-    impl_styles,
     legend_extras,
     metrics,
-    variant_colours,
 )
-from linbench.report.series import Scenario, axis_column, impl_series, scenarios
+from linbench.report.plot_speedup import draw_speedup
+from linbench.report.series import AXES, Scenario, axis_column, baseline_names, impl_series, scenarios
+from linbench.report.styles import series_styles
 
 FORMATS = ("png", "svg", "pdf")
 TITLE_PAD = 6.0  # points between a title and what is under it (the strip of failures, or the plot)
 
 
-def plot_run(run: Run, out_dir: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
-    """Draw every figure of ``run`` into ``out_dir``; the paths written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+def figures(run: Run) -> Iterator[tuple[str, Figure]]:
+    """Every figure of ``run``, one at a time, with the file name it is saved under (no suffix)."""
     analysis = analyse(run)
-    written: list[Path] = []
-    for axis in ("seq", "dim"):
+    baselines = baseline_names(run.results, run.meta)
+    for axis in AXES:
         for scenario, rows in scenarios(run.results, axis):
             if scenario.decode and axis == "seq":
-                figure = draw_decode(rows, scenario, analysis)
-                written += _save(figure, out_dir / f"decode-vs-context_{scenario.slug()}", formats)
+                yield f"decode-vs-context_{scenario.slug()}", draw_decode(rows, scenario, analysis)
                 continue
             device_type = str(scenario.get("device")).split(":")[0]
             for metric in metrics(device_type).values():
-                if axis == "dim" and metric.name == "throughput":
+                if axis != "seq" and metric.name == "throughput":
                     continue
                 if (rows[metric.column] > 0).any():  # a throughput needs a FLOP formula, a plugin may lack one
-                    figure = draw(rows, scenario, metric, analysis)
-                    written += _save(figure, out_dir / f"{metric.name}-vs-{axis}_{scenario.slug()}", formats)
+                    yield f"{metric.name}-vs-{axis}_{scenario.slug()}", draw(rows, scenario, metric, analysis)
+            if axis == "seq" and not scenario.decode:
+                speedup = draw_speedup(rows, scenario, analysis, baselines)
+                if speedup is not None:
+                    yield f"speedup-vs-seq_{scenario.slug()}", speedup
+
+
+def plot_run(run: Run, out_dir: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
+    """Draw every figure of ``run`` into ``out_dir``; the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for stem, figure in figures(run):
+        written += _save(figure, out_dir / stem, formats)
     return written
 
 
@@ -79,17 +90,17 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
     ax = figure.add_subplot()
     axis = scenario.axis
     x = axis_column(axis)
-    colours = variant_colours(rows)
-    styles = impl_styles(rows)
+    styles = series_styles(rows)
     for variant, impl, series in impl_series(rows):
         label = f"{variant}:{impl}"
         if (variant, impl) in fitted:
             label += fit_label(fitted[(variant, impl)], AXIS_SYMBOL[axis])
-        draw_series(ax, series, x, metric, label, colours[variant], styles[(variant, impl)])
+        draw_series(ax, series, x, metric, label, styles[(variant, impl)])
+    slopes = []
     if metric.name != "throughput":
-        draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis])
-    draw_crossovers(ax, rows, crossings, colours)
-    strip = draw_failures(ax, rows, x, colours, styles)
+        slopes = draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis], SLOPE_POWERS[axis])
+    draw_crossovers(ax, rows, crossings, styles)
+    strip = draw_failures(ax, rows, x, styles)
     format_axes(ax, rows, x, metric, axis)
     device = scenario.get("device_name") or scenario.get("device")
     ax.set_title(
@@ -99,7 +110,7 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
         pad=TITLE_PAD + strip,
     )
     handles, labels = ax.get_legend_handles_labels()
-    extra = legend_extras(rows, crossings, with_slopes=metric.name != "throughput")
+    extra = legend_extras(rows, crossings, slopes)
     handles, labels = [*handles, *(h for h, _ in extra)], [*labels, *(text for _, text in extra)]
     ax.legend(handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return figure

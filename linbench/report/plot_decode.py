@@ -22,11 +22,10 @@ from linbench.report.plot_parts import (
     draw_series,
     fit_label,
     format_axes,
-    impl_styles,
     legend_extras,
-    variant_colours,
 )
 from linbench.report.series import Scenario, impl_series
+from linbench.report.styles import series_styles
 
 CONTEXT_LABEL = "context length s (tokens prefilled)"
 
@@ -35,7 +34,7 @@ def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> F
     """The three panels of ``scenario`` (a decode scenario along the length)."""
     figure = Figure(figsize=(17.0, 5.6), layout="constrained")
     axes = figure.subplots(1, 3)
-    colours, styles = variant_colours(rows), impl_styles(rows)
+    styles = series_styles(rows)
     crossings = [c for c in analysis.crossovers if c.scenario == scenario]
     for ax, metric in zip(axes, decode_metrics().values(), strict=True):
         fitted = {(f.variant, f.impl): f for f in analysis.fits
@@ -44,15 +43,15 @@ def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> F
             label = f"{variant}:{impl}"
             if (variant, impl) in fitted:
                 label += fit_label(fitted[(variant, impl)], "s")
-            draw_series(ax, series, "seq", metric, label, colours[variant], styles[(variant, impl)])
-        draw_reference_slopes(ax, rows, "seq", metric, "s", powers=(0, 1))
+            draw_series(ax, series, "seq", metric, label, styles[(variant, impl)])
+        slopes = draw_reference_slopes(ax, rows, "seq", metric, "s", powers=(0, 1))
         timed = metric.name == "time"
-        draw_crossovers(ax, rows, crossings if timed else [], colours)
-        strip = draw_failures(ax, rows, "seq", colours, styles)
+        draw_crossovers(ax, rows, crossings if timed else [], styles)
+        strip = draw_failures(ax, rows, "seq", styles)
         format_axes(ax, rows, "seq", metric, "seq")
         ax.set_xlabel(CONTEXT_LABEL)
         ax.set_title(metric.title, fontsize=11, loc="left", pad=6.0 + strip)
-        _legend_below(ax, rows, crossings if timed else [])
+        _legend_below(ax, rows, crossings if timed else [], slopes)
     device = scenario.get("device_name") or scenario.get("device")
     figure.suptitle(
         f"Decoding: memory and time per generated token against context\n{device} · {scenario.label()}",
@@ -63,8 +62,8 @@ def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> F
     return figure
 
 
-def _legend_below(ax: Axes, rows: pd.DataFrame, crossings: list) -> None:
+def _legend_below(ax: Axes, rows: pd.DataFrame, crossings: list, slopes: list[tuple[str, object]]) -> None:
     handles, labels = ax.get_legend_handles_labels()
-    extra = legend_extras(rows, crossings, with_slopes=True)
+    extra = legend_extras(rows, crossings, slopes)
     handles, labels = [*handles, *(h for h, _ in extra)], [*labels, *(text for _, text in extra)]
     ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)

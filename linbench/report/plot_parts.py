@@ -1,33 +1,40 @@
-"""The pieces every figure is drawn from: metrics, colours and styles per impl, series with
-their spread, reference slopes, crossovers, failures in a strip above the plot, and log axes.
+"""The pieces every figure is drawn from: metrics, series with their spread, reference slopes,
+crossovers, failures in a strip above the plot, and log axes.
 
-Colour is the variant (softmax always dark grey), line style and marker the impl; the same
-impl looks the same in every figure of a run.
+Each series' colour, line style and marker come from styles.py (hue and line style: the
+variant; shade and marker: the impl); the same impl looks the same in every figure of a run.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from matplotlib.transforms import blended_transform_factory, offset_copy
 
 from linbench.report.analysis import Crossover, FitResult
-from linbench.report.fit import FLAT, NONE, TWO_POINTS
+from linbench.report.fit import FLAT, NONE, quality_text
+from linbench.report.styles import SeriesStyle, series_styles
+from linbench.report.ticks import ReadableLogLocator
 from linbench.units import format_bytes, format_ms, format_size
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-BASELINE_COLOUR = "#333333"
-LINE_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))
-MARKERS = ("o", "s", "^", "D", "v", "P")
-AXIS_LABEL = {"seq": "sequence length s (tokens)", "dim": "head dimension d"}
-AXIS_SYMBOL = {"seq": "s", "dim": "d"}
+AXIS_LABEL = {
+    "seq": "sequence length s (tokens)",
+    "dim": "head dimension d",
+    "batch": "batch size B",
+    "heads": "heads H",
+}
+AXIS_SYMBOL = {"seq": "s", "dim": "d", "batch": "B", "heads": "H"}
+# The reference slopes of each axis: O(x) and O(x²) in length and head dim; in batch and heads,
+# which any attention is linear in, O(B) and O(1), the line a launch-bound kernel stays on.
+SLOPE_POWERS = {"seq": (1, 2), "dim": (1, 2), "batch": (0, 1), "heads": (0, 1)}
 
 
 @dataclass(frozen=True)
@@ -69,37 +76,28 @@ def decode_metrics() -> dict[str, Metric]:
 
 
 def fit_label(fit: FitResult, symbol: str) -> str:
-    """What a legend entry says of an impl's fit: `` ∝ s^1.02`` (`` from 16k`` when the shorter
-    points were left out as overhead-bound), ``flat``, ``2 points`` or ``no power law found``;
-    a flat fit reads 0.00, never -0.00."""
+    """What a legend entry says of an impl's fit, with what backs it: `` ∝ s^1.02 (R² 0.999, 5
+    points)`` (`` from 16k`` when the shorter points were left out as overhead-bound), ``flat (∝
+    s^0.00, 11 points)``, `` ∝ s^2.16 (2 points only)`` or ``no power law found (7 points)``; a
+    flat fit reads 0.00, never -0.00."""
     exponent = None if fit.exponent is None else f"{round(fit.exponent, 2) + 0.0:.2f}"
-    if fit.law == FLAT:
-        return rf"  flat ($\propto {symbol}^{{{exponent}}}$)"
-    if fit.law == TWO_POINTS:
-        return rf"  $\propto {symbol}^{{{exponent}}}$ (2 points)"
+    quality = quality_text(fit.law, fit.r2, fit.points)
     if fit.law == NONE or exponent is None:
-        return "  no power law found"
+        return f"  no power law found ({quality})"
+    power = rf"$\propto {symbol}^{{{exponent}}}$"
+    if fit.law == FLAT:
+        return f"  flat ({power}, {quality})"
     start = f" from {format_size(fit.x_min) if fit.axis == 'seq' else fit.x_min}" if fit.left_out else ""
-    return rf"  $\propto {symbol}^{{{exponent}}}${start}"
+    return f"  {power}{start} ({quality})"
 
 
 def tick_bytes(value: float) -> str:
-    return format_bytes(value).replace(".0 ", " ")  # 4 GiB, not 4.0 GiB
-
-
-def variant_colours(rows: pd.DataFrame) -> dict[str, str]:
-    colours: dict[str, str] = {}
-    for variant in dict.fromkeys(rows["variant"]):
-        colours[variant] = BASELINE_COLOUR if variant == "softmax" else PALETTE[len(colours) % len(PALETTE)]
-    return colours
-
-
-def impl_styles(rows: pd.DataFrame) -> dict[tuple[str, str], tuple[object, str]]:
-    styles: dict[tuple[str, str], tuple[object, str]] = {}
-    for variant, group in rows.groupby("variant", sort=False):
-        for n, impl in enumerate(dict.fromkeys(group["impl"])):
-            styles[(variant, impl)] = (LINE_STYLES[n % len(LINE_STYLES)], MARKERS[n % len(MARKERS)])
-    return styles
+    """4 GiB, 96 MiB, 1.25 MiB: three significant digits at most, no trailing zeros."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.3g} {unit}"
+        value /= 1024
+    return format_bytes(value)  # unreachable: GiB ends the loop
 
 
 def _values(series: pd.DataFrame, x: str, metric: Metric) -> pd.DataFrame:
@@ -107,16 +105,16 @@ def _values(series: pd.DataFrame, x: str, metric: Metric) -> pd.DataFrame:
     return ok.sort_values(x)
 
 
-def draw_series(ax: Axes, series: pd.DataFrame, x: str, metric: Metric, label: str, colour: str, style: tuple) -> None:
+def draw_series(ax: Axes, series: pd.DataFrame, x: str, metric: Metric, label: str, style: SeriesStyle) -> None:
     ok = _values(series, x, metric)
     if ok.empty:
         return
-    linestyle, marker = style
+    colour = style.colour
     ax.plot(
         ok[x],
         ok[metric.column],
-        linestyle=linestyle,
-        marker=marker,
+        linestyle=style.linestyle,
+        marker=style.marker,
         color=colour,
         label=label,
         linewidth=1.6,
@@ -129,36 +127,45 @@ def draw_series(ax: Axes, series: pd.DataFrame, x: str, metric: Metric, label: s
 
 
 SLOPE_TEXT = {0: "O(1)", 1: "O({})", 2: "O({}²)"}
+# Each slope's dashes, its own so that the legend tells the slopes apart where a label found no
+# free place beside its line.
+SLOPE_DASHES = {0: (0, (1, 2)), 1: (0, (4, 3)), 2: (0, (7, 2, 1, 2))}  # dotted, dashed, dash-dot
+SLOPE_COLOUR = "#999999"
 # The log axes' margins, as shares of the data's range: below and above it, and the headroom
 # added above for the slope labels, which must stay inside the plot, under the strip of failures.
 MARGIN = 0.05
 HEADROOM = 0.08
-# A slope label's box in points: its text (9 pt, ~0.62 em a character), and its gap to the line.
+# A slope label's box in points: its text (9 pt, ~0.62 em a character), and its gaps to the line
+# (the nearest tried first).
 LABEL_EM = 0.62 * 9
 LABEL_HEIGHT = 12.0
-LABEL_GAP = 4.0
+LABEL_GAPS = (4.0, 10.0)
 MARKER_RADIUS = 3.0
+# Where along its line a label is tried, as shares of the way from its start: the end first.
+LABEL_SHARES = tuple(1.0 - 0.05 * n for n in range(20))
 
 
 def draw_reference_slopes(
     ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, symbol: str, powers: tuple[int, ...] = (1, 2)
-) -> None:
+) -> list[tuple[str, object]]:
     """O(x^p) for each power (O(x) and O(x²) by default) through the geometric mean of the
-    impls' values at the smallest size, each labelled beside its line where the label covers no
-    measured point, no line and no other label (see ``_place_labels``).
+    impls' values at the smallest size, each in dashes of its own and labelled beside its line
+    where the label covers no measured point, no line and no other label (see
+    ``_place_labels``). Returns each slope's text and dashes, for the legend (``legend_extras``),
+    which names them all, so that a slope whose label found no free place is still told apart.
 
     Call it after the series are drawn: it fixes the y range (the data and slopes, with room
     above for the labels), which the labels' places depend on."""
     ok = rows[(rows["status"] == "ok") & rows[metric.column].notna() & (rows[metric.column] > 0)]
     if ok[x].nunique() < 2:
-        return
+        return []
     x0, x1 = float(ok[x].min()), float(ok[x].max())
     at_start = ok[ok[x] == x0][metric.column].astype(float)
     y0 = math.exp(sum(math.log(v) for v in at_start) / len(at_start))
     slopes = []
     for power in powers:
         y1 = y0 * (x1 / x0) ** power
-        ax.plot([x0, x1], [y0, y1], linestyle=(0, (4, 4)), color="#999999", linewidth=1, zorder=0)
+        ax.plot([x0, x1], [y0, y1], linestyle=SLOPE_DASHES[power], color=SLOPE_COLOUR, linewidth=1, zorder=0)
         slopes.append((SLOPE_TEXT[power].format(symbol), [(x0, y0), (x1, y1)]))
     traces = _traces(ok, x, metric)
     values = [y for trace in traces for _, y in trace] + [y for _, line in slopes for _, y in line]
@@ -167,6 +174,7 @@ def draw_reference_slopes(
     ax.set_ylim(math.exp(lo - MARGIN * span), math.exp(hi + (MARGIN + HEADROOM) * span))
     set_length_limits(ax, rows, x)
     _place_labels(ax, slopes, traces)
+    return [(text, SLOPE_DASHES[power]) for (text, _), power in zip(slopes, powers, strict=True)]
 
 
 def set_length_limits(ax: Axes, rows: pd.DataFrame, x: str) -> None:
@@ -190,11 +198,13 @@ def _traces(ok: pd.DataFrame, x: str, metric: Metric) -> list[list[tuple[float, 
 
 
 def _place_labels(ax: Axes, slopes: list[tuple[str, list[tuple[float, float]]]], traces: list) -> None:
-    """Each slope's label beside its line: above and left of a point on it, or below and right
-    (the sides a rising line leaves free), at its end first, then further down it. The first
-    place whose box, inside the plot, holds no point or line of the data or of another slope and
-    meets no label placed before is taken; if none is free, the end. Boxes are reckoned in points
-    from the axes' size and limits (the data's places do not move after this)."""
+    """Each slope's label beside its line, at the first free place: from the line's end down to
+    its start, above and left of a point on it, below and right (the sides a rising line leaves
+    free), then above and right, below and left, nearest the line first. A place is free when
+    its box, inside the plot, holds no point or line of the data or of any slope (its own too) and
+    meets no label placed before. A slope with no free place gets no label on the plot (the legend names
+    it by its dashes). Boxes are reckoned in points from the axes' size and limits (the data's
+    places do not move after this)."""
     figure = ax.get_figure()
     box = ax.get_position()
     width, height = box.width * figure.get_figwidth() * 72, box.height * figure.get_figheight() * 72
@@ -217,33 +227,40 @@ def _place_labels(ax: Axes, slopes: list[tuple[str, list[tuple[float, float]]]],
     for text, line in slopes:
         (sx, sy), (ex, ey) = at(*line[0]), at(*line[1])
         w = LABEL_EM * len(text)
-        others = data + [spot for other, spots in lines.items() if other != text for spot in spots]
-        candidates = []
-        for share in (1.0, 0.85, 0.7, 0.55, 0.4, 0.25):
+        others = np.array(data + [spot for spots in lines.values() for spot in spots])  # its own line too
+        for gap, share in itertools.product(LABEL_GAPS, LABEL_SHARES):
             px, py = sx + (ex - sx) * share, sy + (ey - sy) * share
-            above = (px - LABEL_GAP - w, py + LABEL_GAP, px - LABEL_GAP, py + LABEL_GAP + LABEL_HEIGHT)
-            below = (px + LABEL_GAP, py - LABEL_GAP - LABEL_HEIGHT, px + LABEL_GAP + w, py - LABEL_GAP)
-            candidates += [
-                (above, (above[2], above[1]), "right", "bottom"),
-                (below, (below[0], below[3]), "left", "top"),
-            ]
-        chosen = next((c for c in candidates if _free(c[0], others, taken, width, height)), candidates[0])
-        box_, (tx, ty), ha, va = chosen
-        taken.append(box_)
-        ax.text(tx / width, ty / height, text, transform=ax.transAxes, color="#777777", fontsize=9, ha=ha, va=va)
+            sides = (
+                ((px - gap - w, py + gap, px - gap, py + gap + LABEL_HEIGHT), "right", "bottom"),  # above, left
+                ((px + gap, py - gap - LABEL_HEIGHT, px + gap + w, py - gap), "left", "top"),  # below, right
+                ((px + gap, py + gap, px + gap + w, py + gap + LABEL_HEIGHT), "left", "bottom"),  # above, right
+                ((px - gap - w, py - gap - LABEL_HEIGHT, px - gap, py - gap), "right", "top"),  # below, left
+            )
+            chosen = next(((b, ha, va) for b, ha, va in sides if _free(b, others, taken, width, height)), None)
+            if chosen is not None:
+                (left, bottom, right, top), ha, va = chosen
+                taken.append(chosen[0])
+                tx, ty = (right if ha == "right" else left), (bottom if va == "bottom" else top)
+                ax.text(tx / width, ty / height, text, transform=ax.transAxes, color="#777777", fontsize=9,
+                        ha=ha, va=va)  # fmt: skip
+                break
 
 
-def _free(box: tuple[float, float, float, float], spots: list, taken: list, width: float, height: float) -> bool:
+def _free(box: tuple[float, float, float, float], spots: np.ndarray, taken: list, width: float, height: float) -> bool:
     left, bottom, right, top = box
     if left < 0 or bottom < 0 or right > width or top > height:
         return False
     near = MARKER_RADIUS  # a spot is a line's or a marker's centre: keep clear of the marker too
-    if any(left - near <= px <= right + near and bottom - near <= py <= top + near for px, py in spots):
-        return False
+    if len(spots):
+        xs, ys = spots[:, 0], spots[:, 1]
+        if ((xs >= left - near) & (xs <= right + near) & (ys >= bottom - near) & (ys <= top + near)).any():
+            return False
     return not any(left < r and l < right and bottom < t and b < top for l, b, r, t in taken)  # noqa: E741
 
 
-def draw_crossovers(ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], colours: dict[str, str]) -> None:
+def draw_crossovers(
+    ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], styles: dict[tuple[str, str], SeriesStyle]
+) -> None:
     """A star where each impl starts to stay faster than the fastest softmax impl; what it
     means is said in the legend (``legend_extras``), where no caption can cover a line."""
     for crossing in crossings:
@@ -262,7 +279,7 @@ def draw_crossovers(ax: Axes, rows: pd.DataFrame, crossings: list[Crossover], co
             [float(point["time_ms"].iloc[0])],
             marker="*",
             markersize=15,
-            color=colours[crossing.variant],
+            color=styles[(crossing.variant, crossing.impl)].colour,
             markeredgecolor="black",
             linestyle="none",
             zorder=5,
@@ -276,9 +293,7 @@ FAILURE_MARKER = 7.0
 FAILURE_LANE = 21.0
 
 
-def draw_failures(
-    ax: Axes, rows: pd.DataFrame, x: str, colours: dict[str, str], styles: dict[tuple[str, str], tuple[object, str]]
-) -> float:
+def draw_failures(ax: Axes, rows: pd.DataFrame, x: str, styles: dict[tuple[str, str], SeriesStyle]) -> float:
     """Points that were not ok, in a strip above the plot: one lane per impl, with the impl's own
     marker, hollow, at each length it failed at, and over the markers what happened, in order of
     length (``oom 32k · skipped 64k–1m``). Returns the strip's height in points, which the title
@@ -299,13 +314,13 @@ def draw_failures(
         series = failed[(failed["variant"] == lane[0]) & (failed["impl"] == lane[1])]
         xs = [float(v) for v in series[x]]
         row = offset_copy(base, fig=ax.figure, y=FAILURE_GAP + n * FAILURE_LANE + FAILURE_MARKER / 2, units="points")
-        colour = colours[lane[0]]
+        colour = styles[lane].colour
         ax.plot(
             xs,
             [1.0] * len(xs),
             transform=row,
             linestyle="none",
-            marker=styles[lane][1],
+            marker=styles[lane].marker,
             markersize=FAILURE_MARKER,
             fillstyle="none",
             markeredgewidth=1.5,
@@ -343,12 +358,9 @@ def _status_runs(series: pd.DataFrame, x: str) -> str:
 
 def format_axes(ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, axis: str) -> None:
     ax.set_xscale("log", base=2)
-    if metric.column in ("peak_bytes", "state_bytes"):
-        # Byte counts read best at powers of two: 1 MiB, 4 MiB, 16 MiB...
-        ax.set_yscale("log", base=2)
-        ax.yaxis.set_major_locator(LogLocator(base=4))
-    else:
-        ax.set_yscale("log")
+    binary = metric.column in ("peak_bytes", "state_bytes")  # bytes read best at powers of two: 1, 4, 16 MiB
+    ax.set_yscale("log", base=2 if binary else 10)
+    ax.yaxis.set_major_locator(ReadableLogLocator(binary=binary))  # labelled however short the span
     ticks = sorted(set(rows[x].astype(int)))
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
@@ -362,17 +374,18 @@ def format_axes(ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, axis: str)
     set_length_limits(ax, rows, x)
 
 
-def legend_extras(rows: pd.DataFrame, crossings: list[Crossover], with_slopes: bool) -> list[tuple[Line2D, str]]:
-    """Legend entries for what is drawn but is not an impl: slopes, crossovers (one per star),
-    failures."""
-    extras = []
-    if with_slopes:
-        extras.append((Line2D([], [], linestyle=(0, (4, 4)), color="#999999"), "reference slopes"))
-    colours = variant_colours(rows)
+def legend_extras(
+    rows: pd.DataFrame, crossings: list[Crossover], slopes: Sequence[tuple[str, object]] = ()
+) -> list[tuple[Line2D, str]]:
+    """Legend entries for what is drawn but is not an impl: each reference slope by its dashes
+    (``slopes``, from ``draw_reference_slopes``), crossovers (one per star), failures."""
+    extras = [(Line2D([], [], linestyle=dashes, color=SLOPE_COLOUR), f"{text} reference") for text, dashes in slopes]
+    styles = series_styles(rows)
     for crossing in crossings:
         if crossing.seq is None:
             continue
-        star = Line2D([], [], marker="*", markersize=12, color=colours.get(crossing.variant, "#bbbbbb"),
+        style = styles.get((crossing.variant, crossing.impl))
+        star = Line2D([], [], marker="*", markersize=12, color=style.colour if style else "#bbbbbb",
                       markeredgecolor="black", linestyle="none")  # fmt: skip
         where = ("≤ " if crossing.at_shortest else "") + format_size(crossing.seq)
         text = f"{crossing.variant}:{crossing.impl} beats {crossing.baseline} from {where}"

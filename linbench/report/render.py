@@ -10,11 +10,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from linbench.report.analysis import Analysis, Crossover, FitResult, Reach
-from linbench.report.fit import FLAT, NONE, TWO_POINTS
-from linbench.report.series import Scenario
+from linbench.report.fit import FLAT, NONE, quality_text
+from linbench.report.series import AXES, Scenario
 from linbench.units import format_size
 
-AXIS_SYMBOL = {"seq": "s", "dim": "d"}
+AXIS_SYMBOL = {"seq": "s", "dim": "d", "batch": "B", "heads": "H"}
+AXIS_NAME = {"seq": "sequence length", "dim": "head dimension", "batch": "batch size", "heads": "heads"}
 # The fitted metrics of each kind of scenario, and their column headings.
 RUN_METRICS = {"time": "time ∝", "memory": "memory ∝"}
 DECODE_METRICS = {"time": "time/token ∝", "state": "state ∝", "memory": "step peak ∝"}
@@ -28,7 +29,8 @@ class ReportTable:
 
 
 def report_tables(analysis: Analysis) -> list[ReportTable]:
-    """A table per scenario: scaling in length (with crossovers and reach), then in head dim."""
+    """A table per scenario: scaling in length (with crossovers and reach), then in head dim,
+    batch and heads where the run swept them."""
     fits: dict[Scenario, dict[tuple[str, str], dict[str, FitResult]]] = defaultdict(lambda: defaultdict(dict))
     for fit in analysis.fits:
         fits[fit.scenario][(fit.variant, fit.impl)][fit.metric] = fit
@@ -40,7 +42,7 @@ def report_tables(analysis: Analysis) -> list[ReportTable]:
         if key not in scenario_impls[item.scenario]:
             scenario_impls[item.scenario].append(key)
     tables = []
-    for scenario in sorted(scenario_impls, key=lambda s: (s.axis != "seq", [v for _, v in s.fixed])):
+    for scenario in sorted(scenario_impls, key=lambda s: (AXES.index(s.axis), [v for _, v in s.fixed])):
         impls = scenario_impls[scenario]
         metrics = DECODE_METRICS if scenario.decode else RUN_METRICS
         if scenario.axis == "seq":
@@ -64,10 +66,9 @@ def _title(scenario: Scenario) -> str:
     name = scenario.get("device_name")
     where = f"{device} ({name})" if name and name != device else device
     if scenario.decode:
-        axis = "context length" if scenario.axis == "seq" else "head dimension"
+        axis = "context length" if scenario.axis == "seq" else AXIS_NAME[scenario.axis]
         return f"Decoding against {axis} — {where} · {scenario.label()}"
-    axis = "sequence length" if scenario.axis == "seq" else "head dimension"
-    return f"Scaling in {axis} — {where} · {scenario.label()}"
+    return f"Scaling in {AXIS_NAME[scenario.axis]} — {where} · {scenario.label()}"
 
 
 def _fit_cells(by_metric: dict[str, FitResult], metrics: Mapping[str, str]) -> list[str]:
@@ -75,20 +76,18 @@ def _fit_cells(by_metric: dict[str, FitResult], metrics: Mapping[str, str]) -> l
 
 
 def _fit_cell(fit: FitResult | None) -> str:
-    """``s^1.02 (R² 0.999, 2k–64k)``; the range starts past the points left out as
+    """``s^1.02 (R² 0.999, 5 points, 2k–64k)``; the range starts past the points left out as
     overhead-bound. Flat data, two points and no power law at all say so."""
     if fit is None:
         return "-"
     symbol = AXIS_SYMBOL[fit.axis]
-    span = f"{_size(fit.x_min, fit.axis)}–{_size(fit.x_max, fit.axis)}"
+    backing = f"{quality_text(fit.law, fit.r2, fit.points)}, {_size(fit.x_min, fit.axis)}–{_size(fit.x_max, fit.axis)}"
     if fit.law == NONE or fit.exponent is None:
-        return f"no power law found ({span})"
+        return f"no power law found ({backing})"
     power = f"{symbol}^{round(fit.exponent, 2) + 0.0:.2f}"  # a flat fit reads 0.00, never -0.00
     if fit.law == FLAT:
-        return f"flat ({power}, {span})"
-    if fit.law == TWO_POINTS:
-        return f"{power} (2 points only, {span})"
-    return f"{power} (R² {fit.r2:.3f}, {span})"
+        return f"flat ({power}, {backing})"
+    return f"{power} ({backing})"
 
 
 def _size(value: int, axis: str) -> str:
@@ -113,8 +112,13 @@ def _crossing_cells(crossing: Crossover | None) -> list[str]:
         where = f"never (to {format_size(crossing.speedup_seq)})"
     else:
         where = ("≤ " if crossing.at_shortest else "") + format_size(crossing.seq)
-    speedup = f"{crossing.speedup:.2f}x vs {crossing.speedup_baseline} at {format_size(crossing.speedup_seq)}"
+    speedup = f"{speedup_text(crossing.speedup)} vs {crossing.speedup_baseline} at {format_size(crossing.speedup_seq)}"
     return [where, speedup]
+
+
+def speedup_text(speedup: float) -> str:
+    """``4.10x``; two significant digits below 0.1 (``0.0021x``, where two decimals say 0.00x)."""
+    return f"{speedup:.2f}x" if speedup >= 0.095 else f"{speedup:.2g}x"
 
 
 def _reach_cell(reach: Reach | None) -> str:

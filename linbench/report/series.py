@@ -1,8 +1,9 @@
 """How a run's rows group into the series the reports fit and draw.
 
 A *scenario* is what a figure or table holds fixed for every impl in it (device, dtype,
-mode, masking, batch, heads, and the head dims or the length). A *series* is one impl's
-points along one axis of a scenario: time or memory against ``seq``, or against ``dim``.
+mode, masking, and of batch, heads, length and head dims all but the axis it runs along). A
+*series* is one impl's points along one axis of a scenario: time or memory against ``seq``,
+``dim`` (the head dim), ``batch`` or ``heads``.
 Decode rows (mode "decode") form scenarios of their own, whose length is the context and
 whose series add a third metric, the bytes of the decoder's state.
 """
@@ -20,7 +21,7 @@ from linbench.units import format_size
 
 # Held fixed in every scenario, whichever axis it runs along.
 BASE_COLUMNS = ("device", "device_name", "dtype", "mode", "causal", "batch", "heads")
-AXES = ("seq", "dim")
+AXES = ("seq", "dim", "batch", "heads")
 METRICS = ("time", "memory", "state")
 METRIC_COLUMN = {"time": "time_ms", "memory": "peak_bytes", "state": "state_bytes"}
 
@@ -49,24 +50,26 @@ class Scenario:
         parts = [f["dtype"], f["mode"]]
         if not self.decode:  # decoding is causal
             parts.append("causal" if f["causal"] else "bidirectional")
-        sizes = [f"B={f['batch']}", f"H={f['heads']}"]
-        if self.axis == "seq":
-            sizes.append(_dims_label(f["dim_k"], f["dim_v"]))
-        else:
+        sizes = [f"{symbol}={f[column]}" for column, symbol in (("batch", "B"), ("heads", "H")) if column != self.axis]
+        if self.axis != "seq":
             sizes.append(f"{'context' if self.decode else 'S'}={format_size(f['seq'])}")
-            if "dim_v" in f:
-                sizes.append(f"Dv={f['dim_v']}")
+        if self.axis != "dim":
+            sizes.append(_dims_label(f["dim_k"], f["dim_v"]))
+        elif "dim_v" in f:
+            sizes.append(f"Dv={f['dim_v']}")
         return " ".join(parts) + " · " + " ".join(sizes)
 
     def slug(self) -> str:
         """A file-name-safe form of the label."""
         f = dict(self.fixed)
         causal = "causal" if f["causal"] else "bidir"
-        tail = f"D{f['dim_k']}" if self.axis == "seq" else f"S{format_size(f['seq'])}"
-        if self.axis == "seq" and f["dim_v"] != f["dim_k"]:
-            tail += f"-Dv{f['dim_v']}"
+        sizes = [f"{symbol}{f[column]}" for column, symbol in (("batch", "B"), ("heads", "H")) if column != self.axis]
+        if self.axis != "seq":
+            sizes.append(f"S{format_size(f['seq'])}")
+        if self.axis != "dim":
+            sizes.append(f"D{f['dim_k']}" + (f"-Dv{f['dim_v']}" if f["dim_v"] != f["dim_k"] else ""))
         masking = "" if self.decode else f"_{causal}"  # decoding is causal
-        return f"{f['dtype']}_{f['mode']}{masking}_B{f['batch']}_H{f['heads']}_{tail}"
+        return f"{f['dtype']}_{f['mode']}{masking}_" + "_".join(sizes)
 
 
 def _dims_label(dim_k: int, dim_v: int) -> str:
@@ -99,11 +102,13 @@ def dim_v_tracks_dim_k(results: pd.DataFrame) -> bool:
 def scenario_columns(results: pd.DataFrame, axis: str) -> list[str]:
     if axis == "seq":
         return [*BASE_COLUMNS, "dim_k", "dim_v"]
-    return [*BASE_COLUMNS, "seq"] + ([] if dim_v_tracks_dim_k(results) else ["dim_v"])
+    if axis == "dim":
+        return [*BASE_COLUMNS, "seq"] + ([] if dim_v_tracks_dim_k(results) else ["dim_v"])
+    return [column for column in BASE_COLUMNS if column != axis] + ["seq", "dim_k", "dim_v"]
 
 
 def axis_column(axis: str) -> str:
-    return "seq" if axis == "seq" else "dim_k"
+    return "dim_k" if axis == "dim" else axis
 
 
 def scenarios(results: pd.DataFrame, axis: str) -> Iterator[tuple[Scenario, pd.DataFrame]]:

@@ -176,10 +176,10 @@ def test_plot_where_plots_is_a_file_is_one_line(invoke: Invoke, tmp_path: Path) 
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (("run", "--no-such-option"), ("No such option: --no-such-option", "linbench run --help")),
+        (("run", "--device", "cpu", "--no-such-option"), ("No such option: --no-such-option", "linbench run --help")),
         (("compare",), ("Missing argument", "linbench compare --help")),
-        (("run", "--timeout-s", "soon"), ("Invalid value for '--timeout-s'",)),
-        (("run", "--seq"), ("--seq", "requires an argument")),
+        (("run", "--device", "cpu", "--timeout-s", "soon"), ("Invalid value for '--timeout-s'",)),
+        (("run", "--device", "cpu", "--seq"), ("--seq", "requires an argument")),
         (("nope",), ("No such command 'nope'",)),
     ],
 )

@@ -46,10 +46,10 @@ def test_report_markdown_is_a_table_for_a_ci_comment(invoke: Invoke, run_dir: Pa
 
 def test_plot_writes_figures_beside_the_data_or_under_out(invoke: Invoke, run_dir: Path, tmp_path: Path) -> None:
     assert invoke("plot", run_dir.parent).exit_code == 0  # a folder of runs
-    assert len(list((run_dir / "plots").glob("*.png"))) == 3
+    assert len(list((run_dir / "plots").glob("*.png"))) == 4  # time, memory, throughput, speedup
     result = invoke("plot", run_dir, "--out", tmp_path / "figs", "--format", "svg,png")
     assert result.exit_code == 0, result.output
-    assert len(list((tmp_path / "figs" / run_dir.name).iterdir())) == 6
+    assert len(list((tmp_path / "figs" / run_dir.name).iterdir())) == 8
 
 
 def test_compare_passes_an_unchanged_run_and_fails_a_slower_one(invoke: Invoke, tmp_path: Path) -> None:

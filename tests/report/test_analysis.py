@@ -154,7 +154,7 @@ def test_a_launch_bound_start_is_left_out_and_the_law_is_fitted_from_where_it_st
     assert (fit["law"], fit["x_min"], fit["x_max"], fit["left_out"]) == ("power", 8192, 65536, 3)
     assert fit["exponent"] == pytest.approx(1.0, abs=1e-3)
     (table,) = report_tables(analyse(run))
-    assert table.rows[0][1] == "s^1.00 (R² 1.000, 8k–64k)"
+    assert table.rows[0][1] == "s^1.00 (R² 1.000, 4 points, 8k–64k)"
 
 
 def test_no_power_law_is_said_in_the_json_the_table_and_the_legend(tmp_path: Path) -> None:
@@ -179,10 +179,10 @@ def test_no_power_law_is_said_in_the_json_the_table_and_the_legend(tmp_path: Pat
     assert _fit(report, "chunked")["law"] == "two_points"
     (table,) = report_tables(analysis)
     cells = {row[0]: row[1:3] for row in table.rows}
-    assert cells["cosine:kernel"] == ["no power law found (1k–64k)", "flat (s^0.00, 1k–64k)"]
+    assert cells["cosine:kernel"] == ["no power law found (7 points, 1k–64k)", "flat (s^0.00, 7 points, 1k–64k)"]
     assert cells["cosine:chunked"][0] == "s^1.00 (2 points only, 1k–2k)"
     ((scenario, scenario_rows),) = scenarios(run.results, "seq")
     ax = draw(scenario_rows, scenario, metrics("cpu")["time"], analysis).axes[0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "cosine:kernel  no power law found" in legend
-    assert any(text.startswith("cosine:chunked") and "(2 points)" in text for text in legend)
+    assert "cosine:kernel  no power law found (7 points)" in legend
+    assert any(text.startswith("cosine:chunked") and "(2 points only)" in text for text in legend)

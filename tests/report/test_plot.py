@@ -22,11 +22,12 @@ def _run(tmp_path: Path):
     return read_run(write_run(tmp_path, rows, baselines=["softmax:sdpa"]))
 
 
-def test_time_memory_and_throughput_figures_are_written_per_scenario(tmp_path: Path) -> None:
+def test_time_memory_throughput_and_speedup_figures_are_written_per_scenario(tmp_path: Path) -> None:
     written = plot_run(_run(tmp_path / "run"), tmp_path / "plots", ["png", "svg"])
     names = sorted(path.name for path in written)
     stem = "vs-seq_fp32_fwd_causal_B1_H8_D64"
-    assert names == sorted(f"{m}-{stem}.{ext}" for m in ("memory", "throughput", "time") for ext in ("png", "svg"))
+    kinds = ("memory", "speedup", "throughput", "time")
+    assert names == sorted(f"{m}-{stem}.{ext}" for m in kinds for ext in ("png", "svg"))
     assert all(path.stat().st_size > 5000 for path in written)
     assert (tmp_path / "plots" / f"time-{stem}.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -57,7 +58,8 @@ def test_the_time_figure_says_what_it_shows(tmp_path: Path) -> None:
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(text.startswith("cosine:chunked") and "^{1.00}" in text for text in legend)
     assert any(text.startswith("softmax:sdpa") and "^{2.00}" in text for text in legend)
-    assert "reference slopes" in legend and any("oom" in text and "skipped" in text for text in legend)
+    assert {"O(s) reference", "O(s²) reference"} <= set(legend)
+    assert any("oom" in text and "skipped" in text for text in legend)
 
 
 def test_failures_and_the_crossover_are_marked_where_they_happened(tmp_path: Path) -> None:

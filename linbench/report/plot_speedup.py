@@ -1,0 +1,145 @@
+"""The speedup figure: at each length, the time of the fastest softmax impl there over each
+other impl's time, against the length, on log axes, with a line at 1×.
+
+Above the line an impl is faster than every softmax impl of the run at that length. The fastest
+softmax impl can change with the length (a naive form wins at short lengths, SDPA later); the
+legend names which one each length was measured against, and the lengths where no softmax impl
+ran ok, which have no speedup. Each impl's legend entry gives its speedup at the longest length
+it and a softmax impl both reached, as ``linbench report`` does, and a star marks where it starts
+to stay faster (its crossover).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from linbench.report.analysis import Analysis, fastest_baseline
+from linbench.report.plot_parts import (
+    AXIS_LABEL,
+    MARGIN,
+    draw_failures,
+    legend_extras,
+    set_length_limits,
+)
+from linbench.report.series import Scenario, impl_name, impl_series, ok_points
+from linbench.report.styles import series_styles
+from linbench.report.ticks import ReadableLogLocator
+from linbench.units import format_size
+
+TITLE_PAD = 6.0
+PARITY_COLOUR = "#555555"
+
+
+def speedup_curves(rows: pd.DataFrame, baselines: set[str]) -> dict[tuple[str, str], list[tuple[int, float]]]:
+    """(length, speedup) of every impl that is not a baseline, at the lengths where it and a
+    baseline both ran ok: the fastest baseline's time there over the impl's."""
+    best = fastest_baseline(rows, baselines)
+    curves: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for variant, impl, series in impl_series(rows):
+        if impl_name(variant, impl) in baselines:
+            continue
+        times = {int(seq): ms for seq, ms in ok_points(series, "seq", "time")}
+        points = [(seq, best[seq][0] / times[seq]) for seq in sorted(times) if seq in best and times[seq] > 0]
+        if points:
+            curves[(variant, impl)] = points
+    return curves
+
+
+def draw_speedup(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis, baselines: set[str]) -> Figure | None:
+    """The speedup figure of ``scenario`` (along the length), or None when there is nothing to
+    compare: no softmax baseline ran ok, or no other impl shares a length with one."""
+    curves = speedup_curves(rows, baselines)
+    if not curves:
+        return None
+    best = fastest_baseline(rows, baselines)
+    styles = series_styles(rows)
+    crossings = {(c.variant, c.impl): c for c in analysis.crossovers if c.scenario == scenario}
+    figure = Figure(figsize=(9.5, 6.0))
+    ax = figure.add_subplot()
+    ax.axhline(1.0, color=PARITY_COLOUR, linewidth=1.2, zorder=1, label="1×: as fast as the fastest softmax impl")
+    for (variant, impl), points in curves.items():
+        style = styles[(variant, impl)]
+        label = f"{variant}:{impl}"
+        crossing = crossings.get((variant, impl))
+        if crossing is not None:
+            label += f"  {crossing.speedup:.3g}× at {format_size(crossing.speedup_seq)}"
+        xs, ys = zip(*points, strict=True)
+        ax.plot(xs, ys, linestyle=style.linestyle, marker=style.marker, color=style.colour, label=label,
+                linewidth=1.6, markersize=5, zorder=3)  # fmt: skip
+        at = dict(points)
+        if crossing is not None and crossing.seq in at:
+            ax.plot([crossing.seq], [at[crossing.seq]], marker="*", markersize=15, color=style.colour,
+                    markeredgecolor="black", linestyle="none", zorder=5)  # fmt: skip
+    drawn = rows[_of(rows, curves)]
+    strip = draw_failures(ax, drawn, "seq", styles)
+    _format_axes(ax, rows, [y for points in curves.values() for _, y in points])
+    device = scenario.get("device_name") or scenario.get("device")
+    ax.set_title(
+        f"Speedup over the fastest softmax impl against {AXIS_LABEL['seq'].split(' (')[0]}\n"
+        f"{device} · {scenario.label()}",
+        fontsize=11,
+        loc="left",
+        pad=TITLE_PAD + strip,
+    )
+    handles, labels = ax.get_legend_handles_labels()
+    extra = legend_extras(drawn, [c for c in crossings.values() if (c.variant, c.impl) in curves])
+    extra += [(Line2D([], [], linestyle="none"), text) for text in _baseline_notes(rows, best, curves)]
+    handles, labels = [*handles, *(h for h, _ in extra)], [*labels, *(text for _, text in extra)]
+    ax.legend(handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return figure
+
+
+def _format_axes(ax, rows: pd.DataFrame, values: list[float]) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(sorted(set(rows["seq"].astype(int)))))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(round(v))))
+    ax.yaxis.set_major_locator(ReadableLogLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}×"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    lo, hi = math.log(min([*values, 1.0])), math.log(max([*values, 1.0]))
+    span = (hi - lo) or math.log(2.0)
+    ax.set_ylim(math.exp(lo - MARGIN * span), math.exp(hi + MARGIN * span))
+    set_length_limits(ax, rows, "seq")
+    ax.set_xlabel(AXIS_LABEL["seq"])
+    ax.set_ylabel("speedup (the fastest softmax impl's time / the impl's)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.grid(True, which="minor", axis="y", alpha=0.1)
+
+
+def _baseline_notes(
+    rows: pd.DataFrame, best: dict[int, tuple[float, str]], curves: dict[tuple[str, str], list[tuple[int, float]]]
+) -> list[str]:
+    """Which softmax impl each length was measured against (``fastest softmax: softmax:naive at
+    1k, softmax:sdpa at 2k–64k``), and the lengths where an impl ran ok but no softmax impl did."""
+    runs: list[tuple[str, int, int]] = []
+    for seq in sorted(best):
+        name = best[seq][1]
+        if runs and runs[-1][0] == name:
+            runs[-1] = (name, runs[-1][1], seq)
+        else:
+            runs.append((name, seq, seq))
+    if len(runs) == 1:
+        notes = [f"fastest softmax: {runs[0][0]} at every length"]
+    else:
+        notes = ["fastest softmax: " + ", ".join(f"{name} at {_span(a, b)}" for name, a, b in runs)]
+    ok = rows[(rows["status"] == "ok") & _of(rows, curves)]
+    missing = sorted(set(ok["seq"].astype(int)) - set(best))
+    if missing:
+        notes.append(f"no softmax impl ok at {', '.join(format_size(seq) for seq in missing)}: no speedup there")
+    return notes
+
+
+def _of(rows: pd.DataFrame, curves: dict[tuple[str, str], list[tuple[int, float]]]) -> pd.Series:
+    """True for the rows of the impls that have a speedup curve."""
+    return pd.Series([(v, i) in curves for v, i in zip(rows["variant"], rows["impl"], strict=True)], index=rows.index)
+
+
+def _span(a: int, b: int) -> str:
+    return format_size(a) if a == b else f"{format_size(a)}–{format_size(b)}"
