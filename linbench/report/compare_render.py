@@ -53,7 +53,8 @@ def exponent_table(checks: list[ExponentCheck]) -> ReportTable:
     rows = []
     for check in checks:
         fixed = check.fixed
-        where = f"{fixed['dtype']} {fixed['mode']} B={fixed['batch']} H={fixed['heads']} D={fixed['dim_k']}"
+        size = f"B={fixed['batch']}" if "batch" in fixed else f"tokens={fixed.get('tokens')}"
+        where = f"{fixed['dtype']} {fixed['mode']} {size} H={fixed['heads']} D={fixed['dim_k']}"
         verdict = "regression" if check.regressed else "ok"
         rows.append(
             [

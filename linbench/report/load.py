@@ -16,6 +16,7 @@ import pandas as pd
 
 from linbench.results.schema import RESULT_COLUMNS, STATUSES
 from linbench.results.store import META_FILE, RESULTS_FILE
+from linbench.sweep.ranges import parse_size
 
 # The columns every results.csv must have (later additions are optional).
 REQUIRED_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]
@@ -71,7 +72,22 @@ def read_run(path: Path) -> Run:
             meta = json.loads((folder / META_FILE).read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ReportInputError(f"{str(folder / META_FILE)!r} is not valid JSON: {exc}") from None
+    if token_budget(meta):
+        results["tokens"] = results["batch"] * results["seq"]
     return Run(folder, results, meta)
+
+
+def token_budget(meta: dict[str, Any]) -> int | None:
+    """The tokens per point of a ``run --tokens`` sweep (batch = tokens / seq), else None."""
+    sweep = meta.get("sweep")
+    if not isinstance(sweep, dict) or sweep.get("command", "run") != "run":
+        return None  # decode's "tokens" is how many it generates
+    settings = sweep.get("settings")
+    tokens = settings.get("tokens") if isinstance(settings, dict) else None
+    try:
+        return parse_size(str(tokens)) if tokens not in (None, "") else None
+    except ValueError:
+        return None
 
 
 def read_results(csv_path: Path) -> pd.DataFrame:

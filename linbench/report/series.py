@@ -50,7 +50,9 @@ class Scenario:
         parts = [f["dtype"], f["mode"]]
         if not self.decode:  # decoding is causal
             parts.append("causal" if f["causal"] else "bidirectional")
-        sizes = [f"{symbol}={f[column]}" for column, symbol in (("batch", "B"), ("heads", "H")) if column != self.axis]
+        sizes = [f"{symbol}={f[column]}" for column, symbol in (("batch", "B"), ("heads", "H")) if column in f]
+        if "tokens" in f:
+            sizes.insert(0, f"tokens={format_size(f['tokens'])} (B = tokens / S)")
         if self.axis != "seq":
             sizes.append(f"{'context' if self.decode else 'S'}={format_size(f['seq'])}")
         if self.axis != "dim":
@@ -63,7 +65,9 @@ class Scenario:
         """A file-name-safe form of the label."""
         f = dict(self.fixed)
         causal = "causal" if f["causal"] else "bidir"
-        sizes = [f"{symbol}{f[column]}" for column, symbol in (("batch", "B"), ("heads", "H")) if column != self.axis]
+        sizes = [f"{symbol}{f[column]}" for column, symbol in (("batch", "B"), ("heads", "H")) if column in f]
+        if "tokens" in f:
+            sizes.insert(0, f"T{format_size(f['tokens'])}")
         if self.axis != "seq":
             sizes.append(f"S{format_size(f['seq'])}")
         if self.axis != "dim":
@@ -99,12 +103,22 @@ def dim_v_tracks_dim_k(results: pd.DataFrame) -> bool:
     return bool((results["dim_k"] == results["dim_v"]).all())
 
 
+def base_columns(results: pd.DataFrame) -> tuple[str, ...]:
+    """BASE_COLUMNS; a fixed-token-budget run (``run --tokens``, whose rows load.py gives a
+    ``tokens`` column) holds its tokens per point fixed instead of its batch, which shrinks
+    as the length grows: its lengths are one curve, compared at equal work."""
+    if "tokens" in results.columns and results["tokens"].notna().all():
+        return tuple("tokens" if column == "batch" else column for column in BASE_COLUMNS)
+    return BASE_COLUMNS
+
+
 def scenario_columns(results: pd.DataFrame, axis: str) -> list[str]:
+    base = base_columns(results)
     if axis == "seq":
-        return [*BASE_COLUMNS, "dim_k", "dim_v"]
+        return [*base, "dim_k", "dim_v"]
     if axis == "dim":
-        return [*BASE_COLUMNS, "seq"] + ([] if dim_v_tracks_dim_k(results) else ["dim_v"])
-    return [column for column in BASE_COLUMNS if column != axis] + ["seq", "dim_k", "dim_v"]
+        return [*base, "seq"] + ([] if dim_v_tracks_dim_k(results) else ["dim_v"])
+    return [column for column in base if column != axis] + ["seq", "dim_k", "dim_v"]
 
 
 def axis_column(axis: str) -> str:
