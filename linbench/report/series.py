@@ -50,9 +50,9 @@ class Scenario:
         parts = [f["dtype"], f["mode"]]
         if not self.decode:  # decoding is causal
             parts.append("causal" if f["causal"] else "bidirectional")
-        sizes = [f"{symbol}={f[column]}" for column, symbol in (("batch", "B"), ("heads", "H")) if column in f]
+        sizes = [f"{name}={value}" for name, _, value in _held_counts(f)]
         if "tokens" in f:
-            sizes.insert(0, f"tokens={format_size(f['tokens'])} (B = tokens / S)")
+            sizes[0] += " (B = tokens / S)"
         if self.axis != "seq":
             sizes.append(f"{'context' if self.decode else 'S'}={format_size(f['seq'])}")
         if self.axis != "dim":
@@ -65,15 +65,25 @@ class Scenario:
         """A file-name-safe form of the label."""
         f = dict(self.fixed)
         causal = "causal" if f["causal"] else "bidir"
-        sizes = [f"{symbol}{f[column]}" for column, symbol in (("batch", "B"), ("heads", "H")) if column in f]
-        if "tokens" in f:
-            sizes.insert(0, f"T{format_size(f['tokens'])}")
+        sizes = [f"{short}{value}" for _, short, value in _held_counts(f)]
         if self.axis != "seq":
             sizes.append(f"S{format_size(f['seq'])}")
         if self.axis != "dim":
             sizes.append(f"D{f['dim_k']}" + (f"-Dv{f['dim_v']}" if f["dim_v"] != f["dim_k"] else ""))
         masking = "" if self.decode else f"_{causal}"  # decoding is causal
         return f"{f['dtype']}_{f['mode']}{masking}_" + "_".join(sizes)
+
+
+def _held_counts(fixed: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(label name, file-name letter, value) of the token budget, batch and heads a scenario
+    holds fixed, in that order; an axis the scenario runs along is not among them."""
+    held = []
+    if "tokens" in fixed:
+        held.append(("tokens", "T", format_size(fixed["tokens"])))
+    for column, letter in (("batch", "B"), ("heads", "H")):
+        if column in fixed:
+            held.append((letter, letter, str(fixed[column])))
+    return held
 
 
 def _dims_label(dim_k: int, dim_v: int) -> str:
