@@ -1,8 +1,9 @@
 """Run folders read back for the reports, with every way they can be broken named.
 
-A run folder holds results.csv (and meta.json); a folder of runs holds run folders. A file
-that is missing, is not CSV, lacks columns or holds garbage raises ReportInputError naming
-the file and the problem.
+A run folder holds results.csv (and meta.json, and processes.csv where each point was
+measured in worker processes of its own); a folder of runs holds run folders. A file that is
+missing, is not CSV, lacks columns or holds garbage raises ReportInputError naming the file
+and the problem.
 """
 
 from __future__ import annotations
@@ -22,6 +23,15 @@ from linbench.sweep.ranges import parse_size
 REQUIRED_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]
 INT_COLUMNS = ("batch", "heads", "seq", "dim_k", "dim_v")
 FLOAT_COLUMNS = ("time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "flops", "tflops", "rel_err")
+# Numbers of later schemas, read where present (runs from before lack them).
+OPTIONAL_FLOAT_COLUMNS = (
+    *("device_ms", "processes", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "kernels_per_call"),
+    *("reserved_bytes", "nvml_peak_bytes", "compile_s"),
+)
+# processes.csv: one row per worker process that measured a point (absent from older runs).
+PROCESSES_FILE = "processes.csv"
+PROCESS_REQUIRED_COLUMNS = (*REQUIRED_COLUMNS[:6], *INT_COLUMNS, "process", "status", "time_ms")
+PROCESS_FLOAT_COLUMNS = ("time_ms", "device_ms", "peak_bytes", "kernels_per_call")
 # Added with linbench decode; empty on other rows, and absent from older runs.
 DECODE_COLUMNS = ("context", "time_per_token_ms", "state_bytes")
 
@@ -32,11 +42,13 @@ class ReportInputError(ValueError):
 
 @dataclass
 class Run:
-    """One run: its results and, when present, its meta.json."""
+    """One run: its results and, when present, its meta.json and its processes (one row per
+    worker process that measured a point; None for a run made before processes.csv)."""
 
     path: Path
     results: pd.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
+    processes: pd.DataFrame | None = None
 
     @property
     def name(self) -> str:
@@ -74,7 +86,10 @@ def read_run(path: Path) -> Run:
             raise ReportInputError(f"{str(folder / META_FILE)!r} is not valid JSON: {exc}") from None
     if token_budget(meta):
         results["tokens"] = results["batch"] * results["seq"]
-    return Run(folder, results, meta)
+    processes_csv = folder / PROCESSES_FILE
+    # An empty file: a run stopped before it wrote a process (the same as none recorded).
+    processes = read_processes(processes_csv) if processes_csv.is_file() and processes_csv.stat().st_size else None
+    return Run(folder, results, meta, processes)
 
 
 def token_budget(meta: dict[str, Any]) -> int | None:
@@ -93,25 +108,46 @@ def token_budget(meta: dict[str, Any]) -> int | None:
 def read_results(csv_path: Path) -> pd.DataFrame:
     """results.csv as a typed DataFrame; ReportInputError on anything malformed."""
     where = repr(str(csv_path))
+    frame = _read_csv(csv_path, REQUIRED_COLUMNS)
+    if frame.empty:
+        raise ReportInputError(f"{where} holds no results (an empty run)")
+    for column in DECODE_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = ""
+    optional = [c for c in OPTIONAL_FLOAT_COLUMNS if c in frame.columns]
+    for column in (*INT_COLUMNS, *FLOAT_COLUMNS, *DECODE_COLUMNS, *optional):
+        frame[column] = _numbers(frame[column], column, where, integer=column in INT_COLUMNS)
+    return frame
+
+
+def read_processes(csv_path: Path) -> pd.DataFrame:
+    """processes.csv as a typed DataFrame (one row per worker process of a point), checked
+    like results.csv; it may be empty (a run stopped before its first process finished)."""
+    where = repr(str(csv_path))
+    frame = _read_csv(csv_path, PROCESS_REQUIRED_COLUMNS)
+    for column in PROCESS_FLOAT_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = ""
+    for column in (*INT_COLUMNS, "process", *PROCESS_FLOAT_COLUMNS):
+        frame[column] = _numbers(frame[column], column, where, integer=column in INT_COLUMNS)
+    return frame
+
+
+def _read_csv(csv_path: Path, required: tuple[str, ...]) -> pd.DataFrame:
+    """A run's CSV file as strings, with its required columns, statuses and masking checked."""
+    where = repr(str(csv_path))
     try:
         frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
     except FileNotFoundError:
         raise ReportInputError(f"{where} does not exist") from None
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ReportInputError(f"{where} is not a linbench results CSV: {' '.join(str(exc).split())}") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ReportInputError(f"{where} lacks column(s) {', '.join(missing)}")
-    if frame.empty:
-        raise ReportInputError(f"{where} holds no results (an empty run)")
     bad_status = sorted(set(frame["status"]) - set(STATUSES))
     if bad_status:
         raise ReportInputError(f"{where}: unknown status {bad_status[0]!r}; statuses: {', '.join(STATUSES)}")
-    for column in DECODE_COLUMNS:
-        if column not in frame.columns:
-            frame[column] = ""
-    for column in (*INT_COLUMNS, *FLOAT_COLUMNS, *DECODE_COLUMNS):
-        frame[column] = _numbers(frame[column], column, where, integer=column in INT_COLUMNS)
     frame["causal"] = frame["causal"].map({"True": True, "False": False})
     if frame["causal"].isna().any():
         raise ReportInputError(f"{where}: column causal must be True or False")

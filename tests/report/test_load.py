@@ -76,3 +76,31 @@ def test_a_folder_without_runs_is_refused(tmp_path: Path) -> None:
         find_run_dirs(tmp_path)
     with pytest.raises(ReportInputError, match="does not exist"):
         find_run_dirs(tmp_path / "nope")
+
+
+def test_a_runs_processes_read_back_typed_and_are_none_where_absent(tmp_path: Path) -> None:
+    from synthetic_processes import write_process_run
+
+    folder = write_process_run(tmp_path / "new", [row(1024, time_ms=2.0)], offsets=(0.0, 0.1, -0.1))
+    processes = read_run(folder).processes
+    assert processes is not None and list(processes["process"]) == [0, 1, 2]
+    assert processes["time_ms"].tolist() == pytest.approx([2.0, 2.0 * 1.10517, 2.0 * 0.904837], rel=1e-5)
+    assert processes["seq"].tolist() == [1024] * 3 and processes["causal"].tolist() == [True] * 3
+    assert read_run(make_run(tmp_path / "old", [row(1024)])).processes is None
+    (folder / "processes.csv").write_text("")  # a run stopped before its first process
+    assert read_run(folder).processes is None
+
+
+def test_garbage_in_processes_csv_is_named(tmp_path: Path) -> None:
+    from synthetic_processes import write_process_run
+
+    folder = write_process_run(tmp_path / "run", [row(1024)])
+    path = folder / "processes.csv"
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1].replace(",ok,", ",fine,")
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ReportInputError, match=r"processes\.csv.*unknown status 'fine'"):
+        read_run(folder)
+    path.write_text("variant,impl\ncosine,chunked\n")
+    with pytest.raises(ReportInputError, match=r"processes\.csv' lacks column"):
+        read_run(folder)

@@ -1,0 +1,77 @@
+"""Run folders whose points were measured in several worker processes (processes.csv), the
+process medians spread by chosen log offsets, so the gate can be checked against known answers.
+
+Importable from every test folder: tests/conftest.py puts this folder on sys.path.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from synthetic_runs import write_run
+
+from linbench.sweep.points import KEY_COLUMNS
+
+PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", "status", "time_ms", "device_ms", "peak_bytes", "kernels_per_call")
+# Log offsets of five process medians around a point's time (median 0): a quiet fused kernel
+# (σ̂ ≈ 0.15%), a moderately noisy point (σ̂ ≈ 3%) and one too noisy to judge (σ̂ ≈ 22%).
+QUIET = (-0.002, -0.001, 0.0, 0.001, 0.002)
+MODERATE = (-0.04, -0.02, 0.0, 0.02, 0.04)
+NOISY = (-0.3, -0.15, 0.0, 0.15, 0.3)
+
+Offsets = Sequence[float] | Callable[[dict[str, Any]], Sequence[float]]
+
+
+def write_process_run(
+    folder: Path,
+    rows: list[dict[str, Any]],
+    offsets: Offsets = QUIET,
+    graph_offsets: Offsets | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Path:
+    """A run of ``rows`` (results.csv) and their processes: each ok row gets one process per
+    offset, its median ``time_ms·e^offset``; a row with ``device_ms`` gets that time spread by
+    ``graph_offsets`` (default: ``offsets``) in the same processes; ``kernels_per_call`` of a
+    row goes to each of its processes. ``meta`` is merged into meta.json's sweep settings."""
+    results = [{k: v for k, v in row.items() if k != "kernels_per_call"} for row in rows]
+    path = write_run(folder, results)
+    with (path / "processes.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=PROCESS_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            if row["status"] == "ok":
+                writer.writerows(_processes(row, offsets, graph_offsets))
+    if meta:
+        meta_path = path / "meta.json"
+        data = json.loads(meta_path.read_text())
+        data.setdefault("sweep", {}).setdefault("settings", {}).update(meta)
+        meta_path.write_text(json.dumps(data))
+    return path
+
+
+def _processes(row: dict[str, Any], offsets: Offsets, graph_offsets: Offsets | None) -> list[dict[str, Any]]:
+    eager = list(offsets(row) if callable(offsets) else offsets)
+    chosen = graph_offsets if graph_offsets is not None else offsets
+    graph = list(chosen(row) if callable(chosen) else chosen)
+    out = []
+    for n, offset in enumerate(eager):
+        process = {column: row[column] for column in KEY_COLUMNS}
+        process.update(process=n, pid=1000 + n, status="ok", time_ms=row["time_ms"] * math.exp(offset))
+        process.update(peak_bytes=row.get("peak_bytes"), kernels_per_call=row.get("kernels_per_call"))
+        if row.get("device_ms") is not None:
+            process["device_ms"] = row["device_ms"] * math.exp(graph[n % len(graph)])
+        out.append(process)
+    return out
+
+
+def planted(rows: list[dict[str, Any]], index: int, **factors: float) -> list[dict[str, Any]]:
+    """``rows`` with row ``index``'s columns multiplied (time_ms=1.3, peak_bytes=1.1, ...)."""
+    out = [dict(row) for row in rows]
+    for column, factor in factors.items():
+        out[index][column] = out[index][column] * factor
+    return out
