@@ -1,4 +1,6 @@
-"""``linbench compare``: the regression gate. Exit 0 when nothing regressed, 1 when something did."""
+"""``linbench compare``: the regression gate. Exit 0 when nothing regressed, 1 when something
+did, 2 on a usage error, 3 when the control points say the machine changed (and nothing
+else failed)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,21 @@ from linbench.cli.common import output_format, stdout_console
 from linbench.cli.errors import CliUsageError, usage_errors
 
 if TYPE_CHECKING:
-    from linbench.report.compare import Comparison
+    from linbench.report.compare import Comparison, Thresholds
 
 REGRESSION_EXIT = 1
+ENVIRONMENT_EXIT = 3
 BYTE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 10**6, "gb": 10**9}
 HELP = {
-    "slowdown": "Largest tolerated slowdown, percent ('5%' or '5'); a slowdown must also exceed the measured noise.",
+    "slowdown": "Largest tolerated slowdown, percent ('5%' or '5'); a slowdown must also exceed the noise "
+    "measured between each point's worker processes.",
+    "noise_z": "Standard errors of the between-process noise a change must pass to count (default 5).",
+    "max_noise": "A point whose noise alone could make a change this large (percent, default 30%) is "
+    "'noisy': reported, never a failure.",
+    "launches": "Largest tolerated growth of GPU kernel launches per call, percent (default 0: any extra launch).",
+    "control": "VARIANT:IMPL of control points for the drift check (repeatable; a suite's controls are "
+    "read from CURRENT's meta.json): when all of them moved the same way past --max-slowdown, the "
+    "machine changed and the exit status is 3, not 1, for time.",
     "memory": "Largest tolerated growth of peak memory, percent.",
     "floor": "Memory growth below this many bytes ('1MiB', '0') is never a regression. Default: 1MiB on CPU, "
     "whose peak RSS moves by allocator pages between identical runs; 0 on GPUs.",
@@ -35,11 +46,16 @@ def compare_command(
     max_memory_growth: Annotated[str, typer.Option("--max-memory-growth", help=HELP["memory"])] = "2%",
     memory_floor: Annotated[str | None, typer.Option("--memory-floor", help=HELP["floor"])] = None,
     max_exponent: Annotated[list[str] | None, typer.Option("--max-exponent", help=HELP["exponent"])] = None,
+    noise_z: Annotated[str, typer.Option("--noise-z", help=HELP["noise_z"])] = "5",
+    max_noise: Annotated[str, typer.Option("--max-noise", help=HELP["max_noise"])] = "30%",
+    max_launch_growth: Annotated[str, typer.Option("--max-launch-growth", help=HELP["launches"])] = "0%",
+    control: Annotated[list[str] | None, typer.Option("--control", help=HELP["control"])] = None,
     force: Annotated[bool, typer.Option("--force", help=HELP["force"])] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (the same as --format json).")] = False,
     output_format_flag: Annotated[str, typer.Option("--format", help="table (the default), md or json.")] = "table",
 ) -> None:
-    """Compare CURRENT with BASELINE point by point; exit 1 on a time, memory or exponent regression."""
+    """Compare CURRENT with BASELINE point by point; exit 1 on a time, memory, launch or exponent
+    regression, 3 when the control points say the machine changed."""
     from linbench.report.compare import Thresholds, check_same_device, compare_runs
     from linbench.report.load import read_single_run
 
@@ -50,14 +66,20 @@ def compare_command(
             max_memory_growth=parse_percent(max_memory_growth, "--max-memory-growth"),
             memory_floor_bytes=None if memory_floor is None else parse_bytes(memory_floor),
             max_exponents=parse_exponents(max_exponent or []),
+            noise_z=parse_positive(noise_z, "--noise-z"),
+            max_noise=parse_percent(max_noise, "--max-noise"),
+            max_launch_growth=parse_percent(max_launch_growth, "--max-launch-growth"),
+            controls=tuple(control or []),
         )
         base_run, cur_run = read_single_run(baseline), read_single_run(current)
         if not force:
             check_same_device(base_run, cur_run)
         comparison = compare_runs(base_run, cur_run, thresholds)
-    _print(comparison, chosen, _load_lines(base_run.meta, cur_run.meta))
+    _print(comparison, chosen, _load_lines(base_run.meta, cur_run.meta), thresholds)
     if comparison.failed:
         raise typer.Exit(REGRESSION_EXIT)
+    if comparison.environment_changed:
+        raise typer.Exit(ENVIRONMENT_EXIT)
 
 
 def _load_lines(baseline: dict, current: dict) -> list[str]:
@@ -68,9 +90,11 @@ def _load_lines(baseline: dict, current: dict) -> list[str]:
     return [f"warning: {name}: {busy}" for name, meta in named if (busy := load_warning(meta))]
 
 
-def _print(comparison: Comparison, chosen: str, load_lines: list[str]) -> None:
+def _print(comparison: Comparison, chosen: str, load_lines: list[str], thresholds: Thresholds) -> None:
     from linbench.report.compare_render import (
         VERDICT_STYLE,
+        advice_lines,
+        drift_lines,
         exponent_table,
         points_table,
         unmatched_lines,
@@ -79,19 +103,22 @@ def _print(comparison: Comparison, chosen: str, load_lines: list[str]) -> None:
     from linbench.report.render import markdown, rich_table
 
     tables = [points_table(comparison)] + ([exponent_table(comparison.exponents)] if comparison.exponents else [])
+    advice = advice_lines(comparison, thresholds.max_slowdown, thresholds.min_processes)
+    notes = [*unmatched_lines(comparison), *drift_lines(comparison), *advice, *load_lines]
     if chosen == "json":
-        typer.echo(json.dumps(comparison.to_json() | {"load_warnings": load_lines}, indent=2))
+        typer.echo(json.dumps(comparison.to_json() | {"advice": advice, "load_warnings": load_lines}, indent=2))
     elif chosen == "md":
         typer.echo(markdown(tables, "linbench compare"))
-        typer.echo("\n".join(f"- {line}" for line in [*unmatched_lines(comparison), *load_lines]))
+        typer.echo("\n".join(f"- {line}" for line in notes))
         typer.echo(f"\n**{verdict_line(comparison)}**")
     else:
         console = stdout_console()
         for table in tables:
             console.print(rich_table(table, VERDICT_STYLE))
-        for line in [*unmatched_lines(comparison), *load_lines]:
+        for line in notes:
             console.print(line, soft_wrap=True, markup=False)
-        console.print(verdict_line(comparison), style="bold red" if comparison.failed else "bold green")
+        style = {"regression": "bold red", "environment changed": "bold yellow"}.get(comparison.verdict, "bold green")
+        console.print(verdict_line(comparison), style=style)
 
 
 def parse_percent(text: str, flag: str) -> float:
@@ -100,6 +127,17 @@ def parse_percent(text: str, flag: str) -> float:
     if not match:
         raise CliUsageError(f"{flag} {text!r} is not a percentage (for example 5%)")
     return float(match.group(1)) / 100
+
+
+def parse_positive(text: str, flag: str) -> float:
+    """'5' or '4.5' → a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise CliUsageError(f"{flag} {text!r} must be a number above 0 (for example 5)")
+    return value
 
 
 def parse_bytes(text: str) -> int:

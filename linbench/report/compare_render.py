@@ -9,7 +9,24 @@ from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.report.render import ReportTable
 from linbench.units import format_bytes, format_ms, format_size
 
-VERDICT_STYLE = {"regression": "bold red", "broken": "bold red", "slower": "yellow", "faster": "green"}
+ENVIRONMENT = "regression (environment)"
+VERDICT_STYLE = {
+    "regression": "bold red",
+    "broken": "bold red",
+    "slower": "yellow",
+    "faster": "green",
+    "noisy": "magenta",
+    ENVIRONMENT: "yellow",
+}
+NOT_GATED = ("noisy", "unverified")
+ADVICE = {
+    "noisy": "{n} point(s) noisy: their processes disagree too much to resolve {floor} (not gated). Measure "
+    "with more processes (linbench run --processes 10) or, on GPU, time launch-bound impls as CUDA-graph "
+    "replays (--cuda-graph).",
+    "unverified": "{n} point(s) unverified: a side has fewer than {k} worker processes per point (a run "
+    "made before processes.csv, or --processes below {k}), so time is not gated; memory, kernel launches "
+    "and broken points still are. Record both runs with linbench run --processes 5.",
+}
 
 
 def point_label(key: dict[str, Any]) -> str:
@@ -27,11 +44,32 @@ def _percent(value: float | None, signed: bool = True) -> str:
     return f"{value * 100:+.1f}%" if signed else f"±{value * 100:.1f}%"
 
 
-def _time_cells(point: PointDiff) -> list[str]:
+def _ratio(value: float | None) -> str:
+    return f"{value:.3f}x" if value is not None else "-"
+
+
+def _shown_verdict(verdict: str, environment_changed: bool) -> str:
+    """A time regression the drift check excuses is shown as such, not as a failure."""
+    return ENVIRONMENT if environment_changed and verdict == "regression" else verdict
+
+
+def _time_cells(point: PointDiff, environment_changed: bool) -> list[str]:
     base = format_ms(point.base_ms) if point.base_status == "ok" else point.base_status
     cur = format_ms(point.ms) if point.status == "ok" else point.status
-    ratio = f"{point.ratio:.3f}x" if point.ratio is not None else "-"
-    return [base, cur, ratio, _percent(point.noise, signed=False), point.time_verdict]
+    processes = f"{point.base_processes}/{point.processes}" if point.base_processes or point.processes else "-"
+    timing = " (graph)" if point.timing == "graph" else ""
+    eager = "-"
+    if point.eager_verdict != "-":
+        eager = f"{_ratio(point.eager_ratio)} {_shown_verdict(point.eager_verdict, environment_changed)}"
+    return [
+        base + timing,
+        cur + timing,
+        _ratio(point.ratio),
+        processes,
+        _percent(point.threshold, signed=False),
+        _shown_verdict(point.time_verdict, environment_changed),
+        eager,
+    ]
 
 
 def _memory_cells(point: PointDiff) -> list[str]:
@@ -43,10 +81,28 @@ def _memory_cells(point: PointDiff) -> list[str]:
     ]
 
 
+def _launch_cell(point: PointDiff) -> str:
+    if point.base_kernels is None or point.kernels is None:
+        return "-"
+    if point.base_kernels == point.kernels:
+        return f"{point.base_kernels:g} {point.launch_verdict}"
+    return f"{point.base_kernels:g} → {point.kernels:g} {point.launch_verdict}"
+
+
+POINT_COLUMNS = [
+    *("point", "baseline", "current", "ratio", "K", "threshold", "time", "eager"),
+    *("base mem", "cur mem", "growth", "memory", "launches"),
+]
+
+
 def points_table(comparison: Comparison) -> ReportTable:
-    columns = ["point", "baseline", "current", "ratio", "noise", "time", "base mem", "cur mem", "growth", "memory"]
-    rows = [[point_label(p.key), *_time_cells(p), *_memory_cells(p)] for p in comparison.points]
-    return ReportTable(f"{comparison.current} against {comparison.baseline}", columns, rows)
+    """A row per compared point. K is the worker processes per side, threshold the change the
+    point had to pass (the larger of --max-slowdown and its noise)."""
+    changed = comparison.environment_changed
+    rows = [
+        [point_label(p.key), *_time_cells(p, changed), *_memory_cells(p), _launch_cell(p)] for p in comparison.points
+    ]
+    return ReportTable(f"{comparison.current} against {comparison.baseline}", POINT_COLUMNS, rows)
 
 
 def exponent_table(checks: list[ExponentCheck]) -> ReportTable:
@@ -86,14 +142,50 @@ def unmatched_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
+def advice_lines(comparison: Comparison, max_slowdown: float, min_processes: int) -> list[str]:
+    """Once per kind, not per point: what the noisy and unverified points need."""
+    lines = []
+    for verdict, text in ADVICE.items():
+        n = comparison.count(verdict)
+        if n:
+            lines.append(text.format(n=n, floor=f"{max_slowdown * 100:g}%", k=min_processes))
+    return lines
+
+
+def drift_lines(comparison: Comparison) -> list[str]:
+    """What the control points say about the machine (nothing without controls)."""
+    drift = comparison.drift
+    if drift is None:
+        return []
+    names = ", ".join(drift.controls)
+    if drift.median_ratio is None:
+        return [f"drift check ({names}): no control point could be judged (noisy, unverified or not ok)"]
+    moved = "; ".join(f"{point_label(p.key)} {p.ratio:.3f}x" for p in drift.moved) or "none past the threshold"
+    if drift.changed:
+        return [
+            f"environment changed: the control points ({names}) all moved the same way, median "
+            f"{drift.median_ratio:.3f}x; time verdicts are not counted as regressions (memory, launches and "
+            f"broken points still are). Moved: {moved}. Record a new baseline on this machine."
+        ]
+    return [f"drift check ({names}): {len(drift.points)} control point(s), median {drift.median_ratio:.3f}x: no drift"]
+
+
 def verdict_line(comparison: Comparison) -> str:
+    changed = comparison.environment_changed
     counts: dict[str, int] = {}
     for point in comparison.points:
-        counts[point.time_verdict] = counts.get(point.time_verdict, 0) + 1
+        shown = _shown_verdict(point.time_verdict, changed)
+        counts[shown] = counts.get(shown, 0) + 1
     memory = sum(p.memory_verdict == "regression" for p in comparison.points)
+    launches = sum(p.launch_verdict == "regression" for p in comparison.points)
+    eager = sum(p.eager_verdict == "regression" for p in comparison.points)
     exponents = sum(c.regressed for c in comparison.exponents)
-    parts = [f"{n} {verdict}" for verdict, n in sorted(counts.items())]
-    summary = f"{len(comparison.points)} points compared: {', '.join(parts)}; {memory} memory regression(s)"
+    parts = [f"{n} {verdict}{' (not gated)' if verdict in NOT_GATED else ''}" for verdict, n in sorted(counts.items())]
+    summary = f"{len(comparison.points)} points compared: {', '.join(parts)}"
+    if eager:
+        summary += f"; {eager} eager-time regression(s)" + (" (environment)" if changed else "")
+    summary += f"; {memory} memory regression(s); {launches} launch regression(s)"
     if comparison.exponents:
         summary += f"; {exponents} of {len(comparison.exponents)} exponent bound(s) exceeded"
-    return ("REGRESSION: " if comparison.failed else "PASS: ") + summary
+    prefix = {"regression": "REGRESSION: ", "environment changed": "ENVIRONMENT CHANGED: ", "pass": "PASS: "}
+    return prefix[comparison.verdict] + summary

@@ -1,17 +1,19 @@
-"""The regression gate: planted slowdowns, memory growth and a quadratic turn are caught;
-noise and unchanged runs are not called regressions."""
+"""The regression gate: planted slowdowns, memory growth, an extra kernel launch and a
+quadratic turn are caught; noise, noisy points and unchanged runs are not called regressions."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from synthetic_processes import MODERATE, NOISY, QUIET, planted, write_process_run
 from synthetic_runs import failed, scaled, series, write_run
 
 from linbench.report.compare import CompareError, Thresholds, check_same_device, compare_runs
 from linbench.report.load import read_run
 
 LINEAR = lambda s: 0.01 * s  # noqa: E731
+GPU = {"device": "cuda:0", "device_name": "Test GPU"}
 
 
 def _runs(tmp_path: Path, base_rows: list[dict], cur_rows: list[dict]):
@@ -24,41 +26,126 @@ def _verdicts(comparison) -> set[str]:
     return {p.time_verdict for p in comparison.points}
 
 
-def test_a_planted_20_percent_slowdown_is_a_regression(tmp_path: Path) -> None:
-    rows = series("cosine", "chunked", LINEAR)
-    comparison = compare_runs(*_runs(tmp_path, rows, scaled(rows, time=1.2)), Thresholds())
-    assert comparison.failed and _verdicts(comparison) == {"regression"}
-    assert all(p.ratio == pytest.approx(1.2, rel=1e-3) for p in comparison.points)
+def _suite() -> list[dict]:
+    """A small GPU suite: quiet fused kernels, graph-timed chunked points whose eager time is
+    noisy, and a softmax baseline; every point counts its kernel launches."""
+    kernel = series("cosine", "kernel", LINEAR, peak_bytes=lambda s: 32768.0 * s, seqs=(1024, 4096), **GPU)
+    chunked = series(
+        "cosine", "chunked", lambda s: 0.05 * s, peak_bytes=lambda s: 65536.0 * s, seqs=(1024, 4096), **GPU
+    )
+    sdpa = series("softmax", "sdpa", lambda s: 1e-5 * s * s, seqs=(1024, 4096), **GPU)
+    for row in chunked:
+        row["device_ms"] = row["time_ms"] / 3  # graph replays: without the host's launches
+    for row in kernel + chunked + sdpa:
+        row["kernels_per_call"] = 12
+    return kernel + chunked + sdpa
 
 
-def test_a_planted_10_percent_memory_growth_is_a_regression(tmp_path: Path) -> None:
-    rows = series("cosine", "chunked", LINEAR, peak_bytes=lambda s: 32768.0 * s)  # 32 MiB at 1k
-    comparison = compare_runs(*_runs(tmp_path, rows, scaled(rows, memory=1.1)), Thresholds())
-    assert comparison.failed and {p.memory_verdict for p in comparison.points} == {"regression"}
+def _eager_offsets(row: dict) -> tuple[float, ...]:
+    return MODERATE if row["impl"] == "chunked" else QUIET
+
+
+def _compare_suite(tmp_path: Path, base: list[dict], cur: list[dict], thresholds: Thresholds | None = None):
+    baseline = write_process_run(tmp_path / "base", base, _eager_offsets, graph_offsets=QUIET)
+    current = write_process_run(tmp_path / "cur", cur, _eager_offsets, graph_offsets=QUIET)
+    return compare_runs(read_run(baseline), read_run(current), thresholds or Thresholds())
+
+
+def test_an_unchanged_suite_passes_with_every_point_judged(tmp_path: Path) -> None:
+    comparison = _compare_suite(tmp_path, _suite(), _suite())
+    assert not comparison.failed and comparison.verdict == "pass"
     assert _verdicts(comparison) == {"same"}
+    assert {p.processes for p in comparison.points} == {5} == {p.base_processes for p in comparison.points}
+    assert [p.timing for p in comparison.points].count("graph") == 2
+    assert {p.launch_verdict for p in comparison.points} == {"same"}
 
 
-def test_an_identical_run_passes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("index", range(6))
+def test_a_planted_30_percent_slowdown_on_any_single_point_is_caught(tmp_path: Path, index: int) -> None:
+    rows = _suite()
+    column = "device_ms" if rows[index].get("device_ms") else "time_ms"  # the judged time
+    comparison = _compare_suite(tmp_path, rows, planted(rows, index, **{column: 1.3}))
+    assert comparison.failed and [p.key["seq"] for p in comparison.regressions] == [rows[index]["seq"]]
+    (caught,) = comparison.regressions
+    assert caught.key["impl"] == rows[index]["impl"] and caught.time_verdict == "regression"
+    assert caught.ratio == pytest.approx(1.3)
+
+
+@pytest.mark.parametrize("index", [0, 1, 4, 5])  # the quiet kernel and sdpa points
+def test_a_planted_10_percent_slowdown_on_a_quiet_point_is_caught(tmp_path: Path, index: int) -> None:
+    rows = _suite()
+    comparison = _compare_suite(tmp_path, rows, planted(rows, index, time_ms=1.1))
+    (caught,) = comparison.regressions
+    assert caught.time_verdict == "regression" and caught.threshold == pytest.approx(0.05)
+
+
+def test_a_planted_10_percent_memory_growth_is_caught(tmp_path: Path) -> None:
+    rows = _suite()
+    comparison = _compare_suite(tmp_path, rows, planted(rows, 2, peak_bytes=1.1))
+    (caught,) = comparison.regressions
+    assert caught.memory_verdict == "regression" and caught.time_verdict == "same"
+    assert caught.memory_growth == pytest.approx(0.1, rel=1e-4)  # 6 digits in CSV
+
+
+def test_one_extra_kernel_launch_per_call_is_caught(tmp_path: Path) -> None:
+    rows = _suite()
+    more = planted(rows, 3, kernels_per_call=13 / 12)
+    comparison = _compare_suite(tmp_path, rows, more)
+    (caught,) = comparison.regressions
+    assert caught.launch_verdict == "regression" and (caught.base_kernels, caught.kernels) == (12, 13)
+    fewer = _compare_suite(tmp_path / "fewer", rows, planted(rows, 3, kernels_per_call=11 / 12))
+    assert not fewer.failed and fewer.points[3].launch_verdict == "fewer"
+    tolerated = _compare_suite(tmp_path / "tolerated", rows, more, Thresholds(max_launch_growth=0.10))
+    assert not tolerated.failed and tolerated.points[3].launch_verdict == "more"
+
+
+def test_a_noisy_point_is_noisy_not_a_regression(tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR, seqs=(1024, 2048), **GPU)
+    base = write_process_run(tmp_path / "base", rows, NOISY)
+    cur = write_process_run(tmp_path / "cur", scaled(rows, time=1.5), NOISY)
+    comparison = compare_runs(read_run(base), read_run(cur), Thresholds())
+    assert not comparison.failed and _verdicts(comparison) == {"noisy"}
+    assert comparison.count("noisy") == 2 and all(p.noise > 0.30 for p in comparison.points)
+
+
+def test_the_eager_time_of_a_graph_timed_point_is_judged_beside_it(tmp_path: Path) -> None:
+    rows = _suite()
+    # The host-side time doubles, the graph replays do not: the eager column fails the gate.
+    comparison = _compare_suite(tmp_path, rows, planted(rows, 2, time_ms=2.0))
+    (caught,) = comparison.regressions
+    assert caught.timing == "graph" and caught.time_verdict == "same"
+    assert caught.eager_verdict == "regression" and caught.eager_ratio == pytest.approx(2.0)
+    # Eager time too noisy to judge: reported, not gated.
+    noisy = write_process_run(tmp_path / "nb", rows, NOISY, graph_offsets=QUIET)
+    noisier = write_process_run(tmp_path / "nc", planted(rows, 2, time_ms=2.0), NOISY, graph_offsets=QUIET)
+    comparison = compare_runs(read_run(noisy), read_run(noisier), Thresholds())
+    assert not comparison.failed and comparison.points[2].eager_verdict == "noisy"
+
+
+def test_a_point_not_graph_timed_on_both_sides_is_judged_on_its_eager_time(tmp_path: Path) -> None:
+    rows = _suite()
+    eager_only = [{k: v for k, v in row.items() if k != "device_ms"} for row in rows]
+    comparison = _compare_suite(tmp_path, rows, eager_only)
+    assert {p.timing for p in comparison.points} == {"eager"} and not comparison.failed
+    assert {p.eager_verdict for p in comparison.points} == {"-"}
+
+
+def test_runs_without_process_data_are_unverified_but_memory_still_gates(tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR, peak_bytes=lambda s: 32768.0 * s)  # 32 MiB at 1k
+    comparison = compare_runs(*_runs(tmp_path, rows, scaled(rows, time=1.5)), Thresholds())
+    assert not comparison.failed and _verdicts(comparison) == {"unverified"}
+    assert all(p.ratio == pytest.approx(1.5) and p.threshold is None for p in comparison.points)
+    grown = compare_runs(*_runs(tmp_path / "grown", rows, scaled(rows, time=1.5, memory=1.1)), Thresholds())
+    assert grown.failed and {p.memory_verdict for p in grown.points} == {"regression"}
+
+
+def test_a_legacy_baseline_against_a_run_with_processes_is_unverified(tmp_path: Path) -> None:
     rows = series("cosine", "chunked", LINEAR)
-    comparison = compare_runs(*_runs(tmp_path, rows, rows), Thresholds())
-    assert not comparison.failed and _verdicts(comparison) == {"same"}
-
-
-def test_a_slowdown_inside_the_measured_noise_is_not_a_regression(tmp_path: Path) -> None:
-    # 8% slower, but each run's p20–p80 spans ±10%: the intervals overlap.
-    rows = series("cosine", "chunked", LINEAR, spread=0.10)
-    comparison = compare_runs(*_runs(tmp_path, rows, scaled(rows, time=1.08)), Thresholds())
-    assert not comparison.failed and _verdicts(comparison) == {"same"}
-    # The noise is the gap the medians need before the intervals part: 10% + 10%.
-    assert all(p.noise == pytest.approx(0.20, rel=1e-3) for p in comparison.points)
-
-
-def test_a_measured_slowdown_under_the_threshold_is_slower_not_a_regression(tmp_path: Path) -> None:
-    rows = series("cosine", "chunked", LINEAR, spread=0.005)
-    comparison = compare_runs(*_runs(tmp_path, rows, scaled(rows, time=1.03)), Thresholds())
-    assert not comparison.failed and _verdicts(comparison) == {"slower"}
-    faster = compare_runs(*_runs(tmp_path / "f", rows, scaled(rows, time=0.8)), Thresholds())
-    assert _verdicts(faster) == {"faster"}
+    base = read_run(write_run(tmp_path / "base", rows))
+    cur = read_run(write_process_run(tmp_path / "cur", scaled(rows, time=2.0)))
+    comparison = compare_runs(base, cur, Thresholds())
+    assert not comparison.failed and _verdicts(comparison) == {"unverified"}
+    assert {(p.base_processes, p.processes) for p in comparison.points} == {(0, 5)}
 
 
 def test_memory_growth_under_the_cpu_floor_is_not_a_regression(tmp_path: Path) -> None:
@@ -73,7 +160,9 @@ def test_a_point_that_was_ok_and_now_fails_is_a_regression(tmp_path: Path) -> No
     rows = series("cosine", "chunked", LINEAR, seqs=(1024, 2048))
     broken = [rows[0], failed("cosine", "chunked", 2048, "mismatch")]
     comparison = compare_runs(*_runs(tmp_path, rows, broken), Thresholds())
-    assert comparison.failed and [p.time_verdict for p in comparison.points] == ["same", "broken"]
+    assert comparison.failed and [p.time_verdict for p in comparison.points] == ["unverified", "broken"]
+    fixed = compare_runs(*_runs(tmp_path / "fixed", broken, rows), Thresholds())
+    assert not fixed.failed and [p.time_verdict for p in fixed.points] == ["unverified", "fixed"]
 
 
 def test_unmatched_points_are_listed_on_both_sides(tmp_path: Path) -> None:

@@ -1,0 +1,79 @@
+"""The time rule of ``linbench compare``: is one point slower, judged by the spread between its
+worker processes?
+
+Repetitions inside one worker process share that process's host state and move together, so
+their spread says nothing of how far another process (another run) lands. The unit of
+replication is the process: each side's estimate is the median of its process medians, and
+the noise is the spread between those medians, pooled from both sides (1.4826·MAD of the log
+medians, a robust standard deviation). The standard error of a difference of two medians is
+1.2533·σ̂·√(1/K_b + 1/K_c), and a change must pass both ``z`` of them (N = e^{z·SE} − 1) and
+the effect-size floor ``max_slowdown``. A point whose N alone passes ``max_noise`` cannot
+resolve the change the gate is asked about: it is ``noisy`` and never fails. With fewer than
+``min_processes`` on a side (a run made before processes.csv) there is no spread to judge
+with: ``unverified``. The reasoning and the simulated false-alarm and detection rates are in
+the README (linbench compare) and scripts/gate_simulation.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# 1.4826·MAD estimates a normal distribution's standard deviation robustly.
+MAD_TO_SIGMA = 1.4826
+# The standard error of a median is √(π/2) ≈ 1.2533 times that of a mean (normal data).
+MEDIAN_SE_FACTOR = 1.2533
+
+
+@dataclass(frozen=True)
+class TimeRule:
+    max_slowdown: float = 0.05  # the effect-size floor: smaller changes never fail
+    noise_z: float = 5.0  # standard errors a change must pass
+    max_noise: float = 0.30  # a point whose noise threshold passes this is noisy
+    min_processes: int = 3  # fewer on either side: unverified
+
+
+@dataclass(frozen=True)
+class TimeJudgement:
+    """What the rule found for one point: the verdict, and the numbers behind it (None where
+    the rule did not get that far)."""
+
+    verdict: str  # regression, slower, faster, same, noisy, unverified
+    ratio: float | None  # current median / baseline median
+    spread: float | None = None  # σ̂: the pooled between-process spread, in log
+    noise: float | None = None  # N = e^{z·SE} − 1: the change noise alone can make
+    threshold: float | None = None  # T = max(max_slowdown, N): the change that fails
+
+
+def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJudgement:
+    """The verdict on one point from each side's process medians (all > 0)."""
+    k_b, k_c = len(base), len(cur)
+    if not k_b or not k_c:
+        return TimeJudgement("unverified", None)
+    log_b, log_c = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(cur, dtype=float))
+    m_b, m_c = float(np.median(log_b)), float(np.median(log_c))
+    log_ratio = m_c - m_b
+    ratio = math.exp(log_ratio)
+    if min(k_b, k_c) < rule.min_processes:
+        return TimeJudgement("unverified", ratio)
+    deviations = np.concatenate([np.abs(log_b - m_b), np.abs(log_c - m_c)])
+    spread = MAD_TO_SIGMA * float(np.median(deviations))
+    se = MEDIAN_SE_FACTOR * spread * math.sqrt(1 / k_b + 1 / k_c)
+    noise = math.expm1(rule.noise_z * se)
+    threshold = max(rule.max_slowdown, noise)
+    return TimeJudgement(_verdict(ratio, noise, threshold, rule), ratio, spread, noise, threshold)
+
+
+def _verdict(ratio: float, noise: float, threshold: float, rule: TimeRule) -> str:
+    if noise > rule.max_noise:
+        return "noisy"
+    if ratio - 1 > threshold:
+        return "regression"
+    if ratio - 1 > noise:
+        return "slower"  # measured, but under the floor
+    if 1 / ratio - 1 > threshold:
+        return "faster"
+    return "same"
