@@ -1,0 +1,130 @@
+"""``linbench compare`` end to end: exit status 0 (pass), 1 (regression), 2 (usage error) and
+3 (the environment changed), what the table, markdown and JSON say, and the real H100 rerun
+pair of tests/data/ci-reruns, which has no process data and must never fail on time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import Invoke, assert_usage_error
+from synthetic_processes import MODERATE, NOISY, QUIET, planted, write_process_run
+from synthetic_runs import scaled, series, write_run
+
+LINEAR = lambda s: 0.01 * s  # noqa: E731
+GPU = {"device": "cuda:0", "device_name": "Test GPU"}
+CI_RERUNS = Path(__file__).parents[1] / "data" / "ci-reruns"
+# Two back-to-back runs of suites/ci-gpu.toml on an H100 (82 points ok in both), from before
+# linbench measured each point in several processes: the old gate raised 6 false regressions.
+H100_PAIR = (CI_RERUNS / "ci1" / "20261122T190155Z-ci-gpu", CI_RERUNS / "ci2" / "20261122T190624Z-ci-gpu")
+WORKFLOW = ("--max-slowdown", "5%", "--max-memory-growth", "2%")
+
+
+def _suite() -> list[dict]:
+    rows = series("cosine", "kernel", LINEAR, **GPU) + series("softmax", "sdpa", lambda s: 1e-5 * s * s, **GPU)
+    for row in rows:
+        row["kernels_per_call"] = 7
+    return rows
+
+
+def _pair(tmp_path: Path, cur: list[dict], offsets=QUIET, meta: dict | None = None) -> tuple[Path, Path]:
+    base = write_process_run(tmp_path / "base", _suite(), offsets)
+    return base, write_process_run(tmp_path / "cur", cur, offsets, meta=meta)
+
+
+def test_compare_passes_an_unchanged_run_and_fails_a_slower_one(invoke: Invoke, tmp_path: Path) -> None:
+    base, same = _pair(tmp_path, _suite())
+    passed = invoke("compare", base, same)
+    assert passed.exit_code == 0 and "PASS: 10 points compared: 10 same" in passed.stdout, passed.output
+    slow = write_process_run(tmp_path / "slow", scaled(_suite(), time=1.2))
+    failed = invoke("compare", base / "results.csv", slow, "--json")
+    assert failed.exit_code == 1, failed.output
+    report = json.loads(failed.stdout)
+    assert report["verdict"] == "regression" and {p["time_verdict"] for p in report["points"]} == {"regression"}
+    assert invoke("compare", base, slow, "--max-slowdown", "25%").exit_code == 0
+    markdown = invoke("compare", base, slow, "--format", "md")
+    assert markdown.exit_code == 1 and "**REGRESSION" in markdown.stdout
+
+
+def test_the_json_says_how_each_point_was_judged(invoke: Invoke, tmp_path: Path) -> None:
+    base, cur = _pair(tmp_path, planted(_suite(), 0, time_ms=1.3), MODERATE)
+    report = json.loads(invoke("compare", base, cur, "--json").stdout)
+    point = report["points"][0]
+    assert point["time_verdict"] == "regression" and point["ratio"] == pytest.approx(1.3, rel=1e-4)
+    assert (point["base_processes"], point["processes"], point["timing"]) == (5, 5, "eager")
+    assert point["spread"] == pytest.approx(1.4826 * 0.02, rel=1e-3)
+    assert point["threshold"] == point["noise"] == pytest.approx(0.125, abs=0.001)
+    assert (point["base_kernels"], point["kernels"], point["launch_verdict"]) == (7, 7, "same")
+    assert {"eager_ratio", "eager_verdict", "memory_verdict"} <= set(point)
+    assert report["noisy"] == report["unverified"] == 0 and report["advice"] == [] and report["drift"] is None
+
+
+def test_one_extra_kernel_launch_fails_the_gate(invoke: Invoke, tmp_path: Path) -> None:
+    base, cur = _pair(tmp_path, planted(_suite(), 3, kernels_per_call=8 / 7))
+    result = invoke("compare", base, cur)
+    assert result.exit_code == 1, result.output
+    assert "7 → 8 regression" in result.stdout and "1 launch regression(s)" in result.stdout
+
+
+def test_noisy_points_pass_and_the_advice_is_given_once(invoke: Invoke, tmp_path: Path) -> None:
+    base, cur = _pair(tmp_path, scaled(_suite(), time=1.5), NOISY)
+    result = invoke("compare", base, cur, *WORKFLOW)
+    assert result.exit_code == 0, result.output
+    assert "PASS: 10 points compared: 10 noisy (not gated)" in result.stdout
+    assert result.stdout.count("more processes") == 1 and "--cuda-graph" in result.stdout
+
+
+def test_a_legacy_pair_is_unverified_and_passes_when_times_differ(invoke: Invoke, tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR, peak_bytes=lambda s: 32768.0 * s)
+    base, cur = write_run(tmp_path / "base", rows), write_run(tmp_path / "cur", scaled(rows, time=1.5))
+    result = invoke("compare", base, cur)
+    assert result.exit_code == 0, result.output
+    assert "5 unverified (not gated)" in result.stdout and result.stdout.count("time is not gated") == 1
+    grown = write_run(tmp_path / "grown", scaled(rows, time=1.5, memory=1.1))
+    assert invoke("compare", base, grown).exit_code == 1  # memory is exact: still gated
+
+
+def test_a_drift_of_every_control_exits_3_and_names_them(invoke: Invoke, tmp_path: Path) -> None:
+    base, cur = _pair(tmp_path, scaled(_suite(), time=1.10))
+    result = invoke("compare", base, cur, "--control", "softmax:sdpa")
+    assert result.exit_code == 3, result.output
+    assert "ENVIRONMENT CHANGED" in result.stdout and "regression (environment)" in result.stdout
+    assert "softmax:sdpa fwd fp32 causal cuda B=1 H=8 S=16k D=64 1.100x" in result.stdout
+    report = json.loads(invoke("compare", base, cur, "--control", "softmax:sdpa", "--json").stdout)
+    assert report["verdict"] == "environment changed" and len(report["drift"]["moved"]) == 5
+    # Declared by the suite (meta.json) instead of on the command line: the same.
+    base, declared = _pair(tmp_path / "declared", scaled(_suite(), time=1.10), meta={"controls": ["softmax:sdpa"]})
+    assert invoke("compare", base, declared).exit_code == 3
+    # Memory still fails: exit 1.
+    grown = write_process_run(tmp_path / "grown", planted(scaled(_suite(), time=1.10), 0, peak_bytes=1.5))
+    assert invoke("compare", base, grown, "--control", "softmax:sdpa").exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragments"),
+    [
+        (["--noise-z", "lots"], ("--noise-z", "above 0")),
+        (["--noise-z", "0"], ("--noise-z", "above 0")),
+        (["--max-noise", "big"], ("--max-noise", "percentage")),
+        (["--max-launch-growth", "x"], ("--max-launch-growth", "percentage")),
+        (["--control", "softmax"], ("VARIANT:IMPL",)),
+        (["--control", "heinsen:kernel"], ("--control heinsen:kernel", "no point of it")),
+    ],
+)
+def test_bad_gate_options_are_usage_errors(invoke: Invoke, tmp_path: Path, extra: list[str], fragments) -> None:
+    base, cur = _pair(tmp_path, _suite())
+    assert_usage_error(invoke("compare", base, cur, *extra), *fragments)
+
+
+def test_the_real_h100_rerun_pair_passes_unverified(invoke: Invoke) -> None:
+    data_files = [path for run in H100_PAIR for path in run.iterdir()]
+    assert sorted(p.name for p in data_files) == ["meta.json"] * 2 + ["results.csv"] * 2
+    assert sum(p.stat().st_size for p in data_files) < 64 * 1024
+    result = invoke("compare", *H100_PAIR, *WORKFLOW, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    verdicts = [p["time_verdict"] for p in report["points"]]
+    assert "regression" not in verdicts and report["verdict"] == "pass"
+    assert verdicts.count("unverified") == report["unverified"] == 82
+    assert {p["memory_verdict"] for p in report["points"] if p["time_verdict"] == "unverified"} == {"same"}
