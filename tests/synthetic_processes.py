@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 from synthetic_runs import write_run
@@ -18,11 +19,13 @@ from synthetic_runs import write_run
 from linbench.sweep.points import KEY_COLUMNS
 
 PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", "status", "time_ms", "device_ms", "peak_bytes", "kernels_per_call")
-# Log offsets of five process medians around a point's time (median 0): a quiet fused kernel
-# (σ̂ ≈ 0.15%), a moderately noisy point (σ̂ ≈ 3%) and one too noisy to judge (σ̂ ≈ 22%).
+# Log offsets of process medians around a point's time (median 0): a quiet fused kernel whose
+# 5 processes agree within 0.4% (σ̂ ≈ 0.15%); a moderately noisy point (σ̂ ≈ 6%), measured in
+# 20 processes as the runner extends a point whose first 5 span more than 2%; and a point too
+# noisy to judge even in 20 (σ̂ ≈ 22%).
 QUIET = (-0.002, -0.001, 0.0, 0.001, 0.002)
-MODERATE = (-0.04, -0.02, 0.0, 0.02, 0.04)
-NOISY = (-0.3, -0.15, 0.0, 0.15, 0.3)
+MODERATE = tuple(round(0.06 * NormalDist().inv_cdf((n + 0.5) / 20), 6) for n in range(20))
+NOISY = tuple(round(0.22 * NormalDist().inv_cdf((n + 0.5) / 20), 6) for n in range(20))
 
 Offsets = Sequence[float] | Callable[[dict[str, Any]], Sequence[float]]
 

@@ -73,6 +73,7 @@ class PointDiff:
     spread: float | None  # σ̂ between processes, in log
     noise: float | None  # N: the change noise alone can make
     threshold: float | None  # T = max(max_slowdown, N)
+    settled: bool | None  # False: a side's processes disagree and are too few to trust their spread
     time_verdict: str  # regression, slower, faster, same, noisy, unverified, broken, fixed, not compared
     eager_ratio: float | None  # graph-timed points: the eager time, judged by the same rule
     eager_verdict: str  # as time_verdict, or - where the eager time is the judged one
@@ -305,6 +306,7 @@ def _diff(key: dict[str, Any], base: Side, cur: Side, thresholds: Thresholds) ->
         spread=time.spread,
         noise=time.noise,
         threshold=time.threshold,
+        settled=time.settled,
         time_verdict=_status_verdict(base, cur) or time.verdict,
         eager_ratio=eager.ratio if eager else None,
         eager_verdict=eager.verdict if eager else "-",

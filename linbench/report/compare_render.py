@@ -20,9 +20,9 @@ VERDICT_STYLE = {
 }
 NOT_GATED = ("noisy", "unverified")
 ADVICE = {
-    "noisy": "{n} point(s) noisy: their processes disagree too much to resolve {floor} (not gated). Measure "
-    "with more processes (linbench run --processes 10) or, on GPU, time launch-bound impls as CUDA-graph "
-    "replays (--cuda-graph).",
+    "noisy": "{n} point(s) noisy (not gated): their processes disagree too much to resolve {floor}, or "
+    "are too few for how much they disagree. Measure with more processes (linbench run --processes 5 "
+    "--max-processes 20) or, on GPU, time launch-bound impls as CUDA-graph replays (--cuda-graph).",
     "unverified": "{n} point(s) unverified: a side has fewer than {k} worker processes per point (a run "
     "made before processes.csv, or --processes below {k}), so time is not gated; memory, kernel launches "
     "and broken points still are. Record both runs with linbench run --processes 5.",
@@ -66,7 +66,7 @@ def _time_cells(point: PointDiff, environment_changed: bool) -> list[str]:
         cur + timing,
         _ratio(point.ratio),
         processes,
-        _percent(point.threshold, signed=False),
+        _percent(point.threshold, signed=False) + (" (unsettled)" if point.settled is False else ""),
         _shown_verdict(point.time_verdict, environment_changed),
         eager,
     ]

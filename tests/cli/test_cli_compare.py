@@ -5,6 +5,7 @@ pair of tests/data/ci-reruns, which has no process data and must never fail on t
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -52,9 +53,9 @@ def test_the_json_says_how_each_point_was_judged(invoke: Invoke, tmp_path: Path)
     report = json.loads(invoke("compare", base, cur, "--json").stdout)
     point = report["points"][0]
     assert point["time_verdict"] == "regression" and point["ratio"] == pytest.approx(1.3, rel=1e-4)
-    assert (point["base_processes"], point["processes"], point["timing"]) == (5, 5, "eager")
-    assert point["spread"] == pytest.approx(1.4826 * 0.02, rel=1e-3)
-    assert point["threshold"] == point["noise"] == pytest.approx(0.125, abs=0.001)
+    assert (point["base_processes"], point["processes"], point["timing"]) == (20, 20, "eager")
+    assert point["spread"] == pytest.approx(1.4826 * statistics.median(abs(o) for o in MODERATE), rel=1e-3)
+    assert point["threshold"] == point["noise"] == pytest.approx(0.127, abs=0.001) and point["settled"]
     assert (point["base_kernels"], point["kernels"], point["launch_verdict"]) == (7, 7, "same")
     assert {"eager_ratio", "eager_verdict", "memory_verdict"} <= set(point)
     assert report["noisy"] == report["unverified"] == 0 and report["advice"] == [] and report["drift"] is None
