@@ -66,7 +66,8 @@ def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJu
     if not k_b or not k_c:
         return TimeJudgement("unverified", None)
     log_b, log_c = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(cur, dtype=float))
-    m_b, m_c = float(np.median(log_b)), float(np.median(log_c))
+    # The median of the process medians (for an even count, the mean of the middle two), in log.
+    m_b, m_c = math.log(np.median(base)), math.log(np.median(cur))
     log_ratio = m_c - m_b
     ratio = math.exp(log_ratio)
     if min(k_b, k_c) < rule.min_processes:
