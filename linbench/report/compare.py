@@ -18,7 +18,7 @@ import pandas as pd
 from linbench.report.fit import POWER, fit_power_law
 from linbench.report.load import Run
 from linbench.report.series import ok_points, plain, scenarios
-from linbench.sweep.points import KEY_COLUMNS
+from linbench.results.schema import KEY_COLUMNS
 
 # Points match on their axes; cuda:0 and cuda:1 match, so device is compared by type.
 MATCH_COLUMNS = tuple(c if c != "device" else "device_type" for c in KEY_COLUMNS)

@@ -80,6 +80,8 @@ class Task:
     stop_after_s: float | None = None
     params: dict[str, Any] = field(default_factory=dict)  # --param values for the point's impl
     threads: int | None = None  # torch.set_num_threads in the worker; None: torch's default
+    # CUDA: count the kernels one call launches (a point's first process; the count is exact).
+    count_launches: bool = True
 
 
 def gate_seq(point: Point) -> int:

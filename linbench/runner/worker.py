@@ -34,6 +34,8 @@ def main(task: Task, conn: Connection, log_path: str) -> None:
         result = _run(task)
     except BaseException as exc:  # every failure of the task becomes its result, never a hang
         result = _failure(exc)
+    if task.kind == "measure":
+        result["pid"] = os.getpid()  # processes.csv names the process that measured
     sys.stdout.flush()
     sys.stderr.flush()
     conn.send(result)
