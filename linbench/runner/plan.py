@@ -83,6 +83,10 @@ class RunPlan:
     threads: int | None = None  # torch threads in each worker; None: torch's default
     tokens: int | None = None  # run --tokens: batch·seq of every point
     processes: ProcessPolicy = field(default_factory=ProcessPolicy)
+    # After each point's first process, the points of one curve share a worker per round.
+    # Only on GPUs: their allocator peaks are reset per call, while a CPU point's peak RSS
+    # needs a fresh process. Saves a CUDA context and a kernel-library load per point.
+    share_workers: bool = False
 
     def impl_params(self, variant: str, impl: str) -> dict[str, Any]:
         """The parameters given for one impl (empty: its defaults)."""
@@ -146,6 +150,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         threads=spec.threads,
         tokens=next((block.tokens for block in spec.blocks if block.tokens), None),
         processes=ProcessPolicy(1, 1) if decode else ProcessPolicy.of(spec.processes, spec.max_processes),
+        share_workers=device.type == "cuda" and not decode,
     )
 
 

@@ -99,9 +99,13 @@ class SweepRunner:
             round_index = 0
             while open_points:
                 round_index += 1
-                order = list(open_points)
-                random.Random(self.plan.processes.seed + round_index).shuffle(order)
-                open_points = [point for point in order if not self._another(point)]
+                shuffle = random.Random(self.plan.processes.seed + round_index).shuffle
+                if self.plan.share_workers:
+                    open_points = self._shared_round(open_points, shuffle)
+                else:
+                    order = list(open_points)
+                    shuffle(order)
+                    open_points = [point for point in order if not self._another(point)]
                 open_points.sort(key=points.index)
         finally:
             self.supervisor.stop()
@@ -144,6 +148,31 @@ class SweepRunner:
         self._measure(point)
         return self._finish_if_done(point)
 
+    def _shared_round(self, points: list[Point], shuffle: Callable[[list[Any]], None]) -> list[Point]:
+        """One round in which each curve's points share one worker (GPU: a process per curve
+        instead of per point; allocator peaks are reset per call). Curves run in shuffled
+        order; a point a dead worker never reached runs alone. The points still open after."""
+        curves: dict[tuple[object, ...], list[Point]] = {}
+        for point in points:
+            curves.setdefault(point.series, []).append(point)
+        order = list(curves.values())
+        shuffle(order)
+        still_open = []
+        for curve in order:
+            for point in curve:
+                self.listener("start", point, None)
+            tasks = [self._task("measure", point, count_launches=False) for point in curve]
+            for point, (result, wall_s) in zip(
+                curve, self.supervisor.run_batch(tasks, self.plan.timeout_s), strict=True
+            ):
+                if result is None:
+                    self._measure(point)
+                else:
+                    self._record(point, result, wall_s)
+                if not self._finish_if_done(point):
+                    still_open.append(point)
+        return still_open
+
     def _finish_if_done(self, point: Point) -> bool:
         processes = self._processes[point.key]
         failed = next((p for p in processes if p.get("status") != "ok"), None)
@@ -174,7 +203,11 @@ class SweepRunner:
         task = self._task("measure", point, stop_after_s=stop_after_s, count_launches=first)
         started = time.perf_counter()
         result = self.supervisor.run(task, self.plan.timeout_s)
-        wall_s = time.perf_counter() - started
+        return self._record(point, result, time.perf_counter() - started)
+
+    def _record(self, point: Point, result: dict[str, Any], wall_s: float) -> dict[str, Any]:
+        """One process's result as a processes.csv row (and its samples)."""
+        processes = self._processes.setdefault(point.key, [])
         samples = list(result.pop("samples_ms", []))
         pid = result.pop("pid", None)
         timed_s = sum(samples) / 1e3
