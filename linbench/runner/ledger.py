@@ -38,8 +38,8 @@ class TimeLedger:
         self.processes_s += wall_s
         self.timed_s += timed_s
 
-    def add_gate(self, wall_s: float) -> None:
-        self.gates += 1
+    def add_gate(self, wall_s: float, count: int = 1) -> None:
+        self.gates += count
         self.gates_s += wall_s
 
     def section(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -48,6 +48,11 @@ TIME_COLUMNS = (
 GATE_COLUMNS = ("rel_err", "check_seq")
 
 
+def _reference_order(point: Point) -> tuple[object, ...]:
+    """Checks that share an fp64 reference (variant, masking, dtype, shape, gradients) sort together."""
+    return (point.variant, point.causal, point.dtype, point.mode != "fwd", point.shape, point.impl, point.mode)
+
+
 class SweepRunner:
     """Runs a plan into a store; ``listener(event, point, row)`` hears "start" (before each
     process) and "row" (when a point's results row is written)."""
@@ -95,6 +100,7 @@ class SweepRunner:
         self._sample_load("start")
         self.ledger.start()
         try:
+            self._check_ahead(points)
             open_points = [point for point in points if not self._first(point)]
             round_index = 0
             while open_points:
@@ -223,6 +229,26 @@ class SweepRunner:
     def _sample_load(self, when: str) -> None:
         self.load.sample(when)
         self.store.update_meta({"load": self.load.section()})
+
+    def _check_ahead(self, points: list[Point]) -> None:
+        """Run the correctness gates of ``points`` in one worker before any is measured: a
+        gate measures nothing, so it needs no fresh process, and the checks of one variant at
+        one shape are adjacent, so its fp64 reference is computed once for all its impls. A
+        gate a dead worker never reached runs alone when its point comes."""
+        wanted: dict[tuple[object, ...], Point] = {}
+        for point in points:
+            key = gate_key(point)
+            if key not in self._gates and not self._processes.get(point.key):
+                wanted.setdefault(key, gate_point(point))
+        if len(wanted) < 2:
+            return
+        order = sorted(wanted.items(), key=lambda item: _reference_order(item[1]))
+        started = time.perf_counter()
+        outcomes = self.supervisor.run_batch([self._task("gate", p) for _, p in order], self.plan.timeout_s)
+        self.ledger.add_gate(time.perf_counter() - started, count=sum(r is not None for r, _ in outcomes))
+        for (key, _), (result, _) in zip(order, outcomes, strict=True):
+            if result is not None:  # a hang or a crash is its gate's own: a retry would end the same
+                self._gates[key] = result
 
     def _gate(self, point: Point) -> dict[str, Any]:
         key = gate_key(point)
