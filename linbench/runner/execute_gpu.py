@@ -83,19 +83,19 @@ def graph_columns(
         with torch.cuda.stream(side):
             call = make_call()
         graph = capture(call, device, stream=side)
-    except Exception as exc:  # a call that cannot be captured keeps its eager time, and says why
+        timing = time_cuda(
+            graph.replay,
+            device=device,
+            warmup_s=policy.warmup_s,
+            min_warmup_calls=policy.warmup_calls,
+            budget_s=policy.budget_s,
+            min_reps=policy.min_reps,
+            max_reps=policy.max_reps,
+            flush_l2=policy.flush_l2,
+        )
+    except Exception as exc:  # a call that cannot be captured (or replayed) keeps its eager time, and says why
         _settle(device)
         return {"cuda_graph": False, "graph_error": why_not_capturable(exc)}
-    timing = time_cuda(
-        graph.replay,
-        device=device,
-        warmup_s=policy.warmup_s,
-        min_warmup_calls=policy.warmup_calls,
-        budget_s=policy.budget_s,
-        min_reps=policy.min_reps,
-        max_reps=policy.max_reps,
-        flush_l2=policy.flush_l2,
-    )
     del graph, call  # the graph's pool (and a bwd's forward) go back to the allocator
     return {"cuda_graph": True, "device_ms": timing.median_ms}
 
