@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from linbench.measure.cuda_graph import why_not_capturable
+from linbench.runner import execute
 from linbench.runner.execute import run_measure
 from linbench.runner.execute_gpu import (
     DECODE_GRAPH_MIN_REPS,
@@ -136,6 +137,29 @@ def test_the_reason_a_capture_failed_is_the_first_error_in_one_line() -> None:
         # ``from None`` hides the context from the traceback but keeps it on the exception.
         reason = why_not_capturable(exc)
     assert reason == "not captured in a CUDA graph: CUDA error: operation not permitted when stream is capturing"
+
+
+@pytest.mark.parametrize("cuda_graph", [True, False])
+@pytest.mark.parametrize("count_launches", [True, False])
+def test_on_cuda_the_graph_comes_before_the_count_and_each_only_when_asked(
+    stand_in: str, monkeypatch: pytest.MonkeyPatch, cuda_graph: bool, count_launches: bool
+) -> None:
+    order: list[str] = []
+
+    def fake_graph(*args: object) -> dict[str, object]:
+        order.append("graph")
+        return {"cuda_graph": True}
+
+    def fake_count(*args: object, **kwargs: object) -> dict[str, object]:
+        order.append("count")
+        return {"kernels_per_call": 1}
+
+    monkeypatch.setattr(execute, "graph_columns", fake_graph)
+    monkeypatch.setattr(execute, "launch_columns", fake_count)
+    point = _point(stand_in, "plain")
+    work = Workload(point, torch.device("cpu"))
+    execute._after_eager(_task(point, cuda_graph, count_launches), work, torch.device("cuda"))
+    assert order == ["graph"] * cuda_graph + ["count"] * count_launches
 
 
 def test_no_launch_count_off_cuda() -> None:
