@@ -3,8 +3,9 @@ call (``cuda_graph``, ``device_ms``, ``graph_error``) and the launches one call 
 (``kernels_per_call``).
 
 Both run after the timed eager calls, so neither changes what was timed: a captured graph
-holds a second copy of the call's temporaries, and the profiler that counts launches
-leaves the process slower after it ends (linbench/measure/launches.py), so it goes last.
+holds the call's temporaries in a memory pool of its own, and the profiler that counts
+launches leaves the process slower after it ends (linbench/measure/launches.py), so it
+goes last.
 Neither can fail a point: a call that cannot be captured keeps its eager time and says why
 in ``graph_error``, and a count that cannot be made is left out.
 """
