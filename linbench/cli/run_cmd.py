@@ -32,6 +32,8 @@ HELP = {
     "Default: 20 when --processes > 1.",
     "mix": "With --resume: go on although this machine's device, torch or linbench commit differs from "
     "the run's (the run then mixes them).",
+    "cuda_graph": "Also capture one call of each point in a CUDA graph and time its replays (device_ms, "
+    "the call without host launch gaps) beside the eager time_ms. CUDA only.",
     "tokens": "A fixed token budget (64k): each point's batch is tokens / seq, in place of --batch; "
     "every seq must divide it.",
 }
@@ -64,6 +66,7 @@ def run_command(
     plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
     budget_s: Annotated[float | None, typer.Option("--budget-s", help=HELP["budget_s"])] = None,
+    cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help=HELP["cuda_graph"])] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=HELP["quiet"])] = False,
     param: Annotated[list[str] | None, typer.Option("--param", help=HELP["param"])] = None,
     threads: Annotated[str | None, typer.Option("--threads", help=HELP["threads"])] = None,
@@ -95,6 +98,7 @@ def run_command(
         "device": device,
         "plugin": [str(p) for p in plugin] if plugin else None,
         "budget_s": budget_s,
+        "cuda_graph": cuda_graph or None,
         "param": param or None,
         "threads": threads,
         "warmup_s": warmup_s,

@@ -36,7 +36,8 @@ AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
 RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps", "tokens", "processes", "max_processes")
 DECODE_KNOBS = ("param", "threads")
 RUN_KEYS = (
-    *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "plugin", "controls"),
+    *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "cuda_graph", "plugin"),
+    "controls",
     *RUN_KNOBS,
 )
 DECODE_AXIS_KEYS = ("context", "batch", "heads", "dim", "dim_v", "dtype")
@@ -61,6 +62,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "device": "auto",
     "timeout_s": 120.0,
     "budget_s": None,  # None: the device's default (runner/task.py)
+    "cuda_graph": False,  # also time each call as a CUDA-graph replay (GPU only)
     "plugin": [],
     "param": [],  # impl parameters: "cosine:chunked.chunk_size=64", "cosine.norm_const=0.3"
     "threads": None,  # torch threads in each worker; None: torch's default
@@ -161,7 +163,7 @@ class SweepSpec:
     settings: dict[str, Any] = field(default_factory=dict, compare=False)
     command: str = "run"
     tokens: int | None = None  # decode: timed steps per point
-    cuda_graph: bool = False  # decode: also time each step as a CUDA-graph replay
+    cuda_graph: bool = False  # also time each call (run) or step (decode) as a CUDA-graph replay
     params: tuple[str, ...] = ()  # --param settings, as given (resolved by runner/params.py)
     threads: int | None = None  # torch threads per worker; None: torch's default
     warmup_s: float | None = None  # run: replaces the device's warm-up time
