@@ -144,7 +144,8 @@ def _fit_and_estimate(plan: RunPlan, pending: list[Point]) -> float:
     decode = [p for p in plan.points if p.mode == DECODE_MODE]
     check_fits(plan.points, device_memory_bytes(plan.device), grows if decode else None)
     flops = {point: _call_flops(point) for point in pending if point.mode != DECODE_MODE}
-    return estimate_s(pending, plan.timing, plan.timeout_s, flops, steps)
+    # Every point is measured in at least plan.processes.wanted processes (more where they disagree).
+    return estimate_s(pending, plan.timing, plan.timeout_s, flops, steps) * plan.processes.wanted
 
 
 def _call_flops(point: Point) -> float:
