@@ -119,14 +119,14 @@ def _measured_folder(side: Side, index: int, code: int, made: list[Path], log: P
         raise RoundError(f"{where} refused the run: {_error_line(log)} (its log: {log})")
     if code not in MEASURED_EXITS or len(made) != 1:
         raise RoundError(f"{where} failed (exit {code}): {_last_line(log)} (its log: {log})")
-    folder = made[0]
+    store = RunStore(made[0])
     try:
-        status = RunStore.open(folder, repair=False).read_meta().get("status")
+        status = store.read_meta().get("status") if store.results_path.is_file() else None
     except RunStoreError as exc:
         raise RoundError(f"{where} left no readable run: {exc} (its log: {log})") from None
     if status != "complete":
         raise RoundError(f"{where} did not finish its run (status {status!r}; its log: {log})")
-    return folder
+    return store.path
 
 
 def _error_line(log: Path) -> str:

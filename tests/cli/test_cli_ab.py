@@ -1,0 +1,116 @@
+"""``linbench ab``: refusals that leave nothing behind, and one real A/B of a small CPU sweep.
+
+The real A/B times the same code on both sides of a shared machine, whose noise can move a
+point by tens of percent (see tests/cli/test_cli_compare_real.py), so it asserts only what
+noise cannot produce: the A/B runs to a verdict (exit 0 or 1, never 2 or a crash), every
+point is measured once per round on both sides and is ok there, no point is `broken`, and
+the baseline's worktree is gone afterwards.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import Invoke, assert_usage_error, linbench_argv
+
+import linbench
+from linbench.ab.worktree import checkout_root, registered_worktrees
+
+ROUNDS = 3
+SWEEP = ["--device", "cpu", "--variant", "softmax:sdpa", "--no-baseline", "--seq", "256,512", "--budget-s", "0.1"]
+
+
+def _left_behind() -> tuple[set[Path], set[Path]]:
+    """The worktrees git knows for this checkout, and the A/B worktrees' temporary folders."""
+    temporary = set(Path(tempfile.gettempdir()).glob("linbench-ab-*"))
+    return set(registered_worktrees(checkout_root())), temporary
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON document."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def test_an_unknown_revision_is_one_line_and_leaves_nothing(invoke: Invoke, tmp_path: Path) -> None:
+    before = _left_behind()
+    result = invoke("ab", "--baseline", "no-such-revision", "--out", tmp_path / "ab", *SWEEP)
+    assert_usage_error(result, "--baseline 'no-such-revision' is not a commit")
+    assert _left_behind() == before and not (tmp_path / "ab").exists()
+
+
+def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = tmp_path / "installed" / "linbench"
+    copy.mkdir(parents=True)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    before = _left_behind()
+    monkeypatch.setattr(linbench, "__file__", str(copy / "__init__.py"))
+    result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", *SWEEP)
+    monkeypatch.undo()
+    assert_usage_error(result, "which is not a git checkout")
+    assert _left_behind() == before and not (tmp_path / "ab").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--rounds", "0"], "--rounds 0: give at least 1"),
+        (["--max-slowdown", "fast"], "--max-slowdown 'fast' is not a percentage"),
+        (["--format", "pdf"], "unknown --format 'pdf'"),
+    ],
+)
+def test_bad_ab_flags_are_refused_before_any_round(
+    invoke: Invoke, tmp_path: Path, args: list[str], fragment: str
+) -> None:
+    result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", *args, *SWEEP)
+    assert_usage_error(result, fragment)
+    assert not (tmp_path / "ab").exists()
+
+
+def test_an_out_folder_that_holds_an_ab_is_refused(invoke: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "ab" / "current").mkdir(parents=True)
+    result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", *SWEEP)
+    assert_usage_error(result, "already holds current/")
+
+
+def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_verdict(tmp_path: Path) -> None:
+    before = _left_behind()
+    argv = linbench_argv("ab", "--baseline", "HEAD", "--rounds", ROUNDS, *SWEEP, "--out", tmp_path / "ab", "--json")
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert _left_behind() == before
+    for side in ("baseline", "current"):
+        folder = tmp_path / "ab" / side
+        rounds = Counter(tuple(row[c] for c in ("seq", "process")) for row in _read(folder / "processes.csv"))
+        assert sorted(rounds) == [(seq, str(p)) for seq in ("256", "512") for p in range(ROUNDS)], side
+        assert set(rounds.values()) == {1}
+        results = _read(folder / "results.csv")
+        assert [row["status"] for row in results] == ["ok", "ok"], side
+        assert {row["processes"] for row in results} == {str(ROUNDS)}
+        assert str(folder) in result.stderr  # where the merged folders are
+    assert "broken" not in set(_strings(json.loads(result.stdout)))
+    assert [line.split(":")[0] for line in result.stderr.splitlines() if line.startswith("round ")] == [
+        f"round {r}/{ROUNDS}" for r in range(1, ROUNDS + 1)
+    ]
