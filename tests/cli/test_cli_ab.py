@@ -20,9 +20,12 @@ from typing import Any
 
 import pytest
 from cli_helpers import Invoke, assert_usage_error, linbench_argv
+from result_rows import result_row
 
 import linbench
 from linbench.ab.worktree import checkout_root, registered_worktrees
+from linbench.cli import ab_cmd
+from linbench.results.store import RunStore
 
 ROUNDS = 3
 SWEEP = ["--device", "cpu", "--variant", "softmax:sdpa", "--no-baseline", "--seq", "256,512", "--budget-s", "0.1"]
@@ -92,6 +95,39 @@ def test_an_out_folder_that_holds_an_ab_is_refused(invoke: Invoke, tmp_path: Pat
     (tmp_path / "ab" / "current").mkdir(parents=True)
     result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", *SWEEP)
     assert_usage_error(result, "already holds current/")
+
+
+def _rounds(out: Path, times: tuple[float, ...]) -> list[Path]:
+    """Round folders as linbench run writes them, one ok point timed ``times[r]`` in round r,
+    its repetitions within 1% (a quiet point)."""
+    folders = []
+    for index, time_ms in enumerate(times):
+        store = RunStore.create(out / str(index), "round")
+        row = result_row(1024, time_ms=time_ms) | {"device_name": "Test CPU", "samples": 10, "flops": 1e9}
+        store.append(row | {"time_ms_p20": time_ms * 0.99, "time_ms_p80": time_ms * 1.01})
+        store.write_meta({"status": "complete"})
+        folders.append(store.path)
+    return folders
+
+
+@pytest.mark.parametrize(("slowdown", "status"), [(1.0, 0), (2.0, 1)])
+def test_ab_exits_as_compare_does_on_the_merged_rounds(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slowdown: float, status: int
+) -> None:
+    """The rounds stand in for measured ones (deterministic): the same code passes, the code
+    twice as slow in every round fails, and stdout is compare's own output."""
+    base = (10.0, 10.1, 9.9)
+
+    def measured(*args: object) -> dict[str, list[Path]]:
+        current = tuple(t * slowdown for t in base)
+        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", current)}
+
+    monkeypatch.setattr(ab_cmd, "_measure", measured)
+    result = invoke("ab", "--baseline", "HEAD", "--rounds", "3", "--out", tmp_path / "ab", "--device", "cpu", "--json")
+    assert result.exit_code == status, result.output
+    assert json.loads(result.stdout)["points"]  # stdout is compare's JSON, nothing else
+    assert f"current -> {tmp_path / 'ab' / 'current'}" in result.stderr
+    assert RunStore(tmp_path / "ab" / "current").read_meta()["timing_protocol"]["processes"] == 3
 
 
 def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_verdict(tmp_path: Path) -> None:
