@@ -105,7 +105,7 @@ def _word(value: Any) -> str:
 def ab_command(**values: Any) -> None:
     """Measure the baseline revision and the current code in alternating rounds here, then
     compare them as linbench compare does (same table, same exit status)."""
-    from linbench.ab.worktree import WorktreeError, checkout_root, resolve_revision
+    from linbench.ab.worktree import checkout_root, resolve_revision
 
     revision, rounds, out = values.pop("baseline"), values.pop("rounds"), values.pop("out")
     compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
@@ -114,11 +114,10 @@ def ab_command(**values: Any) -> None:
         if rounds < 1:
             raise CliUsageError(f"--rounds {rounds}: give at least 1")
         out_dir = _out_dir(out)
-        try:
-            root = checkout_root()
-            sha = resolve_revision(root, revision)
-        except WorktreeError as exc:
-            raise CliUsageError(str(exc)) from None
+        root = checkout_root()  # WorktreeError, a ValueError: one line and exit 2
+        sha = resolve_revision(root, revision)
+        if values.get("suite") is not None:
+            values["suite"] = _suite_file(values["suite"])
     folders = _measure(root, revision, sha, rounds, run_arguments(values), out_dir)
     merged = _merge(folders, out_dir, revision, sha, rounds)
     try:
@@ -183,6 +182,14 @@ def _check_compare_flags(flags: dict[str, Any]) -> None:
         parse_bytes(flags["memory_floor"])
     parse_exponents(flags.get("max_exponent") or [])
     output_format(flags.get("output_format_flag") or "table", bool(flags.get("as_json")))
+
+
+def _suite_file(suite: Path) -> Path:
+    """The suite file ``--suite`` names, found from here as ``linbench run`` finds it (a path,
+    or a bare name such as ci-gpu): both sides then run this one file, the same workload."""
+    from linbench.sweep.spec import find_suite
+
+    return find_suite(suite).absolute()
 
 
 def _out_dir(out: Path | None) -> Path:

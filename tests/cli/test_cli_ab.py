@@ -81,6 +81,7 @@ def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
         (["--rounds", "0"], "--rounds 0: give at least 1"),
         (["--max-slowdown", "fast"], "--max-slowdown 'fast' is not a percentage"),
         (["--format", "pdf"], "unknown --format 'pdf'"),
+        (["--suite", "no-such-suite"], "'no-such-suite' does not exist"),
     ],
 )
 def test_bad_ab_flags_are_refused_before_any_round(
@@ -150,3 +151,30 @@ def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_ver
     assert [line.split(":")[0] for line in result.stderr.splitlines() if line.startswith("round ")] == [
         f"round {r}/{ROUNDS}" for r in range(1, ROUNDS + 1)
     ]
+
+
+def test_each_round_gets_only_the_run_flags_given_with_paths_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    values: dict[str, Any] = {option.name: option.parameter.default for option in ab_cmd.RUN_OPTIONS}
+    assert ab_cmd.run_arguments(values) == []  # nothing given: an older revision's defaults
+    values |= {"variant": ["cosine:chunked", "softmax"], "baseline_impl": ["softmax:sdpa"], "causal": True}
+    values |= {"budget_s": 0.1, "plugin": [Path("mine.py")]}
+    assert ab_cmd.run_arguments(values) == [
+        *("--variant", "cosine:chunked", "--variant", "softmax", "--baseline", "softmax:sdpa", "--causal"),
+        *("--plugin", str(tmp_path / "mine.py"), "--budget-s", "0.1"),
+    ]
+
+
+def test_ab_takes_every_compare_option_and_none_of_run_s_that_a_round_must_not_get() -> None:
+    import typer.main
+
+    from linbench.cli import app
+
+    group = typer.main.get_command(app)
+    ab = {opt for param in group.commands["ab"].params for opt in param.opts}
+    compare = {opt for param in group.commands["compare"].params for opt in param.opts if opt.startswith("-")}
+    assert compare <= ab
+    assert not {"--processes", "--max-processes", "--resume", "--dry-run", "--mix", "--allow-failures"} & ab
+    assert {"--baseline", "--baseline-impl", "--rounds", "--out", "--suite", "--device", "--variant"} <= ab
