@@ -35,8 +35,10 @@ DEFAULT_ROUNDS = 5
 INTERRUPTED_EXIT = 130
 # run's options that ab sets itself (--out, --quiet, --yes), or that make no sense for a round:
 # each round is one process per point, a new run, measured to the end.
-RUN_OPTIONS_NOT_FORWARDED = ("out", "resume", "quiet", "yes", "dry_run", "processes", "max_processes", "mix")
-RUN_OPTIONS_NOT_FORWARDED += ("allow_failures",)
+RUN_OPTIONS_NOT_FORWARDED = (
+    *("out", "quiet", "yes"),
+    *("resume", "dry_run", "processes", "max_processes", "mix", "allow_failures"),
+)
 COMPARE_ARGUMENTS = ("baseline", "current")
 # run's --baseline names baseline impls; ab's --baseline is the revision.
 RENAMED = {"baseline": ("baseline_impl", "--baseline-impl")}
