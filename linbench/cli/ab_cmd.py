@@ -120,7 +120,8 @@ def ab_command(**values: Any) -> None:
         sha = resolve_revision(root, revision)
         if values.get("suite") is not None:
             values["suite"] = _suite_file(values["suite"])
-    folders = _measure(root, revision, sha, rounds, run_arguments(values), out_dir)
+        run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
+    folders = _measure(root, revision, sha, rounds, run_args, out_dir)
     merged = _merge(folders, out_dir, revision, sha, rounds)
     try:
         compare_command(baseline=merged["baseline"], current=merged["current"], **compare_flags)
@@ -192,6 +193,18 @@ def _suite_file(suite: Path) -> Path:
     from linbench.sweep.spec import find_suite
 
     return find_suite(suite).absolute()
+
+
+def one_process_per_round(suite: Path | None) -> list[str]:
+    """``--processes 1 --max-processes 1`` when ``suite`` asks for several processes per
+    point (a gate suite does): a round measures each point once, the rounds are its processes.
+    Given only then, so a revision from before those flags never sees them: it could not have
+    read such a suite either."""
+    from linbench.sweep.spec import read_suite
+
+    if suite is None or not {"processes", "max_processes"} & read_suite(suite).keys():
+        return []
+    return ["--processes", "1", "--max-processes", "1"]
 
 
 def _out_dir(out: Path | None) -> Path:

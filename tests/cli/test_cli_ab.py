@@ -178,3 +178,13 @@ def test_ab_takes_every_compare_option_and_none_of_run_s_that_a_round_must_not_g
     assert compare <= ab
     assert not {"--processes", "--max-processes", "--resume", "--dry-run", "--mix", "--allow-failures"} & ab
     assert {"--baseline", "--baseline-impl", "--rounds", "--out", "--suite", "--device", "--variant"} <= ab
+
+
+def test_a_suite_that_asks_for_several_processes_gets_one_per_round(tmp_path: Path) -> None:
+    gate = tmp_path / "gate.toml"
+    gate.write_text('command = "run"\nprocesses = 5\n')
+    plain = tmp_path / "plain.toml"
+    plain.write_text('command = "run"\n')
+    assert ab_cmd.one_process_per_round(gate) == ["--processes", "1", "--max-processes", "1"]
+    assert ab_cmd.one_process_per_round(plain) == []
+    assert ab_cmd.one_process_per_round(None) == []
