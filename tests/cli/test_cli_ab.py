@@ -188,3 +188,15 @@ def test_a_suite_that_asks_for_several_processes_gets_one_per_round(tmp_path: Pa
     assert ab_cmd.one_process_per_round(gate) == ["--processes", "1", "--max-processes", "1"]
     assert ab_cmd.one_process_per_round(plain) == []
     assert ab_cmd.one_process_per_round(None) == []
+
+
+def test_a_sweep_the_baseline_refuses_stops_the_ab_with_its_message_and_removes_the_worktree(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    before = _left_behind()
+    result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", "--device", "cpu", "--seq", "banana")
+    assert result.exit_code == 2, result.output
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("linbench: error:")]
+    assert "the baseline side's round 1 refused the run: " in error and "banana" in error
+    assert _left_behind() == before
+    assert not (tmp_path / "ab" / "current").exists()  # the current side never ran
