@@ -215,6 +215,31 @@ def _forward_backward(
     return {"out": out, **dict(zip(names, grads, strict=True))}
 
 
+class _ReferenceCache:
+    """The fp64 reference's outputs and gradients of the last few checks, by everything they
+    depend on: the impls of one variant at one shape share one reference computation (a
+    worker that checks several impls computes it once). A handful only: they are B·H·S·D
+    tensors in fp64."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self._items: dict[tuple[Any, ...], dict[str, torch.Tensor]] = {}
+
+    def get(self, key: tuple[Any, ...]) -> dict[str, torch.Tensor] | None:
+        found = self._items.pop(key, None)
+        if found is not None:
+            self._items[key] = found  # most recently used goes last
+        return found
+
+    def put(self, key: tuple[Any, ...], value: dict[str, torch.Tensor]) -> None:
+        self._items[key] = value
+        while len(self._items) > self.size:
+            self._items.pop(next(iter(self._items)))
+
+
+_REFERENCES = _ReferenceCache()
+
+
 def check_impl(
     variant: Variant,
     impl: str,
@@ -244,9 +269,14 @@ def check_impl(
     # arithmetic, not the rounding of its inputs, which no impl can undo.
     inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
     learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items()}
-    expected = _forward_backward(
-        variant, variant.reference, inputs, learnable, cotangent, torch.float64, causal, ref_params, gradients
-    )
+    reference_key = (variant.name, shape, causal, dtype, str(device), seed, scale, gradients)
+    reference_key += (tuple(sorted(ref_params.items())), tuple(sorted(learnable)))
+    expected = _REFERENCES.get(reference_key)
+    if expected is None:
+        expected = _forward_backward(
+            variant, variant.reference, inputs, learnable, cotangent, torch.float64, causal, ref_params, gradients
+        )
+        _REFERENCES.put(reference_key, expected)
     try:
         actual = _forward_backward(variant, impl, inputs, learnable, cotangent, dtype, causal, params, gradients)
     except ImplUnavailableError as exc:

@@ -26,3 +26,9 @@ def result_row(seq: int, impl: str = "chunked", time_ms: float | None = 1.0, sta
         "time_ms": time_ms,
         "peak_bytes": 1000,
     }
+
+
+def process_row(seq: int, process: int, time_ms: float = 1.0, status: str = "ok") -> dict[str, Any]:
+    """A processes.csv row of the same point as ``result_row(seq)``: one worker's measurement."""
+    point = {k: v for k, v in result_row(seq, time_ms=time_ms, status=status).items()}
+    return point | {"process": process, "pid": 1000 + process, "samples": 3, "timed_s": 3 * time_ms / 1e3}

@@ -6,7 +6,6 @@ Importable from every test folder: tests/conftest.py puts this folder on sys.pat
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -16,9 +15,9 @@ from typing import Any
 
 from synthetic_runs import write_run
 
-from linbench.sweep.points import KEY_COLUMNS
+from linbench.results.schema import KEY_COLUMNS
+from linbench.results.store import RunStore
 
-PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", "status", "time_ms", "device_ms", "peak_bytes", "kernels_per_call")
 # Log offsets of process medians around a point's time (median 0): a quiet fused kernel whose
 # 5 processes agree within 0.4% (σ̂ ≈ 0.15%); a moderately noisy point (σ̂ ≈ 6%), measured in
 # 20 processes as the runner extends a point whose first 5 span more than 2%; and a point too
@@ -41,14 +40,12 @@ def write_process_run(
     offset, its median ``time_ms·e^offset``; a row with ``device_ms`` gets that time spread by
     ``graph_offsets`` (default: ``offsets``) in the same processes; ``kernels_per_call`` of a
     row goes to each of its processes. ``meta`` is merged into meta.json's sweep settings."""
-    results = [{k: v for k, v in row.items() if k != "kernels_per_call"} for row in rows]
-    path = write_run(folder, results)
-    with (path / "processes.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=PROCESS_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            if row["status"] == "ok":
-                writer.writerows(_processes(row, offsets, graph_offsets))
+    path = write_run(folder, rows)
+    store = RunStore(path)
+    for row in rows:
+        if row["status"] == "ok":
+            for process in _processes(row, offsets, graph_offsets):
+                store.append_process(process)
     if meta:
         meta_path = path / "meta.json"
         data = json.loads(meta_path.read_text())

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from linbench.cli.ab_cmd import ab_command
 from linbench.cli.build_cmd import build_command
 from linbench.cli.check_cmd import check_command
 from linbench.cli.compare_cmd import compare_command
@@ -70,6 +71,7 @@ app.command("decode")(decode_command)
 app.command("plot")(plot_command)
 app.command("report")(report_command)
 app.command("compare")(compare_command)
+app.command("ab")(ab_command)
 app.command("suites")(suites_command)
 app.command("doctor")(doctor_command)
 app.command("build")(build_command)

@@ -26,6 +26,14 @@ HELP = {
     "threads": "torch threads in each worker (torch.set_num_threads). Default: torch's.",
     "warmup_s": "Seconds of untimed warm-up per point. Default: 0.2 on CPU, 0.1 on GPU.",
     "min_reps": "Fewest timed repetitions per point. Default: 3 on CPU, 10 on GPU.",
+    "processes": "Fresh worker processes per point, in interleaved rounds (5 for a regression gate: the "
+    "noise that separates runs is between processes, not within one). Default: 1.",
+    "max_processes": "The most processes per point when its first ones disagree by more than 2%. "
+    "Default: 20 when --processes > 1.",
+    "mix": "With --resume: go on although this machine's device, torch or linbench commit differs from "
+    "the run's (the run then mixes them).",
+    "cuda_graph": "Also capture one call of each point in a CUDA graph and time its replays (device_ms, "
+    "the call without host launch gaps) beside the eager time_ms. CUDA only.",
     "tokens": "A fixed token budget (64k): each point's batch is tokens / seq, in place of --batch; "
     "every seq must divide it.",
 }
@@ -58,12 +66,16 @@ def run_command(
     plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
     budget_s: Annotated[float | None, typer.Option("--budget-s", help=HELP["budget_s"])] = None,
+    cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help=HELP["cuda_graph"])] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=HELP["quiet"])] = False,
     param: Annotated[list[str] | None, typer.Option("--param", help=HELP["param"])] = None,
     threads: Annotated[str | None, typer.Option("--threads", help=HELP["threads"])] = None,
     warmup_s: Annotated[str | None, typer.Option("--warmup-s", help=HELP["warmup_s"])] = None,
     min_reps: Annotated[str | None, typer.Option("--min-reps", help=HELP["min_reps"])] = None,
     tokens: Annotated[str | None, typer.Option("--tokens", help=HELP["tokens"])] = None,
+    processes: Annotated[str | None, typer.Option("--processes", help=HELP["processes"])] = None,
+    max_processes: Annotated[str | None, typer.Option("--max-processes", help=HELP["max_processes"])] = None,
+    mix: Annotated[bool, typer.Option("--mix", help=HELP["mix"])] = False,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
@@ -86,11 +98,14 @@ def run_command(
         "device": device,
         "plugin": [str(p) for p in plugin] if plugin else None,
         "budget_s": budget_s,
+        "cuda_graph": cuda_graph or None,
         "param": param or None,
         "threads": threads,
         "warmup_s": warmup_s,
         "min_reps": min_reps,
         "tokens": tokens,
+        "processes": processes,
+        "max_processes": max_processes,
     }
     execute_sweep(
         "run",
@@ -103,6 +118,7 @@ def run_command(
         allow_failures=allow_failures,
         yes=yes,
         dry_run=dry_run,
+        mix=mix,
     )
 
 

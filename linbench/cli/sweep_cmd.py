@@ -7,9 +7,6 @@ half-written results behind.
 
 from __future__ import annotations
 
-import shutil
-import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,12 +38,14 @@ def execute_sweep(
     allow_failures: bool = False,
     yes: bool = False,
     dry_run: bool = False,
+    mix: bool = False,
 ) -> None:
     """Check everything, make (or reopen) the run folder, run the points, print the summary.
 
     A sweep whose sizes no device here can hold is refused; one past MAX_POINTS points or
     MAX_ESTIMATE_S by the estimate runs only with ``yes``. ``dry_run`` prints the plan and
-    makes no folder. Exits 1 when a point failed (mismatch, error, crashed: a wrong or broken
+    makes no folder. A resumed run is refused on another device, torch or commit unless
+    ``mix``. Exits 1 when a point failed (mismatch, error, crashed: a wrong or broken
     impl) unless ``allow_failures``; oom, timeout and skipped are the sweep's reach and exit 0."""
     from linbench.sweep.estimate import too_large
 
@@ -54,6 +53,10 @@ def execute_sweep(
     with usage_errors():
         spec, store = _load(command, flags, suite, resume, timeout_s, repair=not dry_run)
         plan = _plan(spec)
+        if store is not None:
+            from linbench.runner.lifecycle import check_resumable
+
+            check_resumable(store.read_meta(), plan, mix)
         pending = _pending(plan, store)
         seconds = _fit_and_estimate(plan, pending)
     if dry_run:
@@ -65,8 +68,10 @@ def execute_sweep(
             exit_usage_error(
                 f"this sweep is {why}; narrow the axes, or give --yes to run it anyway (--dry-run prints the plan)"
             )
+        from linbench.runner.lifecycle import create_run
+
         with usage_errors():
-            store = _create_store(out, spec, plan)
+            store = create_run(out, spec, plan)
     _run(spec, plan, store, console, quiet, allow_failures, seconds)
 
 
@@ -139,7 +144,8 @@ def _fit_and_estimate(plan: RunPlan, pending: list[Point]) -> float:
     decode = [p for p in plan.points if p.mode == DECODE_MODE]
     check_fits(plan.points, device_memory_bytes(plan.device), grows if decode else None)
     flops = {point: _call_flops(point) for point in pending if point.mode != DECODE_MODE}
-    return estimate_s(pending, plan.timing, plan.timeout_s, flops, steps)
+    # Every point is measured in at least plan.processes.wanted processes (more where they disagree).
+    return estimate_s(pending, plan.timing, plan.timeout_s, flops, steps) * plan.processes.wanted
 
 
 def _call_flops(point: Point) -> float:
@@ -188,43 +194,6 @@ def _print_plan(
         console.print(line, markup=False, soft_wrap=True)
 
 
-def _create_store(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
-    from linbench.doctor.ceilings import run_ceilings
-    from linbench.results.meta import collect_meta
-    from linbench.results.store import RunStore, RunStoreWriteError
-
-    # Measured before the folder exists, so a Ctrl-C meanwhile leaves nothing half-made.
-    ceilings = run_ceilings(plan.device, sorted({p.dtype for p in plan.points})) if spec.command == "run" else None
-    try:
-        store = RunStore.create(out, spec.name)
-    except OSError as exc:
-        raise CliUsageError(f"--out {out}: cannot create a run folder: {exc.strerror or exc}") from None
-    meta = collect_meta(sys.argv[1:], plan.device)
-    meta["sweep"] = {
-        "command": spec.command,
-        "name": spec.name,
-        "suite": spec.suite,
-        "settings": {k: v for k, v in spec.settings.items() if k != "sweep"},
-        "tables": spec.settings.get("sweep", []),
-        "impls": [f"{v}:{i}" for v, i in plan.targets.pairs],
-        "baselines": [f"{v}:{i}" for v, i in plan.targets.baselines],
-        "points": len(plan.points),
-    }
-    meta["timing"] = plan.timing.__dict__ | {"threads": plan.threads}
-    meta["params"] = plan.params_meta()
-    meta["timeout_s"] = plan.timeout_s
-    meta["cpu_memory_limit_bytes"] = plan.memory_limit_bytes
-    if ceilings is not None:
-        meta["ceilings"] = ceilings
-    meta["status"] = "running"
-    try:
-        store.write_meta(meta)
-    except RunStoreWriteError as exc:
-        shutil.rmtree(store.path, ignore_errors=True)  # nothing ran yet: leave no folder without meta.json
-        raise CliUsageError(f"{exc}; no run folder was made") from None
-    return store
-
-
 def _announce(spec: SweepSpec, plan: RunPlan, pending: int, store: RunStore, console: Console, seconds: float) -> None:
     from linbench.sweep.estimate import format_duration
 
@@ -260,6 +229,8 @@ def _run(
     )
     from linbench.results.machine_load import load_warning
     from linbench.results.store import RunStoreWriteError
+    from linbench.runner.ledger import overhead_line
+    from linbench.runner.lifecycle import finish_run
     from linbench.runner.sweep_runner import SweepRunner
 
     runner = SweepRunner(plan, store)
@@ -295,13 +266,11 @@ def _run(
     except OSError as exc:
         failure = f"{exc.strerror or exc}" + (f": {str(exc.filename)!r}" if exc.filename else "")
     finally:
-        # Read again: the runner has added its load samples meanwhile.
-        meta = store.read_meta()
-        meta |= {"status": outcome, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         try:
-            store.write_meta(meta)
+            meta = finish_run(store, outcome)
         except RunStoreWriteError as exc:  # meta.json keeps its last good state
             failure = failure or str(exc)
+            meta = store.read_meta()
     if failure is not None:
         exit_usage_error(
             f"{failure}; the finished points are kept in {store.path}: "
@@ -316,6 +285,8 @@ def _run(
     if busy and not quiet:
         console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
     tail = f"; warning: {busy}" if busy and quiet else ""  # --quiet keeps its single summary line
+    if not quiet and meta.get("overhead"):
+        console.print(overhead_line(meta["overhead"]), markup=False, soft_wrap=True)
     failed = failed_rows(rows)
     summary = f"{status_counts(rows)} -> {store.results_path}{failure_note(failed, allow_failures)}{tail}"
     console.print(summary, markup=False, soft_wrap=True)

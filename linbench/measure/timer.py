@@ -50,10 +50,11 @@ def time_cpu(
 
     Warm-up runs ``fn`` until ``warmup_s`` has passed and at least ``min_warmup_calls``
     times, so lazy initialisation and allocator growth are not timed (a caller that has
-    already run ``fn`` once may pass 0). Then it repeats until ``budget_s`` has passed, but
-    never fewer than ``min_reps`` nor more than ``max_reps`` times: short ops get many
-    samples, long ones stay affordable. ``before`` runs untimed ahead of every call (a
-    backward timing builds its forward graph there).
+    already run ``fn`` once may pass 0). Then it repeats until ``budget_s`` of timed calls
+    have passed, but never fewer than ``min_reps`` nor more than ``max_reps`` times: short ops
+    get many samples, long ones stay affordable. ``before`` runs untimed ahead of every call (a
+    backward timing builds its forward graph there; a CPU call gets fresh buffers) and does
+    not count against the budget, which is of timed work.
     """
     prepare = before or _nothing
     calls, start = 0, time.perf_counter()
@@ -62,12 +63,13 @@ def time_cpu(
         fn()
         calls += 1
     samples: list[float] = []
-    start = time.perf_counter()
-    while len(samples) < max_reps and (len(samples) < min_reps or time.perf_counter() - start < budget_s):
+    timed_ms = 0.0
+    while len(samples) < max_reps and (len(samples) < min_reps or timed_ms < budget_s * 1e3):
         prepare()
         t0 = time.perf_counter_ns()
         fn()
         samples.append((time.perf_counter_ns() - t0) / 1e6)
+        timed_ms += samples[-1]
     return Timing(tuple(samples))
 
 

@@ -24,7 +24,7 @@ from linbench.report.compare_points import CPU_MEMORY_FLOOR_BYTES, PointDiff, Si
 from linbench.report.fit import POWER, fit_power_law
 from linbench.report.load import Run
 from linbench.report.series import ok_points, plain, scenarios
-from linbench.sweep.points import KEY_COLUMNS
+from linbench.results.schema import KEY_COLUMNS
 
 __all__ = ["CPU_MEMORY_FLOOR_BYTES", "CompareError", "Comparison", "PointDiff", "Thresholds", "compare_runs"]
 
@@ -171,7 +171,10 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
 
 
 def declared_controls(run: Run) -> tuple[str, ...]:
-    """The control impls the run's suite declares (``controls = [...]``), from its meta.json."""
+    """The control impls the run's suite declares (``controls = [...]``), from its meta.json;
+    none for a side of a linbench ab, whose two sides shared the machine and the job."""
+    if "ab" in run.meta:
+        return ()
     sweep = run.meta.get("sweep")
     settings = sweep.get("settings") if isinstance(sweep, dict) else None
     listed = settings.get("controls") if isinstance(settings, dict) else None

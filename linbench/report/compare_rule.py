@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# 1.4826·MAD estimates a normal distribution's standard deviation robustly.
-MAD_TO_SIGMA = 1.4826
+from linbench.results.processes import MAD_TO_SIGMA
+
 # The standard error of a median is √(π/2) ≈ 1.2533 times that of a mean (normal data).
 MEDIAN_SE_FACTOR = 1.2533
 

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from linbench.results.schema import RESULT_COLUMNS, STATUSES
-from linbench.results.store import META_FILE, RESULTS_FILE
+from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
 from linbench.sweep.ranges import parse_size
 
 # The columns every results.csv must have (later additions are optional).
@@ -28,8 +28,7 @@ OPTIONAL_FLOAT_COLUMNS = (
     *("device_ms", "processes", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "kernels_per_call"),
     *("reserved_bytes", "nvml_peak_bytes", "compile_s"),
 )
-# processes.csv: one row per worker process that measured a point (absent from older runs).
-PROCESSES_FILE = "processes.csv"
+# processes.csv (PROCESSES_FILE): one row per worker process that measured a point (absent from older runs).
 PROCESS_REQUIRED_COLUMNS = (*REQUIRED_COLUMNS[:6], *INT_COLUMNS, "process", "status", "time_ms")
 PROCESS_FLOAT_COLUMNS = ("time_ms", "device_ms", "peak_bytes", "kernels_per_call")
 # Added with linbench decode; empty on other rows, and absent from older runs.
@@ -43,7 +42,7 @@ class ReportInputError(ValueError):
 @dataclass
 class Run:
     """One run: its results and, when present, its meta.json and its processes (one row per
-    worker process that measured a point; None for a run made before processes.csv)."""
+    worker process that measured a point; None for a run that recorded none)."""
 
     path: Path
     results: pd.DataFrame
@@ -87,8 +86,9 @@ def read_run(path: Path) -> Run:
     if token_budget(meta):
         results["tokens"] = results["batch"] * results["seq"]
     processes_csv = folder / PROCESSES_FILE
-    # An empty file: a run stopped before it wrote a process (the same as none recorded).
     processes = read_processes(processes_csv) if processes_csv.is_file() and processes_csv.stat().st_size else None
+    if processes is not None and processes.empty:
+        processes = None  # a header alone: no process recorded (a run made without them, or stopped early)
     return Run(folder, results, meta, processes)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from linbench.sweep.spec import DECODE_MODE
+from linbench.results.schema import DECODE_MODE
 from linbench.units import format_size
 
 # Held fixed in every scenario, whichever axis it runs along.

@@ -1,10 +1,14 @@
 """A run folder on disk, appended to one row at a time.
 
-Every row is flushed as soon as it is written, so Ctrl-C or ``kill -9`` leaves valid CSV
+results.csv holds a row per point, processes.csv a row per worker process that measured a
+point, samples.csv a row per timed repetition (columns: linbench/results/schema.py). Every
+row is flushed as soon as it is written, so Ctrl-C or ``kill -9`` leaves valid CSV
 files holding every finished point. A run folder opened again (``--resume``) first
-repairs what a kill can leave behind: a half-written last line, and samples of a point
-whose result row never made it. A write that fails (a full disk) raises RunStoreWriteError
-naming the file; what was written before stays, so the folder can be resumed.
+repairs what a kill can leave behind: a half-written last line, and samples of a process
+whose row never made it. The processes of a point whose result row is not written yet stay:
+a resumed run measures only the processes that point still lacks. A write that fails (a
+full disk) raises RunStoreWriteError naming the file; what was written before stays, so the
+folder can be resumed.
 """
 
 from __future__ import annotations
@@ -18,10 +22,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from linbench.results.schema import RESULT_COLUMNS, SAMPLE_COLUMNS
-from linbench.sweep.points import KEY_COLUMNS
+from linbench.results.schema import (
+    KEY_COLUMNS,
+    PROCESS_COLUMNS,
+    RESULT_COLUMNS,
+    SAMPLE_COLUMNS,
+    cell,
+    checked,
+)
 
 RESULTS_FILE = "results.csv"
+PROCESSES_FILE = "processes.csv"
 SAMPLES_FILE = "samples.csv"
 META_FILE = "meta.json"
 WORKER_LOG = "worker.log"
@@ -71,14 +82,15 @@ def utc_stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def _format(value: Any) -> Any:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return "" if value is None else value
-
-
 def _key(row: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(row[column]) for column in KEY_COLUMNS)
+
+
+def _process_key(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return (*_key(row), str(row["process"]))
+
+
+FILES = ((RESULTS_FILE, RESULT_COLUMNS), (PROCESSES_FILE, PROCESS_COLUMNS), (SAMPLES_FILE, SAMPLE_COLUMNS))
 
 
 class RunStore:
@@ -98,7 +110,7 @@ class RunStore:
             path = out_dir / f"{stem}-{n}"
         path.mkdir()
         try:
-            for file, columns in ((RESULTS_FILE, RESULT_COLUMNS), (SAMPLES_FILE, SAMPLE_COLUMNS)):
+            for file, columns in FILES:
                 (path / file).write_text(_csv_text([columns]))
         except OSError:
             shutil.rmtree(path, ignore_errors=True)  # a folder with half its files is no run
@@ -130,21 +142,35 @@ class RunStore:
         return self.path / SAMPLES_FILE
 
     @property
+    def processes_path(self) -> Path:
+        return self.path / PROCESSES_FILE
+
+    @property
     def log_path(self) -> Path:
         return self.path / WORKER_LOG
 
-    def append(self, row: Mapping[str, Any], samples_ms: Iterable[float] = ()) -> None:
-        """Write one result row (samples first, so a row never lacks its samples)."""
+    def append(self, row: Mapping[str, Any]) -> None:
+        """Write one point's result row (UnknownColumnError for a column results.csv lacks)."""
+        values = checked(row, RESULT_COLUMNS, RESULTS_FILE)
+        _append_text(self.results_path, _csv_text([[cell(v) for v in values.values()]]))
+
+    def append_process(self, row: Mapping[str, Any], samples_ms: Iterable[float] = ()) -> None:
+        """Write one process's row and its repetitions (samples first, so a process row never
+        lacks its samples)."""
+        values = checked(row, PROCESS_COLUMNS, PROCESSES_FILE)
         samples = list(samples_ms)
         if samples:
-            key_values = [row[column] for column in KEY_COLUMNS]
-            _append_text(self.samples_path, _csv_text([*key_values, f"{s:.6g}"] for s in samples))
-        _append_text(self.results_path, _csv_text([[_format(row.get(column)) for column in RESULT_COLUMNS]]))
+            head = [*(values[column] for column in KEY_COLUMNS), values["process"]]
+            _append_text(self.samples_path, _csv_text([*head, f"{s:.6g}"] for s in samples))
+        _append_text(self.processes_path, _csv_text([[cell(v) for v in values.values()]]))
 
     def rows(self) -> list[dict[str, str]]:
         """The result rows as strings, in file order."""
-        with self.results_path.open(newline="") as handle:
-            return list(csv.DictReader(handle))
+        return _read_rows(self.results_path)
+
+    def process_rows(self) -> list[dict[str, str]]:
+        """The process rows as strings, in file order (none for a run from before processes.csv)."""
+        return _read_rows(self.processes_path) if self.processes_path.exists() else []
 
     def done_keys(self) -> set[tuple[str, ...]]:
         return {_key(row) for row in self.rows()}
@@ -165,25 +191,39 @@ class RunStore:
             raise RunStoreError(f"{str(self.path / META_FILE)!r} cannot be read: {exc}") from None
 
     def _repair(self) -> None:
-        _drop_partial_line(self.results_path)
-        _drop_partial_line(self.samples_path)
-        self._upgrade_header()
+        for path in (self.results_path, self.processes_path, self.samples_path):
+            _drop_partial_line(path)
+        self._upgrade_header(self.results_path, RESULT_COLUMNS)
+        self._upgrade_header(self.samples_path, SAMPLE_COLUMNS, fill={"process": "0"})
+        if not self.processes_path.exists():  # a run from before processes.csv
+            _replace_text(self.processes_path, _csv_text([PROCESS_COLUMNS]))
+        self._upgrade_header(self.processes_path, PROCESS_COLUMNS)
+        # Samples belong to a process row or to a finished point (runs from before processes.csv).
+        processes = {_process_key(row) for row in self.process_rows()}
         done = self.done_keys()
-        with self.samples_path.open(newline="") as handle:
-            reader = csv.DictReader(handle)
-            kept = [[row[column] for column in SAMPLE_COLUMNS] for row in reader if _key(row) in done]
+        kept = [
+            [row[column] for column in SAMPLE_COLUMNS]
+            for row in _read_rows(self.samples_path)
+            if _process_key(row) in processes or _key(row) in done
+        ]
         _replace_text(self.samples_path, _csv_text([SAMPLE_COLUMNS, *kept]))
 
-    def _upgrade_header(self) -> None:
-        """Rewrite a results.csv from before a column was added with today's columns, so rows
-        appended now land under their names (the added cells of old rows stay empty)."""
-        with self.results_path.open(newline="") as handle:
+    def _upgrade_header(self, path: Path, columns: tuple[str, ...], fill: Mapping[str, str] | None = None) -> None:
+        """Rewrite a file from before a column was added with today's columns, so rows appended
+        now land under their names (the added cells of old rows stay empty, or ``fill``)."""
+        with path.open(newline="") as handle:
             reader = csv.DictReader(handle)
-            if tuple(reader.fieldnames or ()) == RESULT_COLUMNS:
+            if tuple(reader.fieldnames or ()) == columns:
                 return
             rows = list(reader)
-        cells = [[row.get(column) or "" for column in RESULT_COLUMNS] for row in rows]
-        _replace_text(self.results_path, _csv_text([RESULT_COLUMNS, *cells]))
+        defaults = dict(fill or {})
+        cells = [[row.get(column) or defaults.get(column, "") for column in columns] for row in rows]
+        _replace_text(path, _csv_text([columns, *cells]))
+
+
+def _read_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
 
 
 def _drop_partial_line(path: Path) -> None:

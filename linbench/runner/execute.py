@@ -3,7 +3,8 @@
 Both return a plain dict of result columns; the supervisor adds the point's own columns.
 A decode point is checked by decoding against the reference's last rows, and measured
 like any other point once its context is prefilled: the first step's peak memory, then
-one timed repetition per generated token.
+one timed repetition per generated token. On a GPU, after the eager timing, a call (or
+step) may also be timed as CUDA-graph replays and its launches counted (execute_gpu.py).
 """
 
 from __future__ import annotations
@@ -19,14 +20,19 @@ from linbench.dtypes import torch_dtype
 from linbench.measure.memory import PeakRSS
 from linbench.measure.timer import Timing, time_cpu
 from linbench.runner import decode_workload
-from linbench.runner.task import GATE_STEPS, Task
+from linbench.runner.execute_gpu import (
+    capturable_call,
+    decode_graph_policy,
+    graph_columns,
+    graph_predicted_s,
+    launch_columns,
+    run_graph_policy,
+)
+from linbench.runner.task import GATE_STEPS, Task, TimingPolicy
 from linbench.runner.workload import Workload, warm_up
 from linbench.sweep.spec import DECODE_MODE
 from linbench.variants.decoding import state_bytes
 from linbench.variants.registry import get_variant
-
-# Replays of a captured step are cheap and change nothing: time at least this many.
-GRAPH_MIN_REPS = 100
 
 
 class Work(Protocol):
@@ -90,9 +96,29 @@ def run_measure(task: Task) -> dict[str, Any]:
         if task.point.mode == DECODE_MODE:
             return _measure_decode(task, device, started)
         warm_up(task.point, device, params=task.params)
-        return _measure(task, Workload(task.point, device, task.seed, task.params), device, started)
+        work = Workload(task.point, device, task.seed, task.params)
+        columns = _measure(task, work, device, started)
+        if device.type == "cuda":
+            columns |= _after_eager(task, work, device)
+        return columns
     except StopEarlyError as stop:
         return {"status": "timeout", "error": str(stop)}
+
+
+def _graph_policy(task: Task) -> TimingPolicy:
+    decode = task.point.mode == DECODE_MODE
+    return decode_graph_policy(task.timing) if decode else run_graph_policy(task.timing)
+
+
+def _after_eager(task: Task, work: Workload, device: torch.device) -> dict[str, Any]:
+    """The graph's replays, then the launch count: in this order, since the profiler slows
+    the process after it (execute_gpu.py)."""
+    columns: dict[str, Any] = {}
+    if task.cuda_graph:
+        columns |= graph_columns(lambda: capturable_call(work), device, _graph_policy(task))
+    if task.count_launches:
+        columns |= launch_columns(work.run, device, before=work.before)
+    return columns
 
 
 def _check_probation(task: Task, first_s: float, started: float) -> None:
@@ -102,6 +128,8 @@ def _check_probation(task: Task, first_s: float, started: float) -> None:
     if limit is None:
         return
     projected = time.perf_counter() - started + task.timing.predicted_s(first_s) - first_s
+    if task.cuda_graph:
+        projected += graph_predicted_s(_graph_policy(task), first_s)
     if projected > limit:
         per = "step" if task.point.mode == DECODE_MODE else "call"
         raise StopEarlyError(
@@ -112,7 +140,8 @@ def _check_probation(task: Task, first_s: float, started: float) -> None:
 
 def _measure_decode(task: Task, device: torch.device, started: float) -> dict[str, Any]:
     """Prefill untimed, read the state's size, then measure the steps like any call; with
-    ``cuda_graph``, then time replays of one captured step as well."""
+    ``cuda_graph``, then time replays of one captured step as well, and count its launches
+    (the repeatable step needs the spare token that only ``cuda_graph`` reserves)."""
     with torch.no_grad():
         decode_workload.warm_up(task.point, device, params=task.params)
         work = decode_workload.DecodeWorkload(
@@ -121,26 +150,12 @@ def _measure_decode(task: Task, device: torch.device, started: float) -> dict[st
         work.prefill()
         held = state_bytes(work.state)
         columns = _measure(task, work, device, started) | {"state_bytes": held}
-        if task.cuda_graph:
-            columns |= _measure_graph(task, work, device)
+        if task.cuda_graph and device.type == "cuda":
+            step = work.repeatable_step()
+            columns |= graph_columns(lambda: step, device, _graph_policy(task))
+            if task.count_launches:
+                columns |= launch_columns(step, device)
         return columns
-
-
-def _measure_graph(task: Task, work: decode_workload.DecodeWorkload, device: torch.device) -> dict[str, Any]:
-    """The median replay time of one step captured at the context the eager steps reached."""
-    from linbench.measure.cuda_graph import capture, why_not_capturable
-    from linbench.measure.cuda_timer import time_cuda
-
-    try:
-        graph = capture(work.repeatable_step(), device)
-    except Exception as exc:  # a step that cannot be captured keeps its eager time, and says why
-        torch.cuda.synchronize(device)
-        return {"cuda_graph": False, "error": why_not_capturable(exc)}
-    reps = max(task.timing.max_reps, GRAPH_MIN_REPS)
-    timing = time_cuda(
-        graph.replay, device=device, warmup_s=0.0, min_warmup_calls=3, budget_s=0.0, min_reps=reps, flush_l2=False
-    )
-    return {"cuda_graph": True, "device_ms": timing.median_ms}
 
 
 def _measure(task: Task, work: Work, device: torch.device, started: float) -> dict[str, Any]:

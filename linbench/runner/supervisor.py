@@ -13,6 +13,7 @@ import multiprocessing
 import signal
 import sys
 import threading
+import time
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -75,34 +76,53 @@ class Supervisor:
 
     def run(self, task: Task, timeout_s: float) -> dict[str, Any]:
         """The worker's result for ``task``, or a crashed/timeout result in its place."""
+        result, _ = self.run_batch([task], timeout_s)[0]
+        return result  # type: ignore[return-value]
+
+    def run_batch(self, tasks: list[Task], timeout_s: float) -> list[tuple[dict[str, Any] | None, float]]:
+        """The results of ``tasks`` run one after the other in one worker, each within
+        ``timeout_s``, with the seconds each took from the one before (the first from the
+        fork). The task in flight when the worker dies or runs out of time gets a crashed or
+        timeout result; the tasks after it get None (not run: run them again)."""
         from linbench.runner import worker
 
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         receiver, sender = self._ctx.Pipe(duplex=False)
-        process = self._ctx.Process(target=worker.main, args=(task, sender, str(self.log_path)), daemon=True)
+        handed: Task | list[Task] = tasks[0] if len(tasks) == 1 else list(tasks)
+        process = self._ctx.Process(target=worker.main, args=(handed, sender, str(self.log_path)), daemon=True)
         with _sigint_deferred(), _main_module_hidden():
             process.start()
             self._current = process
         sender.close()  # only the worker writes; our copy would keep the pipe open past a crash
+        results: list[tuple[dict[str, Any] | None, float]] = [(None, 0.0)] * len(tasks)
+        last = time.perf_counter()
         try:
-            if not receiver.poll(timeout_s + START_GRACE_S):
-                process.kill()
-                process.join()
-                return {"status": "timeout", "error": f"no result within --timeout-s {timeout_s:g} s; worker killed"}
-            try:
-                result = receiver.recv()
-            except (EOFError, OSError):
-                result = None
+            for index in range(len(tasks)):
+                result = self._next_result(receiver, process, timeout_s, offset)
+                now = time.perf_counter()
+                results[index], last = (result, now - last), now
+                if result.get("status") in ("timeout", "crashed") and not process.is_alive():
+                    return results
             process.join(START_GRACE_S)
+            return results
+        finally:
             if process.is_alive():
                 process.kill()
                 process.join()
-            if result is None:
-                return {"status": "crashed", "error": self._crash_reason(process.exitcode, offset)}
-            return result
-        finally:
             receiver.close()
             self._current = None
+
+    def _next_result(self, receiver: Any, process: Any, timeout_s: float, log_offset: int) -> dict[str, Any]:
+        """The worker's next result, or a timeout or crashed result once it is killed or dead."""
+        if not receiver.poll(timeout_s + START_GRACE_S):
+            process.kill()
+            process.join()
+            return {"status": "timeout", "error": f"no result within --timeout-s {timeout_s:g} s; worker killed"}
+        try:
+            return receiver.recv()
+        except (EOFError, OSError):
+            process.join(START_GRACE_S)
+            return {"status": "crashed", "error": self._crash_reason(process.exitcode, log_offset)}
 
     def stop(self) -> None:
         """Kill the worker in flight (on Ctrl-C)."""

@@ -75,11 +75,15 @@ class Task:
     # CPU only: the most address space the worker may add; None leaves it unlimited.
     memory_limit_bytes: int | None = None
     seed: int = 0
-    cuda_graph: bool = False  # decode on CUDA: also time a captured step's replays
+    cuda_graph: bool = False  # on CUDA: also time replays of a call (run) or step (decode) captured in a graph
     # On probation (runner/policy.py): the point's time limit, checked after its first call.
     stop_after_s: float | None = None
     params: dict[str, Any] = field(default_factory=dict)  # --param values for the point's impl
     threads: int | None = None  # torch.set_num_threads in the worker; None: torch's default
+    # On CUDA: count the launches of one untimed call (kernels_per_call) after the timing. The
+    # count is the same in every process, and the profiler slows the process after it: count
+    # in one process per point, as the last measurement that process makes.
+    count_launches: bool = True
 
 
 def gate_seq(point: Point) -> int:

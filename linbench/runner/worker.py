@@ -23,21 +23,34 @@ from linbench.plugins import load_plugin_file
 from linbench.runner.task import Task
 
 
-def main(task: Task, conn: Connection, log_path: str) -> None:
-    """Entry point of a worker fork."""
+def main(tasks: Task | list[Task], conn: Connection, log_path: str) -> None:
+    """Entry point of a worker fork: one task, or several measured one after the other in
+    this same process (GPU points, whose allocator peaks are reset per call), each result
+    sent the moment it exists."""
     # A terminal's Ctrl-C reaches the whole process group; the supervisor decides what
     # it means and kills this fork, which must not record "KeyboardInterrupt" as an error.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
-    _redirect_output(Path(log_path), task)
-    try:
-        result = _run(task)
-    except BaseException as exc:  # every failure of the task becomes its result, never a hang
-        result = _failure(exc)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    conn.send(result)
+    for task in tasks if isinstance(tasks, list) else [tasks]:
+        _redirect_output(Path(log_path), task)
+        try:
+            result = _run(task)
+        except BaseException as exc:  # every failure of the task becomes its result, never a hang
+            result = _failure(exc)
+        if task.kind == "measure":
+            result["pid"] = os.getpid()  # processes.csv names the process that measured
+        sys.stdout.flush()
+        sys.stderr.flush()
+        conn.send(result)
+        _release_cached_memory(task)
     conn.close()
+
+
+def _release_cached_memory(task: Task) -> None:
+    """Hand the caching allocator's blocks back, so the next point's reserved and NVML
+    readings start from what a fresh process would hold."""
+    if task.point.device.startswith("cuda") and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 def _run(task: Task) -> dict[str, Any]:

@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from linbench.results.schema import KEY_COLUMNS
 from linbench.shape import Shape
 from linbench.sweep.spec import Axes
 
-# The columns that identify a point in results.csv and samples.csv, in order.
-KEY_COLUMNS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
+__all__ = ["KEY_COLUMNS", "Point", "expand_points"]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from linbench.dtypes import parse_dtypes, split_list
+from linbench.results.schema import DECODE_MODE
 from linbench.sweep.ranges import RangeError, parse_range
 
 if sys.version_info >= (3, 11):
@@ -27,14 +28,18 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 MODES = ("fwd", "bwd", "fwdbwd")
-DECODE_MODE = "decode"
 COMMANDS = ("run", "decode")
 SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
-# Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens).
-RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps", "tokens")
+# Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens,
+# --processes, --max-processes).
+RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps", "tokens", "processes", "max_processes")
 DECODE_KNOBS = ("param", "threads")
-RUN_KEYS = ("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "plugin", *RUN_KNOBS)
+RUN_KEYS = (
+    *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "cuda_graph", "plugin"),
+    "controls",
+    *RUN_KNOBS,
+)
 DECODE_AXIS_KEYS = ("context", "batch", "heads", "dim", "dim_v", "dtype")
 DECODE_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
@@ -57,12 +62,16 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "device": "auto",
     "timeout_s": 120.0,
     "budget_s": None,  # None: the device's default (runner/task.py)
+    "cuda_graph": False,  # also time each call as a CUDA-graph replay (GPU only)
     "plugin": [],
     "param": [],  # impl parameters: "cosine:chunked.chunk_size=64", "cosine.norm_const=0.3"
     "threads": None,  # torch threads in each worker; None: torch's default
     "warmup_s": None,  # None: the device's default (runner/task.py)
     "min_reps": None,  # None: the device's default
     "tokens": None,  # a fixed token budget: each point's batch is tokens / seq (replaces batch)
+    "processes": None,  # fresh worker processes per point; None: 1
+    "max_processes": None,  # None: 20 when processes > 1 (points whose processes disagree get more)
+    "controls": [],  # quiet impls ("softmax:sdpa") compare checks for drift of the whole machine
 }
 DECODE_SETTINGS: dict[str, Any] = {
     "context": "1k..64k",
@@ -154,11 +163,13 @@ class SweepSpec:
     settings: dict[str, Any] = field(default_factory=dict, compare=False)
     command: str = "run"
     tokens: int | None = None  # decode: timed steps per point
-    cuda_graph: bool = False  # decode: also time each step as a CUDA-graph replay
+    cuda_graph: bool = False  # also time each call (run) or step (decode) as a CUDA-graph replay
     params: tuple[str, ...] = ()  # --param settings, as given (resolved by runner/params.py)
     threads: int | None = None  # torch threads per worker; None: torch's default
     warmup_s: float | None = None  # run: replaces the device's warm-up time
     min_reps: int | None = None  # run: replaces the device's minimum repetitions
+    processes: int | None = None  # run: fresh worker processes per point (None: 1)
+    max_processes: int | None = None  # run: the most per point when processes disagree
 
 
 def _sizes(key: str, value: Any) -> tuple[int, ...]:
@@ -342,6 +353,8 @@ def spec_from_settings(
         threads=_optional(_positive_int, "threads", base.get("threads")),
         warmup_s=_optional(_nonnegative_float, "warmup_s", base.get("warmup_s")),
         min_reps=_optional(_positive_int, "min_reps", base.get("min_reps")),
+        processes=_optional(_positive_int, "processes", base.get("processes")),
+        max_processes=_optional(_positive_int, "max_processes", base.get("max_processes")),
     )
 
 

@@ -125,7 +125,7 @@ def test_meta_json_is_replaced_atomically_and_a_failed_write_leaves_no_tmp(tmp_p
 
 
 def test_a_row_written_to_a_full_disk_names_the_file(tmp_path: Path) -> None:
-    from result_rows import result_row
+    from result_rows import process_row
 
     from linbench.results.store import RunStore, RunStoreWriteError
 
@@ -133,7 +133,7 @@ def test_a_row_written_to_a_full_disk_names_the_file(tmp_path: Path) -> None:
     run.samples_path.unlink()
     run.samples_path.symlink_to("/dev/full")
     with pytest.raises(RunStoreWriteError, match=r"samples\.csv.*No space left on device"):
-        run.append(result_row(256), [1.0])
+        run.append_process(process_row(256, 0), [1.0])
 
 
 def test_resume_of_a_folder_without_samples_csv_is_one_line(invoke: Invoke, tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -40,6 +42,30 @@ def oom(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> t
 def crash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
     if q.shape[-2] >= FAIL_FROM_SEQ:
         os.kill(os.getpid(), signal.SIGSEGV)
+    return naive(q, k, v, causal=causal)
+
+
+FLAKY_CRASHES_IN = 3  # the third process to call it: gate, first measurement, then this one
+
+
+def flaky_ledger(server_pid: int) -> Path:
+    """The file listing the workers that called flaky, one per fork server (a test session)."""
+    return Path(tempfile.gettempdir()) / f"linbench-planted-flaky-{server_pid}"
+
+
+def flaky(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    """Crashes in the third worker process that calls it, and only there. (Workers are
+    forks of one fork server, which holds no environment a test sets later: the ledger is
+    named after the server.)"""
+    if q.shape[-2] < FAIL_FROM_SEQ:
+        with flaky_ledger(os.getppid()).open("a+") as handle:
+            handle.seek(0)
+            seen = handle.read().split()
+            if str(os.getpid()) not in seen:
+                handle.write(f"{os.getpid()}\n")
+                seen.append(str(os.getpid()))
+        if seen.index(str(os.getpid())) + 1 == FLAKY_CRASHES_IN:
+            os.kill(os.getpid(), signal.SIGSEGV)
     return naive(q, k, v, causal=causal)
 
 
@@ -76,7 +102,7 @@ register_variant(
         summary="softmax attention, with impls planted to fail",
         impl_list=tuple(
             Impl(fn.__name__, fn, f"softmax that behaves: {fn.__name__}", "O(s²d)", "O(s²)")
-            for fn in (good, wrong, oom, crash, hang)
+            for fn in (good, wrong, oom, crash, hang, flaky)
         ),
         reference="good",
         param_specs=(),

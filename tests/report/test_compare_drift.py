@@ -37,7 +37,7 @@ def test_a_machine_10_percent_slower_everywhere_is_an_environment_change(tmp_pat
     assert comparison.verdict == "environment changed"
     assert comparison.count("regression") == 6  # still reported, not counted
     drift = comparison.drift
-    assert drift is not None and drift.median_ratio == pytest.approx(1.10)
+    assert drift is not None and drift.median_ratio == pytest.approx(1.10, rel=1e-4)
     assert [p.key["impl"] for p in drift.moved] == ["sdpa"] * 3
 
 
@@ -82,3 +82,14 @@ def test_a_control_that_is_absent_or_malformed_is_refused(tmp_path: Path, contro
     rows = _suite()
     with pytest.raises(ControlError, match=message):
         _compare(tmp_path, rows, rows, Thresholds(controls=(control,)))
+
+
+def test_the_sides_of_an_ab_skip_the_declared_controls(tmp_path: Path) -> None:
+    """An A/B measures both sides on one machine in one job: no environment lies between them."""
+    rows = _suite()
+    meta = {"controls": ["softmax:sdpa"]}
+    base = read_run(write_process_run(tmp_path / "base", rows, QUIET))
+    cur = read_run(write_process_run(tmp_path / "cur", scaled(rows, time=1.10), QUIET, meta=meta))
+    cur.meta["ab"] = {"side": "current"}
+    comparison = compare_runs(base, cur, Thresholds())
+    assert comparison.drift is None and comparison.failed

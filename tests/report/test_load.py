@@ -86,7 +86,7 @@ def test_a_runs_processes_read_back_typed_and_are_none_where_absent(tmp_path: Pa
     assert processes is not None and list(processes["process"]) == [0, 1, 2]
     assert processes["time_ms"].tolist() == pytest.approx([2.0, 2.0 * 1.10517, 2.0 * 0.904837], rel=1e-5)
     assert processes["seq"].tolist() == [1024] * 3 and processes["causal"].tolist() == [True] * 3
-    assert read_run(make_run(tmp_path / "old", [row(1024)])).processes is None
+    assert read_run(make_run(tmp_path / "old", [row(1024)])).processes is None  # none recorded
     (folder / "processes.csv").write_text("")  # a run stopped before its first process
     assert read_run(folder).processes is None
 

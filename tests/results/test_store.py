@@ -6,22 +6,43 @@ import csv
 from pathlib import Path
 
 import pytest
+from result_rows import process_row
 from result_rows import result_row as row
 
-from linbench.results.schema import RESULT_COLUMNS, SAMPLE_COLUMNS
+from linbench.results.schema import PROCESS_COLUMNS, RESULT_COLUMNS, SAMPLE_COLUMNS, UnknownColumnError
 from linbench.results.store import RunStore, RunStoreError
+
+
+def _samples(store: RunStore) -> list[dict[str, str]]:
+    with store.samples_path.open() as handle:
+        return list(csv.DictReader(handle))
 
 
 def test_a_new_run_folder_has_headers_and_rows_are_readable_at_once(tmp_path: Path) -> None:
     store = RunStore.create(tmp_path, "cosine")
     assert store.path.parent == tmp_path and store.path.name.endswith("-cosine")
-    store.append(row(256), [1.5, 1.6])
+    store.append_process(process_row(256, 0), [1.5, 1.6])
+    store.append(row(256))
     with store.results_path.open() as handle:
         assert tuple(next(csv.reader(handle))) == RESULT_COLUMNS
+    with store.processes_path.open() as handle:
+        assert tuple(next(csv.reader(handle))) == PROCESS_COLUMNS
     assert [r["seq"] for r in store.rows()] == ["256"]
-    with store.samples_path.open() as handle:
-        samples = list(csv.DictReader(handle))
-    assert tuple(samples[0]) == SAMPLE_COLUMNS and [s["time_ms"] for s in samples] == ["1.5", "1.6"]
+    assert [(r["seq"], r["process"], r["pid"]) for r in store.process_rows()] == [("256", "0", "1000")]
+    samples = _samples(store)
+    assert tuple(samples[0]) == SAMPLE_COLUMNS
+    assert [(s["process"], s["time_ms"]) for s in samples] == [("0", "1.5"), ("0", "1.6")]
+
+
+def test_a_misspelt_column_is_an_error_not_an_empty_cell(tmp_path: Path) -> None:
+    store = RunStore.create(tmp_path, "cosine")
+    with pytest.raises(UnknownColumnError, match="time_msec"):
+        store.append(row(256) | {"time_msec": 1.0})
+    with pytest.raises(UnknownColumnError, match="tokens_per_s"):
+        store.append_process(process_row(256, 0) | {"tokens_per_s": 1.0})  # a results-only column
+    with pytest.raises(ValueError, match="not a status"):
+        store.append(row(256, status="fine"))
+    assert store.rows() == [] and store.process_rows() == []
 
 
 def test_two_runs_in_the_same_second_get_two_folders(tmp_path: Path) -> None:
@@ -31,19 +52,33 @@ def test_two_runs_in_the_same_second_get_two_folders(tmp_path: Path) -> None:
 def test_reopening_drops_a_half_written_line_and_orphan_samples(tmp_path: Path) -> None:
     store = RunStore.create(tmp_path, "cosine")
     store.write_meta({"command": "linbench run"})
-    store.append(row(256), [1.0])
-    store.append(row(512), [2.0])
-    # A kill after the samples of the third point but in the middle of its row:
+    for seq, ms in ((256, 1.0), (512, 2.0)):
+        store.append_process(process_row(seq, 0, ms), [ms])
+        store.append(row(seq, time_ms=ms))
+    # A kill after the samples of the third point's process but in the middle of its row:
     with store.samples_path.open("a") as handle:
-        handle.write("cosine,chunked,fwd,True,fp32,cpu,1,8,1024,64,64,3.0\n")
-    with store.results_path.open("a") as handle:
+        handle.write("cosine,chunked,fwd,True,fp32,cpu,1,8,1024,64,64,0,3.0\n")
+    with store.processes_path.open("a") as handle:
         handle.write("cosine,chunked,fwd,True,fp32,cp")
     reopened = RunStore.open(store.path)
-    assert [r["seq"] for r in reopened.rows()] == ["256", "512"]
-    with reopened.samples_path.open() as handle:
-        assert [s["seq"] for s in csv.DictReader(handle)] == ["256", "512"]
-    reopened.append(row(1024), [3.0])
+    assert [r["seq"] for r in reopened.process_rows()] == ["256", "512"]
+    assert [s["seq"] for s in _samples(reopened)] == ["256", "512"]
+    reopened.append_process(process_row(1024, 0, 3.0), [3.0])
+    reopened.append(row(1024, time_ms=3.0))
     assert [r["seq"] for r in reopened.rows()] == ["256", "512", "1024"]
+
+
+def test_the_processes_of_an_unfinished_point_survive_a_reopening(tmp_path: Path) -> None:
+    """A point measured in 5 processes whose run was killed after 2 keeps them: a resumed run
+    measures only the 3 it lacks (nothing measured is lost)."""
+    store = RunStore.create(tmp_path, "cosine")
+    store.write_meta({"command": "linbench run"})
+    for process in (0, 1):
+        store.append_process(process_row(256, process), [1.0, 1.1])
+    reopened = RunStore.open(store.path)
+    assert reopened.rows() == []
+    assert [r["process"] for r in reopened.process_rows()] == ["0", "1"]
+    assert len(_samples(reopened)) == 4
 
 
 def test_a_folder_without_results_is_not_a_run(tmp_path: Path) -> None:
@@ -65,3 +100,20 @@ def test_resuming_a_run_from_before_the_decode_columns_keeps_rows_aligned(tmp_pa
     reopened = RunStore.open(store.path)
     reopened.append(row(512))
     assert [(r["seq"], r["status"], r["context"]) for r in reopened.rows()] == [("256", "ok", ""), ("512", "ok", "")]
+
+
+def test_resuming_a_run_from_before_processes_keeps_its_samples(tmp_path: Path) -> None:
+    """Schema 1 had no processes.csv and no process column in samples.csv: a resumed old run
+    gets both, and the samples of its finished points are kept as process 0."""
+    store = RunStore.create(tmp_path, "cosine")
+    store.write_meta({"command": "linbench run"})
+    store.append(row(256))
+    store.processes_path.unlink()
+    key = "cosine,chunked,fwd,True,fp32,cpu,1,8,256,64,64"
+    old_header = ",".join(c for c in SAMPLE_COLUMNS if c != "process")
+    store.samples_path.write_text(f"{old_header}\n{key},1.5\n")
+    reopened = RunStore.open(store.path)
+    assert [(s["seq"], s["process"], s["time_ms"]) for s in _samples(reopened)] == [("256", "0", "1.5")]
+    assert reopened.process_rows() == []
+    reopened.append_process(process_row(512, 0), [2.0])
+    assert [r["seq"] for r in reopened.process_rows()] == ["512"]

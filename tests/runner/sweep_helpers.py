@@ -9,7 +9,7 @@ import torch
 
 from linbench.plugins import load_plugin_file
 from linbench.results.store import RunStore
-from linbench.runner.plan import RunPlan
+from linbench.runner.plan import ProcessPolicy, RunPlan
 from linbench.runner.sweep_runner import SweepRunner
 from linbench.runner.targets import Targets
 from linbench.runner.task import TimingPolicy
@@ -32,9 +32,28 @@ def make_points(
 
 
 def run_points(
-    tmp_path: Path, points: list[Point], timeout_s: float = 60.0, timing: TimingPolicy = FAST
+    tmp_path: Path,
+    points: list[Point],
+    timeout_s: float = 60.0,
+    timing: TimingPolicy = FAST,
+    processes: int = 1,
+    share_workers: bool = False,
 ) -> list[dict[str, str]]:
-    """Run ``points`` in this order through the supervisor; the rows written."""
+    """Run ``points`` in this order through the supervisor (each in ``processes`` worker
+    processes); the rows written."""
+    return run_store(tmp_path, points, timeout_s, timing, processes, share_workers).rows()
+
+
+def run_store(
+    tmp_path: Path,
+    points: list[Point],
+    timeout_s: float = 60.0,
+    timing: TimingPolicy = FAST,
+    processes: int = 1,
+    share_workers: bool = False,
+    store: RunStore | None = None,
+) -> RunStore:
+    """As run_points; the run folder (``store`` to go on with one)."""
     load_plugin_file(PLANTED)
     pairs = tuple(dict.fromkeys((p.variant, p.impl) for p in points))
     plan = RunPlan(
@@ -46,8 +65,10 @@ def run_points(
         timing=timing,
         plugins=(PLANTED,),
         memory_limit_bytes=4 << 30 if points[0].device == "cpu" else None,
+        processes=ProcessPolicy(processes, processes),
+        share_workers=share_workers,
     )
-    store = RunStore.create(tmp_path, "test")
+    store = store or RunStore.create(tmp_path, "test")
     runner = SweepRunner(plan, store)
     runner.run(runner.pending())
-    return store.rows()
+    return store

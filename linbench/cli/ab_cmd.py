@@ -1,0 +1,247 @@
+"""``linbench ab``: the baseline revision and the current code measured on this machine in
+alternating rounds, then judged by ``linbench compare``.
+
+Its run options are ``linbench run``'s and its threshold options ``linbench compare``'s, taken
+from those commands' signatures, so the three never drift apart: a run option given here is
+passed on to each round's ``linbench run`` (and only the options given, so a baseline from
+before a newer option still runs), and the compare options go to ``linbench compare``
+unchanged. run's ``--baseline`` (baseline impls) is ``--baseline-impl`` here, where
+``--baseline`` names the revision. Progress and the folders go to stderr; stdout carries the
+comparison exactly as ``linbench compare`` prints it, so ``--format md > compare.md`` works.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import shlex
+import sys
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from linbench.cli.compare_cmd import compare_command
+from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
+from linbench.cli.run_cmd import run_command
+
+if typing.TYPE_CHECKING:
+    from linbench.ab.rounds import RoundResult
+
+DEFAULT_ROUNDS = 5
+INTERRUPTED_EXIT = 130
+# run's options that ab sets itself (--out, --quiet, --yes), or that make no sense for a round:
+# each round is one process per point, a new run, measured to the end.
+RUN_OPTIONS_NOT_FORWARDED = (
+    *("out", "quiet", "yes"),
+    *("resume", "dry_run", "processes", "max_processes", "mix", "allow_failures"),
+)
+COMPARE_ARGUMENTS = ("baseline", "current")
+# run's --baseline names baseline impls; ab's --baseline is the revision.
+RENAMED = {"baseline": ("baseline_impl", "--baseline-impl")}
+HELP = {
+    "baseline": "The git revision to measure against (a sha, a branch, HEAD~1, origin/main).",
+    "rounds": f"Rounds: each runs every point once per side, in ABBA order. Default: {DEFAULT_ROUNDS} "
+    "(compare needs 3 processes per point to judge time).",
+    "out": "The A/B folder: baseline/ and current/ run folders, each with its rounds. Default: results/ab/<UTC time>.",
+}
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    """An option of another command that ab takes and passes on."""
+
+    name: str  # its parameter name in ab_command
+    original: str  # its parameter name in the other command
+    flag: str  # how the other command spells it
+    parameter: inspect.Parameter
+
+
+def forwarded_options(
+    command: Callable[..., Any], skip: tuple[str, ...], panel: str, renamed: dict[str, tuple[str, str]] | None = None
+) -> list[Forwarded]:
+    """The Typer options of ``command`` but ``skip``, as keyword parameters shown under
+    ``panel`` in ``--help``; ``renamed`` maps a parameter to its (name, flag) in ab."""
+    hints = typing.get_type_hints(command, include_extras=True)
+    options = []
+    for param in inspect.signature(command).parameters.values():
+        if param.name in skip:
+            continue
+        base, info = typing.get_args(hints[param.name])[:2]
+        info = copy.copy(info)
+        flag = str(info.default)  # Typer keeps an Annotated option's first name in ``default``
+        name, new_flag = (renamed or {}).get(param.name, (param.name, flag))
+        info.default = new_flag
+        info.rich_help_panel = panel
+        annotated = Annotated[base, info]  # type: ignore[valid-type]
+        parameter = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=param.default, annotation=annotated)
+        options.append(Forwarded(name, param.name, flag, parameter))
+    return options
+
+
+RUN_OPTIONS = forwarded_options(run_command, RUN_OPTIONS_NOT_FORWARDED, "Run options (each round)", RENAMED)
+COMPARE_OPTIONS = forwarded_options(compare_command, COMPARE_ARGUMENTS, "Compare options")
+
+
+def run_arguments(values: dict[str, Any]) -> list[str]:
+    """The words of each round's ``linbench run`` for the run options given a value other
+    than their default; paths made absolute, since a round runs in its own tree."""
+    words: list[str] = []
+    for option in RUN_OPTIONS:
+        value = values[option.name]
+        if value == option.parameter.default:
+            continue
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            words += [option.flag] if item is True else [option.flag, _word(item)]
+    return words
+
+
+def _word(value: Any) -> str:
+    return str(value.absolute()) if isinstance(value, Path) else str(value)
+
+
+def ab_command(**values: Any) -> None:
+    """Measure the baseline revision and the current code in alternating rounds here, then
+    compare them as linbench compare does (same table, same exit status)."""
+    from linbench.ab.worktree import checkout_root, resolve_revision
+
+    revision, rounds, out = values.pop("baseline"), values.pop("rounds"), values.pop("out")
+    compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
+    with usage_errors():
+        _check_compare_flags(compare_flags)
+        if rounds < 1:
+            raise CliUsageError(f"--rounds {rounds}: give at least 1")
+        out_dir = _out_dir(out)
+        root = checkout_root()  # WorktreeError, a ValueError: one line and exit 2
+        sha = resolve_revision(root, revision)
+        if values.get("suite") is not None:
+            values["suite"] = _suite_file(values["suite"])
+        run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
+    folders = _measure(root, revision, sha, rounds, run_args, out_dir)
+    merged = _merge(folders, out_dir, revision, sha, rounds)
+    try:
+        compare_command(baseline=merged["baseline"], current=merged["current"], **compare_flags)
+    finally:
+        _note(f"linbench ab: baseline {revision} ({sha[:12]}) -> {merged['baseline']}; current -> {merged['current']}")
+
+
+def _measure(
+    root: Path, revision: str, sha: str, rounds: int, run_args: list[str], out_dir: Path
+) -> dict[str, list[Path]]:
+    """Every round, the baseline in a worktree of ``sha`` that is gone when this returns."""
+    from linbench.ab.rounds import RoundError, Side, run_rounds
+    from linbench.ab.worktree import WorktreeError, detached_worktree
+
+    _note(f"linbench ab: {revision} ({sha[:12]}) against the code in {root}, {rounds} rounds -> {out_dir}")
+
+    def progress(index: int, results: list[RoundResult]) -> None:
+        _note(f"round {index}/{rounds}: " + "; ".join(result.summary() for result in results))
+
+    try:
+        with detached_worktree(root, sha) as tree:
+            sides = {"baseline": Side("baseline", tree), "current": Side("current", root)}
+            return run_rounds(sides, rounds, run_args, out_dir, progress)
+    except (WorktreeError, RoundError) as exc:
+        exit_usage_error(str(exc))
+    except KeyboardInterrupt:
+        _note(f"interrupted: the baseline's worktree is removed; the rounds so far are in {out_dir}")
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+
+
+def _merge(folders: dict[str, list[Path]], out_dir: Path, revision: str, sha: str, rounds: int) -> dict[str, Path]:
+    """Each side's rounds as one run folder, out_dir/<side>."""
+    from linbench.ab.merge import merge_rounds
+    from linbench.results.meta import git_sha
+
+    revisions = {"baseline": {"revision": revision, "sha": sha}, "current": {"sha": git_sha()}}
+    protocol = {
+        "name": "processes-v1",
+        "processes": rounds,
+        "source": "linbench ab: one process per point per round, rounds alternated ABBA",
+    }
+    merged = {}
+    for side, paths in folders.items():
+        ab = {"side": side, "rounds": rounds, "order": "ABBA", "revisions": revisions}
+        sections = {"timing_protocol": protocol, "ab": ab, "command": shlex.join(["linbench", *sys.argv[1:]])}
+        merged[side] = merge_rounds(paths, out_dir / side, sections).path
+    return merged
+
+
+def _check_compare_flags(flags: dict[str, Any]) -> None:
+    """The compare options linbench compare checks with public parsers, checked before any
+    round runs (a typo found after an hour of rounds would waste it); compare checks them
+    all again, and any others, when it runs."""
+    from linbench.cli.common import output_format
+    from linbench.cli.compare_cmd import parse_bytes, parse_exponents, parse_percent
+
+    for name in ("max_slowdown", "max_memory_growth"):
+        if flags.get(name) is not None:
+            parse_percent(flags[name], "--" + name.replace("_", "-"))
+    if flags.get("memory_floor") is not None:
+        parse_bytes(flags["memory_floor"])
+    parse_exponents(flags.get("max_exponent") or [])
+    output_format(flags.get("output_format_flag") or "table", bool(flags.get("as_json")))
+
+
+def _suite_file(suite: Path) -> Path:
+    """The suite file ``--suite`` names, found from here as ``linbench run`` finds it (a path,
+    or a bare name such as ci-gpu): both sides then run this one file, the same workload."""
+    from linbench.sweep.spec import find_suite
+
+    return find_suite(suite).absolute()
+
+
+def one_process_per_round(suite: Path | None) -> list[str]:
+    """``--processes 1 --max-processes 1`` when ``suite`` asks for several processes per
+    point (a gate suite does): a round measures each point once, the rounds are its processes.
+    Given only then, so a revision from before those flags never sees them: it could not have
+    read such a suite either."""
+    from linbench.sweep.spec import read_suite
+
+    if suite is None or not {"processes", "max_processes"} & read_suite(suite).keys():
+        return []
+    return ["--processes", "1", "--max-processes", "1"]
+
+
+def _out_dir(out: Path | None) -> Path:
+    """The A/B folder (absolute: the rounds run elsewhere); CliUsageError when it holds an A/B."""
+    from linbench.results.store import utc_stamp
+
+    path = (out if out is not None else Path("results") / "ab" / utc_stamp()).absolute()
+    taken = [side for side in ("baseline", "current") if (path / side).exists()]
+    if taken:
+        raise CliUsageError(f"--out {path} already holds {' and '.join(taken)}/; give another folder")
+    return path
+
+
+def _note(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+_OWN = [
+    inspect.Parameter(
+        "baseline",
+        inspect.Parameter.KEYWORD_ONLY,
+        annotation=Annotated[str, typer.Option("--baseline", help=HELP["baseline"], show_default=False)],
+    ),
+    inspect.Parameter(
+        "rounds",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=DEFAULT_ROUNDS,
+        annotation=Annotated[int, typer.Option("--rounds", help=HELP["rounds"])],
+    ),
+    inspect.Parameter(
+        "out",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[Path | None, typer.Option("--out", help=HELP["out"])],
+    ),
+]
+_PARAMETERS = [*_OWN, *(o.parameter for o in RUN_OPTIONS), *(o.parameter for o in COMPARE_OPTIONS)]
+# Typer reads a command's options from its signature and type hints: ab's are its own, run's and compare's.
+ab_command.__signature__ = inspect.Signature(_PARAMETERS)  # type: ignore[attr-defined]
+ab_command.__annotations__ = {p.name: p.annotation for p in _PARAMETERS} | {"return": None}

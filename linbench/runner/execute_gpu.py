@@ -1,0 +1,132 @@
+"""What a worker measures on a GPU after a point's eager timing: CUDA-graph replays of one
+call (``cuda_graph``, ``device_ms``, ``graph_error``) and the launches one call makes
+(``kernels_per_call``).
+
+Both run after the timed eager calls, so neither changes what was timed: a captured graph
+holds the call's temporaries in a memory pool of its own, and the profiler that counts
+launches leaves the process slower after it ends (linbench/measure/launches.py), so it
+goes last.
+Neither can fail a point: a call that cannot be captured keeps its eager time and says why
+in ``graph_error``, and a count that cannot be made is left out.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from linbench.measure.cuda_graph import WARMUP_CALLS, capture, why_not_capturable
+from linbench.runner.task import TimingPolicy
+from linbench.runner.workload import Workload
+
+# Replays before the timed ones: the first launch of a graph also uploads it to the device.
+GRAPH_WARMUP_REPLAYS = 3
+# Replays of a captured decode step are cheap and change nothing: time at least this many.
+DECODE_GRAPH_MIN_REPS = 100
+
+
+def run_graph_policy(policy: TimingPolicy) -> TimingPolicy:
+    """A run point's replays are timed like its eager calls (same budget, repetitions and
+    L2 flush before each), after a few untimed replays instead of the warm-up time."""
+    return replace(policy, warmup_s=0.0, warmup_calls=GRAPH_WARMUP_REPLAYS)
+
+
+def decode_graph_policy(policy: TimingPolicy) -> TimingPolicy:
+    """A decode step's replays run back to back, as its eager steps do (no L2 flush), and
+    at least ``DECODE_GRAPH_MIN_REPS`` of them."""
+    reps = max(policy.max_reps, DECODE_GRAPH_MIN_REPS)
+    return TimingPolicy(
+        warmup_s=0.0, budget_s=0.0, min_reps=reps, max_reps=reps, warmup_calls=GRAPH_WARMUP_REPLAYS, flush_l2=False
+    )
+
+
+def graph_predicted_s(policy: TimingPolicy, call_s: float) -> float:
+    """Wall time of capturing a call of ``call_s`` seconds and timing its replays under
+    ``policy``, counting each replay as long as an eager call (an upper bound: a replay
+    saves the launches)."""
+    return WARMUP_CALLS * call_s + policy.predicted_s(call_s)
+
+
+def capturable_call(work: Workload) -> Callable[[], None]:
+    """The call a graph captures for a run point, built on the current stream. fwd and
+    fwdbwd capture ``work.run`` as it is timed. bwd times the backward of a forward built
+    untimed before each repetition, so the graph captures the backward of one forward built
+    here, kept alive (and its saved tensors with it, ``retain_graph``) for as long as the
+    graph replays it. Autograd runs a backward op on the stream of its forward op, so that
+    forward must be built on the stream that captures (``graph_columns`` sees to it)."""
+    if work.point.mode != "bwd":
+        return work.run
+    out = work.forward()
+    inputs = (work.q, work.k, work.v)
+    grad_out = work.grad_out
+
+    def backward() -> None:
+        torch.autograd.grad(out, inputs, grad_out, retain_graph=True)
+
+    return backward
+
+
+def graph_columns(
+    make_call: Callable[[], Callable[[], object]], device: torch.device, policy: TimingPolicy
+) -> dict[str, Any]:
+    """``cuda_graph`` and the median replay time ``device_ms`` of one captured call of the
+    function ``make_call`` returns (made on the capturing stream); ``cuda_graph`` False and
+    ``graph_error`` when it cannot be captured."""
+    from linbench.measure.cuda_timer import time_cuda
+
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    try:
+        with torch.cuda.stream(side):
+            call = make_call()
+        graph = capture(call, device, stream=side)
+        timing = time_cuda(
+            graph.replay,
+            device=device,
+            warmup_s=policy.warmup_s,
+            min_warmup_calls=policy.warmup_calls,
+            budget_s=policy.budget_s,
+            min_reps=policy.min_reps,
+            max_reps=policy.max_reps,
+            flush_l2=policy.flush_l2,
+        )
+    except Exception as exc:  # a call that cannot be captured (or replayed) keeps its eager time, and says why
+        _settle(device)
+        return {"cuda_graph": False, "graph_error": why_not_capturable(exc)}
+    del graph, call  # the graph's pool (and a bwd's forward) go back to the allocator
+    return {"cuda_graph": True, "device_ms": timing.median_ms}
+
+
+def launch_columns(
+    fn: Callable[[], object], device: torch.device, before: Callable[[], object] | None = None
+) -> dict[str, Any]:
+    """``kernels_per_call`` of one untimed call of ``fn`` (after ``before``, uncounted); no
+    column when the count cannot be made."""
+    from linbench.measure.launches import count_kernel_launches
+
+    try:
+        if before is not None:
+            before()
+        count = count_kernel_launches(fn, device)
+    except Exception as exc:  # a count that cannot be trusted is left out, never guessed
+        print(f"kernels_per_call not counted: {_first_line(exc)}", file=sys.stderr)
+        return {}
+    return {} if count is None else {"kernels_per_call": count}
+
+
+def _settle(device: torch.device) -> None:
+    """Wait for the device after a failed capture; an error there belongs to the capture,
+    which is already reported, so it must not fail the point's eager result."""
+    try:
+        torch.cuda.synchronize(device)
+    except Exception as exc:
+        print(f"after a failed CUDA-graph capture: {_first_line(exc)}", file=sys.stderr)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,110 @@
+"""A run folder's life: made with its provenance, reopened to resume, marked finished.
+
+Everything here happens around the points, not between them: meta.json records what the
+run measures and how (its sweep, timing policy, process protocol, schema version, the
+device's ceilings), and a resumed run is refused where this machine is not the one that
+measured it, so that one results.csv never silently mixes two devices, torch builds or
+commits.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from linbench.results.schema import SCHEMA_VERSION
+from linbench.results.store import RunStore, RunStoreWriteError
+from linbench.runner.plan import RunPlan
+from linbench.sweep.spec import SweepSpec
+
+# What must match for --resume to append to a run (meta.json key → what it names).
+PROVENANCE = {"device_name": "device", "torch": "torch", "git_sha": "linbench commit"}
+
+
+class RunSetupError(ValueError):
+    """A run folder that cannot be made or resumed; the message says what to do."""
+
+
+def create_run(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
+    """A new run folder under ``out`` with meta.json written; nothing is left behind when it
+    cannot be made."""
+    from linbench.doctor.ceilings import run_ceilings
+    from linbench.results.meta import collect_meta
+
+    # Measured before the folder exists, so a Ctrl-C meanwhile leaves nothing half-made.
+    ceilings = run_ceilings(plan.device, sorted({p.dtype for p in plan.points})) if spec.command == "run" else None
+    try:
+        store = RunStore.create(out, spec.name)
+    except OSError as exc:
+        raise RunSetupError(f"--out {out}: cannot create a run folder: {exc.strerror or exc}") from None
+    meta = collect_meta(sys.argv[1:], plan.device) | _plan_meta(spec, plan)
+    if ceilings is not None:
+        meta["ceilings"] = ceilings
+    meta["status"] = "running"
+    try:
+        store.write_meta(meta)
+    except RunStoreWriteError as exc:
+        shutil.rmtree(store.path, ignore_errors=True)  # nothing ran yet: leave no folder without meta.json
+        raise RunSetupError(f"{exc}; no run folder was made") from None
+    return store
+
+
+def _plan_meta(spec: SweepSpec, plan: RunPlan) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "sweep": {
+            "command": spec.command,
+            "name": spec.name,
+            "suite": spec.suite,
+            "settings": {k: v for k, v in spec.settings.items() if k != "sweep"},
+            "tables": spec.settings.get("sweep", []),
+            "impls": [f"{v}:{i}" for v, i in plan.targets.pairs],
+            "baselines": [f"{v}:{i}" for v, i in plan.targets.baselines],
+            "points": len(plan.points),
+        },
+        "timing": plan.timing.__dict__ | {"threads": plan.threads, "cuda_graph": plan.cuda_graph},
+        "timing_protocol": plan.processes.meta() | {"budget_s": plan.timing.budget_s},
+        "params": plan.params_meta(),
+        "timeout_s": plan.timeout_s,
+        "cpu_memory_limit_bytes": plan.memory_limit_bytes,
+    }
+
+
+def check_resumable(meta: dict[str, Any], plan: RunPlan, mix: bool) -> None:
+    """RunSetupError when this machine is not the one that measured the run (its device,
+    torch or linbench commit differs), unless ``mix``."""
+    if mix:
+        return
+    from linbench.results.meta import git_sha
+
+    here = {"device_name": plan.device_name, "torch": _torch_version(), "git_sha": git_sha()}
+    differ = [
+        f"{what} {meta.get(key)!r} there, {here[key]!r} here"
+        for key, what in PROVENANCE.items()
+        if meta.get(key) is not None and here[key] is not None and str(meta[key]) != str(here[key])
+    ]
+    if differ:
+        raise RunSetupError(
+            f"--resume would mix measurements: {'; '.join(differ)}; start a new run, or pass --mix to go on anyway"
+        )
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def finish_run(store: RunStore, outcome: str) -> dict[str, Any]:
+    """Mark the run ``outcome`` (complete, interrupted) in meta.json and return the meta
+    (RunStoreWriteError when it cannot be written: meta.json keeps its last good state)."""
+    meta = store.read_meta()  # read again: the runner has added its load samples meanwhile
+    meta |= {"status": outcome, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    store.write_meta(meta)
+    return meta
+
+
+__all__ = ["RunSetupError", "check_resumable", "create_run", "finish_run"]

@@ -1,0 +1,95 @@
+"""The rounds of an A/B, run against stand-in trees whose ``python -m linbench`` writes a tiny
+run folder (or refuses, as an older revision does an unknown flag): the order, the
+environment each side gets and the errors, in well under a second per round."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from linbench.ab.rounds import RoundError, Side, round_order, run_rounds, side_env
+
+# A stand-in for `linbench run`: it notes which tree ran it and with what, then makes a run
+# folder under --out the way the real one does (results.csv, samples.csv, meta.json).
+FAKE_RUN = """
+import json, os, sys, pathlib
+args = sys.argv[1:]
+if "--refuse" in args:
+    print("linbench: error: No such option: --refuse; see linbench run --help", file=sys.stderr)
+    sys.exit(2)
+if "--crash" in args:
+    raise SystemExit("Traceback: something broke")
+out = pathlib.Path(args[args.index("--out") + 1])
+with open(os.environ["AB_TEST_LOG"], "a") as log:
+    log.write(pathlib.Path.cwd().name + " " + " ".join(args) + "\\n")
+folder = out / f"run-{len(list(out.glob('run-*')))}"
+folder.mkdir()
+for name in ("results.csv", "samples.csv"):
+    (folder / name).write_text("variant,status\\n")
+(folder / "meta.json").write_text(json.dumps({"status": "complete"}))
+"""
+
+
+def _tree(root: Path, name: str) -> Path:
+    package = root / name / "linbench"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text(FAKE_RUN)
+    return root / name
+
+
+@pytest.fixture
+def sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Side]:
+    monkeypatch.setenv("AB_TEST_LOG", str(tmp_path / "calls.log"))
+    return {name: Side(name, _tree(tmp_path / "trees", name)) for name in ("baseline", "current")}
+
+
+def test_rounds_alternate_abba() -> None:
+    assert [round_order(index) for index in range(1, 5)] == [
+        ("baseline", "current"),
+        ("current", "baseline"),
+        ("baseline", "current"),
+        ("current", "baseline"),
+    ]
+
+
+def test_each_side_runs_its_own_tree_with_the_given_flags_quiet_into_its_rounds(
+    sides: dict[str, Side], tmp_path: Path
+) -> None:
+    heard: list[int] = []
+    folders = run_rounds(sides, 3, ["--seq", "256"], tmp_path / "ab", lambda index, results: heard.append(index))
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert [call.split()[0] for call in calls] == ["baseline", "current", "current", "baseline", "baseline", "current"]
+    assert calls[0].split()[1:] == [
+        "run",
+        "--seq",
+        "256",
+        "--quiet",
+        "--yes",
+        "--out",
+        str(tmp_path / "ab/baseline/rounds"),
+    ]
+    assert heard == [1, 2, 3]
+    assert [p.name for p in folders["baseline"]] == ["run-0", "run-1", "run-2"]
+    assert all(p.parent == tmp_path / "ab" / "current" / "rounds" for p in folders["current"])
+    assert (tmp_path / "ab" / "baseline" / "rounds" / "round-2.log").is_file()
+
+
+def test_a_round_the_revision_refuses_stops_with_its_message(sides: dict[str, Side], tmp_path: Path) -> None:
+    with pytest.raises(RoundError, match=r"the baseline side's round 1 refused the run: No such option: --refuse"):
+        run_rounds(sides, 3, ["--refuse"], tmp_path / "ab")
+    assert not (tmp_path / "calls.log").exists()  # the current side never ran
+
+
+def test_a_round_that_crashes_stops_with_its_last_line(sides: dict[str, Side], tmp_path: Path) -> None:
+    with pytest.raises(RoundError, match=r"round 1 failed \(exit 1\): Traceback: something broke"):
+        run_rounds(sides, 1, ["--crash"], tmp_path / "ab")
+
+
+def test_a_side_finds_its_own_package_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    assert side_env(tmp_path)["PYTHONPATH"] == os.pathsep.join([str(tmp_path), "/elsewhere"])
+    monkeypatch.delenv("PYTHONPATH")
+    assert side_env(tmp_path)["PYTHONPATH"] == str(tmp_path)

@@ -1,0 +1,203 @@
+"""``linbench ab``: refusals that leave nothing behind, and one real A/B of a small CPU sweep.
+
+The real A/B times the same code on both sides of a shared machine, whose noise can move a
+point by tens of percent (see tests/cli/test_cli_compare_real.py), so it asserts only what
+noise cannot produce: the A/B runs to a verdict (exit 0 or 1, never 2 or a crash), every
+point is measured once per round on both sides and is ok there, no point is `broken`, and
+the baseline's worktree is gone afterwards.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import Invoke, assert_usage_error, linbench_argv
+from result_rows import result_row
+
+import linbench
+from linbench.ab.worktree import checkout_root, registered_worktrees
+from linbench.cli import ab_cmd
+from linbench.results.store import RunStore
+
+ROUNDS = 3
+SWEEP = ["--device", "cpu", "--variant", "softmax:sdpa", "--no-baseline", "--seq", "256,512", "--budget-s", "0.1"]
+
+
+def _left_behind() -> set[Path]:
+    """What an A/B may leave: its worktree, as git knows it, and its temporary folder (only
+    these: other worktrees of the checkout come and go with other work)."""
+    trees = {tree for tree in registered_worktrees(checkout_root()) if tree.parent.name.startswith("linbench-ab-")}
+    return trees | set(Path(tempfile.gettempdir()).glob("linbench-ab-*"))
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON document."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def test_an_unknown_revision_is_one_line_and_leaves_nothing(invoke: Invoke, tmp_path: Path) -> None:
+    before = _left_behind()
+    result = invoke("ab", "--baseline", "no-such-revision", "--out", tmp_path / "ab", *SWEEP)
+    assert_usage_error(result, "--baseline 'no-such-revision' is not a commit")
+    assert _left_behind() <= before and not (tmp_path / "ab").exists()
+
+
+def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = tmp_path / "installed" / "linbench"
+    copy.mkdir(parents=True)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    before = _left_behind()
+    monkeypatch.setattr(linbench, "__file__", str(copy / "__init__.py"))
+    result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", *SWEEP)
+    monkeypatch.undo()
+    assert_usage_error(result, "which is not a git checkout")
+    assert _left_behind() <= before and not (tmp_path / "ab").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--rounds", "0"], "--rounds 0: give at least 1"),
+        (["--max-slowdown", "fast"], "--max-slowdown 'fast' is not a percentage"),
+        (["--format", "pdf"], "unknown --format 'pdf'"),
+        (["--suite", "no-such-suite"], "'no-such-suite' does not exist"),
+    ],
+)
+def test_bad_ab_flags_are_refused_before_any_round(
+    invoke: Invoke, tmp_path: Path, args: list[str], fragment: str
+) -> None:
+    result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", *args, *SWEEP)
+    assert_usage_error(result, fragment)
+    assert not (tmp_path / "ab").exists()
+
+
+def test_an_out_folder_that_holds_an_ab_is_refused(invoke: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "ab" / "current").mkdir(parents=True)
+    result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", *SWEEP)
+    assert_usage_error(result, "already holds current/")
+
+
+def _rounds(out: Path, times: tuple[float, ...]) -> list[Path]:
+    """Round folders as linbench run writes them, one ok point timed ``times[r]`` in round r,
+    its repetitions within 1% (a quiet point)."""
+    folders = []
+    for index, time_ms in enumerate(times):
+        store = RunStore.create(out / str(index), "round")
+        row = result_row(1024, time_ms=time_ms) | {"device_name": "Test CPU", "samples": 10, "flops": 1e9}
+        store.append(row | {"time_ms_p20": time_ms * 0.99, "time_ms_p80": time_ms * 1.01})
+        store.write_meta({"status": "complete"})
+        folders.append(store.path)
+    return folders
+
+
+@pytest.mark.parametrize(("slowdown", "status"), [(1.0, 0), (2.0, 1)])
+def test_ab_exits_as_compare_does_on_the_merged_rounds(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slowdown: float, status: int
+) -> None:
+    """The rounds stand in for measured ones (deterministic): the same code passes, the code
+    twice as slow in every round fails, and stdout is compare's own output."""
+    base = (10.0, 10.05, 9.95)  # within 2%: 3 rounds that agree are enough to judge
+
+    def measured(*args: object) -> dict[str, list[Path]]:
+        current = tuple(t * slowdown for t in base)
+        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", current)}
+
+    monkeypatch.setattr(ab_cmd, "_measure", measured)
+    result = invoke("ab", "--baseline", "HEAD", "--rounds", "3", "--out", tmp_path / "ab", "--device", "cpu", "--json")
+    assert result.exit_code == status, result.output
+    assert json.loads(result.stdout)["points"]  # stdout is compare's JSON, nothing else
+    assert f"current -> {tmp_path / 'ab' / 'current'}" in result.stderr
+    assert RunStore(tmp_path / "ab" / "current").read_meta()["timing_protocol"]["processes"] == 3
+
+
+def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_verdict(tmp_path: Path) -> None:
+    before = _left_behind()
+    argv = linbench_argv("ab", "--baseline", "HEAD", "--rounds", ROUNDS, *SWEEP, "--out", tmp_path / "ab", "--json")
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert _left_behind() <= before
+    for side in ("baseline", "current"):
+        folder = tmp_path / "ab" / side
+        rounds = Counter(tuple(row[c] for c in ("seq", "process")) for row in _read(folder / "processes.csv"))
+        assert sorted(rounds) == [(seq, str(p)) for seq in ("256", "512") for p in range(ROUNDS)], side
+        assert set(rounds.values()) == {1}
+        results = _read(folder / "results.csv")
+        assert [row["status"] for row in results] == ["ok", "ok"], side
+        assert {row["processes"] for row in results} == {str(ROUNDS)}
+        assert str(folder) in result.stderr  # where the merged folders are
+    assert "broken" not in set(_strings(json.loads(result.stdout)))
+    assert [line.split(":")[0] for line in result.stderr.splitlines() if line.startswith("round ")] == [
+        f"round {r}/{ROUNDS}" for r in range(1, ROUNDS + 1)
+    ]
+
+
+def test_each_round_gets_only_the_run_flags_given_with_paths_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    values: dict[str, Any] = {option.name: option.parameter.default for option in ab_cmd.RUN_OPTIONS}
+    assert ab_cmd.run_arguments(values) == []  # nothing given: an older revision's defaults
+    values |= {"variant": ["cosine:chunked", "softmax"], "baseline_impl": ["softmax:sdpa"], "causal": True}
+    values |= {"budget_s": 0.1, "plugin": [Path("mine.py")]}
+    assert ab_cmd.run_arguments(values) == [
+        *("--variant", "cosine:chunked", "--variant", "softmax", "--baseline", "softmax:sdpa", "--causal"),
+        *("--plugin", str(tmp_path / "mine.py"), "--budget-s", "0.1"),
+    ]
+
+
+def test_ab_takes_every_compare_option_and_none_of_run_s_that_a_round_must_not_get() -> None:
+    import typer.main
+
+    from linbench.cli import app
+
+    group = typer.main.get_command(app)
+    ab = {opt for param in group.commands["ab"].params for opt in param.opts}
+    compare = {opt for param in group.commands["compare"].params for opt in param.opts if opt.startswith("-")}
+    assert compare <= ab
+    assert not {"--processes", "--max-processes", "--resume", "--dry-run", "--mix", "--allow-failures"} & ab
+    assert {"--baseline", "--baseline-impl", "--rounds", "--out", "--suite", "--device", "--variant"} <= ab
+
+
+def test_a_suite_that_asks_for_several_processes_gets_one_per_round(tmp_path: Path) -> None:
+    gate = tmp_path / "gate.toml"
+    gate.write_text('command = "run"\nprocesses = 5\n')
+    plain = tmp_path / "plain.toml"
+    plain.write_text('command = "run"\n')
+    assert ab_cmd.one_process_per_round(gate) == ["--processes", "1", "--max-processes", "1"]
+    assert ab_cmd.one_process_per_round(plain) == []
+    assert ab_cmd.one_process_per_round(None) == []
+
+
+def test_a_sweep_the_baseline_refuses_stops_the_ab_with_its_message_and_removes_the_worktree(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    before = _left_behind()
+    result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", "--device", "cpu", "--seq", "banana")
+    assert result.exit_code == 2, result.output
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("linbench: error:")]
+    assert "the baseline side's round 1 refused the run: " in error and "banana" in error
+    assert _left_behind() <= before
+    assert not (tmp_path / "ab" / "current").exists()  # the current side never ran

@@ -1,0 +1,72 @@
+"""run --processes end to end (CPU): process rows, the protocol and the harness's time in
+meta.json, bad values refused, and --resume refusing another machine's run."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import Invoke, assert_usage_error
+
+TINY = ("--variant", "softmax:sdpa", "--no-baseline", "--seq", "64", "--heads", "2", "--dim", "16")
+QUICK = ("--budget-s", "0.05", "--device", "cpu")
+
+
+def _folder(out: Path) -> Path:
+    (folder,) = out.iterdir()
+    return folder
+
+
+def test_processes_are_rows_of_their_own_and_the_protocol_is_recorded(invoke: Invoke, tmp_path: Path) -> None:
+    result = invoke("run", *TINY, *QUICK, "--processes", "3", "--max-processes", "3", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "harness:" in result.stdout and "wall timed" in result.stdout
+    folder = _folder(tmp_path)
+    with (folder / "processes.csv").open() as handle:
+        processes = list(csv.DictReader(handle))
+    assert [p["process"] for p in processes] == ["0", "1", "2"] and len({p["pid"] for p in processes}) == 3
+    with (folder / "results.csv").open() as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert row["processes"] == "3" and row["timing"] == "eager"
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["schema_version"] == 2
+    protocol = meta["timing_protocol"]
+    assert (protocol["name"], protocol["processes"], protocol["max_processes"]) == ("processes-v1", 3, 3)
+    overhead = meta["overhead"]
+    assert overhead["processes"] == 3 and 0 < overhead["timed_s"] < overhead["wall_s"]
+    assert 0 < overhead["timed_fraction"] < 1
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--processes", "0"), "processes"),
+        (("--processes", "five"), "processes"),
+        (("--processes", "5", "--max-processes", "3"), "--max-processes 3 is fewer than --processes 5"),
+    ],
+)
+def test_bad_process_counts_exit_2_with_one_line_and_no_folder(
+    invoke: Invoke, tmp_path: Path, args: tuple[str, ...], fragment: str
+) -> None:
+    assert_usage_error(invoke("run", *TINY, *QUICK, *args, "--out", tmp_path), fragment)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_resume_refuses_a_run_from_another_device_or_commit_unless_told_to_mix(invoke: Invoke, tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    assert invoke("run", *TINY, "--seq", "64,128", *QUICK, "--out", out).exit_code == 0
+    folder = _folder(out)
+    results = folder / "results.csv"
+    lines = results.read_text().splitlines(keepends=True)
+    results.write_text("".join(lines[:-1]))  # the 128 point is still to run
+    meta = json.loads((folder / "meta.json").read_text())
+    meta |= {"device_name": "NVIDIA H100 80GB HBM3", "git_sha": "0" * 40}
+    (folder / "meta.json").write_text(json.dumps(meta))
+    refused = invoke("run", "--resume", folder)
+    assert_usage_error(refused, "--resume would mix measurements", "NVIDIA H100", "--mix")
+    assert len(results.read_text().splitlines()) == 2  # nothing was appended
+    mixed = invoke("run", "--resume", folder, "--mix")
+    assert mixed.exit_code == 0, mixed.output
+    assert len(results.read_text().splitlines()) == 3

@@ -1,0 +1,61 @@
+"""A point measured in several processes, summed up: medians of medians, spread between."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from linbench.results.processes import gated_ms, log_range, log_spread, needs_more, summarise
+
+
+def _process(ms: float, **extra: object) -> dict[str, object]:
+    return {"status": "ok", "time_ms": ms, "time_ms_p20": ms * 0.9, "time_ms_p80": ms * 1.1, "samples": 10} | extra
+
+
+def test_the_time_is_the_median_of_the_process_medians_not_of_the_pooled_samples() -> None:
+    row = summarise([_process(1.0), _process(1.1), _process(5.0, samples=1000)])
+    assert row["time_ms"] == 1.1  # one slow process (with many repetitions) does not move it
+    assert row["processes"] == 3 and row["samples"] == 1020
+    assert (row["time_ms_proc_lo"], row["time_ms_proc_hi"]) == (1.0, 5.0)
+    assert row["timing"] == "eager" and row["device_ms"] is None
+
+
+def test_the_spread_is_a_robust_sigma_of_the_log_medians() -> None:
+    assert log_spread([1.0]) is None
+    assert log_spread([2.0, 2.0, 2.0]) == 0.0
+    # log medians 0, ln 1.1, ln 1.21 (centre ln 1.1): MAD ln 1.1.
+    assert log_spread([1.0, 1.1, 1.21]) == pytest.approx(1.4826 * math.log(1.1))
+    assert log_range([1.0, 1.5]) == pytest.approx(math.log(1.5)) and log_range([3.0]) == 0.0
+
+
+def test_memory_is_the_largest_reading_of_any_process() -> None:
+    row = summarise([_process(1.0, peak_bytes=100), _process(1.0, peak_bytes=140), _process(1.0)])
+    assert row["peak_bytes"] == 140
+
+
+def test_graph_time_is_gated_only_when_every_process_has_one() -> None:
+    both = [_process(2.0, device_ms=1.0, cuda_graph=True), _process(2.2, device_ms=1.1, cuda_graph=True)]
+    assert summarise(both)["timing"] == "graph" and summarise(both)["device_ms"] == pytest.approx(1.05)
+    assert gated_ms(both[0]) == 1.0 and gated_ms(_process(2.0)) == 2.0
+    mixed = [both[0], _process(2.1)]
+    assert summarise(mixed)["timing"] == "eager" and summarise(mixed)["device_ms"] is None
+
+
+def test_values_read_back_from_csv_as_text_sum_up_the_same() -> None:
+    text = [{k: str(v) for k, v in _process(ms).items()} for ms in (1.0, 2.0, 3.0)]
+    assert summarise(text)["time_ms"] == 2.0
+
+
+def test_more_processes_when_too_few_or_when_they_disagree() -> None:
+    quiet = [_process(1.0), _process(1.01), _process(1.0)]
+    noisy = [_process(1.0), _process(1.3), _process(1.0)]
+    assert needs_more(quiet[:2], wanted=3, most=20, extend_above=0.02)
+    assert not needs_more(quiet, wanted=3, most=20, extend_above=0.02)
+    assert needs_more(noisy, wanted=3, most=20, extend_above=0.02)
+    assert not needs_more(noisy, wanted=3, most=3, extend_above=0.02)
+
+
+def test_no_process_is_an_error() -> None:
+    with pytest.raises(ValueError, match="at least one process"):
+        summarise([])

@@ -1,0 +1,79 @@
+"""Points measured in several fresh worker processes (CPU): rounds, failures, resume, sharing."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from pathlib import Path
+
+import pytest
+from result_rows import process_row
+from sweep_helpers import PLANTED, make_points, run_store
+
+from linbench.results.store import RunStore
+
+
+def _processes_by_seq(store: RunStore) -> dict[int, list[dict[str, str]]]:
+    by_seq: dict[int, list[dict[str, str]]] = {}
+    for row in store.process_rows():
+        by_seq.setdefault(int(row["seq"]), []).append(row)
+    return by_seq
+
+
+def test_each_point_is_measured_in_as_many_fresh_processes_as_asked(tmp_path: Path) -> None:
+    store = run_store(tmp_path, make_points([("planted", "good")], [64, 128]), processes=3)
+    processes = _processes_by_seq(store)
+    for seq, row in ((int(r["seq"]), r) for r in store.rows()):
+        mine = processes[seq]
+        assert sorted(int(p["process"]) for p in mine) == [0, 1, 2]
+        assert len({p["pid"] for p in mine}) == 3  # three fresh processes, none reused
+        assert row["status"] == "ok" and row["processes"] == "3"
+        medians = [float(p["time_ms"]) for p in mine]
+        assert float(row["time_ms"]) == pytest.approx(statistics.median(medians), rel=1e-5)
+        assert float(row["time_ms_proc_lo"]) == pytest.approx(min(medians), rel=1e-5)
+        assert row["between_spread"] != "" and row["timing"] == "eager"
+        assert int(row["samples"]) == sum(int(p["samples"]) for p in mine)
+    # Only the first process ran after the gate; its gate columns reach the results row.
+    assert all(r["check_seq"] and r["rel_err"] for r in store.rows())
+
+
+def test_a_process_that_fails_after_the_first_fails_the_point(tmp_path: Path) -> None:
+    """A flaky impl is a broken one: the crash of its second measuring process is the point's
+    status, and the error says which process it was."""
+    try:
+        store = run_store(tmp_path, make_points([("planted", "flaky")], [64]), processes=3)
+    finally:
+        for ledger in Path(tempfile.gettempdir()).glob("linbench-planted-flaky-*"):
+            ledger.unlink()
+    (row,) = store.rows()
+    assert row["status"] == "crashed" and row["error"].startswith("process 2 of 2: worker killed by SIGSEGV")
+    assert row["time_ms"] == "" and row["processes"] == "2"
+
+
+def test_a_resumed_point_measures_only_the_processes_it_lacks(tmp_path: Path) -> None:
+    points = make_points([("planted", "good")], [64])
+    store = RunStore.create(tmp_path, "test")
+    store.write_meta({"plugins": [PLANTED]})
+    for process in (0, 1):  # an earlier session measured two of three, then was killed
+        store.append_process(process_row(64, process) | {"variant": "planted", "impl": "good", "heads": 2} | _small)
+    run_store(tmp_path, points, processes=3, store=store)
+    mine = store.process_rows()
+    assert [p["process"] for p in mine] == ["0", "1", "2"] and mine[2]["pid"] not in ("1000", "1001")
+    (row,) = store.rows()
+    assert row["processes"] == "3" and row["status"] == "ok"
+
+
+_small = {"dim_k": 16, "dim_v": 16}
+
+
+def test_on_shared_workers_a_curve_shares_one_process_per_round(tmp_path: Path) -> None:
+    """(GPU runs share workers; the mechanics are the same on CPU.) The first process of each
+    point is its own; after that, the points of one curve are measured in one process a round."""
+    store = run_store(tmp_path, make_points([("planted", "good")], [64, 128]), processes=3, share_workers=True)
+    by_round: dict[str, set[str]] = {}
+    for row in store.process_rows():
+        by_round.setdefault(row["process"], set()).add(row["pid"])
+    assert len(by_round["0"]) == 2  # each point's first process: a fork of its own
+    assert len(by_round["1"]) == 1 and len(by_round["2"]) == 1
+    assert by_round["1"] != by_round["2"]
+    assert [r["processes"] for r in store.rows()] == ["3", "3"]
