@@ -20,7 +20,7 @@ from typing import Any
 from linbench.results.processes import summarise
 from linbench.results.rates import rate_columns
 from linbench.results.schema import DECODE_MODE, KEY_COLUMNS, MEASURED_COLUMNS, SCHEMA_VERSION
-from linbench.results.store import FILES, SAMPLES_FILE, RunStore
+from linbench.results.store import SAMPLES_FILE, RunStore
 
 Key = tuple[str, ...]
 Row = Mapping[str, Any]
@@ -39,7 +39,7 @@ def merge_rounds(rounds: Sequence[Path], dest: Path, meta: Mapping[str, Any]) ->
     meta.json round 1's with ``meta``'s sections laid over it."""
     if not rounds:
         raise ValueError("nothing to merge: no rounds")
-    store = new_store(dest)
+    store = RunStore.create_at(dest)
     stores = [RunStore(path) for path in rounds]
     by_round = [{_key(row): row for row in round_store.rows()} for round_store in stores]
     workers = [{_key(row): row for row in round_store.process_rows()} for round_store in stores]
@@ -54,18 +54,6 @@ def merge_rounds(rounds: Sequence[Path], dest: Path, meta: Mapping[str, Any]) ->
         store.append(point_row(measured, processes, len(rounds)))
     store.write_meta(merged_meta([round_store.read_meta() for round_store in stores], meta))
     return store
-
-
-def new_store(dest: Path) -> RunStore:
-    """An empty run folder at exactly ``dest`` (which may already hold other files, such as
-    the rounds): the CSV headers of linbench/results/store.py's FILES."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for file, _columns in FILES:
-        if (dest / file).exists():
-            raise FileExistsError(f"{dest / file} exists: {dest} already holds a run")
-    for file, columns in FILES:
-        (dest / file).write_text(",".join(columns) + "\n")  # column names need no CSV quoting
-    return RunStore(dest)
 
 
 def process_row(result: Row, process: int, worker: Row) -> dict[str, Any]:

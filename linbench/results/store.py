@@ -110,11 +110,21 @@ class RunStore:
             path = out_dir / f"{stem}-{n}"
         path.mkdir()
         try:
-            for file, columns in FILES:
-                (path / file).write_text(_csv_text([columns]))
+            return cls.create_at(path)
         except OSError:
             shutil.rmtree(path, ignore_errors=True)  # a folder with half its files is no run
             raise
+
+    @classmethod
+    def create_at(cls, path: Path) -> RunStore:
+        """A run at exactly ``path`` (made if missing; it may hold other files, not a run):
+        the CSV headers written. FileExistsError when it already holds a run."""
+        path.mkdir(parents=True, exist_ok=True)
+        taken = [file for file, _ in FILES if (path / file).exists()]
+        if taken:
+            raise FileExistsError(f"{path / taken[0]} exists: {path} already holds a run")
+        for file, columns in FILES:
+            (path / file).write_text(_csv_text([columns]))
         return cls(path)
 
     @classmethod

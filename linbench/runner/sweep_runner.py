@@ -21,6 +21,7 @@ import torch
 
 from linbench.measure.load import LoadMonitor
 from linbench.results.processes import needs_more, summarise
+from linbench.results.rates import rate_columns
 from linbench.results.schema import KEY_COLUMNS, MEASURED_COLUMNS
 from linbench.results.store import RunStore, RunStoreError
 from linbench.runner.ledger import TimeLedger
@@ -294,13 +295,7 @@ class SweepRunner:
         if decode:
             row["context"] = point.shape.seq
         if row.get("status") == "ok" and row.get("time_ms"):
-            time_ms = float(row["time_ms"])
-            if flops:
-                row["tflops"] = flops / (time_ms / 1e3) / 1e12
-            if decode:  # a decode repetition is one step: one generated token per sequence
-                row["time_per_token_ms"] = time_ms
-            else:  # every position of every sequence in the batch, per second
-                row["tokens_per_s"] = point.shape.batch * point.shape.seq / (time_ms / 1e3)
+            row |= rate_columns(float(row["time_ms"]), flops, point.shape.batch, point.shape.seq, decode)
         else:
             # A time is reported only for a point that passed its check and ran to the end.
             for column in TIME_COLUMNS:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from result_rows import process_row, result_row
 
-from linbench.ab.merge import merge_rounds, new_store
+from linbench.ab.merge import merge_rounds
 from linbench.report.load import read_single_run
 from linbench.results.store import RunStore
 
@@ -108,6 +108,6 @@ def test_the_merged_folder_is_a_run_the_reports_read(merged: RunStore) -> None:
 
 
 def test_a_folder_that_holds_a_run_is_not_merged_into(tmp_path: Path) -> None:
-    new_store(tmp_path / "side")
+    RunStore.create_at(tmp_path / "side")
     with pytest.raises(FileExistsError, match="already holds a run"):
-        new_store(tmp_path / "side")
+        RunStore.create_at(tmp_path / "side")

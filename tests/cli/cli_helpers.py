@@ -13,7 +13,7 @@ from linbench.variants.registry import Impl, Variant
 PLANTED = "planted_for_cli_tests"
 Invoke = Callable[..., Result]
 # The commands whose --device defaults to auto: cuda wherever CUDA is present.
-DEVICE_COMMANDS = ("run", "decode", "check", "list")
+DEVICE_COMMANDS = ("run", "decode", "check", "list", "ab")
 
 
 def assert_device_stated(args: Sequence[object]) -> None:
