@@ -11,8 +11,8 @@ p20–p80 half-width reaches 2% in either run (host-sensitive); Q, the other fus
 Each side runs 5 processes per point, 20 where its first 5 span more than 2% (the runner's
 adaptive extension). With ``--timing graph`` L points are judged on CUDA-graph replays, assumed
 to be as noisy as Q points times ``--graph-noise`` (an ASSUMPTION until measured on a GPU), and
-their eager time, drawn from L, is judged beside them and fails the gate where it is not noisy
-(as compare does). ``--no-settle`` drops the rule's settled condition (a point whose few processes
+their eager time, drawn from L, is judged beside them as information (compare reports it and
+never fails on it). ``--no-settle`` drops the rule's settled condition (a point whose few processes
 disagree is noisy), to show what it guards against.
 
     python scripts/gate_simulation.py --runs 3000 --timing graph
@@ -117,12 +117,13 @@ def pools_for(points: list[Point], pools: dict[str, np.ndarray], timing: str, gr
 
 
 def false_alarms(sim: Simulator, chosen: list, runs: int) -> tuple[int, int, float]:
-    """(runs with any regression, runs with any gated-time regression, mean noisy points per run)."""
+    """(runs with a regression in the eager column, runs with a gated-time regression (a false
+    alarm), mean noisy points per run)."""
     any_alarm = gated_alarm = noisy = 0
     for _ in range(runs):
         verdicts = [sim.point(gated, eager) for gated, eager in chosen]
         gated_alarm += any(g == "regression" for g, _ in verdicts)
-        any_alarm += any("regression" in pair for pair in verdicts)
+        any_alarm += any(e == "regression" for _, e in verdicts)
         noisy += sum(g == "noisy" for g, _ in verdicts)
     return any_alarm, gated_alarm, noisy / runs
 
@@ -133,7 +134,7 @@ def detection(sim: Simulator, chosen: list, points: list[Point], factor: float, 
     rates: dict[str, list[float]] = {c: [] for c in classes}
     for point, (gated, eager) in zip(points, chosen, strict=True):
         if point.noise_class in classes:
-            caught = sum("regression" in sim.point(gated, eager, factor) for _ in range(trials))
+            caught = sum(sim.point(gated, eager, factor)[0] == "regression" for _ in range(trials))
             rates[point.noise_class].append(caught / trials)
     return {c: (float(np.mean(r)), float(np.min(r))) for c, r in rates.items() if r}
 
@@ -163,9 +164,9 @@ def main() -> None:
     sizes = ", ".join(f"{c} {counts[c]} (pool SD {np.std(pools[c]):.3f})" for c in "LSQ")
     print(f"{len(points)} points: {sizes}; timing {args.timing}, graph noise x{args.graph_noise:g}")
 
-    any_alarm, gated_alarm, noisy = false_alarms(sim, chosen, args.runs)
-    print(f"false-alarm runs: {any_alarm} / {args.runs} ({any_alarm / args.runs:.2%}); on the gated time alone: "
-          f"{gated_alarm}; noisy points per run: {noisy:.2f}")  # fmt: skip
+    eager_alarm, gated_alarm, noisy = false_alarms(sim, chosen, args.runs)
+    print(f"false-alarm runs: {gated_alarm} / {args.runs} ({gated_alarm / args.runs:.2%}); runs whose eager "
+          f"column (not gated) said regression: {eager_alarm}; noisy points per run: {noisy:.2f}")  # fmt: skip
     for factor, classes in ((1.3, "LSQ"), (1.1, "SQ")):
         found = detection(sim, chosen, points, factor, args.trials, classes)
         text = "; ".join(f"{c} {mean:.1%} (min {low:.1%})" for c, (mean, low) in found.items())

@@ -183,7 +183,7 @@ def verdict_line(comparison: Comparison) -> str:
     parts = [f"{n} {verdict}{' (not gated)' if verdict in NOT_GATED else ''}" for verdict, n in sorted(counts.items())]
     summary = f"{len(comparison.points)} points compared: {', '.join(parts)}"
     if eager:
-        summary += f"; {eager} eager-time regression(s)" + (" (environment)" if changed else "")
+        summary += f"; {eager} eager-time slowdown(s) of graph-timed points (not gated)"
     summary += f"; {memory} memory regression(s); {launches} launch regression(s)"
     if comparison.exponents:
         summary += f"; {exponents} of {len(comparison.exponents)} exponent bound(s) exceeded"
