@@ -698,12 +698,15 @@ int main(int argc, char** argv) {
                                          {1, 70, 130, 24, true, false, false, 1}, {1, 70, 130, 24, false, true, false, 1},
                                          {1, 70, 24, 129, true, true, false, 1}, {1, 600, 20, 12, true, false, false, 10000},
                                          {1, 600, 20, 12, false, true, false, 10000}, {1, 1, 3, 2, true, true, false, 108}});
+  // fp16 leaves out the zero q: its exact gradient, g / 1e-12, is past fp16's range (inf in any
+  // implementation that returns fp16 gradients).
+  const std::vector<Case> maps_fp16 = maps;
   maps.push_back(with_map({1, 70, 24, 12, true, false, false, 1, 0.0}, 1, 0.5));
 
   if (suite == "maps") {
     run_cases<float>(maps, 9500);
     run_cases<__nv_bfloat16>(maps, 9600);
-    run_cases<__half>(maps, 9700);
+    run_cases<__half>(maps_fp16, 9700);
   } else if (suite == "fp16range") {
     run_cases<__half>(fp16_range, 7000);
   } else if (suite == "split") {
@@ -741,7 +744,7 @@ int main(int argc, char** argv) {
     run_cases<__half>(gate, 8300);
     run_cases<float>(maps, 9500);
     run_cases<__nv_bfloat16>(maps, 9600);
-    run_cases<__half>(maps, 9700);
+    run_cases<__half>(maps_fp16, 9700);
     if (suite == "full") {
       run_cases<__nv_bfloat16>(large, 9000);
       run_cases<float>(large, 9100);
