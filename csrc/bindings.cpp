@@ -1,6 +1,9 @@
 // The one place the op schemas are declared, and where each backend's kernel is registered.
 // feature_map: 0 none, 1 row L2 normalisation, 2 elu + 1, applied to q and k by the op (and
 // differentiated by it), so the variants that use them need no separate pass over q and k.
+// v_scale: out = v_scale * (the attention of v), applied by the kernels in their epilogues (and
+// to the incoming gradient in the backward); a plain number, so no device tensor is made per
+// call. Unnormalised only (cosine's 1 / s^sigmoid(m); no normalised variant scales v).
 // The autograd formula and the fake (meta) kernel live in Python (linbench/kernels/ops.py),
 // registered with torch.library against these schemas.
 #include <torch/library.h>
@@ -10,10 +13,11 @@
 TORCH_LIBRARY(linbench, m) {
   m.def(
       "linear_attention_forward(Tensor q, Tensor k, Tensor v, Tensor? decay, bool causal, bool normalize, "
-      "float eps, int chunk, int feature_map=0) -> (Tensor, Tensor)");
+      "float eps, int chunk, int feature_map=0, float v_scale=1.0) -> (Tensor, Tensor)");
   m.def(
       "linear_attention_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor? decay, Tensor out, "
-      "Tensor den, bool causal, bool normalize, float eps, int chunk, int feature_map=0) -> (Tensor, Tensor, Tensor)");
+      "Tensor den, bool causal, bool normalize, float eps, int chunk, int feature_map=0, float v_scale=1.0) -> "
+      "(Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(linbench, CPU, m) {

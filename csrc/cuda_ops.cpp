@@ -1,5 +1,8 @@
 // The CUDA op: argument checks and allocation in ATen, then the plain launchers of
 // cuda/*.cu on the current stream. Compiled only where torch has CUDA and nvcc exists.
+// q, k, v go to the kernels as they are (contiguous, in their own dtype): the kernels apply
+// the feature map as they load them, v_scale in their epilogues, and the map's backward in a
+// last launch, so no ATen op runs around them.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -24,37 +27,18 @@ ElementType element_type(const at::Tensor& t) {
 }
 
 LinearAttentionShape launch_shape(const at::Tensor& q, const at::Tensor& v, bool causal, bool normalize, double eps,
-                                  int64_t chunk) {
+                                  int64_t chunk, int64_t feature_map, double v_scale) {
   TORCH_CHECK(chunk == kCudaChunk, "linear_attention on CUDA runs chunks of ", kCudaChunk, " tokens; got ", chunk);
   TORCH_CHECK(q.size(3) <= kMaxDimK && v.size(3) <= kMaxDimV, "linear_attention on CUDA takes Dk <= ", kMaxDimK,
               " and Dv <= ", kMaxDimV, "; got Dk = ", q.size(3), ", Dv = ", v.size(3));
-  return {q.size(0) * q.size(1), q.size(2), q.size(3), v.size(3), chunk, causal, normalize, static_cast<float>(eps)};
+  LinearAttentionShape shape{q.size(0) * q.size(1), q.size(2), q.size(3), v.size(3), chunk, causal, normalize,
+                             static_cast<float>(eps)};
+  shape.feature_map = static_cast<int>(feature_map);
+  shape.v_scale = static_cast<float>(v_scale);
+  return shape;
 }
 
 const float* decay_pointer(const at::Tensor& decay) { return decay.defined() ? decay.data_ptr<float>() : nullptr; }
-
-// The CUDA kernels take q and k with their feature map already applied: here the map and its
-// backward run as ATen ops (the CPU kernel fuses them into its chunk loads instead).
-constexpr double kNormEps = 1e-12;  // torch.nn.functional.normalize's default
-
-at::Tensor apply_feature_map(const at::Tensor& x, int64_t feature_map) {
-  if (feature_map == 0) return x;
-  const at::Tensor xf = x.to(at::kFloat);
-  const at::Tensor phi =
-      feature_map == 1 ? xf / xf.pow(2).sum(-1, true).sqrt().clamp_min(kNormEps) : at::elu(xf) + 1.0;
-  return phi.to(x.scalar_type()).contiguous();
-}
-
-at::Tensor feature_map_backward(const at::Tensor& grad_phi, const at::Tensor& x, int64_t feature_map) {
-  if (feature_map == 0) return grad_phi;
-  const at::Tensor xf = x.to(at::kFloat), g = grad_phi.to(at::kFloat);
-  if (feature_map == 2) return at::where(xf > 0, g, g * at::exp(xf)).to(x.scalar_type());
-  const at::Tensor norm = xf.pow(2).sum(-1, true).sqrt();
-  const at::Tensor inv = 1.0 / norm.clamp_min(kNormEps);
-  const at::Tensor phi = xf * inv;
-  const at::Tensor through = (g - phi * (phi * g).sum(-1, true)) * inv;
-  return at::where(norm > kNormEps, through, g * inv).to(x.scalar_type());
-}
 
 void check_launch(cudaError_t status, const char* what) {
   TORCH_CHECK(status == cudaSuccess, what, " failed: ", cudaGetErrorString(status));
@@ -66,14 +50,12 @@ std::tuple<at::Tensor, at::Tensor> forward_cuda_op(const at::Tensor& q_in, const
                                                                  const at::Tensor& v_in,
                                                                  const std::optional<at::Tensor>& decay_in,
                                                                  bool causal, bool normalize, double eps,
-                                                                 int64_t chunk, int64_t feature_map) {
-  check_forward_args(q_in, k_in, v_in, decay_in, causal, normalize, eps, chunk, feature_map);
+                                                                 int64_t chunk, int64_t feature_map, double v_scale) {
+  check_forward_args(q_in, k_in, v_in, decay_in, causal, normalize, eps, chunk, feature_map, v_scale);
   const c10::cuda::CUDAGuard guard(q_in.device());
-  const at::Tensor q = apply_feature_map(q_in.contiguous(), feature_map);
-  const at::Tensor k = apply_feature_map(k_in.contiguous(), feature_map);
-  const at::Tensor v = v_in.contiguous();
+  const at::Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
   const at::Tensor decay = decay_in.has_value() ? decay_in->contiguous() : at::Tensor();
-  const LinearAttentionShape shape = launch_shape(q, v, causal, normalize, eps, chunk);
+  const LinearAttentionShape shape = launch_shape(q, v, causal, normalize, eps, chunk, feature_map, v_scale);
   at::Tensor out = at::empty(v.sizes(), v.options());
   at::Tensor den = at::empty(den_shape(q, normalize), q.options().dtype(at::kFloat));
   check_launch(linear_attention_forward_cuda(element_type(q), q.data_ptr(), k.data_ptr(), v.data_ptr(),
@@ -87,16 +69,14 @@ std::tuple<at::Tensor, at::Tensor> forward_cuda_op(const at::Tensor& q_in, const
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda_op(
     const at::Tensor& grad_out_in, const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
     const std::optional<at::Tensor>& decay_in, const at::Tensor& out_in, const at::Tensor& den_in, bool causal,
-    bool normalize, double eps, int64_t chunk, int64_t feature_map) {
+    bool normalize, double eps, int64_t chunk, int64_t feature_map, double v_scale) {
   check_backward_args(grad_out_in, q_in, k_in, v_in, decay_in, out_in, den_in, causal, normalize, eps, chunk,
-                      feature_map);
+                      feature_map, v_scale);
   const c10::cuda::CUDAGuard guard(q_in.device());
-  const at::Tensor q = apply_feature_map(q_in.contiguous(), feature_map);
-  const at::Tensor k = apply_feature_map(k_in.contiguous(), feature_map);
-  const at::Tensor v = v_in.contiguous();
+  const at::Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
   const at::Tensor grad_out = grad_out_in.contiguous(), out = out_in.contiguous(), den = den_in.contiguous();
   const at::Tensor decay = decay_in.has_value() ? decay_in->contiguous() : at::Tensor();
-  const LinearAttentionShape shape = launch_shape(q, v, causal, normalize, eps, chunk);
+  const LinearAttentionShape shape = launch_shape(q, v, causal, normalize, eps, chunk, feature_map, v_scale);
   at::Tensor grad_q = at::empty(q.sizes(), q.options());
   at::Tensor grad_k = at::empty(k.sizes(), k.options());
   at::Tensor grad_v = at::empty(v.sizes(), v.options());
@@ -106,7 +86,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda_op(
                                               grad_k.data_ptr(), grad_v.data_ptr(), shape,
                                               c10::cuda::getCurrentCUDAStream()),
                "linear_attention_backward_cuda");
-  return {feature_map_backward(grad_q, q_in, feature_map), feature_map_backward(grad_k, k_in, feature_map), grad_v};
+  return {grad_q, grad_k, grad_v};
 }
 
 }  // namespace linbench

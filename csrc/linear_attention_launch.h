@@ -9,6 +9,12 @@
 // state, always fp32, carried across chunks. With `decay` (causal, unnormalised only), the
 // state's column e is multiplied by decay[bh, c, e] just before chunk c (c >= 1) reads it.
 //
+// Feature maps (feature_map): the kernels apply phi to q and k as they load them, in fp32 before
+// rounding to the element type (0: none, 1: rows divided by max(|row|, 1e-12), 2: elu + 1), and
+// the backward returns the gradients for q and k themselves (dphi applied in a last launch).
+// v_scale multiplies the output (unnormalised only); the backward's gradients are those of
+// v_scale * dO. q, k, v are read in their own element type: nothing is converted beforehand.
+//
 // Layout: q, k (bh, seq, dim_k), v, out, grad_out, grad_v (bh, seq, dim_v), contiguous,
 // element type `dtype`; den (bh, seq) fp32; decay (bh, n_chunks, dim_v) fp32 or nullptr,
 // n_chunks = ceil(seq / chunk). Every launcher returns the first CUDA error it met.
@@ -30,6 +36,8 @@ struct LinearAttentionShape {
   bool causal;
   bool normalize;
   float eps;
+  int feature_map = 0;  // 0 none, 1 L2 rows, 2 elu + 1 (of q and k)
+  float v_scale = 1.0f; // out = v_scale * attention; unnormalised only
 };
 
 constexpr int64_t kMaxDimK = 512;  // cosformer's features are 2 x head dim wide
@@ -41,8 +49,8 @@ cudaError_t linear_attention_forward_cuda(ElementType dtype, const void* q, cons
                                           const float* decay, void* out, float* den,
                                           const LinearAttentionShape& shape, cudaStream_t stream);
 
-// grad_q, grad_k, grad_v from grad_out and the forward's inputs, out and den. The states are
-// recomputed, never stored per chunk.
+// grad_q, grad_k, grad_v from grad_out and the forward's inputs (raw q and k: the launcher maps
+// them as the forward does), out and den. The states are recomputed, never stored per chunk.
 cudaError_t linear_attention_backward_cuda(ElementType dtype, const void* grad_out, const void* q, const void* k,
                                            const void* v, const float* decay, const void* out, const float* den,
                                            void* grad_q, void* grad_k, void* grad_v,

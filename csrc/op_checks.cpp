@@ -1,5 +1,7 @@
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 #include "ops.h"
 
 namespace linbench {
@@ -15,7 +17,7 @@ std::vector<int64_t> den_shape(const at::Tensor& q, bool normalize) {
 
 void check_forward_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                         const std::optional<at::Tensor>& decay, bool causal, bool normalize, double eps,
-                        int64_t chunk, int64_t feature_map) {
+                        int64_t chunk, int64_t feature_map, double v_scale) {
   TORCH_CHECK(feature_map >= 0 && feature_map <= 2,
               "linear_attention: feature_map must be 0 (none), 1 (L2 rows) or 2 (elu + 1); got ", feature_map);
   TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "linear_attention: q, k, v must be 4-D (B, H, S, D); got ",
@@ -30,6 +32,8 @@ void check_forward_args(const at::Tensor& q, const at::Tensor& k, const at::Tens
   TORCH_CHECK(q.device() == k.device() && q.device() == v.device(), "linear_attention: q, k, v must share one device");
   TORCH_CHECK(chunk >= 1 && chunk <= 1024, "linear_attention: chunk must be in 1..1024; got ", chunk);
   TORCH_CHECK(!normalize || eps >= 0.0, "linear_attention: eps must be >= 0; got ", eps);
+  TORCH_CHECK(std::isfinite(v_scale), "linear_attention: v_scale must be finite; got ", v_scale);
+  TORCH_CHECK(!normalize || v_scale == 1.0, "linear_attention: v_scale needs normalize=False; got ", v_scale);
   if (!decay.has_value()) return;
   TORCH_CHECK(causal && !normalize, "linear_attention: decay needs causal=True and normalize=False");
   const int64_t n_chunks = (q.size(2) + chunk - 1) / chunk;
@@ -44,8 +48,9 @@ void check_forward_args(const at::Tensor& q, const at::Tensor& k, const at::Tens
 
 void check_backward_args(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& decay, const at::Tensor& out, const at::Tensor& den,
-                         bool causal, bool normalize, double eps, int64_t chunk, int64_t feature_map) {
-  check_forward_args(q, k, v, decay, causal, normalize, eps, chunk, feature_map);
+                         bool causal, bool normalize, double eps, int64_t chunk, int64_t feature_map,
+                         double v_scale) {
+  check_forward_args(q, k, v, decay, causal, normalize, eps, chunk, feature_map, v_scale);
   TORCH_CHECK(grad_out.sizes() == v.sizes() && out.sizes() == v.sizes(),
               "linear_attention_backward: grad_out and out must have v's shape ", v.sizes());
   TORCH_CHECK(grad_out.scalar_type() == v.scalar_type() && out.scalar_type() == v.scalar_type(),

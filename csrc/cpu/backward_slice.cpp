@@ -64,7 +64,14 @@ template <typename scalar_t, typename acc_t>
 void load_output_grad(const SliceDims& d, const GradInputs<scalar_t, acc_t>& g, BackwardScratch<acc_t>& s,
                       int64_t start, int64_t n) {
   load_rows(s.dn.data(), g.grad_out + start * d.dim_v, n, d.dim_v);
-  if (!d.normalize) return;
+  if (!d.normalize) {
+    // out = value_scale * attention: every gradient is the unscaled one of value_scale * dO.
+    if (d.value_scale != 1.0) {
+      const acc_t scale = static_cast<acc_t>(d.value_scale);
+      for (int64_t i = 0; i < n * d.dim_v; ++i) s.dn[i] *= scale;
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const acc_t inv = acc_t(1) / (g.den[start + i] + static_cast<acc_t>(d.eps));
     acc_t dot_out = 0;

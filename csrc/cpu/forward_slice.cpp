@@ -39,6 +39,10 @@ template <typename scalar_t, typename acc_t>
 void store_output(const SliceDims& d, ForwardScratch<acc_t>& s, int64_t n, bool with_scores, scalar_t* out,
                   acc_t* den) {
   if (!d.normalize) {
+    if (d.value_scale != 1.0) {
+      const acc_t scale = static_cast<acc_t>(d.value_scale);
+      for (int64_t i = 0; i < n * d.dim_v; ++i) s.out[i] *= scale;
+    }
     store_rows(out, s.out.data(), n, d.dim_v);
     return;
   }

@@ -11,8 +11,9 @@ namespace linbench {
 namespace {
 
 cpu::SliceDims slice_dims(const at::Tensor& q, const at::Tensor& v, bool causal, bool normalize, double eps,
-                          int64_t chunk, int64_t feature_map) {
-  return {q.size(2), q.size(3), v.size(3), chunk, causal, normalize, eps, static_cast<cpu::FeatureMap>(feature_map)};
+                          int64_t chunk, int64_t feature_map, double v_scale) {
+  return {q.size(2), q.size(3), v.size(3), chunk, causal, normalize, eps, static_cast<cpu::FeatureMap>(feature_map),
+          v_scale};
 }
 
 template <typename scalar_t, typename acc_t>
@@ -36,13 +37,13 @@ std::tuple<at::Tensor, at::Tensor> forward_cpu_op(const at::Tensor& q_in, const 
                                                                 const at::Tensor& v_in,
                                                                 const std::optional<at::Tensor>& decay_in,
                                                                 bool causal, bool normalize, double eps,
-                                                                int64_t chunk, int64_t feature_map) {
-  check_forward_args(q_in, k_in, v_in, decay_in, causal, normalize, eps, chunk, feature_map);
+                                                                int64_t chunk, int64_t feature_map, double v_scale) {
+  check_forward_args(q_in, k_in, v_in, decay_in, causal, normalize, eps, chunk, feature_map, v_scale);
   const at::Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
   const at::Tensor decay = contiguous_decay(decay_in);
   at::Tensor out = at::empty(v.sizes(), v.options());
   at::Tensor den = at::empty(den_shape(q, normalize), q.options().dtype(accumulate_type(q.scalar_type())));
-  const cpu::SliceDims dims = slice_dims(q, v, causal, normalize, eps, chunk, feature_map);
+  const cpu::SliceDims dims = slice_dims(q, v, causal, normalize, eps, chunk, feature_map, v_scale);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, q.scalar_type(), "linear_attention_forward_cpu", [&] {
     using acc_t = at::opmath_type<scalar_t>;
     at::parallel_for(0, batch_heads(q), 1, [&](int64_t begin, int64_t end) {
@@ -59,16 +60,16 @@ std::tuple<at::Tensor, at::Tensor> forward_cpu_op(const at::Tensor& q_in, const 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cpu_op(
     const at::Tensor& grad_out_in, const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
     const std::optional<at::Tensor>& decay_in, const at::Tensor& out_in, const at::Tensor& den_in, bool causal,
-    bool normalize, double eps, int64_t chunk, int64_t feature_map) {
+    bool normalize, double eps, int64_t chunk, int64_t feature_map, double v_scale) {
   check_backward_args(grad_out_in, q_in, k_in, v_in, decay_in, out_in, den_in, causal, normalize, eps, chunk,
-                      feature_map);
+                      feature_map, v_scale);
   const at::Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
   const at::Tensor grad_out = grad_out_in.contiguous(), out = out_in.contiguous(), den = den_in.contiguous();
   const at::Tensor decay = contiguous_decay(decay_in);
   at::Tensor grad_q = at::empty(q.sizes(), q.options());
   at::Tensor grad_k = at::empty(k.sizes(), k.options());
   at::Tensor grad_v = at::empty(v.sizes(), v.options());
-  const cpu::SliceDims dims = slice_dims(q, v, causal, normalize, eps, chunk, feature_map);
+  const cpu::SliceDims dims = slice_dims(q, v, causal, normalize, eps, chunk, feature_map, v_scale);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, q.scalar_type(), "linear_attention_backward_cpu", [&] {
     using acc_t = at::opmath_type<scalar_t>;
     at::parallel_for(0, batch_heads(q), 1, [&](int64_t begin, int64_t end) {

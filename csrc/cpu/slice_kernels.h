@@ -17,6 +17,7 @@ struct SliceDims {
   bool normalize;
   double eps;
   FeatureMap feature;  // applied to q and k as they are loaded
+  double value_scale;  // out = value_scale * attention (unnormalised only); the backward scales dO
 };
 
 // Inputs of one slice: q, k (seq x dim_k), v (seq x dim_v); decay (n_chunks x dim_v) or null.

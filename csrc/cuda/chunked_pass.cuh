@@ -45,6 +45,7 @@ struct PassSmem {
   float* row_a;      // chunk: a_i
   float* row_b;      // chunk: b_j
   float* row_w;      // chunk: w_j for the score columns and the state update
+  float* inv_norm;   // kNormSlots x chunk: 1 / max(|row|, 1e-12) of the L2-mapped inputs' rows
   unsigned* s_max;   // per slab: max |state| bits (fp16 scaling)
   float* s_scale;    // per slab: the factor s_e was divided by
 };
@@ -72,6 +73,7 @@ __device__ PassSmem<T> carve_smem(const PassParams& p) {
   s.row_a = reinterpret_cast<float*>(base + s.lay.row_a);
   s.row_b = reinterpret_cast<float*>(base + s.lay.row_b);
   s.row_w = reinterpret_cast<float*>(base + s.lay.row_w);
+  s.inv_norm = reinterpret_cast<float*>(base + s.lay.inv_norm);
   s.s_max = reinterpret_cast<unsigned*>(base + s.lay.s_max);
   s.s_scale = reinterpret_cast<float*>(base + s.lay.s_scale);
   return s;
@@ -95,15 +97,25 @@ struct ChunkWork {
   int next_chunk;     // chunk to prefetch into L2 (-1: none)
 };
 
-// Copies columns [col0, col0 + width) of the chunk's 64 rows into a row-major shared tile;
-// rows past the sequence and columns past the operand read as zero. 16-byte loads where the
-// row stride and the base allow them, element by element elsewhere.
+// phi(x) of one element, in fp32 (inv: the row's inverse norm, for kL2).
+__device__ __forceinline__ float apply_feature_map(FeatureMap map, float x, float inv) {
+  if (map == FeatureMap::kL2) return x * inv;
+  if (map == FeatureMap::kElu1) return x > 0.0f ? x + 1.0f : expf(x);
+  return x;
+}
+
+// Copies columns [col0, col0 + width) of the chunk's 64 rows into a row-major shared tile, with
+// the operand's feature map applied in fp32 and rounded once to T (as mapping in fp32 first and
+// converting would); rows past the sequence and columns past the operand read as zero (not
+// phi(0): elu + 1 of a padding zero would be 1). 16-byte loads where the row stride and the base
+// allow them, element by element elsewhere. `inv_norm`: the chunk's inverse row norms (kL2).
 template <class T>
 __device__ void load_operand_tile(T* dst, int ld_dst, const OperandSource& src, int64_t row0, int rows, int col0,
-                                  int width) {
+                                  int width, const float* inv_norm) {
   constexpr int V = kPack<T>;
   const T* base = static_cast<const T*>(src.ptr);
   const bool vector_ok = src.cols % V == 0 && is_aligned_16(base);
+  const bool mapped = src.map != FeatureMap::kNone;
   const int packs_per_row = width / V;
   for (int g = static_cast<int>(threadIdx.x); g < kChunk * packs_per_row; g += kThreads) {
     const int r = g / packs_per_row;
@@ -112,13 +124,58 @@ __device__ void load_operand_tile(T* dst, int ld_dst, const OperandSource& src, 
     Pack<T> pack;
     if (r < rows && vector_ok && col + V <= src.cols) {
       pack = load_pack(base + (row0 + r) * src.cols + col);
+      if (mapped) {
+        const float inv = src.map == FeatureMap::kL2 ? inv_norm[r] : 1.0f;
+#pragma unroll
+        for (int e = 0; e < V; ++e) pack.v[e] = from_float<T>(apply_feature_map(src.map, to_float(pack.v[e]), inv));
+      }
     } else {
+      const float inv = r < rows && src.map == FeatureMap::kL2 ? inv_norm[r] : 1.0f;
 #pragma unroll
       for (int e = 0; e < V; ++e)
-        pack.v[e] = (r < rows && col + e < src.cols) ? base[(row0 + r) * src.cols + col + e] : from_float<T>(0.0f);
+        pack.v[e] = (r < rows && col + e < src.cols)
+                        ? from_float<T>(apply_feature_map(src.map, to_float(base[(row0 + r) * src.cols + col + e]), inv))
+                        : from_float<T>(0.0f);
     }
     store_pack(dst + r * ld_dst + c, pack);
   }
+}
+
+// inv_norm[r] = 1 / max(|row r|, kNormEps) of the chunk's rows of `src` in fp32 (0 past the
+// sequence), one warp per row: the whole row is read once more (from L2: the slab loads that
+// follow read the same lines) so that slabs narrower than the row can be mapped as they land.
+template <class T>
+__device__ void compute_inverse_norms(const OperandSource& src, int64_t row0, int rows, float* inv_norm) {
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const T* base = static_cast<const T*>(src.ptr);
+  for (int r = warp; r < kChunk; r += kWarps) {
+    float sum = 0.0f;
+    if (r < rows)  // uniform over the warp
+      for (int e = lane; e < src.cols; e += 32) {
+        const float x = to_float(base[(row0 + r) * src.cols + e]);
+        sum += x * x;
+      }
+    sum = warp_sum(sum);
+    if (lane == 0) inv_norm[r] = r < rows ? 1.0f / fmaxf(sqrtf(sum), kNormEps) : 0.0f;
+  }
+}
+
+// The inverse norms of every L2-mapped operand this chunk visit loads, each into its slot.
+template <class T>
+__device__ void compute_chunk_norms(const PassParams& p, const PassSmem<T>& sm, int64_t row0, int rows, bool uses_q,
+                                    bool uses_kv) {
+  const OperandSource* sources[3] = {&p.qx, &p.kx, &p.vx};
+  const bool used[3] = {uses_q, uses_kv, uses_kv};
+  for (int i = 0; i < 3; ++i)
+    if (used[i] && sources[i]->map == FeatureMap::kL2)
+      compute_inverse_norms<T>(*sources[i], row0, rows, sm.inv_norm + sources[i]->norm_slot * kChunk);
+}
+
+// The inverse-norm row an operand's loads read (nullptr unless it is L2-mapped).
+template <class T>
+__device__ __forceinline__ const float* norms_of(const OperandSource& src, const PassSmem<T>& sm) {
+  return src.map == FeatureMap::kL2 ? sm.inv_norm + src.norm_slot * kChunk : nullptr;
 }
 
 // L2 prefetch of `rows` whole rows of a row-major input, starting at row0.
@@ -334,7 +391,7 @@ __device__ void store_output_tile(const PassParams& p, const PassSmem<T>& sm, in
     const int c = (g % packs_per_row) * V;
     const int col = tile_col0 + c;
     if (r >= rows || col >= td) continue;
-    float scale = p.q_row_scale ? sm.row_scale[r] : 1.0f;
+    float scale = p.out_scale * (p.q_row_scale ? sm.row_scale[r] : 1.0f);
     if (p.normalize_output) scale /= sm.den_acc[r] + p.eps;
     const float a = aug ? sm.row_a[r] : 0.0f;
     float v[V];
@@ -386,6 +443,7 @@ __device__ void process_chunk(const PassParams& p, const PassSmem<T>& sm, int64_
       sm.zaug[e] += sm.zaug_delta[e];
       sm.zaug_delta[e] = 0.0f;
     }
+  compute_chunk_norms<T>(p, sm, row0, rows, uses_q, uses_kv);
   if (w.next_chunk >= 0) prefetch_chunk<T>(p, bh, w.next_chunk, uses_q, uses_kv);
   __syncthreads();
 
@@ -394,9 +452,9 @@ __device__ void process_chunk(const PassParams& p, const PassSmem<T>& sm, int64_
     const int col0 = s * p.slab_cols;
     const int width = min_int(p.slab_cols, p.kd_padded - col0);
     // Load: writes qx, kx (read by the previous slab's products, finished) and vx.
-    if (uses_q) load_operand_tile(sm.qx, lay.ld_qk, p.qx, row0, rows, col0, width);
-    if (uses_kv) load_operand_tile(sm.kx, lay.ld_qk, p.kx, row0, rows, col0, width);
-    if (uses_kv && s == 0) load_operand_tile(sm.vx, lay.ld_v, p.vx, row0, rows, tile_col0, te);
+    if (uses_q) load_operand_tile(sm.qx, lay.ld_qk, p.qx, row0, rows, col0, width, norms_of(p.qx, sm));
+    if (uses_kv) load_operand_tile(sm.kx, lay.ld_qk, p.kx, row0, rows, col0, width, norms_of(p.kx, sm));
+    if (uses_kv && s == 0) load_operand_tile(sm.vx, lay.ld_v, p.vx, row0, rows, tile_col0, te, norms_of(p.vx, sm));
     __syncthreads();
     // Products that read the state as it was before this chunk: writes a_f, o_f, den_acc.
     if (w.intra)

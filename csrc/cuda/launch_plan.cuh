@@ -15,6 +15,8 @@ inline cudaError_t check_shape(const LinearAttentionShape& shape, const float* d
     return cudaErrorInvalidValue;
   if (shape.chunk != kCudaChunk) return cudaErrorInvalidValue;
   if (decay != nullptr && (shape.normalize || !shape.causal)) return cudaErrorInvalidValue;
+  if (shape.feature_map < 0 || shape.feature_map > 2) return cudaErrorInvalidValue;
+  if (shape.normalize && shape.v_scale != 1.0f) return cudaErrorInvalidValue;
   return cudaSuccess;
 }
 

@@ -1,6 +1,7 @@
 // Forward of the chunked linear attention: out (and den) from q, k, v. One generic chunked
-// pass (chunked_pass.cuh) with Qx = Q, Kx = K, Vx = V; a block per (bh, tile of dim_v columns,
-// segment of the sequence when it is split).
+// pass (chunked_pass.cuh) with Qx = phi(Q), Kx = phi(K), Vx = V (phi applied as the chunks
+// load, v_scale in the epilogue); a block per (bh, tile of dim_v columns, segment of the
+// sequence when it is split).
 #include "chunked_pass.cuh"
 #include "launch_plan.cuh"
 #include "linear_attention_launch.h"
@@ -39,9 +40,11 @@ cudaError_t linear_attention_forward_cuda(ElementType dtype, const void* q, cons
   set_common(shape, &p);
   const int dim_k = static_cast<int>(shape.dim_k);
   const int dim_v = static_cast<int>(shape.dim_v);
-  p.qx = OperandSource{q, dim_k};
-  p.kx = OperandSource{k, dim_k};
+  const FeatureMap map = static_cast<FeatureMap>(shape.feature_map);
+  p.qx = OperandSource{q, dim_k, map, 0};
+  p.kx = OperandSource{k, dim_k, map, 1};
   p.vx = OperandSource{v, dim_v};
+  p.out_scale = shape.v_scale;
   p.out = out;
   p.den_out = den;
   p.decay = decay;

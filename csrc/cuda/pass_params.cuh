@@ -17,11 +17,24 @@ enum class AugValue : int {
   kNegGradOutDotOut = 2,  // -(dO_i . out_i), which times 1 / (den_i + eps) is dD_i
 };
 
+// What a load applies to an operand's elements (linear_attention_launch.h's feature_map).
+enum class FeatureMap : int {
+  kNone = 0,
+  kL2 = 1,   // the row divided by max(|row|, 1e-12): needs the row's norm before any slab lands
+  kElu1 = 2, // elu(x) + 1, element by element
+};
+
 // A row-major (bh, seq, cols) input of the element type, as one operand of the pass.
 struct OperandSource {
   const void* ptr;
-  int cols;  // columns = row stride in elements
+  int cols;                          // columns = row stride in elements
+  FeatureMap map = FeatureMap::kNone;
+  int norm_slot = 0;                 // kL2: which of the chunk's two inverse-norm rows it uses
 };
+
+// Smallest row norm the L2 map divides by (torch.nn.functional.normalize's default eps).
+constexpr float kNormEps = 1e-12f;
+constexpr int kNormSlots = 2;  // q and k: the most distinct L2-mapped inputs one pass reads
 
 // One chunked pass (see chunked_pass.cuh). With w_j = 1 / (den_j + eps) for the backward:
 //   scores  A_ij = (Qx_i . Kx_j + a_i b_j) * (k_row_weight ? w_j : 1), masked
@@ -44,6 +57,7 @@ struct PassParams {
   int num_tiles;   // ceil(vx.cols / TE)
   int dim_v;       // row length of decay, grad_out and fwd_out
   float eps;
+  float out_scale;          // the stored outputs times this (v_scale; 1 if none)
   int causal;               // 0: bidirectional
   int reverse;              // walk chunks last to first; the mask keeps j >= i
   int normalize_output;     // forward: out = num / (den + eps), den written
@@ -87,7 +101,7 @@ constexpr int kMaxStateFloats = 8704;  // kd_padded x TE bound for TE > 16 (272 
 struct SmemLayout {
   int ld_qk, ld_v, ld_af, ld_ae, ld_of, ld_sf, ld_se;  // leading dimensions, in elements
   int qx, kx, vx, a_f, a_e, a_lo, o_f, s_f, s_e, s_lo, z, zaug, zaug_delta;
-  int den_acc, row_scale, row_a, row_b, row_w, s_max, s_scale;
+  int den_acc, row_scale, row_a, row_b, row_w, inv_norm, s_max, s_scale;
   int total;
 };
 
@@ -132,6 +146,7 @@ __host__ __device__ inline SmemLayout make_smem_layout(int elem_size, int kd_pad
   s.row_a = take_region(&off, kChunk * 4);
   s.row_b = take_region(&off, kChunk * 4);
   s.row_w = take_region(&off, kChunk * 4);
+  s.inv_norm = take_region(&off, kNormSlots * kChunk * 4);
   s.s_max = take_region(&off, kMaxSlabs * 4);
   s.s_scale = take_region(&off, kMaxSlabs * 4);
   s.total = off;

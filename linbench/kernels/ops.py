@@ -39,6 +39,7 @@ def _fake_forward(
     eps: float,
     chunk: int,
     feature_map: int = 0,
+    v_scale: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     out = v.new_empty(v.shape)
     den = q.new_empty(_den_shape(q, normalize), dtype=_accumulate_dtype(q.dtype))
@@ -58,26 +59,27 @@ def _fake_backward(
     eps: float,
     chunk: int,
     feature_map: int = 0,
+    v_scale: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, torch.Tensor]) -> None:
-    q, k, v, decay, causal, normalize, eps, chunk, feature_map = inputs
+    q, k, v, decay, causal, normalize, eps, chunk, feature_map, v_scale = inputs
     out, den = output
     ctx.save_for_backward(q, k, v, decay, out, den)
-    ctx.flags = (causal, normalize, eps, chunk, feature_map)
+    ctx.flags = (causal, normalize, eps, chunk, feature_map, v_scale)
 
 
 def _backward(ctx: Any, grad_out: torch.Tensor, grad_den: torch.Tensor | None) -> tuple[Any, ...]:
     # den is a by-product handed to the backward, not a differentiable result: its gradient is dropped.
     del grad_den
     q, k, v, decay, out, den = ctx.saved_tensors
-    causal, normalize, eps, chunk, feature_map = ctx.flags
+    causal, normalize, eps, chunk, feature_map, v_scale = ctx.flags
     grads = torch.ops.linbench.linear_attention_backward(
-        grad_out, q, k, v, decay, out, den, causal, normalize, eps, chunk, feature_map
+        grad_out, q, k, v, decay, out, den, causal, normalize, eps, chunk, feature_map, v_scale
     )
-    return (*grads, None, None, None, None, None, None)
+    return (*grads, None, None, None, None, None, None, None)
 
 
 @functools.cache
@@ -107,9 +109,11 @@ def linear_attention(
     chunk: int,
     decay: torch.Tensor | None = None,
     feature_map: str = "none",
+    v_scale: float = 1.0,
 ) -> torch.Tensor:
     """sum_{j in M(i)} (phi(q_i) . phi(k_j)) v_j, divided by sum_{j in M(i)} phi(q_i) . phi(k_j) + eps when
-    eps is given; phi is ``feature_map`` ("none", "l2": rows divided by their L2 norm, "elu1": elu + 1)."""
+    eps is given; phi is ``feature_map`` ("none", "l2": rows divided by their L2 norm, "elu1": elu + 1).
+    Unnormalised, the result is multiplied by ``v_scale`` (a plain number, applied by the kernel)."""
     if feature_map not in FEATURE_MAPS:
         raise ValueError(f"unknown feature map {feature_map!r}; maps: {', '.join(FEATURE_MAPS)}")
     normalize = eps is not None
@@ -118,6 +122,6 @@ def linear_attention(
     if not torch.compiler.is_compiling():
         kernel_ops()
     out, _ = torch.ops.linbench.linear_attention_forward(
-        q, k, v, decay, causal, normalize, float(eps or 0.0), chunk, FEATURE_MAPS[feature_map]
+        q, k, v, decay, causal, normalize, float(eps or 0.0), chunk, FEATURE_MAPS[feature_map], float(v_scale)
     )
     return out

@@ -13,12 +13,32 @@ pytestmark = pytest.mark.cuda
 TOLERANCE = {torch.float32: 2e-4, torch.bfloat16: 3e-2, torch.float16: 4e-3}
 
 
-def _cuda_against_fp64(seq: int, dim_k: int, dim_v: int, dtype: torch.dtype, causal: bool, eps: float | None) -> None:
-    q, k, v = (t.detach().to(dtype) for t in random_inputs(seq, dim_k, dim_v))
+FEATURES = {
+    "none": lambda x: x,
+    "l2": lambda x: torch.nn.functional.normalize(x, dim=-1),
+    "elu1": lambda x: torch.nn.functional.elu(x) + 1.0,
+}
+
+
+def _cuda_against_fp64(
+    seq: int,
+    dim_k: int,
+    dim_v: int,
+    dtype: torch.dtype,
+    causal: bool,
+    eps: float | None,
+    feature_map: str = "none",
+    v_scale: float = 1.0,
+) -> None:
+    """The CUDA op (q, k mapped by the kernels, the output scaled by v_scale) against the map and
+    scale applied in fp64 before a dense reference."""
+    shift = 0.0 if feature_map == "none" else 0.5  # mapped inputs take both signs
+    q, k, v = (t.detach().sub(shift).to(dtype) for t in random_inputs(seq, dim_k, dim_v))
     q, k, v = (t.cuda().requires_grad_() for t in (q, k, v))
     exact = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    expected = dense_reference(*exact, causal=causal, eps=eps)
-    actual = linear_attention(q, k, v, causal=causal, eps=eps, chunk=64)
+    phi = FEATURES[feature_map]
+    expected = dense_reference(phi(exact[0]), phi(exact[1]), v_scale * exact[2], causal=causal, eps=eps)
+    actual = linear_attention(q, k, v, causal=causal, eps=eps, chunk=64, feature_map=feature_map, v_scale=v_scale)
     grad_out = torch.randn_like(expected)
     want = torch.autograd.grad(expected, exact, grad_out)
     got = torch.autograd.grad(actual, (q, k, v), grad_out.to(dtype))
@@ -38,6 +58,19 @@ def test_every_length_on_cuda(seq: int, causal: bool, eps: float | None) -> None
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["fp32", "bf16", "fp16"])
 def test_head_dims_and_dtypes_on_cuda(dim_k: int, dim_v: int, dtype: torch.dtype) -> None:
     _cuda_against_fp64(300, dim_k, dim_v, dtype, True, 1e-6)
+
+
+@pytest.mark.parametrize(
+    ("feature_map", "eps", "v_scale"), [("l2", None, 0.3), ("elu1", None, 1.7), ("elu1", 1e-6, 1.0)]
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
+def test_fused_feature_maps_and_v_scale_on_cuda(
+    feature_map: str, eps: float | None, v_scale: float, dtype: torch.dtype, causal: bool
+) -> None:
+    """The maps applied as the kernels load q and k (dk = 130: the L2 norm spans two slabs), and
+    their backward in the last launch."""
+    _cuda_against_fp64(300, 130, 24, dtype, causal, eps, feature_map, v_scale)
 
 
 def test_decay_on_cuda_matches_cpu() -> None:

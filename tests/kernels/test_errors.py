@@ -55,6 +55,7 @@ def cases(device, dtype):
     refused(device, q[..., :5, :], k, v, None, True, False, 0.0, 64)
     refused(device, q, k, v.half(), None, True, False, 0.0, 64)
     refused(device, q, k, v, torch.ones(2, 2, 9, 5, device=device), True, False, 0.0, 64)
+    refused(device, q, k, v, None, True, True, 1e-6, 64, 1, 0.5)
     return q, k, v
 
 
@@ -69,6 +70,7 @@ MESSAGES = [
     "linear_attention: q and k must have one shape; got [2, 2, 5, 8] and [2, 2, 70, 8]",
     "linear_attention: q, k, v must share one dtype",
     "linear_attention: decay must have shape (B, H, ceil(S / chunk), Dv) = (2, 2, 2, 5); got [2, 2, 9, 5]",
+    "linear_attention: v_scale needs normalize=False; got 0.5",
 ]
 CUDA_CHUNK_MESSAGE = "linear_attention on CUDA runs chunks of 64 tokens; got 32"
 

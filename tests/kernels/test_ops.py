@@ -182,3 +182,23 @@ def test_unknown_feature_map_is_refused() -> None:
         linear_attention(q, k, v, causal=True, eps=None, chunk=64, feature_map="relu")
     with pytest.raises(RuntimeError, match="feature_map must be 0"):
         OPS.linear_attention_forward(q, k, v, None, True, False, 0.0, 64, 7)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
+def test_v_scale_scales_the_output_and_every_gradient(causal: bool) -> None:
+    """v_scale, a plain number the op applies itself: the same as scaling v first (cosine's fused scale)."""
+    q, k, v = random_inputs(130, 16, 8)
+    actual = linear_attention(q, k, v, causal=causal, eps=None, chunk=64, feature_map="l2", v_scale=0.3)
+    expected = dense_reference(*(FEATURES["l2"](t) for t in (q, k)), 0.3 * v, causal=causal, eps=None)
+    grad_out = torch.randn_like(expected)
+    want = torch.autograd.grad(expected, (q, k, v), grad_out)
+    got = torch.autograd.grad(actual, (q, k, v), grad_out)
+    torch.testing.assert_close(actual, expected, rtol=1e-10, atol=1e-10)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-10, atol=1e-10)
+
+
+def test_v_scale_is_refused_when_normalised() -> None:
+    q, k, v = (t.detach() for t in random_inputs(8, 4, 4))
+    with pytest.raises(RuntimeError, match="v_scale needs normalize=False"):
+        OPS.linear_attention_forward(q, k, v, None, True, True, 1e-6, 64, 0, 2.0)

@@ -1,7 +1,7 @@
 // Host emulation of the few CUDA device features the linear-attention kernels use, so that the
 // .cu sources compile with g++ and run on a CPU (one OS thread per CUDA thread). Test-only.
 //
-// Emulated: threadIdx/blockIdx, __syncthreads (a block barrier), __shfl_xor_sync (a warp
+// Emulated: threadIdx/blockIdx/gridDim, __syncthreads (a block barrier), __shfl_xor_sync (a warp
 // exchange: every lane of the warp must take part, as in the real thing), atomicMax, the bit
 // casts, dynamic shared memory (a malloc of exactly the launch's size, so AddressSanitizer sees
 // overruns), the launch API. nvcuda::wmma comes from include/mma.h.
@@ -45,12 +45,14 @@ struct Block {
 
 inline thread_local uint3 thread_idx;
 inline thread_local uint3 block_idx;
+inline thread_local dim3 grid_dim;
 inline thread_local Block* block;
 
 }  // namespace emu
 
 #define threadIdx (emu::thread_idx)
 #define blockIdx (emu::block_idx)
+#define gridDim (emu::grid_dim)
 
 inline void __syncthreads() { emu::block->block_barrier->arrive_and_wait(); }
 

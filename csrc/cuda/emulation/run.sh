@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds and runs the host emulation test of the CUDA kernels (no GPU needed): plain, then with
 # AddressSanitizer, then with ThreadSanitizer (barrier bugs show up as data races).
-# Usage: csrc/cuda/emulation/run.sh [plain|asan|tsan|all] [full|basic|quick]
+# Usage: csrc/cuda/emulation/run.sh [plain|asan|tsan|all] [full|basic|quick|maps|split|plans]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cuda_include=${CUDA_HOME:-/usr/local/cuda}/include

@@ -2,7 +2,9 @@
 
 Done in PyTorch, normalising q and k takes three passes over each (norms, division, and the
 copy the division writes); at S = 16k those passes cost about as much as the kernel itself.
-Only v's per-head scale 1 / s^σ(m) stays in PyTorch, so its gradient reaches ``norm_const``.
+v's per-head scale 1 / s^σ(m) is fused too when m is a plain number: the kernel multiplies
+its output (and, backward, the incoming gradient) by it, so v is never copied. A tensor m
+(learnable, per head) keeps the scale in PyTorch, so that its gradient reaches ``norm_const``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ def kernel(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, chunk_size: int, norm_const: Any, seq_len: Any
 ) -> torch.Tensor:
     size = positive_int("chunk_size", chunk_size)
-    v_up = v.to(compute_dtype(v.dtype))
-    scaled_v = (v_up * value_scale(norm_const, seq_len, q.shape[1], q.shape[-2], v_up)).to(v.dtype)
-    return kernel_ops.linear_attention(q, k, scaled_v, causal=causal, eps=None, chunk=size, feature_map="l2")
+    heads, seq = q.shape[1], q.shape[-2]
+    if isinstance(norm_const, torch.Tensor):
+        v_up = v.to(compute_dtype(v.dtype))
+        scaled_v = (v_up * value_scale(norm_const, seq_len, heads, seq, v_up)).to(v.dtype)
+        return kernel_ops.linear_attention(q, k, scaled_v, causal=causal, eps=None, chunk=size, feature_map="l2")
+    scale = float(value_scale(norm_const, seq_len, heads, seq, v))
+    return kernel_ops.linear_attention(q, k, v, causal=causal, eps=None, chunk=size, feature_map="l2", v_scale=scale)
