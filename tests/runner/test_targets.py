@@ -15,8 +15,10 @@ CPU = torch.device("cpu")
 
 def test_baselines_follow_the_variants_and_can_be_dropped() -> None:
     targets = resolve_targets(["cosine:chunked"], ["softmax"], CPU)
-    assert targets.pairs == (("cosine", "chunked"), ("softmax", "naive"), ("softmax", "sdpa"))
-    assert targets.baselines == (("softmax", "naive"), ("softmax", "sdpa"))
+    # On CPU torch has the flash and math SDPA backends; efficient and cuDNN are CUDA only.
+    softmax = (("softmax", "naive"), ("softmax", "sdpa"), ("softmax", "sdpa-flash"), ("softmax", "sdpa-math"))
+    assert targets.pairs == (("cosine", "chunked"), *softmax)
+    assert targets.baselines == softmax
     alone = resolve_targets(["cosine:chunked"], [], CPU)
     assert alone.pairs == (("cosine", "chunked"),) and alone.baselines == ()
 

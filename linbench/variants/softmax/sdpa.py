@@ -49,7 +49,6 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, bac
             ) from None
 
 
-
 # One named impl per backend, so a run reports each under its own name; `sdpa` (auto) stays
 # what torch picks for a user who pins nothing.
 _SUMMARIES = {
