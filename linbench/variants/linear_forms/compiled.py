@@ -18,6 +18,7 @@ The seconds spent compiling in this process are read by ``compile_seconds``.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -56,11 +57,13 @@ def compile_unavailable(device: torch.device) -> str | None:
 def compile_seconds() -> float | None:
     """Seconds this process has spent in torch.compile (tracing, Inductor and the C++ or
     Triton compiler); None when this torch does not keep the tally."""
-    try:
-        from torch._dynamo.utils import compilation_time_metrics
-    except ImportError:
+    utils = sys.modules.get("torch._dynamo.utils")  # never imported: nothing was compiled
+    if utils is None:
+        return 0.0
+    metrics = getattr(utils, "compilation_time_metrics", None)
+    if not isinstance(metrics, dict):
         return None
-    return float(sum(compilation_time_metrics.get("_compile.compile_inner", [])))
+    return float(sum(metrics.get("_compile.compile_inner", [])))
 
 
 def _pad_to_chunks(x: torch.Tensor, size: int) -> torch.Tensor:
