@@ -85,6 +85,9 @@ class Impl:
     params: tuple[Param, ...] = ()
     availability: AvailabilityFn | None = None
     shape_support: ShapeSupportFn | None = None
+    # Runs on an optional library (fla): a suite or command that names it where it cannot run
+    # leaves it out with a note saying why, rather than refusing the whole run.
+    optional: bool = False
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         """Why this impl cannot run on ``device``, or None when it can."""

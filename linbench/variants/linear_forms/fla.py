@@ -142,4 +142,13 @@ def fla_dtype_support(dim_k: int, dim_v: int, dtype: str) -> str | None:
 
 def fla_impl(fn: Callable[..., torch.Tensor], summary: str) -> Impl:
     """The ``fla`` impl of a variant; it runs where fla-core 0.6 and a Triton GPU are."""
-    return Impl("fla", fn, summary, "O(sd²)", "O(sd)", availability=_availability, shape_support=fla_dtype_support)
+    return Impl(
+        "fla",
+        fn,
+        summary,
+        "O(sd²)",
+        "O(sd)",
+        availability=_availability,
+        shape_support=fla_dtype_support,
+        optional=True,
+    )
