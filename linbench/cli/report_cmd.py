@@ -31,6 +31,13 @@ def report_command(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the report to this file instead of printing it.")
     ] = None,
+    compare_to: Annotated[
+        str | None,
+        typer.Option(
+            "--compare-to",
+            help="VARIANT:IMPL (e.g. linear:fla): add each impl's speedup over it at every length it ran.",
+        ),
+    ] = None,
 ) -> None:
     """Fit time and memory against length and head dim; crossovers and speedups against softmax."""
     from linbench.report.analysis import analyse
@@ -42,7 +49,8 @@ def report_command(
     with usage_errors():
         chosen = _report_format(output_format_flag, as_json)
         loaded = load_runs(runs)
-    analyses = [analyse(run) for run in loaded]
+        against = _compare_target(compare_to, loaded) if compare_to is not None else None
+    analyses = [analyse(run, against) for run in loaded]
     if chosen == "table" and out is None:
         _print_tables(stdout_console(), loaded, analyses)
         return
@@ -52,10 +60,12 @@ def report_command(
         text = html_report(loaded, analyses)
     elif chosen == "json":
         merged: dict[str, list[dict]] = {"fits": [], "crossovers": [], "max_seq": []}
+        if against is not None:
+            merged["compare_to"] = []
         for analysis in analyses:
             record = analysis.to_json()
             for key in merged:
-                merged[key] += [{"run": analysis.run, **item} for item in record[key]]
+                merged[key] += [{"run": analysis.run, **item} for item in record.get(key, [])]
         if roofline := roofline_json(loaded):  # only runs that recorded ceilings have one
             merged["roofline"] = roofline
         text = json.dumps(merged, indent=2)
@@ -87,6 +97,22 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
             console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
         for table in report_tables(analysis) + roofline_tables(run):
             console.print(rich_table(table))
+
+
+def _compare_target(spec: str, loaded: list) -> str:
+    """``--compare-to``'s VARIANT:IMPL, which must have ok times in one of the runs."""
+    name = spec.strip()
+    variant, colon, impl = name.partition(":")
+    if not colon or not variant or not impl:
+        raise CliUsageError(f"--compare-to {spec!r}: give VARIANT:IMPL, like linear:fla")
+    present: set[str] = set()
+    for run in loaded:
+        ok = run.results[run.results["status"] == "ok"]
+        present |= {f"{v}:{i}" for v, i in zip(ok["variant"], ok["impl"], strict=True)}
+    if name not in present:
+        listed = ", ".join(sorted(present)) or "none"
+        raise CliUsageError(f"--compare-to {name}: no ok time of it in these runs; impls with ok times: {listed}")
+    return name
 
 
 def _report_format(flag: str, as_json: bool) -> str:

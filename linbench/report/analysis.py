@@ -22,6 +22,7 @@ from linbench.report.series import (
     impl_name,
     impl_series,
     ok_points,
+    scenario_columns,
     scenarios,
 )
 
@@ -88,29 +89,48 @@ class Reach:
     scenario: Scenario = field(repr=False)
 
 
+@dataclass(frozen=True)
+class Speedup:
+    """``report --compare-to``: the time of ``against`` over the time of ``variant:impl`` at
+    one length of a scenario (above 1: faster than ``against``); None where either was not ok."""
+
+    variant: str
+    impl: str
+    against: str
+    seq: int
+    speedup: float | None
+    scenario: Scenario = field(repr=False)
+
+
 @dataclass
 class Analysis:
     run: str
     fits: list[FitResult]
     crossovers: list[Crossover]
     reach: list[Reach]
+    speedups: list[Speedup] = field(default_factory=list)  # only with --compare-to
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        record = {
             "run": self.run,
             "fits": [_flat(item) for item in self.fits],
             "crossovers": [_flat(item) for item in self.crossovers],
             "max_seq": [_flat(item) for item in self.reach],
         }
+        if self.speedups:
+            record["compare_to"] = [_flat(item) for item in self.speedups]
+        return record
 
 
-def _flat(item: FitResult | Crossover | Reach) -> dict[str, Any]:
+def _flat(item: FitResult | Crossover | Reach | Speedup) -> dict[str, Any]:
     record = {k: v for k, v in asdict(item).items() if k != "scenario"}
     fixed = {k: v for k, v in item.scenario.as_dict().items() if k not in record}
     return {**record, **fixed}
 
 
-def analyse(run: Run) -> Analysis:
+def analyse(run: Run, compare_to: str | None = None) -> Analysis:
+    """Fits, crossovers and reach of ``run``; with ``compare_to`` ("variant:impl"), also every
+    impl's speedup against it at each length."""
     results = run.results
     baselines = baseline_names(results, run.meta)
     fits = [fit for axis in AXES for fit in _fits(results, axis)]
@@ -119,7 +139,29 @@ def analyse(run: Run) -> Analysis:
     for scenario, rows in scenarios(results, "seq"):
         crossovers += _crossovers(scenario, rows, baselines)
         reach += [_reach(scenario, variant, impl, series) for variant, impl, series in impl_series(rows)]
-    return Analysis(run.name, fits, crossovers, reach)
+    speedups = speedups_against(results, compare_to) if compare_to else []
+    return Analysis(run.name, fits, crossovers, reach, speedups)
+
+
+def speedups_against(results: pd.DataFrame, against: str) -> list[Speedup]:
+    """At every length of every scenario where ``against`` ran ok: each other impl's speedup
+    over it (its time over theirs), None where that impl has no ok time at the length."""
+    found: list[Speedup] = []
+    columns = scenario_columns(results, "seq")
+    for values, rows in results.groupby(columns, sort=True):
+        scenario = Scenario("seq", tuple(zip(columns, values, strict=True)))
+        series = {impl_name(v, i): dict(ok_points(s, "seq", "time")) for v, i, s in impl_series(rows)}
+        reference = series.get(against)
+        if not reference:
+            continue
+        for name, times in series.items():
+            if name == against:
+                continue
+            variant, _, impl = name.partition(":")
+            for seq in sorted(reference):
+                ratio = round(reference[seq] / times[seq], 4) if seq in times else None
+                found.append(Speedup(variant, impl, against, int(seq), ratio, scenario))
+    return found
 
 
 def _fits(results: pd.DataFrame, axis: str) -> list[FitResult]:

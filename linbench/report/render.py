@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from rich.markup import escape
 from rich.table import Table
 
-from linbench.report.analysis import Analysis, Crossover, FitResult, Reach
+from linbench.report.analysis import Analysis, Crossover, FitResult, Reach, Speedup
 from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.report.series import AXES, Scenario
 from linbench.units import format_size
@@ -58,6 +58,24 @@ def report_tables(analysis: Analysis) -> list[ReportTable]:
             extra = []
         first = "decoder" if scenario.decode else "impl"
         tables.append(ReportTable(_title(scenario), [first, *metrics.values(), *extra], rows))
+    return tables + speedup_tables(analysis.speedups)
+
+
+def speedup_tables(speedups: list[Speedup]) -> list[ReportTable]:
+    """``--compare-to``: per scenario, each impl's speedup over the named one at every length it ran."""
+    by_scenario: dict[Scenario, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
+    for item in speedups:
+        by_scenario[item.scenario][f"{item.variant}:{item.impl}"][item.seq] = item.speedup
+    tables = []
+    for scenario, impls in by_scenario.items():
+        against = next(s.against for s in speedups if s.scenario == scenario)
+        lengths = sorted({seq for cells in impls.values() for seq in cells})
+        rows = [
+            [name, *(speedup_text(cells[seq]) if cells.get(seq) is not None else "-" for seq in lengths)]
+            for name, cells in impls.items()
+        ]
+        title = f"Speedup over {against} (its time / the impl's) — {_title(scenario).split(' — ', 1)[1]}"
+        tables.append(ReportTable(title, ["impl", *(format_size(seq) for seq in lengths)], rows))
     return tables
 
 

@@ -107,4 +107,14 @@ def collect_meta(argv: list[str], device: torch.device) -> dict[str, Any]:
         "torch_threads": torch.get_num_threads(),
         "hostname": platform.node(),
         **device_info(device),
+        **optional_library_versions(),
     }
+
+
+def optional_library_versions() -> dict[str, str]:
+    """Versions of the optional libraries some impls run on, where installed (fla-core:
+    the ``fla`` impls)."""
+    from linbench.variants.linear_forms.fla import fla_version
+
+    version = fla_version()
+    return {"fla_core": version} if version is not None else {}

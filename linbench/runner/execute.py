@@ -74,8 +74,8 @@ def run_gate(task: Task) -> dict[str, Any]:
 
 
 def _gate_columns(case: CaseResult) -> dict[str, Any]:
-    if case.unavailable:
-        return {"status": "error", "error": f"unavailable: {case.unavailable}"}
+    if case.unavailable:  # the impl cannot take this point (an SDPA backend, say): not a failure
+        return {"status": "skipped", "error": f"unavailable: {case.unavailable}"}
     if case.error:
         return {"status": "oom" if case.out_of_memory else "error", "error": case.error}
     status = "ok" if case.ok else "mismatch"
@@ -89,6 +89,7 @@ class StopEarlyError(Exception):
 def run_measure(task: Task) -> dict[str, Any]:
     """Peak memory of the first full-size call, then the timed repetitions."""
     started = time.perf_counter()
+    compiled_before = _compile_seconds()
     device = torch.device(task.point.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -100,7 +101,7 @@ def run_measure(task: Task) -> dict[str, Any]:
         columns = _measure(task, work, device, started)
         if device.type == "cuda":
             columns |= _after_eager(task, work, device)
-        return columns
+        return columns | _compiled(compiled_before)
     except StopEarlyError as stop:
         return {"status": "timeout", "error": str(stop)}
 
@@ -119,6 +120,21 @@ def _after_eager(task: Task, work: Workload, device: torch.device) -> dict[str, 
     if task.count_launches:
         columns |= launch_columns(work.run, device, before=work.before)
     return columns
+
+
+def _compile_seconds() -> float | None:
+    from linbench.variants.linear_forms.compiled import compile_seconds
+
+    return compile_seconds()
+
+
+def _compiled(before: float | None) -> dict[str, Any]:
+    """compile_s: the seconds this point spent in torch.compile (the compiled impls compile in
+    the warm-up), where it compiled anything; a worker shared by points counts each its own."""
+    after = _compile_seconds()
+    if before is None or after is None or after <= before:
+        return {}
+    return {"compile_s": round(after - before, 3)}
 
 
 def _check_probation(task: Task, first_s: float, started: float) -> None:

@@ -35,7 +35,7 @@ def _expand(specs: Iterable[str], device: torch.device, notes: list[str], decode
         reason = pick.variant.impls[pick.impl].unavailable_reason(device)
         if reason is None:
             pairs.append((pick.variant.name, pick.impl))
-        elif pick.explicit:
+        elif pick.explicit and not pick.variant.impls[pick.impl].optional:
             raise ValueError(f"{pick.variant.name}:{pick.impl} cannot run on {device}: {reason}")
         else:
             notes.append(f"{pick.variant.name}:{pick.impl} left out: {reason}")
@@ -52,5 +52,6 @@ def resolve_targets(
     baseline_pairs = _expand(baselines, device, notes, decode)
     pairs = tuple(dict.fromkeys([*chosen, *baseline_pairs]))
     if not pairs:
-        raise ValueError(f"no impl of {', '.join(variants)} can run on {device}")
+        why = f" ({'; '.join(dict.fromkeys(notes))})" if notes else ""
+        raise ValueError(f"no impl of {', '.join(variants)} can run on {device}{why}")
     return Targets(pairs=pairs, baselines=tuple(baseline_pairs), notes=tuple(dict.fromkeys(notes)))

@@ -26,6 +26,7 @@ import torch
 from linbench.api import attention
 from linbench.dtypes import torch_dtype
 from linbench.sweep.points import Point
+from linbench.variants.registry import get_variant
 
 
 class Workload:
@@ -37,8 +38,13 @@ class Workload:
         shape, dtype = point.shape, torch_dtype(point.dtype)
         gen = torch.Generator(device=device).manual_seed(seed)
         grad = point.mode != "fwd"
+        # fla keeps (B, S, H, D): its inputs are made so here, untimed, and seen through views.
+        self._seq_major = get_variant(point.variant).impl(point.impl).layout == "bshd"
 
         def draw(dim: int) -> torch.Tensor:
+            if self._seq_major:
+                size = (shape.batch, shape.seq, shape.heads, dim)
+                return torch.randn(size, generator=gen, device=device, dtype=dtype).transpose(1, 2).requires_grad_(grad)
             size = (shape.batch, shape.heads, shape.seq, dim)
             return torch.randn(size, generator=gen, device=device, dtype=dtype).requires_grad_(grad)
 
@@ -72,6 +78,7 @@ class Workload:
         self._pads.append(torch.empty(rng.randrange(1, 1 << 16), dtype=torch.uint8))
         self._pads.append(torch.empty(rng.randrange(1 << 20, 3 << 20), dtype=torch.uint8))
         grad = self.point.mode != "fwd"
+        # clone() keeps the strides of these dense tensors, so a "bshd" impl keeps its layout.
         self.q, self.k, self.v = (t.detach().clone().requires_grad_(grad) for t in (self.q, self.k, self.v))
         if self.grad_out is not None:
             self.grad_out = self.grad_out.clone()

@@ -85,6 +85,13 @@ class Impl:
     params: tuple[Param, ...] = ()
     availability: AvailabilityFn | None = None
     shape_support: ShapeSupportFn | None = None
+    # Runs on an optional library (fla): a suite or command that names it where it cannot run
+    # leaves it out with a note saying why, rather than refusing the whole run.
+    optional: bool = False
+    # The memory layout the impl's library keeps q, k, v in: "bhsd" (linbench's, contiguous
+    # (B, H, S, D)) or "bshd" (fla's). The runner draws a "bshd" impl's inputs in that layout,
+    # untimed, and hands it (B, H, S, D) views of them, as a model holding them so would.
+    layout: str = "bhsd"
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         """Why this impl cannot run on ``device``, or None when it can."""

@@ -145,3 +145,20 @@ def test_report_names_the_baseline_its_speedup_was_measured_against(invoke: Invo
     assert "163.84x vs softmax:sdpa at 16k" in table.stdout and "x vs softmax:naive" not in table.stdout
     (crossing,) = json.loads(invoke("report", run, "--json").stdout)["crossovers"]
     assert (crossing["speedup_baseline"], crossing["speedup_seq"]) == ("softmax:sdpa", 16384)
+
+
+def test_report_compare_to_prints_the_speedup_over_the_named_impl(invoke: Invoke, tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR) + series("cosine", "fla", lambda s: 0.0025 * s)
+    run = write_run(tmp_path / "runs", rows)
+    table = invoke("report", run, "--compare-to", "cosine:fla", "--format", "md")
+    assert table.exit_code == 0, table.output
+    assert "Speedup over cosine:fla" in table.stdout and "| cosine:chunked | 0.25x |" in table.stdout
+    report = json.loads(invoke("report", run, "--compare-to", "cosine:fla", "--json").stdout)
+    assert {s["speedup"] for s in report["compare_to"]} == {0.25}
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"), [("linear", "give VARIANT:IMPL"), ("linear:fla", "no ok time of it"), (":fla", "VARIANT")]
+)
+def test_report_compare_to_refuses_a_bad_name(invoke: Invoke, run_dir: Path, name: str, fragment: str) -> None:
+    assert_usage_error(invoke("report", run_dir, "--compare-to", name), "--compare-to", fragment)

@@ -186,3 +186,32 @@ def test_no_power_law_is_said_in_the_json_the_table_and_the_legend(tmp_path: Pat
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "cosine:kernel  no power law found (7 points)" in legend
     assert any(text.startswith("cosine:chunked") and "(2 points only)" in text for text in legend)
+
+
+def test_the_crossover_is_against_the_fastest_sdpa_backend_at_each_length(tmp_path: Path) -> None:
+    # cuDNN is faster than flash at 16k, flash at every shorter length: each length is judged
+    # against its own fastest backend, and the speedup is named after cuDNN.
+    rows = series("cosine", "chunked", LINEAR) + series("softmax", "sdpa-flash", QUADRATIC)
+    rows += series("softmax", "sdpa-cudnn", lambda s: 0.5e-6 * s * s if s == 16384 else 2e-6 * s * s)
+    run = read_run(write_run(tmp_path, rows, baselines=["softmax:sdpa-flash", "softmax:sdpa-cudnn"]))
+    (crossing,) = analyse(run).to_json()["crossovers"]
+    assert crossing["seq"] is None  # 0.01·16k = 164 ms against cuDNN's 134 ms: never faster at the end
+    assert crossing["speedup_baseline"] == "softmax:sdpa-cudnn"
+    assert crossing["speedup"] == pytest.approx(0.5e-6 * 16384 / 0.01, rel=1e-3)
+
+
+def test_compare_to_gives_every_impl_its_speedup_over_the_named_one_at_each_length(tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR) + series("cosine", "fla", lambda s: 0.0025 * s)
+    rows += series("softmax", "sdpa", QUADRATIC, seqs=(1024, 2048))
+    run = read_run(write_run(tmp_path, rows))
+    record = analyse(run, compare_to="cosine:fla").to_json()
+    speedups = {(s["impl"], s["seq"]): s["speedup"] for s in record["compare_to"]}
+    assert speedups[("chunked", 4096)] == pytest.approx(0.25)
+    assert speedups[("sdpa", 2048)] == pytest.approx(0.0025 / (1e-6 * 2048), rel=1e-3)
+    assert speedups[("sdpa", 4096)] is None  # softmax did not run there
+    assert all(s["against"] == "cosine:fla" for s in record["compare_to"])
+
+
+def test_without_compare_to_the_json_has_no_such_section(tmp_path: Path) -> None:
+    run = read_run(write_run(tmp_path, series("cosine", "chunked", LINEAR)))
+    assert "compare_to" not in analyse(run).to_json()

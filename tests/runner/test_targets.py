@@ -15,8 +15,10 @@ CPU = torch.device("cpu")
 
 def test_baselines_follow_the_variants_and_can_be_dropped() -> None:
     targets = resolve_targets(["cosine:chunked"], ["softmax"], CPU)
-    assert targets.pairs == (("cosine", "chunked"), ("softmax", "naive"), ("softmax", "sdpa"))
-    assert targets.baselines == (("softmax", "naive"), ("softmax", "sdpa"))
+    # On CPU torch has the flash and math SDPA backends; efficient and cuDNN are CUDA only.
+    softmax = (("softmax", "naive"), ("softmax", "sdpa"), ("softmax", "sdpa-flash"), ("softmax", "sdpa-math"))
+    assert targets.pairs == (("cosine", "chunked"), *softmax)
+    assert targets.baselines == softmax
     alone = resolve_targets(["cosine:chunked"], [], CPU)
     assert alone.pairs == (("cosine", "chunked"),) and alone.baselines == ()
 
@@ -33,3 +35,13 @@ def test_unavailable_impls_are_noted_when_implied_and_refused_when_named() -> No
             resolve_targets(["softmax:sdpa"], [], CPU)
     finally:
         register_variant(softmax, replace=True)
+
+
+def test_an_optional_impl_named_where_it_cannot_run_is_left_out_with_its_reason() -> None:
+    """fla is an optional extra: a suite naming cosine:fla still runs on CPU, without it."""
+    targets = resolve_targets(["cosine:chunked", "cosine:fla"], [], CPU)
+    assert targets.pairs == (("cosine", "chunked"),)
+    (note,) = targets.notes
+    assert note.startswith("cosine:fla left out: ") and "fla" in note
+    with pytest.raises(ValueError, match=r"no impl of cosine:fla can run on cpu \(cosine:fla left out: "):
+        resolve_targets(["cosine:fla"], [], CPU)

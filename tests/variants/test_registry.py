@@ -11,11 +11,11 @@ import linbench
 from linbench.variants.registry import Impl, ImplUnavailableError, Variant, register_variant, unregister_variant
 
 EXPECTED_IMPLS = {
-    "softmax": ["naive", "sdpa"],
-    "cosine": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
-    "cosformer": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
+    "softmax": ["naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"],
+    "cosine": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled", "fla"],
+    "cosformer": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled"],
     "heinsen": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
-    "linear": ["quadratic", "chunked", "recurrent", "kernel"],
+    "linear": ["quadratic", "chunked", "recurrent", "kernel", "compiled", "fla"],
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from linbench.variants.cosformer.features import cosformer_features, quadratic
 from linbench.variants.flops import linear_flops
+from linbench.variants.linear_forms.compiled import compiled_impl
 from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.registry import Impl, Param, Variant, register_variant
 
@@ -28,6 +29,7 @@ VARIANT = register_variant(
                     "kernel": "csrc/ chunked kernel over the width-2·Dk cos/sin features, normaliser in the same pass",
                 },
             ),
+            compiled_impl(cosformer_features, length_params=("M",)),
         ),
         reference="quadratic",
         param_specs=(

@@ -8,6 +8,8 @@ from linbench.variants.cosine.features import cosine_features
 from linbench.variants.cosine.kernel import kernel
 from linbench.variants.cosine.quadratic import quadratic
 from linbench.variants.flops import linear_flops
+from linbench.variants.linear_forms.compiled import compiled_impl
+from linbench.variants.linear_forms.fla import COSINE_SUMMARY, cosine_fla, fla_impl
 from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.registry import Impl, Param, Variant, register_variant
 
@@ -27,6 +29,8 @@ VARIANT = register_variant(
                 },
                 kernel=kernel,
             ),
+            compiled_impl(cosine_features, length_params=("seq_len",)),
+            fla_impl(cosine_fla, COSINE_SUMMARY),
         ),
         reference="quadratic",
         param_specs=(

@@ -37,7 +37,10 @@ def value_scale(
     """
     s = positive_number("seq_len", default_len if seq_len is None else seq_len)
     if isinstance(norm_const, torch.Tensor):
-        return torch.pow(s, -torch.sigmoid(norm_const_tensor(norm_const, heads, like)))
+        # s as a 0-d tensor: the gradient of s^x needs log s, which torch.compile cannot take of
+        # the symbolic float a length becomes under dynamic shapes, but can of a tensor.
+        base = like.new_full((), s)
+        return torch.pow(base, -torch.sigmoid(norm_const_tensor(norm_const, heads, like)))
     if isinstance(norm_const, bool) or not isinstance(norm_const, numbers.Real):
         raise ValueError(f"norm_const must be a number or a tensor of shape (H,); got {norm_const!r}")
     return float(s) ** -(1.0 / (1.0 + math.exp(-float(norm_const))))

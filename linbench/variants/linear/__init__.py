@@ -7,6 +7,8 @@ from functools import partial
 from linbench.variants.flops import linear_flops
 from linbench.variants.linear.features import linear_features, quadratic
 from linbench.variants.linear.kernel import kernel
+from linbench.variants.linear_forms.compiled import compiled_impl
+from linbench.variants.linear_forms.fla import LINEAR_DEFAULT_EPS, LINEAR_SUMMARY, fla_impl, linear_fla
 from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.registry import Impl, Param, Variant, register_variant
 
@@ -25,9 +27,11 @@ VARIANT = register_variant(
                 },
                 kernel=kernel,
             ),
+            compiled_impl(linear_features),
+            fla_impl(linear_fla, LINEAR_SUMMARY),
         ),
         reference="quadratic",
-        param_specs=(Param("eps", 1e-6, "added to the row normaliser"),),
+        param_specs=(Param("eps", LINEAR_DEFAULT_EPS, "added to the row normaliser"),),
         flop_formula=partial(linear_flops, normalised=True),
         time_complexity="O(sd²)",
         memory_complexity="O(sd)",

@@ -6,7 +6,7 @@ from linbench.variants.flops import quadratic_flops
 from linbench.variants.registry import Decoder, Impl, Param, Variant, register_variant
 from linbench.variants.softmax.decode import kvcache_prefill, kvcache_step, recompute_prefill, recompute_step
 from linbench.variants.softmax.naive import naive
-from linbench.variants.softmax.sdpa import BACKENDS, sdpa
+from linbench.variants.softmax.sdpa import BACKENDS, backend_impls, sdpa
 
 VARIANT = register_variant(
     Variant(
@@ -22,6 +22,7 @@ VARIANT = register_variant(
                 "O(sd)",
                 params=(Param("backend", "auto", f"SDPA backend to pin: {', '.join(BACKENDS)}"),),
             ),
+            *backend_impls(),
         ),
         reference="naive",
         param_specs=(),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from linbench.variants.registry import ImplUnavailableError
+from linbench.variants.registry import Impl, ImplFn, ImplUnavailableError
 
 BACKENDS: dict[str, SDPBackend | None] = {
     "auto": None,
@@ -43,6 +44,58 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, bac
                 raise
             why = "; ".join(str(w.message).strip() for w in caught) or str(exc).strip()
             raise ImplUnavailableError(
-                f"softmax:sdpa backend {backend!r} cannot run q {tuple(q.shape)}, v {tuple(v.shape)} "
+                f"SDPA's {backend} backend cannot run q {tuple(q.shape)}, v {tuple(v.shape)} "
                 f"{q.dtype} on {q.device}: {why}"
             ) from None
+
+
+# One named impl per backend, so a run reports each under its own name; `sdpa` (auto) stays
+# what torch picks for a user who pins nothing.
+_SUMMARIES = {
+    "flash": "SDPA pinned to its flash backend (FlashAttention-2 on CUDA, a tiled kernel on CPU)",
+    "efficient": "SDPA pinned to its memory-efficient backend (CUDA only)",
+    "cudnn": "SDPA pinned to its cuDNN backend (cuDNN's fused attention, CUDA only)",
+    "math": "SDPA pinned to its math backend (plain ATen ops, the S×S scores in memory)",
+}
+NAMED_BACKENDS = tuple(_SUMMARIES)
+
+
+def backend_unavailable(backend: str, device: torch.device) -> str | None:
+    """Why SDPA's ``backend`` cannot run on ``device`` at all (None: it can, for some inputs).
+
+    Whether it takes a given point (dtype, head dims) only torch knows: the impl then raises
+    ImplUnavailableError carrying torch's reasons.
+    """
+    if backend == "math":
+        return None
+    if device.type == "cpu":
+        return None if backend == "flash" else f"torch has no CPU kernel for SDPA's {backend} backend (CUDA only)"
+    if device.type != "cuda":
+        return f"SDPA's {backend} backend is not offered on {device.type}"
+    if backend == "flash" and not torch.backends.cuda.is_flash_attention_available():
+        return "this torch build has no flash attention kernel"
+    if backend == "cudnn" and not torch.backends.cudnn.is_available():
+        return "cuDNN is not available to this torch build"
+    return None
+
+
+def _pinned(backend: str) -> ImplFn:
+    def pinned(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+        return sdpa(q, k, v, causal=causal, backend=backend)
+
+    return pinned
+
+
+def backend_impls() -> tuple[Impl, ...]:
+    """``sdpa-flash``, ``sdpa-efficient``, ``sdpa-cudnn`` and ``sdpa-math``."""
+    return tuple(
+        Impl(
+            f"sdpa-{backend}",
+            _pinned(backend),
+            summary,
+            "O(s²d)",
+            "O(s²)" if backend == "math" else "O(sd)",
+            availability=functools.partial(backend_unavailable, backend),
+        )
+        for backend, summary in _SUMMARIES.items()
+    )

@@ -1,0 +1,158 @@
+"""The ``fla`` impls: flash-linear-attention's chunk kernel (fla-core, Triton) on a variant.
+
+fla's ``chunk_linear_attn(q, k, v, scale, ..., normalize)`` computes, in its own (B, S, H, D)
+layout, o_i = scale · Σ_{j≤i} (q_i·k_j) v_j, divided by scale · Σ_{j≤i} q_i·k_j + 1e-10 when
+``normalize``. The variants map onto it exactly up to constants, which each impl's
+description and the variant's README state:
+
+- cosine: q and k L2-normalised in PyTorch (F.normalize, as the variant does), ``normalize=False``;
+  the value scale s^-σ(m) goes in as fla's ``scale`` for a number m, or onto v for a per-head
+  tensor m (so its gradient reaches m).
+- linear: q and k through elu + 1 in PyTorch, ``normalize=True`` with ``scale=1``; fla adds
+  1e-10 to the normaliser where the variant adds eps (1e-6 by default). Another eps is refused.
+
+fla has no bidirectional form: a bidirectional point raises ImplUnavailableError. The impls
+declare fla's layout (``layout="bshd"``): ``linbench run`` draws their inputs as (B, S, H, D)
+tensors, untimed, and passes (B, H, S, D) views of them, which the adapters turn back into
+contiguous (B, S, H, D) views at no cost, as a model holding fla's layout would call it. Given
+contiguous (B, H, S, D) tensors (the API, the correctness gate), fla copies them itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from linbench.variants.common import positive_number
+from linbench.variants.registry import Impl, ImplUnavailableError
+
+DISTRIBUTION = "fla-core"
+# The range linbench's fla impls were written and checked against (fla-core's API moves).
+TESTED_MAJOR_MINOR = (0, 6)
+TESTED_RANGE = "0.6.x"
+FLA_EPS = 1e-10  # added to the normaliser inside fla's chunk_linear_attn
+INSTALL_HINT = "pip install -e '.[fla]'"
+
+
+def fla_version() -> str | None:
+    """The installed fla-core's version, or None when it is not installed."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _tested(version: str) -> bool:
+    parts = version.split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) == TESTED_MAJOR_MINOR
+    except (IndexError, ValueError):
+        return False
+
+
+def fla_unavailable(device: torch.device) -> str | None:
+    """Why the fla impls cannot run on ``device`` (None: they can)."""
+    version = fla_version()
+    if version is None:
+        return f"fla-core is not installed ({INSTALL_HINT}); its Triton kernels also need a CUDA GPU"
+    if not _tested(version):
+        return f"fla-core {version} is installed; linbench's fla impls are written for {TESTED_RANGE}"
+    if device.type != "cuda":
+        return f"fla's kernels are Triton kernels and need a CUDA GPU, not {device.type}"
+    from torch.utils._triton import has_triton
+
+    if not has_triton():
+        return "fla's kernels need Triton, which is not installed or finds no GPU it supports"
+    try:
+        importlib.import_module("fla.ops.linear_attn")
+    except Exception as exc:  # a broken install says why, in list, instead of crashing a run
+        return f"fla cannot be imported: {' '.join(str(exc).split())[:200]}"
+    return None
+
+
+def chunk_linear_attn() -> Callable[..., tuple[torch.Tensor, Any]]:
+    """fla's chunk kernel (looked up per call, so tests can put a stand-in in its place)."""
+    return importlib.import_module("fla.ops.linear_attn").chunk_linear_attn
+
+
+def _run_fla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float, normalize: bool) -> torch.Tensor:
+    """fla on (B, H, S, D) tensors: (B, S, H, D) views in (contiguous when the runner drew the
+    inputs in fla's layout), the output back as a (B, H, S, D) view."""
+    fq, fk, fv = (t.transpose(1, 2) for t in (q, k, v))
+    out, _ = chunk_linear_attn()(fq, fk, fv, scale=scale, normalize=normalize)
+    return out.transpose(1, 2)
+
+
+def _causal_only(name: str, causal: bool) -> None:
+    if not causal:
+        raise ImplUnavailableError(f"{name}: fla's chunk_linear_attn is causal only")
+
+
+def cosine_fla(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, norm_const: Any, seq_len: Any
+) -> torch.Tensor:
+    """Cosine attention on fla: N(q)·N(k)ᵀ applied to v, times s^-σ(m)."""
+    from linbench.variants.cosine.features import value_scale
+
+    _causal_only("cosine:fla", causal)
+    scale = value_scale(norm_const, seq_len, q.shape[1], q.shape[-2], v)
+    nq, nk = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+    if isinstance(scale, torch.Tensor):  # a per-head m: scale v, so the gradient reaches m
+        return _run_fla(nq, nk, (v * scale).to(v.dtype), scale=1.0, normalize=False)
+    return _run_fla(nq, nk, v, scale=scale, normalize=False)
+
+
+def linear_fla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, eps: Any) -> torch.Tensor:
+    """elu + 1 linear attention on fla, with fla's own normaliser."""
+    from linbench.variants.linear.features import elu_plus_one
+
+    _causal_only("linear:fla", causal)
+    given = positive_number("eps", eps)
+    if given != LINEAR_DEFAULT_EPS:
+        raise ValueError(
+            f"linear:fla cannot take eps={given:g}: fla adds its own {FLA_EPS:g} to the normaliser "
+            f"(the default {LINEAR_DEFAULT_EPS:g} is accepted: it moves no output by more than rounding)"
+        )
+    return _run_fla(elu_plus_one(q), elu_plus_one(k), v, scale=1.0, normalize=True)
+
+
+LINEAR_DEFAULT_EPS = 1e-6
+
+COSINE_SUMMARY = (
+    "fla-core's Triton chunk kernel (chunk_linear_attn, normalize=False) on F.normalize'd q, k; "
+    "s^-σ(m) as fla's scale (on v for a per-head m); fla's (B, S, H, D) layout made untimed"
+)
+LINEAR_SUMMARY = (
+    "fla-core's Triton chunk kernel (chunk_linear_attn, normalize=True, scale=1) on elu + 1 features; "
+    "fla's normaliser adds 1e-10, not eps (only the default eps is accepted); its layout made untimed"
+)
+
+
+def _availability(device: torch.device) -> str | None:
+    return fla_unavailable(device)  # looked up per call: tests stand fla in and out
+
+
+def fla_dtype_support(dim_k: int, dim_v: int, dtype: str) -> str | None:
+    """fla's Triton kernels take fp32, fp16 and bf16 (no fp64)."""
+    del dim_k, dim_v
+    return "fla's Triton kernels have no fp64 form" if dtype == "fp64" else None
+
+
+def fla_impl(fn: Callable[..., torch.Tensor], summary: str) -> Impl:
+    """The ``fla`` impl of a variant; it runs where fla-core 0.6 and a Triton GPU are."""
+    return Impl(
+        "fla",
+        fn,
+        summary,
+        "O(sd²)",
+        "O(sd)",
+        availability=_availability,
+        shape_support=fla_dtype_support,
+        optional=True,
+        layout="bshd",
+    )

@@ -1,0 +1,45 @@
+"""The inputs a worker times an impl on: fla's (B, S, H, D) layout is made untimed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from linbench.runner.workload import Workload
+from linbench.shape import Shape
+from linbench.sweep.points import Point
+from linbench.variants.linear_forms import fla
+
+CPU = torch.device("cpu")
+
+
+def _point(impl: str, mode: str) -> Point:
+    return Point("cosine", impl, mode, True, "fp32", "cpu", Shape(1, 3, 40, 8, 8))
+
+
+@pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])
+def test_a_seq_major_impl_gets_views_of_seq_major_inputs_and_copies_nothing(
+    monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    seen: list[bool] = []
+
+    def stand_in(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, normalize: bool) -> tuple:
+        seen.append(all(t.is_contiguous() for t in (q, k, v)))  # fla would copy anything else
+        qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
+        return ((scale * qh @ kh.transpose(-1, -2)).tril() @ vh).transpose(1, 2), None
+
+    monkeypatch.setattr(fla, "chunk_linear_attn", lambda: stand_in)
+    monkeypatch.setattr(fla, "fla_unavailable", lambda device: None)
+    work = Workload(_point("fla", mode), CPU)
+    assert work.q.shape == (1, 3, 40, 8) and work.q.transpose(1, 2).is_contiguous()
+    for _ in range(2):  # the second repetition gets freshly placed inputs: still seq-major
+        work.before()
+        work.run()
+    assert work.q.transpose(1, 2).is_contiguous()
+    # Elementwise ops (cosine's L2 norms) keep their input's strides: fla is given all three as is.
+    assert seen and all(seen)
+
+
+def test_other_impls_keep_linbench_layout() -> None:
+    work = Workload(_point("chunked", "fwd"), CPU)
+    assert work.q.is_contiguous() and work.v.is_contiguous()

@@ -1,0 +1,43 @@
+"""SDPA's backends as impls of their own: where each runs, and torch's reason where it does not."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import linbench
+from linbench.variants.registry import ImplUnavailableError
+from linbench.variants.softmax.sdpa import backend_unavailable
+
+CPU, CUDA = torch.device("cpu"), torch.device("cuda")
+
+
+def test_on_cpu_flash_and_math_run_and_the_cuda_only_backends_say_so() -> None:
+    softmax = linbench.get_variant("softmax")
+    assert softmax.impl("sdpa-flash").unavailable_reason(CPU) is None
+    assert softmax.impl("sdpa-math").unavailable_reason(CPU) is None
+    for name in ("sdpa-efficient", "sdpa-cudnn"):
+        assert "CUDA only" in (softmax.impl(name).unavailable_reason(CPU) or "")
+
+
+def test_on_cuda_a_backend_missing_from_the_build_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.backends.cuda, "is_flash_attention_available", lambda: False)
+    monkeypatch.setattr(torch.backends.cudnn, "is_available", lambda: False)
+    assert "no flash attention kernel" in (backend_unavailable("flash", CUDA) or "")
+    assert "cuDNN is not available" in (backend_unavailable("cudnn", CUDA) or "")
+    assert backend_unavailable("efficient", CUDA) is None
+
+
+def test_a_backend_that_cannot_take_the_inputs_raises_with_torchs_reason() -> None:
+    q, k = torch.randn(1, 2, 16, 8), torch.randn(1, 2, 16, 8)
+    v = torch.randn(1, 2, 16, 12)  # flash on CPU needs Dk = Dv
+    with pytest.raises(ImplUnavailableError, match="same last dimension"):
+        linbench.attention(q, k, v, variant="softmax", impl="sdpa-flash")
+
+
+def test_each_named_backend_equals_the_pinned_sdpa_impl() -> None:
+    q, k, v = (torch.randn(1, 2, 32, 8) for _ in range(3))
+    for backend in ("flash", "math"):
+        named = linbench.attention(q, k, v, variant="softmax", impl=f"sdpa-{backend}")
+        pinned = linbench.attention(q, k, v, variant="softmax", impl="sdpa", backend=backend)
+        torch.testing.assert_close(named, pinned)
