@@ -92,6 +92,10 @@ class Impl:
     # (B, H, S, D)) or "bshd" (fla's). The runner draws a "bshd" impl's inputs in that layout,
     # untimed, and hands it (B, H, S, D) views of them, as a model holding them so would.
     layout: str = "bhsd"
+    # Selected only where named (cosine:compiled), not by its variant's name or ``all``: a
+    # compiled impl spends minutes in torch.compile per worker process on a CPU, which a
+    # bare ``--variant cosine`` should not cost. ``linbench list`` shows it like any other.
+    by_name: bool = False
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         """Why this impl cannot run on ``device``, or None when it can."""

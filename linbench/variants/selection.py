@@ -23,11 +23,18 @@ class Selected:
 
 def select_impls(specs: Iterable[str]) -> list[Selected]:
     """Each impl that ``specs`` name, once, in order: ``V`` is every impl of V, ``V:IMPL`` one
-    impl, ``all`` (or no spec at all) every impl of every variant. ValueError on unknown names.
+    impl, ``all`` (or no spec at all) every impl of every variant but those selected only by
+    name (the compiled impls: ``V:compiled``). ValueError on unknown names.
 
     The registry is read now, not at import, so variants registered at run time are seen.
     """
-    return _select(specs, lambda variant, impl: [variant.impl(impl).name] if impl else list(variant.impls))
+
+    def impls(variant: Variant, name: str) -> list[str]:
+        if name:
+            return [variant.impl(name).name]
+        return [impl.name for impl in variant.impls.values() if not impl.by_name]
+
+    return _select(specs, impls)
 
 
 def select_decoders(specs: Iterable[str]) -> list[Selected]:

@@ -87,6 +87,9 @@ class _RecordingSupervisor:
         ms = self.step_ms[seq]
         return {"status": "ok", "time_ms": ms, "time_ms_p20": ms * 0.95, "time_ms_p80": ms * 1.05, "samples": 32}
 
+    def run_batch(self, tasks: list[Task], timeout_s: float) -> list[tuple[dict[str, Any] | None, float]]:
+        return [(self.run(task, timeout_s), 0.0) for task in tasks]
+
     def stop(self) -> None:
         return None
 

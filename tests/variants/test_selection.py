@@ -16,8 +16,16 @@ def test_a_variant_name_selects_its_impls_and_an_impl_name_one() -> None:
         ("cosine", "chunked", False),
         ("cosine", "recurrent", False),
         ("cosine", "kernel", False),
+        ("cosine", "fla", False),
         ("softmax", "sdpa", True),
     ]
+
+
+def test_a_compiled_impl_is_selected_only_by_its_own_name() -> None:
+    """torch.compile costs minutes per worker on a CPU: a bare variant name does not pay it."""
+    assert "compiled" not in {p.impl for p in select_impls(["cosine", "all"])}
+    (pick,) = select_impls(["cosine:compiled"])
+    assert (pick.impl, pick.explicit) == ("compiled", True)
 
 
 def test_all_and_nothing_select_every_variant() -> None:

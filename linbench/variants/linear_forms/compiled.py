@@ -118,4 +118,5 @@ def compiled_impl(features: FeatureMap, length_params: Iterable[str] = (), summa
         "O(sd)",
         params=(CHUNK_SIZE,),
         availability=functools.lru_cache(maxsize=None)(compile_unavailable),
+        by_name=True,
     )
