@@ -27,6 +27,7 @@ from linbench.runner.execute_gpu import (
     graph_predicted_s,
     launch_columns,
     run_graph_policy,
+    time_with_policy,
 )
 from linbench.runner.task import GATE_STEPS, Task, TimingPolicy
 from linbench.runner.workload import Workload, warm_up
@@ -203,7 +204,6 @@ def _measure_cpu(task: Task, work: Work, started: float) -> dict[str, Any]:
 
 def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) -> dict[str, Any]:
     from linbench.measure.cuda_memory import CudaPeak
-    from linbench.measure.cuda_timer import time_cuda
     from linbench.measure.nvml import NvmlSampler
 
     policy = task.timing
@@ -214,17 +214,7 @@ def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) 
         with CudaPeak(device) as peak:
             work.run()
         _check_probation(task, time.perf_counter() - start, started)
-        timing = time_cuda(
-            work.run,
-            device=device,
-            before=work.before,
-            warmup_s=policy.warmup_s,
-            min_warmup_calls=policy.warmup_calls,
-            budget_s=policy.budget_s,
-            min_reps=policy.min_reps,
-            max_reps=policy.max_reps,
-            flush_l2=policy.flush_l2,
-        )
+        timing = time_with_policy(work.run, device, policy, before=work.before)
     columns = _timing_columns(timing) | nvml.summary()
     columns |= {"peak_bytes": peak.peak_bytes, "reserved_bytes": peak.reserved_bytes}
     if nvml.error:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from linbench.measure.cuda_graph import WARMUP_CALLS, capture, why_not_capturable
+from linbench.measure.timer import Timing
 from linbench.runner.task import TimingPolicy
 from linbench.runner.workload import Workload
 
@@ -76,24 +77,13 @@ def graph_columns(
     """``cuda_graph`` and the median replay time ``device_ms`` of one captured call of the
     function ``make_call`` returns (made on the capturing stream); ``cuda_graph`` False and
     ``graph_error`` when it cannot be captured."""
-    from linbench.measure.cuda_timer import time_cuda
-
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
     try:
         with torch.cuda.stream(side):
             call = make_call()
         graph = capture(call, device, stream=side)
-        timing = time_cuda(
-            graph.replay,
-            device=device,
-            warmup_s=policy.warmup_s,
-            min_warmup_calls=policy.warmup_calls,
-            budget_s=policy.budget_s,
-            min_reps=policy.min_reps,
-            max_reps=policy.max_reps,
-            flush_l2=policy.flush_l2,
-        )
+        timing = time_with_policy(graph.replay, device, policy)
     except Exception as exc:  # a call that cannot be captured (or replayed) keeps its eager time, and says why
         _settle(device)
         return {"cuda_graph": False, "graph_error": why_not_capturable(exc)}
@@ -130,3 +120,22 @@ def _settle(device: torch.device) -> None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def time_with_policy(
+    fn: Callable[[], object], device: torch.device, policy: TimingPolicy, before: Callable[[], object] | None = None
+) -> Timing:
+    """``fn`` timed with CUDA events as ``policy`` says (warm-up, budget, repetitions, L2 flush)."""
+    from linbench.measure.cuda_timer import time_cuda
+
+    return time_cuda(
+        fn,
+        device=device,
+        before=before,
+        warmup_s=policy.warmup_s,
+        min_warmup_calls=policy.warmup_calls,
+        budget_s=policy.budget_s,
+        min_reps=policy.min_reps,
+        max_reps=policy.max_reps,
+        flush_l2=policy.flush_l2,
+    )

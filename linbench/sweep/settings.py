@@ -1,0 +1,74 @@
+"""The keys a sweep takes and their defaults, for ``run`` and ``decode`` (linbench/sweep/spec.py
+reads settings against them: a key not named here is refused, one left out takes its default)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MODES = ("fwd", "bwd", "fwdbwd")
+COMMANDS = ("run", "decode")
+SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
+AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
+# Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens,
+# --processes, --max-processes).
+RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps", "tokens", "processes", "max_processes")
+DECODE_KNOBS = ("param", "threads")
+RUN_KEYS = (
+    *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "cuda_graph", "plugin"),
+    "controls",
+    *RUN_KNOBS,
+)
+DECODE_AXIS_KEYS = ("context", "batch", "heads", "dim", "dim_v", "dtype")
+DECODE_KEYS = (
+    *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
+    *DECODE_KNOBS,
+)
+# Keys a suite's top level takes beside its command's own.
+SUITE_KEYS = ("description", "command")
+DEFAULT_SETTINGS: dict[str, Any] = {
+    "seq": "1k..16k",
+    "batch": 1,
+    "heads": 8,
+    "dim": 64,
+    "dim_v": None,  # None: dim_v = dim_k, paired rather than crossed
+    "dtype": "fp32",
+    "mode": "fwd",
+    "causal": True,
+    "variant": ["all"],
+    "baseline": ["softmax"],
+    "no_baseline": False,
+    "device": "auto",
+    "timeout_s": 120.0,
+    "budget_s": None,  # None: the device's default (runner/task.py)
+    "cuda_graph": False,  # also time each call as a CUDA-graph replay (GPU only)
+    "plugin": [],
+    "param": [],  # impl parameters: "cosine:chunked.chunk_size=64", "cosine.norm_const=0.3"
+    "threads": None,  # torch threads in each worker; None: torch's default
+    "warmup_s": None,  # None: the device's default (runner/task.py)
+    "min_reps": None,  # None: the device's default
+    "tokens": None,  # a fixed token budget: each point's batch is tokens / seq (replaces batch)
+    "processes": None,  # fresh worker processes per point; None: 1
+    "max_processes": None,  # None: 20 when processes > 1 (points whose processes disagree get more)
+    "controls": [],  # quiet impls ("softmax:sdpa") compare checks for drift of the whole machine
+}
+DECODE_SETTINGS: dict[str, Any] = {
+    "context": "1k..64k",
+    "tokens": 32,  # timed steps (generated tokens) per point
+    "cuda_graph": False,  # also time each step as a CUDA-graph replay (GPU only)
+    "batch": 1,
+    "heads": 8,
+    "dim": 64,
+    "dim_v": None,
+    "dtype": "fp32",
+    "variant": ["all"],
+    "baseline": ["softmax"],
+    "no_baseline": False,
+    "device": "auto",
+    "timeout_s": 120.0,
+    "plugin": [],
+    "param": [],
+    "threads": None,
+}
+DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
+TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}
+TOP_KEYS = {"run": (*AXIS_KEYS, *RUN_KEYS), "decode": (*DECODE_AXIS_KEYS, *DECODE_KEYS)}
