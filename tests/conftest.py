@@ -14,6 +14,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+# One torch thread per test process: the suite's numeric tests are small, and two threads
+# per process on a two-core machine (or beside other work) make each op wait at a barrier
+# for a descheduled sibling. A test that needs more threads sets them itself.
+torch.set_num_threads(1)
+
 # Environment variables that change how rich lays out the CLI's tables: COLUMNS narrows
 # them; the others make rich treat a pipe as a terminal, 80 columns wide unless COLUMNS says.
 CONSOLE_VARIABLES = ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
