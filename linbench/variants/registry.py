@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from linbench.errors import ImplUnavailableError
+
 if TYPE_CHECKING:
     import torch
 
@@ -37,10 +39,6 @@ StreamFn = Callable[..., "tuple[torch.Tensor, Any]"]
 # Absorbs a prompt into a decoding state with a parallel form:
 # fn(q, k, v, *, state, capacity, **params) -> new_state.
 PrefillFn = Callable[..., Any]
-
-
-class ImplUnavailableError(RuntimeError):
-    """An impl exists but cannot run here (wrong device, missing backend, failed build)."""
 
 
 @dataclass(frozen=True)

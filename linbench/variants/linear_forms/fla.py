@@ -28,8 +28,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from linbench.errors import ImplUnavailableError
 from linbench.variants.common import positive_number
-from linbench.variants.registry import Impl, ImplUnavailableError
+from linbench.variants.registry import Impl
 
 DISTRIBUTION = "fla-core"
 # The range linbench's fla impls were written and checked against (fla-core's API moves).
