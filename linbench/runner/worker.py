@@ -17,7 +17,7 @@ from typing import Any
 
 import torch  # imported here so the fork server holds it for every worker
 
-from linbench.measure.limits import cap_address_space, die_with_parent
+from linbench.machine.limits import cap_address_space, die_with_parent
 from linbench.oom import is_out_of_memory
 from linbench.plugins import load_plugin_file
 from linbench.runner.task import Task

@@ -94,6 +94,9 @@ class Impl:
     # compiled impl spends minutes in torch.compile per worker process on a CPU, which a
     # bare ``--variant cosine`` should not cost. ``linbench list`` shows it like any other.
     by_name: bool = False
+    # The distribution of the optional library the impl runs on ("fla-core"), as pip names it:
+    # a run records its installed version in meta.json.
+    library: str | None = None
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         """Why this impl cannot run on ``device``, or None when it can."""
@@ -308,6 +311,13 @@ def list_variants() -> list[str]:
     """Names of every registered variant, built-in and plugin."""
     _ensure_loaded()
     return list(_REGISTRY)
+
+
+def optional_libraries() -> list[str]:
+    """The distributions the registered impls run on (``Impl.library``), each named once."""
+    _ensure_loaded()
+    declared = (impl.library for variant in _REGISTRY.values() for impl in variant.impl_list if impl.library)
+    return list(dict.fromkeys(declared))
 
 
 def get_variant(name: str) -> Variant:

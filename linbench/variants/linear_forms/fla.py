@@ -156,4 +156,5 @@ def fla_impl(fn: Callable[..., torch.Tensor], summary: str) -> Impl:
         shape_support=fla_dtype_support,
         optional=True,
         layout="bshd",
+        library=DISTRIBUTION,
     )
