@@ -17,6 +17,7 @@ import torch
 
 from linbench.correctness import CaseResult, check_decoder, check_impl
 from linbench.dtypes import torch_dtype
+from linbench.measure.compile_time import compile_seconds
 from linbench.measure.memory import PeakRSS
 from linbench.measure.timer import Timing, time_cpu
 from linbench.runner import decode_workload
@@ -90,7 +91,7 @@ class StopEarlyError(Exception):
 def run_measure(task: Task) -> dict[str, Any]:
     """Peak memory of the first full-size call, then the timed repetitions."""
     started = time.perf_counter()
-    compiled_before = _compile_seconds()
+    compiled_before = compile_seconds()
     device = torch.device(task.point.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -123,16 +124,10 @@ def _after_eager(task: Task, work: Workload, device: torch.device) -> dict[str, 
     return columns
 
 
-def _compile_seconds() -> float | None:
-    from linbench.variants.linear_forms.compiled import compile_seconds
-
-    return compile_seconds()
-
-
 def _compiled(before: float | None) -> dict[str, Any]:
     """compile_s: the seconds this point spent in torch.compile (the compiled impls compile in
     the warm-up), where it compiled anything; a worker shared by points counts each its own."""
-    after = _compile_seconds()
+    after = compile_seconds()
     if before is None or after is None or after <= before:
         return {}
     return {"compile_s": round(after - before, 3)}
