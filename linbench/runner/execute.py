@@ -19,6 +19,7 @@ from linbench.correctness import CaseResult, check_decoder, check_impl
 from linbench.dtypes import torch_dtype
 from linbench.measure.compile_time import compile_seconds
 from linbench.measure.memory import PeakRSS
+from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
 from linbench.measure.timer import Timing, time_cpu
 from linbench.runner import decode_workload
 from linbench.runner.execute_gpu import (
@@ -199,7 +200,6 @@ def _measure_cpu(task: Task, work: Work, started: float) -> dict[str, Any]:
 
 def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) -> dict[str, Any]:
     from linbench.measure.cuda_memory import CudaPeak
-    from linbench.measure.nvml import NvmlSampler
 
     policy = task.timing
     with NvmlSampler(device.index if device.index is not None else torch.cuda.current_device()) as nvml:
@@ -210,11 +210,22 @@ def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) 
             work.run()
         _check_probation(task, time.perf_counter() - start, started)
         timing = time_with_policy(work.run, device, policy, before=work.before)
-    columns = _timing_columns(timing) | nvml.summary()
+    columns = _timing_columns(timing) | _nvml_columns(nvml)
     columns |= {"peak_bytes": peak.peak_bytes, "reserved_bytes": peak.reserved_bytes}
     if nvml.error:
         columns["error"] = nvml.error
     return columns
+
+
+def _nvml_columns(nvml: NvmlSampler) -> dict[str, Any]:
+    """The columns results.csv keeps from the NVML sampler."""
+    return {
+        "nvml_peak_bytes": nvml.peak_used_bytes,
+        "sm_clock_mhz": nvml.min_sm_clock_mhz,
+        "temp_c": nvml.max_temp_c,
+        # The GPU is idle between kernels of a small op; that reason says nothing.
+        "throttle_reasons": throttle_names(nvml.throttle_mask & ~GPU_IDLE),
+    }
 
 
 def _timing_columns(timing: Timing) -> dict[str, Any]:
