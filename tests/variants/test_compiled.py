@@ -9,9 +9,9 @@ import torch
 import linbench
 from linbench.correctness import Shape, check_impl
 from linbench.measure.compile_time import compile_seconds
-from linbench.variants.linear_forms import compiled
-from linbench.variants.linear_forms.chunked import chunked_linear_attention
-from linbench.variants.linear_forms.parallel_chunks import parallel_chunked_attention
+from linbench.variants.feature_forms import compiled
+from linbench.variants.feature_forms.chunked import chunked_linear_attention
+from linbench.variants.feature_forms.parallel_chunks import parallel_chunked_attention
 
 CPU = torch.device("cpu")
 

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from linbench.errors import ImplUnavailableError
-from linbench.variants.common import positive_number
+from linbench.variants.impl_helpers import positive_number
 from linbench.variants.registry import Impl
 
 DISTRIBUTION = "fla-core"
