@@ -44,7 +44,7 @@ PLUGIN_HELP = "A Python file that registers variants (repeatable)."
 
 def load_plugins(paths: list[Path] | None) -> None:
     """Import each ``--plugin`` file; a missing or broken file is a usage error (PluginError)."""
-    from linbench.plugins import load_plugin_file
+    from linbench.variants.plugins import load_plugin_file
 
     for path in paths or ():
         load_plugin_file(path)
