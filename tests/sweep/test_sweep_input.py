@@ -1,4 +1,4 @@
-"""Odd sweep input that used to pass silently (issue 15): ranges that miss their end, empty
+"""Odd sweep input that used to pass silently: ranges that miss their end, empty
 list items, contradictory baselines, sizes no device can hold, and sweeps too long to start
 unasked."""
 
