@@ -14,9 +14,10 @@ from typing import Any
 
 import torch
 
+from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
-from linbench.variants.registry import ImplUnavailableError, Variant
+from linbench.variants.registry import Variant
 
 # (rtol, atol) per dtype, about ten units of the last place for fp16 and bf16 (fp32 allows
 # for long accumulations); atol is scaled by the RMS of the reference tensor, so one

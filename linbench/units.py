@@ -1,13 +1,49 @@
-"""Human-readable times, byte counts and sizes, shared by the run display and the reports."""
+"""Human-readable times, byte counts and sizes, shared by the run display and the reports.
+
+Sizes go both ways here: ``parse_size`` reads ``1k`` as 1024 (the sweep's range grammar is
+built on it) and ``format_size`` writes 1024 back as ``1k``.
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
-from linbench.sweep.ranges import format_size
+__all__ = ["SUFFIXES", "SizeError", "format_bytes", "format_ms", "format_size", "is_missing", "parse_size"]
 
-__all__ = ["format_bytes", "format_ms", "format_size", "is_missing"]
+SUFFIXES = {"k": 1024, "m": 1024 * 1024}
+_NUMBER = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<suffix>[kKmM]?)$")
+
+
+class SizeError(ValueError):
+    """A size that does not parse; the message names the offending text."""
+
+
+def parse_size(text: str) -> int:
+    """``1k`` → 1024, ``1.5k`` → 1536, ``3000`` → 3000; positive integers only."""
+    text = text.strip()
+    match = _NUMBER.match(text)
+    if match is None:
+        if text.startswith("-") or text.startswith("+"):
+            raise SizeError(f"{text!r} is not a positive size")
+        raise SizeError(f"{text!r} is not a number (sizes look like 512, 1k, 64k or 1m)")
+    unit = SUFFIXES.get(match["suffix"].lower(), 1)
+    # Whole numbers stay integers: a float would round 99999999999999999999 to 1e20.
+    value = float(match["num"]) * unit if "." in match["num"] else int(match["num"]) * unit
+    if value != int(value):
+        raise SizeError(f"{text!r} is not a whole number")
+    if value <= 0:
+        raise SizeError(f"{text!r} is not a positive size")
+    return int(value)
+
+
+def format_size(value: int) -> str:
+    """The short form used in labels: 1024 → 1k, 65536 → 64k, 3000 → 3000."""
+    for suffix, unit in (("m", SUFFIXES["m"]), ("k", SUFFIXES["k"])):
+        if value >= unit and value % unit == 0:
+            return f"{value // unit}{suffix}"
+    return str(value)
 
 
 def is_missing(value: Any) -> bool:

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from linbench.correctness import Shape, check_impl
-from linbench.plugins import load_plugin_file, unload_plugin_file
+from linbench.variants.plugins import load_plugin_file, unload_plugin_file
 from linbench.variants.registry import get_variant
 
 README = Path(__file__).parents[1] / "README.md"

@@ -155,7 +155,7 @@ def _measure(
 def _merge(folders: dict[str, list[Path]], out_dir: Path, revision: str, sha: str, rounds: int) -> dict[str, Path]:
     """Each side's rounds as one run folder, out_dir/<side>."""
     from linbench.ab.merge import merge_rounds
-    from linbench.results.meta import git_sha
+    from linbench.machine.facts import git_sha
 
     revisions = {"baseline": {"revision": revision, "sha": sha}, "current": {"sha": git_sha()}}
     protocol = {

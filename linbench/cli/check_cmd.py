@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from linbench.cli.check_report import (
+from linbench.cli.check_display import (
     Cell,
     Row,
     failure_lines,

@@ -108,7 +108,7 @@ def _load(
 
 
 def _plan(spec: SweepSpec) -> RunPlan:
-    from linbench.results.meta import device_name
+    from linbench.machine.facts import device_name
     from linbench.runner.plan import make_plan
 
     load_plugins([Path(p) for p in spec.plugins])
@@ -129,7 +129,7 @@ def _pending(plan: RunPlan, store: RunStore | None) -> list[Point]:
 def _fit_and_estimate(plan: RunPlan, pending: list[Point]) -> float:
     """Refuse sizes the device cannot hold at all (SweepTooLargeError); the seconds the
     pending points will take by linbench.sweep.estimate's rough model."""
-    from linbench.results.meta import device_memory_bytes
+    from linbench.machine.facts import device_memory_bytes
     from linbench.sweep.estimate import check_fits, estimate_s
     from linbench.sweep.spec import DECODE_MODE
     from linbench.variants.registry import get_variant

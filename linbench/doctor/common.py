@@ -11,7 +11,7 @@ import torch
 
 from linbench.doctor import checks as rules
 from linbench.doctor.checks import FAIL, MIB, Check
-from linbench.doctor.nominal import Nominal
+from linbench.machine.nominal import Nominal
 
 # The known allocations the memory checks measure.
 PEAK_PROBE_BYTES = 64 * MIB
@@ -74,7 +74,7 @@ def ceiling_checks(
     device: torch.device, copy: Any, matmuls: dict[str, Any], nominal: Nominal | None, seconds: float
 ) -> tuple[list[Check], dict[str, Any]]:
     """The copy and matmul checks from measured rates, and the ceilings record they make."""
-    from linbench.doctor.ceilings import ceilings_json
+    from linbench.machine.ceilings import ceilings_json
 
     gpu = device.type == "cuda"
     reference = "no nominal figure" + ("" if gpu else " (CPU)")

@@ -50,7 +50,7 @@ class DoctorReport:
 
 def diagnose(device: torch.device) -> DoctorReport:
     """Every check for ``device`` (cpu or a resolved cuda:N)."""
-    from linbench.results.meta import device_name
+    from linbench.machine.facts import device_name
 
     start = time.perf_counter()
     name = device_name(device)
@@ -105,7 +105,7 @@ def rss_peak_check() -> Check:
 
 
 def _cpu_checks(device: torch.device) -> tuple[list[Check], dict[str, Any]]:
-    from linbench.doctor.probes import copy_rate, matmul_rate
+    from linbench.machine.probes import copy_rate, matmul_rate
 
     checks = [
         guarded("cpu load", "cores", host_load_check),  # first, while nothing of ours runs

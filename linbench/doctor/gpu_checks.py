@@ -22,7 +22,7 @@ from linbench.doctor.common import (
     guarded,
     host_load_check,
 )
-from linbench.doctor.nominal import nominal_for
+from linbench.machine.nominal import nominal_for
 
 
 def gpu_checks(device: torch.device, name: str) -> tuple[list[Check], dict[str, Any]]:
@@ -39,7 +39,7 @@ def gpu_checks(device: torch.device, name: str) -> tuple[list[Check], dict[str, 
 
 
 def _gpu_checks_on(device: torch.device, name: str, nvml: Any) -> tuple[list[Check], dict[str, Any]]:
-    from linbench.doctor.probes import copy_rate, matmul_rate
+    from linbench.machine.probes import copy_rate, matmul_rate
 
     # Before this process runs anything on the device: who else is there, and is it busy?
     idle = nvml.snapshot()

@@ -8,10 +8,11 @@ a container without process visibility) stays None, and NVML missing altogether 
 from __future__ import annotations
 
 import statistics
-import threading
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
+
+from linbench.measure.nvml import Periodic, load_nvml, nvml_handle, read_throttle_mask
 
 
 def _try(fn: Any, *args: Any) -> Any:
@@ -41,9 +42,7 @@ class NvmlDevice:
         self.error: str | None = None
         self.nvml: Any = None
         try:
-            from linbench.measure.nvml import _load_nvml, nvml_handle
-
-            self.nvml = _load_nvml()
+            self.nvml = load_nvml()
             self.handle = nvml_handle(self.nvml, index)
         except Exception as exc:
             self.error = f"NVML unavailable: {type(exc).__name__}: {exc}"
@@ -82,13 +81,11 @@ class NvmlDevice:
         if self.nvml is None:
             return shot
         nvml, handle = self.nvml, self.handle
-        from linbench.measure.nvml import _throttle_mask
-
         shot.sm_clock_mhz = _try(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM)
         power = _try(nvml.nvmlDeviceGetPowerUsage, handle)
         shot.power_w = None if power is None else power / 1000
         shot.temp_c = _try(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU)
-        shot.throttle_mask = _try(_throttle_mask, nvml, handle)
+        shot.throttle_mask = _try(read_throttle_mask, nvml, handle)
         if full:
             shot.max_sm_clock_mhz = _try(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_SM)
             limit = _try(nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
@@ -108,25 +105,21 @@ class LoadSampler:
     device: NvmlDevice
     interval_s: float = 0.02
     shots: list[Snapshot] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
-    _thread: threading.Thread | None = field(default=None, repr=False)
+    _periodic: Periodic | None = field(default=None, repr=False)
 
     def __enter__(self) -> LoadSampler:
         if self.device.available:
-            self._thread = threading.Thread(target=self._loop, name="linbench-doctor-nvml", daemon=True)
-            self._thread.start()
+            self._periodic = Periodic(self._sample, self.interval_s, "linbench-doctor-nvml").start()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
+        if self._periodic is not None:
+            self._periodic.stop()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.shots.append(self.device.snapshot(full=False))
+    def _sample(self) -> None:
+        self.shots.append(self.device.snapshot(full=False))
 
     def summary(self) -> dict[str, Any]:
         """Median and lowest SM clock, highest power and temperature, every throttle reason seen;

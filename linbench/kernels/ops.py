@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
+from linbench.errors import ImplUnavailableError
 from linbench.kernels.build import load_kernels
-from linbench.variants.registry import ImplUnavailableError
 
 FORWARD = "linbench::linear_attention_forward"
 BACKWARD = "linbench::linear_attention_backward"

@@ -9,13 +9,16 @@ the clock, temperature and throttle reasons say whether the GPU ran at full spee
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+# The reason bit NVML sets while the GPU idles (between the kernels of a small op, say).
+GPU_IDLE = 0x1
 # NVML's clock-event (throttle) reason bits, named as nvidia-smi names them.
 THROTTLE_REASONS = {
-    0x1: "gpu_idle",
+    GPU_IDLE: "gpu_idle",
     0x2: "applications_clocks_setting",
     0x4: "sw_power_cap",
     0x8: "hw_slowdown",
@@ -32,7 +35,8 @@ def throttle_names(mask: int) -> str:
     return "|".join(name for bit, name in THROTTLE_REASONS.items() if mask & bit)
 
 
-def _load_nvml() -> Any:
+def load_nvml() -> Any:
+    """The ``pynvml`` module, initialised; the caller calls ``nvmlShutdown()`` when done."""
     import pynvml  # nvidia-ml-py
 
     pynvml.nvmlInit()
@@ -60,7 +64,7 @@ def nvml_handle(nvml: Any, device_index: int) -> Any:
 def driver_version() -> str | None:
     """The NVIDIA driver version, or None without NVML."""
     try:
-        nvml = _load_nvml()
+        nvml = load_nvml()
     except Exception:
         return None
     try:
@@ -70,11 +74,37 @@ def driver_version() -> str | None:
         nvml.nvmlShutdown()
 
 
-def _throttle_mask(nvml: Any, handle: Any) -> int:
+def read_throttle_mask(nvml: Any, handle: Any) -> int:
+    """The device's clock-event (throttle) reason bits now."""
     # nvidia-ml-py renamed "throttle reasons" to "clocks event reasons"; accept either.
     getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
     getter = getter or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
     return int(getter(handle))
+
+
+class Periodic:
+    """Calls ``sample`` every ``interval_s`` on a daemon thread, from ``start()`` until ``stop()``.
+
+    Both NVML samplers (this module's, for a point, and the doctor's, for its load) run on it.
+    """
+
+    def __init__(self, sample: Callable[[], object], interval_s: float, name: str) -> None:
+        self._sample, self._interval_s = sample, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def start(self) -> Periodic:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop and wait for the thread: no sample is taken after this returns."""
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            self._sample()
 
 
 @dataclass
@@ -93,34 +123,27 @@ class NvmlSampler:
     throttle_mask: int = 0
     samples: int = 0
     error: str | None = None
-    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
-    _thread: threading.Thread | None = field(default=None, repr=False)
+    _periodic: Periodic | None = field(default=None, repr=False)
 
     def __enter__(self) -> NvmlSampler:
         try:
-            self._nvml = _load_nvml()
+            self._nvml = load_nvml()
             self._handle = nvml_handle(self._nvml, self.device_index)
             self._sample()
         except Exception as exc:
             self.error = f"NVML unavailable: {type(exc).__name__}: {exc}"
             return self
-        self._thread = threading.Thread(target=self._loop, name="linbench-nvml", daemon=True)
-        self._thread.start()
+        self._periodic = Periodic(self._sample, self.interval_s, "linbench-nvml").start()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._thread is None:
+        if self._periodic is None:
             return
-        self._stop.set()
-        self._thread.join()
+        self._periodic.stop()
         self._sample()
         self._nvml.nvmlShutdown()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self._sample()
 
     def _sample(self) -> None:
         nvml, handle = self._nvml, self._handle
@@ -130,15 +153,5 @@ class NvmlSampler:
         self.peak_used_bytes = max(self.peak_used_bytes or 0, used)
         self.min_sm_clock_mhz = clock if self.min_sm_clock_mhz is None else min(self.min_sm_clock_mhz, clock)
         self.max_temp_c = max(self.max_temp_c or temp, temp)
-        self.throttle_mask |= _throttle_mask(nvml, handle)
+        self.throttle_mask |= read_throttle_mask(nvml, handle)
         self.samples += 1
-
-    def summary(self) -> dict[str, Any]:
-        """The columns results.csv keeps from the sampler."""
-        return {
-            "nvml_peak_bytes": self.peak_used_bytes,
-            "sm_clock_mhz": self.min_sm_clock_mhz,
-            "temp_c": self.max_temp_c,
-            # The GPU is idle between kernels of a small op; that reason says nothing.
-            "throttle_reasons": throttle_names(self.throttle_mask & ~0x1),
-        }

@@ -17,7 +17,7 @@ import pandas as pd
 
 from linbench.results.schema import RESULT_COLUMNS, STATUSES
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
-from linbench.sweep.ranges import parse_size
+from linbench.units import parse_size
 
 # The columns every results.csv must have (later additions are optional).
 REQUIRED_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]

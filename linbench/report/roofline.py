@@ -1,6 +1,6 @@
 """Each point against the device's ceilings: achieved bandwidth and FLOP rate as fractions of
 the copy bandwidth and matmul rate ``linbench run`` measured at its start (meta.json's
-"ceilings"; see linbench/doctor/ceilings.py). Runs without them get no roofline.
+"ceilings"; see linbench/machine/ceilings.py). Runs without them get no roofline.
 
 Bytes moved: a lower bound, the inputs read once and the outputs written once, in the
 row's dtype, per (batch, head, token):

@@ -2,7 +2,7 @@
 
 ``linbench run`` and ``decode`` print it under their summary; ``report`` and ``compare``
 can print it for each run they read (it imports nothing heavy: no torch, no pandas).
-The samples and the rule are written by linbench/measure/load.py.
+The samples and the rule are written by linbench/machine/load.py.
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ import torch
 
 from linbench.correctness import CaseResult, check_decoder, check_impl
 from linbench.dtypes import torch_dtype
+from linbench.measure.compile_time import compile_seconds
 from linbench.measure.memory import PeakRSS
+from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
 from linbench.measure.timer import Timing, time_cpu
 from linbench.runner import decode_workload
 from linbench.runner.execute_gpu import (
@@ -90,7 +92,7 @@ class StopEarlyError(Exception):
 def run_measure(task: Task) -> dict[str, Any]:
     """Peak memory of the first full-size call, then the timed repetitions."""
     started = time.perf_counter()
-    compiled_before = _compile_seconds()
+    compiled_before = compile_seconds()
     device = torch.device(task.point.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -123,16 +125,10 @@ def _after_eager(task: Task, work: Workload, device: torch.device) -> dict[str, 
     return columns
 
 
-def _compile_seconds() -> float | None:
-    from linbench.variants.linear_forms.compiled import compile_seconds
-
-    return compile_seconds()
-
-
 def _compiled(before: float | None) -> dict[str, Any]:
     """compile_s: the seconds this point spent in torch.compile (the compiled impls compile in
     the warm-up), where it compiled anything; a worker shared by points counts each its own."""
-    after = _compile_seconds()
+    after = compile_seconds()
     if before is None or after is None or after <= before:
         return {}
     return {"compile_s": round(after - before, 3)}
@@ -204,7 +200,6 @@ def _measure_cpu(task: Task, work: Work, started: float) -> dict[str, Any]:
 
 def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) -> dict[str, Any]:
     from linbench.measure.cuda_memory import CudaPeak
-    from linbench.measure.nvml import NvmlSampler
 
     policy = task.timing
     with NvmlSampler(device.index if device.index is not None else torch.cuda.current_device()) as nvml:
@@ -215,11 +210,22 @@ def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) 
             work.run()
         _check_probation(task, time.perf_counter() - start, started)
         timing = time_with_policy(work.run, device, policy, before=work.before)
-    columns = _timing_columns(timing) | nvml.summary()
+    columns = _timing_columns(timing) | _nvml_columns(nvml)
     columns |= {"peak_bytes": peak.peak_bytes, "reserved_bytes": peak.reserved_bytes}
     if nvml.error:
         columns["error"] = nvml.error
     return columns
+
+
+def _nvml_columns(nvml: NvmlSampler) -> dict[str, Any]:
+    """The columns results.csv keeps from the NVML sampler."""
+    return {
+        "nvml_peak_bytes": nvml.peak_used_bytes,
+        "sm_clock_mhz": nvml.min_sm_clock_mhz,
+        "temp_c": nvml.max_temp_c,
+        # The GPU is idle between kernels of a small op; that reason says nothing.
+        "throttle_reasons": throttle_names(nvml.throttle_mask & ~GPU_IDLE),
+    }
 
 
 def _timing_columns(timing: Timing) -> dict[str, Any]:

@@ -31,8 +31,8 @@ class RunSetupError(ValueError):
 def create_run(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
     """A new run folder under ``out`` with meta.json written; nothing is left behind when it
     cannot be made."""
-    from linbench.doctor.ceilings import run_ceilings
-    from linbench.results.meta import collect_meta
+    from linbench.machine.ceilings import run_ceilings
+    from linbench.runner.provenance import collect_meta
 
     # Measured before the folder exists, so a Ctrl-C meanwhile leaves nothing half-made.
     ceilings = run_ceilings(plan.device, sorted({p.dtype for p in plan.points})) if spec.command == "run" else None
@@ -78,7 +78,7 @@ def check_resumable(meta: dict[str, Any], plan: RunPlan, mix: bool) -> None:
     torch or linbench commit differs), unless ``mix``."""
     if mix:
         return
-    from linbench.results.meta import git_sha
+    from linbench.machine.facts import git_sha
 
     here = {"device_name": plan.device_name, "torch": _torch_version(), "git_sha": git_sha()}
     differ = [

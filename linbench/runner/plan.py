@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from linbench.measure.limits import available_memory_bytes
+from linbench.machine.limits import available_memory_bytes
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets
 from linbench.runner.task import TimingPolicy

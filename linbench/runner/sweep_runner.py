@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from linbench.measure.load import LoadMonitor
+from linbench.machine.load import LoadMonitor
 from linbench.results.processes import needs_more, summarise
 from linbench.results.rates import rate_columns
 from linbench.results.schema import KEY_COLUMNS, MEASURED_COLUMNS

@@ -17,10 +17,10 @@ from typing import Any
 
 import torch  # imported here so the fork server holds it for every worker
 
-from linbench.measure.limits import cap_address_space, die_with_parent
+from linbench.machine.limits import cap_address_space, die_with_parent
 from linbench.oom import is_out_of_memory
-from linbench.plugins import load_plugin_file
 from linbench.runner.task import Task
+from linbench.variants.plugins import load_plugin_file
 
 
 def main(tasks: Task | list[Task], conn: Connection, log_path: str) -> None:

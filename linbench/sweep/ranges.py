@@ -14,34 +14,22 @@ at the last value that does not pass the end (64..250:+64 is 64, 128, 192).
 
 from __future__ import annotations
 
-import re
+from linbench.units import SizeError, format_size, parse_size
 
-SUFFIXES = {"k": 1024, "m": 1024 * 1024}
 # A sweep of more values than this along one axis is a typo, not a plan.
 MAX_VALUES = 4096
-_NUMBER = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<suffix>[kKmM]?)$")
 
 
-class RangeError(ValueError):
+class RangeError(SizeError):
     """A range that does not parse; the message names the offending text."""
 
 
-def parse_size(text: str) -> int:
-    """``1k`` → 1024, ``1.5k`` → 1536, ``3000`` → 3000; positive integers only."""
-    text = text.strip()
-    match = _NUMBER.match(text)
-    if match is None:
-        if text.startswith("-") or text.startswith("+"):
-            raise RangeError(f"{text!r} is not a positive size")
-        raise RangeError(f"{text!r} is not a number (sizes look like 512, 1k, 64k or 1m)")
-    unit = SUFFIXES.get(match["suffix"].lower(), 1)
-    # Whole numbers stay integers: a float would round 99999999999999999999 to 1e20.
-    value = float(match["num"]) * unit if "." in match["num"] else int(match["num"]) * unit
-    if value != int(value):
-        raise RangeError(f"{text!r} is not a whole number")
-    if value <= 0:
-        raise RangeError(f"{text!r} is not a positive size")
-    return int(value)
+def _size(text: str) -> int:
+    """``parse_size``, its errors reported as this grammar's own."""
+    try:
+        return parse_size(text)
+    except SizeError as exc:
+        raise RangeError(str(exc)) from None
 
 
 def _parse_step(text: str) -> tuple[str, float]:
@@ -50,7 +38,7 @@ def _parse_step(text: str) -> tuple[str, float]:
     if kind not in ("x", "+"):
         raise RangeError(f"step {text!r} must be xFACTOR (geometric, e.g. x2) or +STEP (arithmetic, e.g. +64)")
     try:
-        value = float(amount) if kind == "x" else float(parse_size(amount))
+        value = float(amount) if kind == "x" else float(_size(amount))
     except (ValueError, RangeError):
         raise RangeError(f"step {text!r} has no valid number after {kind!r}") from None
     if kind == "x" and value <= 1:
@@ -71,12 +59,12 @@ def _expand(start: int, stop: int, kind: str, step: float, text: str) -> list[in
 
 def _parse_item(text: str) -> list[int]:
     if ".." not in text:
-        return [parse_size(text)]
+        return [_size(text)]
     bounds, _, step_text = text.partition(":")
     start_text, _, stop_text = bounds.partition("..")
     if not start_text.strip() or not stop_text.strip():
         raise RangeError(f"range {text!r} needs a start and an end, as in 1k..64k")
-    start, stop = parse_size(start_text), parse_size(stop_text)
+    start, stop = _size(start_text), _size(stop_text)
     if start > stop:
         raise RangeError(f"range {text!r} is reversed: start {start} is larger than end {stop}")
     if step_text.strip():
@@ -103,7 +91,7 @@ def parse_range(text: str | int) -> list[int]:
     if isinstance(text, bool):
         raise RangeError(f"{text!r} is not a size")
     if isinstance(text, int):
-        return [parse_size(str(text))]
+        return [_size(str(text))]
     items = [item.strip() for item in str(text).split(",")]
     if not any(items):
         raise RangeError("empty range: give a size, a list (512,1k) or a range (1k..64k)")
@@ -113,11 +101,3 @@ def parse_range(text: str | int) -> list[int]:
     if len(values) > MAX_VALUES:
         raise RangeError(f"{text!r} has more than {MAX_VALUES} values")
     return values
-
-
-def format_size(value: int) -> str:
-    """The short form used in labels: 1024 → 1k, 65536 → 64k, 3000 → 3000."""
-    for suffix, unit in (("m", SUFFIXES["m"]), ("k", SUFFIXES["k"])):
-        if value >= unit and value % unit == 0:
-            return f"{value // unit}{suffix}"
-    return str(value)

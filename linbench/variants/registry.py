@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from linbench.errors import ImplUnavailableError
+
 if TYPE_CHECKING:
     import torch
 
@@ -37,10 +39,6 @@ StreamFn = Callable[..., "tuple[torch.Tensor, Any]"]
 # Absorbs a prompt into a decoding state with a parallel form:
 # fn(q, k, v, *, state, capacity, **params) -> new_state.
 PrefillFn = Callable[..., Any]
-
-
-class ImplUnavailableError(RuntimeError):
-    """An impl exists but cannot run here (wrong device, missing backend, failed build)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +94,9 @@ class Impl:
     # compiled impl spends minutes in torch.compile per worker process on a CPU, which a
     # bare ``--variant cosine`` should not cost. ``linbench list`` shows it like any other.
     by_name: bool = False
+    # The distribution of the optional library the impl runs on ("fla-core"), as pip names it:
+    # a run records its installed version in meta.json.
+    library: str | None = None
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         """Why this impl cannot run on ``device``, or None when it can."""
@@ -310,6 +311,13 @@ def list_variants() -> list[str]:
     """Names of every registered variant, built-in and plugin."""
     _ensure_loaded()
     return list(_REGISTRY)
+
+
+def optional_libraries() -> list[str]:
+    """The distributions the registered impls run on (``Impl.library``), each named once."""
+    _ensure_loaded()
+    declared = (impl.library for variant in _REGISTRY.values() for impl in variant.impl_list if impl.library)
+    return list(dict.fromkeys(declared))
 
 
 def get_variant(name: str) -> Variant:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import Invoke
 
-from linbench.measure import load
+from linbench.machine import load
 
 TINY = ("--variant", "cosine:chunked", "--no-baseline", "--seq", "64", "--heads", "2", "--dim", "16")
 FAST = ("--budget-s", "0.05", "--device", "cpu")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from sweep_helpers import PLANTED
 
-from linbench.plugins import unload_plugin_file
+from linbench.variants.plugins import unload_plugin_file
 
 
 @pytest.fixture(autouse=True)

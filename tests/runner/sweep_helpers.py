@@ -7,7 +7,6 @@ from pathlib import Path
 
 import torch
 
-from linbench.plugins import load_plugin_file
 from linbench.results.store import RunStore
 from linbench.runner.plan import ProcessPolicy, RunPlan
 from linbench.runner.sweep_runner import SweepRunner
@@ -15,6 +14,7 @@ from linbench.runner.targets import Targets
 from linbench.runner.task import TimingPolicy
 from linbench.shape import Shape
 from linbench.sweep.points import Point
+from linbench.variants.plugins import load_plugin_file
 
 PLANTED = str(Path(__file__).parents[1] / "plugins" / "planted.py")
 FAST = TimingPolicy(warmup_s=0.0, budget_s=0.05, min_reps=2, max_reps=5)

@@ -1,11 +1,16 @@
-"""What a worker reports for a gate whose impl cannot take the point."""
+"""What a worker reports for a gate whose impl cannot take the point, and from the NVML sampler
+(device: cpu; the sampler's readings stood in)."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, cast
 
 import torch
 
 from linbench.correctness import CaseResult, Shape
-from linbench.runner.execute import _gate_columns
+from linbench.measure.nvml import GPU_IDLE
+from linbench.runner.execute import _gate_columns, _nvml_columns
 
 
 def test_an_impl_that_cannot_take_a_point_is_skipped_with_its_reason() -> None:
@@ -15,3 +20,14 @@ def test_an_impl_that_cannot_take_a_point_is_skipped_with_its_reason() -> None:
     columns = _gate_columns(case)
     assert columns["status"] == "skipped"
     assert "same last dimension" in columns["error"]
+
+
+def test_the_nvml_columns_leave_out_the_idle_reason() -> None:
+    """The GPU idles between the kernels of a small op: that reason says nothing about the point."""
+    readings = SimpleNamespace(peak_used_bytes=300, min_sm_clock_mhz=1200, max_temp_c=60, throttle_mask=0x4 | GPU_IDLE)
+    assert _nvml_columns(cast(Any, readings)) == {
+        "nvml_peak_bytes": 300,
+        "sm_clock_mhz": 1200,
+        "temp_c": 60,
+        "throttle_reasons": "sw_power_cap",
+    }

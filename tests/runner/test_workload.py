@@ -8,7 +8,7 @@ import torch
 from linbench.runner.workload import Workload
 from linbench.shape import Shape
 from linbench.sweep.points import Point
-from linbench.variants.linear_forms import fla
+from linbench.variants.feature_forms import fla
 
 CPU = torch.device("cpu")
 

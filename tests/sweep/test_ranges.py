@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from linbench.sweep.ranges import RangeError, format_size, parse_range, parse_size
+from linbench.sweep.ranges import RangeError, parse_range
 
 
 @pytest.mark.parametrize(
@@ -64,8 +64,3 @@ def test_bad_ranges_raise_naming_the_problem(text: str, message: str) -> None:
 def test_booleans_are_not_sizes() -> None:
     with pytest.raises(RangeError):
         parse_range(True)  # type: ignore[arg-type]
-
-
-def test_sizes_print_back_in_short_form() -> None:
-    assert [format_size(v) for v in (1024, 65536, 3000, 1048576, 1536)] == ["1k", "64k", "3000", "1m", "1536"]
-    assert parse_size(format_size(65536)) == 65536

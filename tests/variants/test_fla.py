@@ -15,7 +15,7 @@ import torch
 import linbench
 from linbench.correctness import check_impl
 from linbench.shape import Shape
-from linbench.variants.linear_forms import fla
+from linbench.variants.feature_forms import fla
 from linbench.variants.registry import Variant
 
 FLA_EPS = 1e-10

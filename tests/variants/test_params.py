@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.variants.registry import ImplUnavailableError
+from linbench.errors import ImplUnavailableError
 
 
 def _qkv(seq: int = 9, heads: int = 3, dim_k: int = 8, dim_v: int = 8) -> tuple[torch.Tensor, ...]:

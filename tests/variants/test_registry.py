@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import linbench
-from linbench.variants.registry import Impl, ImplUnavailableError, Variant, register_variant, unregister_variant
+from linbench.errors import ImplUnavailableError
+from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant
 
 EXPECTED_IMPLS = {
     "softmax": ["naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"],

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.variants.registry import ImplUnavailableError
+from linbench.errors import ImplUnavailableError
 from linbench.variants.softmax.sdpa import backend_unavailable
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")

@@ -61,7 +61,8 @@ def test_softmax_streams_through_its_kv_cache(split: int) -> None:
 
 
 def test_a_variant_without_a_stream_says_so() -> None:
-    from linbench.variants.registry import Impl, ImplUnavailableError, Variant
+    from linbench.errors import ImplUnavailableError
+    from linbench.variants.registry import Impl, Variant
 
     identity = Impl("ref", lambda q, k, v, *, causal: v, "identity", "O(s)", "O(s)")
     variant = Variant("no-stream", "O = V", (identity,), "ref", (), lambda *a: 0.0, "O(s)", "O(s)")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from linbench.variants.cosformer.features import cosformer_features, quadratic
+from linbench.variants.feature_forms.compiled import compiled_impl
+from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
-from linbench.variants.linear_forms.compiled import compiled_impl
-from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.registry import Impl, Param, Variant, register_variant
 
 

@@ -7,10 +7,10 @@ from functools import partial
 from linbench.variants.cosine.features import cosine_features
 from linbench.variants.cosine.kernel import kernel
 from linbench.variants.cosine.quadratic import quadratic
+from linbench.variants.feature_forms.compiled import compiled_impl
+from linbench.variants.feature_forms.fla import COSINE_SUMMARY, cosine_fla, fla_impl
+from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
-from linbench.variants.linear_forms.compiled import compiled_impl
-from linbench.variants.linear_forms.fla import COSINE_SUMMARY, cosine_fla, fla_impl
-from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.registry import Impl, Param, Variant, register_variant
 
 VARIANT = register_variant(

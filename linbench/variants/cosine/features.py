@@ -9,8 +9,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.common import positive_number, upcast
-from linbench.variants.linear_forms.impls import Features
+from linbench.variants.feature_forms.impls import Features
+from linbench.variants.impl_helpers import positive_number, upcast
 
 
 def norm_const_tensor(norm_const: torch.Tensor, heads: int, like: torch.Tensor) -> torch.Tensor:

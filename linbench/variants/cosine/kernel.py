@@ -14,8 +14,8 @@ from typing import Any
 import torch
 
 from linbench.kernels import ops as kernel_ops
-from linbench.variants.common import compute_dtype, positive_int
 from linbench.variants.cosine.features import value_scale
+from linbench.variants.impl_helpers import compute_dtype, positive_int
 
 
 def kernel(

@@ -7,8 +7,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.common import upcast
 from linbench.variants.cosine.features import value_scale
+from linbench.variants.impl_helpers import upcast
 
 
 def quadratic(

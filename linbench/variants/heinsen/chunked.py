@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from linbench.variants.common import causal_mask, positive_int, upcast
+from linbench.variants.feature_forms.impls import CHUNK_SIZE
 from linbench.variants.heinsen.logspace import log_matmul_exp
 from linbench.variants.heinsen.recurrent import LogState
-from linbench.variants.linear_forms.impls import CHUNK_SIZE
+from linbench.variants.impl_helpers import causal_mask, positive_int, upcast
 
 
 def _bidirectional(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 
 from linbench.kernels import ops as kernel_ops
-from linbench.variants.common import positive_int, upcast
+from linbench.variants.impl_helpers import positive_int, upcast
 
 
 def running_chunk_maxima(w: torch.Tensor, chunk: int) -> torch.Tensor:

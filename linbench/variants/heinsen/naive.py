@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from linbench.variants.common import upcast
+from linbench.variants.impl_helpers import upcast
 
 
 def _scan(x: torch.Tensor, causal: bool) -> torch.Tensor:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from linbench.variants.common import causal_mask, upcast
 from linbench.variants.heinsen.logspace import log_matmul_exp
+from linbench.variants.impl_helpers import causal_mask, upcast
 
 
 def quadratic(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, causal: bool) -> torch.Tensor:

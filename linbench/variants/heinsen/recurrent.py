@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from linbench.variants.common import upcast
+from linbench.variants.impl_helpers import upcast
 
 
 @dataclass

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from functools import partial
 
+from linbench.variants.feature_forms.compiled import compiled_impl
+from linbench.variants.feature_forms.fla import LINEAR_DEFAULT_EPS, LINEAR_SUMMARY, fla_impl, linear_fla
+from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
 from linbench.variants.linear.features import linear_features, quadratic
 from linbench.variants.linear.kernel import kernel
-from linbench.variants.linear_forms.compiled import compiled_impl
-from linbench.variants.linear_forms.fla import LINEAR_DEFAULT_EPS, LINEAR_SUMMARY, fla_impl, linear_fla
-from linbench.variants.linear_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.registry import Impl, Param, Variant, register_variant
 
 VARIANT = register_variant(

@@ -7,9 +7,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.common import positive_number, upcast
-from linbench.variants.common_quadratic import apply_scores
-from linbench.variants.linear_forms.impls import Features
+from linbench.variants.feature_forms.impls import Features
+from linbench.variants.impl_helpers import apply_scores, positive_number, upcast
 
 
 def elu_plus_one(x: torch.Tensor) -> torch.Tensor:

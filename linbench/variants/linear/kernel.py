@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from linbench.kernels import ops as kernel_ops
-from linbench.variants.common import positive_int, positive_number
+from linbench.variants.impl_helpers import positive_int, positive_number
 
 
 def kernel(

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from linbench.variants.common import causal_mask
+from linbench.variants.impl_helpers import causal_mask
 from linbench.variants.softmax.naive import naive
 
 # The backends a step may use, in torch's order of preference; cuDNN is left out (see above).

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from linbench.variants.common import causal_mask
+from linbench.variants.impl_helpers import causal_mask
 
 
 def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from linbench.variants.registry import Impl, ImplFn, ImplUnavailableError
+from linbench.errors import ImplUnavailableError
+from linbench.variants.registry import Impl, ImplFn
 
 BACKENDS: dict[str, SDPBackend | None] = {
     "auto": None,

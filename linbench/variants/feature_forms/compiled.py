@@ -12,22 +12,21 @@ is shape-generic, so the point's own length reuses it. For that, the inputs are 
 whole chunks, and to at least ``MIN_CHUNKS`` of them, before the compiled function sees
 them (a length of 1 or 2 chunks would be specialised and compiled again at the real length),
 and the parameters derived from the length are resolved from the unpadded length first.
-The seconds spent compiling in this process are read by ``compile_seconds``.
+The seconds spent compiling in this process are read by ``linbench.measure.compile_time``.
 """
 
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.common import positive_int
-from linbench.variants.linear_forms.impls import CHUNK_SIZE, FeatureMap
-from linbench.variants.linear_forms.parallel_chunks import parallel_chunked_attention
+from linbench.variants.feature_forms.impls import CHUNK_SIZE, FeatureMap
+from linbench.variants.feature_forms.parallel_chunks import parallel_chunked_attention
+from linbench.variants.impl_helpers import positive_int
 from linbench.variants.registry import Impl, ImplFn
 
 MODE = "default"
@@ -52,18 +51,6 @@ def compile_unavailable(device: torch.device) -> str | None:
     except Exception as exc:  # a missing compiler or a broken Inductor import: say which
         return f"torch.compile cannot build kernels here: {' '.join(str(exc).split())[:200]}"
     return None
-
-
-def compile_seconds() -> float | None:
-    """Seconds this process has spent in torch.compile (tracing, Inductor and the C++ or
-    Triton compiler); None when this torch does not keep the tally."""
-    utils = sys.modules.get("torch._dynamo.utils")  # never imported: nothing was compiled
-    if utils is None:
-        return 0.0
-    metrics = getattr(utils, "compilation_time_metrics", None)
-    if not isinstance(metrics, dict):
-        return None
-    return float(sum(metrics.get("_compile.compile_inner", [])))
 
 
 def _pad_to_chunks(x: torch.Tensor, size: int) -> torch.Tensor:

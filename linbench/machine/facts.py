@@ -1,14 +1,14 @@
-"""meta.json: what ran, on what, with which software — everything a reader needs to trust
-or compare a results folder."""
+"""What the machine and the checkout are: the commit, the CPU, the device and its memory.
+
+meta.json records them with every run, and ``--resume`` compares them with the machine that
+resumes.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
-import shlex
 import subprocess
-import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -88,33 +88,3 @@ def device_memory_bytes(device: torch.device) -> int:
     if device.type == "cuda":
         return int(torch.cuda.get_device_properties(device).total_memory)
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def collect_meta(argv: list[str], device: torch.device) -> dict[str, Any]:
-    """The run's provenance, recorded before the first point."""
-    from linbench import __version__
-
-    return {
-        "command": shlex.join(["linbench", *argv]),
-        "linbench_version": __version__,
-        "git_sha": git_sha(),
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": sys.version.split()[0],
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "hostname": platform.node(),
-        **device_info(device),
-        **optional_library_versions(),
-    }
-
-
-def optional_library_versions() -> dict[str, str]:
-    """Versions of the optional libraries some impls run on, where installed (fla-core:
-    the ``fla`` impls)."""
-    from linbench.variants.linear_forms.fla import fla_version
-
-    version = fla_version()
-    return {"fla_core": version} if version is not None else {}

@@ -94,7 +94,7 @@ def _l3_bytes() -> int:
 
 def cpu_copy_bytes() -> int:
     """A CPU copy large enough to miss every cache (4 × the largest), yet affordable."""
-    from linbench.measure.limits import available_memory_bytes
+    from linbench.machine.limits import available_memory_bytes
 
     wanted = min(max(CPU_COPY_MIN_BYTES, 4 * _l3_bytes()), CPU_COPY_MAX_BYTES)
     with contextlib.suppress(OSError, RuntimeError):

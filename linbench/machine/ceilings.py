@@ -7,7 +7,7 @@ power cap, driver, the other processes on it), a cached figure may be days old a
 another driver, and a results folder has to stand on its own when copied elsewhere. The
 measurement is cheap: about a second on a GPU (once the process is up) and on a CPU.
 
-On a GPU it runs in a short-lived child process (``python -m linbench.doctor.ceilings``),
+On a GPU it runs in a short-lived child process (``python -m linbench.machine.ceilings``),
 so the sweep's own process never holds a CUDA context, cuBLAS workspaces or cached blocks
 that would sit on the device, and in every point's device-wide NVML figure, for the whole
 sweep. On CPU it runs in-process: freed buffers go back to the system and nothing lingers.
@@ -34,8 +34,8 @@ def ceilings_json(
     device: torch.device, copy: Any, matmuls: dict[str, Any], *, source: str, seconds: float
 ) -> dict[str, Any]:
     """The "ceilings" record of meta.json from measured ``probes.Rate`` figures."""
-    from linbench.doctor.nominal import nominal_for
-    from linbench.results.meta import device_name
+    from linbench.machine.facts import device_name
+    from linbench.machine.nominal import nominal_for
 
     name = device_name(device)
     record: dict[str, Any] = {
@@ -69,7 +69,7 @@ def ceilings_json(
 
 def measure_ceilings(device: torch.device, dtypes: list[str]) -> dict[str, Any]:
     """Copy bandwidth and the matmul rate of each dtype on ``device``, in this process."""
-    from linbench.doctor.probes import copy_rate, matmul_rate
+    from linbench.machine.probes import copy_rate, matmul_rate
 
     start = time.perf_counter()
     with torch.random.fork_rng(devices=[]):
@@ -96,7 +96,7 @@ def _measure_in_child(device: torch.device, dtypes: list[str]) -> dict[str, Any]
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    command = [sys.executable, "-m", "linbench.doctor.ceilings", str(device), ",".join(dtypes)]
+    command = [sys.executable, "-m", "linbench.machine.ceilings", str(device), ",".join(dtypes)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S, check=False)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
@@ -106,7 +106,7 @@ def _measure_in_child(device: torch.device, dtypes: list[str]) -> dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m linbench.doctor.ceilings DEVICE DTYPE[,DTYPE...]``: the ceilings as one JSON line."""
+    """``python -m linbench.machine.ceilings DEVICE DTYPE[,DTYPE...]``: the ceilings as one JSON line."""
     device_spec, dtypes = (argv if argv is not None else sys.argv[1:])[:2]
     print(json.dumps(measure_ceilings(torch.device(device_spec), dtypes.split(","))))
 

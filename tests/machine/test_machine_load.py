@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from linbench.measure import load
-from linbench.measure.load import LoadMonitor, ProcStat, busy_processes, busy_reasons, own_pids, parse_stat
+from linbench.machine import load
+from linbench.machine.load import LoadMonitor, ProcStat, busy_processes, busy_reasons, own_pids, parse_stat
 from linbench.results.machine_load import load_warning
 
 TICKS = load._CLOCK_TICKS

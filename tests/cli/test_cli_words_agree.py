@@ -1,4 +1,4 @@
-"""Words that must agree (issue 15): the README, the CLI's messages and its help say the same
+"""Words that must agree: the README, the CLI's messages and its help say the same
 thing about the kernel's build time, ci-cpu's size, decode's untimed steps and compare's
 exponent bounds."""
 

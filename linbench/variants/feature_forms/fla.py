@@ -28,8 +28,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.common import positive_number
-from linbench.variants.registry import Impl, ImplUnavailableError
+from linbench.errors import ImplUnavailableError
+from linbench.variants.impl_helpers import positive_number
+from linbench.variants.registry import Impl
 
 DISTRIBUTION = "fla-core"
 # The range linbench's fla impls were written and checked against (fla-core's API moves).
@@ -155,4 +156,5 @@ def fla_impl(fn: Callable[..., torch.Tensor], summary: str) -> Impl:
         shape_support=fla_dtype_support,
         optional=True,
         layout="bshd",
+        library=DISTRIBUTION,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from linbench.variants.linear_forms.recurrent import LinearState
+from linbench.variants.feature_forms.recurrent import LinearState
 
 
 def _bidirectional(fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, eps: float | None) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Small helpers shared by the variants' impls."""
+"""What the variants' impls share: their compute dtype, causal masks, applying an explicit
+score matrix (the quadratic references), and checks of their parameters."""
 
 from __future__ import annotations
 
@@ -26,6 +27,17 @@ def upcast(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
 def causal_mask(rows: int, cols: int, device: torch.device, offset: int = 0) -> torch.Tensor:
     """Boolean (rows, cols) mask, True where key j may be seen by query i: j <= i + offset."""
     return torch.ones(rows, cols, dtype=torch.bool, device=device).tril(diagonal=offset)
+
+
+def apply_scores(scores: torch.Tensor, v: torch.Tensor, *, causal: bool, eps: float | None) -> torch.Tensor:
+    """(scores ⊙ M) v, divided row-wise by sum_j (scores ⊙ M)_ij + eps when eps is given: an
+    explicit S x S score matrix applied the way the quadratic references do."""
+    if causal:
+        scores = scores.tril()
+    out = scores @ v
+    if eps is None:
+        return out
+    return out / (scores.sum(-1, keepdim=True) + eps)
 
 
 def positive_number(name: str, value: object) -> float:

@@ -9,10 +9,10 @@ from typing import Any, Protocol
 import torch
 
 from linbench.kernels import ops as kernel_ops
-from linbench.variants.common import positive_int
-from linbench.variants.linear_forms.chunked import chunked_linear_attention, chunked_scan
-from linbench.variants.linear_forms.naive import naive_linear_attention
-from linbench.variants.linear_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
+from linbench.variants.feature_forms.chunked import chunked_linear_attention, chunked_scan
+from linbench.variants.feature_forms.naive import naive_linear_attention
+from linbench.variants.feature_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
+from linbench.variants.impl_helpers import positive_int
 from linbench.variants.registry import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
 
 CHUNK_SIZE = Param("chunk_size", 128, "tokens per chunk: the C x C masked product inside a chunk")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.linear_forms.chunked import chunked_linear_attention
+from linbench.variants.feature_forms.chunked import chunked_linear_attention
 
 
 def _chunks(x: torch.Tensor, size: int) -> torch.Tensor:

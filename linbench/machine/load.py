@@ -139,9 +139,9 @@ NOT_VISIBLE = "not visible"
 def gpu_processes(device_index: int, table: dict[int, ProcStat], exclude: set[int]) -> list[dict[str, Any]]:
     """Other processes with a context on the CUDA device (pid, name, used_bytes); raises when
     NVML cannot be asked."""
-    from linbench.measure.nvml import _load_nvml, nvml_handle
+    from linbench.measure.nvml import load_nvml, nvml_handle
 
-    nvml = _load_nvml()
+    nvml = load_nvml()
     try:
         listed = list(nvml.nvmlDeviceGetComputeRunningProcesses(nvml_handle(nvml, device_index)))
     finally:

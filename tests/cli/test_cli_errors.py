@@ -1,4 +1,4 @@
-"""What a demanding new user hit (issue 15): exit statuses that tell a failed sweep from a
+"""What a new user meets: exit statuses that tell a failed sweep from a
 finished one, and bad input or a full disk reported in one line, never a traceback."""
 
 from __future__ import annotations
