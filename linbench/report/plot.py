@@ -36,7 +36,7 @@ from linbench.report.plot_parts import (
 )
 from linbench.report.plot_speedup import draw_speedup
 from linbench.report.series import AXES, Scenario, axis_column, baseline_names, impl_series, scenarios
-from linbench.report.styles import series_styles
+from linbench.report.styles import SeriesStyle, series_styles
 
 FORMATS = ("png", "svg", "pdf")
 TITLE_PAD = 6.0  # points between a title and what is under it (the strip of failures, or the plot)
@@ -46,19 +46,20 @@ def figures(run: Run) -> Iterator[tuple[str, Figure]]:
     """Every figure of ``run``, one at a time, with the file name it is saved under (no suffix)."""
     analysis = analyse(run)
     baselines = baseline_names(run.results, run.meta)
+    styles = series_styles(run.results)  # the run's: an impl looks the same in all its figures
     for axis in AXES:
         for scenario, rows in scenarios(run.results, axis):
             if scenario.decode and axis == "seq":
-                yield f"decode-vs-context_{scenario.slug()}", draw_decode(rows, scenario, analysis)
+                yield f"decode-vs-context_{scenario.slug()}", draw_decode(rows, scenario, analysis, styles)
                 continue
             device_type = str(scenario.get("device")).split(":")[0]
             for metric in metrics(device_type).values():
                 if axis != "seq" and metric.name == "throughput":
                     continue
                 if (rows[metric.column] > 0).any():  # a throughput needs a FLOP formula, a plugin may lack one
-                    yield f"{metric.name}-vs-{axis}_{scenario.slug()}", draw(rows, scenario, metric, analysis)
+                    yield f"{metric.name}-vs-{axis}_{scenario.slug()}", draw(rows, scenario, metric, analysis, styles)
             if axis == "seq" and not scenario.decode:
-                speedup = draw_speedup(rows, scenario, analysis, baselines)
+                speedup = draw_speedup(rows, scenario, analysis, baselines, styles)
                 if speedup is not None:
                     yield f"speedup-vs-seq_{scenario.slug()}", speedup
 
@@ -81,8 +82,15 @@ def _save(figure: Figure, stem: Path, formats: Iterable[str]) -> list[Path]:
     return paths
 
 
-def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analysis) -> Figure:
-    """One figure of ``metric`` in ``scenario``; exponents and crossovers come from ``analysis``."""
+def draw(
+    rows: pd.DataFrame,
+    scenario: Scenario,
+    metric: Metric,
+    analysis: Analysis,
+    styles: dict[tuple[str, str], SeriesStyle] | None = None,
+) -> Figure:
+    """One figure of ``metric`` in ``scenario``; exponents and crossovers come from ``analysis``,
+    each impl's look from ``styles`` (the run's; by default those of ``rows``)."""
     crossings = [c for c in analysis.crossovers if c.scenario == scenario] if metric.name == "time" else []
     fitted = {(f.variant, f.impl): f for f in analysis.fits
               if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
@@ -90,7 +98,7 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
     ax = figure.add_subplot()
     axis = scenario.axis
     x = axis_column(axis)
-    styles = series_styles(rows)
+    styles = styles or series_styles(rows)
     for variant, impl, series in impl_series(rows):
         label = f"{variant}:{impl}"
         if (variant, impl) in fitted:
@@ -110,7 +118,7 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
         pad=TITLE_PAD + strip,
     )
     handles, labels = ax.get_legend_handles_labels()
-    extra = legend_extras(rows, crossings, slopes)
+    extra = legend_extras(rows, crossings, styles, slopes)
     handles, labels = [*handles, *(h for h, _ in extra)], [*labels, *(text for _, text in extra)]
     ax.legend(handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return figure

@@ -25,16 +25,22 @@ from linbench.report.plot_parts import (
     legend_extras,
 )
 from linbench.report.series import Scenario, impl_series
-from linbench.report.styles import series_styles
+from linbench.report.styles import SeriesStyle, series_styles
 
 CONTEXT_LABEL = "context length s (tokens prefilled)"
 
 
-def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> Figure:
-    """The three panels of ``scenario`` (a decode scenario along the length)."""
+def draw_decode(
+    rows: pd.DataFrame,
+    scenario: Scenario,
+    analysis: Analysis,
+    styles: dict[tuple[str, str], SeriesStyle] | None = None,
+) -> Figure:
+    """The three panels of ``scenario`` (a decode scenario along the length); each decoder's
+    look from ``styles`` (the run's; by default those of ``rows``)."""
     figure = Figure(figsize=(17.0, 5.6), layout="constrained")
     axes = figure.subplots(1, 3)
-    styles = series_styles(rows)
+    styles = styles or series_styles(rows)
     crossings = [c for c in analysis.crossovers if c.scenario == scenario]
     for ax, metric in zip(axes, decode_metrics().values(), strict=True):
         fitted = {(f.variant, f.impl): f for f in analysis.fits
@@ -51,7 +57,7 @@ def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> F
         format_axes(ax, rows, "seq", metric, "seq")
         ax.set_xlabel(CONTEXT_LABEL)
         ax.set_title(metric.title, fontsize=11, loc="left", pad=6.0 + strip)
-        _legend_below(ax, rows, crossings if timed else [], slopes)
+        _legend_below(ax, rows, crossings if timed else [], styles, slopes)
     device = scenario.get("device_name") or scenario.get("device")
     figure.suptitle(
         f"Decoding: memory and time per generated token against context\n{device} · {scenario.label()}",
@@ -62,8 +68,14 @@ def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> F
     return figure
 
 
-def _legend_below(ax: Axes, rows: pd.DataFrame, crossings: list, slopes: list[tuple[str, object]]) -> None:
+def _legend_below(
+    ax: Axes,
+    rows: pd.DataFrame,
+    crossings: list,
+    styles: dict[tuple[str, str], SeriesStyle],
+    slopes: list[tuple[str, object]],
+) -> None:
     handles, labels = ax.get_legend_handles_labels()
-    extra = legend_extras(rows, crossings, slopes)
+    extra = legend_extras(rows, crossings, styles, slopes)
     handles, labels = [*handles, *(h for h, _ in extra)], [*labels, *(text for _, text in extra)]
     ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)

@@ -21,7 +21,7 @@ from matplotlib.transforms import blended_transform_factory, offset_copy
 
 from linbench.report.analysis import Crossover, FitResult
 from linbench.report.fit import FLAT, NONE, quality_text
-from linbench.report.styles import SeriesStyle, series_styles
+from linbench.report.styles import SeriesStyle
 from linbench.report.ticks import ReadableLogLocator
 from linbench.units import format_bytes, format_ms, format_size
 
@@ -375,12 +375,15 @@ def format_axes(ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, axis: str)
 
 
 def legend_extras(
-    rows: pd.DataFrame, crossings: list[Crossover], slopes: Sequence[tuple[str, object]] = ()
+    rows: pd.DataFrame,
+    crossings: list[Crossover],
+    styles: dict[tuple[str, str], SeriesStyle],
+    slopes: Sequence[tuple[str, object]] = (),
 ) -> list[tuple[Line2D, str]]:
     """Legend entries for what is drawn but is not an impl: each reference slope by its dashes
-    (``slopes``, from ``draw_reference_slopes``), crossovers (one per star), failures."""
+    (``slopes``, from ``draw_reference_slopes``), crossovers (one per star, in the impl's colour
+    from ``styles``), failures."""
     extras = [(Line2D([], [], linestyle=dashes, color=SLOPE_COLOUR), f"{text} reference") for text, dashes in slopes]
-    styles = series_styles(rows)
     for crossing in crossings:
         if crossing.seq is None:
             continue

@@ -27,7 +27,7 @@ from linbench.report.plot_parts import (
     set_length_limits,
 )
 from linbench.report.series import Scenario, impl_name, impl_series, ok_points
-from linbench.report.styles import series_styles
+from linbench.report.styles import SeriesStyle, series_styles
 from linbench.report.ticks import ReadableLogLocator
 from linbench.units import format_size
 
@@ -50,14 +50,21 @@ def speedup_curves(rows: pd.DataFrame, baselines: set[str]) -> dict[tuple[str, s
     return curves
 
 
-def draw_speedup(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis, baselines: set[str]) -> Figure | None:
+def draw_speedup(
+    rows: pd.DataFrame,
+    scenario: Scenario,
+    analysis: Analysis,
+    baselines: set[str],
+    styles: dict[tuple[str, str], SeriesStyle] | None = None,
+) -> Figure | None:
     """The speedup figure of ``scenario`` (along the length), or None when there is nothing to
-    compare: no softmax baseline ran ok, or no other impl shares a length with one."""
+    compare: no softmax baseline ran ok, or no other impl shares a length with one. Each impl's
+    look comes from ``styles`` (the run's; by default those of ``rows``)."""
     curves = speedup_curves(rows, baselines)
     if not curves:
         return None
     best = fastest_baseline(rows, baselines)
-    styles = series_styles(rows)
+    styles = styles or series_styles(rows)
     crossings = {(c.variant, c.impl): c for c in analysis.crossovers if c.scenario == scenario}
     figure = Figure(figsize=(9.5, 6.0))
     ax = figure.add_subplot()
@@ -87,7 +94,7 @@ def draw_speedup(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis, bas
         pad=TITLE_PAD + strip,
     )
     handles, labels = ax.get_legend_handles_labels()
-    extra = legend_extras(drawn, [c for c in crossings.values() if (c.variant, c.impl) in curves])
+    extra = legend_extras(drawn, [c for c in crossings.values() if (c.variant, c.impl) in curves], styles)
     extra += [(Line2D([], [], linestyle="none"), text) for text in _baseline_notes(rows, best, curves)]
     handles, labels = [*handles, *(h for h, _ in extra)], [*labels, *(text for _, text in extra)]
     ax.legend(handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
