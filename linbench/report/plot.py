@@ -3,10 +3,10 @@ fastest softmax impl (plot_speedup.py), time and memory against head dim, batch 
 the run swept them, and for a decode run the decode figure (plot_decode.py).
 
 Every scenario (what the run held fixed, see series.py) gets its own figures: log-log
-lines per impl (hue and line style: the variant; shade and marker: the impl; see styles.py),
-the fitted exponent and what backs it in each legend entry, dashed O(x) and O(x²) reference
-slopes anchored at the data, points that were not ok marked at their length in a strip above
-the plot, and crossovers against the fastest softmax impl starred.
+lines per impl (a hue and a marker of its own, its variant's line style; see styles.py), the
+fitted exponent and what backs it in each legend entry, dashed O(x) and O(x²) reference
+slopes from the lowest measured point at the smallest size, points that were not ok marked at
+their length in a strip above the plot, and crossovers against the fastest softmax impl starred.
 """
 
 from __future__ import annotations

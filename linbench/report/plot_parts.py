@@ -1,8 +1,8 @@
 """The pieces every figure is drawn from: metrics, series with their spread, reference slopes,
 crossovers, failures in a strip above the plot, and log axes.
 
-Each series' colour, line style and marker come from styles.py (hue and line style: the
-variant; shade and marker: the impl); the same impl looks the same in every figure of a run.
+Each series' colour, line style and marker come from styles.py (a hue and a marker per impl,
+a line style per variant); the same impl looks the same in every figure of a run.
 """
 
 from __future__ import annotations
@@ -148,11 +148,14 @@ LABEL_SHARES = tuple(1.0 - 0.05 * n for n in range(20))
 def draw_reference_slopes(
     ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, symbol: str, powers: tuple[int, ...] = (1, 2)
 ) -> list[tuple[str, object]]:
-    """O(x^p) for each power (O(x) and O(x²) by default) through the geometric mean of the
-    impls' values at the smallest size, each in dashes of its own and labelled beside its line
-    where the label covers no measured point, no line and no other label (see
-    ``_place_labels``). Returns each slope's text and dashes, for the legend (``legend_extras``),
-    which names them all, so that a slope whose label found no free place is still told apart.
+    """O(x^p) for each power (O(x) and O(x²) by default) from a measured point: the lowest
+    value at the smallest size (the fastest impl there, or the one holding least memory), so
+    that each slope reads against that impl and its neighbours rather than floating between
+    them. Each is drawn in dashes of its own and labelled beside its line where the label covers
+    no measured point, no line and no other label (see ``_place_labels``). Returns each slope's
+    legend text (``O(s) reference from cosine:kernel at 1k``) and dashes, for the legend
+    (``legend_extras``), which names them all, so that a slope whose label found no free place is
+    still told apart.
 
     Call it after the series are drawn: it fixes the y range (the data and slopes, with room
     above for the labels), which the labels' places depend on."""
@@ -160,8 +163,11 @@ def draw_reference_slopes(
     if ok[x].nunique() < 2:
         return []
     x0, x1 = float(ok[x].min()), float(ok[x].max())
-    at_start = ok[ok[x] == x0][metric.column].astype(float)
-    y0 = math.exp(sum(math.log(v) for v in at_start) / len(at_start))
+    at_start = ok[ok[x] == x0]
+    anchor = at_start.loc[at_start[metric.column].astype(float).idxmin()]
+    y0 = float(anchor[metric.column])
+    where = format_size(round(x0)) if x == "seq" else str(round(x0))
+    source = f"from {anchor['variant']}:{anchor['impl']} at {where}"
     slopes = []
     for power in powers:
         y1 = y0 * (x1 / x0) ** power
@@ -174,7 +180,9 @@ def draw_reference_slopes(
     ax.set_ylim(math.exp(lo - MARGIN * span), math.exp(hi + (MARGIN + HEADROOM) * span))
     set_length_limits(ax, rows, x)
     _place_labels(ax, slopes, traces)
-    return [(text, SLOPE_DASHES[power]) for (text, _), power in zip(slopes, powers, strict=True)]
+    return [
+        (f"{text} reference {source}", SLOPE_DASHES[power]) for (text, _), power in zip(slopes, powers, strict=True)
+    ]
 
 
 def set_length_limits(ax: Axes, rows: pd.DataFrame, x: str) -> None:
@@ -381,9 +389,9 @@ def legend_extras(
     slopes: Sequence[tuple[str, object]] = (),
 ) -> list[tuple[Line2D, str]]:
     """Legend entries for what is drawn but is not an impl: each reference slope by its dashes
-    (``slopes``, from ``draw_reference_slopes``), crossovers (one per star, in the impl's colour
-    from ``styles``), failures."""
-    extras = [(Line2D([], [], linestyle=dashes, color=SLOPE_COLOUR), f"{text} reference") for text, dashes in slopes]
+    and the point it starts from (``slopes``, from ``draw_reference_slopes``), crossovers (one
+    per star, in the impl's colour from ``styles``), failures."""
+    extras = [(Line2D([], [], linestyle=dashes, color=SLOPE_COLOUR), text) for text, dashes in slopes]
     for crossing in crossings:
         if crossing.seq is None:
             continue

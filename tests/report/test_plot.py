@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from synthetic_runs import failed, series, write_run
 
 from linbench.report.analysis import analyse
@@ -58,8 +59,22 @@ def test_the_time_figure_says_what_it_shows(tmp_path: Path) -> None:
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(text.startswith("cosine:chunked") and "^{1.00}" in text for text in legend)
     assert any(text.startswith("softmax:sdpa") and "^{2.00}" in text for text in legend)
-    assert {"O(s) reference", "O(s²) reference"} <= set(legend)
+    assert {"O(s) reference from softmax:sdpa at 1k", "O(s²) reference from softmax:sdpa at 1k"} <= set(legend)
     assert any("oom" in text and "skipped" in text for text in legend)
+
+
+def test_the_reference_slopes_start_at_the_lowest_measured_point_and_say_so(tmp_path: Path) -> None:
+    """At 1k SDPA (4e-6·s²: 4.19 ms) is faster than chunked (0.01·s: 10.24 ms): both slopes
+    start on SDPA's point there, not between the two."""
+    ax = _time_figure(_run(tmp_path))
+    slopes = [line for line in ax.lines if line.get_color() == "#999999"]
+    assert len(slopes) == 2
+    for line, power in zip(slopes, (1, 2), strict=True):
+        (x0, y0), (x1, y1) = line.get_xydata()
+        assert (x0, x1) == (1024, 16384) and y0 == pytest.approx(QUADRATIC_4(1024))
+        assert y1 == pytest.approx(y0 * 16**power)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "O(s) reference from softmax:sdpa at 1k" in legend
 
 
 def test_failures_and_the_crossover_are_marked_where_they_happened(tmp_path: Path) -> None:
