@@ -62,12 +62,17 @@ def metrics(device_type: str) -> dict[str, Metric]:
     }
 
 
-def decode_metrics() -> dict[str, Metric]:
-    """The three panels of a decode figure, left to right."""
+def decode_metrics(device_type: str = "cuda") -> dict[str, Metric]:
+    """The three panels of a decode figure, left to right. On CPU a step's peak is peak RSS,
+    counted in whole pages: the panel says so."""
+    cpu = device_type == "cpu"
+    peak = (
+        "peak RSS of one step above the state (whole 4 KiB pages)" if cpu else "peak memory of one step above the state"
+    )
     return {
         "state": Metric("state", "state_bytes", "bytes the decoder's state holds", "State held", tick_bytes),
         "memory": Metric(
-            "memory", "peak_bytes", "peak memory of one step above the state", "Peak of one step", tick_bytes
+            "memory", "peak_bytes", peak, "Peak RSS of one step" if cpu else "Peak of one step", tick_bytes
         ),
         "time": Metric(
             "time", "time_ms", "time per generated token (median; bars p20–p80)", "Time per token", format_ms
@@ -146,16 +151,23 @@ LABEL_SHARES = tuple(1.0 - 0.05 * n for n in range(20))
 
 
 def draw_reference_slopes(
-    ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, symbol: str, powers: tuple[int, ...] = (1, 2)
+    ax: Axes,
+    rows: pd.DataFrame,
+    x: str,
+    metric: Metric,
+    symbol: str,
+    powers: tuple[int, ...] = (1, 2),
+    floor: float = 0.0,
 ) -> list[tuple[str, object]]:
     """O(x^p) for each power (O(x) and O(x²) by default) from a measured point: the lowest
     value at the smallest size (the fastest impl there, or the one holding least memory), so
     that each slope reads against that impl and its neighbours rather than floating between
-    them. Each is drawn in dashes of its own and labelled beside its line where the label covers
-    no measured point, no line and no other label (see ``_place_labels``). Returns each slope's
-    legend text (``O(s) reference from cosine:kernel at 1k``) and dashes, for the legend
-    (``legend_extras``), which names them all, so that a slope whose label found no free place is
-    still told apart.
+    them; values at or below ``floor`` (below what the measurement resolves) start no slope
+    while another value there is above it. Each is drawn in dashes of its own and labelled
+    beside its line where the label covers no measured point, no line and no other label (see
+    ``_place_labels``). Returns each slope's legend text (``O(s) reference from cosine:kernel at
+    1k``) and dashes, for the legend (``legend_extras``), which names them all, so that a slope
+    whose label found no free place is still told apart.
 
     Call it after the series are drawn: it fixes the y range (the data and slopes, with room
     above for the labels), which the labels' places depend on."""
@@ -164,6 +176,8 @@ def draw_reference_slopes(
         return []
     x0, x1 = float(ok[x].min()), float(ok[x].max())
     at_start = ok[ok[x] == x0]
+    if (at_start[metric.column] > floor).any():
+        at_start = at_start[at_start[metric.column] > floor]
     anchor = at_start.loc[at_start[metric.column].astype(float).idxmin()]
     y0 = float(anchor[metric.column])
     where = format_size(round(x0)) if x == "seq" else str(round(x0))
