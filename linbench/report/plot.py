@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from linbench.report.analysis import Analysis, analyse
 from linbench.report.load import Run
 from linbench.report.plot_decode import draw_decode
+from linbench.report.plot_load import busy_line
 from linbench.report.plot_parts import (
     AXIS_LABEL,
     AXIS_SYMBOL,
@@ -47,19 +48,23 @@ def figures(run: Run) -> Iterator[tuple[str, Figure]]:
     analysis = analyse(run)
     baselines = baseline_names(run.results, run.meta)
     styles = series_styles(run.results)  # the run's: an impl looks the same in all its figures
+    busy = busy_line(run.meta)
     for axis in AXES:
         for scenario, rows in scenarios(run.results, axis):
             if scenario.decode and axis == "seq":
-                yield f"decode-vs-context_{scenario.slug()}", draw_decode(rows, scenario, analysis, styles)
+                yield f"decode-vs-context_{scenario.slug()}", draw_decode(rows, scenario, analysis, styles, busy)
                 continue
             device_type = str(scenario.get("device")).split(":")[0]
             for metric in metrics(device_type).values():
                 if axis != "seq" and metric.name == "throughput":
                     continue
                 if (rows[metric.column] > 0).any():  # a throughput needs a FLOP formula, a plugin may lack one
-                    yield f"{metric.name}-vs-{axis}_{scenario.slug()}", draw(rows, scenario, metric, analysis, styles)
+                    yield (
+                        f"{metric.name}-vs-{axis}_{scenario.slug()}",
+                        draw(rows, scenario, metric, analysis, styles, busy),
+                    )
             if axis == "seq" and not scenario.decode:
-                speedup = draw_speedup(rows, scenario, analysis, baselines, styles)
+                speedup = draw_speedup(rows, scenario, analysis, baselines, styles, busy)
                 if speedup is not None:
                     yield f"speedup-vs-seq_{scenario.slug()}", speedup
 
@@ -88,9 +93,11 @@ def draw(
     metric: Metric,
     analysis: Analysis,
     styles: dict[tuple[str, str], SeriesStyle] | None = None,
+    busy: str | None = None,
 ) -> Figure:
     """One figure of ``metric`` in ``scenario``; exponents and crossovers come from ``analysis``,
-    each impl's look from ``styles`` (the run's; by default those of ``rows``)."""
+    each impl's look from ``styles`` (the run's; by default those of ``rows``); ``busy`` (from
+    ``busy_line``) ends the title."""
     crossings = [c for c in analysis.crossovers if c.scenario == scenario] if metric.name == "time" else []
     fitted = {(f.variant, f.impl): f for f in analysis.fits
               if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
@@ -112,7 +119,8 @@ def draw(
     format_axes(ax, rows, x, metric, axis)
     device = scenario.get("device_name") or scenario.get("device")
     ax.set_title(
-        f"{metric.title} against {AXIS_LABEL[axis].split(' (')[0]}\n{device} · {scenario.label()}",
+        f"{metric.title} against {AXIS_LABEL[axis].split(' (')[0]}\n{device} · {scenario.label()}"
+        + (f"\n{busy}" if busy else ""),
         fontsize=11,
         loc="left",
         pad=TITLE_PAD + strip,

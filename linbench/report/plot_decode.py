@@ -49,9 +49,11 @@ def draw_decode(
     scenario: Scenario,
     analysis: Analysis,
     styles: dict[tuple[str, str], SeriesStyle] | None = None,
+    busy: str | None = None,
 ) -> Figure:
     """The three panels of ``scenario`` (a decode scenario along the length); each decoder's
-    look from ``styles`` (the run's; by default those of ``rows``)."""
+    look from ``styles`` (the run's; by default those of ``rows``); ``busy`` (from ``busy_line``)
+    ends the title."""
     figure = Figure(figsize=(17.0, 5.6), layout="constrained")
     axes = figure.subplots(1, 3)
     styles = styles or series_styles(rows)
@@ -77,7 +79,8 @@ def draw_decode(
         _legend_below(ax, rows, crossings if timed else [], styles, slopes, unresolved)
     device = scenario.get("device_name") or scenario.get("device")
     figure.suptitle(
-        f"Decoding: memory and time per generated token against context\n{device} · {scenario.label()}",
+        f"Decoding: memory and time per generated token against context\n{device} · {scenario.label()}"
+        + (f"\n{busy}" if busy else ""),
         fontsize=12,
         x=0.01,
         horizontalalignment="left",

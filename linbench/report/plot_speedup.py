@@ -65,10 +65,12 @@ def draw_speedup(
     analysis: Analysis,
     baselines: set[str],
     styles: dict[tuple[str, str], SeriesStyle] | None = None,
+    busy: str | None = None,
 ) -> Figure | None:
     """The speedup figure of ``scenario`` (along the length), or None when there is nothing to
     compare: no softmax baseline ran ok, or no other impl shares a length with one. Each impl's
-    look comes from ``styles`` (the run's; by default those of ``rows``)."""
+    look comes from ``styles`` (the run's; by default those of ``rows``); ``busy`` (from
+    ``busy_line``) ends the title."""
     curves = speedup_curves(rows, baselines)
     if not curves:
         return None
@@ -97,7 +99,7 @@ def draw_speedup(
     device = scenario.get("device_name") or scenario.get("device")
     ax.set_title(
         f"Speedup over the fastest softmax impl against {AXIS_LABEL['seq'].split(' (')[0]}\n"
-        f"{device} · {scenario.label()}",
+        f"{device} · {scenario.label()}" + (f"\n{busy}" if busy else ""),
         fontsize=11,
         loc="left",
         pad=TITLE_PAD + strip,
