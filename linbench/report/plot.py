@@ -28,13 +28,13 @@ from linbench.report.plot_parts import (
     Metric,
     draw_crossovers,
     draw_failures,
-    draw_reference_slopes,
     draw_series,
     fit_label,
     format_axes,
     legend_extras,
     metrics,
 )
+from linbench.report.plot_slopes import draw_reference_slopes
 from linbench.report.plot_speedup import draw_speedup
 from linbench.report.series import AXES, Scenario, axis_column, baseline_names, impl_series, scenarios
 from linbench.report.styles import SeriesStyle, series_styles

@@ -26,12 +26,12 @@ from linbench.report.plot_parts import (
     decode_metrics,
     draw_crossovers,
     draw_failures,
-    draw_reference_slopes,
     draw_series,
     fit_label,
     format_axes,
     legend_extras,
 )
+from linbench.report.plot_slopes import draw_reference_slopes
 from linbench.report.series import Scenario, impl_series
 from linbench.report.styles import SeriesStyle, series_styles
 
