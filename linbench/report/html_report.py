@@ -1,25 +1,29 @@
 """``linbench report --format html``: one self-contained page a person can open from a CI
 artefact, with nothing fetched from anywhere.
 
-For each run: what ran and where (the command, device, versions, the timing policy and the
-run's status, from meta.json), the machine's load while it ran and its warnings where meta.json
-records them (a "load" section; older runs have none), the report's tables, every fit with what
-backs it (law, exponent, R², points, range), and every figure ``linbench plot`` draws, as PNG
-images embedded in base64.
+For each run, what it shows first: the machine's load said once where it was busy (one box
+with the worst reading), the headline (each impl's crossover against the fastest softmax impl
+and its speedup at the longest length both reached), the report's tables, the roofline table
+("against the ceilings", where meta.json recorded them) and every figure ``linbench plot``
+draws, as PNG images embedded in base64. Then the details: what ran and where (the command,
+device, versions, the timing policy and the run's status, from meta.json), every fit with what
+backs it (law, exponent, R², points, range), and the load samples in a collapsed table.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import re
 from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
-from linbench.report.analysis import Analysis, FitResult
+from linbench.report.analysis import Analysis, Crossover, FitResult
+from linbench.report.html_load import load_details, load_summary
+from linbench.report.html_table import key_values, table_html
 from linbench.report.load import Run
-from linbench.report.render import AXIS_NAME, AXIS_SYMBOL, ReportTable, report_tables
+from linbench.report.render import AXIS_NAME, AXIS_SYMBOL, ReportTable, report_tables, speedup_text
+from linbench.report.roofline import roofline_tables
 from linbench.units import format_bytes, format_size
 
 FIGURE_DPI = 110
@@ -37,7 +41,8 @@ table.meta th { width: 14em; } code { font-size: 0.95em; background: #f4f4f4; pa
 .note { color: #666; font-size: 0.9em; }
 figure { margin: 1.2em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.85em; color: #555; }
-nav ul { columns: 2; font-size: 0.9em; }
+nav ul { columns: 2; font-size: 0.9em; } h4 { margin: 1.2em 0 0.3em; }
+details { margin: 1em 0; } summary { cursor: pointer; font-weight: 600; }
 """
 
 
@@ -63,18 +68,48 @@ def html_report(runs: Iterable[Run], analyses: Iterable[Analysis], figures: bool
 
 
 def _run_section(n: int, run: Run, analysis: Analysis, figures: bool) -> list[str]:
+    """Results first (load, headline, tables, figures), then the details."""
     parts = [f'<section id="run-{n}"><h2>{escape(run.name)}</h2>', f'<p class="note">{escape(str(run.path))}</p>']
-    parts += ["<h3>The run</h3>", _key_values(run_metadata(run.meta), "meta")]
-    parts += _load_section(run.meta)
+    parts += load_summary(run.meta)
+    parts += _headline(analysis.crossovers)
     tables = report_tables(analysis)
     if tables:
         parts.append("<h3>Scaling, crossovers and speedups</h3>")
         parts += [table_html(table) for table in tables]
-    if analysis.fits:
-        parts += ["<h3>Fits and what backs them</h3>", _fits_table(analysis.fits)]
+    roofline = roofline_tables(run)
+    if roofline:
+        parts.append("<h3>Against the ceilings</h3>")
+        parts += [table_html(table) for table in roofline]
     if figures:
         parts += ["<h3>Figures</h3>", *_figures(run)]
+    parts += ["<h3>Details</h3>", "<h4>The run</h4>", key_values(run_metadata(run.meta), "meta")]
+    if analysis.fits:
+        parts += ["<h4>Fits and what backs them</h4>", _fits_table(analysis.fits)]
+    parts += load_details(run.meta)
     parts.append("</section>")
+    return parts
+
+
+def _headline(crossovers: list[Crossover]) -> list[str]:
+    """Per scenario along the length, each impl against the fastest softmax impl: where it
+    starts to stay faster, and its speedup at the longest length both reached; fastest first."""
+    by_scenario: dict[str, list[Crossover]] = {}
+    for crossing in crossovers:
+        if crossing.scenario.axis == "seq":
+            by_scenario.setdefault(crossing.scenario.label(), []).append(crossing)
+    if not by_scenario:
+        return []
+    parts = ["<h3>Headline</h3>"]
+    for label, crossings in by_scenario.items():
+        items = []
+        for c in sorted(crossings, key=lambda c: -c.speedup):
+            if c.seq is None:
+                where = f"not faster than {c.baseline} (to {format_size(c.speedup_seq)})"
+            else:
+                where = f"faster than {c.baseline} from {'≤ ' if c.at_shortest else ''}{format_size(c.seq)}"
+            speed = f"{speedup_text(c.speedup)} as fast as {c.speedup_baseline} at {format_size(c.speedup_seq)}"
+            items.append(f"<li><b>{escape(f'{c.variant}:{c.impl}')}</b>: {escape(where)}; {escape(speed)}</li>")
+        parts += [f'<p class="note">{escape(label)}</p>', "<ul>", *items, "</ul>"]
     return parts
 
 
@@ -140,88 +175,6 @@ def timing_text(timing: Any) -> str | None:
     known = {"warmup_s", "budget_s", "min_reps", "max_reps"}
     parts += [f"{key} {value}" for key, value in timing.items() if key not in known and value not in (None, 0)]
     return ", ".join(parts) or None
-
-
-def _load_section(meta: Mapping[str, Any]) -> list[str]:
-    """meta.json's "load" section: a warning for every sample that found the machine busy (its
-    reasons), then every sample in a table and the rule. Another shape (a list, a text, a
-    mapping without samples) is shown as it is, its "warnings" boxed."""
-    load = meta.get("load")
-    if load is None:
-        return []
-    parts = ["<h3>Machine load while the run measured</h3>"]
-    if isinstance(load, dict) and isinstance(load.get("samples"), list):
-        samples = [sample for sample in load["samples"] if isinstance(sample, dict)]
-        busy = [sample for sample in samples if sample.get("busy")]
-        if busy:
-            parts.append(
-                f'<div class="warning">The machine was busy in {len(busy)} of {len(samples)} load samples: '
-                "times may be slower than on an idle machine.</div>"
-            )
-            parts += [
-                f'<div class="warning">{escape(_sample_when(s))}: {escape(_plain(s["busy"]))}</div>' for s in busy
-            ]
-        else:
-            parts.append(f'<p class="note">No sample of the {len(samples)} found the machine busy.</p>')
-        rows = [[_sample_when(s), _plain(s.get("load_avg") or "-"), _processes(s), _plain(s.get("busy") or "no")]
-                for s in samples]  # fmt: skip
-        columns = ["sample", "load average (1, 5, 15 min)", "other busy processes", "busy"]
-        cores = f"{load['cores']} cores" if load.get("cores") else ""
-        threads = f", linbench's threads {load['linbench_threads']}" if load.get("linbench_threads") else ""
-        parts.append(table_html(ReportTable(f"Load samples ({cores}{threads})", columns, rows)))
-        if load.get("rule"):
-            parts.append(f'<p class="note">Rule: {escape(str(load["rule"]))}.</p>')
-    elif isinstance(load, dict):
-        warnings = load.get("warnings") or []
-        parts += [f'<div class="warning">{escape(_plain(w))}</div>' for w in
-                  (warnings if isinstance(warnings, list) else [warnings])]  # fmt: skip
-        rest = [(str(k), _plain(v)) for k, v in load.items() if k != "warnings"]
-        if rest:
-            parts.append(_key_values(rest, "meta"))
-    elif isinstance(load, list):
-        parts += [f'<div class="warning">{escape(_plain(item))}</div>' for item in load]
-    else:
-        parts.append(f'<div class="warning">{escape(str(load))}</div>')
-    return parts
-
-
-def _sample_when(sample: Mapping[str, Any]) -> str:
-    return " ".join(str(sample[key]) for key in ("when", "at") if sample.get(key)) or "sample"
-
-
-def _processes(sample: Mapping[str, Any]) -> str:
-    found = [f"{p.get('name')} (pid {p.get('pid')}) {p.get('cpu_percent', 0):.0f}% CPU"
-             for p in sample.get("busy_processes") or [] if isinstance(p, dict)]  # fmt: skip
-    found += [f"{p.get('name')} (pid {p.get('pid')}) on the GPU" for p in sample.get("gpu_processes") or []
-              if isinstance(p, dict)]  # fmt: skip
-    return "; ".join(found) or "-"
-
-
-def _plain(value: Any) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_plain(v)}" for k, v in value.items())
-    if isinstance(value, list):
-        return "; ".join(_plain(v) for v in value)
-    return str(value)
-
-
-def _key_values(rows: list[tuple[str, str]], css: str) -> str:
-    body = "".join(f"<tr><th>{escape(k)}</th><td>{_cell(v)}</td></tr>" for k, v in rows)
-    return f'<table class="{css}">{body}</table>'
-
-
-EXPONENT = re.compile(r"\b([sdBH])\^(-?\d+\.\d+)")
-
-
-def _cell(text: str) -> str:
-    """A table cell, its exponents raised (``s^1.02`` as s<sup>1.02</sup>)."""
-    return EXPONENT.sub(r"\1<sup>\2</sup>", escape(text))
-
-
-def table_html(table: ReportTable) -> str:
-    head = "".join(f"<th>{escape(column)}</th>" for column in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{_cell(cell)}</td>" for cell in row) + "</tr>" for row in table.rows)
-    return f"<table><caption>{escape(table.title)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _fits_table(fits: list[FitResult]) -> str:

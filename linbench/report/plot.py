@@ -3,10 +3,10 @@ fastest softmax impl (plot_speedup.py), time and memory against head dim, batch 
 the run swept them, and for a decode run the decode figure (plot_decode.py).
 
 Every scenario (what the run held fixed, see series.py) gets its own figures: log-log
-lines per impl (hue and line style: the variant; shade and marker: the impl; see styles.py),
-the fitted exponent and what backs it in each legend entry, dashed O(x) and O(x²) reference
-slopes anchored at the data, points that were not ok marked at their length in a strip above
-the plot, and crossovers against the fastest softmax impl starred.
+lines per impl (a hue and a marker of its own, its variant's line style; see styles.py), the
+fitted exponent and what backs it in each legend entry, dashed O(x) and O(x²) reference
+slopes from the lowest measured point at the smallest size, points that were not ok marked at
+their length in a strip above the plot, and crossovers against the fastest softmax impl starred.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from linbench.report.analysis import Analysis, analyse
 from linbench.report.load import Run
 from linbench.report.plot_decode import draw_decode
+from linbench.report.plot_load import busy_line
 from linbench.report.plot_parts import (
     AXIS_LABEL,
     AXIS_SYMBOL,
@@ -27,16 +28,16 @@ from linbench.report.plot_parts import (
     Metric,
     draw_crossovers,
     draw_failures,
-    draw_reference_slopes,
     draw_series,
     fit_label,
     format_axes,
     legend_extras,
     metrics,
 )
+from linbench.report.plot_slopes import draw_reference_slopes
 from linbench.report.plot_speedup import draw_speedup
 from linbench.report.series import AXES, Scenario, axis_column, baseline_names, impl_series, scenarios
-from linbench.report.styles import series_styles
+from linbench.report.styles import SeriesStyle, series_styles
 
 FORMATS = ("png", "svg", "pdf")
 TITLE_PAD = 6.0  # points between a title and what is under it (the strip of failures, or the plot)
@@ -46,19 +47,24 @@ def figures(run: Run) -> Iterator[tuple[str, Figure]]:
     """Every figure of ``run``, one at a time, with the file name it is saved under (no suffix)."""
     analysis = analyse(run)
     baselines = baseline_names(run.results, run.meta)
+    styles = series_styles(run.results)  # the run's: an impl looks the same in all its figures
+    busy = busy_line(run.meta)
     for axis in AXES:
         for scenario, rows in scenarios(run.results, axis):
             if scenario.decode and axis == "seq":
-                yield f"decode-vs-context_{scenario.slug()}", draw_decode(rows, scenario, analysis)
+                yield f"decode-vs-context_{scenario.slug()}", draw_decode(rows, scenario, analysis, styles, busy)
                 continue
             device_type = str(scenario.get("device")).split(":")[0]
             for metric in metrics(device_type).values():
                 if axis != "seq" and metric.name == "throughput":
                     continue
                 if (rows[metric.column] > 0).any():  # a throughput needs a FLOP formula, a plugin may lack one
-                    yield f"{metric.name}-vs-{axis}_{scenario.slug()}", draw(rows, scenario, metric, analysis)
+                    yield (
+                        f"{metric.name}-vs-{axis}_{scenario.slug()}",
+                        draw(rows, scenario, metric, analysis, styles, busy),
+                    )
             if axis == "seq" and not scenario.decode:
-                speedup = draw_speedup(rows, scenario, analysis, baselines)
+                speedup = draw_speedup(rows, scenario, analysis, baselines, styles, busy)
                 if speedup is not None:
                     yield f"speedup-vs-seq_{scenario.slug()}", speedup
 
@@ -81,8 +87,17 @@ def _save(figure: Figure, stem: Path, formats: Iterable[str]) -> list[Path]:
     return paths
 
 
-def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analysis) -> Figure:
-    """One figure of ``metric`` in ``scenario``; exponents and crossovers come from ``analysis``."""
+def draw(
+    rows: pd.DataFrame,
+    scenario: Scenario,
+    metric: Metric,
+    analysis: Analysis,
+    styles: dict[tuple[str, str], SeriesStyle] | None = None,
+    busy: str | None = None,
+) -> Figure:
+    """One figure of ``metric`` in ``scenario``; exponents and crossovers come from ``analysis``,
+    each impl's look from ``styles`` (the run's; by default those of ``rows``); ``busy`` (from
+    ``busy_line``) ends the title."""
     crossings = [c for c in analysis.crossovers if c.scenario == scenario] if metric.name == "time" else []
     fitted = {(f.variant, f.impl): f for f in analysis.fits
               if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
@@ -90,7 +105,7 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
     ax = figure.add_subplot()
     axis = scenario.axis
     x = axis_column(axis)
-    styles = series_styles(rows)
+    styles = styles or series_styles(rows)
     for variant, impl, series in impl_series(rows):
         label = f"{variant}:{impl}"
         if (variant, impl) in fitted:
@@ -104,13 +119,14 @@ def draw(rows: pd.DataFrame, scenario: Scenario, metric: Metric, analysis: Analy
     format_axes(ax, rows, x, metric, axis)
     device = scenario.get("device_name") or scenario.get("device")
     ax.set_title(
-        f"{metric.title} against {AXIS_LABEL[axis].split(' (')[0]}\n{device} · {scenario.label()}",
+        f"{metric.title} against {AXIS_LABEL[axis].split(' (')[0]}\n{device} · {scenario.label()}"
+        + (f"\n{busy}" if busy else ""),
         fontsize=11,
         loc="left",
         pad=TITLE_PAD + strip,
     )
     handles, labels = ax.get_legend_handles_labels()
-    extra = legend_extras(rows, crossings, slopes)
+    extra = legend_extras(rows, crossings, styles, slopes)
     handles, labels = [*handles, *(h for h, _ in extra)], [*labels, *(text for _, text in extra)]
     ax.legend(handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return figure

@@ -5,11 +5,19 @@ generated token, side by side on log axes.
 A recurrent state is a flat line in the first panel and a KV cache a slope of one; the
 naive recompute's S×S scores show as a slope of two in the second. Reference slopes are
 O(1) and O(s): constant against linear is the claim the figure tests.
+
+On CPU a step's peak is peak RSS (linbench/measure/memory.py), which moves in whole 4 KiB
+pages and picks up a page or two of the interpreter's own: a step that allocates next to
+nothing (a KV cache step writes into its preallocated cache) reads 4 or 8 KiB, indistinguishable
+from a step that allocates a few KiB. The middle panel says it shows RSS, shades the band up to
+``RSS_RESOLUTION`` and draws the points inside it hollow: they are not told apart from zero or
+from each other. What such a decoder holds is the first panel's state (``state_bytes``).
 """
 
 from __future__ import annotations
 
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -18,25 +26,40 @@ from linbench.report.plot_parts import (
     decode_metrics,
     draw_crossovers,
     draw_failures,
-    draw_reference_slopes,
     draw_series,
     fit_label,
     format_axes,
     legend_extras,
 )
+from linbench.report.plot_slopes import draw_reference_slopes
 from linbench.report.series import Scenario, impl_series
-from linbench.report.styles import series_styles
+from linbench.report.styles import SeriesStyle, series_styles
 
 CONTEXT_LABEL = "context length s (tokens prefilled)"
+PAGE_BYTES = 4096
+# Peak RSS at or below this many pages does not tell a step's own allocations from the
+# interpreter's stray page or two.
+RESOLUTION_PAGES = 4
+RSS_RESOLUTION = RESOLUTION_PAGES * PAGE_BYTES
+BAND_COLOUR = "#e8e8e8"
 
 
-def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> Figure:
-    """The three panels of ``scenario`` (a decode scenario along the length)."""
+def draw_decode(
+    rows: pd.DataFrame,
+    scenario: Scenario,
+    analysis: Analysis,
+    styles: dict[tuple[str, str], SeriesStyle] | None = None,
+    busy: str | None = None,
+) -> Figure:
+    """The three panels of ``scenario`` (a decode scenario along the length); each decoder's
+    look from ``styles`` (the run's; by default those of ``rows``); ``busy`` (from ``busy_line``)
+    ends the title."""
     figure = Figure(figsize=(17.0, 5.6), layout="constrained")
     axes = figure.subplots(1, 3)
-    styles = series_styles(rows)
+    styles = styles or series_styles(rows)
     crossings = [c for c in analysis.crossovers if c.scenario == scenario]
-    for ax, metric in zip(axes, decode_metrics().values(), strict=True):
+    cpu = str(scenario.get("device")).split(":")[0] == "cpu"
+    for ax, metric in zip(axes, decode_metrics("cpu" if cpu else "cuda").values(), strict=True):
         fitted = {(f.variant, f.impl): f for f in analysis.fits
                   if f.scenario == scenario and f.metric == metric.name}  # fmt: skip
         for variant, impl, series in impl_series(rows):
@@ -44,17 +67,20 @@ def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> F
             if (variant, impl) in fitted:
                 label += fit_label(fitted[(variant, impl)], "s")
             draw_series(ax, series, "seq", metric, label, styles[(variant, impl)])
-        slopes = draw_reference_slopes(ax, rows, "seq", metric, "s", powers=(0, 1))
+        pages = cpu and metric.name == "memory"  # peak RSS: resolved to a few pages only
+        slopes = draw_reference_slopes(ax, rows, "seq", metric, "s", (0, 1), RSS_RESOLUTION if pages else 0.0)
+        unresolved = _mark_unresolved(ax, rows, styles) if pages else []
         timed = metric.name == "time"
         draw_crossovers(ax, rows, crossings if timed else [], styles)
         strip = draw_failures(ax, rows, "seq", styles)
         format_axes(ax, rows, "seq", metric, "seq")
         ax.set_xlabel(CONTEXT_LABEL)
         ax.set_title(metric.title, fontsize=11, loc="left", pad=6.0 + strip)
-        _legend_below(ax, rows, crossings if timed else [], slopes)
+        _legend_below(ax, rows, crossings if timed else [], styles, slopes, unresolved)
     device = scenario.get("device_name") or scenario.get("device")
     figure.suptitle(
-        f"Decoding: memory and time per generated token against context\n{device} · {scenario.label()}",
+        f"Decoding: memory and time per generated token against context\n{device} · {scenario.label()}"
+        + (f"\n{busy}" if busy else ""),
         fontsize=12,
         x=0.01,
         horizontalalignment="left",
@@ -62,8 +88,36 @@ def draw_decode(rows: pd.DataFrame, scenario: Scenario, analysis: Analysis) -> F
     return figure
 
 
-def _legend_below(ax: Axes, rows: pd.DataFrame, crossings: list, slopes: list[tuple[str, object]]) -> None:
+def _mark_unresolved(
+    ax: Axes, rows: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle]
+) -> list[tuple[Artist, str]]:
+    """On CPU's peak-RSS panel: shade the band at or below ``RSS_RESOLUTION`` and draw the
+    points inside it hollow. Returns the band's legend entry (none when no point is inside)."""
+    ok = rows[(rows["status"] == "ok") & (rows["peak_bytes"] > 0)]
+    low = ok[ok["peak_bytes"] <= RSS_RESOLUTION]
+    if low.empty:
+        return []
+    bottom = ax.get_ylim()[0]  # fixed by the reference slopes: the band does not move it
+    band = ax.axhspan(bottom, RSS_RESOLUTION, color=BAND_COLOUR, zorder=0, linewidth=0, gid="below RSS resolution")
+    for variant, impl, series in impl_series(low):
+        series = series.sort_values("seq")
+        style = styles[(variant, impl)]
+        ax.plot(series["seq"], series["peak_bytes"], linestyle="none", marker=style.marker, markersize=5,
+                markerfacecolor="white", markeredgecolor=style.colour, zorder=4,
+                gid=f"under resolution: {variant}:{impl}")  # fmt: skip
+    text = f"≤ {RSS_RESOLUTION // 1024} KiB ({RESOLUTION_PAGES} pages): below what peak RSS resolves (hollow)"
+    return [(band, text)]
+
+
+def _legend_below(
+    ax: Axes,
+    rows: pd.DataFrame,
+    crossings: list,
+    styles: dict[tuple[str, str], SeriesStyle],
+    slopes: list[tuple[str, object]],
+    unresolved: list[tuple[Artist, str]],
+) -> None:
     handles, labels = ax.get_legend_handles_labels()
-    extra = legend_extras(rows, crossings, slopes)
+    extra = [*legend_extras(rows, crossings, styles, slopes), *unresolved]
     handles, labels = [*handles, *(h for h, _ in extra)], [*labels, *(text for _, text in extra)]
     ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)

@@ -1,18 +1,16 @@
-"""The pieces every figure is drawn from: metrics, series with their spread, reference slopes,
-crossovers, failures in a strip above the plot, and log axes.
+"""The pieces every figure is drawn from: metrics, series with their spread, crossovers,
+failures in a strip above the plot, and log axes (the reference slopes: plot_slopes.py).
 
-Each series' colour, line style and marker come from styles.py (hue and line style: the
-variant; shade and marker: the impl); the same impl looks the same in every figure of a run.
+Each series' colour, line style and marker come from styles.py (a hue and a marker per impl,
+a line style per variant); the same impl looks the same in every figure of a run.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
@@ -21,7 +19,7 @@ from matplotlib.transforms import blended_transform_factory, offset_copy
 
 from linbench.report.analysis import Crossover, FitResult
 from linbench.report.fit import FLAT, NONE, quality_text
-from linbench.report.styles import SeriesStyle, series_styles
+from linbench.report.styles import SeriesStyle
 from linbench.report.ticks import ReadableLogLocator
 from linbench.units import format_bytes, format_ms, format_size
 
@@ -62,12 +60,17 @@ def metrics(device_type: str) -> dict[str, Metric]:
     }
 
 
-def decode_metrics() -> dict[str, Metric]:
-    """The three panels of a decode figure, left to right."""
+def decode_metrics(device_type: str = "cuda") -> dict[str, Metric]:
+    """The three panels of a decode figure, left to right. On CPU a step's peak is peak RSS,
+    counted in whole pages: the panel says so."""
+    cpu = device_type == "cpu"
+    peak = (
+        "peak RSS of one step above the state (whole 4 KiB pages)" if cpu else "peak memory of one step above the state"
+    )
     return {
         "state": Metric("state", "state_bytes", "bytes the decoder's state holds", "State held", tick_bytes),
         "memory": Metric(
-            "memory", "peak_bytes", "peak memory of one step above the state", "Peak of one step", tick_bytes
+            "memory", "peak_bytes", peak, "Peak RSS of one step" if cpu else "Peak of one step", tick_bytes
         ),
         "time": Metric(
             "time", "time_ms", "time per generated token (median; bars p20–p80)", "Time per token", format_ms
@@ -126,55 +129,9 @@ def draw_series(ax: Axes, series: pd.DataFrame, x: str, metric: Metric, label: s
         ax.errorbar(ok[x], ok["time_ms"], yerr=[below, above], fmt="none", ecolor=colour, elinewidth=1, capsize=2)
 
 
-SLOPE_TEXT = {0: "O(1)", 1: "O({})", 2: "O({}²)"}
-# Each slope's dashes, its own so that the legend tells the slopes apart where a label found no
-# free place beside its line.
-SLOPE_DASHES = {0: (0, (1, 2)), 1: (0, (4, 3)), 2: (0, (7, 2, 1, 2))}  # dotted, dashed, dash-dot
-SLOPE_COLOUR = "#999999"
-# The log axes' margins, as shares of the data's range: below and above it, and the headroom
-# added above for the slope labels, which must stay inside the plot, under the strip of failures.
+SLOPE_COLOUR = "#999999"  # the reference slopes (plot_slopes.py), here for the legend
+# The log axes' margins, as shares of the data's range: below and above it.
 MARGIN = 0.05
-HEADROOM = 0.08
-# A slope label's box in points: its text (9 pt, ~0.62 em a character), and its gaps to the line
-# (the nearest tried first).
-LABEL_EM = 0.62 * 9
-LABEL_HEIGHT = 12.0
-LABEL_GAPS = (4.0, 10.0)
-MARKER_RADIUS = 3.0
-# Where along its line a label is tried, as shares of the way from its start: the end first.
-LABEL_SHARES = tuple(1.0 - 0.05 * n for n in range(20))
-
-
-def draw_reference_slopes(
-    ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, symbol: str, powers: tuple[int, ...] = (1, 2)
-) -> list[tuple[str, object]]:
-    """O(x^p) for each power (O(x) and O(x²) by default) through the geometric mean of the
-    impls' values at the smallest size, each in dashes of its own and labelled beside its line
-    where the label covers no measured point, no line and no other label (see
-    ``_place_labels``). Returns each slope's text and dashes, for the legend (``legend_extras``),
-    which names them all, so that a slope whose label found no free place is still told apart.
-
-    Call it after the series are drawn: it fixes the y range (the data and slopes, with room
-    above for the labels), which the labels' places depend on."""
-    ok = rows[(rows["status"] == "ok") & rows[metric.column].notna() & (rows[metric.column] > 0)]
-    if ok[x].nunique() < 2:
-        return []
-    x0, x1 = float(ok[x].min()), float(ok[x].max())
-    at_start = ok[ok[x] == x0][metric.column].astype(float)
-    y0 = math.exp(sum(math.log(v) for v in at_start) / len(at_start))
-    slopes = []
-    for power in powers:
-        y1 = y0 * (x1 / x0) ** power
-        ax.plot([x0, x1], [y0, y1], linestyle=SLOPE_DASHES[power], color=SLOPE_COLOUR, linewidth=1, zorder=0)
-        slopes.append((SLOPE_TEXT[power].format(symbol), [(x0, y0), (x1, y1)]))
-    traces = _traces(ok, x, metric)
-    values = [y for trace in traces for _, y in trace] + [y for _, line in slopes for _, y in line]
-    lo, hi = math.log(min(values)), math.log(max(values))
-    span = (hi - lo) or 1.0
-    ax.set_ylim(math.exp(lo - MARGIN * span), math.exp(hi + (MARGIN + HEADROOM) * span))
-    set_length_limits(ax, rows, x)
-    _place_labels(ax, slopes, traces)
-    return [(text, SLOPE_DASHES[power]) for (text, _), power in zip(slopes, powers, strict=True)]
 
 
 def set_length_limits(ax: Axes, rows: pd.DataFrame, x: str) -> None:
@@ -182,80 +139,6 @@ def set_length_limits(ax: Axes, rows: pd.DataFrame, x: str) -> None:
     lo, hi = math.log(float(rows[x].min())), math.log(float(rows[x].max()))
     pad = MARGIN * ((hi - lo) or 1.0)
     ax.set_xlim(math.exp(lo - pad), math.exp(hi + pad))
-
-
-def _traces(ok: pd.DataFrame, x: str, metric: Metric) -> list[list[tuple[float, float]]]:
-    """What the figure draws of each impl, as (x, y) points: its line, and its p20–p80 bars."""
-    traces = []
-    for _, series in ok.groupby(["variant", "impl"], sort=False):
-        series = series.sort_values(x)
-        traces.append(list(zip(series[x].astype(float), series[metric.column].astype(float), strict=True)))
-        if metric.name == "time" and series["time_ms_p20"].notna().all():
-            for column in ("time_ms_p20", "time_ms_p80"):
-                bars = zip(series[x].astype(float), series[column].astype(float), strict=True)
-                traces += [[(bx, by)] for bx, by in bars if by > 0]
-    return traces
-
-
-def _place_labels(ax: Axes, slopes: list[tuple[str, list[tuple[float, float]]]], traces: list) -> None:
-    """Each slope's label beside its line, at the first free place: from the line's end down to
-    its start, above and left of a point on it, below and right (the sides a rising line leaves
-    free), then above and right, below and left, nearest the line first. A place is free when
-    its box, inside the plot, holds no point or line of the data or of any slope (its own too) and
-    meets no label placed before. A slope with no free place gets no label on the plot (the legend names
-    it by its dashes). Boxes are reckoned in points from the axes' size and limits (the data's
-    places do not move after this)."""
-    figure = ax.get_figure()
-    box = ax.get_position()
-    width, height = box.width * figure.get_figwidth() * 72, box.height * figure.get_figheight() * 72
-    (x_lo, x_hi), (y_lo, y_hi) = (tuple(map(math.log, ax.get_xlim())), tuple(map(math.log, ax.get_ylim())))
-
-    def at(px: float, py: float) -> tuple[float, float]:
-        return (math.log(px) - x_lo) / (x_hi - x_lo) * width, (math.log(py) - y_lo) / (y_hi - y_lo) * height
-
-    def sampled(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
-        spots = [at(*points[0])]
-        for a, b in itertools.pairwise(points):
-            (sx, sy), (ex, ey) = at(*a), at(*b)
-            steps = max(1, int(math.hypot(ex - sx, ey - sy) / 3))  # a spot every 3 points of line
-            spots += [(sx + (ex - sx) * k / steps, sy + (ey - sy) * k / steps) for k in range(1, steps + 1)]
-        return spots
-
-    data = [spot for trace in traces for spot in sampled(trace)]
-    lines = {text: sampled(line) for text, line in slopes}
-    taken: list[tuple[float, float, float, float]] = []
-    for text, line in slopes:
-        (sx, sy), (ex, ey) = at(*line[0]), at(*line[1])
-        w = LABEL_EM * len(text)
-        others = np.array(data + [spot for spots in lines.values() for spot in spots])  # its own line too
-        for gap, share in itertools.product(LABEL_GAPS, LABEL_SHARES):
-            px, py = sx + (ex - sx) * share, sy + (ey - sy) * share
-            sides = (
-                ((px - gap - w, py + gap, px - gap, py + gap + LABEL_HEIGHT), "right", "bottom"),  # above, left
-                ((px + gap, py - gap - LABEL_HEIGHT, px + gap + w, py - gap), "left", "top"),  # below, right
-                ((px + gap, py + gap, px + gap + w, py + gap + LABEL_HEIGHT), "left", "bottom"),  # above, right
-                ((px - gap - w, py - gap - LABEL_HEIGHT, px - gap, py - gap), "right", "top"),  # below, left
-            )
-            chosen = next(((b, ha, va) for b, ha, va in sides if _free(b, others, taken, width, height)), None)
-            if chosen is not None:
-                (left, bottom, right, top), ha, va = chosen
-                taken.append(chosen[0])
-                tx, ty = (right if ha == "right" else left), (bottom if va == "bottom" else top)
-                ax.text(tx / width, ty / height, text, transform=ax.transAxes, color="#777777", fontsize=9,
-                        ha=ha, va=va)  # fmt: skip
-                break
-
-
-def _free(box: tuple[float, float, float, float], spots: np.ndarray, taken: list, width: float, height: float) -> bool:
-    left, bottom, right, top = box
-    if left < 0 or bottom < 0 or right > width or top > height:
-        return False
-    near = MARKER_RADIUS  # a spot is a line's or a marker's centre: keep clear of the marker too
-    if len(spots):
-        xs, ys = spots[:, 0], spots[:, 1]
-        if ((xs >= left - near) & (xs <= right + near) & (ys >= bottom - near) & (ys <= top + near)).any():
-            return False
-    return not any(left < r and l < right and bottom < t and b < top for l, b, r, t in taken)  # noqa: E741
 
 
 def draw_crossovers(
@@ -375,12 +258,15 @@ def format_axes(ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, axis: str)
 
 
 def legend_extras(
-    rows: pd.DataFrame, crossings: list[Crossover], slopes: Sequence[tuple[str, object]] = ()
+    rows: pd.DataFrame,
+    crossings: list[Crossover],
+    styles: dict[tuple[str, str], SeriesStyle],
+    slopes: Sequence[tuple[str, object]] = (),
 ) -> list[tuple[Line2D, str]]:
     """Legend entries for what is drawn but is not an impl: each reference slope by its dashes
-    (``slopes``, from ``draw_reference_slopes``), crossovers (one per star), failures."""
-    extras = [(Line2D([], [], linestyle=dashes, color=SLOPE_COLOUR), f"{text} reference") for text, dashes in slopes]
-    styles = series_styles(rows)
+    and the point it starts from (``slopes``, from ``draw_reference_slopes``), crossovers (one
+    per star, in the impl's colour from ``styles``), failures."""
+    extras = [(Line2D([], [], linestyle=dashes, color=SLOPE_COLOUR), text) for text, dashes in slopes]
     for crossing in crossings:
         if crossing.seq is None:
             continue

@@ -1,5 +1,6 @@
-"""``linbench report --format html``: one self-contained page with the run's metadata, load
-warnings, tables, fits and figures."""
+"""``linbench report --format html``: one self-contained page with the run's results first
+(load said once, headline, tables, the roofline, figures), then its metadata, fits and load
+samples."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ RECORDED_LOAD = {
 @pytest.mark.parametrize(
     ("load", "shown"),
     [
-        (RECORDED_LOAD, "busy in 1 of 2 load samples"),
+        (RECORDED_LOAD, "busy during this run (1 of 2 load samples"),
         ({"warnings": ["load average 7.9 on 2 CPUs while the run ran"], "load_avg": [7.9, 7.1, 6.0]}, "7.9 on 2 CPUs"),
         (["another process held 80% of a CPU"], "80% of a CPU"),
         ("busy", "busy"),
@@ -117,18 +118,54 @@ RECORDED_LOAD = {
 def test_load_warnings_of_meta_json_are_shown(tmp_path: Path, load: object, shown: str) -> None:
     run = read_run(_run_dir(tmp_path, load))
     page = html_report([run], [analyse(run)], figures=False)
-    assert '<div class="warning">' in page and shown in page
+    assert page.count('<div class="warning">') == 1 and shown in page  # said once
     assert "not recorded" not in page
     _parsed(page)
-    if load is RECORDED_LOAD:
-        assert "stress (pid 4242) at 98% CPU" in page and "stress (pid 4242) 98% CPU" in page  # warning, table
+    if load is RECORDED_LOAD:  # the worst reading in the box; every sample in the collapsed table
+        assert "stress (pid 4242) up to 98% CPU" in page and "load average up to 3.1 on 2 cores" in page
+        assert "stress (pid 4242) at 98% CPU" in page and "stress (pid 4242) 98% CPU" in page
+        details = page[page.index("<details>") :]
+        assert "Load samples" in details and "2026-11-22T10:00:10" in details
 
 
 def test_a_quiet_load_record_says_so_without_a_warning(tmp_path: Path) -> None:
     quiet = {**RECORDED_LOAD, "busy": False, "samples": [{**RECORDED_LOAD["samples"][0]}]}
     run = read_run(_run_dir(tmp_path, quiet))
     page = html_report([run], [analyse(run)], figures=False)
-    assert '<div class="warning">' not in page and "No sample of the 1 found the machine busy" in page
+    assert '<div class="warning">' not in page and "no sample of the 1 found the machine busy" in page
+
+
+def test_results_come_first_then_the_details_with_the_load_samples_collapsed_at_the_end(tmp_path: Path) -> None:
+    """A busy run with ceilings: one load box, the headline, the tables and the roofline table,
+    the figures, then the run's metadata and fits, and the samples in a <details> at the end."""
+    folder = _run_dir(tmp_path, {**RECORDED_LOAD, "samples": RECORDED_LOAD["samples"] * 6})
+    meta = json.loads((folder / META_FILE).read_text())
+    meta["ceilings"] = {"device": "cpu", "copy_gb_per_s": 10.0, "matmul_tflops": {"fp32": 2.0}}
+    (folder / META_FILE).write_text(json.dumps(meta))
+    run = read_run(folder)
+    page = html_report([run], [analyse(run)])
+    _parsed(page)
+    assert page.count('<div class="warning">') == 1 and page.count("<details>") == 1
+    assert "busy during this run (6 of 12 load samples" in page
+    order = [
+        '<div class="warning">',
+        "<h3>Headline</h3>",
+        "cosine:kernel</b>: faster than softmax:sdpa from ≤ 1k; 2.05x as fast as softmax:sdpa at 2k",
+        "Scaling in sequence length",
+        "<h3>Against the ceilings</h3>",
+        "<caption>Against the ceilings measured at the run",
+        "<h3>Figures</h3>",
+        "<img",
+        "<h3>Details</h3>",
+        "warm-up 0.2 s",
+        "Every fit",
+        "<details><summary>Machine load: 12 samples, 6 of them busy</summary>",
+        "Load samples (2 cores",
+    ]
+    places = [page.find(fragment) for fragment in order]
+    assert all(place >= 0 for place in places), dict(zip(order, places, strict=True))
+    assert places == sorted(places), dict(zip(order, places, strict=True))
+    assert page.rindex("</details>") > page.rindex("Load samples") > page.rindex("<img")
 
 
 def test_report_format_html_prints_the_page_or_writes_it_to_out(tmp_path: Path) -> None:

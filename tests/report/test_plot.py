@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from synthetic_runs import failed, series, write_run
+import pytest
+from synthetic_runs import decode_series, failed, series, write_run
 
 from linbench.report.analysis import analyse
 from linbench.report.load import read_run
@@ -58,8 +59,22 @@ def test_the_time_figure_says_what_it_shows(tmp_path: Path) -> None:
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(text.startswith("cosine:chunked") and "^{1.00}" in text for text in legend)
     assert any(text.startswith("softmax:sdpa") and "^{2.00}" in text for text in legend)
-    assert {"O(s) reference", "O(s²) reference"} <= set(legend)
+    assert {"O(s) reference from softmax:sdpa at 1k", "O(s²) reference from softmax:sdpa at 1k"} <= set(legend)
     assert any("oom" in text and "skipped" in text for text in legend)
+
+
+def test_the_reference_slopes_start_at_the_lowest_measured_point_and_say_so(tmp_path: Path) -> None:
+    """At 1k SDPA (4e-6·s²: 4.19 ms) is faster than chunked (0.01·s: 10.24 ms): both slopes
+    start on SDPA's point there, not between the two."""
+    ax = _time_figure(_run(tmp_path))
+    slopes = [line for line in ax.lines if line.get_color() == "#999999"]
+    assert len(slopes) == 2
+    for line, power in zip(slopes, (1, 2), strict=True):
+        (x0, y0), (x1, y1) = line.get_xydata()
+        assert (x0, x1) == (1024, 16384) and y0 == pytest.approx(QUADRATIC_4(1024))
+        assert y1 == pytest.approx(y0 * 16**power)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "O(s) reference from softmax:sdpa at 1k" in legend
 
 
 def test_failures_and_the_crossover_are_marked_where_they_happened(tmp_path: Path) -> None:
@@ -90,7 +105,7 @@ def test_a_decode_run_gets_the_decode_figure(tmp_path: Path) -> None:
     (scenario, decode_rows), *_ = scenarios(run.results, "seq")
     state, peak, time = draw_decode(decode_rows, scenario, analyse(run)).axes
     titles = [ax.get_title(loc="left") for ax in (state, peak, time)]
-    assert titles == ["State held", "Peak of one step", "Time per token"]
+    assert titles == ["State held", "Peak RSS of one step", "Time per token"]  # CPU: peak RSS
     for ax in (state, peak, time):
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "context" in ax.get_xlabel()
         assert [t.get_text() for t in ax.get_xticklabels()] == ["1k", "4k", "16k", "64k", "256k", "1m"]
@@ -100,6 +115,42 @@ def test_a_decode_run_gets_the_decode_figure(tmp_path: Path) -> None:
     assert any(text.startswith("softmax:kvcache") and "^{1.00}" in text for text in legend)
     assert {"O(1)", "O(s)"} <= {t.get_text() for t in state.texts}
     assert any("beats softmax:kvcache" in t.get_text() for t in time.get_legend().get_texts())
+
+
+def _decode_peaks(tmp_path: Path, device: str):
+    """A recurrent step that allocates 264 KiB (a new state and its update) and a KV cache step
+    that reads one or two pages of peak RSS, as on the CPU reference run."""
+    from linbench.report.plot_decode import draw_decode
+
+    rows = decode_series("cosine", "recurrent", lambda c: 0.12, lambda c: 131072.0, lambda c: 270336.0)
+    rows += decode_series(
+        "softmax", "kvcache", lambda c: 1e-4 * c, lambda c: 1024.0 * c, lambda c: 4096.0 * (c > 1024) + 4096
+    )
+    rows = [{**row, "device": device} for row in rows]
+    run = read_run(write_run(tmp_path, rows, baselines=["softmax:kvcache"]))
+    ((scenario, decode_rows),) = scenarios(run.results, "seq")
+    return draw_decode(decode_rows, scenario, analyse(run)).axes[1]
+
+
+def test_on_cpu_the_step_peak_panel_says_it_is_rss_and_marks_what_rss_cannot_resolve(tmp_path: Path) -> None:
+    peak = _decode_peaks(tmp_path, "cpu")
+    assert peak.get_title(loc="left") == "Peak RSS of one step" and "4 KiB pages" in peak.get_ylabel()
+    (band,) = [patch for patch in peak.patches if patch.get_gid() == "below RSS resolution"]
+    assert band.get_path().transformed(band.get_patch_transform()).get_extents().y1 == pytest.approx(16384)
+    (hollow,) = [line for line in peak.lines if (line.get_gid() or "").startswith("under resolution")]
+    assert hollow.get_gid() == "under resolution: softmax:kvcache" and hollow.get_markerfacecolor() == "white"
+    assert list(hollow.get_xdata()) == [1024 * 4**n for n in range(6)]  # 4 KiB and 8 KiB: every context
+    legend = [t.get_text() for t in peak.get_legend().get_texts()]
+    assert "≤ 16 KiB (4 pages): below what peak RSS resolves (hollow)" in legend
+    assert "O(1) reference from cosine:recurrent at 1k" in legend  # not from the unresolved 4 KiB
+
+
+def test_on_a_gpu_the_step_peak_panel_marks_nothing(tmp_path: Path) -> None:
+    peak = _decode_peaks(tmp_path, "cuda:0")
+    assert peak.get_title(loc="left") == "Peak of one step"
+    assert not [patch for patch in peak.patches if patch.get_gid() == "below RSS resolution"]
+    legend = [t.get_text() for t in peak.get_legend().get_texts()]
+    assert "O(1) reference from softmax:kvcache at 1k" in legend
 
 
 GPU_SEQS = tuple(1024 * 2**n for n in range(7))  # 1k .. 64k
