@@ -1,4 +1,4 @@
-"""Every column of a run folder's CSV files, declared once (documented in the README).
+"""Every column of a run folder's CSV files, declared once (docs/results-columns.md is generated from here).
 
 results.csv holds one row per point, processes.csv one row per worker process that measured
 a point (a point is measured in one or more processes; see linbench/results/processes.py),
@@ -55,7 +55,7 @@ COLUMNS = {
         ("device_name", str, "the device's model name"),
         # What was measured (per process in processes.csv; over processes in results.csv).
         ("status", str, "ok, oom, timeout, crashed, mismatch, skipped or error"),
-        ("time_ms", float, "median time of one call (results.csv: the median of the process medians)"),
+        ("time_ms", float, "median time of one call (results.csv: median of process medians; samples.csv: one call)"),
         ("time_ms_p20", float, "20th percentile of the repetitions (results.csv: median over processes)"),
         ("time_ms_p80", float, "80th percentile of the repetitions (results.csv: median over processes)"),
         ("samples", int, "timed repetitions (results.csv: over all processes)"),

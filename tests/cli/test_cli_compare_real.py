@@ -1,7 +1,7 @@
 """``linbench compare`` on real run folders of one small CPU sweep.
 
 Timings of two back-to-back runs on a shared machine differ by tens of percent (whole runs
-move together with the host's load, see the README on noisy CPUs). The gate judges a point by
+move together with the host's load, see docs/ci.md on noisy CPUs). The gate judges a point by
 the spread between its worker processes, so noise can make a point ``noisy`` (too noisy to
 judge: never a failure) but should not make it a regression; still, this test asserts only
 what noise cannot produce: the comparison runs, pairs every point, finds every point ok on

@@ -36,7 +36,7 @@ def record_curve(policy: SkipPolicy, times_ms: dict[int, float], spread: float =
 
 
 def test_one_noisy_point_does_not_skip_the_next_length() -> None:
-    """The README's plugin example: relu:reference and relu:fused are the same function. One
+    """The plugin example of docs/plugins.md: relu:reference and relu:fused are the same function. One
     noisy 8k point of reference (2x its true time) made the last-two-points rule extrapolate
     with s^3 and skip 16k, while fused ran there. A fit to every length does not."""
     policy = SkipPolicy(timeout_s=120, timing=CPU)

@@ -1,4 +1,4 @@
-"""The README's plugin example is a working plugin, not a sketch."""
+"""The plugin example of docs/plugins.md is a working plugin, not a sketch (CPU)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from linbench.correctness import Shape, check_impl
 from linbench.variants.plugins import load_plugin_file, unload_plugin_file
 from linbench.variants.registry import get_variant
 
-README = Path(__file__).parents[1] / "README.md"
+PLUGINS_DOC = Path(__file__).parents[1] / "docs" / "plugins.md"
 
 
-def test_the_readme_plugin_registers_a_variant_that_passes_its_check(tmp_path: Path) -> None:
-    match = re.search(r"```python\n(# my_attention\.py.*?)```", README.read_text(), re.S)
-    assert match, "the README's plugin example is missing"
+def test_the_documented_plugin_registers_a_variant_that_passes_its_check(tmp_path: Path) -> None:
+    match = re.search(r"```python\n(# my_attention\.py.*?)```", PLUGINS_DOC.read_text(), re.S)
+    assert match, "docs/plugins.md's plugin example is missing"
     assert len(match.group(1).strip().splitlines()) <= 32
     plugin = tmp_path / "my_attention.py"
     plugin.write_text(match.group(1))
