@@ -236,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             pin(spec.cores)  # first: before torch is imported
             die_with(spec.parent_pid)
             return serve(spec, events, sys.stdin)
+        die_with(os.getppid())  # the launcher's task (a Slurm step, a Ray actor): gone, so is the agent
         return run_part(args.run_dir, args.part, args.runner, args.busy_wait_s, events)
     except FleetError as exc:
         events.send("error", message=str(exc))
