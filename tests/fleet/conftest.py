@@ -3,16 +3,13 @@ they start) through LINBENCH_FAKE_DEVICES; nothing else ever sets it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet_helpers import fake_inventory_json, write_json
+from fleet_helpers import FakeInventory, fake_inventory_json, write_json
 
 from linbench.fleet.inventory import FAKE_DEVICES_ENV, Inventory, read_inventory
-
-FakeInventory = Callable[..., Inventory]
 
 
 @pytest.fixture

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from linbench.fleet.inventory import Device, Inventory, MigSlice
+
+# The type of the fake_gpus fixture (tests/fleet/conftest.py).
+FakeInventory = Callable[..., Inventory]
 
 
 def gpu(index: int, name: str = "Fake H100", numa: int | None = 0, cpus: tuple[int, ...] = (), **kw: Any) -> Device:

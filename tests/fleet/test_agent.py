@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import FakeInventory
-from fleet_helpers import sweep_keys
+from fleet_helpers import FakeInventory, sweep_keys
 
 from linbench.fleet.device_spec import select_devices
 from linbench.fleet.folders import write_plan

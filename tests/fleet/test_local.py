@@ -15,8 +15,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from conftest import FakeInventory
-from fleet_helpers import sweep_keys
+from fleet_helpers import FakeInventory, sweep_keys
 
 from linbench.fleet.device_spec import select_devices
 from linbench.fleet.inventory import Inventory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attempts import CARD_A, CARD_B, new_plan, write_attempt
+from fleet_attempts import CARD_A, CARD_B, new_plan, write_attempt
 from fleet_helpers import sweep_keys
 
 from linbench.fleet.progress import chains, pending, read_attempts

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeInventory
-from fleet_helpers import sweep_keys
+from fleet_helpers import FakeInventory, sweep_keys
 
 from linbench.fleet.folders import write_plan
 from linbench.fleet.merge import merge_run

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FakeInventory
-from fleet_helpers import sweep_keys
+from fleet_helpers import FakeInventory, sweep_keys
 
 from linbench.fleet.errors import MergeError
 from linbench.fleet.folders import write_plan

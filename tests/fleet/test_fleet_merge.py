@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from attempts import CARD_A, CARD_B, new_plan, tree_bytes, write_attempt
+from fleet_attempts import CARD_A, CARD_B, new_plan, tree_bytes, write_attempt
 from fleet_helpers import sweep_keys
 
 from linbench.fleet.errors import MergeError
