@@ -1,0 +1,131 @@
+"""A fleet run folder: the plan, one folder per shard attempt, and per-row provenance.
+
+::
+
+    RUN/
+      fleet.json                     the plan: its shards (points in plan order), its hash
+      shards/<shard>/attempt-<n>/    a linbench run folder (results.csv, processes.csv,
+                                     samples.csv, meta.json) written by one agent, plus
+                                     provenance.csv: where and when each row was measured
+      results.csv, ... , meta.json   the merge of the attempts (linbench.fleet.merge)
+
+Each attempt folder has exactly one writer (its agent, or the coordinator once that agent
+is dead), so no two processes ever append to one file, on one host or across hosts sharing
+the folder. Attempt numbers are claimed by ``mkdir``, which is atomic on one filesystem.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from linbench.fleet.errors import MergeError
+from linbench.fleet.shards import Shard
+from linbench.results.schema import KEY_COLUMNS, cell
+
+FLEET_FILE = "fleet.json"
+SHARDS_DIR = "shards"
+PROVENANCE_FILE = "provenance.csv"
+ATTEMPT_PREFIX = "attempt-"
+
+# Where and when each row was measured (one row per results row, matched on the key).
+PROVENANCE_COLUMNS = (
+    *("host", "gpu_uuid", "mig_uuid", "gpu_pci", "gpu_index", "gpu_name", "numa_node", "cpu_affinity"),
+    *("numa_local", "shared_cores", "shard", "attempt", "agent_pid", "started_at", "finished_at"),
+    "foreign_gpu_procs",
+)
+PROVENANCE_FILE_COLUMNS = (*KEY_COLUMNS, *PROVENANCE_COLUMNS)
+
+
+def write_plan(run_dir: Path, shards: Sequence[Shard], plan_hash: str, settings: Mapping[str, Any]) -> None:
+    """fleet.json (made once: a second writer of the same plan leaves it; of another plan, an
+    error, so two runs never share one folder)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / FLEET_FILE
+    body = {"plan_hash": plan_hash, "settings": dict(settings), "shards": [s.as_json() for s in shards]}
+    if path.exists():
+        existing = read_plan(run_dir)[1]
+        if existing != plan_hash:
+            raise MergeError(f"{run_dir} holds another plan (hash {existing}, this one {plan_hash}); use a new folder")
+        return
+    tmp = path.with_name(f"{FLEET_FILE}.{id(body)}.tmp")
+    tmp.write_text(json.dumps(body, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def read_plan(run_dir: Path) -> tuple[tuple[Shard, ...], str, dict[str, Any]]:
+    """(shards, plan hash, settings) of fleet.json; MergeError when it is missing or broken."""
+    path = run_dir / FLEET_FILE
+    try:
+        data = json.loads(path.read_text())
+        shards = tuple(Shard.from_json(entry) for entry in data["shards"])
+        return shards, str(data["plan_hash"]), dict(data.get("settings", {}))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise MergeError(f"{path} cannot be read ({type(exc).__name__}: {exc}); is {run_dir} a fleet run?") from None
+
+
+def claim_attempt(run_dir: Path, shard_id: str) -> tuple[int, Path]:
+    """The next attempt of a shard: (its number, its new empty folder)."""
+    folder = run_dir / SHARDS_DIR / shard_id
+    folder.mkdir(parents=True, exist_ok=True)
+    while True:
+        taken = [n for n, _ in _numbered(folder)]
+        number = max(taken, default=0) + 1
+        path = folder / f"{ATTEMPT_PREFIX}{number}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue  # another agent claimed it meanwhile
+        return number, path
+
+
+def _numbered(folder: Path) -> list[tuple[int, Path]]:
+    found = []
+    for path in folder.glob(f"{ATTEMPT_PREFIX}*"):
+        suffix = path.name.removeprefix(ATTEMPT_PREFIX)
+        if suffix.isdigit() and path.is_dir():
+            found.append((int(suffix), path))
+    return sorted(found)
+
+
+def attempts(run_dir: Path, shard_id: str) -> list[tuple[int, Path]]:
+    """(number, folder) of every attempt of a shard, oldest first."""
+    folder = run_dir / SHARDS_DIR / shard_id
+    return _numbered(folder) if folder.is_dir() else []
+
+
+def csv_text(rows: Iterable[Iterable[Any]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    return buffer.getvalue()
+
+
+def start_provenance(folder: Path) -> None:
+    """provenance.csv with its header (once)."""
+    path = folder / PROVENANCE_FILE
+    if not path.exists():
+        path.write_text(csv_text([PROVENANCE_FILE_COLUMNS]))
+
+
+def append_provenance(folder: Path, row: Mapping[str, Any]) -> None:
+    """One row of provenance.csv, flushed; KeyError for a column it does not have."""
+    unknown = sorted(set(row) - set(PROVENANCE_FILE_COLUMNS))
+    if unknown:
+        raise KeyError(f"provenance.csv has no column {', '.join(unknown)}")
+    with (folder / PROVENANCE_FILE).open("a", newline="") as handle:
+        handle.write(csv_text([[cell(row.get(column)) for column in PROVENANCE_FILE_COLUMNS]]))
+        handle.flush()
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """A CSV file's rows, without a last line a kill cut short; none when the file is missing."""
+    if not path.is_file():
+        return []
+    text = path.read_text()
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    return list(csv.DictReader(io.StringIO(text)))

@@ -1,0 +1,223 @@
+"""``linbench merge RUN``: the shard attempts of a fleet run, as one ordinary run folder.
+
+The merge reads only RUN/fleet.json and RUN/shards/, and writes RUN/results.csv,
+processes.csv, samples.csv, provenance.csv and meta.json, each replaced whole (written to a
+temporary file, then renamed). So it is idempotent: run twice, it writes the same bytes; and
+it can run while shards are still running (with ``allow_partial``) and again at the end.
+
+Each point gets exactly one row: its shard's chosen chain of attempts decides which
+(linbench/fleet/progress.py); rows of other attempts are *superseded* and counted in
+meta.json, along with each shard's attempts. Rows follow the plan's order; a point's
+processes and samples come from the attempt its row came from.
+
+It refuses, with one line naming what differs:
+
+* an attempt of another plan (another sweep, or the same folder reused);
+* a scenario (what a report compares: every impl and length of one dtype, mode, masking and
+  shape) measured on two cards or two GPU models, or rows from a fake inventory mixed with
+  real ones, or attempts that ran different software (torch, linbench commit, schema), unless
+  ``allow_mixed``;
+* points without a row, unless ``allow_partial``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from linbench.fleet.errors import MergeError
+from linbench.fleet.folders import PROVENANCE_FILE, PROVENANCE_FILE_COLUMNS, csv_text, read_plan, read_rows
+from linbench.fleet.progress import Attempt, chain_rows, chosen_chain, read_attempts, row_key
+from linbench.fleet.shards import PointKey, Shard, scenario_of
+from linbench.results.schema import KEY_COLUMNS, PROCESS_COLUMNS, RESULT_COLUMNS, SAMPLE_COLUMNS
+from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE, SAMPLES_FILE
+
+# meta.json keys that must agree across the attempts of one run (the software that measured).
+SOFTWARE = ("schema_version", "torch", "cuda", "git_sha", "linbench_version", "python")
+# meta.json keys that belong to one attempt, not to the merged run.
+PER_ATTEMPT = ("fleet", "status", "started_at", "finished_at", "load", "overhead")
+
+
+@dataclass
+class Chosen:
+    """The row of one point, and the attempt it came from."""
+
+    index: int  # in the plan
+    key: PointKey
+    attempt: Attempt
+    row: dict[str, str]
+
+
+@dataclass
+class MergeSummary:
+    rows: int = 0
+    missing: list[PointKey] = field(default_factory=list)
+    superseded: int = 0
+    shards: dict[str, list[int]] = field(default_factory=dict)  # shard → the attempts whose rows count
+
+
+def merge_run(run_dir: Path, *, allow_mixed: bool = False, allow_partial: bool = False) -> MergeSummary:
+    """Merge the shard attempts of ``run_dir`` into its top-level files (see the module doc)."""
+    shards, digest, settings = read_plan(run_dir)
+    chosen: list[Chosen] = []
+    summary = MergeSummary()
+    attempts_used: list[Attempt] = []
+    for shard in shards:
+        found = read_attempts(run_dir, shard)
+        _check_plan(found, digest, run_dir)
+        rows = chain_rows(chosen_chain(found, shard))
+        _check_belongs(rows, shard)
+        used = sorted({a.number for a, _ in rows.values()})
+        summary.shards[shard.id] = used
+        attempts_used += [a for a in found if a.number in used]
+        summary.superseded += sum(1 for a in found for key in a.rows if rows.get(key, (None,))[0] is not a)
+        for index, key in shard.points:
+            if key in rows:
+                chosen.append(Chosen(index, key, *rows[key]))
+            else:
+                summary.missing.append(key)
+    chosen.sort(key=lambda c: c.index)
+    summary.rows = len(chosen)
+    if summary.missing and not allow_partial:
+        raise MergeError(
+            f"{len(summary.missing)} of {len(chosen) + len(summary.missing)} points have no row yet "
+            f"(shards {', '.join(_shards_of(summary.missing, shards))}); resume the run, or merge with --allow-partial"
+        )
+    if not allow_mixed:
+        _check_unmixed(chosen, settings, attempts_used)
+    _write(run_dir, chosen, _meta(attempts_used, digest, summary, allow_mixed))
+    return summary
+
+
+def _check_plan(found: Sequence[Attempt], digest: str, run_dir: Path) -> None:
+    for attempt in found:
+        theirs = attempt.fleet.get("plan_hash")
+        if theirs != digest:
+            where = attempt.path.relative_to(run_dir)
+            raise MergeError(f"{where} belongs to another plan (hash {theirs}, this run's {digest}); move it out")
+
+
+def _check_belongs(rows: dict[PointKey, Any], shard: Shard) -> None:
+    stray = sorted(set(rows) - set(shard.keys))
+    if stray:
+        raise MergeError(f"shard {shard.id} holds a row for a point it does not plan: {stray[0]}")
+
+
+def _shards_of(keys: Iterable[PointKey], shards: Sequence[Shard]) -> list[str]:
+    wanted = set(keys)
+    return [s.id for s in shards if wanted & set(s.keys)]
+
+
+def _check_unmixed(chosen: Sequence[Chosen], settings: dict[str, Any], used: Sequence[Attempt]) -> None:
+    """MergeError when a scenario spans two cards or models, or the attempts differ in kind
+    of inventory or in software."""
+    along = tuple(settings.get("along", ("seq",)))
+    fixed_tokens = bool(settings.get("fixed_tokens", False))
+    cards: dict[tuple[tuple[str, str], ...], dict[str, set[str]]] = {}
+    for c in chosen:
+        seen = cards.setdefault(scenario_of(c.key, "scenario", along, fixed_tokens), {"card": set(), "model": set()})
+        seen["card"].add(c.attempt.gpu_uuid)
+        seen["model"].add(c.row.get("device_name") or str(c.attempt.fleet.get("gpu_name", "")))
+    for scenario, seen in cards.items():
+        for what in ("model", "card"):
+            if len(seen[what]) > 1:
+                label = " ".join(f"{k}={v}" for k, v in scenario)
+                names = ", ".join(sorted(seen[what]))
+                raise MergeError(
+                    f"the scenario {label} was measured on {len(seen[what])} {what}s ({names}); "
+                    "its comparisons need one card: run it again on one, or merge with --allow-mixed-devices"
+                )
+    for key, what in (("inventory", "fake and real GPUs"),):
+        values = {str(a.fleet.get(key)) for a in used}
+        if len(values) > 1:
+            raise MergeError(f"the attempts mix {what} ({', '.join(sorted(values))}); merge only one kind")
+    for key in SOFTWARE:
+        values = {json.dumps(a.meta.get(key)) for a in used if key in a.meta}
+        if len(values) > 1:
+            raise MergeError(
+                f"the attempts ran different {key} ({', '.join(sorted(values))}); "
+                "merge with --allow-mixed-devices to keep them in one run anyway"
+            )
+
+
+def _meta(used: Sequence[Attempt], digest: str, summary: MergeSummary, mixed: bool) -> dict[str, Any]:
+    """The merged meta.json: what every attempt agrees on, and the fleet section (which
+    attempts count, the devices and hosts, what was superseded or is missing)."""
+    ordered = sorted(used, key=lambda a: (str(a.fleet.get("shard")), a.number))
+    common: dict[str, Any] = {}
+    if ordered:
+        first = {k: v for k, v in ordered[0].meta.items() if k not in PER_ATTEMPT}
+        common = {k: v for k, v in first.items() if all(a.meta.get(k) == v for a in ordered)}
+    devices: dict[str, dict[str, Any]] = {}
+    for a in ordered:
+        fleet = a.fleet
+        devices.setdefault(a.gpu_uuid, {k: fleet.get(k) for k in ("host", "gpu_name", "gpu_pci", "gpu_index")})
+    starts = [str(a.meta["started_at"]) for a in ordered if a.meta.get("started_at")]
+    ends = [str(a.meta["finished_at"]) for a in ordered if a.meta.get("finished_at")]
+    return common | {
+        "status": "partial" if summary.missing else "complete",
+        "started_at": min(starts, default=None),
+        "finished_at": max(ends, default=None),
+        "fleet": {
+            "plan_hash": digest,
+            "shards": summary.shards,
+            "devices": devices,
+            "hosts": sorted({str(d.get("host")) for d in devices.values()}),
+            "inventory": sorted({str(a.fleet.get("inventory")) for a in ordered}),
+            "rows": summary.rows,
+            "missing": len(summary.missing),
+            "superseded_rows": summary.superseded,
+            "allow_mixed": mixed,
+        },
+    }
+
+
+def _write(run_dir: Path, chosen: Sequence[Chosen], meta: dict[str, Any]) -> None:
+    processes, samples, provenance = [], [], []
+    cache: dict[Path, dict[str, list[dict[str, str]]]] = {}
+    for c in chosen:
+        files = cache.setdefault(c.attempt.path, _attempt_files(c.attempt.path))
+        mine = [p for p in files["processes"] if row_key(p) == c.key]
+        numbers = {p["process"] for p in mine}
+        processes += [[p.get(col, "") for col in PROCESS_COLUMNS] for p in mine]
+        samples += [
+            [s.get(col, "") for col in SAMPLE_COLUMNS]
+            for s in files["samples"]
+            if row_key(s) == c.key and s.get("process", "0") in numbers
+        ]
+        provenance.append(_provenance(c, files["provenance"]))
+    results = [[c.row.get(col) or "" for col in RESULT_COLUMNS] for c in chosen]
+    _replace(run_dir / RESULTS_FILE, csv_text([RESULT_COLUMNS, *results]))
+    _replace(run_dir / PROCESSES_FILE, csv_text([PROCESS_COLUMNS, *processes]))
+    _replace(run_dir / SAMPLES_FILE, csv_text([SAMPLE_COLUMNS, *samples]))
+    _replace(run_dir / PROVENANCE_FILE, csv_text([PROVENANCE_FILE_COLUMNS, *provenance]))
+    _replace(run_dir / META_FILE, json.dumps(meta, indent=2, default=str) + "\n")
+
+
+def _attempt_files(folder: Path) -> dict[str, list[dict[str, str]]]:
+    return {
+        "processes": read_rows(folder / PROCESSES_FILE),
+        "samples": read_rows(folder / SAMPLES_FILE),
+        "provenance": read_rows(folder / PROVENANCE_FILE),
+    }
+
+
+def _provenance(c: Chosen, rows: list[dict[str, str]]) -> list[str]:
+    """The row's provenance: the attempt's (every row of it shares the device and cores),
+    with the point's own times where the agent lived to write them."""
+    record = {col: "" if v is None else str(v) for col, v in c.attempt.fleet.items() if col in PROVENANCE_FILE_COLUMNS}
+    record |= dict(zip(KEY_COLUMNS, c.key, strict=True))
+    own = [r for r in rows if row_key(r) == c.key]
+    if own:
+        record |= {k: v for k, v in own[-1].items() if k in PROVENANCE_FILE_COLUMNS and v not in (None, "")}
+    record["attempt"] = str(c.attempt.number)
+    return [record.get(col, "") for col in PROVENANCE_FILE_COLUMNS]
+
+
+def _replace(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

@@ -1,0 +1,83 @@
+"""Fake devices, inventories and sweeps for the fleet's tests (all on the CPU: no GPU is used)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from linbench.fleet.inventory import Device, Inventory, MigSlice
+
+# The type of the fake_gpus fixture (tests/fleet/conftest.py).
+FakeInventory = Callable[..., Inventory]
+
+
+def gpu(index: int, name: str = "Fake H100", numa: int | None = 0, cpus: tuple[int, ...] = (), **kw: Any) -> Device:
+    """A fake GPU; its UUID and PCI id follow its index."""
+    return Device(
+        index=index,
+        uuid=f"GPU-{index:08x}-0000-0000-0000-fake{index:08x}",
+        pci_bus_id=f"0000:{index + 1:02x}:00.0",
+        name=name,
+        memory_bytes=80 << 30,
+        numa_node=numa,
+        local_cpus=cpus,
+        **kw,
+    )
+
+
+def mig_gpu(index: int, slices: int = 2) -> Device:
+    return gpu(
+        index,
+        mig=True,
+        mig_slices=tuple(MigSlice(f"MIG-{index:04x}-{s:04x}-fake", "1g.10gb", 10 << 30) for s in range(slices)),
+    )
+
+
+def inventory(*devices: Device, host: str = "node-a") -> Inventory:
+    return Inventory(host, tuple(devices), source="fake")
+
+
+def fake_inventory_json(
+    count: int, *, name: str = "Fake H100", cpus: str = "0-1", host: str = "node-a", start: int = 0, **extra: Any
+) -> dict[str, Any]:
+    """The JSON a fake inventory file holds: ``count`` GPUs of one model."""
+    return {
+        "host": host,
+        "devices": [
+            {
+                "uuid": f"GPU-{host}-{start + i:04d}",
+                "pci_bus_id": f"00000000:{start + i + 1:02X}:00.0",
+                "name": name,
+                "memory_bytes": 80 << 30,
+                "numa_node": 0,
+                "local_cpus": cpus,
+            }
+            for i in range(count)
+        ],
+        **extra,
+    }
+
+
+def write_json(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def sweep_keys(
+    dtypes: tuple[str, ...] = ("fp32", "bf16"),
+    heads: tuple[int, ...] = (4, 8),
+    seqs: tuple[int, ...] = (128, 256, 512),
+    impls: tuple[str, ...] = ("chunked", "kernel"),
+    device: str = "cuda",
+) -> list[tuple[str, ...]]:
+    """Point keys (KEY_COLUMNS order) in the order linbench plans them: lengths grow, and at
+    each length every impl runs; 2 dtypes x 2 head counts make 4 scenarios."""
+    keys = []
+    for dtype in dtypes:
+        for seq in seqs:
+            for h in heads:
+                for impl in impls:
+                    keys.append(("cosine", impl, "fwd", "True", dtype, device, "1", str(h), str(seq), "64", "64"))
+    return keys

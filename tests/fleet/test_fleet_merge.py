@@ -1,0 +1,167 @@
+"""linbench merge over shard attempt folders made by hand: one row per point, chosen by the
+rules of linbench/fleet/progress.py, and the refusals. CPU only."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from fleet_attempts import CARD_A, CARD_B, new_plan, tree_bytes, write_attempt
+from fleet_helpers import sweep_keys
+
+from linbench.fleet.errors import MergeError
+from linbench.fleet.merge import merge_run
+from linbench.results.schema import KEY_COLUMNS, RESULT_COLUMNS
+from linbench.results.store import RunStore
+
+KEYS = sweep_keys()
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def keys_of(table: list[dict[str, str]]) -> list[tuple[str, ...]]:
+    return [tuple(r[c] for c in KEY_COLUMNS) for r in table]
+
+
+def complete_run(run_dir: Path) -> None:
+    shards = new_plan(run_dir, KEYS)
+    for i, shard in enumerate(shards):
+        write_attempt(run_dir, shard, 1, f"GPU-card{i}", shard.keys)
+
+
+def test_a_complete_run_merges_into_one_run_folder_in_plan_order(tmp_path: Path) -> None:
+    complete_run(tmp_path)
+    summary = merge_run(tmp_path)
+    assert summary.rows == len(KEYS) and not summary.missing and summary.superseded == 0
+    results = rows(tmp_path / "results.csv")
+    assert keys_of(results) == KEYS  # every point once, in the plan's order
+    assert list(results[0]) == list(RESULT_COLUMNS)
+    assert {r["status"] for r in results} == {"ok"}
+    assert len(rows(tmp_path / "processes.csv")) == len(KEYS)
+    assert len(rows(tmp_path / "samples.csv")) == 3 * len(KEYS)
+    provenance = rows(tmp_path / "provenance.csv")
+    assert keys_of(provenance) == KEYS
+    assert all(p["gpu_uuid"].startswith("GPU-card") and p["attempt"] == "1" for p in provenance)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert meta["status"] == "complete" and len(meta["fleet"]["devices"]) == 4
+    assert RunStore.open(tmp_path, repair=False).rows() == results  # an ordinary run folder
+
+
+def test_the_merge_is_idempotent_and_reads_shards_only(tmp_path: Path) -> None:
+    complete_run(tmp_path)
+    shards_before = tree_bytes(tmp_path / "shards")
+    merge_run(tmp_path)
+    first = tree_bytes(tmp_path)
+    merge_run(tmp_path)
+    assert tree_bytes(tmp_path) == first
+    assert tree_bytes(tmp_path / "shards") == shards_before
+
+
+def test_a_shard_continued_on_its_card_unites_its_attempts(tmp_path: Path) -> None:
+    shards = new_plan(tmp_path, KEYS)
+    s0 = shards[0]
+    write_attempt(tmp_path, s0, 1, CARD_A, s0.keys[:2], crashed=[s0.keys[2]])
+    write_attempt(tmp_path, s0, 2, CARD_A, s0.keys[3:], asked=s0.keys[3:])
+    for shard in shards[1:]:
+        write_attempt(tmp_path, shard, 1, CARD_B, shard.keys)
+    summary = merge_run(tmp_path)
+    assert summary.shards["s000"] == [1, 2]
+    table = rows(tmp_path / "results.csv")
+    merged = dict(zip(keys_of(table), (r["status"] for r in table), strict=True))
+    assert len(merged) == len(KEYS) and merged[s0.keys[2]] == "crashed"
+    attempts = [p["attempt"] for p in rows(tmp_path / "provenance.csv") if p["shard"] == "s000"]
+    assert attempts == ["1", "1", "1", "2", "2", "2"]
+
+
+def test_a_shard_started_over_on_another_card_keeps_only_that_cards_rows(tmp_path: Path) -> None:
+    shards = new_plan(tmp_path, KEYS)
+    s0 = shards[0]
+    write_attempt(tmp_path, s0, 1, CARD_A, s0.keys[:3])
+    write_attempt(tmp_path, s0, 2, CARD_B, s0.keys)
+    for shard in shards[1:]:
+        write_attempt(tmp_path, shard, 1, CARD_B, shard.keys)
+    summary = merge_run(tmp_path)
+    assert summary.shards["s000"] == [2] and summary.superseded == 3
+    assert {p["gpu_uuid"] for p in rows(tmp_path / "provenance.csv") if p["shard"] == "s000"} == {CARD_B}
+
+
+def test_the_latest_complete_attempt_wins_over_a_later_partial_one(tmp_path: Path) -> None:
+    shards = new_plan(tmp_path, KEYS)
+    for shard in shards:
+        write_attempt(tmp_path, shard, 1, CARD_A, shard.keys)
+    write_attempt(tmp_path, shards[1], 2, CARD_B, shards[1].keys[:1])  # a duplicate launch, cut short
+    summary = merge_run(tmp_path)
+    assert summary.shards["s001"] == [1] and summary.superseded == 1
+    assert summary.rows == len(KEYS)
+
+
+def test_a_scenario_on_two_cards_is_refused_unless_allowed(tmp_path: Path) -> None:
+    shards = new_plan(tmp_path, KEYS)
+    s0 = shards[0]
+    write_attempt(tmp_path, s0, 1, CARD_A, s0.keys[:3])
+    write_attempt(tmp_path, s0, 2, CARD_B, s0.keys[3:], asked=s0.keys[3:])
+    for shard in shards[1:]:
+        write_attempt(tmp_path, shard, 1, CARD_A, shard.keys)
+    with pytest.raises(MergeError) as caught:
+        merge_run(tmp_path)
+    assert "2 cards" in str(caught.value) and "--allow-mixed-devices" in str(caught.value)
+    assert not (tmp_path / "results.csv").exists()  # a refused merge writes nothing
+    assert merge_run(tmp_path, allow_mixed=True).rows == len(KEYS)
+    assert json.loads((tmp_path / "meta.json").read_text())["fleet"]["allow_mixed"] is True
+
+
+def test_a_scenario_split_by_series_across_two_models_is_refused(tmp_path: Path) -> None:
+    shards = new_plan(tmp_path, KEYS, split="series")
+    for i, shard in enumerate(shards):
+        write_attempt(tmp_path, shard, 1, f"GPU-{i}", shard.keys, model="H100" if i % 2 else "A100")
+    with pytest.raises(MergeError, match="2 models"):
+        merge_run(tmp_path)
+
+
+def test_attempts_of_another_plan_are_refused(tmp_path: Path) -> None:
+    shards = new_plan(tmp_path, KEYS)
+    for shard in shards:
+        write_attempt(tmp_path, shard, 1, CARD_A, shard.keys)
+    write_attempt(tmp_path, shards[2], 2, CARD_A, shards[2].keys, digest="0123456789abcdef")
+    with pytest.raises(MergeError, match="another plan"):
+        merge_run(tmp_path)
+
+
+def test_missing_points_are_refused_unless_partial_is_allowed(tmp_path: Path) -> None:
+    shards = new_plan(tmp_path, KEYS)
+    for shard in shards[:-1]:
+        write_attempt(tmp_path, shard, 1, CARD_A, shard.keys)
+    with pytest.raises(MergeError, match=r"6 of 24 points have no row yet \(shards s003\)"):
+        merge_run(tmp_path)
+    summary = merge_run(tmp_path, allow_partial=True)
+    assert summary.rows == 18 and len(summary.missing) == 6
+    assert json.loads((tmp_path / "meta.json").read_text())["status"] == "partial"
+
+
+def test_fake_and_real_gpus_or_two_torch_builds_do_not_mix(tmp_path: Path) -> None:
+    shards = new_plan(tmp_path, KEYS)
+    for i, shard in enumerate(shards):
+        write_attempt(tmp_path, shard, 1, CARD_A, shard.keys, inventory="nvml" if i == 0 else "fake")
+    with pytest.raises(MergeError, match="fake and real"):
+        merge_run(tmp_path)
+    other = tmp_path / "other"
+    shards = new_plan(other, KEYS)
+    for i, shard in enumerate(shards):
+        write_attempt(other, shard, 1, CARD_A, shard.keys, meta={"torch": f"2.{i}"})
+    with pytest.raises(MergeError, match="different torch"):
+        merge_run(other)
+
+
+def test_a_line_cut_short_by_a_kill_is_left_out(tmp_path: Path) -> None:
+    shards = new_plan(tmp_path, KEYS)
+    for shard in shards:
+        write_attempt(tmp_path, shard, 1, CARD_A, shard.keys[:-1], asked=shard.keys)
+    torn = tmp_path / "shards" / "s000" / "attempt-1" / "results.csv"
+    torn.write_text(torn.read_text() + "cosine,kernel,fwd,True,fp32,cu")
+    summary = merge_run(tmp_path, allow_partial=True)
+    assert summary.rows == len(KEYS) - 4
