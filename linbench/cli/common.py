@@ -1,4 +1,4 @@
-"""Parsing shared by the commands: devices, dtypes, comma lists, and the output consoles.
+"""Parsing shared by the commands: devices (linbench/devices.py), dtypes, comma lists, and the output consoles.
 
 torch is imported inside the functions so that merely building the CLI (``--help``)
 never pays for it.
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from linbench.cli.errors import CliUsageError
+from linbench.devices import DEVICE_HELP, resolve_device
 from linbench.dtypes import parse_dtypes, split_list, torch_dtype
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ __all__ = [
     "torch_dtype",
 ]
 
-DEVICE_HELP = "auto (cuda when available, else cpu), cpu, cuda or cuda:N"
 REPORT_FORMATS = ("table", "md", "json")
 
 
@@ -48,31 +48,6 @@ def load_plugins(paths: list[Path] | None) -> None:
 
     for path in paths or ():
         load_plugin_file(path)
-
-
-def resolve_device(spec: str) -> torch.device:
-    """The device for ``--device``; CliUsageError when it is unknown or absent here."""
-    import torch
-
-    spec = spec.strip().lower()
-    if spec == "auto":
-        spec = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(spec)
-    except RuntimeError:
-        raise CliUsageError(f"unknown device {spec!r}; use {DEVICE_HELP}") from None
-    if device.type == "cpu":
-        return device
-    if device.type != "cuda":
-        raise CliUsageError(f"unsupported device {spec!r}; use {DEVICE_HELP}")
-    if not torch.cuda.is_available():
-        why = f"torch {torch.__version__} is a CPU-only build" if torch.version.cuda is None else "no GPU was found"
-        raise CliUsageError(f"--device {spec}: CUDA is not available on this machine ({why})")
-    count = torch.cuda.device_count()
-    if device.index is not None and device.index >= count:
-        raise CliUsageError(f"--device {spec}: there is no such GPU; this machine has {count} (cuda:0..{count - 1})")
-    # Always name the GPU: results from "cuda" and "cuda:0" must compare as the same device.
-    return device if device.index is not None else torch.device("cuda", torch.cuda.current_device())
 
 
 def stdout_console() -> Console:
