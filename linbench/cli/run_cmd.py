@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -81,38 +81,40 @@ def run_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
 ) -> None:
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
+    from linbench.cli.sweep_cmd import seconds_option, whole_option
+    from linbench.sweep.request import SweepRequest
+
     with usage_errors():
-        masking = _masking(causal, bidirectional)
-    flags: dict[str, Any] = {
-        "variant": variant or None,
-        "baseline": baseline or None,
-        "no_baseline": no_baseline or None,
-        "seq": seq,
-        "batch": batch,
-        "heads": heads,
-        "dim": dim,
-        "dim_v": dim_v,
-        "dtype": dtype or None,
-        "mode": mode or None,
-        "causal": masking,
-        "device": device,
-        "plugin": [str(p) for p in plugin] if plugin else None,
-        "budget_s": budget_s,
-        "cuda_graph": cuda_graph or None,
-        "param": param or None,
-        "threads": threads,
-        "warmup_s": warmup_s,
-        "min_reps": min_reps,
-        "tokens": tokens,
-        "processes": processes,
-        "max_processes": max_processes,
-    }
+        request = SweepRequest(
+            command="run",
+            suite=suite,
+            variants=tuple(variant) if variant else None,
+            baselines=tuple(baseline) if baseline else None,
+            no_baseline=no_baseline or None,
+            seq=seq,
+            batch=batch,
+            heads=heads,
+            dim=dim,
+            dim_v=dim_v,
+            dtypes=tuple(dtype) if dtype else None,
+            modes=tuple(mode) if mode else None,
+            causal=_masking(causal, bidirectional),
+            device=device,
+            timeout_s=timeout_s,
+            budget_s=budget_s,
+            cuda_graph=cuda_graph or None,
+            params=tuple(param or ()),
+            plugins=tuple(plugin or ()),
+            threads=whole_option("threads", threads),
+            warmup_s=seconds_option("warmup_s", warmup_s),
+            min_reps=whole_option("min_reps", min_reps),
+            tokens=tokens,
+            processes=whole_option("processes", processes),
+            max_processes=whole_option("max_processes", max_processes),
+        )
     execute_sweep(
-        "run",
-        flags,
-        suite=suite,
+        request,
         resume=resume,
-        timeout_s=timeout_s,
         out=out,
         quiet=quiet,
         allow_failures=allow_failures,
@@ -122,7 +124,8 @@ def run_command(
     )
 
 
-def _masking(causal: bool, bidirectional: bool) -> str | None:
+def _masking(causal: bool, bidirectional: bool) -> bool | None:
+    """True for --causal, False for --bidirectional, None (the suite's or the default) for neither."""
     if causal and bidirectional:
         raise CliUsageError("--causal and --bidirectional exclude each other")
-    return "causal" if causal else "bidirectional" if bidirectional else None
+    return True if causal else False if bidirectional else None

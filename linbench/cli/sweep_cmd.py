@@ -21,18 +21,31 @@ if TYPE_CHECKING:
     from linbench.results.store import RunStore
     from linbench.runner.plan import RunPlan
     from linbench.sweep.points import Point
+    from linbench.sweep.request import SweepRequest
     from linbench.sweep.spec import SweepSpec
 
 RANGE_HELP = "a size (4k), a list (512,1k), powers of two (1k..64k), or stepped (1k..8k:x2, 64..256:+64)"
 
 
+def whole_option(key: str, text: str | None) -> int | None:
+    """An option that takes a whole number of at least 1 (``--threads``), read from its text
+    here rather than by Typer, so that a bad one is refused in the words a suite's would be."""
+    from linbench.sweep.spec import positive_int
+
+    return None if text is None else positive_int(key, text)
+
+
+def seconds_option(key: str, text: str | None) -> float | None:
+    """An option that takes seconds, zero or more (``--warmup-s``); see whole_option."""
+    from linbench.sweep.spec import nonnegative_float
+
+    return None if text is None else nonnegative_float(key, text)
+
+
 def execute_sweep(
-    command: str,
-    flags: dict[str, Any],
+    request: SweepRequest,
     *,
-    suite: Path | None,
     resume: Path | None,
-    timeout_s: float | None,
     out: Path,
     quiet: bool,
     allow_failures: bool = False,
@@ -51,7 +64,7 @@ def execute_sweep(
 
     console = stdout_console()
     with usage_errors():
-        spec, store = _load(command, flags, suite, resume, timeout_s, repair=not dry_run)
+        spec, store = _load(request, resume, repair=not dry_run)
         plan = _plan(spec)
         if store is not None:
             from linbench.runner.lifecycle import check_resumable
@@ -75,23 +88,17 @@ def execute_sweep(
     _run(spec, plan, store, console, quiet, allow_failures, seconds)
 
 
-def _load(
-    command: str,
-    flags: dict[str, Any],
-    suite: Path | None,
-    resume: Path | None,
-    timeout_s: float | None,
-    repair: bool = True,
-) -> tuple[SweepSpec, RunStore | None]:
+def _load(request: SweepRequest, resume: Path | None, repair: bool = True) -> tuple[SweepSpec, RunStore | None]:
     """The spec, and for --resume the existing run folder (repaired for appending unless not ``repair``)."""
     from linbench.results.store import RunStore
     from linbench.sweep.spec import build_spec, spec_from_settings, with_timeout
 
     if resume is None:
-        return build_spec(flags | {"timeout_s": timeout_s}, suite, command), None
-    given = sorted(f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None)
-    if given or suite is not None:
-        what = ", ".join(given + (["--suite"] if suite else []))
+        return build_spec(request), None
+    command, timeout_s = request.command, request.timeout_s
+    given = request.options()
+    if given:
+        what = ", ".join(given)
         raise CliUsageError(f"--resume reruns the sweep recorded in {resume}/meta.json; drop {what}")
     store = RunStore.open(resume, repair=repair)
     meta = store.read_meta()
