@@ -14,7 +14,7 @@ import typer
 
 from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
 from linbench.cli.errors import usage_errors
-from linbench.cli.sweep_cmd import RANGE_HELP, execute_sweep
+from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 
 HELP = {
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
@@ -61,30 +61,9 @@ def decode_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
 ) -> None:
     """Measure autoregressive decoding: time per token and state memory against context length."""
-    from linbench.cli.sweep_cmd import whole_option
-    from linbench.sweep.request import SweepRequest
-
+    options = locals()  # every option, by its parameter name: the request takes the sweep's
     with usage_errors():
-        request = SweepRequest(
-            command="decode",
-            suite=suite,
-            variants=tuple(variant) if variant else None,
-            baselines=tuple(baseline) if baseline else None,
-            no_baseline=no_baseline or None,
-            context=context,
-            tokens=tokens,
-            batch=batch,
-            heads=heads,
-            dim=dim,
-            dim_v=dim_v,
-            dtypes=tuple(dtype) if dtype else None,
-            device=device,
-            timeout_s=timeout_s,
-            cuda_graph=cuda_graph or None,
-            params=tuple(param or ()),
-            plugins=tuple(plugin or ()),
-            threads=whole_option("threads", threads),
-        )
+        request = sweep_request("decode", options)
     execute_sweep(
         request,
         resume=resume,

@@ -9,7 +9,7 @@ import typer
 
 from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
 from linbench.cli.errors import CliUsageError, usage_errors
-from linbench.cli.sweep_cmd import RANGE_HELP, execute_sweep
+from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 
 HELP = {
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
@@ -81,37 +81,9 @@ def run_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
 ) -> None:
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
-    from linbench.cli.sweep_cmd import seconds_option, whole_option
-    from linbench.sweep.request import SweepRequest
-
+    options = locals()  # every option, by its parameter name: the request takes the sweep's
     with usage_errors():
-        request = SweepRequest(
-            command="run",
-            suite=suite,
-            variants=tuple(variant) if variant else None,
-            baselines=tuple(baseline) if baseline else None,
-            no_baseline=no_baseline or None,
-            seq=seq,
-            batch=batch,
-            heads=heads,
-            dim=dim,
-            dim_v=dim_v,
-            dtypes=tuple(dtype) if dtype else None,
-            modes=tuple(mode) if mode else None,
-            causal=_masking(causal, bidirectional),
-            device=device,
-            timeout_s=timeout_s,
-            budget_s=budget_s,
-            cuda_graph=cuda_graph or None,
-            params=tuple(param or ()),
-            plugins=tuple(plugin or ()),
-            threads=whole_option("threads", threads),
-            warmup_s=seconds_option("warmup_s", warmup_s),
-            min_reps=whole_option("min_reps", min_reps),
-            tokens=tokens,
-            processes=whole_option("processes", processes),
-            max_processes=whole_option("max_processes", max_processes),
-        )
+        request = sweep_request("run", options, causal=_masking(causal, bidirectional))
     execute_sweep(
         request,
         resume=resume,

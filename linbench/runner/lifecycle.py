@@ -53,18 +53,20 @@ def create_run(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
 
 
 def _plan_meta(spec: SweepSpec, plan: RunPlan) -> dict[str, Any]:
+    from linbench.results.meta import SweepRecord
+
     return {
         "schema_version": SCHEMA_VERSION,
-        "sweep": {
-            "command": spec.command,
-            "name": spec.name,
-            "suite": spec.suite,
-            "settings": {k: v for k, v in spec.settings.items() if k != "sweep"},
-            "tables": spec.settings.get("sweep", []),
-            "impls": [f"{v}:{i}" for v, i in plan.targets.pairs],
-            "baselines": [f"{v}:{i}" for v, i in plan.targets.baselines],
-            "points": len(plan.points),
-        },
+        "sweep": SweepRecord(
+            command=spec.command,
+            name=spec.name,
+            suite=spec.suite,
+            settings={k: v for k, v in spec.settings.items() if k != "sweep"},
+            tables=spec.settings.get("sweep", []),
+            impls=[f"{v}:{i}" for v, i in plan.targets.pairs],
+            baselines=[f"{v}:{i}" for v, i in plan.targets.baselines],
+            points=len(plan.points),
+        ).section(),
         "timing": plan.timing.__dict__ | {"threads": plan.threads, "cuda_graph": plan.cuda_graph},
         "timing_protocol": plan.processes.meta() | {"budget_s": plan.timing.budget_s},
         "params": plan.params_meta(),
