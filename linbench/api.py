@@ -1,15 +1,23 @@
-"""The public entry points: attention(), list_variants(), get_variant()."""
+"""The public entry points: attention(), list_variants(), get_variant(), and a sweep run
+from Python as ``linbench run`` and ``linbench decode`` run it: run_sweep() and plan_sweep()
+(docs/python-api.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from linbench.variants.registry import Variant, get_variant, list_variants
 from linbench.variants.validation import check_qkv
 
-__all__ = ["attention", "get_variant", "list_variants"]
+if TYPE_CHECKING:
+    from linbench.runner.pipeline import Outcome, Prepared
+    from linbench.runner.sweep_runner import Listener
+    from linbench.sweep.request import SweepRequest
+
+__all__ = ["attention", "get_variant", "list_variants", "plan_sweep", "run_sweep"]
 
 
 def attention(
@@ -37,3 +45,50 @@ def attention(
     bound = spec.bind_params(chosen, params)
     out = chosen.fn(q, k, v, causal=bool(causal), **bound)
     return out.to(q.dtype)
+
+
+def plan_sweep(
+    request: SweepRequest | None = None,
+    out: str | Path = "results",
+    *,
+    resume: str | Path | None = None,
+    mix: bool = False,
+) -> Prepared:
+    """The sweep ``request`` asks for (or the run folder ``resume`` holds), checked and planned
+    as ``--dry-run`` plans it: its points, the ones still to run (``pending``) and about how
+    long they take (``estimate_s``). Nothing runs and nothing is made. Bad input raises a
+    ValueError saying what to change (SpecError, DeviceError, RunSetupError, ...)."""
+    from linbench.runner.pipeline import prepare
+
+    return prepare(request, Path(out), resume=_path(resume), mix=mix, repair=False)
+
+
+def run_sweep(
+    request: SweepRequest | None = None,
+    out: str | Path = "results",
+    *,
+    resume: str | Path | None = None,
+    mix: bool = False,
+    listener: Listener | None = None,
+    yes: bool = False,
+) -> Outcome:
+    """Run the sweep ``request`` asks for in a new folder under ``out`` (or finish the run in
+    the folder ``resume``), as ``linbench run`` or ``linbench decode`` does, and return how it
+    ended: ``status`` ("complete", "interrupted" by Ctrl-C, "failed" when a write failed),
+    the folder ``path``, its ``rows`` and ``meta``. A failed point is a row, not an exception.
+
+    A sweep past 2000 points or 2 hours by the estimate raises RunSetupError unless ``yes``;
+    ``listener(event, point, row)`` hears "start" before each process and "row" when a
+    point's row is written. Bad input raises a ValueError before any folder is made."""
+    from linbench.runner.lifecycle import RunSetupError
+    from linbench.runner.pipeline import prepare, run, start
+
+    prepared = prepare(request, Path(out), resume=_path(resume), mix=mix)
+    why = prepared.too_large
+    if why is not None and not yes:
+        raise RunSetupError(f"this sweep is {why}; narrow the axes, or pass yes=True to run it anyway")
+    return run(prepared, start(prepared), listener)
+
+
+def _path(value: str | Path | None) -> Path | None:
+    return None if value is None else Path(value)
