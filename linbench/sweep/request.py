@@ -66,7 +66,7 @@ class SweepRequest:
 
     def __post_init__(self) -> None:
         # A script may write variants="cosine" or a list; the request keeps tuples (it is frozen).
-        for name in ("variants", "baselines", "dtypes", "modes", "params"):
+        for name in ("variants", "baselines", "dtypes", "modes"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _strings(value))
@@ -74,7 +74,8 @@ class SweepRequest:
             value = getattr(self, name)
             if isinstance(value, list | tuple):
                 object.__setattr__(self, name, tuple(value))
-        object.__setattr__(self, "plugins", tuple(Path(p) for p in _strings(self.plugins)))
+        object.__setattr__(self, "params", _strings(self.params or ()))
+        object.__setattr__(self, "plugins", tuple(Path(p) for p in _strings(self.plugins or ())))
         if self.suite is not None:
             object.__setattr__(self, "suite", Path(self.suite))
 
