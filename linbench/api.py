@@ -4,6 +4,8 @@ from Python as ``linbench run`` and ``linbench decode`` run it: run_sweep() and 
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,7 +89,9 @@ def run_sweep(
     why = prepared.too_large
     if why is not None and not yes:
         raise RunSetupError(f"this sweep is {why}; narrow the axes, or pass yes=True to run it anyway")
-    return run(prepared, start(prepared), listener)
+    # meta.json names what made the run: this call, in the process the script runs as.
+    store = start(prepared, command=f"linbench.run_sweep() in {shlex.join(sys.argv)}")
+    return run(prepared, store, listener)
 
 
 def _path(value: str | Path | None) -> Path | None:

@@ -28,9 +28,10 @@ class RunSetupError(ValueError):
     """A run folder that cannot be made or resumed; the message says what to do."""
 
 
-def create_run(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
+def create_run(out: Path, spec: SweepSpec, plan: RunPlan, command: str | None = None) -> RunStore:
     """A new run folder under ``out`` with meta.json written; nothing is left behind when it
-    cannot be made."""
+    cannot be made. meta.json's ``command`` is ``command``, else this process's linbench
+    command line."""
     from linbench.doctor.ceilings import run_ceilings
     from linbench.results.meta import collect_meta
 
@@ -41,6 +42,8 @@ def create_run(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
     except OSError as exc:
         raise RunSetupError(f"--out {out}: cannot create a run folder: {exc.strerror or exc}") from None
     meta = collect_meta(sys.argv[1:], plan.device) | _plan_meta(spec, plan)
+    if command is not None:
+        meta["command"] = command
     if ceilings is not None:
         meta["ceilings"] = ceilings
     meta["status"] = "running"

@@ -89,12 +89,13 @@ def prepare(
     return Prepared(spec, plan, store, pending, fit_and_estimate(plan, pending), out)
 
 
-def start(prepared: Prepared) -> RunStore:
+def start(prepared: Prepared, command: str | None = None) -> RunStore:
     """The run folder to measure into: the resumed one, or a new one under ``prepared.out``
-    with its meta.json (RunSetupError when it cannot be made; nothing is left behind)."""
+    with its meta.json (RunSetupError when it cannot be made; nothing is left behind).
+    ``command`` is what meta.json says made it (None: this process's linbench command line)."""
     if prepared.store is not None:
         return prepared.store
-    return create_run(prepared.out, prepared.spec, prepared.plan)
+    return create_run(prepared.out, prepared.spec, prepared.plan, command)
 
 
 def run(prepared: Prepared, store: RunStore, listener: Listener | None = None) -> Outcome:

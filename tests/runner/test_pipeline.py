@@ -48,6 +48,7 @@ def test_a_sweep_runs_from_python_into_a_folder_of_rows(tmp_path: Path) -> None:
     assert sorted(int(row["seq"]) for row in outcome.rows) == [64, 64, 128, 128]
     meta = json.loads((outcome.path / "meta.json").read_text())
     assert meta["status"] == outcome.meta["status"] == "complete"
+    assert meta["command"].startswith("linbench.run_sweep() in ")  # not "linbench" and pytest's argv
     assert meta["sweep"]["impls"] == ["cosine:chunked", "softmax:sdpa"] and meta["sweep"]["points"] == 4
     assert heard.count(("start", "cosine:chunked")) == 2 and [e for e, _ in heard].count("row") == 4
 
