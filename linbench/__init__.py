@@ -13,26 +13,41 @@ __all__ = [
     "Decoder",
     "Impl",
     "Param",
+    "SweepRequest",
     "Variant",
     "__version__",
     "attention",
     "get_variant",
     "list_variants",
+    "plan_sweep",
     "register_variant",
+    "run_sweep",
 ]
+_API_NAMES = ("attention", "get_variant", "list_variants")
+_SWEEP_NAMES = ("plan_sweep", "run_sweep")
 # What a plugin needs to declare a variant (see the README's plugin example).
 _REGISTRY_NAMES = ("Decoder", "Impl", "Param", "Variant", "register_variant")
 
 if TYPE_CHECKING:
     from linbench.api import attention, get_variant, list_variants
+    from linbench.runner.api import plan_sweep, run_sweep
+    from linbench.sweep.request import SweepRequest
     from linbench.variants.registry import Decoder, Impl, Param, Variant, register_variant
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("attention", "get_variant", "list_variants"):
+    if name in _API_NAMES:
         from linbench import api
 
         return getattr(api, name)
+    if name in _SWEEP_NAMES:
+        from linbench.runner import api as sweep_api
+
+        return getattr(sweep_api, name)
+    if name == "SweepRequest":
+        from linbench.sweep.request import SweepRequest
+
+        return SweepRequest
     if name in _REGISTRY_NAMES:
         from linbench.variants import registry
 

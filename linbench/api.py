@@ -1,4 +1,5 @@
-"""The public entry points: attention(), list_variants(), get_variant()."""
+"""The public entry points: attention(), list_variants(), get_variant() (a whole sweep from
+Python is linbench.runner.api's run_sweep() and plan_sweep(); docs/python-api.md)."""
 
 from __future__ import annotations
 

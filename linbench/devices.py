@@ -1,7 +1,8 @@
-"""Which torch device a ``--device`` (or a suite's ``device:``) names, checked against this machine.
+"""The device a command runs on: ``--device auto``, ``cpu``, ``cuda`` or ``cuda:N``, checked
+against this machine.
 
-torch is imported inside ``resolve_device`` so that importing this module (``--help``) never
-pays for it.
+torch is imported inside the function so that importing this module (the CLI does, for
+``--help``) never pays for it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ DEVICE_HELP = "auto (cuda when available, else cpu), cpu, cuda or cuda:N"
 
 
 class DeviceError(ValueError):
-    """A device that is unknown, unsupported or absent on this machine; the message says which."""
+    """A device that is unknown or absent on this machine; the message says which exist."""
 
 
 def resolve_device(spec: str) -> torch.device:
@@ -41,3 +42,6 @@ def resolve_device(spec: str) -> torch.device:
         raise DeviceError(f"--device {spec}: there is no such GPU; this machine has {count} (cuda:0..{count - 1})")
     # Always name the GPU: results from "cuda" and "cuda:0" must compare as the same device.
     return device if device.index is not None else torch.device("cuda", torch.cuda.current_device())
+
+
+__all__ = ["DEVICE_HELP", "DeviceError", "resolve_device"]

@@ -15,6 +15,7 @@ import typer.main
 import yaml
 
 from linbench.cli import app
+from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import build_spec
 
 ROOT = Path(__file__).parents[1]
@@ -84,4 +85,4 @@ def test_every_linbench_command_line_parses(path: Path) -> None:
             if word.startswith("--"):
                 assert word.split("=")[0] in known, f"{word} is not an option of linbench {command[1]}"
         if "--suite" in command:
-            build_spec({}, ROOT / command[command.index("--suite") + 1])  # raises on a bad suite
+            build_spec(SweepRequest(suite=ROOT / command[command.index("--suite") + 1]))  # raises on a bad suite

@@ -1,4 +1,4 @@
-"""Parsing shared by the commands: devices, dtypes, comma lists, and the output consoles.
+"""Parsing shared by the commands: devices (linbench/devices.py), dtypes, comma lists, and the output consoles.
 
 torch is imported inside the functions so that merely building the CLI (``--help``)
 never pays for it.

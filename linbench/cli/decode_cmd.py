@@ -8,12 +8,13 @@ its naive recomputation, the comparison of Cottention's Figure 2.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
-from linbench.cli.sweep_cmd import RANGE_HELP, execute_sweep
+from linbench.cli.errors import usage_errors
+from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 
 HELP = {
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
@@ -60,29 +61,12 @@ def decode_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
 ) -> None:
     """Measure autoregressive decoding: time per token and state memory against context length."""
-    flags: dict[str, Any] = {
-        "variant": variant or None,
-        "baseline": baseline or None,
-        "no_baseline": no_baseline or None,
-        "context": context,
-        "tokens": tokens,
-        "batch": batch,
-        "heads": heads,
-        "dim": dim,
-        "dim_v": dim_v,
-        "dtype": dtype or None,
-        "device": device,
-        "cuda_graph": cuda_graph or None,
-        "plugin": [str(p) for p in plugin] if plugin else None,
-        "param": param or None,
-        "threads": threads,
-    }
+    options = locals()  # every option, by its parameter name: the request takes the sweep's
+    with usage_errors():
+        request = sweep_request("decode", options)
     execute_sweep(
-        "decode",
-        flags,
-        suite=suite,
+        request,
         resume=resume,
-        timeout_s=timeout_s,
         out=out,
         quiet=quiet,
         allow_failures=allow_failures,

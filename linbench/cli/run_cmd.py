@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
 from linbench.cli.errors import CliUsageError, usage_errors
-from linbench.cli.sweep_cmd import RANGE_HELP, execute_sweep
+from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 
 HELP = {
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
@@ -81,38 +81,12 @@ def run_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
 ) -> None:
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
+    options = locals()  # every option, by its parameter name: the request takes the sweep's
     with usage_errors():
-        masking = _masking(causal, bidirectional)
-    flags: dict[str, Any] = {
-        "variant": variant or None,
-        "baseline": baseline or None,
-        "no_baseline": no_baseline or None,
-        "seq": seq,
-        "batch": batch,
-        "heads": heads,
-        "dim": dim,
-        "dim_v": dim_v,
-        "dtype": dtype or None,
-        "mode": mode or None,
-        "causal": masking,
-        "device": device,
-        "plugin": [str(p) for p in plugin] if plugin else None,
-        "budget_s": budget_s,
-        "cuda_graph": cuda_graph or None,
-        "param": param or None,
-        "threads": threads,
-        "warmup_s": warmup_s,
-        "min_reps": min_reps,
-        "tokens": tokens,
-        "processes": processes,
-        "max_processes": max_processes,
-    }
+        request = sweep_request("run", options, causal=_masking(causal, bidirectional))
     execute_sweep(
-        "run",
-        flags,
-        suite=suite,
+        request,
         resume=resume,
-        timeout_s=timeout_s,
         out=out,
         quiet=quiet,
         allow_failures=allow_failures,
@@ -122,7 +96,8 @@ def run_command(
     )
 
 
-def _masking(causal: bool, bidirectional: bool) -> str | None:
+def _masking(causal: bool, bidirectional: bool) -> bool | None:
+    """True for --causal, False for --bidirectional, None (the suite's or the default) for neither."""
     if causal and bidirectional:
         raise CliUsageError("--causal and --bidirectional exclude each other")
-    return "causal" if causal else "bidirectional" if bidirectional else None
+    return True if causal else False if bidirectional else None

@@ -48,10 +48,11 @@ def first_comment(path: Path) -> str:
 def describe_suite(path: Path) -> SuiteInfo:
     """Name, summary, command and point count of one suite; ValueError naming what is wrong."""
     from linbench.runner.plan import count_points
+    from linbench.sweep.request import SweepRequest
     from linbench.sweep.spec import build_spec, read_suite, suite_command
 
     command = suite_command(path, read_suite(path))
-    spec = build_spec({}, path, command)
+    spec = build_spec(SweepRequest(suite=path, command=command))
     load_plugins([Path(p) for p in spec.plugins])
     return SuiteInfo(path.stem, path, first_comment(path), command, count_points(spec))
 

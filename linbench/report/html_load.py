@@ -2,7 +2,7 @@
 top (one box with the worst reading when the machine was busy, else one line), and every
 sample in a collapsed table at the end of the run's section.
 
-Runs record load as linbench/measure/load.py writes it (samples, each with the reasons it
+Runs record load as linbench/machine/load.py writes it (samples, each with the reasons it
 found the machine busy); another shape (a mapping without samples, a list, a text) is said in
 the one box as it is.
 """

@@ -1,6 +1,6 @@
 """The line a figure's title ends with when its run measured on a busy machine.
 
-meta.json's "load" section (written by linbench/measure/load.py) holds samples of the load
+meta.json's "load" section (written by linbench/machine/load.py) holds samples of the load
 average and of other busy processes; ``load_warning`` says whether any found the machine busy.
 A title has room for one short line, so it names the worst reading alone: the highest load
 average where it passed the core count, else the busiest other process.

@@ -28,9 +28,10 @@ class RunSetupError(ValueError):
     """A run folder that cannot be made or resumed; the message says what to do."""
 
 
-def create_run(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
+def create_run(out: Path, spec: SweepSpec, plan: RunPlan, command: str | None = None) -> RunStore:
     """A new run folder under ``out`` with meta.json written; nothing is left behind when it
-    cannot be made."""
+    cannot be made. meta.json's ``command`` is ``command``, else this process's linbench
+    command line."""
     from linbench.machine.ceilings import run_ceilings
     from linbench.runner.provenance import collect_meta
 
@@ -41,6 +42,8 @@ def create_run(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
     except OSError as exc:
         raise RunSetupError(f"--out {out}: cannot create a run folder: {exc.strerror or exc}") from None
     meta = collect_meta(sys.argv[1:], plan.device) | _plan_meta(spec, plan)
+    if command is not None:
+        meta["command"] = command
     if ceilings is not None:
         meta["ceilings"] = ceilings
     meta["status"] = "running"
@@ -53,18 +56,20 @@ def create_run(out: Path, spec: SweepSpec, plan: RunPlan) -> RunStore:
 
 
 def _plan_meta(spec: SweepSpec, plan: RunPlan) -> dict[str, Any]:
+    from linbench.results.meta import SweepRecord
+
     return {
         "schema_version": SCHEMA_VERSION,
-        "sweep": {
-            "command": spec.command,
-            "name": spec.name,
-            "suite": spec.suite,
-            "settings": {k: v for k, v in spec.settings.items() if k != "sweep"},
-            "tables": spec.settings.get("sweep", []),
-            "impls": [f"{v}:{i}" for v, i in plan.targets.pairs],
-            "baselines": [f"{v}:{i}" for v, i in plan.targets.baselines],
-            "points": len(plan.points),
-        },
+        "sweep": SweepRecord(
+            command=spec.command,
+            name=spec.name,
+            suite=spec.suite,
+            settings={k: v for k, v in spec.settings.items() if k != "sweep"},
+            tables=spec.settings.get("sweep", []),
+            impls=[f"{v}:{i}" for v, i in plan.targets.pairs],
+            baselines=[f"{v}:{i}" for v, i in plan.targets.baselines],
+            points=len(plan.points),
+        ).section(),
         "timing": plan.timing.__dict__ | {"threads": plan.threads, "cuda_graph": plan.cuda_graph},
         "timing_protocol": plan.processes.meta() | {"budget_s": plan.timing.budget_s},
         "params": plan.params_meta(),

@@ -21,7 +21,8 @@ The CPU constants were fitted to the runs recorded on the development machine (2
 existed, so counted without it) ``--variant cosine --seq 1k..16k`` 5 min / 4 min 53 s,
 ``--seq 1k..64k`` 12 min / 9 min 4 s, and the 75-point sweep over three head dims 2 min /
 1 min 44 s. An impl quadratic in time where its variant is not (cosine:quadratic) is counted
-with the S×S FLOPs. The GPU constants are guesses (a fresh worker initialises CUDA), not
+with the S×S FLOPs (linbench/runner/sizing.py counts each point's FLOPs from what its
+variant declares). The GPU constants are guesses (a fresh worker initialises CUDA), not
 measurements.
 """
 
@@ -100,15 +101,16 @@ def _bytes(count: int) -> str:
     return format_bytes(count) if count < 1 << 50 else f"{count:.1e} bytes"
 
 
-def call_s(point: Point, flops: float, step_time: str | None = None) -> float:
-    """Seconds one call (a decode step) takes by the model."""
+def call_s(point: Point, flops: float, step_exponent: int | None = None) -> float:
+    """Seconds one call (a decode step) takes by the model; a decode step's work grows with the
+    context as its decoder declares (``step_exponent``: 2 recomputes, 1 reads a cache, 0 or
+    None updates a fixed state)."""
     device = _device_type(point)
     if point.mode == DECODE_MODE:
         b, h, s, dk, dv = point.shape.sizes()
-        cost = (step_time or "").replace(" ", "").lower()
-        if "s²" in cost or "s^2" in cost:
+        if step_exponent == 2:
             flops = 4.0 * b * h * s * s * (dk + dv) / 2
-        elif "s" in cost:
+        elif step_exponent == 1:
             flops = 2.0 * b * h * s * (dk + dv)
         else:
             flops = 4.0 * b * h * dk * dv
@@ -126,16 +128,17 @@ def estimate_s(
     timing: Timing,
     timeout_s: float,
     flops: dict[Point, float],
-    step_times: dict[tuple[str, str], str] | None = None,
+    step_exponents: dict[tuple[str, str], int] | None = None,
 ) -> float:
-    """Seconds the points will take by the model (``flops``: each point's FLOPs of one call)."""
-    step_times = step_times or {}
+    """Seconds the points will take by the model (``flops``: each point's FLOPs of one call;
+    ``step_exponents``: each decoder's, by (variant, decoder))."""
+    step_exponents = step_exponents or {}
     total = 0.0
     stopped: set[tuple[object, ...]] = set()
     for point in points:
         if point.series in stopped:
             continue  # a shorter point of the series timed out: the runner skips this one
-        one = call_s(point, flops.get(point, 0.0), step_times.get((point.variant, point.impl)))
+        one = call_s(point, flops.get(point, 0.0), step_exponents.get((point.variant, point.impl)))
         seconds = timing.predicted_s(one) + one
         if point.mode == DECODE_MODE:
             seconds += prefill_s(point)

@@ -1,9 +1,10 @@
 """A sweep as data: which impls, which axes, where, and how long a point may take.
 
 Settings come from three layers, later over earlier: the defaults, a TOML suite, and the
-command line. A suite may hold several ``[[sweep]]`` tables (say, one over sequence length
-at a fixed head dimension and one over head dimension at a fixed length); their points
-are united. A flag given on the command line overrides the key in every table.
+request (the command line's options, or a script's: linbench/sweep/request.py). A suite
+may hold several ``[[sweep]]`` tables (say, one over sequence length at a fixed head
+dimension and one over head dimension at a fixed length); their points are united. A
+setting the request gives overrides the key in every table.
 
 Two commands read sweeps: ``run`` (forward and backward over sequence lengths) and
 ``decode`` (generation after a context). A suite says which with ``command``; a decode
@@ -21,6 +22,7 @@ from typing import Any
 from linbench.dtypes import parse_dtypes, split_list
 from linbench.results.schema import DECODE_MODE
 from linbench.sweep.ranges import RangeError, parse_range
+from linbench.sweep.request import SweepRequest
 from linbench.sweep.settings import (
     COMMANDS,
     DEFAULT_SETTINGS,
@@ -238,8 +240,11 @@ def short_name(variants: Iterable[str], suite: Path | None) -> str:
     return joined if len(joined) <= 40 else joined[:40].rstrip("+-")
 
 
-def build_spec(flags: Mapping[str, Any], suite: Path | None = None, command: str = "run") -> SweepSpec:
-    """The sweep of ``command`` described by its defaults, then ``suite``, then the non-None ``flags``."""
+def build_spec(request: SweepRequest) -> SweepSpec:
+    """The sweep ``request`` asks for: its command's defaults, then its suite, then what it gives."""
+    if request.command not in COMMANDS:
+        raise SpecError(f"command {request.command!r} is not one of {', '.join(COMMANDS)}")
+    command, suite = request.command, request.suite
     defaults = DEFAULTS[command]
     base = dict(defaults)
     tables: list[dict[str, Any]] = []
@@ -248,7 +253,7 @@ def build_spec(flags: Mapping[str, Any], suite: Path | None = None, command: str
         suite = find_suite(suite)
         top, tables = load_suite(suite, command)
         base |= top
-    given = {key: value for key, value in flags.items() if value is not None}
+    given = request.settings()
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
@@ -291,11 +296,11 @@ def spec_from_settings(
         tokens=_one_size("tokens", base["tokens"]) if command == "decode" else None,
         cuda_graph=_flag("cuda_graph", base.get("cuda_graph", False)),
         params=_param_texts(base.get("param") or []),
-        threads=_optional(_positive_int, "threads", base.get("threads")),
-        warmup_s=_optional(_nonnegative_float, "warmup_s", base.get("warmup_s")),
-        min_reps=_optional(_positive_int, "min_reps", base.get("min_reps")),
-        processes=_optional(_positive_int, "processes", base.get("processes")),
-        max_processes=_optional(_positive_int, "max_processes", base.get("max_processes")),
+        threads=_optional(positive_int, "threads", base.get("threads")),
+        warmup_s=_optional(nonnegative_float, "warmup_s", base.get("warmup_s")),
+        min_reps=_optional(positive_int, "min_reps", base.get("min_reps")),
+        processes=_optional(positive_int, "processes", base.get("processes")),
+        max_processes=_optional(positive_int, "max_processes", base.get("max_processes")),
     )
 
 
@@ -333,14 +338,16 @@ def _optional(parse: Any, key: str, value: Any) -> Any:
     return None if value is None else parse(key, value)
 
 
-def _positive_int(key: str, value: Any) -> int:
+def positive_int(key: str, value: Any) -> int:
+    """``value`` (a number or its text) as a whole number of at least 1; SpecError naming ``key``."""
     text = str(value).strip()
     if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
         raise SpecError(f"{key}: {value!r} is not a positive whole number")
     return int(text)
 
 
-def _nonnegative_float(key: str, value: Any) -> float:
+def nonnegative_float(key: str, value: Any) -> float:
+    """``value`` (a number or its text) as a finite number of at least 0; SpecError naming ``key``."""
     try:
         number = float(value)
     except (TypeError, ValueError):

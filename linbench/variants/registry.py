@@ -69,6 +69,20 @@ class Decoder:
     step: StreamFn
     state_memory: str  # how the state grows with the context: "O(d²)" (constant), "O(sd)"
     step_time: str  # the cost of one generated token: "O(d²)", "O(sd)", "O(s²d)"
+    # The same two facts as powers of the context s, for the code that plans a sweep (its fit
+    # check and duration estimate): state_memory O(sd) is 1, O(d²) is 0; step_time O(s²d) is
+    # 2. None (a plugin that does not say): read from the strings above (exponent_in_s).
+    state_exponent: int | None = None
+    step_exponent: int | None = None
+
+    def __post_init__(self) -> None:
+        _derive(self, "state_exponent", self.state_memory)
+        _derive(self, "step_exponent", self.step_time)
+
+    @property
+    def state_grows(self) -> bool:
+        """True when the state grows with the context (a KV cache), not a fixed size."""
+        return bool(self.state_exponent)
 
 
 @dataclass(frozen=True)
@@ -97,6 +111,13 @@ class Impl:
     # The distribution of the optional library the impl runs on ("fla-core"), as pip names it:
     # a run records its installed version in meta.json.
     library: str | None = None
+    # time_complexity as a power of s: 2 for O(s²d), 1 for O(sd²); the sweep's duration
+    # estimate counts an impl quadratic where its variant is not with S×S FLOPs. None (a plugin
+    # that does not say): read from time_complexity (exponent_in_s).
+    time_exponent: int | None = None
+
+    def __post_init__(self) -> None:
+        _derive(self, "time_exponent", self.time_complexity)
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         """Why this impl cannot run on ``device``, or None when it can."""
@@ -126,10 +147,13 @@ class Variant:
     # How the variant generates token by token (linbench decode); a variant with a stream
     # but no decoders gets a "recurrent" decoder made from its stream.
     decoder_list: tuple[Decoder, ...] = ()
+    # time_complexity as a power of s (None: read from it, as Impl.time_exponent).
+    time_exponent: int | None = None
     _impls: Mapping[str, Impl] = field(init=False, repr=False, compare=False)
     _decoders: Mapping[str, Decoder] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        _derive(self, "time_exponent", self.time_complexity)
         impls = {impl.name: impl for impl in self.impl_list}
         if len(impls) != len(self.impl_list):
             raise ValueError(f"variant {self.name!r} declares an impl name twice")
@@ -251,7 +275,24 @@ def _stream_decoders(stream: StreamFn | None) -> tuple[Decoder, ...]:
         del capacity  # a recurrent state does not grow
         return stream(q, k, v, state=state, **params)[1]
 
-    return (Decoder("recurrent", "the variant's stream, prefill included", prefill, stream, "-", "-"),)
+    summary = "the variant's stream, prefill included"
+    return (Decoder("recurrent", summary, prefill, stream, "-", "-", state_exponent=0, step_exponent=0),)
+
+
+def exponent_in_s(complexity: str) -> int:
+    """The power of the length s in a complexity string: ``O(s²d)`` and ``O(s^2)`` are 2,
+    ``O(sd²)`` is 1, ``O(d²)`` and ``-`` are 0. The default of an exponent a plugin leaves
+    unset; the built-in variants declare theirs."""
+    text = complexity.replace(" ", "").lower()
+    if "s²" in text or "s^2" in text:
+        return 2
+    return 1 if "s" in text else 0
+
+
+def _derive(declared: Impl | Decoder | Variant, name: str, complexity: str) -> None:
+    """Fill the exponent ``name`` from ``complexity`` when it was not declared (frozen dataclass)."""
+    if getattr(declared, name) is None:
+        object.__setattr__(declared, name, exponent_in_s(complexity))
 
 
 _REGISTRY: dict[str, Variant] = {}

@@ -12,6 +12,7 @@ import torch
 from cli_helpers import Invoke, assert_usage_error
 
 from linbench.runner.plan import make_plan
+from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import build_spec, read_suite, suite_command
 
 SUITES = Path(__file__).parents[2] / "suites"
@@ -45,7 +46,8 @@ def test_suites_lists_every_suite_with_its_command_and_point_count(invoke: Invok
 @pytest.mark.parametrize("path", SUITE_FILES, ids=lambda p: p.stem)
 def test_each_suite_parses_and_plans_the_points_the_listing_gives(invoke: Invoke, path: Path) -> None:
     command = suite_command(path, read_suite(path))
-    spec = build_spec({"device": "cpu"}, path, command)  # ci-gpu names cuda; count its points here
+    # ci-gpu names cuda; count its points here
+    spec = build_spec(SweepRequest(command=command, suite=path, device="cpu"))
     # ci-gpu times CUDA graphs, which a CPU plan refuses; the points are the same without.
     plan = make_plan(replace(spec, cuda_graph=False), torch.device("cpu"), "test cpu")
     listed = listed_counts(invoke("suites", SUITES).stdout)

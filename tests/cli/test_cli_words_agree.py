@@ -18,6 +18,7 @@ from linbench.cli.list_cmd import NOT_BUILT
 from linbench.kernels import build
 from linbench.runner.plan import make_plan
 from linbench.runner.task import TimingPolicy
+from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import build_spec
 
 ROOT = Path(__file__).parents[2]
@@ -40,7 +41,7 @@ def test_the_build_time_is_the_same_in_the_docs_the_build_message_and_list() -> 
 
 
 def test_the_suites_doc_gives_ci_cpu_s_point_count_as_its_table_and_the_planner_do() -> None:
-    spec = build_spec({"device": "cpu"}, ROOT / "suites" / "ci-cpu.toml")
+    spec = build_spec(SweepRequest(suite=ROOT / "suites" / "ci-cpu.toml", device="cpu"))
     points = len(make_plan(spec, torch.device("cpu"), "test cpu").points)
     table = re.search(r"^\| `ci-cpu` \| run \| .* \| (\d+) \|$", SUITES_DOC, re.MULTILINE)
     assert table is not None and int(table.group(1)) == points

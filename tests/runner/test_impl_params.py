@@ -8,6 +8,7 @@ import torch
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.plan import make_plan
 from linbench.sweep.params import ParamError, parse_param
+from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import SpecError, build_spec
 
 COSINE = [("cosine", "quadratic"), ("cosine", "chunked"), ("cosine", "kernel"), ("softmax", "sdpa")]
@@ -81,21 +82,20 @@ def test_the_column_holds_only_values_that_differ_from_the_defaults() -> None:
 
 
 def test_knobs_are_checked_and_reach_the_plan() -> None:
-    spec = build_spec(
-        {
-            "variant": ["cosine:chunked"],
-            "no_baseline": True,
-            "param": ["cosine.norm_const=0.3"],
-            "threads": "2",
-            "warmup_s": "0",
-            "min_reps": "7",
-        }
+    request = SweepRequest(
+        variants=("cosine:chunked",),
+        no_baseline=True,
+        params=("cosine.norm_const=0.3",),
+        threads=2,
+        warmup_s=0.0,
+        min_reps=7,
     )
+    spec = build_spec(request)
     plan = make_plan(spec, torch.device("cpu"), "test cpu")
     assert plan.threads == 2 and plan.impl_params("cosine", "chunked") == {"norm_const": 0.3}
     assert plan.timing.warmup_s == 0.0 and plan.timing.min_reps == 7 and plan.timing.max_reps >= 7
     assert plan.params_meta() == {"cosine:chunked": {"norm_const": 0.3}}
-    many = build_spec({"variant": ["cosine:chunked"], "min_reps": "500"})
+    many = build_spec(SweepRequest(variants=("cosine:chunked",), min_reps=500))
     assert make_plan(many, torch.device("cpu"), "test cpu").timing.max_reps == 500
 
 
@@ -112,5 +112,5 @@ def test_knobs_are_checked_and_reach_the_plan() -> None:
 )
 def test_bad_knob_values_are_spec_errors(flags: dict[str, object], message: str) -> None:
     with pytest.raises(SpecError) as error:
-        build_spec(flags)
+        build_spec(SweepRequest.from_settings(flags))
     assert message in str(error.value)

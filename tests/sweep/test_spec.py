@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import SpecError, build_spec, spec_from_settings
 
 
@@ -16,7 +17,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_defaults_are_the_documented_ones() -> None:
-    spec = build_spec({})
+    spec = build_spec(SweepRequest())
     (block,) = spec.blocks
     assert block.seq == (1024, 2048, 4096, 8192, 16384)
     assert (block.batch, block.heads, block.dim, block.dim_v) == ((1,), (8,), (64,), None)
@@ -39,17 +40,17 @@ def test_flags_override_a_suite_and_its_tables(tmp_path: Path) -> None:
         dim = "32..128"
         """,
     )
-    spec = build_spec({"dtype": ["bf16"]}, suite)
+    spec = build_spec(SweepRequest(suite=suite, dtypes=("bf16",)))
     assert [b.seq for b in spec.blocks] == [(1024, 2048, 4096), (2048,)]
     assert [b.dim for b in spec.blocks] == [(64,), (32, 64, 128)]
     assert all(b.dtype == ("bf16",) for b in spec.blocks)
     assert spec.name == "suite"
-    overridden = build_spec({"seq": "512"}, suite)
+    overridden = build_spec(SweepRequest(suite=suite, seq="512"))
     assert [b.seq for b in overridden.blocks] == [(512,), (512,)]
 
 
 def test_dim_v_is_crossed_with_dim() -> None:
-    (block,) = build_spec({"dim": "32,64", "dim_v": "16"}).blocks
+    (block,) = build_spec(SweepRequest(dim="32,64", dim_v="16")).blocks
     assert block.dims() == [(32, 16), (64, 16)]
 
 
@@ -68,7 +69,7 @@ def test_dim_v_is_crossed_with_dim() -> None:
 )
 def test_bad_settings_name_the_setting(flags: dict, message: str) -> None:
     with pytest.raises(SpecError, match=message):
-        build_spec(flags)
+        build_spec(SweepRequest.from_settings(flags))
 
 
 @pytest.mark.parametrize(
@@ -82,28 +83,28 @@ def test_bad_settings_name_the_setting(flags: dict, message: str) -> None:
 )
 def test_malformed_suites_are_refused(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(SpecError, match=message):
-        build_spec({}, write(tmp_path, text))
+        build_spec(SweepRequest(suite=write(tmp_path, text)))
 
 
 def test_a_missing_suite_is_named(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="does not exist"):
-        build_spec({}, tmp_path / "nope.toml")
+        build_spec(SweepRequest(suite=tmp_path / "nope.toml"))
 
 
 def test_plugin_paths_in_a_suite_are_relative_to_it(tmp_path: Path) -> None:
-    spec = build_spec({}, write(tmp_path, "plugin = 'mine.py'"))
+    spec = build_spec(SweepRequest(suite=write(tmp_path, "plugin = 'mine.py'")))
     assert spec.plugins == (str(tmp_path / "mine.py"),)
 
 
 def test_settings_round_trip_for_resume(tmp_path: Path) -> None:
-    spec = build_spec({"seq": "1k,2k", "mode": ["fwd", "bwd"]})
+    spec = build_spec(SweepRequest(seq="1k,2k", modes=("fwd", "bwd")))
     again = spec_from_settings(spec.settings, spec.settings["sweep"], name=spec.name, suite=None)
     assert again.blocks == spec.blocks
     assert (again.variants, again.baselines) == (spec.variants, spec.baselines)
 
 
 def test_decode_defaults_are_the_documented_ones() -> None:
-    spec = build_spec({}, command="decode")
+    spec = build_spec(SweepRequest(command="decode"))
     (block,) = spec.blocks
     assert block.seq == (1024, 2048, 4096, 8192, 16384, 32768, 65536)
     assert (block.mode, block.causal, block.dtype) == (("decode",), (True,), ("fp32",))
@@ -111,7 +112,7 @@ def test_decode_defaults_are_the_documented_ones() -> None:
 
 
 def test_a_context_up_to_a_million_tokens_is_accepted() -> None:
-    (block,) = build_spec({"context": "1k..1m", "tokens": "8"}, command="decode").blocks
+    (block,) = build_spec(SweepRequest(command="decode", context="1k..1m", tokens="8")).blocks
     assert block.seq[-1] == 1_048_576 and len(block.seq) == 11
 
 
@@ -129,7 +130,7 @@ def test_a_decode_suite_takes_context_and_tokens(tmp_path: Path) -> None:
         heads = "4,16"
         """,
     )
-    spec = build_spec({}, suite, command="decode")
+    spec = build_spec(SweepRequest(suite=suite, command="decode"))
     assert [b.seq for b in spec.blocks] == [(1024, 2048, 4096), (2048,)]
     assert spec.tokens == 16 and spec.blocks[1].heads == (4, 16)
     again = spec_from_settings(spec.settings, spec.settings["sweep"], name=spec.name, suite=None, command="decode")
@@ -148,7 +149,7 @@ def test_a_decode_suite_takes_context_and_tokens(tmp_path: Path) -> None:
 )
 def test_a_suite_is_read_by_its_own_command_only(tmp_path: Path, text: str, command: str, message: str) -> None:
     with pytest.raises(SpecError, match=message):
-        build_spec({}, write(tmp_path, text), command=command)
+        build_spec(SweepRequest(suite=write(tmp_path, text), command=command))
 
 
 @pytest.mark.parametrize(
@@ -163,4 +164,4 @@ def test_a_suite_is_read_by_its_own_command_only(tmp_path: Path, text: str, comm
 )
 def test_bad_decode_settings_name_the_setting(flags: dict, message: str) -> None:
     with pytest.raises(SpecError, match=message):
-        build_spec(flags, command="decode")
+        build_spec(SweepRequest.from_settings(flags, command="decode"))

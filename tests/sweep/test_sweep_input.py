@@ -21,6 +21,7 @@ from linbench.sweep.estimate import (
 )
 from linbench.sweep.points import Point
 from linbench.sweep.ranges import RangeError, parse_range
+from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import SpecError, build_spec
 
 
@@ -54,23 +55,23 @@ def test_empty_list_items_are_refused_like_the_range_grammar_s(value: str) -> No
 @pytest.mark.parametrize("key", ["variant", "baseline", "mode", "dtype"])
 def test_empty_items_in_a_setting_name_the_setting(key: str) -> None:
     with pytest.raises(SpecError, match=f"^{key}: .*empty item"):
-        build_spec({key: ["fwd,,fp32"]})
+        build_spec(SweepRequest.from_settings({key: ["fwd,,fp32"]}))
 
 
 def test_no_baseline_with_a_baseline_is_a_contradiction(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="--no-baseline and --baseline contradict each other"):
-        build_spec({"no_baseline": True, "baseline": ["softmax:sdpa"]})
+        build_spec(SweepRequest(no_baseline=True, baselines=("softmax:sdpa",)))
     suite = tmp_path / "both.toml"
     suite.write_text('no_baseline = true\nbaseline = ["softmax:sdpa"]\n')
     with pytest.raises(SpecError, match=r"both\.toml.*contradict"):
-        build_spec({}, suite)
+        build_spec(SweepRequest(suite=suite))
 
 
 def test_a_baseline_flag_overrides_a_suite_s_no_baseline(tmp_path: Path) -> None:
     suite = tmp_path / "none.toml"
     suite.write_text("no_baseline = true\n")
-    assert build_spec({}, suite).baselines == ()
-    assert build_spec({"baseline": ["softmax:sdpa"]}, suite).baselines == ("softmax:sdpa",)
+    assert build_spec(SweepRequest(suite=suite)).baselines == ()
+    assert build_spec(SweepRequest(suite=suite, baselines=("softmax:sdpa",))).baselines == ("softmax:sdpa",)
 
 
 def point(seq: int, *, batch: int = 1, mode: str = "fwd", impl: str = "chunked") -> Point:

@@ -10,11 +10,12 @@ from linbench.runner.policy import SkipPolicy
 from linbench.runner.task import TimingPolicy
 from linbench.shape import Shape
 from linbench.sweep.points import Point, expand_points
+from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import SpecError, build_spec
 
 
 def shapes(spec_flags: dict[str, object], suite: Path | None = None) -> list[tuple[int, int]]:
-    spec = build_spec(spec_flags, suite)
+    spec = build_spec(SweepRequest.from_settings(spec_flags, suite=suite))
     points = expand_points(spec.blocks, [("cosine", "chunked")], "cpu")
     return [(p.shape.batch, p.shape.seq) for p in points]
 
@@ -34,7 +35,7 @@ def test_the_batch_is_the_budget_over_the_length_shortest_first() -> None:
 )
 def test_budgets_that_do_not_divide_are_refused(flags: dict[str, object], message: str) -> None:
     with pytest.raises(SpecError) as error:
-        build_spec(flags)
+        build_spec(SweepRequest.from_settings(flags))
     assert message in str(error.value)
 
 
@@ -49,7 +50,7 @@ def test_flags_override_a_suite_either_way(tmp_path: Path) -> None:
     both = tmp_path / "both.toml"
     both.write_text('seq = "1k,2k"\ntokens = "8k"\n[[sweep]]\nbatch = 2\n')
     with pytest.raises(SpecError, match="a suite with tokens takes no batch"):
-        build_spec({}, both)
+        build_spec(SweepRequest(suite=both))
 
 
 def _point(batch: int, seq: int) -> Point:

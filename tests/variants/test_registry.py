@@ -9,7 +9,7 @@ import torch
 
 import linbench
 from linbench.errors import ImplUnavailableError
-from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant
+from linbench.variants.registry import Impl, Variant, exponent_in_s, register_variant, unregister_variant
 
 EXPECTED_IMPLS = {
     "softmax": ["naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"],
@@ -42,6 +42,36 @@ def test_complexity_strings() -> None:
     assert (cosine.time_complexity, cosine.memory_complexity) == ("O(sd²)", "O(sd)")
     assert cosine.impls["naive"].memory_complexity == "O(sd²)"
     assert cosine.impls["recurrent"].memory_complexity == "O(d²)"
+
+
+def test_the_declared_exponents_agree_with_the_complexity_strings() -> None:
+    """Planning reads the declared powers of s, a reader the strings: they must say the same."""
+    for name in linbench.list_variants():
+        variant = linbench.get_variant(name)
+        assert variant.time_exponent == exponent_in_s(variant.time_complexity), name
+        for impl in variant.impls.values():
+            assert impl.time_exponent == exponent_in_s(impl.time_complexity), f"{name}:{impl.name}"
+        for decoder in variant.decoders.values():
+            assert decoder.state_exponent == exponent_in_s(decoder.state_memory), f"{name}:{decoder.name}"
+            assert decoder.step_exponent == exponent_in_s(decoder.step_time), f"{name}:{decoder.name}"
+    softmax, cosine = linbench.get_variant("softmax"), linbench.get_variant("cosine")
+    assert (softmax.impl("sdpa").time_exponent, cosine.impl("quadratic").time_exponent) == (2, 2)
+    assert (cosine.time_exponent, cosine.impl("chunked").time_exponent) == (1, 1)
+    kvcache, recompute, recurrent = (
+        softmax.decoder("kvcache"),
+        softmax.decoder("recompute"),
+        cosine.decoder("recurrent"),
+    )
+    assert (kvcache.state_grows, kvcache.step_exponent, recompute.step_exponent) == (True, 1, 2)
+    assert (recurrent.state_grows, recurrent.step_exponent) == (False, 0)
+
+
+def test_a_plugin_that_declares_no_exponent_gets_one_read_from_its_strings() -> None:
+    impl = Impl("slow", lambda q, k, v, *, causal: v, "", "O(S^2 d)", "O(s)")
+    assert impl.time_exponent == 2
+    assert Impl("fast", impl.fn, "", "O(sd²)", "O(d²)").time_exponent == 1
+    assert Impl("odd", impl.fn, "", "O(s²d)", "O(s²)", time_exponent=1).time_exponent == 1  # declared wins
+    assert [exponent_in_s(text) for text in ("O(s²d)", "O(s^2)", "O(sd)", "O(d²)", "-")] == [2, 2, 1, 0, 0]
 
 
 def test_flops_scale_as_the_complexity_says() -> None:

@@ -19,7 +19,14 @@ VARIANT = register_variant(
         name="cosformer",
         summary="O_i = Σ_j w_ij φ(q_i)·φ(k_j) v_j / (Σ_j w_ij φ(q_i)·φ(k_j) + eps), w_ij = cos(π/2·(i−j)/M), φ = ReLU",
         impl_list=(
-            Impl("quadratic", quadratic, "explicit S×S cos(π/2·(i−j)/M) weights (the reference)", "O(s²d)", "O(s²)"),
+            Impl(
+                "quadratic",
+                quadratic,
+                "explicit S×S cos(π/2·(i−j)/M) weights (the reference)",
+                "O(s²d)",
+                "O(s²)",
+                time_exponent=2,
+            ),
             *feature_map_impls(
                 cosformer_features,
                 {
@@ -38,6 +45,7 @@ VARIANT = register_variant(
         ),
         flop_formula=cosformer_flops,
         time_complexity="O(sd²)",
+        time_exponent=1,
         memory_complexity="O(sd)",
         auto_order=("chunked", "recurrent", "quadratic"),
         source="Qin et al., cosFormer (ICLR 2022), shared/seeds/001 and 004",

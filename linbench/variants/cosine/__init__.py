@@ -18,7 +18,14 @@ VARIANT = register_variant(
         name="cosine",
         summary="O = (N(Q)·N(K)ᵀ ⊙ M)·V / s^σ(m), N = row-wise L2 normalisation",
         impl_list=(
-            Impl("quadratic", quadratic, "masked S×S similarity matrix (the reference)", "O(s²d)", "O(s²)"),
+            Impl(
+                "quadratic",
+                quadratic,
+                "masked S×S similarity matrix (the reference)",
+                "O(s²d)",
+                "O(s²)",
+                time_exponent=2,
+            ),
             *feature_map_impls(
                 cosine_features,
                 {
@@ -39,6 +46,7 @@ VARIANT = register_variant(
         ),
         flop_formula=partial(linear_flops, normalised=False),
         time_complexity="O(sd²)",
+        time_exponent=1,
         memory_complexity="O(sd)",
         auto_order=("chunked", "recurrent", "quadratic"),
         source="Cottention (Mongaras et al., 2024), shared/seeds/000",

@@ -103,6 +103,7 @@ def compiled_impl(features: FeatureMap, length_params: Iterable[str] = (), summa
         summary,
         "O(sd²)",
         "O(sd)",
+        time_exponent=1,
         params=(CHUNK_SIZE,),
         availability=functools.lru_cache(maxsize=None)(compile_unavailable),
         by_name=True,

@@ -152,6 +152,7 @@ def fla_impl(fn: Callable[..., torch.Tensor], summary: str) -> Impl:
         summary,
         "O(sd²)",
         "O(sd)",
+        time_exponent=1,
         availability=_availability,
         shape_support=fla_dtype_support,
         optional=True,

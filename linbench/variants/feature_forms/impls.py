@@ -89,6 +89,7 @@ def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY) -> Impl:
         summary,
         "O(sd²)",
         "O(sd)",
+        time_exponent=1,
         params=(KERNEL_CHUNK_SIZE,),
         availability=kernel_ops.unavailable_reason,
     )
@@ -103,11 +104,21 @@ def feature_map_impls(
     hands the op its own feature map to fuse.
     """
     makers = {
-        "naive": lambda: Impl("naive", _naive(features), summaries.get("naive", ""), "O(sd²)", "O(sd²)"),
-        "chunked": lambda: Impl(
-            "chunked", _chunked(features), summaries.get("chunked", ""), "O(sd²)", "O(sd)", params=(CHUNK_SIZE,)
+        "naive": lambda: Impl(
+            "naive", _naive(features), summaries.get("naive", ""), "O(sd²)", "O(sd²)", time_exponent=1
         ),
-        "recurrent": lambda: Impl("recurrent", _recurrent(features), summaries.get("recurrent", ""), "O(sd²)", "O(d²)"),
+        "chunked": lambda: Impl(
+            "chunked",
+            _chunked(features),
+            summaries.get("chunked", ""),
+            "O(sd²)",
+            "O(sd)",
+            time_exponent=1,
+            params=(CHUNK_SIZE,),
+        ),
+        "recurrent": lambda: Impl(
+            "recurrent", _recurrent(features), summaries.get("recurrent", ""), "O(sd²)", "O(d²)", time_exponent=1
+        ),
         "kernel": lambda: kernel_impl(kernel or _kernel(features), summaries.get("kernel") or KERNEL_SUMMARY),
     }
     unknown = set(summaries) - set(makers)
@@ -150,4 +161,6 @@ def feature_map_decoder(features: FeatureMap) -> Decoder:
         feature_map_stream(features),
         state_memory="O(d²)",
         step_time="O(d²)",
+        state_exponent=0,
+        step_exponent=0,
     )

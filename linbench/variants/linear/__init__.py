@@ -17,7 +17,14 @@ VARIANT = register_variant(
         name="linear",
         summary="O_i = φ(q_i)ᵀ Σ_j φ(k_j) v_jᵀ / (φ(q_i)ᵀ Σ_j φ(k_j) + eps), φ = elu + 1",
         impl_list=(
-            Impl("quadratic", quadratic, "masked S×S feature-map scores (the reference)", "O(s²d)", "O(s²)"),
+            Impl(
+                "quadratic",
+                quadratic,
+                "masked S×S feature-map scores (the reference)",
+                "O(s²d)",
+                "O(s²)",
+                time_exponent=2,
+            ),
             *feature_map_impls(
                 linear_features,
                 {
@@ -34,6 +41,7 @@ VARIANT = register_variant(
         param_specs=(Param("eps", LINEAR_DEFAULT_EPS, "added to the row normaliser"),),
         flop_formula=partial(linear_flops, normalised=True),
         time_complexity="O(sd²)",
+        time_exponent=1,
         memory_complexity="O(sd)",
         auto_order=("chunked", "recurrent", "quadratic"),
         source="Katharopoulos et al., Transformers are RNNs (ICML 2020)",

@@ -13,13 +13,14 @@ VARIANT = register_variant(
         name="softmax",
         summary="O = softmax(QKᵀ/√Dk + causal mask)·V",
         impl_list=(
-            Impl("naive", naive, "materialises the S×S scores (the reference)", "O(s²d)", "O(s²)"),
+            Impl("naive", naive, "materialises the S×S scores (the reference)", "O(s²d)", "O(s²)", time_exponent=2),
             Impl(
                 "sdpa",
                 sdpa,
                 "torch scaled_dot_product_attention (flash / efficient / math / cudnn)",
                 "O(s²d)",
                 "O(sd)",
+                time_exponent=2,
                 params=(Param("backend", "auto", f"SDPA backend to pin: {', '.join(BACKENDS)}"),),
             ),
             *backend_impls(),
@@ -29,6 +30,7 @@ VARIANT = register_variant(
         flop_formula=quadratic_flops,
         time_complexity="O(s²d)",
         memory_complexity="O(s²)",
+        time_exponent=2,
         auto_order=("sdpa", "naive"),
         source="Vaswani et al. (2017); Cottention eq. 1",
         # Streaming continues through a KV cache: the state grows with every token.
@@ -41,6 +43,8 @@ VARIANT = register_variant(
                 kvcache_step,
                 state_memory="O(sd)",
                 step_time="O(sd)",
+                state_exponent=1,
+                step_exponent=1,
             ),
             Decoder(
                 "recompute",
@@ -49,6 +53,8 @@ VARIANT = register_variant(
                 recompute_step,
                 state_memory="O(sd)",
                 step_time="O(s²d)",
+                state_exponent=1,
+                step_exponent=2,
             ),
         ),
     )

@@ -96,6 +96,7 @@ def backend_impls() -> tuple[Impl, ...]:
             summary,
             "O(s²d)",
             "O(s²)" if backend == "math" else "O(sd)",
+            time_exponent=2,
             availability=functools.partial(backend_unavailable, backend),
         )
         for backend, summary in _SUMMARIES.items()

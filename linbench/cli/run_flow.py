@@ -1,0 +1,201 @@
+"""What ``linbench run`` and ``linbench decode`` share around the sweep pipeline
+(linbench/runner/pipeline.py): the plan printed for ``--dry-run``, the ``--yes`` refusal, the
+progress bar, the summary, and the exit status an outcome ends with.
+
+All input is checked (``prepare``) before the run folder is made (``start``), so a typo never
+leaves a folder of half-written results behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from linbench.cli.common import stdout_console
+from linbench.cli.errors import exit_usage_error, usage_errors
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from linbench.results.store import RunStore
+    from linbench.runner.pipeline import Outcome, Prepared
+    from linbench.runner.sweep_runner import Listener
+    from linbench.sweep.points import Point
+    from linbench.sweep.request import SweepRequest
+
+RANGE_HELP = "a size (4k), a list (512,1k), powers of two (1k..64k), or stepped (1k..8k:x2, 64..256:+64)"
+INTERRUPTED_EXIT = 130  # the shell's status for a Ctrl-C
+
+
+# Options that take a whole number of at least 1, and seconds (zero or more): typed as text
+# for Typer and read here, so that a bad one is refused in the words a suite's would be
+# ("threads: 'two' is not a positive whole number"), not Typer's.
+WHOLE_OPTIONS = ("threads", "min_reps", "processes", "max_processes")
+SECONDS_OPTIONS = ("warmup_s",)
+
+
+def sweep_request(command: str, options: Mapping[str, Any], **fields: Any) -> SweepRequest:
+    """The request of ``linbench run`` or ``linbench decode`` from its options, by parameter
+    name (``variant`` fills ``variants``): a list as a tuple, an option not given (None, an
+    empty list, a flag left off) left unset, whole numbers and seconds read from their text.
+    ``fields`` set what takes more than one option (run's masking); options that are not
+    the sweep's (``--out``, ``--quiet``) are left out."""
+    from dataclasses import fields as fields_of
+
+    from linbench.sweep.request import SETTING_KEYS, SweepRequest
+    from linbench.sweep.spec import nonnegative_float, positive_int
+
+    plural = {key: name for name, key in SETTING_KEYS.items()}  # "variant" -> "variants"
+    known = {f.name for f in fields_of(SweepRequest)}
+    for option, value in options.items():
+        name = plural.get(option, option)
+        if name not in known or name in fields or value is None or value is False or value == []:
+            continue
+        if option in WHOLE_OPTIONS:
+            value = positive_int(option, value)
+        elif option in SECONDS_OPTIONS:
+            value = nonnegative_float(option, value)
+        fields[name] = tuple(value) if isinstance(value, list) else value
+    return SweepRequest(command=command, **fields)
+
+
+def execute_sweep(
+    request: SweepRequest,
+    *,
+    resume: Path | None,
+    out: Path,
+    quiet: bool,
+    allow_failures: bool = False,
+    yes: bool = False,
+    dry_run: bool = False,
+    mix: bool = False,
+) -> None:
+    """Check everything, make (or reopen) the run folder, run the points, print the summary.
+
+    A sweep whose sizes no device here can hold is refused; one past MAX_POINTS points or
+    MAX_ESTIMATE_S by the estimate runs only with ``yes``. ``dry_run`` prints the plan and
+    makes no folder. A resumed run is refused on another device, torch or commit unless
+    ``mix``. Exits 1 when a point failed (mismatch, error, crashed: a wrong or broken
+    impl) unless ``allow_failures``; oom, timeout and skipped are the sweep's reach and exit 0."""
+    from linbench.runner.pipeline import prepare, run, start
+
+    console = stdout_console()
+    with usage_errors():
+        prepared = prepare(request, out, resume=resume, mix=mix, repair=not dry_run)
+    if dry_run:
+        _print_plan(prepared, console)
+        return
+    why = prepared.too_large
+    if why is not None and not yes:
+        exit_usage_error(
+            f"this sweep is {why}; narrow the axes, or give --yes to run it anyway (--dry-run prints the plan)"
+        )
+    with usage_errors():
+        store = start(prepared)
+    _announce(prepared, store, console)
+    if quiet:
+        outcome = run(prepared, store)
+    else:
+        with _progress(console, len(prepared.pending)) as listen:
+            outcome = run(prepared, store, listen)
+    _end(prepared, outcome, console, quiet, allow_failures)
+
+
+def _print_plan(prepared: Prepared, console: Console) -> None:
+    """--dry-run: what would run, where, and about how long it would take; nothing is made."""
+    from linbench.sweep.estimate import format_duration
+
+    spec, plan, store = prepared.spec, prepared.plan, prepared.store
+    what = "decoders" if spec.command == "decode" else "impls"
+    names = lambda pairs: ", ".join(f"{v}:{i}" for v, i in pairs) or "none"  # noqa: E731 - a one-line label
+    baselines = set(plan.targets.baselines)
+    measured = [pair for pair in plan.targets.pairs if pair not in baselines]
+    where = store.path if store is not None else prepared.out / f"<UTC time>-{spec.name}"
+    lines = [
+        f"linbench {spec.command} --dry-run: nothing runs and no folder is made",
+        f"  points: {len(prepared.pending)} of {len(plan.points)} to run on {plan.device} ({plan.device_name})",
+        f"  {what}: {names(measured)}",
+        f"  baselines: {names(plan.targets.baselines)}",
+        *(f"  note: {note}" for note in plan.targets.notes),
+        f"  estimated time: about {format_duration(prepared.estimate_s)} (a rough model: linbench/sweep/estimate.py)",
+        f"  results would go to: {where}",
+    ]
+    if prepared.too_large is not None:
+        lines.append(f"  this sweep is {prepared.too_large}: it runs only with --yes")
+    for line in lines:
+        console.print(line, markup=False, soft_wrap=True)
+
+
+def _announce(prepared: Prepared, store: RunStore, console: Console) -> None:
+    from linbench.sweep.estimate import format_duration
+
+    spec, plan = prepared.spec, prepared.plan
+    what = "decoders" if spec.command == "decode" else "impls"
+    console.print(
+        f"linbench {spec.command}: {len(prepared.pending)} of {len(plan.points)} points to run "
+        f"({len(plan.targets.pairs)} {what}) on {plan.device} ({plan.device_name}), "
+        f"about {format_duration(prepared.estimate_s)} -> {store.path}",
+        markup=False,
+        soft_wrap=True,
+    )
+    for note in plan.targets.notes:
+        console.print(f"  note: {note}", markup=False, soft_wrap=True)
+
+
+@contextmanager
+def _progress(console: Console, total: int) -> Iterator[Listener]:
+    """A progress bar over ``total`` points, and the listener that moves it: the point being
+    measured, and a line per finished point above the bar."""
+    from linbench.cli.run_display import make_progress, row_line
+
+    with make_progress(console) as progress:
+        bar = progress.add_task("starting", total=total)
+
+        def listen(event: str, point: Point, row: dict[str, Any] | None) -> None:
+            if event == "start":
+                progress.update(bar, description=point.label)
+            elif row is not None:
+                progress.console.print(row_line(row), soft_wrap=True)
+                progress.advance(bar)
+
+        yield listen
+
+
+def _end(prepared: Prepared, outcome: Outcome, console: Console, quiet: bool, allow_failures: bool) -> None:
+    """The summary of a finished run, and its exit status: 130 for Ctrl-C, 2 for a failed
+    write, 1 for a failed point (unless ``allow_failures``), else 0."""
+    from rich.markup import escape
+
+    from linbench.cli.run_display import failed_rows, failure_note, status_counts, summary_tables
+    from linbench.results.machine_load import load_warning
+    from linbench.runner.ledger import overhead_line
+
+    command, path = prepared.spec.command, outcome.path
+    if outcome.status == "interrupted":
+        finished = outcome.results_path
+        console.print(f"interrupted: finished points are in {finished}; finish with linbench {command} --resume {path}")
+        raise typer.Exit(INTERRUPTED_EXIT)
+    if outcome.failure is not None:
+        exit_usage_error(
+            f"{outcome.failure}; the finished points are kept in {path}: "
+            f"make room, then finish with linbench {command} --resume {path}"
+        )
+    rows, meta = outcome.rows, outcome.meta
+    if not quiet:
+        for table in summary_tables(rows, prepared.plan.targets.baselines):
+            console.print(table)
+    busy = load_warning(meta)
+    if busy and not quiet:
+        console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
+    tail = f"; warning: {busy}" if busy and quiet else ""  # --quiet keeps its single summary line
+    if not quiet and meta.get("overhead"):
+        console.print(overhead_line(meta["overhead"]), markup=False, soft_wrap=True)
+    failed = failed_rows(rows)
+    summary = f"{status_counts(rows)} -> {outcome.results_path}{failure_note(failed, allow_failures)}{tail}"
+    console.print(summary, markup=False, soft_wrap=True)
+    if failed and not allow_failures:
+        raise typer.Exit(1)

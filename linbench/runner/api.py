@@ -1,0 +1,66 @@
+"""A whole sweep run from Python, as ``linbench run`` and ``linbench decode`` run it:
+plan_sweep() and run_sweep(), exported as ``linbench.plan_sweep`` and ``linbench.run_sweep``
+(docs/python-api.md)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from linbench.runner.pipeline import Outcome, Prepared
+    from linbench.runner.sweep_runner import Listener
+    from linbench.sweep.request import SweepRequest
+
+__all__ = ["plan_sweep", "run_sweep"]
+
+
+def plan_sweep(
+    request: SweepRequest | None = None,
+    out: str | Path = "results",
+    *,
+    resume: str | Path | None = None,
+    mix: bool = False,
+) -> Prepared:
+    """The sweep ``request`` asks for (or the run folder ``resume`` holds), checked and planned
+    as ``--dry-run`` plans it: its points, the ones still to run (``pending``) and about how
+    long they take (``estimate_s``). Nothing runs and nothing is made. Bad input raises a
+    ValueError saying what to change (SpecError, DeviceError, RunSetupError, ...)."""
+    from linbench.runner.pipeline import prepare
+
+    return prepare(request, Path(out), resume=_path(resume), mix=mix, repair=False)
+
+
+def run_sweep(
+    request: SweepRequest | None = None,
+    out: str | Path = "results",
+    *,
+    resume: str | Path | None = None,
+    mix: bool = False,
+    listener: Listener | None = None,
+    yes: bool = False,
+) -> Outcome:
+    """Run the sweep ``request`` asks for in a new folder under ``out`` (or finish the run in
+    the folder ``resume``), as ``linbench run`` or ``linbench decode`` does, and return how it
+    ended: ``status`` ("complete", "interrupted" by Ctrl-C, "failed" when a write failed),
+    the folder ``path``, its ``rows`` and ``meta``. A failed point is a row, not an exception.
+
+    A sweep past 2000 points or 2 hours by the estimate raises RunSetupError unless ``yes``;
+    ``listener(event, point, row)`` hears "start" before each process and "row" when a
+    point's row is written. Bad input raises a ValueError before any folder is made."""
+    from linbench.runner.lifecycle import RunSetupError
+    from linbench.runner.pipeline import prepare, run, start
+
+    prepared = prepare(request, Path(out), resume=_path(resume), mix=mix)
+    why = prepared.too_large
+    if why is not None and not yes:
+        raise RunSetupError(f"this sweep is {why}; narrow the axes, or pass yes=True to run it anyway")
+    # meta.json names what made the run: this call, in the process the script runs as.
+    store = start(prepared, command=f"linbench.run_sweep() in {shlex.join(sys.argv)}")
+    return run(prepared, store, listener)
+
+
+def _path(value: str | Path | None) -> Path | None:
+    return None if value is None else Path(value)

@@ -1,0 +1,166 @@
+"""A sweep from request to results, in three steps: prepare, start, run.
+
+- ``prepare`` checks everything and plans: the spec from the request (or from the run
+  folder to resume), the plugins and the device, the points still to run, whether the device
+  can hold them and about how long they take. It makes nothing, so a typo never leaves a
+  folder of half-written results behind, and ``--dry-run`` stops here.
+- ``start`` makes the run folder with its meta.json (a resumed run has one).
+- ``run`` measures the pending points into it, and marks the run complete or interrupted in
+  meta.json whatever happens (Ctrl-C, a full disk).
+
+``linbench run`` and ``linbench decode`` walk this line and print around it; a script walks
+it through ``linbench.run_sweep`` (linbench/api.py). Nothing here prints or exits: bad input
+raises a ValueError (RunSetupError, SpecError, DeviceError, ...) saying what to change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from linbench.results.meta import SweepRecord
+from linbench.results.store import RunStore, RunStoreWriteError
+from linbench.runner.lifecycle import RunSetupError, check_resumable, create_run, finish_run
+from linbench.runner.plan import RunPlan
+from linbench.runner.sweep_runner import Listener, SweepRunner
+from linbench.sweep.points import Point
+from linbench.sweep.request import SweepRequest
+from linbench.sweep.spec import SweepSpec
+
+DEFAULT_OUT = Path("results")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A checked, planned sweep that has not started: nothing is made yet."""
+
+    spec: SweepSpec
+    plan: RunPlan
+    store: RunStore | None  # the run folder to resume; None for a new run
+    pending: tuple[Point, ...]  # the plan's points without a row yet, in run order
+    estimate_s: float  # about how long they take (linbench/sweep/estimate.py's rough model)
+    out: Path  # where a new run's folder is made
+
+    @property
+    def too_large(self) -> str | None:
+        """Why this new sweep should run only when its user insists (past MAX_POINTS points or
+        MAX_ESTIMATE_S by the estimate), or None; a resumed run has been insisted on already."""
+        from linbench.sweep.estimate import too_large
+
+        return too_large(len(self.pending), self.estimate_s) if self.store is None else None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended, and what it left in its folder."""
+
+    status: str  # "complete"; "interrupted" (Ctrl-C); "failed" (a write failed: see failure)
+    path: Path  # the run folder
+    meta: dict[str, Any]  # its meta.json as the run left it
+    rows: list[dict[str, str]]  # the results rows of the sweep's impls, as results.csv holds them
+    failure: str | None = None  # why a write failed (a full disk); the rows written stay, and it can resume
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / "results.csv"
+
+
+def prepare(
+    request: SweepRequest | None = None,
+    out: Path = DEFAULT_OUT,
+    *,
+    resume: Path | None = None,
+    mix: bool = False,
+    repair: bool = True,
+) -> Prepared:
+    """Check and plan the sweep ``request`` asks for, or, with ``resume``, the one recorded in
+    that run folder (the request may then change only ``timeout_s``, and names the command it
+    expects: None takes the recorded one). A resumed run is refused on another device, torch
+    or commit unless ``mix``; ``repair=False`` leaves the folder as it is (a dry run)."""
+    from linbench.runner.sizing import fit_and_estimate
+
+    spec, store = _spec(request, resume, repair)
+    plan = plan_spec(spec)
+    if store is not None:
+        check_resumable(store.read_meta(), plan, mix)
+    done = store.done_keys() if store is not None else set()
+    pending = tuple(point for point in plan.points if point.key not in done)
+    return Prepared(spec, plan, store, pending, fit_and_estimate(plan, pending), out)
+
+
+def start(prepared: Prepared, command: str | None = None) -> RunStore:
+    """The run folder to measure into: the resumed one, or a new one under ``prepared.out``
+    with its meta.json (RunSetupError when it cannot be made; nothing is left behind).
+    ``command`` is what meta.json says made it (None: this process's linbench command line)."""
+    if prepared.store is not None:
+        return prepared.store
+    return create_run(prepared.out, prepared.spec, prepared.plan, command)
+
+
+def run(prepared: Prepared, store: RunStore, listener: Listener | None = None) -> Outcome:
+    """Measure the pending points into ``store``; ``listener(event, point, row)`` hears "start"
+    before each process and "row" when a point's row is written. Ctrl-C and a failed write
+    (a full disk) end the run early; meta.json says so either way, and the run can resume."""
+    runner = SweepRunner(prepared.plan, store)
+    if listener is not None:
+        runner.listener = listener
+    status, failure, ctrl_c = "interrupted", None, False
+    try:
+        runner.run(runner.pending())
+        status = "complete"
+    except KeyboardInterrupt:
+        ctrl_c = True
+    except RunStoreWriteError as exc:  # a full disk: the rows written so far stay, the run can resume
+        failure = str(exc)
+    except OSError as exc:
+        failure = f"{exc.strerror or exc}" + (f": {str(exc.filename)!r}" if exc.filename else "")
+    finally:
+        try:
+            meta = finish_run(store, status)
+        except RunStoreWriteError as exc:  # meta.json keeps its last good state
+            failure = failure or str(exc)
+            meta = store.read_meta()
+    ended = "interrupted" if ctrl_c else "failed" if failure is not None else status
+    planned = set(prepared.plan.targets.pairs)
+    rows = [row for row in store.rows() if (row["variant"], row["impl"]) in planned]
+    return Outcome(ended, store.path, meta, rows, failure)
+
+
+def plan_spec(spec: SweepSpec) -> RunPlan:
+    """The plan of ``spec`` on this machine: its plugins loaded, its device resolved."""
+    from linbench.devices import resolve_device
+    from linbench.machine.facts import device_name
+    from linbench.runner.plan import make_plan
+    from linbench.variants.plugins import load_plugin_file
+
+    for plugin in spec.plugins:
+        load_plugin_file(Path(plugin))
+    device = resolve_device(spec.device)
+    return make_plan(spec, device, device_name(device))
+
+
+def _spec(request: SweepRequest | None, resume: Path | None, repair: bool) -> tuple[SweepSpec, RunStore | None]:
+    """The spec, and for ``resume`` the existing run folder (repaired for appending unless not
+    ``repair``)."""
+    from linbench.sweep.spec import build_spec, spec_from_settings, with_timeout
+
+    if resume is None:
+        return build_spec(request or SweepRequest()), None
+    given = request.options() if request is not None else []
+    if given:
+        raise RunSetupError(f"--resume reruns the sweep recorded in {resume}/meta.json; drop {', '.join(given)}")
+    store = RunStore.open(resume, repair=repair)
+    recorded = SweepRecord.read(store.read_meta())
+    if recorded is None:
+        raise RunSetupError(f"{resume}/meta.json does not record a sweep to resume")
+    made_by = recorded.command
+    if request is not None and made_by != request.command:
+        raise RunSetupError(f"{resume} was made by linbench {made_by}; resume it with linbench {made_by} --resume")
+    spec = spec_from_settings(
+        recorded.settings, recorded.tables, name=recorded.name, suite=recorded.suite, command=made_by
+    )
+    return with_timeout(spec, request.timeout_s if request is not None else None), store
+
+
+__all__ = ["DEFAULT_OUT", "Outcome", "Prepared", "plan_spec", "prepare", "run", "start"]

@@ -1,0 +1,56 @@
+"""run's and decode's options become one typed request (CPU; nothing runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from linbench.cli.run_flow import sweep_request
+from linbench.sweep.request import SweepRequest
+from linbench.sweep.spec import SpecError
+
+
+def test_options_fill_the_request_by_name_and_what_was_not_given_stays_unset() -> None:
+    options = {
+        "variant": ["cosine", "linear:chunked"],
+        "baseline": None,
+        "no_baseline": False,
+        "seq": "1k..4k",
+        "dtype": [],
+        "plugin": [Path("p.py")],
+        "param": ["cosine.norm_const=0.3"],
+        "threads": "2",
+        "warmup_s": "0",
+        "timeout_s": 30.0,
+        "cuda_graph": True,
+        "quiet": True,
+        "out": Path("runs"),
+    }
+    request = sweep_request("run", options, causal=False)
+    assert request == SweepRequest(
+        variants=("cosine", "linear:chunked"),
+        seq="1k..4k",
+        plugins=(Path("p.py"),),
+        params=("cosine.norm_const=0.3",),
+        threads=2,
+        warmup_s=0.0,
+        timeout_s=30.0,
+        cuda_graph=True,
+        causal=False,
+    )
+    assert sweep_request("decode", {"context": "64", "quiet": False}) == SweepRequest(command="decode", context="64")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"threads": "two"}, "threads: 'two' is not a positive whole number"),
+        ({"processes": "0"}, "processes: '0' is not a positive whole number"),
+        ({"warmup_s": "-2"}, "warmup_s: '-2' must be zero or more"),
+    ],
+)
+def test_a_bad_count_is_refused_in_a_suite_s_words(options: dict[str, str], message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        sweep_request("run", options)
+    assert str(caught.value) == message
