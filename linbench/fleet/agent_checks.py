@@ -93,9 +93,9 @@ def own_tree(root: int | None = None, proc: Path = PROC) -> set[int]:
 
 def nvml_processes(uuid: str) -> list[int]:
     """Pids of the compute processes NVML sees on the GPU with this UUID."""
-    from linbench.measure.nvml import _load_nvml
+    from linbench.measure.nvml import load_nvml
 
-    nvml = _load_nvml()
+    nvml = load_nvml()
     try:
         handle = nvml.nvmlDeviceGetHandleByUUID(uuid)
         return [int(p.pid) for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)]

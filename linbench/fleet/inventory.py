@@ -117,9 +117,9 @@ def nvml_inventory(sysfs: Path = SYSFS) -> Inventory:
     """Every GPU NVML lists; an empty inventory with the reason where NVML cannot be used."""
     host = platform.node()
     try:
-        from linbench.measure.nvml import _load_nvml
+        from linbench.measure.nvml import load_nvml
 
-        nvml = _load_nvml()
+        nvml = load_nvml()
     except Exception as exc:
         return Inventory(host, source="none", error=f"NVML unavailable: {type(exc).__name__}: {exc}")
     try:

@@ -96,7 +96,7 @@ class FakeNvml:
 
 def test_nvml_inventory_lists_gpus_with_mig_slices_and_numa(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     nvml = FakeNvml()
-    monkeypatch.setattr("linbench.measure.nvml._load_nvml", lambda: nvml)
+    monkeypatch.setattr("linbench.measure.nvml.load_nvml", lambda: nvml)
     sysfs = _sysfs(tmp_path, "0000:41:00.0", "0", "0-7")
     found = inv.nvml_inventory(sysfs)
     assert found.source == "nvml" and nvml.shut
@@ -112,7 +112,7 @@ def test_without_nvml_the_inventory_is_empty_and_says_why(monkeypatch: pytest.Mo
         raise OSError("libnvidia-ml.so.1: cannot open shared object file")
 
     monkeypatch.delenv(inv.FAKE_DEVICES_ENV, raising=False)
-    monkeypatch.setattr("linbench.measure.nvml._load_nvml", missing)
+    monkeypatch.setattr("linbench.measure.nvml.load_nvml", missing)
     found = inv.read_inventory()
     assert found.devices == () and found.source == "none"
     assert "libnvidia-ml" in (found.error or "")
