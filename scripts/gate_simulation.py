@@ -2,7 +2,7 @@
 
 A simulation, not a measurement: the noise model of ../shared/gate-analysis.md (Appendix A),
 fitted to two back-to-back H100 runs of suites/ci-gpu.toml (tests/data/ci-reruns), drives the
-gate's own time rule (linbench/report/compare_rule.py ``judge``) over many simulated rerun pairs.
+gate's own time rule (linbench/gate/rule.py ``judge``) over many simulated rerun pairs.
 
 The model: a point's time in one worker process is μ·e^b, with the per-process log offset b drawn
 from its noise class's pool {±d/√2} (d = log(median_ci2 / median_ci1) of the class's points),
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from linbench.report.compare_rule import TimeRule, judge
+from linbench.gate.rule import TimeRule, judge
 from linbench.report.load import read_run
 
 ROOT = Path(__file__).resolve().parents[1]

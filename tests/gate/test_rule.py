@@ -9,7 +9,7 @@ from statistics import NormalDist
 
 import pytest
 
-from linbench.report.compare_rule import TimeRule, judge
+from linbench.gate.rule import TimeRule, judge
 
 RULE = TimeRule()
 

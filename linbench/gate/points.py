@@ -1,4 +1,4 @@
-"""One point of two runs compared: its time (by the rule of compare_rule.py, on the CUDA-graph
+"""One point of two runs compared: its time (by the rule of rule.py, on the CUDA-graph
 replay time where both sides have one, with the eager time beside it), its memory and its
 kernel launches per call, each with a verdict."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from linbench.report.compare_rule import TimeJudgement, TimeRule, judge
+from linbench.gate.rule import TimeJudgement, TimeRule, judge
 from linbench.report.series import plain
 
 # Identical CPU runs differ by up to ~0.7 MiB of peak RSS at small sizes (measured).

@@ -1,7 +1,7 @@
 """Two runs point by point: is the current one slower, larger or launching more, beyond its
 thresholds and its noise?
 
-Time is judged by the spread between each point's worker processes (compare_rule.py): a
+Time is judged by the spread between each point's worker processes (rule.py): a
 change must pass both the noise those processes show and ``max_slowdown``; a point too noisy
 to judge is ``noisy`` and a run without process data ``unverified``, and neither fails.
 Where a point was timed as CUDA-graph replays on both sides, that is the time judged, and
@@ -9,7 +9,7 @@ the eager time is judged beside it by the same rule. Memory readings and kernel 
 call are exact and compared against their thresholds alone (memory above a floor for CPU
 peak RSS, which moves by allocator pages between identical runs). A point that was ok and
 now is not (oom, mismatch, crash...) is a regression too. Control points that all moved the
-same way say the machine changed, not the code (compare_drift.py).
+same way say the machine changed, not the code (drift.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from linbench.report.compare_drift import DriftCheck, check_drift
-from linbench.report.compare_points import CPU_MEMORY_FLOOR_BYTES, PointDiff, Side, Thresholds, diff_point
+from linbench.gate.drift import DriftCheck, check_drift
+from linbench.gate.points import CPU_MEMORY_FLOOR_BYTES, PointDiff, Side, Thresholds, diff_point
 from linbench.report.fit import POWER, fit_power_law
 from linbench.report.load import Run
 from linbench.report.series import ok_points, plain, scenarios

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from linbench.report.compare import Comparison, ExponentCheck, PointDiff
+from linbench.gate.compare import Comparison, ExponentCheck, PointDiff
 from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.report.render import ReportTable
 from linbench.units import format_bytes, format_ms, format_size
