@@ -103,7 +103,7 @@ def _print(comparison: Comparison, chosen: str, load_lines: list[str], threshold
     from linbench.report.render import markdown, rich_table
 
     tables = [points_table(comparison)] + ([exponent_table(comparison.exponents)] if comparison.exponents else [])
-    advice = advice_lines(comparison, thresholds.max_slowdown, thresholds.min_processes)
+    advice = advice_lines(comparison, thresholds.max_slowdown)
     notes = [*unmatched_lines(comparison), *drift_lines(comparison), *advice, *load_lines]
     if chosen == "json":
         typer.echo(json.dumps(comparison.to_json() | {"advice": advice, "load_warnings": load_lines}, indent=2))
