@@ -120,14 +120,14 @@ class Side:
 
 
 def diff_point(
-    key: dict[str, Any], base: Side, cur: Side, thresholds: Thresholds, protocol: ProcessProtocol | None = None
+    key: dict[str, Any], base: Side, cur: Side, thresholds: Thresholds, protocol: ProcessProtocol
 ) -> PointDiff:
-    """One point of two runs judged; its processes by ``protocol`` (the default one when None)."""
+    """One point of two runs judged, its processes by the numbers of ``protocol``."""
     key = {c: plain(v) for c, v in key.items()}
     both_ok = base.ok and cur.ok
     graph = base.has_graph_times() and cur.has_graph_times()
     column = "device_ms" if graph else "time_ms"
-    rule = thresholds.time_rule(protocol or ProcessProtocol())
+    rule = thresholds.time_rule(protocol)
     time = judge(base.medians(column), cur.medians(column), rule) if both_ok else TimeJudgement("-", None)
     eager = judge(base.medians("time_ms"), cur.medians("time_ms"), rule) if both_ok and graph else None
     base_bytes, cur_bytes = base.largest("peak_bytes"), cur.largest("peak_bytes")
