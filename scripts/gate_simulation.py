@@ -1,6 +1,6 @@
 """How often does ``linbench compare`` cry wolf, and how often does it catch a planted change?
 
-A simulation, not a measurement: the noise model of ../shared/gate-analysis.md (Appendix A),
+A simulation, not a measurement: the noise model of docs/gate.md ("Simulated results"),
 fitted to two back-to-back H100 runs of suites/ci-gpu.toml (tests/data/ci-reruns), drives the
 gate's own time rule (linbench/gate/rule.py ``judge``) over many simulated rerun pairs.
 
