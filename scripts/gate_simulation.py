@@ -1,8 +1,8 @@
 """How often does ``linbench compare`` cry wolf, and how often does it catch a planted change?
 
-A simulation, not a measurement: the noise model of ../shared/gate-analysis.md (Appendix A),
+A simulation, not a measurement: the noise model of docs/gate.md ("Simulated results"),
 fitted to two back-to-back H100 runs of suites/ci-gpu.toml (tests/data/ci-reruns), drives the
-gate's own time rule (linbench/report/compare_rule.py ``judge``) over many simulated rerun pairs.
+gate's own time rule (linbench/gate/rule.py ``judge``) over many simulated rerun pairs.
 
 The model: a point's time in one worker process is μ·e^b, with the per-process log offset b drawn
 from its noise class's pool {±d/√2} (d = log(median_ci2 / median_ci1) of the class's points),
@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from linbench.report.compare_rule import TimeRule, judge
+from linbench.gate.rule import TimeRule, judge
 from linbench.report.load import read_run
+from linbench.results.protocol import TRUST_PROCESSES, ProcessProtocol
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIR = (
@@ -45,13 +46,6 @@ HOST_SENSITIVE = 0.02  # p20–p80 half-width, relative to the median, that make
 class Point:
     label: str
     noise_class: str  # L, S or Q
-
-
-@dataclass(frozen=True)
-class Protocol:
-    processes: int = 5
-    max_processes: int = 20
-    extend_above: float = 0.02
 
 
 def load_points(pair: tuple[Path, Path]) -> tuple[list[Point], dict[str, np.ndarray]]:
@@ -76,8 +70,8 @@ def _class(row) -> str:
 
 
 class Simulator:
-    def __init__(self, pools: dict[str, np.ndarray], protocol: Protocol, rule: TimeRule, seed: int) -> None:
-        self.pools, self.protocol, self.rule = pools, protocol, rule
+    def __init__(self, pools: dict[str, np.ndarray], rule: TimeRule, seed: int) -> None:
+        self.pools, self.protocol, self.rule = pools, rule.protocol, rule
         self.rng = np.random.default_rng(seed)
 
     def offsets(self, pool: np.ndarray, count: int) -> np.ndarray:
@@ -85,10 +79,10 @@ class Simulator:
 
     def side(self, pool: np.ndarray) -> np.ndarray:
         """One run's process log medians of a point: K₀, or K_max where the first K₀ disagree."""
-        first = self.offsets(pool, self.protocol.processes)
+        first = self.offsets(pool, self.protocol.wanted)
         if np.ptp(first) <= self.protocol.extend_above:
             return first
-        more = self.offsets(pool, self.protocol.max_processes - self.protocol.processes)
+        more = self.offsets(pool, self.protocol.most - self.protocol.wanted)
         return np.concatenate([first, more])
 
     def verdict(self, base: np.ndarray, cur: np.ndarray, planted: float = 1.0) -> str:
@@ -149,7 +143,7 @@ def main() -> None:
     parser.add_argument("--max-slowdown", type=float, default=0.05)
     parser.add_argument("--max-noise", type=float, default=0.30)
     parser.add_argument("--processes", type=int, default=5)
-    parser.add_argument("--max-processes", type=int, default=20)
+    parser.add_argument("--max-processes", type=int, default=TRUST_PROCESSES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--no-settle", action="store_true", help="judge few processes however much they disagree (no settled rule)"
@@ -157,8 +151,11 @@ def main() -> None:
     args = parser.parse_args()
 
     points, pools = load_points(PAIR)
-    rule = TimeRule(args.max_slowdown, args.noise_z, args.max_noise, settle_processes=0 if args.no_settle else 20)
-    sim = Simulator(pools, Protocol(args.processes, args.max_processes), rule, args.seed)
+    protocol = ProcessProtocol.of(args.processes, args.max_processes)
+    if args.no_settle:
+        protocol = replace(protocol, trust_processes=0)  # every side trusted, however few and spread
+    rule = TimeRule(args.max_slowdown, args.noise_z, args.max_noise, protocol)
+    sim = Simulator(pools, rule, args.seed)
     chosen = pools_for(points, pools, args.timing, args.graph_noise)
     counts = {c: sum(p.noise_class == c for p in points) for c in "LSQ"}
     sizes = ", ".join(f"{c} {counts[c]} (pool SD {np.std(pools[c]):.3f})" for c in "LSQ")

@@ -8,6 +8,8 @@ before a newer option still runs), and the compare options go to ``linbench comp
 unchanged. run's ``--baseline`` (baseline impls) is ``--baseline-impl`` here, where
 ``--baseline`` names the revision. Progress and the folders go to stderr; stdout carries the
 comparison exactly as ``linbench compare`` prints it, so ``--format md > compare.md`` works.
+The job itself (the worktree, the rounds, the merge) is linbench/ab/job.py: this command
+parses, calls it and prints.
 """
 
 from __future__ import annotations
@@ -25,11 +27,9 @@ from typing import Annotated, Any
 import typer
 
 from linbench.cli.compare_cmd import compare_command
-from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
+from linbench.cli.errors import exit_usage_error, usage_errors
 from linbench.cli.run_cmd import run_command
-
-if typing.TYPE_CHECKING:
-    from linbench.ab.rounds import RoundResult
+from linbench.results.protocol import MIN_TO_JUDGE
 
 DEFAULT_ROUNDS = 5
 INTERRUPTED_EXIT = 130
@@ -45,7 +45,7 @@ RENAMED = {"baseline": ("baseline_impl", "--baseline-impl")}
 HELP = {
     "baseline": "The git revision to measure against (a sha, a branch, HEAD~1, origin/main).",
     "rounds": f"Rounds: each runs every point once per side, in ABBA order. Default: {DEFAULT_ROUNDS} "
-    "(compare needs 3 processes per point to judge time).",
+    f"(compare needs {MIN_TO_JUDGE} processes per point to judge time).",
     "out": "The A/B folder: baseline/ and current/ run folders, each with its rounds. Default: results/ab/<UTC time>.",
 }
 
@@ -107,68 +107,32 @@ def _word(value: Any) -> str:
 def ab_command(**values: Any) -> None:
     """Measure the baseline revision and the current code in alternating rounds here, then
     compare them as linbench compare does (same table, same exit status)."""
-    from linbench.ab.worktree import checkout_root, resolve_revision
+    from linbench.ab.job import AbJob, one_process_per_round, suite_file
+    from linbench.ab.rounds import RoundError
+    from linbench.ab.worktree import WorktreeError
 
     revision, rounds, out = values.pop("baseline"), values.pop("rounds"), values.pop("out")
     compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
     with usage_errors():
         _check_compare_flags(compare_flags)
-        if rounds < 1:
-            raise CliUsageError(f"--rounds {rounds}: give at least 1")
-        out_dir = _out_dir(out)
-        root = checkout_root()  # WorktreeError, a ValueError: one line and exit 2
-        sha = resolve_revision(root, revision)
+        job = AbJob.prepare(revision, rounds, out)  # AbError, WorktreeError: ValueErrors, one line and exit 2
         if values.get("suite") is not None:
-            values["suite"] = _suite_file(values["suite"])
+            values["suite"] = suite_file(values["suite"])
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
-    folders = _measure(root, revision, sha, rounds, run_args, out_dir)
-    merged = _merge(folders, out_dir, revision, sha, rounds)
     try:
-        compare_command(baseline=merged["baseline"], current=merged["current"], **compare_flags)
-    finally:
-        _note(f"linbench ab: baseline {revision} ({sha[:12]}) -> {merged['baseline']}; current -> {merged['current']}")
-
-
-def _measure(
-    root: Path, revision: str, sha: str, rounds: int, run_args: list[str], out_dir: Path
-) -> dict[str, list[Path]]:
-    """Every round, the baseline in a worktree of ``sha`` that is gone when this returns."""
-    from linbench.ab.rounds import RoundError, Side, run_rounds
-    from linbench.ab.worktree import WorktreeError, detached_worktree
-
-    _note(f"linbench ab: {revision} ({sha[:12]}) against the code in {root}, {rounds} rounds -> {out_dir}")
-
-    def progress(index: int, results: list[RoundResult]) -> None:
-        _note(f"round {index}/{rounds}: " + "; ".join(result.summary() for result in results))
-
-    try:
-        with detached_worktree(root, sha) as tree:
-            sides = {"baseline": Side("baseline", tree), "current": Side("current", root)}
-            return run_rounds(sides, rounds, run_args, out_dir, progress)
+        folders = job.measure(run_args, _note)
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
     except KeyboardInterrupt:
-        _note(f"interrupted: the baseline's worktree is removed; the rounds so far are in {out_dir}")
+        _note(f"interrupted: the baseline's worktree is removed; the rounds so far are in {job.out_dir}")
         raise typer.Exit(INTERRUPTED_EXIT) from None
-
-
-def _merge(folders: dict[str, list[Path]], out_dir: Path, revision: str, sha: str, rounds: int) -> dict[str, Path]:
-    """Each side's rounds as one run folder, out_dir/<side>."""
-    from linbench.ab.merge import merge_rounds
-    from linbench.machine.facts import git_sha
-
-    revisions = {"baseline": {"revision": revision, "sha": sha}, "current": {"sha": git_sha()}}
-    protocol = {
-        "name": "processes-v1",
-        "processes": rounds,
-        "source": "linbench ab: one process per point per round, rounds alternated ABBA",
-    }
-    merged = {}
-    for side, paths in folders.items():
-        ab = {"side": side, "rounds": rounds, "order": "ABBA", "revisions": revisions}
-        sections = {"timing_protocol": protocol, "ab": ab, "command": shlex.join(["linbench", *sys.argv[1:]])}
-        merged[side] = merge_rounds(paths, out_dir / side, sections).path
-    return merged
+    merged = job.merge(folders, shlex.join(["linbench", *sys.argv[1:]]))
+    try:
+        compare_command(baseline=merged["baseline"], current=merged["current"], **compare_flags)
+    finally:
+        _note(
+            f"linbench ab: baseline {revision} ({job.sha[:12]}) -> {merged['baseline']}; current -> {merged['current']}"
+        )
 
 
 def _check_compare_flags(flags: dict[str, Any]) -> None:
@@ -185,37 +149,6 @@ def _check_compare_flags(flags: dict[str, Any]) -> None:
         parse_bytes(flags["memory_floor"])
     parse_exponents(flags.get("max_exponent") or [])
     output_format(flags.get("output_format_flag") or "table", bool(flags.get("as_json")))
-
-
-def _suite_file(suite: Path) -> Path:
-    """The suite file ``--suite`` names, found from here as ``linbench run`` finds it (a path,
-    or a bare name such as ci-gpu): both sides then run this one file, the same workload."""
-    from linbench.sweep.spec import find_suite
-
-    return find_suite(suite).absolute()
-
-
-def one_process_per_round(suite: Path | None) -> list[str]:
-    """``--processes 1 --max-processes 1`` when ``suite`` asks for several processes per
-    point (a gate suite does): a round measures each point once, the rounds are its processes.
-    Given only then, so a revision from before those flags never sees them: it could not have
-    read such a suite either."""
-    from linbench.sweep.spec import read_suite
-
-    if suite is None or not {"processes", "max_processes"} & read_suite(suite).keys():
-        return []
-    return ["--processes", "1", "--max-processes", "1"]
-
-
-def _out_dir(out: Path | None) -> Path:
-    """The A/B folder (absolute: the rounds run elsewhere); CliUsageError when it holds an A/B."""
-    from linbench.results.store import utc_stamp
-
-    path = (out if out is not None else Path("results") / "ab" / utc_stamp()).absolute()
-    taken = [side for side in ("baseline", "current") if (path / side).exists()]
-    if taken:
-        raise CliUsageError(f"--out {path} already holds {' and '.join(taken)}/; give another folder")
-    return path
 
 
 def _note(line: str) -> None:

@@ -15,7 +15,7 @@ from linbench.cli.common import output_format, stdout_console
 from linbench.cli.errors import CliUsageError, usage_errors
 
 if TYPE_CHECKING:
-    from linbench.report.compare import Comparison, Thresholds
+    from linbench.gate.compare import Comparison, Thresholds
 
 REGRESSION_EXIT = 1
 ENVIRONMENT_EXIT = 3
@@ -56,7 +56,7 @@ def compare_command(
 ) -> None:
     """Compare CURRENT with BASELINE point by point; exit 1 on a time, memory, launch or exponent
     regression, 3 when the control points say the machine changed."""
-    from linbench.report.compare import Thresholds, check_same_device, compare_runs
+    from linbench.gate.compare import Thresholds, check_same_device, compare_runs
     from linbench.report.load import read_single_run
 
     with usage_errors():
@@ -91,7 +91,7 @@ def _load_lines(baseline: dict, current: dict) -> list[str]:
 
 
 def _print(comparison: Comparison, chosen: str, load_lines: list[str], thresholds: Thresholds) -> None:
-    from linbench.report.compare_render import (
+    from linbench.gate.render import (
         VERDICT_STYLE,
         advice_lines,
         drift_lines,
@@ -103,7 +103,7 @@ def _print(comparison: Comparison, chosen: str, load_lines: list[str], threshold
     from linbench.report.render import markdown, rich_table
 
     tables = [points_table(comparison)] + ([exponent_table(comparison.exponents)] if comparison.exponents else [])
-    advice = advice_lines(comparison, thresholds.max_slowdown, thresholds.min_processes)
+    advice = advice_lines(comparison, thresholds.max_slowdown)
     notes = [*unmatched_lines(comparison), *drift_lines(comparison), *advice, *load_lines]
     if chosen == "json":
         typer.echo(json.dumps(comparison.to_json() | {"advice": advice, "load_warnings": load_lines}, indent=2))

@@ -10,6 +10,7 @@ import typer
 from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
 from linbench.cli.errors import CliUsageError, usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
+from linbench.results.protocol import EXTEND_ABOVE, TRUST_PROCESSES
 
 HELP = {
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
@@ -28,8 +29,8 @@ HELP = {
     "min_reps": "Fewest timed repetitions per point. Default: 3 on CPU, 10 on GPU.",
     "processes": "Fresh worker processes per point, in interleaved rounds (5 for a regression gate: the "
     "noise that separates runs is between processes, not within one). Default: 1.",
-    "max_processes": "The most processes per point when its first ones disagree by more than 2%. "
-    "Default: 20 when --processes > 1.",
+    "max_processes": f"The most processes per point when its first ones disagree by more than {EXTEND_ABOVE:.0%}. "
+    f"Default: {TRUST_PROCESSES} when --processes > 1.",
     "mix": "With --resume: go on although this machine's device, torch or linbench commit differs from "
     "the run's (the run then mixes them).",
     "cuda_graph": "Also capture one call of each point in a CUDA graph and time its replays (device_ms, "

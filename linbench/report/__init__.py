@@ -1,4 +1,5 @@
-"""Reading run folders and turning them into fits, figures and verdicts.
+"""Reading run folders and turning them into fits, figures and tables.
 
-Nothing here imports a variant or touches a device: reports read results files only.
+Nothing here imports a variant or touches a device: reports read results files only. The
+regression gate that judges two runs is linbench/gate.
 """

@@ -2,8 +2,9 @@
 
 Repetitions inside one process share that process's state (host speed, placement, clocks),
 so they move together: a tight process is not a precise point. The process is therefore the
-unit of replication (../shared/gate-analysis.md §2): a point's time is the median of its
-process medians, and its noise is the spread between those medians, not within them.
+unit of replication (docs/gate.md): a point's time is the median of its process medians,
+and its noise is the spread between those medians, not within them. How many processes a
+point gets, and when the gate trusts them, is the protocol's (protocol.py).
 """
 
 from __future__ import annotations
@@ -25,12 +26,6 @@ def log_spread(medians: Sequence[float]) -> float | None:
         return None
     centre = statistics.median(logs)
     return MAD_TO_SIGMA * statistics.median(abs(x - centre) for x in logs)
-
-
-def log_range(medians: Sequence[float]) -> float:
-    """log(max / min) of the medians: how far the processes disagree (0 for one)."""
-    positive = [m for m in medians if m and m > 0]
-    return math.log(max(positive) / min(positive)) if len(positive) > 1 else 0.0
 
 
 def gated_ms(process: Mapping[str, Any]) -> float | None:
@@ -97,15 +92,3 @@ def summarise(processes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     notes = sorted({str(p["error"]) for p in processes if p.get("error")})
     row["error"] = "; ".join(notes)
     return row
-
-
-def needs_more(processes: Sequence[Mapping[str, Any]], wanted: int, most: int, extend_above: float) -> bool:
-    """Whether a point measured in ``processes`` needs another: fewer than ``wanted``, or as
-    many but disagreeing by more than ``extend_above`` (in log(max/min) of the gated times)
-    and fewer than ``most``."""
-    count = len(processes)
-    if count < wanted:
-        return True
-    if count >= most:
-        return False
-    return log_range([g for p in processes if (g := gated_ms(p)) is not None]) > extend_above

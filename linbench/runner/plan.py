@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from linbench.machine.limits import available_memory_bytes
+from linbench.results.protocol import ProcessProtocol
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets
 from linbench.runner.task import TimingPolicy
@@ -24,45 +25,9 @@ from linbench.variants.selection import select_decoders, select_impls
 # an allocation fails cleanly inside the worker (status oom) instead of the machine swapping
 # or the kernel's OOM killer choosing a victim.
 CPU_MEMORY_SHARE = 0.8
-# Repeated processes (a gate suite's default is 5): a point whose first processes disagree by
-# more than EXTEND_ABOVE (log of slowest / fastest) gets more, up to max_processes.
-EXTEND_ABOVE = 0.02
-MAX_PROCESSES = 20
 # Each of several processes needs less of its own budget: between processes, not within,
-# is where the noise is (../shared/gate-analysis.md §4.1).
+# is where the noise is (docs/gate.md).
 CUDA_PROCESS_BUDGET_S = 0.3
-
-
-@dataclass(frozen=True)
-class ProcessPolicy:
-    """How many fresh worker processes measure each point, and in what order."""
-
-    wanted: int = 1
-    most: int = 1
-    extend_above: float = EXTEND_ABOVE
-    seed: int = 0  # of the shuffled order of each round
-
-    @classmethod
-    def of(cls, wanted: int | None, most: int | None) -> ProcessPolicy:
-        """``wanted`` processes (1 when None), extended up to ``most`` (MAX_PROCESSES for
-        more than one, when None) for points whose processes disagree."""
-        wanted = wanted or 1
-        if most is None:
-            most = wanted if wanted == 1 else max(wanted, MAX_PROCESSES)
-        if most < wanted:
-            raise ValueError(f"--max-processes {most} is fewer than --processes {wanted}")
-        return cls(wanted=wanted, most=most)
-
-    def meta(self) -> dict[str, Any]:
-        """meta.json's ``timing_protocol``: what compare needs to trust the process data."""
-        return {
-            "name": "processes-v1",
-            "processes": self.wanted,
-            "max_processes": self.most,
-            "extend_above": self.extend_above,
-            "order": "first process in plan order, then interleaved rounds in shuffled order",
-            "seed": self.seed,
-        }
 
 
 @dataclass(frozen=True)
@@ -82,7 +47,7 @@ class RunPlan:
     params: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     threads: int | None = None  # torch threads in each worker; None: torch's default
     tokens: int | None = None  # run --tokens: batch·seq of every point
-    processes: ProcessPolicy = field(default_factory=ProcessPolicy)
+    processes: ProcessProtocol = field(default_factory=ProcessProtocol)
     # After each point's first process, the points of one curve share a worker per round.
     # Only on GPUs: their allocator peaks are reset per call, while a CPU point's peak RSS
     # needs a fresh process. Saves a CUDA context and a kernel-library load per point.
@@ -149,7 +114,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         params=resolve_params(spec.params, targets.pairs, decode=decode),
         threads=spec.threads,
         tokens=next((block.tokens for block in spec.blocks if block.tokens), None),
-        processes=ProcessPolicy(1, 1) if decode else ProcessPolicy.of(spec.processes, spec.max_processes),
+        processes=ProcessProtocol(1, 1) if decode else ProcessProtocol.of(spec.processes, spec.max_processes),
         share_workers=device.type == "cuda" and not decode,
     )
 

@@ -4,7 +4,7 @@ A point is measured in one or more fresh worker processes (``RunPlan.processes``
 process of every point runs in plan order (so failures at one size predict the larger ones);
 the points that want more are then measured in interleaved rounds, each round in a shuffled
 order, so a slow stretch of the machine lands on many points once rather than on one point
-every time (../shared/gate-analysis.md §2.3). Each process's row goes to processes.csv the
+every time (docs/gate.md). Each process's row goes to processes.csv the
 moment it exists; a point's results row is written when its last process has run. A point
 whose impl disagrees with the reference is never timed; one that fails in any way is
 recorded with its status and the sweep goes on.
@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from linbench.machine.load import LoadMonitor
-from linbench.results.processes import needs_more, summarise
+from linbench.results.processes import summarise
 from linbench.results.rates import rate_columns
 from linbench.results.schema import KEY_COLUMNS, MEASURED_COLUMNS
 from linbench.results.store import RunStore, RunStoreError
@@ -185,8 +185,7 @@ class SweepRunner:
         failed = next((p for p in processes if p.get("status") != "ok"), None)
         if failed is not None:
             return self._finish(point, self._failure(failed, processes))
-        policy = self.plan.processes
-        if needs_more(processes, policy.wanted, policy.most, policy.extend_above):
+        if self.plan.processes.needs_more(processes):
             return False
         gate = {c: processes[0].get(c) for c in GATE_COLUMNS}
         return self._finish(point, summarise(processes) | gate)

@@ -48,7 +48,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "min_reps": None,  # None: the device's default
     "tokens": None,  # a fixed token budget: each point's batch is tokens / seq (replaces batch)
     "processes": None,  # fresh worker processes per point; None: 1
-    "max_processes": None,  # None: 20 when processes > 1 (points whose processes disagree get more)
+    "max_processes": None,  # None: 20 (results/protocol.py) when processes > 1, for points that disagree
     "controls": [],  # quiet impls ("softmax:sdpa") compare checks for drift of the whole machine
 }
 DECODE_SETTINGS: dict[str, Any] = {

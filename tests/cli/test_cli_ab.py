@@ -23,6 +23,7 @@ from cli_helpers import Invoke, assert_usage_error, linbench_argv
 from result_rows import result_row
 
 import linbench
+from linbench.ab.job import AbJob
 from linbench.ab.worktree import checkout_root, registered_worktrees
 from linbench.cli import ab_cmd
 from linbench.results.store import RunStore
@@ -124,12 +125,13 @@ def test_ab_exits_as_compare_does_on_the_merged_rounds(
         current = tuple(t * slowdown for t in base)
         return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", current)}
 
-    monkeypatch.setattr(ab_cmd, "_measure", measured)
+    monkeypatch.setattr(AbJob, "measure", measured)
     result = invoke("ab", "--baseline", "HEAD", "--rounds", "3", "--out", tmp_path / "ab", "--device", "cpu", "--json")
     assert result.exit_code == status, result.output
     assert json.loads(result.stdout)["points"]  # stdout is compare's JSON, nothing else
     assert f"current -> {tmp_path / 'ab' / 'current'}" in result.stderr
-    assert RunStore(tmp_path / "ab" / "current").read_meta()["timing_protocol"]["processes"] == 3
+    protocol = RunStore(tmp_path / "ab" / "current").read_meta()["timing_protocol"]
+    assert (protocol["name"], protocol["processes"], protocol["max_processes"]) == ("processes-v1", 3, 3)
 
 
 def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_verdict(tmp_path: Path) -> None:
@@ -179,16 +181,6 @@ def test_ab_takes_every_compare_option_and_none_of_run_s_that_a_round_must_not_g
     assert compare <= ab
     assert not {"--processes", "--max-processes", "--resume", "--dry-run", "--mix", "--allow-failures"} & ab
     assert {"--baseline", "--baseline-impl", "--rounds", "--out", "--suite", "--device", "--variant"} <= ab
-
-
-def test_a_suite_that_asks_for_several_processes_gets_one_per_round(tmp_path: Path) -> None:
-    gate = tmp_path / "gate.toml"
-    gate.write_text('command = "run"\nprocesses = 5\n')
-    plain = tmp_path / "plain.toml"
-    plain.write_text('command = "run"\n')
-    assert ab_cmd.one_process_per_round(gate) == ["--processes", "1", "--max-processes", "1"]
-    assert ab_cmd.one_process_per_round(plain) == []
-    assert ab_cmd.one_process_per_round(None) == []
 
 
 def test_a_sweep_the_baseline_refuses_stops_the_ab_with_its_message_and_removes_the_worktree(

@@ -118,6 +118,22 @@ def test_bad_gate_options_are_usage_errors(invoke: Invoke, tmp_path: Path, extra
     assert_usage_error(invoke("compare", base, cur, *extra), *fragments)
 
 
+@pytest.mark.parametrize(
+    ("protocol", "fragments"),
+    [
+        ({"name": "processes-v9"}, ("different timing protocols", "processes-v1 against processes-v9")),
+        ({"trust_processes": "many"}, ("timing_protocol has trust_processes 'many'",)),
+    ],
+)
+def test_a_current_run_of_another_or_a_broken_protocol_is_a_usage_error(
+    invoke: Invoke, tmp_path: Path, protocol: dict, fragments
+) -> None:
+    base, cur = _pair(tmp_path, _suite())
+    meta = json.loads((cur / "meta.json").read_text())
+    (cur / "meta.json").write_text(json.dumps(meta | {"timing_protocol": protocol}))
+    assert_usage_error(invoke("compare", base, cur), *fragments)
+
+
 def test_the_real_h100_rerun_pair_passes_unverified(invoke: Invoke) -> None:
     data_files = [path for run in H100_PAIR for path in run.iterdir()]
     assert sorted(p.name for p in data_files) == ["meta.json"] * 2 + ["results.csv"] * 2

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from synthetic_runs import series, write_run
 
+from linbench.gate.compare import Thresholds, compare_runs
+from linbench.gate.render import exponent_table
 from linbench.report.analysis import analyse
-from linbench.report.compare import Thresholds, compare_runs
-from linbench.report.compare_render import exponent_table
 from linbench.report.load import read_run
 from linbench.report.plot import draw
 from linbench.report.plot_parts import metrics

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from linbench.results.processes import gated_ms, log_range, log_spread, needs_more, summarise
+from linbench.results.processes import gated_ms, log_spread, summarise
 
 
 def _process(ms: float, **extra: object) -> dict[str, object]:
@@ -26,7 +26,6 @@ def test_the_spread_is_a_robust_sigma_of_the_log_medians() -> None:
     assert log_spread([2.0, 2.0, 2.0]) == 0.0
     # log medians 0, ln 1.1, ln 1.21 (centre ln 1.1): MAD ln 1.1.
     assert log_spread([1.0, 1.1, 1.21]) == pytest.approx(1.4826 * math.log(1.1))
-    assert log_range([1.0, 1.5]) == pytest.approx(math.log(1.5)) and log_range([3.0]) == 0.0
 
 
 def test_memory_is_the_largest_reading_of_any_process() -> None:
@@ -45,15 +44,6 @@ def test_graph_time_is_gated_only_when_every_process_has_one() -> None:
 def test_values_read_back_from_csv_as_text_sum_up_the_same() -> None:
     text = [{k: str(v) for k, v in _process(ms).items()} for ms in (1.0, 2.0, 3.0)]
     assert summarise(text)["time_ms"] == 2.0
-
-
-def test_more_processes_when_too_few_or_when_they_disagree() -> None:
-    quiet = [_process(1.0), _process(1.01), _process(1.0)]
-    noisy = [_process(1.0), _process(1.3), _process(1.0)]
-    assert needs_more(quiet[:2], wanted=3, most=20, extend_above=0.02)
-    assert not needs_more(quiet, wanted=3, most=20, extend_above=0.02)
-    assert needs_more(noisy, wanted=3, most=20, extend_above=0.02)
-    assert not needs_more(noisy, wanted=3, most=3, extend_above=0.02)
 
 
 def test_no_process_is_an_error() -> None:

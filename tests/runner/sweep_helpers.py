@@ -7,8 +7,9 @@ from pathlib import Path
 
 import torch
 
+from linbench.results.protocol import ProcessProtocol
 from linbench.results.store import RunStore
-from linbench.runner.plan import ProcessPolicy, RunPlan
+from linbench.runner.plan import RunPlan
 from linbench.runner.sweep_runner import SweepRunner
 from linbench.runner.targets import Targets
 from linbench.runner.task import TimingPolicy
@@ -65,7 +66,7 @@ def run_store(
         timing=timing,
         plugins=(PLANTED,),
         memory_limit_bytes=4 << 30 if points[0].device == "cpu" else None,
-        processes=ProcessPolicy(processes, processes),
+        processes=ProcessProtocol(processes, processes),
         share_workers=share_workers,
     )
     store = store or RunStore.create(tmp_path, "test")

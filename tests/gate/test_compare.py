@@ -9,7 +9,7 @@ import pytest
 from synthetic_processes import MODERATE, NOISY, QUIET, planted, write_process_run
 from synthetic_runs import failed, scaled, series, write_run
 
-from linbench.report.compare import CompareError, Thresholds, check_same_device, compare_runs
+from linbench.gate.compare import CompareError, Thresholds, check_same_device, compare_runs
 from linbench.report.load import read_run
 
 LINEAR = lambda s: 0.01 * s  # noqa: E731
@@ -210,7 +210,7 @@ def test_an_exponent_bound_on_an_absent_variant_is_refused(tmp_path: Path) -> No
 
 
 def test_an_exponent_bound_still_holds_where_no_power_law_was_found(tmp_path: Path) -> None:
-    from linbench.report.compare_render import exponent_table
+    from linbench.gate.render import exponent_table
 
     rows = series("cosine", "chunked", LINEAR)
     zigzag = series("cosine", "chunked", lambda s: 1e-6 * s * s * (8.0 if s in (2048, 8192) else 1.0))

@@ -9,7 +9,8 @@ from statistics import NormalDist
 
 import pytest
 
-from linbench.report.compare_rule import TimeRule, judge
+from linbench.gate.rule import TimeRule, judge
+from linbench.results.protocol import ProcessProtocol
 
 RULE = TimeRule()
 
@@ -75,6 +76,14 @@ def test_few_processes_that_disagree_are_noisy_however_small_their_spread_looks(
     assert judge(_medians(1.0, twenty), _medians(1.3, twenty), RULE).verdict == "regression"
     # So is a side of 5 that agree within 2%, against 20 that do not.
     assert judge(_medians(1.0, QUIET), _medians(1.3, twenty), RULE).verdict == "regression"
+
+
+def test_the_protocol_says_how_many_processes_are_trusted_and_judged() -> None:
+    five = (-0.04, -0.02, 0.0, 0.02, 0.04)
+    trusting = TimeRule(protocol=ProcessProtocol(trust_processes=5))
+    assert judge(_medians(1.0, five), _medians(1.3, five), trusting).verdict == "regression"
+    two = TimeRule(protocol=ProcessProtocol(min_to_judge=2))
+    assert judge(_medians(1.0, QUIET[:2]), _medians(1.3, QUIET[:2]), two).verdict == "regression"
 
 
 def test_fewer_than_three_processes_on_a_side_is_unverified_with_its_ratio() -> None:

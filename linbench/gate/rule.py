@@ -9,29 +9,32 @@ medians, a robust standard deviation). The standard error of a difference of two
 1.2533·σ̂·√(1/K_b + 1/K_c), and a change must pass both ``z`` of them (N = e^{z·SE} − 1) and
 the effect-size floor ``max_slowdown``. A point whose N alone passes ``max_noise`` cannot
 resolve the change the gate is asked about: it is ``noisy`` and never fails. With fewer than
-``min_processes`` on a side (a run made before processes.csv) there is no spread to judge
-with: ``unverified``.
+the protocol's ``min_to_judge`` processes on a side (a run made before processes.csv) there is
+no spread to judge with: ``unverified``.
 
 A spread estimated from a few processes is itself unreliable: from 5 processes (10 pooled
 deviations, two of them zero) the MAD often comes out small while the medians sit far apart,
 and on launch-bound noise the rule then fails about 0.8% of unchanged points (3.7% from 3
 processes; simulated, scripts/gate_simulation.py). The runner guards against this by adding
-processes, up to 20, to any point whose first ones span more than 2%; the rule enforces the
-same: a side is *settled* when its processes span at most ``settle_span`` in log, or number
-``settle_processes`` or more, and a point with an unsettled side is ``noisy``. That covers a
+processes to any point whose first ones span more than the protocol's ``extend_above``; the
+rule enforces the same: a side is *settled* when the protocol trusts its spread (its processes
+span at most ``extend_above``, or number ``trust_processes`` or more;
+linbench/results/protocol.py), and a point with an unsettled side is ``noisy``. That covers a
 run made with fewer processes than the protocol's, and the eager time of a graph-timed point,
-whose processes were added for the graph time's spread, not the eager one's.
+whose processes were added for the graph time's spread, not the eager one's. The numbers are
+the ones the runs recorded (gate/compare.py reads them), not this module's.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from linbench.results.processes import MAD_TO_SIGMA
+from linbench.results.protocol import ProcessProtocol
 
 # The standard error of a median is √(π/2) ≈ 1.2533 times that of a mean (normal data).
 MEDIAN_SE_FACTOR = 1.2533
@@ -42,9 +45,8 @@ class TimeRule:
     max_slowdown: float = 0.05  # the effect-size floor: smaller changes never fail
     noise_z: float = 5.0  # standard errors a change must pass
     max_noise: float = 0.30  # a point whose noise threshold passes this is noisy
-    min_processes: int = 3  # fewer on either side: unverified
-    settle_span: float = 0.02  # log(max/min) of a side's medians at or below which its spread is trusted
-    settle_processes: int = 20  # as many processes as this are trusted whatever they span
+    # How many processes a side needs to be judged, and when its spread is trusted.
+    protocol: ProcessProtocol = field(default_factory=ProcessProtocol)
 
 
 @dataclass(frozen=True)
@@ -70,20 +72,16 @@ def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJu
     m_b, m_c = math.log(np.median(base)), math.log(np.median(cur))
     log_ratio = m_c - m_b
     ratio = math.exp(log_ratio)
-    if min(k_b, k_c) < rule.min_processes:
+    if not (rule.protocol.can_judge(k_b) and rule.protocol.can_judge(k_c)):
         return TimeJudgement("unverified", ratio)
     deviations = np.concatenate([np.abs(log_b - m_b), np.abs(log_c - m_c)])
     spread = MAD_TO_SIGMA * float(np.median(deviations))
     se = MEDIAN_SE_FACTOR * spread * math.sqrt(1 / k_b + 1 / k_c)
     noise = math.expm1(rule.noise_z * se)
     threshold = max(rule.max_slowdown, noise)
-    settled = _settled(log_b, rule) and _settled(log_c, rule)
+    settled = rule.protocol.trusts_spread(base) and rule.protocol.trusts_spread(cur)
     verdict = "noisy" if not settled else _verdict(ratio, noise, threshold, rule)
     return TimeJudgement(verdict, ratio, spread, noise, threshold, settled)
-
-
-def _settled(logs: np.ndarray, rule: TimeRule) -> bool:
-    return len(logs) >= rule.settle_processes or float(np.ptp(logs)) <= rule.settle_span
 
 
 def _verdict(ratio: float, noise: float, threshold: float, rule: TimeRule) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from linbench.report.compare import Comparison, ExponentCheck, PointDiff
+from linbench.gate.compare import Comparison, ExponentCheck, PointDiff
 from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.report.render import ReportTable
 from linbench.units import format_bytes, format_ms, format_size
@@ -22,7 +22,7 @@ NOT_GATED = ("noisy", "unverified")
 ADVICE = {
     "noisy": "{n} point(s) noisy (not gated): their processes disagree too much to resolve {floor}, or "
     "are too few for how much they disagree. Measure with more processes (linbench run --processes 5 "
-    "--max-processes 20) or, on GPU, time launch-bound impls as CUDA-graph replays (--cuda-graph).",
+    "--max-processes {most}) or, on GPU, time launch-bound impls as CUDA-graph replays (--cuda-graph).",
     "unverified": "{n} point(s) unverified: a side has fewer than {k} worker processes per point (a run "
     "made before processes.csv, or --processes below {k}), so time is not gated; memory, kernel launches "
     "and broken points still are. Record both runs with linbench run --processes 5.",
@@ -142,13 +142,18 @@ def unmatched_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
-def advice_lines(comparison: Comparison, max_slowdown: float, min_processes: int) -> list[str]:
+def advice_lines(comparison: Comparison, max_slowdown: float) -> list[str]:
     """Once per kind, not per point: what the noisy and unverified points need."""
+    protocol = comparison.protocol
     lines = []
     for verdict, text in ADVICE.items():
         n = comparison.count(verdict)
         if n:
-            lines.append(text.format(n=n, floor=f"{max_slowdown * 100:g}%", k=min_processes))
+            lines.append(
+                text.format(
+                    n=n, floor=f"{max_slowdown * 100:g}%", k=protocol.min_to_judge, most=protocol.trust_processes
+                )
+            )
     return lines
 
 

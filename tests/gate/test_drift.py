@@ -10,8 +10,8 @@ import pytest
 from synthetic_processes import QUIET, planted, write_process_run
 from synthetic_runs import scaled, series
 
-from linbench.report.compare import Thresholds, compare_runs
-from linbench.report.compare_drift import ControlError
+from linbench.gate.compare import Thresholds, compare_runs
+from linbench.gate.drift import ControlError
 from linbench.report.load import read_run
 
 GPU = {"device": "cuda:0", "device_name": "Test GPU"}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from linbench.report.compare_points import PointDiff
+    from linbench.gate.points import PointDiff
 
 # A control whose own time cannot be judged says nothing about drift.
 UNJUDGED = ("noisy", "unverified")

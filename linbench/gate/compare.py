@@ -1,7 +1,7 @@
 """Two runs point by point: is the current one slower, larger or launching more, beyond its
 thresholds and its noise?
 
-Time is judged by the spread between each point's worker processes (compare_rule.py): a
+Time is judged by the spread between each point's worker processes (rule.py): a
 change must pass both the noise those processes show and ``max_slowdown``; a point too noisy
 to judge is ``noisy`` and a run without process data ``unverified``, and neither fails.
 Where a point was timed as CUDA-graph replays on both sides, that is the time judged, and
@@ -9,21 +9,28 @@ the eager time is judged beside it by the same rule. Memory readings and kernel 
 call are exact and compared against their thresholds alone (memory above a floor for CPU
 peak RSS, which moves by allocator pages between identical runs). A point that was ok and
 now is not (oom, mismatch, crash...) is a regression too. Control points that all moved the
-same way say the machine changed, not the code (compare_drift.py).
+same way say the machine changed, not the code (drift.py).
+
+How many processes a side needs to be judged, and when its spread is trusted, are the numbers of
+the repeated-process protocol each run recorded in meta.json (``timing_protocol``; the defaults
+for a run made before the record), so a run is judged by the protocol it was measured under.
+Where the two runs recorded different numbers, each is taken at the stricter of the two (see
+``judging_protocol``); runs that name different protocols are not compared.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from linbench.report.compare_drift import DriftCheck, check_drift
-from linbench.report.compare_points import CPU_MEMORY_FLOOR_BYTES, PointDiff, Side, Thresholds, diff_point
+from linbench.gate.drift import DriftCheck, check_drift
+from linbench.gate.points import CPU_MEMORY_FLOOR_BYTES, PointDiff, Side, Thresholds, diff_point
 from linbench.report.fit import POWER, fit_power_law
 from linbench.report.load import Run
 from linbench.report.series import ok_points, plain, scenarios
+from linbench.results.protocol import ProcessProtocol, ProtocolError
 from linbench.results.schema import KEY_COLUMNS
 
 __all__ = ["CPU_MEMORY_FLOOR_BYTES", "CompareError", "Comparison", "PointDiff", "Thresholds", "compare_runs"]
@@ -66,6 +73,7 @@ class Comparison:
     current_only: list[dict[str, Any]]
     exponents: list[ExponentCheck]
     drift: DriftCheck | None = None
+    protocol: ProcessProtocol = field(default_factory=ProcessProtocol)  # the one the points were judged by
 
     @property
     def environment_changed(self) -> bool:
@@ -147,6 +155,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
     common = base.index.intersection(cur.index, sort=False)
     if common.empty:
         raise CompareError(f"{baseline.path} and {current.path} have no point in common (same variant, impl, shape...)")
+    protocol = judging_protocol(baseline, current)
     base_procs, cur_procs = _process_groups(baseline), _process_groups(current)
     points = [
         diff_point(
@@ -154,6 +163,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
             Side(base.loc[key], base_procs.get(key)),
             Side(cur.loc[key], cur_procs.get(key)),
             thresholds,
+            protocol,
         )
         for key in common
     ]
@@ -167,7 +177,32 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
         current_only=_keys(cur.index.difference(base.index, sort=False)),
         exponents=check_exponents(current, thresholds.max_exponents),
         drift=drift,
+        protocol=protocol,
     )
+
+
+def recorded_protocol(run: Run) -> ProcessProtocol:
+    """The repeated-process protocol ``run`` recorded in its meta.json (the defaults where it
+    recorded none); CompareError for a record that cannot be read."""
+    try:
+        return ProcessProtocol.from_meta(run.meta.get("timing_protocol"))
+    except ProtocolError as exc:
+        raise CompareError(f"{run.path}: {exc}") from None
+
+
+def judging_protocol(baseline: Run, current: Run) -> ProcessProtocol:
+    """The protocol the two runs' processes are judged by together. Where their records differ
+    in a number, the stricter one holds (the larger ``min_to_judge`` and ``trust_processes``,
+    the smaller ``extend_above``): each side's processes then meet both runs' protocols, and a
+    difference can make a point noisy or unverified, never a regression. Runs that name
+    different protocols measured by different rules: CompareError."""
+    base, cur = recorded_protocol(baseline), recorded_protocol(current)
+    if base.name != cur.name:
+        raise CompareError(
+            f"the runs were measured under different timing protocols ({base.name} against {cur.name}); "
+            "measure one again with the linbench that measured the other"
+        )
+    return base.stricter(cur)
 
 
 def declared_controls(run: Run) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""One point of two runs compared: its time (by the rule of compare_rule.py, on the CUDA-graph
+"""One point of two runs compared: its time (by the rule of rule.py, on the CUDA-graph
 replay time where both sides have one, with the eager time beside it), its memory and its
 kernel launches per call, each with a verdict."""
 
@@ -9,8 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from linbench.report.compare_rule import TimeJudgement, TimeRule, judge
+from linbench.gate.rule import TimeJudgement, TimeRule, judge
 from linbench.report.series import plain
+from linbench.results.protocol import ProcessProtocol
 
 # Identical CPU runs differ by up to ~0.7 MiB of peak RSS at small sizes (measured).
 CPU_MEMORY_FLOOR_BYTES = 1 << 20
@@ -25,7 +26,6 @@ class Thresholds:
     max_exponents: dict[str, float] = field(default_factory=dict)  # "cosine" or "cosine:chunked"
     noise_z: float = 5.0
     max_noise: float = 0.30
-    min_processes: int = 3
     max_launch_growth: float = 0.0  # kernel launches per call are exact: any growth fails
     controls: tuple[str, ...] = ()  # "variant:impl" of the drift check's control points
 
@@ -34,9 +34,9 @@ class Thresholds:
             return self.memory_floor_bytes
         return CPU_MEMORY_FLOOR_BYTES if device_type == "cpu" else 0
 
-    @property
-    def time_rule(self) -> TimeRule:
-        return TimeRule(self.max_slowdown, self.noise_z, self.max_noise, self.min_processes)
+    def time_rule(self, protocol: ProcessProtocol) -> TimeRule:
+        """The time rule of these thresholds, for processes recorded under ``protocol``."""
+        return TimeRule(self.max_slowdown, self.noise_z, self.max_noise, protocol)
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class PointDiff:
     eager_ratio: float | None  # graph-timed points: the eager time, judged by the same rule
     # As time_verdict, or - where the eager time is the judged one. Information only: where a
     # CUDA graph timed the point, its eager time is mostly the host issuing launches, which
-    # moves between processes (gate-analysis §2.3); added launches fail through launch_verdict.
+    # moves between processes (docs/gate.md); added launches fail through launch_verdict.
     eager_verdict: str
     base_bytes: float | None
     bytes: float | None
@@ -119,12 +119,15 @@ class Side:
         return max(present) if present else None
 
 
-def diff_point(key: dict[str, Any], base: Side, cur: Side, thresholds: Thresholds) -> PointDiff:
+def diff_point(
+    key: dict[str, Any], base: Side, cur: Side, thresholds: Thresholds, protocol: ProcessProtocol
+) -> PointDiff:
+    """One point of two runs judged, its processes by the numbers of ``protocol``."""
     key = {c: plain(v) for c, v in key.items()}
     both_ok = base.ok and cur.ok
     graph = base.has_graph_times() and cur.has_graph_times()
     column = "device_ms" if graph else "time_ms"
-    rule = thresholds.time_rule
+    rule = thresholds.time_rule(protocol)
     time = judge(base.medians(column), cur.medians(column), rule) if both_ok else TimeJudgement("-", None)
     eager = judge(base.medians("time_ms"), cur.medians("time_ms"), rule) if both_ok and graph else None
     base_bytes, cur_bytes = base.largest("peak_bytes"), cur.largest("peak_bytes")

@@ -1,0 +1,9 @@
+"""The regression gate (``linbench compare``): two runs judged point by point.
+
+rule.py is the time rule on each side's process medians, points.py one point's time, memory
+and kernel-launch verdicts, drift.py whether the machine rather than the code changed,
+compare.py two runs matched and judged, render.py the verdict as tables and lines. How many
+processes a point needs and when they are trusted is the repeated-process protocol
+(linbench/results/protocol.py), which each run records in meta.json. Why the gate decides as
+it does: docs/gate.md.
+"""

@@ -1,0 +1,158 @@
+"""The repeated-process protocol, declared once: how many worker processes measure a point, when
+a point gets more, and when ``linbench compare`` trusts what its processes say.
+
+Repetitions inside one process share that process's host state and move together, so the
+process is the unit of replication (docs/gate.md). The runner measures each point in
+``wanted`` processes and adds more, up to ``most``, while they span more than
+``extend_above``. The gate judges time only with ``min_to_judge`` processes or more on a side,
+and trusts a side's spread when its processes span at most ``extend_above`` (the runner saw no
+need for more) or number ``trust_processes`` (a MAD from fewer, spread wider, is itself too
+unreliable). meta.json records the protocol as ``timing_protocol`` (``meta()``), and compare
+reads it back (``from_meta()``), so the numbers that extended a point are the numbers that judge
+it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from linbench.results.processes import gated_ms
+
+NAME = "processes-v1"
+# A point whose processes disagree by more than this (log of slowest over fastest) gets more.
+EXTEND_ABOVE = 0.02
+# As many processes as this are trusted whatever they span; a run with several processes per
+# point extends up to it unless told otherwise.
+TRUST_PROCESSES = 20
+# Fewer processes than this on a side: no spread to judge time with (unverified).
+MIN_TO_JUDGE = 3
+SHUFFLED_ROUNDS = "first process in plan order, then interleaved rounds in shuffled order"
+AB_ROUNDS = "linbench ab: one process per point per round, rounds alternated ABBA"
+
+
+class ProtocolError(ValueError):
+    """A meta.json ``timing_protocol`` whose numbers cannot be read."""
+
+
+@dataclass(frozen=True)
+class ProcessProtocol:
+    """How many fresh worker processes measure each point, in what order, and what the gate
+    needs of them."""
+
+    wanted: int = 1
+    most: int = 1
+    extend_above: float = EXTEND_ABOVE
+    trust_processes: int = TRUST_PROCESSES
+    min_to_judge: int = MIN_TO_JUDGE
+    seed: int = 0  # of the shuffled order of each round
+    order: str = SHUFFLED_ROUNDS
+    name: str = NAME
+
+    @classmethod
+    def of(cls, wanted: int | None, most: int | None) -> ProcessProtocol:
+        """``wanted`` processes (1 when None), extended up to ``most`` (as many as the gate
+        trusts whatever they span, for more than one, when None) for points whose processes
+        disagree."""
+        wanted = wanted or 1
+        if most is None:
+            most = wanted if wanted == 1 else max(wanted, TRUST_PROCESSES)
+        if most < wanted:
+            raise ValueError(f"--max-processes {most} is fewer than --processes {wanted}")
+        return cls(wanted=wanted, most=most)
+
+    @classmethod
+    def rounds(cls, count: int) -> ProcessProtocol:
+        """linbench ab's: ``count`` rounds, each one process per point, and no extension."""
+        return cls(wanted=count, most=count, order=AB_ROUNDS)
+
+    def needs_more(self, processes: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether a point measured in ``processes`` needs another: fewer than ``wanted``, or as
+        many but disagreeing by more than ``extend_above`` (in log(max/min) of the gated times)
+        and fewer than ``most``."""
+        count = len(processes)
+        if count < self.wanted:
+            return True
+        if count >= self.most:
+            return False
+        return log_range([g for p in processes if (g := gated_ms(p)) is not None]) > self.extend_above
+
+    def can_judge(self, count: int) -> bool:
+        """Whether a side with ``count`` processes has a spread to judge time with."""
+        return count >= self.min_to_judge
+
+    def trusts_spread(self, medians: Sequence[float]) -> bool:
+        """Whether a side's spread between ``medians`` (its process medians) is trusted: they
+        agree within ``extend_above``, or number ``trust_processes`` or more."""
+        return len(medians) >= self.trust_processes or log_range(medians) <= self.extend_above
+
+    def stricter(self, other: ProcessProtocol) -> ProcessProtocol:
+        """The protocol two runs' processes are judged by together: the larger ``min_to_judge``
+        and ``trust_processes``, the smaller ``extend_above``. A difference between the two can
+        then make a point noisy or unverified, never a regression."""
+        return replace(
+            self,
+            extend_above=min(self.extend_above, other.extend_above),
+            trust_processes=max(self.trust_processes, other.trust_processes),
+            min_to_judge=max(self.min_to_judge, other.min_to_judge),
+        )
+
+    def meta(self) -> dict[str, Any]:
+        """meta.json's ``timing_protocol``: what compare needs to trust the process data."""
+        record: dict[str, Any] = {
+            "name": self.name,
+            "processes": self.wanted,
+            "max_processes": self.most,
+            "extend_above": self.extend_above,
+            "trust_processes": self.trust_processes,
+            "min_to_judge": self.min_to_judge,
+            "order": self.order,
+        }
+        if self.order == SHUFFLED_ROUNDS:  # the one order that has a seed
+            record["seed"] = self.seed
+        return record
+
+    @classmethod
+    def from_meta(cls, record: Any) -> ProcessProtocol:
+        """The protocol a run recorded as meta.json's ``timing_protocol``; the defaults for what
+        it lacks (a run made before the record, or before a key). ProtocolError for a value that
+        is not a number of the right kind."""
+        if not isinstance(record, Mapping):
+            record = {}
+        wanted = _count(record, "processes", 1, least=1)
+        return cls(
+            wanted=wanted,
+            most=_count(record, "max_processes", wanted, least=1),
+            extend_above=_fraction(record, "extend_above", EXTEND_ABOVE),
+            trust_processes=_count(record, "trust_processes", TRUST_PROCESSES, least=0),
+            min_to_judge=_count(record, "min_to_judge", MIN_TO_JUDGE, least=0),
+            seed=_count(record, "seed", 0, least=0),
+            order=str(record.get("order", record.get("source", SHUFFLED_ROUNDS))),
+            name=str(record.get("name", NAME)),
+        )
+
+
+def log_range(medians: Sequence[float]) -> float:
+    """log(max / min) of the medians: how far the processes disagree (0 for one)."""
+    positive = [m for m in medians if m and m > 0]
+    return math.log(max(positive) / min(positive)) if len(positive) > 1 else 0.0
+
+
+def _count(record: Mapping[str, Any], key: str, default: int, least: int) -> int:
+    value = record.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ProtocolError(f"meta.json's timing_protocol has {key} {value!r}: expected a whole number >= {least}")
+    return value
+
+
+def _fraction(record: Mapping[str, Any], key: str, default: float) -> float:
+    value = record.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ProtocolError(f"meta.json's timing_protocol has {key} {value!r}: expected a number >= 0")
+    return float(value)

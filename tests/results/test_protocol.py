@@ -1,0 +1,95 @@
+"""The repeated-process protocol (CPU, no device): when a point gets another process, when
+the gate may judge and trust a side, and its record in meta.json read back."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from linbench.results.protocol import (
+    AB_ROUNDS,
+    EXTEND_ABOVE,
+    MIN_TO_JUDGE,
+    TRUST_PROCESSES,
+    ProcessProtocol,
+    ProtocolError,
+    log_range,
+)
+
+
+def _process(ms: float) -> dict[str, object]:
+    return {"status": "ok", "time_ms": ms}
+
+
+def test_the_declared_numbers() -> None:
+    assert (EXTEND_ABOVE, TRUST_PROCESSES, MIN_TO_JUDGE) == (0.02, 20, 3)
+    default = ProcessProtocol()
+    assert (default.name, default.wanted, default.most) == ("processes-v1", 1, 1)
+
+
+def test_the_range_is_the_log_of_slowest_over_fastest() -> None:
+    assert log_range([1.0, 1.5]) == pytest.approx(math.log(1.5)) and log_range([3.0]) == 0.0
+
+
+def test_more_processes_when_too_few_or_when_they_disagree() -> None:
+    quiet = [_process(1.0), _process(1.01), _process(1.0)]
+    noisy = [_process(1.0), _process(1.3), _process(1.0)]
+    assert ProcessProtocol(3, 20).needs_more(quiet[:2])
+    assert not ProcessProtocol(3, 20).needs_more(quiet)
+    assert ProcessProtocol(3, 20).needs_more(noisy)
+    assert not ProcessProtocol(3, 3).needs_more(noisy)
+
+
+def test_several_processes_extend_up_to_what_the_gate_trusts() -> None:
+    assert (ProcessProtocol.of(None, None).wanted, ProcessProtocol.of(None, None).most) == (1, 1)
+    assert ProcessProtocol.of(5, None).most == TRUST_PROCESSES
+    assert ProcessProtocol.of(30, None).most == 30
+    with pytest.raises(ValueError, match="--max-processes 3 is fewer than --processes 5"):
+        ProcessProtocol.of(5, 3)
+
+
+def test_a_side_is_judged_from_three_and_trusted_when_it_agrees_or_is_many() -> None:
+    protocol = ProcessProtocol()
+    assert not protocol.can_judge(2) and protocol.can_judge(3)
+    spread = [1.0, 1.04, 1.08]  # spans 7.7%
+    assert protocol.trusts_spread([1.0, 1.01, 1.0]) and not protocol.trusts_spread(spread)
+    assert protocol.trusts_spread(spread * 7)  # 21 processes
+
+
+def test_the_record_reads_back_as_written() -> None:
+    protocol = ProcessProtocol(wanted=5, most=20, trust_processes=8, min_to_judge=2, seed=7)
+    record = protocol.meta()
+    assert record["name"] == "processes-v1" and record["seed"] == 7
+    assert ProcessProtocol.from_meta(record) == protocol
+    assert ProcessProtocol.from_meta(record | {"budget_s": 0.3}) == protocol  # the runner adds its budget
+
+
+def test_an_ab_record_has_no_seed_and_reads_back() -> None:
+    record = ProcessProtocol.rounds(4).meta()
+    assert "seed" not in record and record["order"] == AB_ROUNDS
+    assert (record["processes"], record["max_processes"]) == (4, 4)
+    assert ProcessProtocol.from_meta(record) == ProcessProtocol.rounds(4)
+
+
+def test_older_records_take_the_defaults() -> None:
+    assert ProcessProtocol.from_meta(None) == ProcessProtocol()
+    older = ProcessProtocol.from_meta({"name": "processes-v1", "processes": 3, "source": AB_ROUNDS})
+    assert (older.wanted, older.most, older.trust_processes, older.min_to_judge) == (3, 3, 20, 3)
+    assert older.extend_above == 0.02 and older.order == AB_ROUNDS
+
+
+@pytest.mark.parametrize(
+    "record",
+    [{"min_to_judge": "3"}, {"trust_processes": -1}, {"extend_above": float("nan")}, {"processes": True}],
+)
+def test_a_record_that_is_not_numbers_is_one_error(record: dict[str, object]) -> None:
+    with pytest.raises(ProtocolError, match=r"meta\.json's timing_protocol has"):
+        ProcessProtocol.from_meta(record)
+
+
+def test_two_protocols_judge_together_by_the_stricter_numbers() -> None:
+    lax = ProcessProtocol(extend_above=0.05, trust_processes=5, min_to_judge=2)
+    both = lax.stricter(ProcessProtocol())
+    assert (both.extend_above, both.trust_processes, both.min_to_judge) == (0.02, 20, 3)
+    assert ProcessProtocol().stricter(lax) == both
