@@ -74,9 +74,11 @@ def _pass_states(start: torch.Tensor, decay: torch.Tensor, added: torch.Tensor) 
     """
     entering = []
     state = start
-    for n in range(added.shape[2]):
+    # unbind, not added[:, :, n]: indexing's backward writes a zero gradient the size of all
+    # chunks for every chunk, which would make the backward pass quadratic in S.
+    for decay_n, added_n in zip(decay.unsqueeze(-1).unbind(2), added.unbind(2), strict=True):
         entering.append(state)
-        state = decay[:, :, n].unsqueeze(-1) * state + added[:, :, n]
+        state = decay_n * state + added_n
     return torch.stack(entering, dim=2), state
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from linbench.variants.gated.numerics import GatedState, decay_matrix, to_chunks
+from linbench.variants.gated.triangular import unit_lower_inverse
 
 
 def _pass_states(
@@ -30,11 +31,14 @@ def _pass_states(
     keys_out: K ⊙ e^{b_C − b} (B, H, N, C, Dk).
     """
     entering, written = [], []
-    for n in range(fixed.shape[2]):
+    # unbind, not fixed[:, :, n]: indexing's backward writes a zero gradient the size of all
+    # chunks for every chunk, which would make the backward pass quadratic in S.
+    chunks = zip(fixed.unbind(2), weights.unbind(2), decay[..., None, None].unbind(2), keys_out.unbind(2), strict=True)
+    for fixed_n, weights_n, decay_n, keys_n in chunks:
         entering.append(state)
-        errors = fixed[:, :, n] - weights[:, :, n] @ state
+        errors = fixed_n - weights_n @ state
         written.append(errors)
-        state = decay[:, :, n, None, None] * state + keys_out[:, :, n].transpose(-1, -2) @ errors
+        state = decay_n * state + keys_n.transpose(-1, -2) @ errors
     return torch.stack(entering, dim=2), torch.stack(written, dim=2), state
 
 
@@ -53,17 +57,18 @@ def delta_chunked_scan(
     q, k: (B, H, S, Dk), normalised (q scaled); v: (B, H, S, Dv); beta, g: (B, H, S).
     """
     carried = state if state is not None else GatedState.empty(k, v)
-    seq, dim_v = q.shape[-2], v.shape[-1]
+    seq = q.shape[-2]
     qc, kc, vc = (to_chunks(t, chunk_size) for t in (q, k, v))
     betac = to_chunks(beta, chunk_size, seq_dim=-1)  # a padded token has β = 0: it writes nothing
     # b: (B, H, N, C) log-decay from the chunk's start, ≤ 0 (0 for deltanet); decay: Γ ⊙ M.
     b = to_chunks(g, chunk_size, seq_dim=-1).cumsum(-1) if g is not None else torch.zeros_like(betac)
     decay = decay_matrix(b)
     gamma = b.exp()
-    system = (betac.unsqueeze(-1) * (kc @ kc.transpose(-1, -2)) * decay).tril(-1)
-    rhs = betac.unsqueeze(-1) * torch.cat((vc, gamma.unsqueeze(-1) * kc), dim=-1)
-    solved = torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)
-    fixed, weights = solved[..., :dim_v], solved[..., dim_v:]
+    # A = diag(β)(K Kᵀ ⊙ Γ) below the diagonal (its diagonal and upper part are never read),
+    # T = (I + A)⁻¹ diag(β): β_s scales column s.
+    system = betac.unsqueeze(-1) * decay * (kc @ kc.transpose(-1, -2))
+    transform = unit_lower_inverse(system) * betac.unsqueeze(-2)
+    fixed, weights = transform @ vc, transform @ (gamma.unsqueeze(-1) * kc)
     last = b[..., -1:]
     keys_out = kc * (last - b).exp().unsqueeze(-1)
     entering, written, final = _pass_states(carried.matrix, fixed, weights, last.squeeze(-1).exp(), keys_out)
