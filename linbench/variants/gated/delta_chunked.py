@@ -1,6 +1,7 @@
 """The chunkwise-parallel (gated) delta rule: the WY/UT form inside chunks, a state across them.
 
-Yang et al. 2024 (DeltaNet, §3) and Yang, Kautz and Hatamizadeh 2024 (Gated DeltaNet, §3.3).
+Yang et al. 2024 (DeltaNet, arXiv:2406.06484) and Yang, Kautz and Hatamizadeh 2024 (Gated
+DeltaNet, arXiv:2412.06464).
 Inside a chunk of C tokens entering with state S, let b_t be the log-decay from the chunk's
 start (≤ 0; b = 0 for deltanet), γ_t = e^{b_t} and Γ_ts = e^{b_t − b_s} for s ≤ t. The
 written errors are u_t = β_t (v_t − γ_t Sᵀ k_t − Σ_{s<t} Γ_ts (k_tᵀ k_s) u_s), so with

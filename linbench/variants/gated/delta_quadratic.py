@@ -7,8 +7,8 @@ error u_t = β_t (v_t − S̃_tᵀ k_t). From the start, S̃_t = Σ_{s<t} Γ_ts 
     u_t = β_t v_t − β_t Σ_{s<t} Γ_ts (k_tᵀ k_s) u_s,   i.e.   (I + A) U = diag(β) V,
     A = tril(diag(β) (K Kᵀ ⊙ Γ), −1),
 
-a unit lower-triangular system: U = T V with T = (I + A)⁻¹ diag(β) (Yang et al. 2024, §3.2;
-the UT transform). Then o_t = Σ_{s≤t} Γ_ts (q_tᵀ k_s) u_s: O = (Q Kᵀ ⊙ Γ ⊙ M) U.
+a unit lower-triangular system: U = T V with T = (I + A)⁻¹ diag(β) (the UT transform of
+Yang et al. 2024, arXiv:2406.06484). Then o_t = Σ_{s≤t} Γ_ts (q_tᵀ k_s) u_s: O = (Q Kᵀ ⊙ Γ ⊙ M) U.
 O(S²) memory and O(S²·(Dk + Dv)) time, the triangular solve included.
 """
 

@@ -78,7 +78,7 @@ BETA = ExtraInput(
 
 
 def retnet_decays(heads: int) -> list[float]:
-    """RetNet's per-head decays γ_h = 1 − 2^(−5−h), h = 0..H−1 (Sun et al. 2023, §2.2; the
+    """RetNet's per-head decays γ_h = 1 − 2^(−5−h), h = 0..H−1 (Sun et al. 2023; the
     official torchscale code and fla's retention build exactly this)."""
     return [1.0 - 2.0 ** (-5 - h) for h in range(heads)]
 

@@ -1,8 +1,8 @@
 """simple-gla: linear attention with a data-dependent scalar gate per head and token.
 
-S_t = e^{g_t} S_{t−1} + k_t v_tᵀ, o_t = S_tᵀ (q_t · Dk^-1/2), g_t ≤ 0: the gating of Mamba2's
-SSD (Dao and Gu 2024, arXiv:2405.21060) and Lightning Attention-2 (arXiv:2401.04658), fla's
-``simple_gla``.
+S_t = e^{g_t} S_{t−1} + k_t v_tᵀ, o_t = S_tᵀ (q_t · Dk^-1/2), g_t ≤ 0: the head-wise gating of
+Gated RFA (arXiv:2103.02143), Mamba2's SSD (Dao and Gu 2024, arXiv:2405.21060) and YOCO's gated
+retention (arXiv:2405.05254), fla's ``simple_gla``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ VARIANT = Variant(
     time_complexity="O(sd²)",
     memory_complexity="O(sd)",
     auto_order=("chunked", "recurrent", "quadratic"),
-    source="Mamba2 SSD (Dao and Gu, 2024), arXiv:2405.21060; Lightning Attention-2, arXiv:2401.04658",
+    source="Mamba2 SSD (Dao and Gu, 2024), arXiv:2405.21060; Gated RFA, arXiv:2103.02143",
     stream=gated_stream(prepare),
     decoder_list=(gated_decoder(prepare, "chunked prefill into a Dk×Dv state, then S_t = e^{g_t} S_{t−1} + k_t v_tᵀ"),),
     extra_inputs=(HEAD_GATE,),
