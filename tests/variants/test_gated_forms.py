@@ -89,6 +89,17 @@ def test_gla_pairwise_path_equals_the_factored_one(monkeypatch: pytest.MonkeyPat
     assert_matches(got, reference("gla", 100, "weak"), TOLERANCE[torch.float64])
 
 
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_chunks_in_groups_of_one_pass_the_state_between_groups(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunked forms take chunks a cache-sized group at a time (one group at these test
+    sizes); with groups of one chunk the state crosses every group boundary, and must still
+    give the reference."""
+    monkeypatch.setattr(decay_chunked, "GROUP_BUDGET", 1)
+    assert decay_chunked.chunks_per_group(4, 16, 8) == 1
+    got = run(name, "chunked", draw_case(name, 100, "strong"), torch.float64, chunk_size=16)
+    assert_matches(got, reference(name, 100, "strong"), TOLERANCE[torch.float64])
+
+
 def test_retention_default_gamma_is_retnets_schedule() -> None:
     """gamma=None is RetNet's γ_h = 1 − 2^(−5−h): the same as passing that tensor."""
     leaves = draw_case("retention", 20, "weak")

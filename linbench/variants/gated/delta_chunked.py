@@ -10,9 +10,9 @@ A = tril(diag(β)(K Kᵀ ⊙ Γ), −1) one unit lower-triangular solve per chun
     (I + A) [Ũ | W] = diag(β) [V | γ ⊙ K],     U = Ũ − W S        (T = (I + A)⁻¹ diag(β))
     O = (Q ⊙ γ) S + (Q Kᵀ ⊙ Γ ⊙ M) U,          S' = γ_C S + (K ⊙ e^{b_C − b})ᵀ U.
 
-Every exponent is ≤ 0. The solves and the C×C products of every chunk are batched tensor
-operations; what stays sequential is the state pass, U = Ũ − W S and S' = γ_C S + K̂ᵀ U, one
-pair of C×Dk×Dv products per chunk.
+Every exponent is ≤ 0. The inversions and the C×C products of a group of chunks are batched
+tensor operations (groups sized as in decay_chunked, to stay in cache); what stays sequential
+is the state pass, U = Ũ − W S and S' = γ_C S + K̂ᵀ U, one pair of C×Dk×Dv products per chunk.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from linbench.variants.gated.decay_chunked import chunks_per_group
 from linbench.variants.gated.numerics import GatedState, decay_matrix, lower_mask, to_chunks
 from linbench.variants.gated.triangular import unit_lower_inverse
 
@@ -36,10 +37,11 @@ class _Decays:
     whole: torch.Tensor | None  # γ_C, the decay over the whole chunk, (B, H, N, 1, 1)
 
     @classmethod
-    def of(cls, g: torch.Tensor | None, chunk_size: int, like: torch.Tensor) -> _Decays:
-        if g is None:
-            return cls(lower_mask(chunk_size, like.device).to(like.dtype), None, None, None)
-        b = to_chunks(g, chunk_size, seq_dim=-1).cumsum(-1)  # log-decay from the chunk's start, ≤ 0
+    def of(cls, b: torch.Tensor | None, like: torch.Tensor) -> _Decays:
+        """From b, the log-decay of each token from its chunk's start (B, H, n, C), or None;
+        ``like``: a (B, H, n, C, D) chunked input (its chunk size, dtype and device)."""
+        if b is None:
+            return cls(lower_mask(like.shape[-2], like.device).to(like.dtype), None, None, None)
         last = b[..., -1:]
         return cls(decay_matrix(b), b.exp().unsqueeze(-1), (last - b).exp().unsqueeze(-1), last.exp().unsqueeze(-1))
 
@@ -69,6 +71,27 @@ def _pass_states(
     return torch.stack(entering, dim=2), torch.stack(written, dim=2), state
 
 
+def _chunk_group(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor,
+    b: torch.Tensor | None,
+    state: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Outputs of a group of chunks (B, H, n, C, Dv) entering with ``state``, and the state
+    leaving them; b is each chunk's cumulative log-gate from its start (None: deltanet)."""
+    decays = _Decays.of(b, q)
+    # A = diag(β)(K Kᵀ ⊙ Γ) below the diagonal (its diagonal and upper part are never read),
+    # T = (I + A)⁻¹ diag(β): β_s scales column s.
+    system = beta.unsqueeze(-1) * decays.pairs * (k @ k.transpose(-1, -2))
+    transform = unit_lower_inverse(system) * beta.unsqueeze(-2)
+    fixed, weights = transform @ v, transform @ _times(k, decays.from_start)
+    entering, written, state = _pass_states(state, fixed, weights, decays, _times(k, decays.to_end))
+    out = _times(q, decays.from_start) @ entering + (q @ k.transpose(-1, -2) * decays.pairs) @ written
+    return out, state
+
+
 def delta_chunked_scan(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -87,13 +110,14 @@ def delta_chunked_scan(
     seq = q.shape[-2]
     qc, kc, vc = (to_chunks(t, chunk_size) for t in (q, k, v))
     betac = to_chunks(beta, chunk_size, seq_dim=-1)  # a padded token has β = 0: it writes nothing
-    decays = _Decays.of(g, chunk_size, q)
-    # A = diag(β)(K Kᵀ ⊙ Γ) below the diagonal (its diagonal and upper part are never read),
-    # T = (I + A)⁻¹ diag(β): β_s scales column s.
-    system = betac.unsqueeze(-1) * decays.pairs * (kc @ kc.transpose(-1, -2))
-    transform = unit_lower_inverse(system) * betac.unsqueeze(-2)
-    fixed, weights = transform @ vc, transform @ _times(kc, decays.from_start)
-    keys_out = _times(kc, decays.to_end)
-    entering, written, final = _pass_states(carried.matrix, fixed, weights, decays, keys_out)
-    out = _times(qc, decays.from_start) @ entering + (qc @ kc.transpose(-1, -2) * decays.pairs) @ written
-    return out.flatten(2, 3)[..., :seq, :], GatedState(final, carried.position + seq)
+    size = chunks_per_group(q.shape[0] * q.shape[1], chunk_size, max(q.shape[-1], v.shape[-1]))
+    pieces = [t.split(size, dim=2) for t in (qc, kc, vc, betac)]
+    if g is not None:  # log-decay from each chunk's start, ≤ 0
+        pieces.append(to_chunks(g, chunk_size, seq_dim=-1).cumsum(-1).split(size, dim=2))
+    matrix, outs = carried.matrix, []
+    # split, not slicing: a slice's backward writes a zero gradient the size of the whole input.
+    for q_n, k_n, v_n, beta_n, *b_n in zip(*pieces, strict=True):
+        out, matrix = _chunk_group(q_n, k_n, v_n, beta_n, b_n[0] if b_n else None, matrix)
+        outs.append(out)
+    out = torch.cat(outs, dim=2).flatten(2, 3)[..., :seq, :]
+    return out, GatedState(matrix, carried.position + seq)
