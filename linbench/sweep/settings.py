@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-MODES = ("fwd", "bwd", "fwdbwd")
 COMMANDS = ("run", "decode")
 SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")

@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from linbench.dtypes import parse_dtypes, split_list
-from linbench.results.schema import DECODE_MODE
+from linbench.results.schema import DECODE_MODE, MODES
 from linbench.sweep.ranges import RangeError, parse_range
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.settings import (
     COMMANDS,
     DEFAULT_SETTINGS,
     DEFAULTS,
-    MODES,
     SUITE_KEYS,
     TABLE_KEYS,
     TOP_KEYS,
