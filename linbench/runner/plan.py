@@ -6,6 +6,7 @@ exists: unknown names, impls that cannot run on the device or take these head di
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -13,6 +14,7 @@ import torch
 
 from linbench.machine.limits import available_memory_bytes
 from linbench.results.protocol import ProcessProtocol
+from linbench.results.record import PER_SECOND, PER_TOKEN, PointFacts
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets
 from linbench.runner.task import TimingPolicy
@@ -52,16 +54,32 @@ class RunPlan:
     # Only on GPUs: their allocator peaks are reset per call, while a CPU point's peak RSS
     # needs a fresh process. Saves a CUDA context and a kernel-library load per point.
     share_workers: bool = False
+    # What each point is, for its rows: fixed here, when the plan is made, from the fields above.
+    facts: Mapping[Point, PointFacts] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "facts", {point: self._facts(point) for point in self.points})
 
     def impl_params(self, variant: str, impl: str) -> dict[str, Any]:
         """The parameters given for one impl (empty: its defaults)."""
         return dict(self.params.get((variant, impl), {}))
 
-    def params_column(self, point: Point) -> str:
-        """results.csv's ``params`` for ``point``: its impl's given values that differ from
-        the defaults."""
+    def _facts(self, point: Point) -> PointFacts:
+        """The columns of ``point``'s rows that no process measures: its key, the device, the
+        impl's given values that differ from its defaults, its FLOPs and its context."""
+        decode = point.mode == DECODE_MODE
         values = self.params.get((point.variant, point.impl))
-        return non_default((point.variant, point.impl), values, point.mode == DECODE_MODE) if values else ""
+        shape = point.shape
+        return PointFacts(
+            key=point.as_row(),
+            device_name=self.device_name,
+            params=non_default((point.variant, point.impl), values, decode) if values else "",
+            # A variant's FLOP formula counts a whole sequence; a decode step is another thing.
+            flops=None if decode else get_variant(point.variant).flops(*shape.sizes(), point.causal, point.mode),
+            context=shape.seq if decode else None,
+            rate=PER_TOKEN if decode else PER_SECOND,
+            tokens=shape.batch * shape.seq,
+        )
 
     def params_meta(self) -> dict[str, dict[str, Any]]:
         """meta.json's ``params``: "variant:impl" → the values given for it."""
