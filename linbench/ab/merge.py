@@ -20,8 +20,6 @@ from typing import Any
 
 from linbench.results.meta import LoadSection, Overhead
 from linbench.results.record import (
-    PER_SECOND,
-    PER_TOKEN,
     Checked,
     PointFacts,
     ProcessResult,
@@ -31,8 +29,9 @@ from linbench.results.record import (
     process_row,
     row_key,
 )
-from linbench.results.schema import DECODE_MODE, SCHEMA_VERSION
+from linbench.results.schema import SCHEMA_VERSION
 from linbench.results.store import SAMPLES_FILE, RunStore
+from linbench.runner.kinds import kind_of_mode
 
 Key = tuple[str, ...]
 Row = Mapping[str, Any]
@@ -82,7 +81,7 @@ def merged_row(facts: PointFacts, processes: Sequence[ProcessResult], rounds: in
 
 def _facts(first: Row) -> PointFacts:
     """A point's own columns, as its first round recorded them (the same in every round)."""
-    return PointFacts.from_row(first, PER_TOKEN if first["mode"] == DECODE_MODE else PER_SECOND)
+    return PointFacts.from_row(first, kind_of_mode(str(first["mode"])).rate)
 
 
 def merged_meta(metas: Sequence[Mapping[str, Any]], sections: Mapping[str, Any]) -> dict[str, Any]:

@@ -110,7 +110,7 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
     from linbench.sweep.estimate import format_duration
 
     spec, plan, store = prepared.spec, prepared.plan, prepared.store
-    what = "decoders" if spec.command == "decode" else "impls"
+    what = plan.kind.words.targets
     names = lambda pairs: ", ".join(f"{v}:{i}" for v, i in pairs) or "none"  # noqa: E731 - a one-line label
     baselines = set(plan.targets.baselines)
     measured = [pair for pair in plan.targets.pairs if pair not in baselines]
@@ -134,7 +134,7 @@ def _announce(prepared: Prepared, store: RunStore, console: Console) -> None:
     from linbench.sweep.estimate import format_duration
 
     spec, plan = prepared.spec, prepared.plan
-    what = "decoders" if spec.command == "decode" else "impls"
+    what = plan.kind.words.targets
     console.print(
         f"linbench {spec.command}: {len(prepared.pending)} of {len(plan.points)} points to run "
         f"({len(plan.targets.pairs)} {what}) on {plan.device} ({plan.device_name}), "

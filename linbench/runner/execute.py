@@ -1,11 +1,13 @@
 """What a worker does with a task: check a point against its reference, or measure it.
 
 Both return a ProcessResult (what the worker measured, or how it failed); the runner adds
-the point's own columns when it records the process.
-A decode point is checked by decoding against the reference's last rows, and measured
-like any other point once its context is prefilled: the first step's peak memory, then
-one timed repetition per generated token. On a GPU, after the eager timing, a call (or
-step) may also be timed as CUDA-graph replays and its launches counted (execute_gpu.py).
+the point's own columns when it records the process. What differs between a run point and a
+decode point (the check, the workload, what a GPU times after the eager calls) is the task's
+kind's (kinds.py): a decode point is checked by decoding against the reference's last rows,
+and measured like any other point once its context is prefilled: the first step's peak
+memory, then one timed repetition per generated token. On a GPU, after the eager timing, a
+call (or step) may also be timed as CUDA-graph replays and its launches counted
+(execute_gpu.py).
 """
 
 from __future__ import annotations
@@ -16,28 +18,14 @@ from typing import Protocol
 
 import torch
 
-from linbench.correctness import CaseResult, check_decoder, check_impl
-from linbench.dtypes import torch_dtype
+from linbench.correctness import CaseResult
 from linbench.measure.compile_time import compile_seconds
 from linbench.measure.memory import PeakRSS
 from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
 from linbench.measure.timer import Timing, time_cpu
 from linbench.results.processes import ProcessResult
-from linbench.runner import decode_workload
-from linbench.runner.execute_gpu import (
-    capturable_call,
-    decode_graph_policy,
-    graph_predicted_s,
-    run_graph_policy,
-    time_with_policy,
-    with_graph,
-    with_launches,
-)
-from linbench.runner.task import GATE_STEPS, Task, TimingPolicy
-from linbench.runner.workload import Workload, warm_up
-from linbench.sweep.spec import DECODE_MODE
-from linbench.variants.decoding import state_bytes
-from linbench.variants.registry import get_variant
+from linbench.runner.execute_gpu import graph_predicted_s, time_with_policy
+from linbench.runner.task import Task
 
 
 class Work(Protocol):
@@ -49,33 +37,8 @@ class Work(Protocol):
 
 
 def run_gate(task: Task) -> ProcessResult:
-    """The impl against the variant's fp64 reference at the task's shape (outputs, and
-    gradients when the mode has a backward)."""
-    point = task.point
-    if point.mode == DECODE_MODE:
-        case = check_decoder(
-            get_variant(point.variant),
-            point.impl,
-            replace(point.shape, seq=point.shape.seq + GATE_STEPS),
-            steps=GATE_STEPS,
-            dtype=torch_dtype(point.dtype),
-            device=point.device,
-            seed=task.seed,
-            params=task.params,
-        )
-    else:
-        case = check_impl(
-            get_variant(point.variant),
-            point.impl,
-            point.shape,
-            causal=point.causal,
-            dtype=torch_dtype(point.dtype),
-            device=point.device,
-            seed=task.seed,
-            gradients=point.mode != "fwd",
-            params=task.params,
-        )
-    return gate_result(case)
+    """The point checked against its variant's fp64 reference, as its kind checks it."""
+    return gate_result(task.kind.check(task))
 
 
 def gate_result(case: CaseResult) -> ProcessResult:
@@ -93,38 +56,23 @@ class StopEarlyError(Exception):
 
 
 def run_measure(task: Task) -> ProcessResult:
-    """Peak memory of the first full-size call, then the timed repetitions."""
+    """Peak memory of the first full-size call, then the timed repetitions; on a GPU then what
+    the kind times after them. ``state_bytes``: what the point's state holds once prepared."""
     started = time.perf_counter()
     compiled_before = compile_seconds()
     device = torch.device(task.point.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    kind = task.kind
     try:
-        if task.point.mode == DECODE_MODE:
-            return _measure_decode(task, device, started)
-        warm_up(task.point, device, params=task.params)
-        work = Workload(task.point, device, task.seed, task.params)
-        result = _measure(task, work, device, started)
-        if device.type == "cuda":
-            result = _after_eager(task, work, device, result)
+        with kind.measuring():
+            work, held = kind.workload(task, device)
+            result = replace(_measure(task, work, device, started), state_bytes=held)
+            if device.type == "cuda":
+                result = kind.after_eager(task, work, device, result)
         return replace(result, compile_s=_compiled(compiled_before))
     except StopEarlyError as stop:
         return ProcessResult("timeout", error=str(stop))
-
-
-def _graph_policy(task: Task) -> TimingPolicy:
-    decode = task.point.mode == DECODE_MODE
-    return decode_graph_policy(task.timing) if decode else run_graph_policy(task.timing)
-
-
-def _after_eager(task: Task, work: Workload, device: torch.device, result: ProcessResult) -> ProcessResult:
-    """The graph's replays, then the launch count: in this order, since the profiler slows
-    the process after it (execute_gpu.py)."""
-    if task.cuda_graph:
-        result = with_graph(result, lambda: capturable_call(work), device, _graph_policy(task))
-    if task.count_launches:
-        result = with_launches(result, work.run, device, before=work.before)
-    return result
 
 
 def _compiled(before: float | None) -> float | None:
@@ -144,33 +92,13 @@ def _check_probation(task: Task, first_s: float, started: float) -> None:
         return
     projected = time.perf_counter() - started + task.timing.predicted_s(first_s) - first_s
     if task.cuda_graph:
-        projected += graph_predicted_s(_graph_policy(task), first_s)
+        projected += graph_predicted_s(task.kind.graph_policy(task.timing), first_s)
     if projected > limit:
-        per = "step" if task.point.mode == DECODE_MODE else "call"
+        per = task.kind.words.call
         raise StopEarlyError(
             f"stopped after its first {per}: {first_s:.2f} s per {per} puts the point at "
             f"{projected:.0f} s, past --timeout-s {limit:g}"
         )
-
-
-def _measure_decode(task: Task, device: torch.device, started: float) -> ProcessResult:
-    """Prefill untimed, read the state's size, then measure the steps like any call; with
-    ``cuda_graph``, then time replays of one captured step as well, and count its launches
-    (the repeatable step needs the spare token that only ``cuda_graph`` reserves)."""
-    with torch.no_grad():
-        decode_workload.warm_up(task.point, device, params=task.params)
-        work = decode_workload.DecodeWorkload(
-            task.point, device, task.timing.calls, task.seed, spare=task.cuda_graph, params=task.params
-        )
-        work.prefill()
-        held = state_bytes(work.state)
-        result = replace(_measure(task, work, device, started), state_bytes=held)
-        if task.cuda_graph and device.type == "cuda":
-            step = work.repeatable_step()
-            result = with_graph(result, lambda: step, device, _graph_policy(task))
-            if task.count_launches:
-                result = with_launches(result, step, device)
-        return result
 
 
 def _measure(task: Task, work: Work, device: torch.device, started: float) -> ProcessResult:

@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -60,7 +60,7 @@ class SweepRunner:
         self.store = store
         self.listener = listener
         self.supervisor = Supervisor(store.log_path)
-        self.policy = SkipPolicy(plan.timeout_s, plan.timing, fixed_tokens=plan.tokens is not None)
+        self.policy = SkipPolicy(plan.timeout_s, plan.timing, fixed_tokens=plan.tokens is not None, kind=plan.kind)
         self._gates: dict[tuple[object, ...], ProcessResult] = {}
         self._processes: dict[tuple[str, ...], list[ProcessResult]] = {}
         # A point's check, from its first process on (a point resumed mid-way has none).
@@ -249,11 +249,18 @@ class SweepRunner:
             self.ledger.add_gate(time.perf_counter() - started)
         return self._gates[key]
 
-    def _task(self, kind: str, point: Point, stop_after_s: float | None = None, count_launches: bool = False) -> Task:
+    def _task(
+        self,
+        job: Literal["gate", "measure"],
+        point: Point,
+        stop_after_s: float | None = None,
+        count_launches: bool = False,
+    ) -> Task:
         return Task(
-            kind=kind,  # type: ignore[arg-type]
+            job=job,
             point=point,
             timing=self.plan.timing,
+            kind=self.plan.kind,
             plugins=self.plan.plugins,
             memory_limit_bytes=self.plan.memory_limit_bytes,
             cuda_graph=self.plan.cuda_graph,

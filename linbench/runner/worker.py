@@ -38,7 +38,7 @@ def main(tasks: Task | list[Task], conn: Connection, log_path: str) -> None:
             result = _run(task)
         except BaseException as exc:  # every failure of the task becomes its result, never a hang
             result = _failure(exc)
-        if task.kind == "measure":
+        if task.job == "measure":
             result = replace(result, pid=os.getpid())  # processes.csv names the process that measured
         sys.stdout.flush()
         sys.stderr.flush()
@@ -64,7 +64,7 @@ def _run(task: Task) -> ProcessResult:
         torch.set_num_threads(task.threads)
     for plugin in task.plugins:
         load_plugin_file(plugin)
-    return run_gate(task) if task.kind == "gate" else run_measure(task)
+    return run_gate(task) if task.job == "gate" else run_measure(task)
 
 
 def _failure(exc: BaseException) -> ProcessResult:
@@ -80,4 +80,4 @@ def _redirect_output(log_path: Path, task: Task) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    print(f"== {task.kind} {task.point.label} (pid {os.getpid()})", flush=True)
+    print(f"== {task.job} {task.point.label} (pid {os.getpid()})", flush=True)

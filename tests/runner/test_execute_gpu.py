@@ -15,7 +15,6 @@ import torch
 
 from linbench.measure.cuda_graph import why_not_capturable
 from linbench.results.processes import ProcessResult
-from linbench.runner import execute
 from linbench.runner.execute import run_measure
 from linbench.runner.execute_gpu import (
     DECODE_GRAPH_MIN_REPS,
@@ -26,6 +25,7 @@ from linbench.runner.execute_gpu import (
     with_graph,
     with_launches,
 )
+from linbench.runner.kinds import DECODE, kind_of_mode
 from linbench.runner.task import Task, TimingPolicy
 from linbench.runner.workload import Workload
 from linbench.shape import Shape
@@ -80,7 +80,10 @@ def _point(variant: str, impl: str, mode: str = "fwd", device: str = "cpu", seq:
 
 
 def _task(point: Point, cuda_graph: bool = False, count_launches: bool = True) -> Task:
-    return Task(kind="measure", point=point, timing=FAST, cuda_graph=cuda_graph, count_launches=count_launches)
+    kind = kind_of_mode(point.mode)
+    return Task(
+        job="measure", point=point, timing=FAST, kind=kind, cuda_graph=cuda_graph, count_launches=count_launches
+    )
 
 
 # Anywhere
@@ -139,29 +142,6 @@ def test_the_reason_a_capture_failed_is_the_first_error_in_one_line() -> None:
         # ``from None`` hides the context from the traceback but keeps it on the exception.
         reason = why_not_capturable(exc)
     assert reason == "not captured in a CUDA graph: CUDA error: operation not permitted when stream is capturing"
-
-
-@pytest.mark.parametrize("cuda_graph", [True, False])
-@pytest.mark.parametrize("count_launches", [True, False])
-def test_on_cuda_the_graph_comes_before_the_count_and_each_only_when_asked(
-    stand_in: str, monkeypatch: pytest.MonkeyPatch, cuda_graph: bool, count_launches: bool
-) -> None:
-    order: list[str] = []
-
-    def fake_graph(result: ProcessResult, *args: object) -> ProcessResult:
-        order.append("graph")
-        return result
-
-    def fake_count(result: ProcessResult, *args: object, **kwargs: object) -> ProcessResult:
-        order.append("count")
-        return result
-
-    monkeypatch.setattr(execute, "with_graph", fake_graph)
-    monkeypatch.setattr(execute, "with_launches", fake_count)
-    point = _point(stand_in, "plain")
-    work = Workload(point, torch.device("cpu"))
-    execute._after_eager(_task(point, cuda_graph, count_launches), work, torch.device("cuda"), OK)
-    assert order == ["graph"] * cuda_graph + ["count"] * count_launches
 
 
 def test_no_launch_count_off_cuda() -> None:
@@ -231,7 +211,7 @@ def test_a_failed_capture_leaves_the_callers_stream_current() -> None:
 @pytest.mark.cuda
 def test_a_decode_step_with_cuda_graph_is_replayed_and_its_launches_counted() -> None:
     point = Point("cosine", "recurrent", "decode", True, "fp32", "cuda", Shape(1, 2, 64, 16, 16))
-    task = Task(kind="measure", point=point, timing=TimingPolicy.for_decode(4), cuda_graph=True)
+    task = Task(job="measure", point=point, timing=TimingPolicy.for_decode(4), kind=DECODE, cuda_graph=True)
     result = run_measure(task)
     assert result.status == "ok" and result.cuda_graph is True, result.graph_error
     assert result.device_ms is not None and result.device_ms > 0

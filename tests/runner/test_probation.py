@@ -13,6 +13,7 @@ import torch
 from linbench.results.processes import ProcessResult
 from linbench.results.store import RunStore
 from linbench.runner.execute import run_measure
+from linbench.runner.kinds import DECODE, RUN
 from linbench.runner.plan import RunPlan
 from linbench.runner.sweep_runner import SweepRunner
 from linbench.runner.targets import Targets
@@ -51,7 +52,7 @@ def sleepy() -> Iterator[str]:
 
 def _task(variant: str, stop_after_s: float | None) -> Task:
     point = Point(variant, "slow", "fwd", True, "fp32", "cpu", Shape(1, 1, 16, 4, 4))
-    return Task(kind="measure", point=point, timing=THREE_REPS, stop_after_s=stop_after_s)
+    return Task(job="measure", point=point, timing=THREE_REPS, kind=RUN, stop_after_s=stop_after_s)
 
 
 def test_a_point_on_probation_stops_after_its_first_call(sleepy: str) -> None:
@@ -80,7 +81,7 @@ class _RecordingSupervisor:
         self.measured: dict[int, float | None] = {}
 
     def run(self, task: Task, timeout_s: float) -> ProcessResult:
-        if task.kind == "gate":
+        if task.job == "gate":
             return ProcessResult("ok", rel_err=0.0)
         seq = task.point.shape.seq
         self.measured[seq] = task.stop_after_s
@@ -106,6 +107,7 @@ def test_the_runner_puts_only_doubtful_points_on_probation(tmp_path: Path) -> No
         device_name="test cpu",
         timeout_s=120.0,
         timing=TimingPolicy.for_decode(32),
+        kind=DECODE,
     )
     runner = SweepRunner(plan, RunStore.create(tmp_path, "probation"))
     supervisor = _RecordingSupervisor()
