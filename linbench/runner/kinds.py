@@ -61,7 +61,7 @@ class Words:
     per: str  # what a time is per ("0.5 s per call")
     lengths: str  # its lengths ("fitted to 3 shorter lengths")
     targets: str  # what its names select ("3 impls")
-    length: str  # the setting of its length axis, and its column header
+    length: str  # the setting of its length axis (sweep/settings.py), and its column header
     length_label: str  # a length in a line ("S=1k")
     time: str  # the header of its time
 
@@ -106,12 +106,12 @@ class Kind(Protocol):
 class _Shared:
     """What the kinds share: the options that shrink a point, and its row's facts."""
 
-    name: str
     rate: str
+    words: Words
 
     @property
     def lower(self) -> str:
-        return f"--{LENGTH_AXIS[self.name]}, --batch, --heads or --dim"
+        return f"--{self.words.length}, --batch, --heads or --dim"
 
     def _facts(
         self, point: Point, device_name: str, params: str, flops: float | None, context: int | None
@@ -127,7 +127,7 @@ class RunKind(_Shared):
     name: str = "run"
     modes: tuple[str, ...] = MODES
     rate: str = PER_SECOND
-    words: Words = Words("call", "call", "lengths", "impls", "seq", "S", "time")
+    words: Words = Words("call", "call", "lengths", "impls", LENGTH_AXIS["run"], "S", "time")
     # With one measured length, time is assumed to grow as seq² (the slower of the two
     # families), optimistically as seq, pessimistically as seq³ (runner/policy.py).
     default_exponent: float = 2.0
@@ -245,7 +245,7 @@ class DecodeKind(_Shared):
     name: str = "decode"
     modes: tuple[str, ...] = (DECODE_MODE,)
     rate: str = PER_TOKEN
-    words: Words = Words("step", "token", "contexts", "decoders", "context", "context", "time/token")
+    words: Words = Words("step", "token", "contexts", "decoders", LENGTH_AXIS["decode"], "context", "time/token")
     # A KV cache's step is linear in the context, a recurrent one constant; the naive
     # recompute's quadratic step shows its exponent from its second context on.
     default_exponent: float = 1.0
