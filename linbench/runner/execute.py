@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Protocol
 
 import torch
 
@@ -25,15 +24,8 @@ from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
 from linbench.measure.timer import Timing, time_cpu
 from linbench.results.processes import ProcessResult
 from linbench.runner.execute_gpu import graph_predicted_s, time_with_policy
+from linbench.runner.kinds import Work
 from linbench.runner.task import Task
-
-
-class Work(Protocol):
-    """What the timers take: untimed ``before`` and timed ``run`` of one repetition."""
-
-    def before(self) -> None: ...
-
-    def run(self) -> None: ...
 
 
 def run_gate(task: Task) -> ProcessResult:

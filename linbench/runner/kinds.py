@@ -33,7 +33,7 @@ from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import PER_SECOND, PER_TOKEN, PointFacts
 from linbench.results.schema import DECODE_MODE, MODES
-from linbench.runner.task import GATE_STEPS, TimingPolicy
+from linbench.runner.task import GATE_STEPS, Task, TimingPolicy
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
 from linbench.sweep.settings import LENGTH_AXIS
@@ -44,13 +44,20 @@ if TYPE_CHECKING:
     import torch
 
     from linbench.correctness import CaseResult
-    from linbench.runner.execute import Work
-    from linbench.runner.task import Task
     from linbench.sweep.spec import SweepSpec
 
 # Each of several processes needs less of its own budget: between processes, not within,
 # is where the noise is (docs/gate.md).
 CUDA_PROCESS_BUDGET_S = 0.3
+
+
+class Work(Protocol):
+    """What a kind's workload gives the timers: untimed ``before`` and timed ``run`` of one
+    repetition."""
+
+    def before(self) -> None: ...
+
+    def run(self) -> None: ...
 
 
 @dataclass(frozen=True)
