@@ -1,8 +1,12 @@
-"""The sizes of one attention call, shared by the correctness checks and the sweep."""
+"""The sizes and modes of one attention call, shared by the correctness checks, the variants'
+FLOP counts, the sweep and the results schema."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# What one call computes: the forward, the backward of a forward built untimed, or both.
+MODES = ("fwd", "bwd", "fwdbwd")
 
 
 @dataclass(frozen=True, order=True)

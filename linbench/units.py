@@ -10,7 +10,9 @@ import math
 import re
 from typing import Any
 
-__all__ = ["SUFFIXES", "SizeError", "format_bytes", "format_ms", "format_size", "is_missing", "parse_size"]
+__all__ = [
+    *("SUFFIXES", "SizeError", "as_number", "format_bytes", "format_ms", "format_size", "is_missing", "parse_size"),
+]
 
 SUFFIXES = {"k": 1024, "m": 1024 * 1024}
 _NUMBER = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<suffix>[kKmM]?)$")
@@ -44,6 +46,19 @@ def format_size(value: int) -> str:
         if value >= unit and value % unit == 0:
             return f"{value // unit}{suffix}"
     return str(value)
+
+
+def as_number(value: Any) -> float | None:
+    """A cell as a number: None for an empty cell, None, NaN (how pandas reads an empty number)
+    or text that is no number. In-memory rows hold numbers and CSV rows their text; every
+    reader of a cell that should be a number goes through here."""
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
 
 
 def is_missing(value: Any) -> bool:

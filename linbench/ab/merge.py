@@ -14,24 +14,27 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from linbench.results.processes import summarise
-from linbench.results.rates import rate_columns
-from linbench.results.schema import DECODE_MODE, KEY_COLUMNS, MEASURED_COLUMNS, SCHEMA_VERSION
+from linbench.results.meta import LoadSection, Overhead
+from linbench.results.record import (
+    Checked,
+    PointFacts,
+    ProcessResult,
+    failure_row,
+    first_failure,
+    point_row,
+    process_row,
+    row_key,
+)
+from linbench.results.schema import SCHEMA_VERSION
 from linbench.results.store import SAMPLES_FILE, RunStore
+from linbench.runner.kinds import kind_of_mode
 
 Key = tuple[str, ...]
 Row = Mapping[str, Any]
-# A point's own columns: what it is, not what one process measured (the same in every round).
-POINT_COLUMNS = (*KEY_COLUMNS, "device_name", "params", "flops", "context")
-# Measured once per point, by its correctness gate (round 1's stand for the point).
-GATE_COLUMNS = ("rel_err", "check_seq")
-# A worker's own figures, from the round's processes.csv (absent in older revisions).
-WORKER_COLUMNS = ("pid", "wall_s", "timed_s")
-# The figures of meta.json's ``overhead`` that add up over rounds.
-SUMMED_OVERHEAD = ("wall_s", "timed_s", "processes_s", "gates_s", "processes", "gates")
 
 
 def merge_rounds(rounds: Sequence[Path], dest: Path, meta: Mapping[str, Any]) -> RunStore:
@@ -41,53 +44,44 @@ def merge_rounds(rounds: Sequence[Path], dest: Path, meta: Mapping[str, Any]) ->
         raise ValueError("nothing to merge: no rounds")
     store = RunStore.create_at(dest)
     stores = [RunStore(path) for path in rounds]
-    by_round = [{_key(row): row for row in round_store.rows()} for round_store in stores]
-    workers = [{_key(row): row for row in round_store.process_rows()} for round_store in stores]
+    by_round = [{row_key(row): row for row in round_store.rows()} for round_store in stores]
+    workers = [{row_key(row): row for row in round_store.process_rows()} for round_store in stores]
     samples = [_samples(path) for path in rounds]
     for key in _points(by_round):
         measured = [(index, rows[key]) for index, rows in enumerate(by_round) if key in rows]
-        processes = []
-        for index, row in measured:
-            process = process_row(row, index, workers[index].get(key, {}))
-            store.append_process(process, samples[index].get(key, ()))
-            processes.append(process)
-        store.append(point_row(measured, processes, len(rounds)))
+        facts = _facts(measured[0][1])
+        processes = [round_process(row, index, workers[index].get(key, {})) for index, row in measured]
+        for (index, _), process in zip(measured, processes, strict=True):
+            store.append_process(process_row(facts, process), samples[index].get(key, ()))
+        store.append(merged_row(facts, processes, len(rounds)))
     store.write_meta(merged_meta([round_store.read_meta() for round_store in stores], meta))
     return store
 
 
-def process_row(result: Row, process: int, worker: Row) -> dict[str, Any]:
-    """The processes.csv row of a round's results row: the point, ``process`` (the round
-    index, from 0), what the round's one process measured, and the worker's pid and times."""
-    row: dict[str, Any] = {column: result[column] for column in KEY_COLUMNS}
-    row["process"] = process
-    row |= {column: result.get(column) for column in (*MEASURED_COLUMNS, "check_seq")}
-    row |= {column: worker.get(column) for column in WORKER_COLUMNS}
-    return row
+def round_process(result: Row, index: int, worker: Row) -> ProcessResult:
+    """The process of a round's results row: what the round's one process measured, as its
+    process ``index`` (the round index, from 0), with the worker's pid and times from the
+    round's processes.csv row ``worker`` (absent in older revisions)."""
+    process = ProcessResult.from_row({**result, **{c: worker.get(c) for c in ("pid", "wall_s", "timed_s")}})
+    return replace(process, process=index)
 
 
-def point_row(measured: Sequence[tuple[int, Row]], processes: Sequence[Row], rounds: int) -> dict[str, Any]:
-    """The results row of a point from its rounds' rows (round index, row) and its process
-    rows: the first failure if any round failed, else the summary of the processes."""
-    first = measured[0][1]
-    row: dict[str, Any] = {column: first.get(column) for column in POINT_COLUMNS}
-    failed = next(((index, r) for index, r in measured if r.get("status") != "ok"), None)
-    if failed is not None:
-        return row | failure(*failed, first, rounds) | {"processes": len(processes)}
-    row |= summarise(processes) | {column: processes[0].get(column) for column in GATE_COLUMNS}
-    shape = (int(first["batch"]), int(first["seq"]))
-    flops = float(first["flops"]) if first.get("flops") not in (None, "") else None
-    return row | rate_columns(float(row["time_ms"]), flops, *shape, decode=first["mode"] == DECODE_MODE)
+def merged_row(facts: PointFacts, processes: Sequence[ProcessResult], rounds: int) -> dict[str, Any]:
+    """The results row of a point from its rounds' processes (record.py): the first failure
+    if any round failed, its error naming the round when there were several, else the
+    summary of the processes. Round 1's check stands for the point."""
+    first = processes[0]
+    checked = Checked(rel_err=first.rel_err, check_seq=first.check_seq)
+    failed = first_failure(processes)
+    if failed is None:
+        return point_row(facts, checked, processes)
+    where = f"round {(failed.process or 0) + 1} of {rounds}" if rounds > 1 else None
+    return failure_row(facts, failed, checked, processes=len(processes), where=where)
 
 
-def failure(index: int, failed: Row, first: Row, rounds: int) -> dict[str, Any]:
-    """A point's failure: what the failing round recorded, its error naming the round when
-    there were several."""
-    result = {column: failed.get(column) for column in MEASURED_COLUMNS if failed.get(column) not in (None, "")}
-    result |= {column: first.get(column) for column in GATE_COLUMNS}
-    if rounds > 1:
-        result["error"] = f"round {index + 1} of {rounds}: {failed.get('error') or failed['status']}"
-    return result
+def _facts(first: Row) -> PointFacts:
+    """A point's own columns, as its first round recorded them (the same in every round)."""
+    return PointFacts.from_row(first, kind_of_mode(str(first["mode"])).rate)
 
 
 def merged_meta(metas: Sequence[Mapping[str, Any]], sections: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,19 +91,12 @@ def merged_meta(metas: Sequence[Mapping[str, Any]], sections: Mapping[str, Any])
     meta = dict(metas[0])
     meta["schema_version"] = SCHEMA_VERSION
     meta["finished_at"] = metas[-1].get("finished_at")
-    loads = [m["load"] for m in metas if isinstance(m.get("load"), Mapping)]
-    if loads:
-        samples = [sample for load in loads for sample in load.get("samples") or []]
-        busy = any(load.get("busy") for load in loads)
-        meta["load"] = dict(loads[0]) | {"samples": samples, "busy": busy}
-    overheads = [m["overhead"] for m in metas if isinstance(m.get("overhead"), Mapping)]
-    if overheads:
-        total: dict[str, float | int] = {
-            name: round(sum(float(o.get(name) or 0) for o in overheads), 3) for name in SUMMED_OVERHEAD
-        }
-        total |= {name: int(total[name]) for name in ("processes", "gates")}
-        wall = total["wall_s"]
-        meta["overhead"] = total | {"timed_fraction": total["timed_s"] / wall if wall > 0 else None}
+    load = LoadSection.merged(metas)
+    if load is not None:
+        meta["load"] = load.section()
+    overhead = Overhead.summed(metas)
+    if overhead is not None:
+        meta["overhead"] = overhead.section()
     return meta | dict(sections)
 
 
@@ -129,9 +116,5 @@ def _samples(folder: Path) -> dict[Key, list[float]]:
         return found
     with path.open(newline="") as handle:
         for row in csv.DictReader(handle):
-            found.setdefault(_key(row), []).append(float(row["time_ms"]))
+            found.setdefault(row_key(row), []).append(float(row["time_ms"]))
     return found
-
-
-def _key(row: Row) -> Key:
-    return tuple(str(row[column]) for column in KEY_COLUMNS)

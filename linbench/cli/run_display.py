@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from linbench.sweep.spec import DECODE_MODE
+from linbench.runner.kinds import kind_of_mode
 from linbench.units import format_bytes, format_ms, format_size
 
 # Statuses that mean a wrong or broken impl: run and decode exit 1 when a point ends so. oom,
@@ -31,21 +31,29 @@ STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom
 def row_line(row: Mapping[str, Any]) -> str:
     """One line per finished point: status, what ran, and its figures or its reason."""
     status = str(row["status"])
-    decode = row["mode"] == DECODE_MODE
-    length = f"{'context' if decode else 'S'}={format_size(int(row['seq']))}"
+    kind = kind_of_mode(str(row["mode"]))
+    length = f"{kind.words.length_label}={format_size(int(row['seq']))}"
     what = f"{row['variant']}:{row['impl']} {row['mode']} {length}"
     style = STATUS_STYLE.get(status, "red")
-    if status != "ok":
-        figures = escape(str(row.get("error") or ""))
-    elif decode:
-        figures = (
-            f"{format_ms(row['time_ms'])}/token  state {format_bytes(row.get('state_bytes'))}  "
-            f"step peak {format_bytes(row['peak_bytes'])}"
-        )
-    else:
-        rate = float(row["tflops"]) * 1000 if row.get("tflops") not in (None, "") else 0.0
-        figures = f"{format_ms(row['time_ms'])}  peak {format_bytes(row['peak_bytes'])}  {rate:.1f} GFLOP/s"
+    figures = FIGURES[kind.name](row) if status == "ok" else escape(str(row.get("error") or ""))
     return f"[{style}]{status:>8}[/] {escape(what)}  {figures}"
+
+
+def _call_figures(row: Mapping[str, Any]) -> str:
+    rate = float(row["tflops"]) * 1000 if row.get("tflops") not in (None, "") else 0.0
+    return f"{format_ms(row['time_ms'])}  peak {format_bytes(row['peak_bytes'])}  {rate:.1f} GFLOP/s"
+
+
+def _step_figures(row: Mapping[str, Any]) -> str:
+    return (
+        f"{format_ms(row['time_ms'])}/token  state {format_bytes(row.get('state_bytes'))}  "
+        f"step peak {format_bytes(row['peak_bytes'])}"
+    )
+
+
+# An ok point's figures, by its kind: a call's time, memory and rate; a step's time, the state
+# the decoder holds and the step's peak.
+FIGURES = {"run": _call_figures, "decode": _step_figures}
 
 
 def make_progress(console: Console) -> Progress:
@@ -77,7 +85,8 @@ def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[
         masking = "causal" if causal == "True" else "bidirectional"
         title = f"{mode} {dtype} {masking}  B={batch} H={heads} Dk={dim_k} Dv={dim_v}"
         table = Table(title=title, title_justify="left")
-        length, time = ("context", "time/token") if mode == DECODE_MODE else ("seq", "time")
+        words = kind_of_mode(mode).words
+        length, time = words.length, words.time
         for column in (length, "fastest", time, "fastest baseline", f"{time} ", "speedup", "not ok"):
             right = column in (length, time, f"{time} ", "speedup")
             table.add_column(column, justify="right" if right else "left")

@@ -110,7 +110,7 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
     from linbench.sweep.estimate import format_duration
 
     spec, plan, store = prepared.spec, prepared.plan, prepared.store
-    what = "decoders" if spec.command == "decode" else "impls"
+    what = plan.kind.words.targets
     names = lambda pairs: ", ".join(f"{v}:{i}" for v, i in pairs) or "none"  # noqa: E731 - a one-line label
     baselines = set(plan.targets.baselines)
     measured = [pair for pair in plan.targets.pairs if pair not in baselines]
@@ -134,7 +134,7 @@ def _announce(prepared: Prepared, store: RunStore, console: Console) -> None:
     from linbench.sweep.estimate import format_duration
 
     spec, plan = prepared.spec, prepared.plan
-    what = "decoders" if spec.command == "decode" else "impls"
+    what = plan.kind.words.targets
     console.print(
         f"linbench {spec.command}: {len(prepared.pending)} of {len(plan.points)} points to run "
         f"({len(plan.targets.pairs)} {what}) on {plan.device} ({plan.device_name}), "
@@ -172,6 +172,7 @@ def _end(prepared: Prepared, outcome: Outcome, console: Console, quiet: bool, al
 
     from linbench.cli.run_display import failed_rows, failure_note, status_counts, summary_tables
     from linbench.results.machine_load import load_warning
+    from linbench.results.meta import Overhead
     from linbench.runner.ledger import overhead_line
 
     command, path = prepared.spec.command, outcome.path
@@ -192,8 +193,9 @@ def _end(prepared: Prepared, outcome: Outcome, console: Console, quiet: bool, al
     if busy and not quiet:
         console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
     tail = f"; warning: {busy}" if busy and quiet else ""  # --quiet keeps its single summary line
-    if not quiet and meta.get("overhead"):
-        console.print(overhead_line(meta["overhead"]), markup=False, soft_wrap=True)
+    overhead = Overhead.read(meta)
+    if not quiet and overhead is not None:
+        console.print(overhead_line(overhead), markup=False, soft_wrap=True)
     failed = failed_rows(rows)
     summary = f"{status_counts(rows)} -> {outcome.results_path}{failure_note(failed, allow_failures)}{tail}"
     console.print(summary, markup=False, soft_wrap=True)

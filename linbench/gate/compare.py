@@ -30,6 +30,7 @@ from linbench.gate.points import CPU_MEMORY_FLOOR_BYTES, PointDiff, Side, Thresh
 from linbench.report.fit import POWER, fit_power_law
 from linbench.report.load import Run
 from linbench.report.series import ok_points, plain, scenarios
+from linbench.results.meta import timing_protocol
 from linbench.results.protocol import ProcessProtocol, ProtocolError
 from linbench.results.schema import KEY_COLUMNS
 
@@ -185,7 +186,7 @@ def recorded_protocol(run: Run) -> ProcessProtocol:
     """The repeated-process protocol ``run`` recorded in its meta.json (the defaults where it
     recorded none); CompareError for a record that cannot be read."""
     try:
-        return ProcessProtocol.from_meta(run.meta.get("timing_protocol"))
+        return timing_protocol(run.meta)
     except ProtocolError as exc:
         raise CompareError(f"{run.path}: {exc}") from None
 

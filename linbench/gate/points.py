@@ -12,6 +12,7 @@ import pandas as pd
 from linbench.gate.rule import TimeJudgement, TimeRule, judge
 from linbench.report.series import plain
 from linbench.results.protocol import ProcessProtocol
+from linbench.units import as_number
 
 # Identical CPU runs differ by up to ~0.7 MiB of peak RSS at small sizes (measured).
 CPU_MEMORY_FLOOR_BYTES = 1 << 20
@@ -82,10 +83,6 @@ class PointDiff:
         return self.hard_regressed or self.time_regressed
 
 
-def _number(value: Any) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)
-
-
 @dataclass(frozen=True)
 class Side:
     """One run's view of a point: its results row and its ok processes (None: none recorded)."""
@@ -107,14 +104,14 @@ class Side:
         """The process medians of ``column``; the results row's own where no process was recorded."""
         if self.processes is not None:
             return [float(v) for v in self.processes[column]]
-        value = _number(self.row.get(column))
+        value = as_number(self.row.get(column))
         return [value] if value is not None and value > 0 else []
 
     def largest(self, column: str) -> float | None:
         """The results row's value, or the largest of its processes' where that is larger."""
-        values = [_number(self.row.get(column))]
+        values = [as_number(self.row.get(column))]
         if self.processes is not None and column in self.processes:
-            values += [_number(v) for v in self.processes[column]]
+            values += [as_number(v) for v in self.processes[column]]
         present = [v for v in values if v is not None]
         return max(present) if present else None
 

@@ -15,24 +15,16 @@ from typing import Any
 
 import pandas as pd
 
-from linbench.results.schema import RESULT_COLUMNS, STATUSES
+from linbench.results.schema import COLUMNS, KEY_COLUMNS, REQUIRED_RESULT_COLUMNS, STATUSES
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
 from linbench.units import parse_size
 
-# The columns every results.csv must have (later additions are optional).
-REQUIRED_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]
-INT_COLUMNS = ("batch", "heads", "seq", "dim_k", "dim_v")
-FLOAT_COLUMNS = ("time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "flops", "tflops", "rel_err")
-# Numbers of later schemas, read where present (runs from before lack them).
-OPTIONAL_FLOAT_COLUMNS = (
-    *("device_ms", "processes", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "kernels_per_call"),
-    *("reserved_bytes", "nvml_peak_bytes", "compile_s"),
-)
 # processes.csv (PROCESSES_FILE): one row per worker process that measured a point (absent from older runs).
-PROCESS_REQUIRED_COLUMNS = (*REQUIRED_COLUMNS[:6], *INT_COLUMNS, "process", "status", "time_ms")
-PROCESS_FLOAT_COLUMNS = ("time_ms", "device_ms", "peak_bytes", "kernels_per_call")
-# Added with linbench decode; empty on other rows, and absent from older runs.
-DECODE_COLUMNS = ("context", "time_per_token_ms", "state_bytes")
+PROCESS_REQUIRED_COLUMNS = (*KEY_COLUMNS, "process", "status", "time_ms")
+# Columns the reports read in every run, empty where an older run lacks them (results.csv:
+# those added with linbench decode; processes.csv: those the gate compares).
+ALWAYS_RESULT_COLUMNS = ("context", "time_per_token_ms", "state_bytes")
+ALWAYS_PROCESS_COLUMNS = ("device_ms", "peak_bytes", "kernels_per_call")
 
 
 class ReportInputError(ValueError):
@@ -107,29 +99,30 @@ def token_budget(meta: dict[str, Any]) -> int | None:
 
 def read_results(csv_path: Path) -> pd.DataFrame:
     """results.csv as a typed DataFrame; ReportInputError on anything malformed."""
-    where = repr(str(csv_path))
-    frame = _read_csv(csv_path, REQUIRED_COLUMNS)
+    frame = _read_csv(csv_path, REQUIRED_RESULT_COLUMNS)
     if frame.empty:
-        raise ReportInputError(f"{where} holds no results (an empty run)")
-    for column in DECODE_COLUMNS:
-        if column not in frame.columns:
-            frame[column] = ""
-    optional = [c for c in OPTIONAL_FLOAT_COLUMNS if c in frame.columns]
-    for column in (*INT_COLUMNS, *FLOAT_COLUMNS, *DECODE_COLUMNS, *optional):
-        frame[column] = _numbers(frame[column], column, where, integer=column in INT_COLUMNS)
-    return frame
+        raise ReportInputError(f"{str(csv_path)!r} holds no results (an empty run)")
+    return _typed(frame, ALWAYS_RESULT_COLUMNS, csv_path)
 
 
 def read_processes(csv_path: Path) -> pd.DataFrame:
     """processes.csv as a typed DataFrame (one row per worker process of a point), checked
     like results.csv; it may be empty (a run stopped before its first process finished)."""
-    where = repr(str(csv_path))
-    frame = _read_csv(csv_path, PROCESS_REQUIRED_COLUMNS)
-    for column in PROCESS_FLOAT_COLUMNS:
+    return _typed(_read_csv(csv_path, PROCESS_REQUIRED_COLUMNS), ALWAYS_PROCESS_COLUMNS, csv_path)
+
+
+def _typed(frame: pd.DataFrame, always: tuple[str, ...], csv_path: Path) -> pd.DataFrame:
+    """``frame`` with the ``always`` columns it lacks added empty, and every number column
+    typed as schema.py declares it: a key size as a positive whole number, any other number
+    as a float (NaN where a cell is empty). Text and flags stay as read (causal: _read_csv)."""
+    for column in always:
         if column not in frame.columns:
             frame[column] = ""
-    for column in (*INT_COLUMNS, "process", *PROCESS_FLOAT_COLUMNS):
-        frame[column] = _numbers(frame[column], column, where, integer=column in INT_COLUMNS)
+    for name in frame.columns:
+        declared = COLUMNS.get(name)
+        if declared is not None and declared.kind in (int, float):
+            integer = name in KEY_COLUMNS  # the sizes of the point: always there, always whole
+            frame[name] = _numbers(frame[name], name, repr(str(csv_path)), integer=integer)
     return frame
 
 

@@ -33,7 +33,7 @@ import pandas as pd
 
 from linbench.report.load import Run
 from linbench.report.render import ReportTable
-from linbench.units import format_ms, format_size
+from linbench.units import as_number, format_ms, format_size
 
 DTYPE_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
 # Elements moved per (batch, head, token): (times Dk, times Dv).
@@ -62,11 +62,8 @@ def run_ceilings(meta: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _positive(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) and number > 0 else None
+    number = as_number(value)
+    return number if number is not None and math.isfinite(number) and number > 0 else None
 
 
 def roofline_rows(results: pd.DataFrame, ceilings: dict[str, Any]) -> list[dict[str, Any]]:

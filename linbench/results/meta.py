@@ -5,9 +5,11 @@ Nothing here imports torch or another layer: a report reads these records on any
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
+
+from linbench.results.protocol import ProcessProtocol
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class SweepRecord:
         folder not made by run or decode, or a damaged meta.json). A run from before
         ``command`` was recorded is a ``run``."""
         recorded = meta.get("sweep")
+        if not isinstance(recorded, Mapping):
+            return None
         try:
             record = cls(
                 command=str(recorded.get("command", "run")),
@@ -49,3 +53,127 @@ class SweepRecord:
         except (AttributeError, KeyError, TypeError, ValueError):
             return None
         return record if isinstance(record.settings, dict) and isinstance(record.tables, list) else None
+
+
+# The seconds and counts of meta.json's ``overhead``.
+OVERHEAD_SECONDS = ("wall_s", "timed_s", "processes_s", "gates_s")
+OVERHEAD_COUNTS = ("processes", "gates")
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """meta.json's ``overhead``: where a run's wall time went (linbench/runner/ledger.py keeps
+    the books), summed over the sessions of a resumed run and over the rounds of an A/B side.
+    ``section`` writes it, ``read`` reads it back."""
+
+    wall_s: float = 0.0
+    timed_s: float = 0.0  # inside timed repetitions
+    processes_s: float = 0.0  # inside measuring worker processes, hand-over to result
+    gates_s: float = 0.0  # inside correctness-gate worker processes
+    processes: int = 0
+    gates: int = 0
+
+    def __add__(self, other: Overhead) -> Overhead:
+        return Overhead(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def rounded(self) -> Overhead:
+        """The seconds as the section writes them (to the millisecond)."""
+        return replace(self, **{name: round(getattr(self, name), 3) for name in OVERHEAD_SECONDS})
+
+    @property
+    def timed_fraction(self) -> float | None:
+        return self.timed_s / self.wall_s if self.wall_s > 0 else None
+
+    def section(self) -> dict[str, Any]:
+        """The section as meta.json holds it: the seconds to the millisecond, the counts, and
+        the timed share of the wall time (of the seconds before rounding)."""
+        return asdict(self.rounded()) | {"timed_fraction": self.timed_fraction}
+
+    @classmethod
+    def read(cls, meta: Mapping[str, Any]) -> Overhead | None:
+        """The overhead ``meta`` records (a figure it lacks is 0); None when it records none."""
+        section = meta.get("overhead")
+        if not isinstance(section, Mapping) or not section:
+            return None
+        wall_s, timed_s, processes_s, gates_s = (float(section.get(name) or 0.0) for name in OVERHEAD_SECONDS)
+        processes, gates = (int(float(section.get(name) or 0)) for name in OVERHEAD_COUNTS)
+        return cls(wall_s, timed_s, processes_s, gates_s, processes, gates)
+
+    @classmethod
+    def summed(cls, metas: Sequence[Mapping[str, Any]]) -> Overhead | None:
+        """The overheads of several runs (an A/B side's rounds) added up, each figure rounded as
+        written; None when none records one."""
+        found = [overhead for meta in metas if (overhead := cls.read(meta)) is not None]
+        return sum(found[1:], found[0]).rounded() if found else None
+
+
+@dataclass(frozen=True)
+class LoadSection:
+    """meta.json's ``load``: samples of the machine's load before, between and after the
+    points (linbench/machine/load.py takes them and words the section; results/machine_load.py
+    says when they found the machine busy). ``read`` reads it back, ``section`` writes it."""
+
+    samples: list[Mapping[str, Any]]
+    busy: bool = False  # any sample found the machine busy
+    rest: Mapping[str, Any] = field(default_factory=dict)  # the rule, the cores, linbench's threads
+
+    def section(self) -> dict[str, Any]:
+        return dict(self.rest) | {"busy": self.busy, "samples": list(self.samples)}
+
+    @classmethod
+    def read(cls, meta: Mapping[str, Any]) -> LoadSection | None:
+        """The load ``meta`` records; None when it records none."""
+        section = meta.get("load")
+        if not isinstance(section, Mapping):
+            return None
+        samples = section.get("samples") or []
+        rest = {key: value for key, value in section.items() if key not in ("busy", "samples")}
+        return cls(list(samples) if isinstance(samples, list) else [], bool(section.get("busy")), rest)
+
+    @classmethod
+    def merged(cls, metas: Sequence[Mapping[str, Any]]) -> LoadSection | None:
+        """The loads of several runs (an A/B side's rounds) as one: the first's rule and cores,
+        every sample, busy when any was; None when none records one."""
+        found = [load for meta in metas if (load := cls.read(meta)) is not None]
+        if not found:
+            return None
+        samples = [sample for load in found for sample in load.samples]
+        return cls(samples, any(load.busy for load in found), found[0].rest)
+
+
+def timing_protocol(meta: Mapping[str, Any]) -> ProcessProtocol:
+    """The repeated-process protocol ``meta`` records as ``timing_protocol`` (the defaults for
+    what it lacks); ProtocolError for a number that cannot be read."""
+    return ProcessProtocol.from_meta(meta.get("timing_protocol"))
+
+
+def timing_protocol_section(protocol: ProcessProtocol, budget_s: float) -> dict[str, Any]:
+    """meta.json's ``timing_protocol`` of a run: its protocol, and each process's repetition budget."""
+    return protocol.meta() | {"budget_s": budget_s}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What a run was measured with, as far as --resume must match it: the device, torch and
+    linbench commit (meta.json's top-level ``device_name``, ``torch`` and ``git_sha``, written
+    with the rest of the machine by linbench/runner/provenance.py). ``read`` reads them."""
+
+    device_name: str | None = None
+    torch: str | None = None
+    git_sha: str | None = None
+
+    @classmethod
+    def read(cls, meta: Mapping[str, Any]) -> Provenance:
+        return cls(**{f.name: None if meta.get(f.name) is None else str(meta[f.name]) for f in fields(cls)})
+
+    def differences(self, here: Provenance) -> list[str]:
+        """What differs between this run (there) and ``here``, in words; what either lacks is
+        not compared."""
+        names = {"device_name": "device", "torch": "torch", "git_sha": "linbench commit"}
+        return [
+            f"{names[f.name]} {there!r} there, {now!r} here"
+            for f in fields(self)
+            if (there := getattr(self, f.name)) is not None
+            and (now := getattr(here, f.name)) is not None
+            and there != now
+        ]

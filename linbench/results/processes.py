@@ -4,18 +4,73 @@ Repetitions inside one process share that process's state (host speed, placement
 so they move together: a tight process is not a precise point. The process is therefore the
 unit of replication (docs/gate.md): a point's time is the median of its process medians,
 and its noise is the spread between those medians, not within them. How many processes a
-point gets, and when the gate trusts them, is the protocol's (protocol.py).
+point gets, and when the gate trusts them, is the protocol's (protocol.py). How each column
+combines over the processes is its declaration's ``combine`` (schema.py); the rules are here.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from linbench.results.schema import COLUMNS, KEY_COLUMNS, PROCESS_COLUMNS, Column
+from linbench.units import as_number
 
 # 1.4826·MAD estimates a normal distribution's standard deviation robustly.
 MAD_TO_SIGMA = 1.4826
+# A process's own columns of processes.csv: all but the point's key.
+PROCESS_FIELDS = PROCESS_COLUMNS[len(KEY_COLUMNS) :]
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What one worker process measured for one point, or how it failed (``status``: crashed,
+    timeout, error, oom, ...): the measured columns of processes.csv, the worker's pid and
+    repetitions, and what the runner adds when it records the process (its index among the
+    point's processes, its wall and timed seconds). A correctness gate's result is one too
+    (``status``, ``rel_err``, ``error``). Fields are the declared columns of the same name."""
+
+    status: str
+    error: str | None = None
+    time_ms: float | None = None
+    time_ms_p20: float | None = None
+    time_ms_p80: float | None = None
+    samples: int | None = None
+    peak_bytes: int | None = None
+    reserved_bytes: int | None = None
+    nvml_peak_bytes: int | None = None
+    sm_clock_mhz: float | None = None
+    temp_c: float | None = None
+    throttle_reasons: str | None = None
+    cuda_graph: bool | None = None
+    device_ms: float | None = None
+    graph_error: str | None = None
+    kernels_per_call: int | None = None
+    threads: int | None = None
+    state_bytes: int | None = None
+    compile_s: float | None = None
+    rel_err: float | None = None
+    check_seq: int | None = None
+    pid: int | None = None
+    process: int | None = None
+    wall_s: float | None = None
+    timed_s: float | None = None
+    # The timed repetitions, for samples.csv; a recorded process keeps none.
+    samples_ms: tuple[float, ...] = ()
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ProcessResult:
+        """The process a processes.csv row (or a one-process results row) records, each cell
+        typed by its column's declaration; columns the row lacks stay empty."""
+        values = {name: COLUMNS[name].parse(row.get(name)) for name in PROCESS_FIELDS if name in row}
+        return cls(**(values | {"status": str(row["status"])}))
+
+    def columns(self) -> dict[str, Any]:
+        """The process's columns of processes.csv, its point's key aside."""
+        return {name: getattr(self, name) for name in PROCESS_FIELDS}
 
 
 def log_spread(medians: Sequence[float]) -> float | None:
@@ -28,67 +83,71 @@ def log_spread(medians: Sequence[float]) -> float | None:
     return MAD_TO_SIGMA * statistics.median(abs(x - centre) for x in logs)
 
 
-def gated_ms(process: Mapping[str, Any]) -> float | None:
+def gated_ms(process: ProcessResult) -> float | None:
     """The time a gate judges for one process: its CUDA-graph replay time where it has one,
     else its eager median."""
-    for column in ("device_ms", "time_ms"):
-        value = _number(process.get(column))
-        if value is not None and value > 0:
-            return value
+    for value in (process.device_ms, process.time_ms):
+        number = as_number(value)
+        if number is not None and number > 0:
+            return number
     return None
 
 
-def _number(value: Any) -> float | None:
-    if value is None or value == "":
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
+def summarise(processes: Sequence[ProcessResult]) -> dict[str, Any]:
+    """The results columns of a point from its processes (all ok), each combined as its
+    column declares: the median of the process medians and percentiles, the largest memory
+    reading, the repetitions summed, the spread between processes; columns measured once
+    (a decode state's size, the kernel count) from the first process that has them. The
+    point's own, gate and rate columns are record.py's."""
+    if not processes:
+        raise ValueError("a point needs at least one process to sum up")
+    return {c.name: COMBINERS[c.combine](processes, c) for c in COLUMNS.values() if c.combine in COMBINERS}
+
+
+def _numbers(processes: Sequence[ProcessResult], name: str) -> list[float]:
+    return [n for p in processes if (n := as_number(getattr(p, name))) is not None]
 
 
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _numbers(processes: Sequence[Mapping[str, Any]], column: str) -> list[float]:
-    return [n for p in processes if (n := _number(p.get(column))) is not None]
+def _as_kind(column: Column, value: float | None) -> Any:
+    return int(value) if value is not None and column.kind is int else value
 
 
-def summarise(processes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The results columns of a point from its processes (all ok): the median of the process
-    medians and percentiles, the largest memory reading, the repetitions summed, and the
-    spread between processes. Columns measured once (the gate's, a decode state's size, the
-    kernel count) come from the first process that has them."""
-    if not processes:
-        raise ValueError("a point needs at least one process to sum up")
-    graph = all(_number(p.get("device_ms")) for p in processes)
-    medians = _numbers(processes, "time_ms")
-    gated = [g for p in processes if (g := gated_ms(p)) is not None]
-    row: dict[str, Any] = {
-        "status": "ok",
-        "time_ms": _median(medians),
-        "time_ms_p20": _median(_numbers(processes, "time_ms_p20")),
-        "time_ms_p80": _median(_numbers(processes, "time_ms_p80")),
-        "samples": int(sum(_numbers(processes, "samples"))),
-        "processes": len(processes),
-        "time_ms_proc_lo": min(medians) if medians else None,
-        "time_ms_proc_hi": max(medians) if medians else None,
-        "between_spread": log_spread(gated),
-        "timing": "graph" if graph else "eager",
-        "device_ms": _median(_numbers(processes, "device_ms")) if graph else None,
-        "sm_clock_mhz": _median(_numbers(processes, "sm_clock_mhz")),
-        "temp_c": max(_numbers(processes, "temp_c"), default=None),
-    }
-    for column in ("peak_bytes", "reserved_bytes", "nvml_peak_bytes"):
-        values = _numbers(processes, column)
-        row[column] = int(max(values)) if values else None
-    for column in ("cuda_graph", "graph_error", "kernels_per_call", "threads", "state_bytes", "compile_s"):
-        row[column] = next((p[column] for p in processes if p.get(column) not in (None, "")), None)
-    row["throttle_reasons"] = ";".join(
-        sorted({r for p in processes for r in str(p.get("throttle_reasons") or "").split(";") if r})
-    )
-    notes = sorted({str(p["error"]) for p in processes if p.get("error")})
-    row["error"] = "; ".join(notes)
-    return row
+def _graphed(processes: Sequence[ProcessResult]) -> bool:
+    """Every process has a CUDA-graph time: the point is judged by those."""
+    return all(as_number(p.device_ms) for p in processes)
+
+
+def _first(processes: Sequence[ProcessResult], column: Column) -> Any:
+    return next((value for p in processes if (value := getattr(p, column.name)) not in (None, "")), None)
+
+
+def _union(processes: Sequence[ProcessResult], column: Column) -> str:
+    reasons = {r for p in processes for r in str(getattr(p, column.name) or "").split(";") if r}
+    return ";".join(sorted(reasons))
+
+
+def _notes(processes: Sequence[ProcessResult], column: Column) -> str:
+    return "; ".join(sorted({str(note) for p in processes if (note := getattr(p, column.name))}))
+
+
+Combine = Callable[[Sequence[ProcessResult], Column], Any]
+# schema.COMBINES's rules over processes (key, point, gate, rate and process columns are not
+# combined: record.py and the runner fill them).
+COMBINERS: dict[str, Combine] = {
+    "first": _first,
+    "median": lambda ps, c: _median(_numbers(ps, c.name)),
+    "max": lambda ps, c: _as_kind(c, max(_numbers(ps, c.name), default=None)),
+    "sum": lambda ps, c: _as_kind(c, sum(_numbers(ps, c.name))),
+    "union": _union,
+    "notes": _notes,
+    "count": lambda ps, c: len(ps),
+    "fastest": lambda ps, c: min(_numbers(ps, "time_ms"), default=None),
+    "slowest": lambda ps, c: max(_numbers(ps, "time_ms"), default=None),
+    "spread": lambda ps, c: log_spread([g for p in ps if (g := gated_ms(p)) is not None]),
+    "timing": lambda ps, c: "graph" if _graphed(ps) else "eager",
+    "graph": lambda ps, c: _median(_numbers(ps, c.name)) if _graphed(ps) else None,
+}

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from linbench.results.processes import gated_ms
+from linbench.results.processes import ProcessResult, gated_ms
 
 NAME = "processes-v1"
 # A point whose processes disagree by more than this (log of slowest over fastest) gets more.
@@ -68,7 +68,7 @@ class ProcessProtocol:
         """linbench ab's: ``count`` rounds, each one process per point, and no extension."""
         return cls(wanted=count, most=count, order=AB_ROUNDS)
 
-    def needs_more(self, processes: Sequence[Mapping[str, Any]]) -> bool:
+    def needs_more(self, processes: Sequence[ProcessResult]) -> bool:
         """Whether a point measured in ``processes`` needs another: fewer than ``wanted``, or as
         many but disagreeing by more than ``extend_above`` (in log(max/min) of the gated times)
         and fewer than ``most``."""

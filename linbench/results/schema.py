@@ -9,16 +9,64 @@ empty cell. ``SCHEMA_VERSION`` goes into meta.json and changes whenever a column
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from linbench.shape import MODES
+from linbench.units import as_number
+
+# MODES is shape.py's (the variants count FLOPs by mode, and they sit below this schema).
+__all__ = [
+    "COLUMNS",
+    "COMBINES",
+    "DECODE_MODE",
+    "KEY_COLUMNS",
+    "MEASURED_COLUMNS",
+    "MODES",
+    "PROCESS_COLUMNS",
+    "REQUIRED_RESULT_COLUMNS",
+    "RESULT_COLUMNS",
+    "SAMPLE_COLUMNS",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Column",
+    "UnknownColumnError",
+    "cell",
+    "checked",
+]
 
 # 2: processes.csv, the process column of samples.csv, and the between-process columns.
 SCHEMA_VERSION = 2
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
-# The mode of a decode row (run rows are fwd, bwd or fwdbwd).
+# The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
 DECODE_MODE = "decode"
+
+# How a column of results.csv comes from a point's processes (linbench/results/processes.py
+# does the combining; linbench/results/record.py builds the row):
+#   key      the point itself (every file's key), as the plan made it
+#   point    a fact of the point fixed when the sweep is planned (record.PointFacts)
+#   gate     the correctness check's, measured once per point (record.Checked)
+#   rate     derived from the point's time (record.py)
+#   process  processes.csv (and samples.csv) only: one process's bookkeeping
+# and, combined over the processes of a point that all ended ok:
+#   first    the first process's value that is not empty (measured once: the same in all)
+#   median   the median of the processes' values (a time: the median of process medians)
+#   max      the largest reading (memory, temperature)
+#   sum      the processes' values added up (repetitions)
+#   union    every reason any process gave, each once (";"-separated)
+#   notes    every note any process gave, each once ("; "-separated)
+#   count    how many processes there were
+#   fastest  the fastest process median; slowest: the slowest
+#   spread   1.4826·MAD of the log gated times (processes.log_spread)
+#   timing   "graph" when every process has a CUDA-graph time, else "eager"
+#   graph    the median CUDA-graph time, where every process has one
+COMBINES = (
+    *("key", "point", "gate", "rate", "process", "first", "median", "max", "sum", "union", "notes"),
+    *("count", "fastest", "slowest", "spread", "timing", "graph"),
+)
 
 
 class UnknownColumnError(KeyError):
@@ -30,67 +78,111 @@ class Column:
     name: str
     kind: type  # str, int, float or bool: how a cell is written and read back
     doc: str
+    combine: str  # how results.csv gets it from a point's processes: one of COMBINES
+
+    def parse(self, value: Any) -> Any:
+        """``value`` (a cell read back from CSV, or a value as written) as ``kind``; None for
+        an empty cell or one that does not read as ``kind``."""
+        if value is None or value == "":
+            return None
+        if self.kind is str:
+            return str(value)
+        if self.kind is bool:
+            return value if isinstance(value, bool) else {"True": True, "False": False}.get(str(value))
+        number = as_number(value)
+        if number is None or self.kind is float:
+            return number
+        return int(number) if math.isfinite(number) and number == int(number) else None
 
 
-def _columns(*specs: tuple[str, type, str]) -> tuple[Column, ...]:
-    return tuple(Column(*spec) for spec in specs)
+def _group(combine: str, *specs: tuple[str, type, str]) -> list[Column]:
+    return [Column(name, kind, doc, combine) for name, kind, doc in specs]
 
 
-# Every column of every file, once: name, type, meaning.
+# Every column of every file, once: name, type, meaning, grouped by how results.csv combines it.
 COLUMNS = {
     column.name: column
-    for column in _columns(
-        # The point (the key of every file).
-        ("variant", str, "the variant (cosine, softmax, ...)"),
-        ("impl", str, "the implementation of the variant (chunked, kernel, sdpa, ...)"),
-        ("mode", str, "fwd, fwdbwd (forward and backward) or decode (one generated token)"),
-        ("causal", bool, "causal masking"),
-        ("dtype", str, "fp32, bf16 or fp16"),
-        ("device", str, "cpu, cuda:0, ..."),
-        ("batch", int, "batch size"),
-        ("heads", int, "attention heads"),
-        ("seq", int, "sequence length (for decode: the context)"),
-        ("dim_k", int, "head dimension of queries and keys"),
-        ("dim_v", int, "head dimension of values"),
-        ("device_name", str, "the device's model name"),
+    for column in (
+        *_group(
+            "key",
+            ("variant", str, "the variant (cosine, softmax, ...)"),
+            ("impl", str, "the implementation of the variant (chunked, kernel, sdpa, ...)"),
+            ("mode", str, "fwd, fwdbwd (forward and backward) or decode (one generated token)"),
+            ("causal", bool, "causal masking"),
+            ("dtype", str, "fp32, bf16 or fp16"),
+            ("device", str, "cpu, cuda:0, ..."),
+            ("batch", int, "batch size"),
+            ("heads", int, "attention heads"),
+            ("seq", int, "sequence length (for decode: the context)"),
+            ("dim_k", int, "head dimension of queries and keys"),
+            ("dim_v", int, "head dimension of values"),
+        ),
+        *_group(
+            "point",
+            ("device_name", str, "the device's model name"),
+            ("flops", float, "floating-point operations of one call, by the variant's count"),
+            ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
+            ("params", str, "--param values of the impl that differ from its defaults (k=v;k=v)"),
+        ),
         # What was measured (per process in processes.csv; over processes in results.csv).
-        ("status", str, "ok, oom, timeout, crashed, mismatch, skipped or error"),
-        ("time_ms", float, "median time of one call (results.csv: median of process medians; samples.csv: one call)"),
-        ("time_ms_p20", float, "20th percentile of the repetitions (results.csv: median over processes)"),
-        ("time_ms_p80", float, "80th percentile of the repetitions (results.csv: median over processes)"),
-        ("samples", int, "timed repetitions (results.csv: over all processes)"),
-        ("peak_bytes", int, "peak memory of one call above the inputs (results.csv: the largest process's)"),
-        ("reserved_bytes", int, "CUDA: the caching allocator's reserved peak"),
-        ("nvml_peak_bytes", int, "CUDA: the device memory NVML saw in use at the peak"),
-        ("flops", float, "floating-point operations of one call, by the variant's count"),
-        ("tflops", float, "flops / time_ms"),
-        ("rel_err", float, "the correctness gate's relative error against the fp64 reference"),
-        ("error", str, "why the point is not ok (or a note on an ok point)"),
-        ("check_seq", int, "the length the correctness gate ran at"),
-        ("sm_clock_mhz", float, "CUDA: SM clock while the point ran"),
-        ("temp_c", float, "CUDA: GPU temperature while the point ran"),
-        ("throttle_reasons", str, "CUDA: NVML's clock throttle reasons while the point ran"),
-        ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
-        ("time_per_token_ms", float, "decode: the median time of one step"),
-        ("state_bytes", int, "decode: the bytes the decoder's state holds"),
-        ("cuda_graph", bool, "whether one call (a decode step) was also timed as CUDA-graph replays"),
-        ("device_ms", float, "median time of one CUDA-graph replay: device time without launches"),
-        ("params", str, "--param values of the impl that differ from its defaults (k=v;k=v)"),
-        ("threads", int, "torch threads the worker ran with"),
-        ("tokens_per_s", float, "run: batch·seq tokens processed per second"),
-        ("processes", int, "worker processes that measured the point (each a fresh process)"),
-        ("time_ms_proc_lo", float, "the fastest process median"),
-        ("time_ms_proc_hi", float, "the slowest process median"),
-        ("between_spread", float, "1.4826·MAD of the log process medians: the noise between processes"),
-        ("timing", str, "the time a gate judges: graph (device_ms) or eager (time_ms)"),
-        ("kernels_per_call", int, "CUDA: GPU kernels one call launches (counted once, exact)"),
-        ("graph_error", str, "why a call could not be captured in a CUDA graph"),
-        ("compile_s", float, "compiled impls: seconds torch.compile took, outside the timed calls"),
+        *_group(
+            "first",
+            ("status", str, "ok, oom, timeout, crashed, mismatch, skipped or error"),
+            ("cuda_graph", bool, "whether one call (a decode step) was also timed as CUDA-graph replays"),
+            ("graph_error", str, "why a call could not be captured in a CUDA graph"),
+            ("kernels_per_call", int, "CUDA: GPU kernels one call launches (counted once, exact)"),
+            ("threads", int, "torch threads the worker ran with"),
+            ("state_bytes", int, "decode: the bytes the decoder's state holds"),
+            ("compile_s", float, "compiled impls: seconds torch.compile took, outside the timed calls"),
+        ),
+        *_group(
+            "median",
+            (
+                "time_ms",
+                float,
+                "median time of one call (results.csv: median of process medians; samples.csv: one call)",
+            ),
+            ("time_ms_p20", float, "20th percentile of the repetitions (results.csv: median over processes)"),
+            ("time_ms_p80", float, "80th percentile of the repetitions (results.csv: median over processes)"),
+            ("sm_clock_mhz", float, "CUDA: SM clock while the point ran"),
+        ),
+        *_group("sum", ("samples", int, "timed repetitions (results.csv: over all processes)")),
+        *_group(
+            "max",
+            ("peak_bytes", int, "peak memory of one call above the inputs (results.csv: the largest process's)"),
+            ("reserved_bytes", int, "CUDA: the caching allocator's reserved peak"),
+            ("nvml_peak_bytes", int, "CUDA: the device memory NVML saw in use at the peak"),
+            ("temp_c", float, "CUDA: GPU temperature while the point ran"),
+        ),
+        *_group("union", ("throttle_reasons", str, "CUDA: NVML's clock throttle reasons while the point ran")),
+        *_group("notes", ("error", str, "why the point is not ok (or a note on an ok point)")),
+        *_group("graph", ("device_ms", float, "median time of one CUDA-graph replay: device time without launches")),
+        *_group("count", ("processes", int, "worker processes that measured the point (each a fresh process)")),
+        *_group("fastest", ("time_ms_proc_lo", float, "the fastest process median")),
+        *_group("slowest", ("time_ms_proc_hi", float, "the slowest process median")),
+        *_group(
+            "spread", ("between_spread", float, "1.4826·MAD of the log process medians: the noise between processes")
+        ),
+        *_group("timing", ("timing", str, "the time a gate judges: graph (device_ms) or eager (time_ms)")),
+        *_group(
+            "gate",
+            ("rel_err", float, "the correctness gate's relative error against the fp64 reference"),
+            ("check_seq", int, "the length the correctness gate ran at"),
+        ),
+        *_group(
+            "rate",
+            ("tflops", float, "flops / time_ms"),
+            ("time_per_token_ms", float, "decode: the median time of one step"),
+            ("tokens_per_s", float, "run: batch·seq tokens processed per second"),
+        ),
         # processes.csv and samples.csv only.
-        ("process", int, "the round that ran the process (0, 1, ...)"),
-        ("pid", int, "the worker's process id"),
-        ("wall_s", float, "seconds from handing the task to the worker to its result"),
-        ("timed_s", float, "seconds of timed repetitions inside the process"),
+        *_group(
+            "process",
+            ("process", int, "the round that ran the process (0, 1, ...)"),
+            ("pid", int, "the worker's process id"),
+            ("wall_s", float, "seconds from handing the task to the worker to its result"),
+            ("timed_s", float, "seconds of timed repetitions inside the process"),
+        ),
     )
 }
 

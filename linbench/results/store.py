@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from linbench.results.record import row_key
 from linbench.results.schema import (
     KEY_COLUMNS,
     PROCESS_COLUMNS,
@@ -82,12 +83,8 @@ def utc_stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def _key(row: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(str(row[column]) for column in KEY_COLUMNS)
-
-
 def _process_key(row: Mapping[str, Any]) -> tuple[str, ...]:
-    return (*_key(row), str(row["process"]))
+    return (*row_key(row), str(row["process"]))
 
 
 FILES = ((RESULTS_FILE, RESULT_COLUMNS), (PROCESSES_FILE, PROCESS_COLUMNS), (SAMPLES_FILE, SAMPLE_COLUMNS))
@@ -183,7 +180,8 @@ class RunStore:
         return _read_rows(self.processes_path) if self.processes_path.exists() else []
 
     def done_keys(self) -> set[tuple[str, ...]]:
-        return {_key(row) for row in self.rows()}
+        """The key (record.row_key) of every point with a results row."""
+        return {row_key(row) for row in self.rows()}
 
     def write_meta(self, meta: Mapping[str, Any]) -> None:
         """Replace meta.json atomically (a kill or a full disk mid-write leaves the old one)."""
@@ -214,7 +212,7 @@ class RunStore:
         kept = [
             [row[column] for column in SAMPLE_COLUMNS]
             for row in _read_rows(self.samples_path)
-            if _process_key(row) in processes or _key(row) in done
+            if _process_key(row) in processes or row_key(row) in done
         ]
         _replace_text(self.samples_path, _csv_text([SAMPLE_COLUMNS, *kept]))
 

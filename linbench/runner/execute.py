@@ -1,137 +1,79 @@
 """What a worker does with a task: check a point against its reference, or measure it.
 
-Both return a plain dict of result columns; the supervisor adds the point's own columns.
-A decode point is checked by decoding against the reference's last rows, and measured
-like any other point once its context is prefilled: the first step's peak memory, then
-one timed repetition per generated token. On a GPU, after the eager timing, a call (or
-step) may also be timed as CUDA-graph replays and its launches counted (execute_gpu.py).
+Both return a ProcessResult (what the worker measured, or how it failed); the runner adds
+the point's own columns when it records the process. What differs between a run point and a
+decode point (the check, the workload, what a GPU times after the eager calls) is the task's
+kind's (kinds.py): a decode point is checked by decoding against the reference's last rows,
+and measured like any other point once its context is prefilled: the first step's peak
+memory, then one timed repetition per generated token. On a GPU, after the eager timing, a
+call (or step) may also be timed as CUDA-graph replays and its launches counted
+(execute_gpu.py).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any, Protocol
 
 import torch
 
-from linbench.correctness import CaseResult, check_decoder, check_impl
-from linbench.dtypes import torch_dtype
+from linbench.correctness import CaseResult
 from linbench.measure.compile_time import compile_seconds
 from linbench.measure.memory import PeakRSS
 from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
 from linbench.measure.timer import Timing, time_cpu
-from linbench.runner import decode_workload
-from linbench.runner.execute_gpu import (
-    capturable_call,
-    decode_graph_policy,
-    graph_columns,
-    graph_predicted_s,
-    launch_columns,
-    run_graph_policy,
-    time_with_policy,
-)
-from linbench.runner.task import GATE_STEPS, Task, TimingPolicy
-from linbench.runner.workload import Workload, warm_up
-from linbench.sweep.spec import DECODE_MODE
-from linbench.variants.decoding import state_bytes
-from linbench.variants.registry import get_variant
+from linbench.results.processes import ProcessResult
+from linbench.runner.execute_gpu import graph_predicted_s, time_with_policy
+from linbench.runner.kinds import Work
+from linbench.runner.task import Task
 
 
-class Work(Protocol):
-    """What the timers take: untimed ``before`` and timed ``run`` of one repetition."""
-
-    def before(self) -> None: ...
-
-    def run(self) -> None: ...
+def run_gate(task: Task) -> ProcessResult:
+    """The point checked against its variant's fp64 reference, as its kind checks it."""
+    return gate_result(task.kind.check(task))
 
 
-def run_gate(task: Task) -> dict[str, Any]:
-    """The impl against the variant's fp64 reference at the task's shape (outputs, and
-    gradients when the mode has a backward)."""
-    point = task.point
-    if point.mode == DECODE_MODE:
-        case = check_decoder(
-            get_variant(point.variant),
-            point.impl,
-            replace(point.shape, seq=point.shape.seq + GATE_STEPS),
-            steps=GATE_STEPS,
-            dtype=torch_dtype(point.dtype),
-            device=point.device,
-            seed=task.seed,
-            params=task.params,
-        )
-    else:
-        case = check_impl(
-            get_variant(point.variant),
-            point.impl,
-            point.shape,
-            causal=point.causal,
-            dtype=torch_dtype(point.dtype),
-            device=point.device,
-            seed=task.seed,
-            gradients=point.mode != "fwd",
-            params=task.params,
-        )
-    return _gate_columns(case)
-
-
-def _gate_columns(case: CaseResult) -> dict[str, Any]:
+def gate_result(case: CaseResult) -> ProcessResult:
+    """What a gate reports: ok or mismatch with its relative error, or why it could not judge."""
     if case.unavailable:  # the impl cannot take this point (an SDPA backend, say): not a failure
-        return {"status": "skipped", "error": f"unavailable: {case.unavailable}"}
+        return ProcessResult("skipped", error=f"unavailable: {case.unavailable}")
     if case.error:
-        return {"status": "oom" if case.out_of_memory else "error", "error": case.error}
+        return ProcessResult("oom" if case.out_of_memory else "error", error=case.error)
     status = "ok" if case.ok else "mismatch"
-    return {"status": status, "rel_err": case.rel_error, "error": "" if case.ok else case.describe()}
+    return ProcessResult(status, rel_err=case.rel_error, error="" if case.ok else case.describe())
 
 
 class StopEarlyError(Exception):
     """A point on probation whose first call says it cannot finish within its limit."""
 
 
-def run_measure(task: Task) -> dict[str, Any]:
-    """Peak memory of the first full-size call, then the timed repetitions."""
+def run_measure(task: Task) -> ProcessResult:
+    """Peak memory of the first full-size call, then the timed repetitions; on a GPU then what
+    the kind times after them. ``state_bytes``: what the point's state holds once prepared."""
     started = time.perf_counter()
     compiled_before = compile_seconds()
     device = torch.device(task.point.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    kind = task.kind
     try:
-        if task.point.mode == DECODE_MODE:
-            return _measure_decode(task, device, started)
-        warm_up(task.point, device, params=task.params)
-        work = Workload(task.point, device, task.seed, task.params)
-        columns = _measure(task, work, device, started)
-        if device.type == "cuda":
-            columns |= _after_eager(task, work, device)
-        return columns | _compiled(compiled_before)
+        with kind.measuring():
+            work, held = kind.workload(task, device)
+            result = replace(_measure(task, work, device, started), state_bytes=held)
+            if device.type == "cuda":
+                result = kind.after_eager(task, work, device, result)
+        return replace(result, compile_s=_compiled(compiled_before))
     except StopEarlyError as stop:
-        return {"status": "timeout", "error": str(stop)}
+        return ProcessResult("timeout", error=str(stop))
 
 
-def _graph_policy(task: Task) -> TimingPolicy:
-    decode = task.point.mode == DECODE_MODE
-    return decode_graph_policy(task.timing) if decode else run_graph_policy(task.timing)
-
-
-def _after_eager(task: Task, work: Workload, device: torch.device) -> dict[str, Any]:
-    """The graph's replays, then the launch count: in this order, since the profiler slows
-    the process after it (execute_gpu.py)."""
-    columns: dict[str, Any] = {}
-    if task.cuda_graph:
-        columns |= graph_columns(lambda: capturable_call(work), device, _graph_policy(task))
-    if task.count_launches:
-        columns |= launch_columns(work.run, device, before=work.before)
-    return columns
-
-
-def _compiled(before: float | None) -> dict[str, Any]:
+def _compiled(before: float | None) -> float | None:
     """compile_s: the seconds this point spent in torch.compile (the compiled impls compile in
     the warm-up), where it compiled anything; a worker shared by points counts each its own."""
     after = compile_seconds()
     if before is None or after is None or after <= before:
-        return {}
-    return {"compile_s": round(after - before, 3)}
+        return None
+    return round(after - before, 3)
 
 
 def _check_probation(task: Task, first_s: float, started: float) -> None:
@@ -142,42 +84,22 @@ def _check_probation(task: Task, first_s: float, started: float) -> None:
         return
     projected = time.perf_counter() - started + task.timing.predicted_s(first_s) - first_s
     if task.cuda_graph:
-        projected += graph_predicted_s(_graph_policy(task), first_s)
+        projected += graph_predicted_s(task.kind.graph_policy(task.timing), first_s)
     if projected > limit:
-        per = "step" if task.point.mode == DECODE_MODE else "call"
+        per = task.kind.words.call
         raise StopEarlyError(
             f"stopped after its first {per}: {first_s:.2f} s per {per} puts the point at "
             f"{projected:.0f} s, past --timeout-s {limit:g}"
         )
 
 
-def _measure_decode(task: Task, device: torch.device, started: float) -> dict[str, Any]:
-    """Prefill untimed, read the state's size, then measure the steps like any call; with
-    ``cuda_graph``, then time replays of one captured step as well, and count its launches
-    (the repeatable step needs the spare token that only ``cuda_graph`` reserves)."""
-    with torch.no_grad():
-        decode_workload.warm_up(task.point, device, params=task.params)
-        work = decode_workload.DecodeWorkload(
-            task.point, device, task.timing.calls, task.seed, spare=task.cuda_graph, params=task.params
-        )
-        work.prefill()
-        held = state_bytes(work.state)
-        columns = _measure(task, work, device, started) | {"state_bytes": held}
-        if task.cuda_graph and device.type == "cuda":
-            step = work.repeatable_step()
-            columns |= graph_columns(lambda: step, device, _graph_policy(task))
-            if task.count_launches:
-                columns |= launch_columns(step, device)
-        return columns
-
-
-def _measure(task: Task, work: Work, device: torch.device, started: float) -> dict[str, Any]:
+def _measure(task: Task, work: Work, device: torch.device, started: float) -> ProcessResult:
     if device.type == "cuda":
         return _measure_cuda(task, work, device, started)
     return _measure_cpu(task, work, started)
 
 
-def _measure_cpu(task: Task, work: Work, started: float) -> dict[str, Any]:
+def _measure_cpu(task: Task, work: Work, started: float) -> ProcessResult:
     policy = task.timing
     work.before()
     start = time.perf_counter()
@@ -195,10 +117,10 @@ def _measure_cpu(task: Task, work: Work, started: float) -> dict[str, Any]:
         min_reps=policy.min_reps,
         max_reps=policy.max_reps,
     )
-    return _timing_columns(timing) | {"peak_bytes": peak.peak_bytes}
+    return replace(_timed(timing), peak_bytes=peak.peak_bytes)
 
 
-def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) -> dict[str, Any]:
+def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) -> ProcessResult:
     from linbench.measure.cuda_memory import CudaPeak
 
     policy = task.timing
@@ -210,31 +132,30 @@ def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) 
             work.run()
         _check_probation(task, time.perf_counter() - start, started)
         timing = time_with_policy(work.run, device, policy, before=work.before)
-    columns = _timing_columns(timing) | _nvml_columns(nvml)
-    columns |= {"peak_bytes": peak.peak_bytes, "reserved_bytes": peak.reserved_bytes}
-    if nvml.error:
-        columns["error"] = nvml.error
-    return columns
+    result = with_nvml(_timed(timing), nvml)
+    return replace(result, peak_bytes=peak.peak_bytes, reserved_bytes=peak.reserved_bytes)
 
 
-def _nvml_columns(nvml: NvmlSampler) -> dict[str, Any]:
-    """The columns results.csv keeps from the NVML sampler."""
-    return {
-        "nvml_peak_bytes": nvml.peak_used_bytes,
-        "sm_clock_mhz": nvml.min_sm_clock_mhz,
-        "temp_c": nvml.max_temp_c,
+def with_nvml(result: ProcessResult, nvml: NvmlSampler) -> ProcessResult:
+    """``result`` with what results.csv keeps from the NVML sampler (and its error, if any)."""
+    return replace(
+        result,
+        nvml_peak_bytes=nvml.peak_used_bytes,
+        sm_clock_mhz=nvml.min_sm_clock_mhz,
+        temp_c=nvml.max_temp_c,
         # The GPU is idle between kernels of a small op; that reason says nothing.
-        "throttle_reasons": throttle_names(nvml.throttle_mask & ~GPU_IDLE),
-    }
+        throttle_reasons=throttle_names(nvml.throttle_mask & ~GPU_IDLE),
+        error=nvml.error or result.error,
+    )
 
 
-def _timing_columns(timing: Timing) -> dict[str, Any]:
-    return {
-        "status": "ok",
-        "threads": torch.get_num_threads(),
-        "time_ms": timing.median_ms,
-        "time_ms_p20": timing.percentile_ms(20),
-        "time_ms_p80": timing.percentile_ms(80),
-        "samples": timing.count,
-        "samples_ms": list(timing.samples_ms),
-    }
+def _timed(timing: Timing) -> ProcessResult:
+    return ProcessResult(
+        "ok",
+        threads=torch.get_num_threads(),
+        time_ms=timing.median_ms,
+        time_ms_p20=timing.percentile_ms(20),
+        time_ms_p80=timing.percentile_ms(80),
+        samples=timing.count,
+        samples_ms=tuple(timing.samples_ms),
+    )

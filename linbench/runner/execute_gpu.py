@@ -1,6 +1,6 @@
 """What a worker measures on a GPU after a point's eager timing: CUDA-graph replays of one
 call (``cuda_graph``, ``device_ms``, ``graph_error``) and the launches one call makes
-(``kernels_per_call``).
+(``kernels_per_call``), each added to the process's result.
 
 Both run after the timed eager calls, so neither changes what was timed: a captured graph
 holds the call's temporaries in a memory pool of its own, and the profiler that counts
@@ -15,12 +15,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 import torch
 
 from linbench.measure.cuda_graph import WARMUP_CALLS, capture, why_not_capturable
 from linbench.measure.timer import Timing
+from linbench.results.processes import ProcessResult
 from linbench.runner.task import TimingPolicy
 from linbench.runner.workload import Workload
 
@@ -58,7 +58,7 @@ def capturable_call(work: Workload) -> Callable[[], None]:
     untimed before each repetition, so the graph captures the backward of one forward built
     here, kept alive (and its saved tensors with it, ``retain_graph``) for as long as the
     graph replays it. Autograd runs a backward op on the stream of its forward op, so that
-    forward must be built on the stream that captures (``graph_columns`` sees to it)."""
+    forward must be built on the stream that captures (``with_graph`` sees to it)."""
     if work.point.mode != "bwd":
         return work.run
     out = work.forward()
@@ -71,12 +71,15 @@ def capturable_call(work: Workload) -> Callable[[], None]:
     return backward
 
 
-def graph_columns(
-    make_call: Callable[[], Callable[[], object]], device: torch.device, policy: TimingPolicy
-) -> dict[str, Any]:
-    """``cuda_graph`` and the median replay time ``device_ms`` of one captured call of the
-    function ``make_call`` returns (made on the capturing stream); ``cuda_graph`` False and
-    ``graph_error`` when it cannot be captured."""
+def with_graph(
+    result: ProcessResult,
+    make_call: Callable[[], Callable[[], object]],
+    device: torch.device,
+    policy: TimingPolicy,
+) -> ProcessResult:
+    """``result`` with ``cuda_graph`` and the median replay time ``device_ms`` of one captured
+    call of the function ``make_call`` returns (made on the capturing stream); with
+    ``cuda_graph`` False and ``graph_error`` when it cannot be captured."""
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
     try:
@@ -86,16 +89,16 @@ def graph_columns(
         timing = time_with_policy(graph.replay, device, policy)
     except Exception as exc:  # a call that cannot be captured (or replayed) keeps its eager time, and says why
         _settle(device)
-        return {"cuda_graph": False, "graph_error": why_not_capturable(exc)}
+        return replace(result, cuda_graph=False, graph_error=why_not_capturable(exc))
     del graph, call  # the graph's pool (and a bwd's forward) go back to the allocator
-    return {"cuda_graph": True, "device_ms": timing.median_ms}
+    return replace(result, cuda_graph=True, device_ms=timing.median_ms)
 
 
-def launch_columns(
-    fn: Callable[[], object], device: torch.device, before: Callable[[], object] | None = None
-) -> dict[str, Any]:
-    """``kernels_per_call`` of one untimed call of ``fn`` (after ``before``, uncounted); no
-    column when the count cannot be made."""
+def with_launches(
+    result: ProcessResult, fn: Callable[[], object], device: torch.device, before: Callable[[], object] | None = None
+) -> ProcessResult:
+    """``result`` with the ``kernels_per_call`` of one untimed call of ``fn`` (after ``before``,
+    uncounted); as it is when the count cannot be made."""
     from linbench.measure.launches import count_kernel_launches
 
     try:
@@ -104,8 +107,8 @@ def launch_columns(
         count = count_kernel_launches(fn, device)
     except Exception as exc:  # a count that cannot be trusted is left out, never guessed
         print(f"kernels_per_call not counted: {_first_line(exc)}", file=sys.stderr)
-        return {}
-    return {} if count is None else {"kernels_per_call": count}
+        return result
+    return result if count is None else replace(result, kernels_per_call=count)
 
 
 def _settle(device: torch.device) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+
+from linbench.results.meta import Overhead
 
 
 @dataclass
@@ -42,29 +43,22 @@ class TimeLedger:
         self.gates += count
         self.gates_s += wall_s
 
-    def section(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    def overhead(self, previous: Overhead | None = None) -> Overhead:
         """meta.json's ``overhead``: these seconds added to an earlier session's."""
-        before = previous or {}
-        total = {
-            name: float(before.get(name, 0.0)) + getattr(self, name)
-            for name in ("wall_s", "timed_s", "processes_s", "gates_s")
-        }
-        counts = {name: int(before.get(name, 0)) + getattr(self, name) for name in ("processes", "gates")}
-        wall = total["wall_s"]
-        fraction = total["timed_s"] / wall if wall > 0 else None
-        return {k: round(v, 3) for k, v in total.items()} | counts | {"timed_fraction": fraction}
+        session = Overhead(self.wall_s, self.timed_s, self.processes_s, self.gates_s, self.processes, self.gates)
+        return session if previous is None else previous + session
 
 
-def overhead_line(section: dict[str, Any]) -> str:
+def overhead_line(overhead: Overhead) -> str:
     """One line for the end of a run: the timed share of the wall time and where the rest went."""
-    wall, timed = float(section.get("wall_s") or 0.0), float(section.get("timed_s") or 0.0)
+    wall, timed = overhead.wall_s, overhead.timed_s
     if wall <= 0:
         return "harness: no time recorded"
-    inside = float(section.get("processes_s") or 0.0) - timed
-    gates = float(section.get("gates_s") or 0.0)
+    inside = overhead.processes_s - timed
+    gates = overhead.gates_s
     rest = max(wall - timed - inside - gates, 0.0)
     return (
         f"harness: {timed:.1f} s of {wall:.1f} s wall timed ({timed / wall:.0%}); outside: "
-        f"{gates:.1f} s correctness gates ({section.get('gates', 0)}), {inside:.1f} s worker start, "
-        f"set-up and warm-up ({section.get('processes', 0)} processes), {rest:.1f} s in the runner"
+        f"{gates:.1f} s correctness gates ({overhead.gates}), {inside:.1f} s worker start, "
+        f"set-up and warm-up ({overhead.processes} processes), {rest:.1f} s in the runner"
     )

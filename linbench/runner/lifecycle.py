@@ -15,13 +15,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from linbench.results.meta import Provenance, SweepRecord, timing_protocol_section
 from linbench.results.schema import SCHEMA_VERSION
 from linbench.results.store import RunStore, RunStoreWriteError
 from linbench.runner.plan import RunPlan
 from linbench.sweep.spec import SweepSpec
-
-# What must match for --resume to append to a run (meta.json key → what it names).
-PROVENANCE = {"device_name": "device", "torch": "torch", "git_sha": "linbench commit"}
 
 
 class RunSetupError(ValueError):
@@ -56,8 +54,6 @@ def create_run(out: Path, spec: SweepSpec, plan: RunPlan, command: str | None = 
 
 
 def _plan_meta(spec: SweepSpec, plan: RunPlan) -> dict[str, Any]:
-    from linbench.results.meta import SweepRecord
-
     return {
         "schema_version": SCHEMA_VERSION,
         "sweep": SweepRecord(
@@ -71,7 +67,7 @@ def _plan_meta(spec: SweepSpec, plan: RunPlan) -> dict[str, Any]:
             points=len(plan.points),
         ).section(),
         "timing": plan.timing.__dict__ | {"threads": plan.threads, "cuda_graph": plan.cuda_graph},
-        "timing_protocol": plan.processes.meta() | {"budget_s": plan.timing.budget_s},
+        "timing_protocol": timing_protocol_section(plan.processes, plan.timing.budget_s),
         "params": plan.params_meta(),
         "timeout_s": plan.timeout_s,
         "cpu_memory_limit_bytes": plan.memory_limit_bytes,
@@ -85,12 +81,8 @@ def check_resumable(meta: dict[str, Any], plan: RunPlan, mix: bool) -> None:
         return
     from linbench.machine.facts import git_sha
 
-    here = {"device_name": plan.device_name, "torch": _torch_version(), "git_sha": git_sha()}
-    differ = [
-        f"{what} {meta.get(key)!r} there, {here[key]!r} here"
-        for key, what in PROVENANCE.items()
-        if meta.get(key) is not None and here[key] is not None and str(meta[key]) != str(here[key])
-    ]
+    here = Provenance(device_name=plan.device_name, torch=_torch_version(), git_sha=git_sha())
+    differ = Provenance.read(meta).differences(here)
     if differ:
         raise RunSetupError(
             f"--resume would mix measurements: {'; '.join(differ)}; start a new run, or pass --mix to go on anyway"

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from linbench.runner.kinds import RUN, Kind
 from linbench.sweep.params import ParamError, ParamSetting, convert, format_params, parse_param
 from linbench.variants.registry import Param, Variant, get_variant
 
 Pair = tuple[str, str]
 
 
-def resolve_params(texts: Iterable[str], pairs: Iterable[Pair], decode: bool = False) -> dict[Pair, dict[str, Any]]:
+def resolve_params(texts: Iterable[str], pairs: Iterable[Pair], kind: Kind = RUN) -> dict[Pair, dict[str, Any]]:
     """(variant, impl) → {parameter: value} for every impl that a setting reaches."""
     pairs = list(pairs)
     settings = [parse_param(text) for text in texts]
@@ -28,7 +29,7 @@ def resolve_params(texts: Iterable[str], pairs: Iterable[Pair], decode: bool = F
             variant = get_variant(setting.variant)
         except ValueError as exc:
             raise ParamError(f"--param {setting.text}: {exc}") from None
-        reached = _reached(setting, variant, pairs, decode)
+        reached = _reached(setting, variant, pairs, kind)
         takers = [(pair, specs[setting.name]) for pair, specs in reached if setting.name in specs]
         if not takers:
             known = sorted({name for _, specs in reached for name in specs})
@@ -42,15 +43,12 @@ def resolve_params(texts: Iterable[str], pairs: Iterable[Pair], decode: bool = F
 
 
 def _reached(
-    setting: ParamSetting, variant: Variant, pairs: list[Pair], decode: bool
+    setting: ParamSetting, variant: Variant, pairs: list[Pair], kind: Kind
 ) -> list[tuple[Pair, dict[str, Param]]]:
-    """The run's impls the setting names, each with the parameters it takes."""
+    """The run's impls (decoders) the setting names, each with the parameters it takes."""
     if setting.impl is not None:
         try:
-            if decode:
-                variant.decoder(setting.impl)  # ValueError naming the decoders
-            else:
-                variant.impl(setting.impl)  # ValueError naming the impls
+            kind.param_specs(variant, setting.impl)  # ValueError naming the impls (decoders)
         except ValueError as exc:
             raise ParamError(f"--param {setting.text}: {exc}") from None
         targets = [(variant.name, setting.impl)]
@@ -60,22 +58,16 @@ def _reached(
     if missing or not targets:
         what = missing[0] if missing else variant.name
         raise ParamError(f"--param {setting.text}: {what} is not part of this run")
-    return [(pair, param_specs(variant, pair[1], decode)) for pair in targets]
+    return [(pair, kind.param_specs(variant, pair[1])) for pair in targets]
 
 
-def param_specs(variant: Variant, impl: str, decode: bool = False) -> dict[str, Param]:
-    """The parameters an impl takes (a decoder takes its variant's)."""
-    specs = [*variant.param_specs, *(() if decode else variant.impl(impl).params)]
-    return {spec.name: spec for spec in specs}
-
-
-def non_default(pair: Pair, values: dict[str, Any], decode: bool = False) -> str:
+def non_default(pair: Pair, values: dict[str, Any], kind: Kind = RUN) -> str:
     """``k=v;k=v`` of the values that differ from the parameters' defaults (results.csv)."""
-    specs = param_specs(get_variant(pair[0]), pair[1], decode)
+    specs = kind.param_specs(get_variant(pair[0]), pair[1])
     changed = {
         name: value for name, value in values.items() if specs[name].default is None or value != specs[name].default
     }
     return format_params(changed)
 
 
-__all__ = ["ParamError", "non_default", "param_specs", "resolve_params"]
+__all__ = ["ParamError", "non_default", "resolve_params"]

@@ -6,33 +6,31 @@ exists: unknown names, impls that cannot run on the device or take these head di
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from linbench.machine.limits import available_memory_bytes
 from linbench.results.protocol import ProcessProtocol
+from linbench.results.record import PointFacts
+from linbench.runner.kinds import RUN, Kind, kind_of
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets
 from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point, expand_points
-from linbench.sweep.spec import DECODE_MODE, SweepSpec
-from linbench.variants.registry import get_variant
-from linbench.variants.selection import select_decoders, select_impls
+from linbench.sweep.spec import SweepSpec
 
 # A CPU worker may take this share of the memory available when the run starts; past it
 # an allocation fails cleanly inside the worker (status oom) instead of the machine swapping
 # or the kernel's OOM killer choosing a victim.
 CPU_MEMORY_SHARE = 0.8
-# Each of several processes needs less of its own budget: between processes, not within,
-# is where the noise is (docs/gate.md).
-CUDA_PROCESS_BUDGET_S = 0.3
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    """A resolved sweep: the points in order and how to run each."""
+    """A resolved sweep: the points in order, their kind, and how to run each."""
 
     points: tuple[Point, ...]
     targets: Targets
@@ -42,80 +40,76 @@ class RunPlan:
     timing: TimingPolicy
     plugins: tuple[str, ...] = ()
     memory_limit_bytes: int | None = None
-    cuda_graph: bool = False  # decode: steps are also timed as CUDA-graph replays
+    cuda_graph: bool = False  # also time each call (decode: step) as CUDA-graph replays
     # --param: (variant, impl) → the parameter values given for it.
     params: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     threads: int | None = None  # torch threads in each worker; None: torch's default
     tokens: int | None = None  # run --tokens: batch·seq of every point
     processes: ProcessProtocol = field(default_factory=ProcessProtocol)
-    # After each point's first process, the points of one curve share a worker per round.
-    # Only on GPUs: their allocator peaks are reset per call, while a CPU point's peak RSS
-    # needs a fresh process. Saves a CUDA context and a kernel-library load per point.
+    # After each point's first process, the points of one curve share a worker per round
+    # (where the kind allows: on GPUs, whose allocator peaks are reset per call, while a CPU
+    # point's peak RSS needs a fresh process). Saves a CUDA context and a kernel-library load.
     share_workers: bool = False
+    kind: Kind = RUN  # what the points are: run or decode (runner/kinds.py), from the command
+    # What each point is, for its rows: fixed here, when the plan is made, from the fields above.
+    facts: Mapping[Point, PointFacts] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "facts", {point: self._facts(point) for point in self.points})
 
     def impl_params(self, variant: str, impl: str) -> dict[str, Any]:
         """The parameters given for one impl (empty: its defaults)."""
         return dict(self.params.get((variant, impl), {}))
 
-    def params_column(self, point: Point) -> str:
-        """results.csv's ``params`` for ``point``: its impl's given values that differ from
-        the defaults."""
-        values = self.params.get((point.variant, point.impl))
-        return non_default((point.variant, point.impl), values, point.mode == DECODE_MODE) if values else ""
+    def _facts(self, point: Point) -> PointFacts:
+        """The columns of ``point``'s rows that no process measures: its key, the device, the
+        impl's given values that differ from its defaults, and what its kind adds."""
+        pair = (point.variant, point.impl)
+        values = self.params.get(pair)
+        params = non_default(pair, values, self.kind) if values else ""
+        return self.kind.facts(point, self.device_name, params)
 
     def params_meta(self) -> dict[str, dict[str, Any]]:
         """meta.json's ``params``: "variant:impl" → the values given for it."""
         return {f"{v}:{i}": dict(values) for (v, i), values in self.params.items()}
 
 
-def _check_shape_support(targets: Targets, spec: SweepSpec) -> None:
-    for variant_name, impl_name in targets.pairs:
-        impl = get_variant(variant_name).impl(impl_name)
+def _check_shape_support(targets: Targets, spec: SweepSpec, kind: Kind) -> None:
+    for pair in targets.pairs:
         for block in spec.blocks:
             for dim_k, dim_v in block.dims():
                 for dtype in block.dtype:
-                    reason = impl.unsupported_reason(dim_k, dim_v, dtype)
+                    reason = kind.unsupported_reason(pair, dim_k, dim_v, dtype)
                     if reason is not None:
                         what = f"dim_k={dim_k}, dim_v={dim_v}, {dtype}"
-                        raise ValueError(f"{variant_name}:{impl_name} does not support {what}: {reason}")
+                        raise ValueError(f"{pair[0]}:{pair[1]} does not support {what}: {reason}")
 
 
 def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPlan:
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
-    decode = spec.command == "decode"
-    targets = resolve_targets(spec.variants, spec.baselines, device, decode=decode)
-    if not decode:  # decoders take any head dim
-        _check_shape_support(targets, spec)
+    kind = kind_of(spec.command)
+    targets = resolve_targets(spec.variants, spec.baselines, device, kind)
+    _check_shape_support(targets, spec, kind)
     if spec.cuda_graph and device.type != "cuda":
         raise ValueError(f"--cuda-graph times CUDA-graph replays and needs a CUDA device, not {device}")
     points = expand_points(spec.blocks, targets.pairs, str(device))
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
-    if decode:
-        timing = TimingPolicy.for_decode(spec.tokens or 1)
-    else:
-        budget = spec.budget_s
-        if budget is None and (spec.processes or 1) > 1 and device.type == "cuda":
-            budget = CUDA_PROCESS_BUDGET_S
-        timing = TimingPolicy.for_device(device.type, budget)
-        if spec.warmup_s is not None:
-            timing = replace(timing, warmup_s=spec.warmup_s)
-        if spec.min_reps is not None:
-            timing = replace(timing, min_reps=spec.min_reps, max_reps=max(timing.max_reps, spec.min_reps))
     return RunPlan(
         points=tuple(points),
         targets=targets,
         device=device,
         device_name=device_name,
         timeout_s=spec.timeout_s,
-        timing=timing,
+        timing=kind.timing(spec, device),
         plugins=spec.plugins,
         memory_limit_bytes=memory,
         cuda_graph=spec.cuda_graph,
-        params=resolve_params(spec.params, targets.pairs, decode=decode),
+        params=resolve_params(spec.params, targets.pairs, kind),
         threads=spec.threads,
         tokens=next((block.tokens for block in spec.blocks if block.tokens), None),
-        processes=ProcessProtocol(1, 1) if decode else ProcessProtocol.of(spec.processes, spec.max_processes),
-        share_workers=device.type == "cuda" and not decode,
+        processes=kind.protocol(spec),
+        share_workers=kind.shares_workers(device),
+        kind=kind,
     )
 
 
@@ -123,9 +117,9 @@ def count_points(spec: SweepSpec) -> int:
     """The points ``spec`` names on any device: every impl (or decoder) it selects is counted,
     runnable here or not. For a suite that names its impls, this is what a run will measure
     wherever they all run; ValueError for unknown names."""
-    select = select_decoders if spec.command == "decode" else select_impls
+    kind = kind_of(spec.command)
     pairs: list[tuple[str, str]] = []
     for names in (spec.variants, spec.baselines):
         if names:  # no baseline must not read as "every variant"
-            pairs += [(pick.variant.name, pick.impl) for pick in select(names)]
+            pairs += [(pick.variant.name, pick.impl) for pick in kind.select(names)]
     return len(expand_points(spec.blocks, dict.fromkeys(pairs), "any"))

@@ -16,16 +16,16 @@ The prediction (``SkipPolicy.prediction``):
    (an overhead-bound start, a cache that stops fitting) and the last three are fitted
    instead. The exponent is clamped to [1, 3]: never less than linear growth (short lengths
    are overhead-bound), never more than cubic. A clamped line runs through the longest
-   measured point. With one measured length the exponent is assumed: 2 for ``run`` (the
-   slower of the two families), 1 for a decode step (a KV cache's step is linear in the
-   context).
+   measured point. With one measured length the exponent is assumed, as the kind of point
+   says (runner/kinds.py): 2 for ``run`` (the slower of the two families), 1 for a decode
+   step (a KV cache's step is linear in the context).
 2. **Uncertainty** u, in log time: ``BASE_MARGIN`` (the machine drifts between points) plus
    the larger of the measured noise, the median over the fitted points of log(p80 / p20),
    and the misfit, the largest distance of a fitted point from the line. An error of u at
    both ends of the fitted range tilts the line, so u grows with how far the prediction
    reaches past the range: u · (1 + 2 · log(s / s_last) / log(s_last / s_first)). With one
-   measured length, the low and high predictions take the exponents 1 and 3 (decode: 0 and
-   2) and u = BASE_MARGIN + that point's noise.
+   measured length, the low and high predictions take the kind's exponents 1 and 3 (decode:
+   0 and 2) and u = BASE_MARGIN + that point's noise.
 3. **Bounds.** Optimistic = central · exp(−u), pessimistic = central · exp(+u), each turned
    into the point's wall time by the timing policy (warm-up and repetitions).
 
@@ -44,17 +44,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from linbench.runner.kinds import RUN, Kind
 from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point
-from linbench.sweep.spec import DECODE_MODE
 
-# With one measured length, assume time grows as seq² (the slower of the two families).
-DEFAULT_EXPONENT = 2.0
-# ... but a decode step as the context: a KV cache step is linear in it, a recurrent one
-# constant. The naive recompute's quadratic step shows its exponent from its second context on.
-DECODE_DEFAULT_EXPONENT = 1.0
-# The exponents the optimistic and pessimistic predictions take from a single length.
-SINGLE_POINT_RANGE = {"run": (1.0, 3.0), "decode": (0.0, 2.0)}
 MIN_EXPONENT, MAX_EXPONENT = 1.0, 3.0
 # The last three lengths replace the whole curve when their exponent differs by more.
 BEND_EXPONENT = 0.3
@@ -87,10 +80,11 @@ class SkipPolicy:
     """Remembers each series' outcomes and says when a point should not run, or should run
     on probation."""
 
-    def __init__(self, timeout_s: float, timing: TimingPolicy, fixed_tokens: bool = False) -> None:
+    def __init__(self, timeout_s: float, timing: TimingPolicy, fixed_tokens: bool = False, kind: Kind = RUN) -> None:
         self.timeout_s = timeout_s
         self.timing = timing
         self.fixed_tokens = fixed_tokens
+        self.kind = kind  # its guesses from a single length, and its words
         self._failures: dict[tuple[Any, ...], list[tuple[Point, str]]] = defaultdict(list)
         self._times: dict[tuple[Any, ...], dict[int, _Measured]] = defaultdict(dict)
 
@@ -113,7 +107,7 @@ class SkipPolicy:
         # Worker start-up is not counted: the supervisor allows a grace period for it.
         least = self.wall_s(point, prediction.low_s)
         if least > self.timeout_s:
-            per, lengths = _words(point)
+            per, lengths = self.kind.words.per, self.kind.words.lengths
             return (
                 f"predicted at least {least:.0f} s for the point ({_span(prediction)} s per {per}, "
                 f"s^{prediction.exponent:.2f} fitted to {prediction.points} shorter {lengths}) "
@@ -130,7 +124,7 @@ class SkipPolicy:
         most = self.wall_s(point, prediction.high_s)
         if most <= self.timeout_s:
             return None
-        per, _ = _words(point)
+        per = self.kind.words.per
         return f"predicted up to {most:.0f} s ({_span(prediction)} s per {per}), past --timeout-s {self.timeout_s:g}"
 
     def wall_s(self, point: Point, call_s: float) -> float:
@@ -149,10 +143,9 @@ class SkipPolicy:
         known = sorted((m for s, m in self._times[self._curve(point)].items() if s < seq), key=lambda m: m.seq)
         if not known:
             return None
-        decode = point.mode == DECODE_MODE
         offset = 1.0 if self.fixed_tokens else 0.0
         if len(known) == 1:
-            return _single(known[0], seq, decode, offset)
+            return _single(known[0], seq, self.kind, offset)
         return _fitted(known, seq, offset)
 
     def _curve(self, point: Point) -> tuple[Any, ...]:
@@ -172,9 +165,10 @@ class SkipPolicy:
         return longer and a.batch * a.seq >= b.batch * b.seq
 
 
-def _single(only: _Measured, seq: int, decode: bool, offset: float) -> Prediction:
-    exponent = (DECODE_DEFAULT_EXPONENT if decode else DEFAULT_EXPONENT) - offset
-    low, high = (x - offset for x in SINGLE_POINT_RANGE["decode" if decode else "run"])
+def _single(only: _Measured, seq: int, kind: Kind, offset: float) -> Prediction:
+    """The prediction from one measured length: the kind's assumed exponent, and its range."""
+    exponent = kind.default_exponent - offset
+    low, high = (x - offset for x in kind.single_point_range)
     ratio = seq / only.seq
     u = BASE_MARGIN + only.noise
     return Prediction(
@@ -228,7 +222,3 @@ def _noise(row: Mapping[str, Any]) -> float:
 
 def _span(prediction: Prediction) -> str:
     return f"{prediction.low_s:.2f}–{prediction.high_s:.2f}"
-
-
-def _words(point: Point) -> tuple[str, str]:
-    return ("token", "contexts") if point.mode == DECODE_MODE else ("call", "lengths")

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from linbench.results.processes import ProcessResult
 from linbench.runner.task import Task
 
 WORKER_MODULE = "linbench.runner.worker"
@@ -74,12 +75,13 @@ class Supervisor:
         self._ctx.set_forkserver_preload([WORKER_MODULE])
         self._current: Any = None
 
-    def run(self, task: Task, timeout_s: float) -> dict[str, Any]:
+    def run(self, task: Task, timeout_s: float) -> ProcessResult:
         """The worker's result for ``task``, or a crashed/timeout result in its place."""
         result, _ = self.run_batch([task], timeout_s)[0]
-        return result  # type: ignore[return-value]
+        assert result is not None  # the one task is the one in flight: it always has a result
+        return result
 
-    def run_batch(self, tasks: list[Task], timeout_s: float) -> list[tuple[dict[str, Any] | None, float]]:
+    def run_batch(self, tasks: list[Task], timeout_s: float) -> list[tuple[ProcessResult | None, float]]:
         """The results of ``tasks`` run one after the other in one worker, each within
         ``timeout_s``, with the seconds each took from the one before (the first from the
         fork). The task in flight when the worker dies or runs out of time gets a crashed or
@@ -94,14 +96,14 @@ class Supervisor:
             process.start()
             self._current = process
         sender.close()  # only the worker writes; our copy would keep the pipe open past a crash
-        results: list[tuple[dict[str, Any] | None, float]] = [(None, 0.0)] * len(tasks)
+        results: list[tuple[ProcessResult | None, float]] = [(None, 0.0)] * len(tasks)
         last = time.perf_counter()
         try:
             for index in range(len(tasks)):
                 result = self._next_result(receiver, process, timeout_s, offset)
                 now = time.perf_counter()
                 results[index], last = (result, now - last), now
-                if result.get("status") in ("timeout", "crashed") and not process.is_alive():
+                if result.status in ("timeout", "crashed") and not process.is_alive():
                     return results
             process.join(START_GRACE_S)
             return results
@@ -112,17 +114,18 @@ class Supervisor:
             receiver.close()
             self._current = None
 
-    def _next_result(self, receiver: Any, process: Any, timeout_s: float, log_offset: int) -> dict[str, Any]:
+    def _next_result(self, receiver: Any, process: Any, timeout_s: float, log_offset: int) -> ProcessResult:
         """The worker's next result, or a timeout or crashed result once it is killed or dead."""
         if not receiver.poll(timeout_s + START_GRACE_S):
             process.kill()
             process.join()
-            return {"status": "timeout", "error": f"no result within --timeout-s {timeout_s:g} s; worker killed"}
+            return ProcessResult("timeout", error=f"no result within --timeout-s {timeout_s:g} s; worker killed")
         try:
-            return receiver.recv()
+            result: ProcessResult = receiver.recv()
         except (EOFError, OSError):
             process.join(START_GRACE_S)
-            return {"status": "crashed", "error": self._crash_reason(process.exitcode, log_offset)}
+            return ProcessResult("crashed", error=self._crash_reason(process.exitcode, log_offset))
+        return result
 
     def stop(self) -> None:
         """Kill the worker in flight (on Ctrl-C)."""

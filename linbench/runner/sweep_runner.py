@@ -15,14 +15,22 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal
 
 import torch
 
 from linbench.machine.load import LoadMonitor
-from linbench.results.processes import summarise
-from linbench.results.rates import rate_columns
-from linbench.results.schema import KEY_COLUMNS, MEASURED_COLUMNS
+from linbench.results.meta import LoadSection, Overhead
+from linbench.results.record import (
+    Checked,
+    ProcessResult,
+    failure_row,
+    first_failure,
+    point_row,
+    process_row,
+    row_key,
+)
 from linbench.results.store import RunStore, RunStoreError
 from linbench.runner.ledger import TimeLedger
 from linbench.runner.plan import RunPlan
@@ -30,23 +38,12 @@ from linbench.runner.policy import SkipPolicy
 from linbench.runner.supervisor import Supervisor
 from linbench.runner.task import Task, gate_key, gate_point
 from linbench.sweep.points import Point
-from linbench.sweep.spec import DECODE_MODE
-from linbench.variants.registry import get_variant
 
 Listener = Callable[[str, Point, "dict[str, Any] | None"], None]
 
 
 def _silent(event: str, point: Point, row: dict[str, Any] | None) -> None:
     return None
-
-
-# The columns that hold a time, empty unless the point passed its check and ran to the end.
-TIME_COLUMNS = (
-    *("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops", "time_per_token_ms", "device_ms"),
-    *("tokens_per_s", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "timing"),
-)
-# Gate columns a point's first process carries, for its results row.
-GATE_COLUMNS = ("rel_err", "check_seq")
 
 
 def _reference_order(point: Point) -> tuple[object, ...]:
@@ -63,9 +60,11 @@ class SweepRunner:
         self.store = store
         self.listener = listener
         self.supervisor = Supervisor(store.log_path)
-        self.policy = SkipPolicy(plan.timeout_s, plan.timing, fixed_tokens=plan.tokens is not None)
-        self._gates: dict[tuple[object, ...], dict[str, Any]] = {}
-        self._processes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        self.policy = SkipPolicy(plan.timeout_s, plan.timing, fixed_tokens=plan.tokens is not None, kind=plan.kind)
+        self._gates: dict[tuple[object, ...], ProcessResult] = {}
+        self._processes: dict[tuple[str, ...], list[ProcessResult]] = {}
+        # A point's check, from its first process on (a point resumed mid-way has none).
+        self._checked: dict[tuple[str, ...], Checked] = {}
         self.ledger = TimeLedger()
         gpu = (plan.device.index or 0) if plan.device.type == "cuda" else None
         threads = plan.threads or torch.get_num_threads()
@@ -74,9 +73,10 @@ class SweepRunner:
     def _recorded_load(self) -> dict[str, Any] | None:
         """The load samples of an earlier session of this run (--resume) go on in meta.json."""
         try:
-            return self.store.read_meta().get("load")
+            load = LoadSection.read(self.store.read_meta())
         except RunStoreError:
             return None
+        return None if load is None else load.section()
 
     def pending(self) -> list[Point]:
         """The plan's points without a row yet; earlier rows also teach the skip policy, and
@@ -84,14 +84,14 @@ class SweepRunner:
         by_key = {point.key: point for point in self.plan.points}
         done = set()
         for row in self.store.rows():
-            point = by_key.get(tuple(row[c] for c in KEY_COLUMNS))
+            point = by_key.get(row_key(row))
             if point is not None:
                 done.add(point.key)
                 self.policy.record(point, row)
         for row in self.store.process_rows():
-            key = tuple(row[c] for c in KEY_COLUMNS)
+            key = row_key(row)
             if key in by_key and key not in done:
-                self._processes.setdefault(key, []).append(dict(row))
+                self._processes.setdefault(key, []).append(ProcessResult.from_row(row))
         return [point for point in self.plan.points if point.key not in done]
 
     def run(self, points: list[Point]) -> None:
@@ -118,11 +118,11 @@ class SweepRunner:
             self.supervisor.stop()
             self.ledger.stop()
             self._sample_load("end")
-            self.store.update_meta({"overhead": self.ledger.section(self._recorded_overhead())})
+            self.store.update_meta({"overhead": self.ledger.overhead(self._recorded_overhead()).section()})
 
-    def _recorded_overhead(self) -> dict[str, Any] | None:
+    def _recorded_overhead(self) -> Overhead | None:
         try:
-            return self.store.read_meta().get("overhead")
+            return Overhead.read(self.store.read_meta())
         except RunStoreError:
             return None
 
@@ -132,21 +132,22 @@ class SweepRunner:
         if self._processes.get(point.key):
             return self._finish_if_done(point)
         self.listener("start", point, None)
+        facts = self.plan.facts[point]
         reason = self.policy.skip_reason(point)
         if reason is not None:
-            return self._finish(point, {"status": "skipped", "error": reason})
+            return self._finish(point, failure_row(facts, ProcessResult("skipped", error=reason)))
         gate = self._gate(point)
-        if gate.get("status") != "ok":
-            result = {k: v for k, v in gate.items() if k in MEASURED_COLUMNS}
-            if result.get("status") != "mismatch" and result.get("error"):
-                result["error"] = f"during the correctness check: {result['error']}"
-            return self._finish(point, result | self._gate_columns(point, gate))
+        checked = Checked(rel_err=gate.rel_err, check_seq=gate_point(point).shape.seq)
+        if gate.status != "ok":
+            if gate.status != "mismatch" and gate.error:
+                gate = replace(gate, error=f"during the correctness check: {gate.error}")
+            return self._finish(point, failure_row(facts, gate, checked))
+        self._checked[point.key] = checked
         # On probation the worker stops after its first call when that call says the point
         # cannot finish in time (runner/policy.py).
         probation = self.policy.probation(point) is not None
         process = self._measure(point, stop_after_s=self.plan.timeout_s if probation else None)
-        process |= self._gate_columns(point, gate)
-        self.policy.record(point, process)
+        self.policy.record(point, process.columns())
         return self._finish_if_done(point)
 
     def _another(self, point: Point) -> bool:
@@ -181,28 +182,20 @@ class SweepRunner:
         return still_open
 
     def _finish_if_done(self, point: Point) -> bool:
-        processes = self._processes[point.key]
-        failed = next((p for p in processes if p.get("status") != "ok"), None)
+        """Write the point's row once its processes are enough: at once when one failed (a
+        later process's failure says which one it was), else when the protocol wants no more."""
+        facts, processes = self.plan.facts[point], self._processes[point.key]
+        checked = self._checked.get(point.key, Checked())
+        failed = first_failure(processes)
         if failed is not None:
-            return self._finish(point, self._failure(failed, processes))
+            index = processes.index(failed)
+            where = f"process {index + 1} of {len(processes)}" if index else None
+            return self._finish(point, failure_row(facts, failed, checked, processes=len(processes), where=where))
         if self.plan.processes.needs_more(processes):
             return False
-        gate = {c: processes[0].get(c) for c in GATE_COLUMNS}
-        return self._finish(point, summarise(processes) | gate)
+        return self._finish(point, point_row(facts, checked, processes))
 
-    @staticmethod
-    def _failure(failed: dict[str, Any], processes: list[dict[str, Any]]) -> dict[str, Any]:
-        """A point one of whose processes failed takes that failure; a later process's
-        failure says which one it was (a flaky impl is a broken one)."""
-        result = {c: failed.get(c) for c in MEASURED_COLUMNS if failed.get(c) not in (None, "")}
-        result |= {c: processes[0].get(c) for c in GATE_COLUMNS}
-        index = processes.index(failed)
-        if index:
-            result["error"] = f"process {index + 1} of {len(processes)}: {failed.get('error') or failed['status']}"
-        result["processes"] = len(processes)
-        return result
-
-    def _measure(self, point: Point, stop_after_s: float | None = None) -> dict[str, Any]:
+    def _measure(self, point: Point, stop_after_s: float | None = None) -> ProcessResult:
         """Measure ``point`` in one fresh process; its row goes to processes.csv."""
         processes = self._processes.setdefault(point.key, [])
         first = not processes
@@ -211,20 +204,18 @@ class SweepRunner:
         result = self.supervisor.run(task, self.plan.timeout_s)
         return self._record(point, result, time.perf_counter() - started)
 
-    def _record(self, point: Point, result: dict[str, Any], wall_s: float) -> dict[str, Any]:
+    def _record(self, point: Point, result: ProcessResult, wall_s: float) -> ProcessResult:
         """One process's result as a processes.csv row (and its samples)."""
         processes = self._processes.setdefault(point.key, [])
-        samples = list(result.pop("samples_ms", []))
-        pid = result.pop("pid", None)
+        samples = result.samples_ms
         timed_s = sum(samples) / 1e3
         self.ledger.add_process(wall_s, timed_s)
-        row = point.as_row() | {"process": len(processes), "pid": pid, "wall_s": wall_s, "timed_s": timed_s}
-        row |= result
-        self.store.append_process(row, samples)
-        processes.append(row)
+        result = replace(result, process=len(processes), wall_s=wall_s, timed_s=timed_s, samples_ms=())
+        self.store.append_process(process_row(self.plan.facts[point], result), samples)
+        processes.append(result)
         if self.load.due():
             self._sample_load("during")
-        return row
+        return result
 
     def _sample_load(self, when: str) -> None:
         self.load.sample(when)
@@ -250,7 +241,7 @@ class SweepRunner:
             if result is not None:  # a hang or a crash is its gate's own: a retry would end the same
                 self._gates[key] = result
 
-    def _gate(self, point: Point) -> dict[str, Any]:
+    def _gate(self, point: Point) -> ProcessResult:
         key = gate_key(point)
         if key not in self._gates:
             started = time.perf_counter()
@@ -258,15 +249,18 @@ class SweepRunner:
             self.ledger.add_gate(time.perf_counter() - started)
         return self._gates[key]
 
-    @staticmethod
-    def _gate_columns(point: Point, gate: dict[str, Any]) -> dict[str, Any]:
-        return {"check_seq": gate_point(point).shape.seq, "rel_err": gate.get("rel_err")}
-
-    def _task(self, kind: str, point: Point, stop_after_s: float | None = None, count_launches: bool = False) -> Task:
+    def _task(
+        self,
+        job: Literal["gate", "measure"],
+        point: Point,
+        stop_after_s: float | None = None,
+        count_launches: bool = False,
+    ) -> Task:
         return Task(
-            kind=kind,  # type: ignore[arg-type]
+            job=job,
             point=point,
             timing=self.plan.timing,
+            kind=self.plan.kind,
             plugins=self.plan.plugins,
             memory_limit_bytes=self.plan.memory_limit_bytes,
             cuda_graph=self.plan.cuda_graph,
@@ -276,27 +270,11 @@ class SweepRunner:
             count_launches=count_launches,
         )
 
-    def _finish(self, point: Point, result: dict[str, Any]) -> bool:
-        row = self._row(point, result)
+    def _finish(self, point: Point, row: dict[str, Any]) -> bool:
+        """Write the point's results row (record.py built it) and forget its processes."""
         self.store.append(row)
         self.policy.record(point, row)
         self.listener("row", point, row)
         self._processes.pop(point.key, None)
+        self._checked.pop(point.key, None)
         return True
-
-    def _row(self, point: Point, result: dict[str, Any]) -> dict[str, Any]:
-        decode = point.mode == DECODE_MODE
-        row = point.as_row() | {"device_name": self.plan.device_name, "params": self.plan.params_column(point)}
-        row |= {k: v for k, v in result.items() if k not in ("pid", "process", "wall_s", "timed_s")}
-        # A variant's FLOP formula counts a whole sequence; a decode step is another thing.
-        flops = None if decode else get_variant(point.variant).flops(*point.shape.sizes(), point.causal, point.mode)
-        row["flops"] = flops
-        if decode:
-            row["context"] = point.shape.seq
-        if row.get("status") == "ok" and row.get("time_ms"):
-            row |= rate_columns(float(row["time_ms"]), flops, point.shape.batch, point.shape.seq, decode)
-        else:
-            # A time is reported only for a point that passed its check and ran to the end.
-            for column in TIME_COLUMNS:
-                row[column] = None
-        return row

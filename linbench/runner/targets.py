@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from linbench.variants.selection import select_decoders, select_impls
+from linbench.runner.kinds import RUN, Kind
 
 
 @dataclass(frozen=True)
@@ -23,19 +23,17 @@ class Targets:
     notes: tuple[str, ...]
 
 
-def _expand(specs: Iterable[str], device: torch.device, notes: list[str], decode: bool) -> list[tuple[str, str]]:
-    """``V`` → every impl of V that runs on ``device``; ``V:IMPL`` → that impl, which must run."""
+def _expand(specs: Iterable[str], device: torch.device, notes: list[str], kind: Kind) -> list[tuple[str, str]]:
+    """``V`` → every impl (decoder) of V that runs on ``device``; ``V:IMPL`` → that one, which must run."""
     specs = list(specs)
-    if not specs:  # no baseline; select_impls would read "nothing given" as "all"
+    if not specs:  # no baseline; selecting would read "nothing given" as "all"
         return []
-    if decode:
-        return [(pick.variant.name, pick.impl) for pick in select_decoders(specs)]
     pairs: list[tuple[str, str]] = []
-    for pick in select_impls(specs):
-        reason = pick.variant.impls[pick.impl].unavailable_reason(device)
+    for pick in kind.select(specs):
+        reason = kind.unavailable_reason(pick, device)
         if reason is None:
             pairs.append((pick.variant.name, pick.impl))
-        elif pick.explicit and not pick.variant.impls[pick.impl].optional:
+        elif pick.explicit and not kind.optional(pick):
             raise ValueError(f"{pick.variant.name}:{pick.impl} cannot run on {device}: {reason}")
         else:
             notes.append(f"{pick.variant.name}:{pick.impl} left out: {reason}")
@@ -43,13 +41,13 @@ def _expand(specs: Iterable[str], device: torch.device, notes: list[str], decode
 
 
 def resolve_targets(
-    variants: Iterable[str], baselines: Iterable[str], device: torch.device, decode: bool = False
+    variants: Iterable[str], baselines: Iterable[str], device: torch.device, kind: Kind = RUN
 ) -> Targets:
-    """Every impl (decoder, for ``decode``) to run on ``device``; ValueError naming an
+    """Every impl (decoder, for the decode kind) to run on ``device``; ValueError naming an
     unknown variant or impl."""
     notes: list[str] = []
-    chosen = _expand(variants, device, notes, decode)
-    baseline_pairs = _expand(baselines, device, notes, decode)
+    chosen = _expand(variants, device, notes, kind)
+    baseline_pairs = _expand(baselines, device, notes, kind)
     pairs = tuple(dict.fromkeys([*chosen, *baseline_pairs]))
     if not pairs:
         why = f" ({'; '.join(dict.fromkeys(notes))})" if notes else ""

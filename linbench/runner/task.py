@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from linbench.sweep.points import Point
+
+if TYPE_CHECKING:
+    from linbench.runner.kinds import Kind
 
 # The decode gate compares this many steps after its prefill with the reference's last rows.
 GATE_STEPS = 4
@@ -66,11 +69,12 @@ class TimingPolicy:
 @dataclass(frozen=True)
 class Task:
     """One job for a worker process: ``gate`` checks a point against its reference,
-    ``measure`` times it and reads its peak memory."""
+    ``measure`` times it and reads its peak memory, as its ``kind`` of point says."""
 
-    kind: Literal["gate", "measure"]
+    job: Literal["gate", "measure"]
     point: Point
     timing: TimingPolicy
+    kind: Kind  # run or decode (runner/kinds.py)
     plugins: tuple[str, ...] = ()
     # CPU only: the most address space the worker may add; None leaves it unlimited.
     memory_limit_bytes: int | None = None

@@ -1,4 +1,4 @@
-"""The worker process: runs one task and sends its result dict back over a pipe.
+"""The worker process: runs one task and sends its ProcessResult back over a pipe.
 
 Imported by the fork server before any task (so torch is imported once, not per point);
 every task then runs in a fresh fork: its peak memory cannot depend on what ran before,
@@ -11,14 +11,15 @@ import os
 import signal
 import sys
 import traceback
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 import torch  # imported here so the fork server holds it for every worker
 
 from linbench.machine.limits import cap_address_space, die_with_parent
 from linbench.oom import is_out_of_memory
+from linbench.results.processes import ProcessResult
 from linbench.runner.task import Task
 from linbench.variants.plugins import load_plugin_file
 
@@ -37,8 +38,8 @@ def main(tasks: Task | list[Task], conn: Connection, log_path: str) -> None:
             result = _run(task)
         except BaseException as exc:  # every failure of the task becomes its result, never a hang
             result = _failure(exc)
-        if task.kind == "measure":
-            result["pid"] = os.getpid()  # processes.csv names the process that measured
+        if task.job == "measure":
+            result = replace(result, pid=os.getpid())  # processes.csv names the process that measured
         sys.stdout.flush()
         sys.stderr.flush()
         conn.send(result)
@@ -53,7 +54,7 @@ def _release_cached_memory(task: Task) -> None:
         torch.cuda.empty_cache()
 
 
-def _run(task: Task) -> dict[str, Any]:
+def _run(task: Task) -> ProcessResult:
     from linbench.runner.execute import run_gate, run_measure
 
     # CUDA maps far more address space than it uses, so the cap is for CPU points only.
@@ -63,13 +64,13 @@ def _run(task: Task) -> dict[str, Any]:
         torch.set_num_threads(task.threads)
     for plugin in task.plugins:
         load_plugin_file(plugin)
-    return run_gate(task) if task.kind == "gate" else run_measure(task)
+    return run_gate(task) if task.job == "gate" else run_measure(task)
 
 
-def _failure(exc: BaseException) -> dict[str, Any]:
+def _failure(exc: BaseException) -> ProcessResult:
     traceback.print_exc()  # into the worker log, for whoever debugs the impl
     message = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return {"status": "oom" if is_out_of_memory(exc) else "error", "error": message[:500]}
+    return ProcessResult("oom" if is_out_of_memory(exc) else "error", error=message[:500])
 
 
 def _redirect_output(log_path: Path, task: Task) -> None:
@@ -79,4 +80,4 @@ def _redirect_output(log_path: Path, task: Task) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    print(f"== {task.kind} {task.point.label} (pid {os.getpid()})", flush=True)
+    print(f"== {task.job} {task.point.label} (pid {os.getpid()})", flush=True)

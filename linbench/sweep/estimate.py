@@ -21,7 +21,7 @@ The CPU constants were fitted to the runs recorded on the development machine (2
 existed, so counted without it) ``--variant cosine --seq 1k..16k`` 5 min / 4 min 53 s,
 ``--seq 1k..64k`` 12 min / 9 min 4 s, and the 75-point sweep over three head dims 2 min /
 1 min 44 s. An impl quadratic in time where its variant is not (cosine:quadratic) is counted
-with the S×S FLOPs (linbench/runner/sizing.py counts each point's FLOPs from what its
+with the S×S FLOPs (linbench/runner/kinds.py counts each point's FLOPs from what its
 variant declares). The GPU constants are guesses (a fresh worker initialises CUDA), not
 measurements.
 """
@@ -32,7 +32,6 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from linbench.sweep.points import Point
-from linbench.sweep.spec import DECODE_MODE
 from linbench.units import format_bytes
 
 ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
@@ -56,65 +55,83 @@ class Timing(Protocol):
     def predicted_s(self, call_s: float) -> float: ...
 
 
+class PointModel(Protocol):
+    """What the model asks of a kind of point (linbench/runner/kinds.py's kinds answer, with
+    the formulas below and what the variants declare)."""
+
+    @property
+    def lower(self) -> str:
+        """The options that shrink a point: ``--seq, --batch, --heads or --dim``."""
+        ...
+
+    def held_bytes(self, point: Point) -> int:
+        """Bytes the point's tensors need at least."""
+        ...
+
+    def refusal(self, point: Point, held: str, device: str) -> str:
+        """Why the point cannot run, when it needs ``held`` and ``device`` says what there is."""
+        ...
+
+    def call_s(self, point: Point) -> float:
+        """Seconds one timed call takes by the model."""
+        ...
+
+    def setup_s(self, point: Point) -> float:
+        """Seconds of untimed work before the calls (a decode point's prefill)."""
+        ...
+
+
 def _device_type(point: Point) -> str:
     return "cuda" if point.device.startswith("cuda") else "cpu"
 
 
-def held_bytes(point: Point, grows_with_context: bool = True) -> int:
-    """Bytes the point's tensors need at least: q, k and v for ``run``; for ``decode``, the
-    keys and values of the context when the decoder's state grows with it, else nothing."""
+def input_bytes(point: Point) -> int:
+    """Bytes of a call's inputs, q, k and v."""
     b, h, s, dk, dv = point.shape.sizes()
-    size = ELEMENT_BYTES.get(point.dtype, 4)
-    if point.mode == DECODE_MODE:
-        return b * h * s * (dk + dv) * size if grows_with_context else 0
-    return b * h * s * (2 * dk + dv) * size
+    return b * h * s * (2 * dk + dv) * ELEMENT_BYTES.get(point.dtype, 4)
 
 
-def check_fits(points: Iterable[Point], memory_bytes: int, grows: dict[tuple[str, str], bool] | None = None) -> None:
+def context_bytes(point: Point) -> int:
+    """Bytes of the keys and values of a decode point's context."""
+    b, h, s, dk, dv = point.shape.sizes()
+    return b * h * s * (dk + dv) * ELEMENT_BYTES.get(point.dtype, 4)
+
+
+def check_fits(points: Iterable[Point], memory_bytes: int, model: PointModel) -> None:
     """SweepTooLargeError naming the first point whose tensors alone pass ``memory_bytes``, or
     whose element count passes what a tensor can index (2^63 - 1)."""
-    grows = grows or {}
     for point in points:
         b, h, s, dk, dv = point.shape.sizes()
-        decode = point.mode == DECODE_MODE
-        lower = "--context, --batch, --heads or --dim" if decode else "--seq, --batch, --heads or --dim"
         if b * h * s * max(dk, dv) >= MAX_ELEMENTS:
             raise SweepTooLargeError(
-                f"the point {point.shape.label} has more elements than a tensor can index (2^63 - 1); lower {lower}"
+                f"the point {point.shape.label} has more elements than a tensor can index (2^63 - 1); "
+                f"lower {model.lower}"
             )
-        need = held_bytes(point, grows.get((point.variant, point.impl), True))
-        if need <= memory_bytes:
-            continue
-        device = f"the device {point.device} has {_bytes(memory_bytes)} in all"
-        if decode:
-            raise SweepTooLargeError(
-                f"{point.variant}:{point.impl} at {point.shape.label} {point.dtype} keeps {_bytes(need)} of keys and "
-                f"values; {device}: lower {lower}, or drop the decoder"
-            )
-        raise SweepTooLargeError(
-            f"the point {point.shape.label} {point.dtype} needs {_bytes(need)} for its inputs q, k and v alone; "
-            f"{device}, so no impl can run it: lower {lower}"
-        )
+        need = model.held_bytes(point)
+        if need > memory_bytes:
+            device = f"the device {point.device} has {_bytes(memory_bytes)} in all"
+            raise SweepTooLargeError(model.refusal(point, _bytes(need), device))
 
 
 def _bytes(count: int) -> str:
     return format_bytes(count) if count < 1 << 50 else f"{count:.1e} bytes"
 
 
-def call_s(point: Point, flops: float, step_exponent: int | None = None) -> float:
-    """Seconds one call (a decode step) takes by the model; a decode step's work grows with the
-    context as its decoder declares (``step_exponent``: 2 recomputes, 1 reads a cache, 0 or
-    None updates a fixed state)."""
+def call_seconds(point: Point, flops: float) -> float:
+    """Seconds one call of ``flops`` takes by the model (at least MIN_CALL_S)."""
     device = _device_type(point)
-    if point.mode == DECODE_MODE:
-        b, h, s, dk, dv = point.shape.sizes()
-        if step_exponent == 2:
-            flops = 4.0 * b * h * s * s * (dk + dv) / 2
-        elif step_exponent == 1:
-            flops = 2.0 * b * h * s * (dk + dv)
-        else:
-            flops = 4.0 * b * h * dk * dv
     return max(flops / RATE[device], MIN_CALL_S[device])
+
+
+def step_flops(point: Point, step_exponent: int | None) -> float:
+    """A decode step's FLOPs, grown with the context as its decoder declares
+    (``step_exponent``: 2 recomputes, 1 reads a cache, 0 or None updates a fixed state)."""
+    b, h, s, dk, dv = point.shape.sizes()
+    if step_exponent == 2:
+        return 4.0 * b * h * s * s * (dk + dv) / 2
+    if step_exponent == 1:
+        return 2.0 * b * h * s * (dk + dv)
+    return 4.0 * b * h * dk * dv
 
 
 def prefill_s(point: Point) -> float:
@@ -123,25 +140,16 @@ def prefill_s(point: Point) -> float:
     return 4.0 * b * h * s * dk * dv / RATE[_device_type(point)]
 
 
-def estimate_s(
-    points: Sequence[Point],
-    timing: Timing,
-    timeout_s: float,
-    flops: dict[Point, float],
-    step_exponents: dict[tuple[str, str], int] | None = None,
-) -> float:
-    """Seconds the points will take by the model (``flops``: each point's FLOPs of one call;
-    ``step_exponents``: each decoder's, by (variant, decoder))."""
-    step_exponents = step_exponents or {}
+def estimate_s(points: Sequence[Point], timing: Timing, timeout_s: float, model: PointModel) -> float:
+    """Seconds the points will take by the model: each point's overhead, its set-up, its calls
+    under ``timing`` and one more for the gate, at most ``timeout_s``."""
     total = 0.0
     stopped: set[tuple[object, ...]] = set()
     for point in points:
         if point.series in stopped:
             continue  # a shorter point of the series timed out: the runner skips this one
-        one = call_s(point, flops.get(point, 0.0), step_exponents.get((point.variant, point.impl)))
-        seconds = timing.predicted_s(one) + one
-        if point.mode == DECODE_MODE:
-            seconds += prefill_s(point)
+        one = model.call_s(point)
+        seconds = timing.predicted_s(one) + one + model.setup_s(point)
         if seconds > timeout_s:
             stopped.add(point.series)
             seconds = timeout_s

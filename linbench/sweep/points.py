@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 from linbench.shape import Shape
 from linbench.sweep.spec import Axes
@@ -37,8 +38,8 @@ class Point:
 
     @property
     def key(self) -> tuple[str, ...]:
-        """The KEY_COLUMNS values as strings, as they are read back from CSV."""
-        return tuple(str(self.as_row()[column]) for column in KEY_COLUMNS)
+        """The KEY_COLUMNS values as strings, as they are read back from CSV (record.row_key)."""
+        return row_key(self.as_row())
 
     def as_row(self) -> dict[str, Any]:
         row = {k: v for k, v in asdict(self).items() if k != "shape"}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-MODES = ("fwd", "bwd", "fwdbwd")
+from linbench.results.schema import DECODE_MODE
+
 COMMANDS = ("run", "decode")
 SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
@@ -72,3 +73,10 @@ DECODE_SETTINGS: dict[str, Any] = {
 DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
 TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}
 TOP_KEYS = {"run": (*AXIS_KEYS, *RUN_KEYS), "decode": (*DECODE_AXIS_KEYS, *DECODE_KEYS)}
+# Per command: the axis its lengths are read from (a decode sweep's length is its context),
+# the axes it fixes instead of reading them (a decode point is causal, of mode "decode"), and
+# whether its ``tokens`` is a budget per point (run: each point's batch is tokens / seq) or the
+# steps each point times (decode).
+LENGTH_AXIS = {"run": "seq", "decode": "context"}
+FIXED_AXES: dict[str, dict[str, tuple[Any, ...]]] = {"run": {}, "decode": {"mode": (DECODE_MODE,), "causal": (True,)}}
+TOKEN_BUDGET = {"run": True, "decode": False}

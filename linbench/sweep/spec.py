@@ -20,16 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from linbench.dtypes import parse_dtypes, split_list
-from linbench.results.schema import DECODE_MODE
+from linbench.results.schema import MODES
 from linbench.sweep.ranges import RangeError, parse_range
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.settings import (
     COMMANDS,
     DEFAULT_SETTINGS,
     DEFAULTS,
-    MODES,
+    FIXED_AXES,
+    LENGTH_AXIS,
     SUITE_KEYS,
     TABLE_KEYS,
+    TOKEN_BUDGET,
     TOP_KEYS,
 )
 
@@ -164,11 +166,12 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
     except ValueError as exc:
         raise SpecError(f"dtype: {exc}") from None
     dim_v = settings.get("dim_v")
-    decode = command == "decode"
-    tokens = None if decode or settings.get("tokens") is None else _one_size("tokens", settings["tokens"])
-    seqs = _sizes("context", settings["context"]) if decode else _sizes("seq", settings["seq"])
-    for seq in seqs if tokens else ():
-        if tokens % seq:
+    budget = TOKEN_BUDGET[command] and settings.get("tokens") is not None
+    tokens = _one_size("tokens", settings["tokens"]) if budget else None
+    axis, fixed = LENGTH_AXIS[command], FIXED_AXES[command]
+    seqs = _sizes(axis, settings[axis])
+    for seq in seqs:
+        if tokens is not None and tokens % seq:
             what = f"shorter than seq {seq}: the batch would be 0" if seq > tokens else f"not a multiple of seq {seq}"
             raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
     return Axes(
@@ -178,8 +181,8 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         dim=_sizes("dim", settings["dim"]),
         dim_v=None if dim_v is None else _sizes("dim_v", dim_v),
         dtype=dtypes,
-        mode=(DECODE_MODE,) if decode else _modes(settings["mode"]),
-        causal=(True,) if decode else _causal(settings["causal"]),
+        mode=fixed.get("mode") or _modes(settings["mode"]),
+        causal=fixed.get("causal") or _causal(settings["causal"]),
         tokens=tokens,
     )
 
@@ -263,7 +266,7 @@ def build_spec(request: SweepRequest) -> SweepSpec:
         given.setdefault("no_baseline", False)  # --baseline overrides a suite's no_baseline
     # Command-line axes override every table; a table's own keys override the suite's top level.
     tables = [{k: v for k, v in table.items() if k not in given} for table in tables]
-    if command == "run":
+    if TOKEN_BUDGET[command]:
         base, tables = _token_budget(base, tables, given, top)
     name = str(base.get("name") or short_name(_as_list(given.get("variant", base["variant"])), suite))
     return spec_from_settings(base | given, tables, name=name, suite=str(suite) if suite else None, command=command)
@@ -293,7 +296,7 @@ def spec_from_settings(
         suite=suite,
         settings={k: base[k] for k in defaults} | {"sweep": tables},
         command=command,
-        tokens=_one_size("tokens", base["tokens"]) if command == "decode" else None,
+        tokens=None if TOKEN_BUDGET[command] else _one_size("tokens", base["tokens"]),
         cuda_graph=_flag("cuda_graph", base.get("cuda_graph", False)),
         params=_param_texts(base.get("param") or []),
         threads=_optional(positive_int, "threads", base.get("threads")),

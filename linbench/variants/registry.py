@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from linbench.errors import ImplUnavailableError
+from linbench.shape import MODES
 
 if TYPE_CHECKING:
     import torch
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "linbench.variants"
-MODES = ("fwd", "bwd", "fwdbwd")
 
 # An impl function: fn(q, k, v, *, causal, **params) -> Tensor. Every declared parameter
 # is passed by keyword, with its default filled in, so impl functions carry no defaults.

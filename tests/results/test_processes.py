@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+from dataclasses import fields
+from typing import Any
 
 import pytest
 
-from linbench.results.processes import gated_ms, log_spread, summarise
+from linbench.results.processes import PROCESS_FIELDS, ProcessResult, gated_ms, log_spread, summarise
+from linbench.results.schema import COLUMNS, COMBINES, RESULT_COLUMNS
 
 
-def _process(ms: float, **extra: object) -> dict[str, object]:
-    return {"status": "ok", "time_ms": ms, "time_ms_p20": ms * 0.9, "time_ms_p80": ms * 1.1, "samples": 10} | extra
+def _process(ms: float, **extra: Any) -> ProcessResult:
+    measured: dict[str, Any] = {"time_ms": ms, "time_ms_p20": ms * 0.9, "time_ms_p80": ms * 1.1, "samples": 10}
+    return ProcessResult("ok", **(measured | extra))
 
 
 def test_the_time_is_the_median_of_the_process_medians_not_of_the_pooled_samples() -> None:
@@ -42,8 +46,24 @@ def test_graph_time_is_gated_only_when_every_process_has_one() -> None:
 
 
 def test_values_read_back_from_csv_as_text_sum_up_the_same() -> None:
-    text = [{k: str(v) for k, v in _process(ms).items()} for ms in (1.0, 2.0, 3.0)]
-    assert summarise(text)["time_ms"] == 2.0
+    text = [{k: "" if v is None else str(v) for k, v in _process(ms).columns().items()} for ms in (1.0, 2.0, 3.0)]
+    read = [ProcessResult.from_row(row) for row in text]
+    assert read[0] == _process(1.0) and summarise(read)["time_ms"] == 2.0
+
+
+def test_every_column_of_a_process_is_a_field_and_every_combined_column_is_summed_up() -> None:
+    """A measured column is declared once: its producer fills the field, its ``combine`` sums it up."""
+    assert set(PROCESS_FIELDS) <= {field.name for field in fields(ProcessResult)}
+    assert {column.combine for column in COLUMNS.values()} <= set(COMBINES)
+    row = summarise([_process(1.0)])
+    combined = {c.name for c in COLUMNS.values() if c.combine not in ("key", "point", "gate", "rate", "process")}
+    assert set(row) == combined and combined <= set(RESULT_COLUMNS)
+
+
+def test_a_process_s_columns_read_back_as_the_same_process() -> None:
+    process = _process(1.5, cuda_graph=True, throttle_reasons="sw_power_cap", kernels_per_call=12, pid=7)
+    text = {k: "" if v is None else str(v) for k, v in process.columns().items()} | {"variant": "cosine"}
+    assert ProcessResult.from_row(text) == process
 
 
 def test_no_process_is_an_error() -> None:

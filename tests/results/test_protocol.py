@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from linbench.results.processes import ProcessResult
 from linbench.results.protocol import (
     AB_ROUNDS,
     EXTEND_ABOVE,
@@ -18,8 +19,8 @@ from linbench.results.protocol import (
 )
 
 
-def _process(ms: float) -> dict[str, object]:
-    return {"status": "ok", "time_ms": ms}
+def _process(ms: float) -> ProcessResult:
+    return ProcessResult("ok", time_ms=ms)
 
 
 def test_the_declared_numbers() -> None:

@@ -9,6 +9,7 @@ import torch
 
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.store import RunStore
+from linbench.runner.kinds import kind_of_mode
 from linbench.runner.plan import RunPlan
 from linbench.runner.sweep_runner import SweepRunner
 from linbench.runner.targets import Targets
@@ -68,6 +69,7 @@ def run_store(
         memory_limit_bytes=4 << 30 if points[0].device == "cpu" else None,
         processes=ProcessProtocol(processes, processes),
         share_workers=share_workers,
+        kind=kind_of_mode(points[0].mode),
     )
     store = store or RunStore.create(tmp_path, "test")
     runner = SweepRunner(plan, store)

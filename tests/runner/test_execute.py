@@ -10,24 +10,25 @@ import torch
 
 from linbench.correctness import CaseResult, Shape
 from linbench.measure.nvml import GPU_IDLE
-from linbench.runner.execute import _gate_columns, _nvml_columns
+from linbench.results.processes import ProcessResult
+from linbench.runner.execute import gate_result, with_nvml
 
 
 def test_an_impl_that_cannot_take_a_point_is_skipped_with_its_reason() -> None:
     """An SDPA backend refusing a shape is where the impl stops, not a failure of the run."""
     case = CaseResult("softmax", "sdpa-flash", Shape(1, 2, 16, 8, 16), True, torch.float32)
     case.unavailable = "SDPA's flash backend cannot run: Flash attention requires the same last dimension"
-    columns = _gate_columns(case)
-    assert columns["status"] == "skipped"
-    assert "same last dimension" in columns["error"]
+    result = gate_result(case)
+    assert result.status == "skipped"
+    assert "same last dimension" in str(result.error)
 
 
 def test_the_nvml_columns_leave_out_the_idle_reason() -> None:
     """The GPU idles between the kernels of a small op: that reason says nothing about the point."""
-    readings = SimpleNamespace(peak_used_bytes=300, min_sm_clock_mhz=1200, max_temp_c=60, throttle_mask=0x4 | GPU_IDLE)
-    assert _nvml_columns(cast(Any, readings)) == {
-        "nvml_peak_bytes": 300,
-        "sm_clock_mhz": 1200,
-        "temp_c": 60,
-        "throttle_reasons": "sw_power_cap",
-    }
+    readings = SimpleNamespace(
+        peak_used_bytes=300, min_sm_clock_mhz=1200, max_temp_c=60, throttle_mask=0x4 | GPU_IDLE, error=None
+    )
+    result = with_nvml(ProcessResult("ok", time_ms=1.0), cast(Any, readings))
+    assert result == ProcessResult(
+        "ok", time_ms=1.0, nvml_peak_bytes=300, sm_clock_mhz=1200, temp_c=60, throttle_reasons="sw_power_cap"
+    )

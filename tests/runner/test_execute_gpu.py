@@ -14,17 +14,18 @@ import pytest
 import torch
 
 from linbench.measure.cuda_graph import why_not_capturable
-from linbench.runner import execute
+from linbench.results.processes import ProcessResult
 from linbench.runner.execute import run_measure
 from linbench.runner.execute_gpu import (
     DECODE_GRAPH_MIN_REPS,
     capturable_call,
     decode_graph_policy,
-    graph_columns,
     graph_predicted_s,
-    launch_columns,
     run_graph_policy,
+    with_graph,
+    with_launches,
 )
+from linbench.runner.kinds import DECODE, kind_of_mode
 from linbench.runner.task import Task, TimingPolicy
 from linbench.runner.workload import Workload
 from linbench.shape import Shape
@@ -33,6 +34,7 @@ from linbench.variants.registry import Impl, Variant, register_variant, unregist
 
 FAST = TimingPolicy(warmup_s=0.0, budget_s=0.02, min_reps=3, max_reps=20)
 GPU_COLUMNS = ("cuda_graph", "device_ms", "graph_error", "kernels_per_call")
+OK = ProcessResult("ok", time_ms=1.0)
 STAND_IN = "stand_in_for_gpu_extras_tests"
 CUDA = torch.device("cuda", 0)
 
@@ -78,7 +80,10 @@ def _point(variant: str, impl: str, mode: str = "fwd", device: str = "cpu", seq:
 
 
 def _task(point: Point, cuda_graph: bool = False, count_launches: bool = True) -> Task:
-    return Task(kind="measure", point=point, timing=FAST, cuda_graph=cuda_graph, count_launches=count_launches)
+    kind = kind_of_mode(point.mode)
+    return Task(
+        job="measure", point=point, timing=FAST, kind=kind, cuda_graph=cuda_graph, count_launches=count_launches
+    )
 
 
 # Anywhere
@@ -86,8 +91,8 @@ def _task(point: Point, cuda_graph: bool = False, count_launches: bool = True) -
 
 def test_a_cpu_point_gets_none_of_the_gpu_columns(stand_in: str) -> None:
     result = run_measure(_task(_point(stand_in, "plain"), count_launches=True))
-    assert result["status"] == "ok"
-    assert not set(GPU_COLUMNS) & set(result)
+    assert result.status == "ok"
+    assert all(getattr(result, column) is None for column in GPU_COLUMNS)
 
 
 def test_run_replays_are_timed_like_eager_calls_after_untimed_replays() -> None:
@@ -139,31 +144,8 @@ def test_the_reason_a_capture_failed_is_the_first_error_in_one_line() -> None:
     assert reason == "not captured in a CUDA graph: CUDA error: operation not permitted when stream is capturing"
 
 
-@pytest.mark.parametrize("cuda_graph", [True, False])
-@pytest.mark.parametrize("count_launches", [True, False])
-def test_on_cuda_the_graph_comes_before_the_count_and_each_only_when_asked(
-    stand_in: str, monkeypatch: pytest.MonkeyPatch, cuda_graph: bool, count_launches: bool
-) -> None:
-    order: list[str] = []
-
-    def fake_graph(*args: object) -> dict[str, object]:
-        order.append("graph")
-        return {"cuda_graph": True}
-
-    def fake_count(*args: object, **kwargs: object) -> dict[str, object]:
-        order.append("count")
-        return {"kernels_per_call": 1}
-
-    monkeypatch.setattr(execute, "graph_columns", fake_graph)
-    monkeypatch.setattr(execute, "launch_columns", fake_count)
-    point = _point(stand_in, "plain")
-    work = Workload(point, torch.device("cpu"))
-    execute._after_eager(_task(point, cuda_graph, count_launches), work, torch.device("cuda"))
-    assert order == ["graph"] * cuda_graph + ["count"] * count_launches
-
-
 def test_no_launch_count_off_cuda() -> None:
-    assert launch_columns(lambda: None, torch.device("cpu")) == {}
+    assert with_launches(OK, lambda: None, torch.device("cpu")) == OK
 
 
 # CUDA
@@ -184,52 +166,53 @@ def test_a_real_impl_is_captured_and_its_replays_and_launches_measured(impl: str
     if impl == "kernel":
         _skip_without_kernels()
     result = run_measure(_task(_point("cosine", impl, mode, "cuda", seq=256), cuda_graph=True))
-    where = f"cosine:{impl} {mode}: {result.get('graph_error') or result.get('error')}"
-    assert result["status"] == "ok", where
-    assert result["cuda_graph"] is True, where
+    where = f"cosine:{impl} {mode}: {result.graph_error or result.error}"
+    assert result.status == "ok", where
+    assert result.cuda_graph is True, where
     # A time, not a comparison with the eager one: timing noise must not fail a test.
-    assert 0 < result["device_ms"] < float("inf"), where
-    assert result["time_ms"] > 0, where
-    assert isinstance(result["kernels_per_call"], int) and result["kernels_per_call"] > 0, where
+    assert result.device_ms is not None and 0 < result.device_ms < float("inf"), where
+    assert result.time_ms is not None and result.time_ms > 0, where
+    assert isinstance(result.kernels_per_call, int) and result.kernels_per_call > 0, where
 
 
 @pytest.mark.cuda
 def test_the_launch_count_is_the_same_in_every_process_and_counts_a_planted_launch(stand_in: str) -> None:
-    plain = [run_measure(_task(_point(stand_in, "plain", device="cuda")))["kernels_per_call"] for _ in range(2)]
-    planted = run_measure(_task(_point(stand_in, "planted", device="cuda")))["kernels_per_call"]
-    assert plain[0] == plain[1] > 0
+    plain = [run_measure(_task(_point(stand_in, "plain", device="cuda"))).kernels_per_call for _ in range(2)]
+    planted = run_measure(_task(_point(stand_in, "planted", device="cuda"))).kernels_per_call
+    assert plain[0] is not None and plain[0] == plain[1] and plain[0] > 0
     assert planted == plain[0] + 1
 
 
 @pytest.mark.cuda
 def test_a_point_that_is_not_asked_to_count_does_not(stand_in: str) -> None:
     result = run_measure(_task(_point(stand_in, "plain", device="cuda"), count_launches=False))
-    assert result["status"] == "ok" and "kernels_per_call" not in result
+    assert result.status == "ok" and result.kernels_per_call is None
 
 
 @pytest.mark.cuda
 def test_a_call_that_cannot_be_captured_keeps_its_eager_time_and_says_why(stand_in: str) -> None:
     result = run_measure(_task(_point(stand_in, "syncing", device="cuda"), cuda_graph=True))
-    assert result["status"] == "ok" and result["time_ms"] > 0
-    assert result["cuda_graph"] is False and "device_ms" not in result
-    assert result["graph_error"].startswith("not captured in a CUDA graph: ")
-    assert "\n" not in result["graph_error"]
-    assert result["kernels_per_call"] > 0  # the device still works after the failed capture
+    assert result.status == "ok" and result.time_ms is not None and result.time_ms > 0
+    assert result.cuda_graph is False and result.device_ms is None
+    assert result.graph_error is not None and result.graph_error.startswith("not captured in a CUDA graph: ")
+    assert "\n" not in result.graph_error
+    assert result.kernels_per_call is not None and result.kernels_per_call > 0  # the device still works after
 
 
 @pytest.mark.cuda
 def test_a_failed_capture_leaves_the_callers_stream_current() -> None:
     before = torch.cuda.current_stream(CUDA)
     x = torch.ones(8, device=CUDA)
-    columns = graph_columns(lambda: lambda: x.sum().item(), CUDA, run_graph_policy(FAST))
-    assert columns["cuda_graph"] is False
+    result = with_graph(OK, lambda: lambda: x.sum().item(), CUDA, run_graph_policy(FAST))
+    assert result.cuda_graph is False
     assert torch.cuda.current_stream(CUDA) == before
 
 
 @pytest.mark.cuda
 def test_a_decode_step_with_cuda_graph_is_replayed_and_its_launches_counted() -> None:
     point = Point("cosine", "recurrent", "decode", True, "fp32", "cuda", Shape(1, 2, 64, 16, 16))
-    task = Task(kind="measure", point=point, timing=TimingPolicy.for_decode(4), cuda_graph=True)
+    task = Task(job="measure", point=point, timing=TimingPolicy.for_decode(4), kind=DECODE, cuda_graph=True)
     result = run_measure(task)
-    assert result["status"] == "ok" and result["cuda_graph"] is True, result.get("graph_error")
-    assert result["device_ms"] > 0 and result["kernels_per_call"] > 0
+    assert result.status == "ok" and result.cuda_graph is True, result.graph_error
+    assert result.device_ms is not None and result.device_ms > 0
+    assert result.kernels_per_call is not None and result.kernels_per_call > 0

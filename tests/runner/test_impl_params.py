@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from linbench.runner.kinds import DECODE
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.plan import make_plan
 from linbench.sweep.params import ParamError, parse_param
@@ -66,13 +67,13 @@ def test_bad_settings_are_refused_naming_what_is_wrong(text: str, fragments: tup
 
 def test_decoders_take_their_variant_s_parameters() -> None:
     pairs = [("cosine", "recurrent"), ("softmax", "kvcache")]
-    assert resolve_params(["cosine:recurrent.norm_const=0.3"], pairs, decode=True) == {
+    assert resolve_params(["cosine:recurrent.norm_const=0.3"], pairs, DECODE) == {
         ("cosine", "recurrent"): {"norm_const": 0.3}
     }
     with pytest.raises(ValueError, match="is an impl, not a decoder"):
-        resolve_params(["cosine:chunked.chunk_size=64"], pairs, decode=True)
+        resolve_params(["cosine:chunked.chunk_size=64"], pairs, DECODE)
     with pytest.raises(ValueError, match="has no parameter 'chunk_size'"):
-        resolve_params(["cosine.chunk_size=64"], pairs, decode=True)
+        resolve_params(["cosine.chunk_size=64"], pairs, DECODE)
 
 
 def test_the_column_holds_only_values_that_differ_from_the_defaults() -> None:

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from linbench.runner.kinds import DECODE
 from linbench.runner.policy import SkipPolicy
 from linbench.runner.task import TimingPolicy
 from linbench.shape import Shape
@@ -76,7 +77,7 @@ def test_predicted_point_time_follows_the_timing_policy() -> None:
 def test_a_decode_step_is_extrapolated_linearly_from_a_single_context() -> None:
     """One measured context says nothing of the exponent; a decode step is at worst linear in
     the context (KV cache), so a recurrent decoder is not skipped at a far longer context."""
-    policy = SkipPolicy(timeout_s=60, timing=TimingPolicy.for_decode(16))
+    policy = SkipPolicy(timeout_s=60, timing=TimingPolicy.for_decode(16), kind=DECODE)
     policy.record(point(2048, impl="recurrent", mode="decode"), {"status": "ok", "time_ms": 0.2})
     far = point(262144, impl="recurrent", mode="decode")
     assert policy.predicted_call_s(far) == pytest.approx(0.2e-3 * 128)

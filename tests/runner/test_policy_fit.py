@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from linbench.runner.kinds import DECODE
 from linbench.runner.policy import SkipPolicy
 from linbench.runner.task import TimingPolicy
 from linbench.shape import Shape
@@ -54,7 +55,7 @@ def test_a_point_that_would_time_out_runs_on_probation_not_in_full() -> None:
     (low, by chance) 0.80 s at 1k, 2k and 4k. The last pair said s^1.46, 75 s for the 8k
     point; it ran and was killed after the whole 120 s. Now its pessimistic prediction passes
     the limit, so it runs on probation: stopped after its first step if that step says so."""
-    policy = SkipPolicy(timeout_s=120, timing=DECODE_32)
+    policy = SkipPolicy(timeout_s=120, timing=DECODE_32, kind=DECODE)
     where = {"variant": "softmax", "impl": "recompute", "mode": "decode"}
     record_curve(policy, {1024: 77.0, 2048: 291.0, 4096: 800.0}, **where)
     eight_k = point(8192, **where)

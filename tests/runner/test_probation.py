@@ -6,13 +6,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
 
+from linbench.results.processes import ProcessResult
 from linbench.results.store import RunStore
 from linbench.runner.execute import run_measure
+from linbench.runner.kinds import DECODE, RUN
 from linbench.runner.plan import RunPlan
 from linbench.runner.sweep_runner import SweepRunner
 from linbench.runner.targets import Targets
@@ -51,25 +52,25 @@ def sleepy() -> Iterator[str]:
 
 def _task(variant: str, stop_after_s: float | None) -> Task:
     point = Point(variant, "slow", "fwd", True, "fp32", "cpu", Shape(1, 1, 16, 4, 4))
-    return Task(kind="measure", point=point, timing=THREE_REPS, stop_after_s=stop_after_s)
+    return Task(job="measure", point=point, timing=THREE_REPS, kind=RUN, stop_after_s=stop_after_s)
 
 
 def test_a_point_on_probation_stops_after_its_first_call(sleepy: str) -> None:
     # Four calls of at least 0.1 s each cannot fit in 0.2 s, however busy the machine is.
     result = run_measure(_task(sleepy, stop_after_s=0.2))
-    assert result["status"] == "timeout"
-    assert "stopped after its first call" in result["error"] and "--timeout-s 0.2" in result["error"]
-    assert "samples_ms" not in result
+    assert result.status == "timeout"
+    assert "stopped after its first call" in str(result.error) and "--timeout-s 0.2" in str(result.error)
+    assert result.samples_ms == ()
 
 
 def test_a_point_on_probation_that_fits_is_measured_in_full(sleepy: str) -> None:
     result = run_measure(_task(sleepy, stop_after_s=600.0))
-    assert result["status"] == "ok" and result["samples"] == 3
+    assert result.status == "ok" and result.samples == 3
 
 
 def test_a_point_not_on_probation_is_never_stopped_early(sleepy: str) -> None:
     result = run_measure(_task(sleepy, stop_after_s=None))
-    assert result["status"] == "ok" and result["samples"] == 3
+    assert result.status == "ok" and result.samples == 3
 
 
 class _RecordingSupervisor:
@@ -79,15 +80,15 @@ class _RecordingSupervisor:
         self.step_ms = {1024: 77.0, 2048: 291.0, 4096: 800.0, 8192: 4300.0}
         self.measured: dict[int, float | None] = {}
 
-    def run(self, task: Task, timeout_s: float) -> dict[str, Any]:
-        if task.kind == "gate":
-            return {"status": "ok", "rel_err": 0.0}
+    def run(self, task: Task, timeout_s: float) -> ProcessResult:
+        if task.job == "gate":
+            return ProcessResult("ok", rel_err=0.0)
         seq = task.point.shape.seq
         self.measured[seq] = task.stop_after_s
         ms = self.step_ms[seq]
-        return {"status": "ok", "time_ms": ms, "time_ms_p20": ms * 0.95, "time_ms_p80": ms * 1.05, "samples": 32}
+        return ProcessResult("ok", time_ms=ms, time_ms_p20=ms * 0.95, time_ms_p80=ms * 1.05, samples=32)
 
-    def run_batch(self, tasks: list[Task], timeout_s: float) -> list[tuple[dict[str, Any] | None, float]]:
+    def run_batch(self, tasks: list[Task], timeout_s: float) -> list[tuple[ProcessResult | None, float]]:
         return [(self.run(task, timeout_s), 0.0) for task in tasks]
 
     def stop(self) -> None:
@@ -106,6 +107,7 @@ def test_the_runner_puts_only_doubtful_points_on_probation(tmp_path: Path) -> No
         device_name="test cpu",
         timeout_s=120.0,
         timing=TimingPolicy.for_decode(32),
+        kind=DECODE,
     )
     runner = SweepRunner(plan, RunStore.create(tmp_path, "probation"))
     supervisor = _RecordingSupervisor()

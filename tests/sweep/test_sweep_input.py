@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 
 from linbench.dtypes import split_list
+from linbench.runner.kinds import DECODE, RUN
 from linbench.shape import Shape
 from linbench.sweep.estimate import (
     SweepTooLargeError,
+    call_seconds,
     check_fits,
     estimate_s,
     format_duration,
-    held_bytes,
+    input_bytes,
     too_large,
 )
 from linbench.sweep.points import Point
@@ -79,19 +81,19 @@ def point(seq: int, *, batch: int = 1, mode: str = "fwd", impl: str = "chunked")
 
 
 def test_inputs_that_pass_the_device_s_memory_are_refused() -> None:
-    assert held_bytes(point(1024)) == 8 * 1024 * (2 * 64 + 64) * 4
-    check_fits([point(1024)], memory_bytes=16 << 30)
+    assert input_bytes(point(1024)) == 8 * 1024 * (2 * 64 + 64) * 4
+    check_fits([point(1024)], 16 << 30, RUN)
     with pytest.raises(SweepTooLargeError, match=r"S1048576.*needs 6.0 GiB for its inputs.*has 1.0 GiB"):
-        check_fits([point(1024), point(1 << 20)], memory_bytes=1 << 30)
-    with pytest.raises(SweepTooLargeError, match="more elements than a tensor can index"):
-        check_fits([point(99999999999999999999)], memory_bytes=1 << 40)
+        check_fits([point(1024), point(1 << 20)], 1 << 30, RUN)
+    with pytest.raises(SweepTooLargeError, match=r"more elements than a tensor can index.*lower --seq"):
+        check_fits([point(99999999999999999999)], 1 << 40, RUN)
 
 
 def test_decode_counts_the_context_only_for_decoders_that_keep_it() -> None:
-    long = point(1 << 24, mode="decode", impl="recurrent")
-    check_fits([long], memory_bytes=1 << 30, grows={("cosine", "recurrent"): False})
-    with pytest.raises(SweepTooLargeError, match=r"cosine:recurrent .* keeps 64\.0 GiB of keys and values"):
-        check_fits([long], memory_bytes=1 << 30, grows={("cosine", "recurrent"): True})
+    check_fits([point(1 << 24, mode="decode", impl="recurrent")], 1 << 30, DECODE)  # a fixed state
+    cache = Point("softmax", "kvcache", "decode", True, "fp32", "cpu", Shape(1, 8, 1 << 24, 64, 64))
+    with pytest.raises(SweepTooLargeError, match=r"softmax:kvcache .* keeps 64\.0 GiB of keys and values.*--context"):
+        check_fits([cache], 1 << 30, DECODE)
 
 
 class Policy:
@@ -101,12 +103,33 @@ class Policy:
         return call_s + max(0.2 - call_s, 0.0) + max(3 * call_s, min(1.0, 100 * call_s))
 
 
+class Calls:
+    """A kind of point whose every call takes ``flops`` (the model's other questions unasked)."""
+
+    lower = "--seq"
+
+    def __init__(self, flops: float) -> None:
+        self.flops = flops
+
+    def held_bytes(self, point: Point) -> int:
+        return input_bytes(point)
+
+    def refusal(self, point: Point, held: str, device: str) -> str:
+        return "too large"
+
+    def call_s(self, point: Point) -> float:
+        return call_seconds(point, self.flops)
+
+    def setup_s(self, point: Point) -> float:
+        return 0.0
+
+
 def test_the_estimate_grows_with_the_work_and_stops_at_the_timeout() -> None:
     small = [point(1024)]
-    assert 0.6 < estimate_s(small, Policy(), 120, {small[0]: 1e6}) < 1.5  # the overhead and the warm-up
+    assert 0.6 < estimate_s(small, Policy(), 120, Calls(1e6)) < 1.5  # the overhead and the warm-up
     heavy = [point(s) for s in (1024, 2048, 4096)]
-    flops = {p: 1e13 for p in heavy}  # 500 s a call: the first times out, the runner skips the rest
-    assert estimate_s(heavy, Policy(), 120, flops) == pytest.approx(120 + 0.6)
+    # 500 s a call: the first times out, the runner skips the rest.
+    assert estimate_s(heavy, Policy(), 120, Calls(1e13)) == pytest.approx(120 + 0.6)
 
 
 def test_sweeps_past_2000_points_or_2_hours_need_yes() -> None:
