@@ -29,6 +29,11 @@ class Cell:
     def worst_ratio(self) -> float:
         return max((case.worst.ratio for case in self.cases if case.worst), default=0.0)
 
+    @property
+    def problem(self) -> str:
+        """Why a failing result could not be measured ("shape", "NaN", "inf"), or ""."""
+        return next((case.worst.problem for case in self.failures if case.worst and case.worst.problem), "")
+
 
 @dataclass
 class Row:
@@ -50,13 +55,13 @@ def format_ratio(ratio: float) -> str:
 
 
 def render_cell(cell: Cell) -> str:
-    """ "ok 0.03" / "FAIL 3.20" / "error" / "unavailable", as rich markup."""
+    """ "ok 0.03" / "FAIL 3.20" / "FAIL shape" / "FAIL NaN" / "error" / "unavailable", as rich markup."""
     if cell.unavailable:
         return "[dim]unavailable[/]"
     if any(case.error for case in cell.cases):
         return "[red]error[/]"
     if cell.failures:
-        return f"[bold red]FAIL {format_ratio(cell.worst_ratio)}[/]"
+        return f"[bold red]FAIL {cell.problem or format_ratio(cell.worst_ratio)}[/]"
     return f"[green]ok {format_ratio(cell.worst_ratio)}[/]"
 
 
