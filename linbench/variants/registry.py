@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "linbench.variants"
 MODES = ("fwd", "bwd", "fwdbwd")
+MASKINGS = ("causal", "bidirectional")
 
 # An impl function: fn(q, k, v, *, causal, **params) -> Tensor. Every declared parameter
 # is passed by keyword, with its default filled in, so impl functions carry no defaults.
@@ -149,11 +150,19 @@ class Variant:
     decoder_list: tuple[Decoder, ...] = ()
     # time_complexity as a power of s (None: read from it, as Impl.time_exponent).
     time_exponent: int | None = None
+    # The maskings the variant computes: ("causal",) for one defined only causally (a decay
+    # or retention form), ("bidirectional",), or both. check, run and list honour it.
+    masking: tuple[str, ...] = MASKINGS
     _impls: Mapping[str, Impl] = field(init=False, repr=False, compare=False)
     _decoders: Mapping[str, Decoder] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _derive(self, "time_exponent", self.time_complexity)
+        if not self.masking or any(m not in MASKINGS for m in self.masking):
+            raise ValueError(
+                f"variant {self.name!r}: masking {', '.join(map(repr, self.masking)) or '()'}; "
+                "give 'causal', 'bidirectional' or both"
+            )
         impls = {impl.name: impl for impl in self.impl_list}
         if len(impls) != len(self.impl_list):
             raise ValueError(f"variant {self.name!r} declares an impl name twice")
@@ -168,6 +177,12 @@ class Variant:
         if len(decoders) != len(declared):
             raise ValueError(f"variant {self.name!r} declares a decoder name twice")
         object.__setattr__(self, "_decoders", MappingProxyType(decoders))
+
+    def masking_reason(self, causal: bool) -> str | None:
+        """Why the variant does not compute this masking ("decay is causal only"), or None."""
+        if ("causal" if causal else "bidirectional") in self.masking:
+            return None
+        return f"{self.name} is {self.masking[0]} only"
 
     @property
     def impls(self) -> Mapping[str, Impl]:
