@@ -104,6 +104,7 @@ class CaseResult:
     dtype: torch.dtype
     comparisons: list[Comparison] = field(default_factory=list)
     error: str | None = None  # the impl raised instead of returning
+    reference_failed: bool = False  # ... or the reference did, so there was nothing to judge against
     out_of_memory: bool = False  # ... and what it raised was an allocation failure
     unavailable: str | None = None  # the impl cannot run here (and why): not judged at all
 
@@ -126,7 +127,7 @@ class CaseResult:
         if self.unavailable:
             return f"{where}: unavailable: {self.unavailable}"
         if self.error:
-            return f"{where}: raised {self.error}"
+            return f"{where}: {'' if self.reference_failed else 'raised '}{self.error}"
         return f"{where}: {', '.join(c.describe() for c in self.comparisons)}"
 
 
@@ -302,6 +303,9 @@ def check_impl(
             )
         except Exception as exc:  # a reference that cannot answer leaves nothing to judge against
             result.error = f"the reference ({variant.name}:{variant.reference}) raised {type(exc).__name__}: {exc}"
+            if not causal and variant.masking_reason(True) is None:
+                result.error += " (a variant defined only causally declares masking=('causal',))"
+            result.reference_failed = True
             return result
         _REFERENCES.put(reference_key, expected)
     try:

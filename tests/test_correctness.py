@@ -111,7 +111,10 @@ def test_a_reference_that_raises_is_an_error_of_the_case_not_of_the_checker() ->
     finally:
         unregister_variant(variant.name)
     assert not result.ok
-    assert result.error == "the reference (test-reference-raises:ref) raised ValueError: causal only"
+    assert result.error is not None and result.reference_failed
+    assert result.error.startswith("the reference (test-reference-raises:ref) raised ValueError: causal only")
+    assert "declares masking=('causal',)" in result.error  # what a causal-only variant should have said
+    assert "bidirectional float64: the reference (test-reference-raises:ref) raised" in result.describe()
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])

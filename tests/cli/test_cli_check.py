@@ -119,6 +119,12 @@ def causal_only() -> Iterator[str]:
     yield from _plant("test-cli-causal-only", impls)
 
 
+@pytest.fixture
+def declared_causal() -> Iterator[str]:
+    """The same reference, declared causal only."""
+    yield from _plant("test-cli-declared-causal", (Impl("ref", _causal_only, "", "O(s)", "O(s)"),), masking=("causal",))
+
+
 def test_a_reference_that_raises_is_an_error_cell_not_a_traceback(invoke: Invoke, causal_only: str) -> None:
     result = invoke("check", "--variant", f"{causal_only}:ref", *CPU, "--quiet")
     assert result.exit_code == 1, result.output
@@ -143,3 +149,12 @@ def test_a_nan_output_is_said_to_be_nan(invoke: Invoke, causal_only: str) -> Non
     row = next(line for line in result.stdout.splitlines() if f"{causal_only}:nan" in line and "│" in line)
     assert "FAIL NaN" in row and "inf" not in row
     assert "out is NaN at 16 of 16 elements" in result.stdout
+
+
+def test_a_causal_only_variant_is_checked_causal_only_with_a_note(invoke: Invoke, declared_causal: str) -> None:
+    result = invoke("check", "--variant", declared_causal, "--dtype", "fp64", *CPU, "--quiet")
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if f"{declared_causal}:ref" in line and "│" in line)
+    assert "ok" in row and "skipped" in row
+    assert f"{declared_causal}: causal only; its bidirectional cells are not checked" in result.stdout
+    assert "1 cells checked, 0 failed, 1 skipped" in result.stdout
