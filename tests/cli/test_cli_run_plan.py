@@ -1,0 +1,47 @@
+"""``linbench run --dry-run``: the plan as it is printed, and what it leaves out (CPU; nothing runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import Invoke, assert_usage_error
+
+from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant
+
+CPU = ("--device", "cpu")
+CAUSAL_ONLY = "test-run-causal-only"
+
+
+def _v(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    return v + 0.0 * (q + k).sum(-1, keepdim=True)
+
+
+@pytest.fixture
+def causal_only() -> Iterator[str]:
+    impl = Impl("ref", _v, "", "O(s)", "O(s)")
+    variant = Variant(CAUSAL_ONLY, "O = V", (impl,), "ref", (), lambda *a: 0.0, "O(s)", "O(s)", masking=("causal",))
+    register_variant(variant)
+    yield CAUSAL_ONLY
+    unregister_variant(CAUSAL_ONLY)
+
+
+def test_a_causal_only_variant_s_bidirectional_points_are_left_out_with_a_note(
+    invoke: Invoke, causal_only: str, tmp_path: Path
+) -> None:
+    args = ("--variant", causal_only, "--baseline", "softmax:naive", "--seq", "64", "--bidirectional", *CPU)
+    result = invoke("run", *args, "--out", tmp_path / "out", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "points: 1 of 1 to run" in result.stdout  # softmax:naive's alone
+    assert f"note: {causal_only} is causal only: its bidirectional points are left out" in result.stdout
+
+
+def test_a_sweep_of_nothing_but_a_masking_the_variant_lacks_is_refused(
+    invoke: Invoke, causal_only: str, tmp_path: Path
+) -> None:
+    args = ("--variant", causal_only, "--no-baseline", "--seq", "64", "--bidirectional", *CPU)
+    result = invoke("run", *args, "--out", tmp_path / "out")
+    assert_usage_error(result, f"nothing to run: {causal_only} is causal only")
+    assert not (tmp_path / "out").exists()
