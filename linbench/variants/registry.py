@@ -80,6 +80,38 @@ class Decoder:
         _derive(self, "state_exponent", self.state_memory)
         _derive(self, "step_exponent", self.step_time)
 
+    @classmethod
+    def from_stream(
+        cls,
+        name: str,
+        summary: str,
+        stream: StreamFn,
+        state_memory: str,
+        step_time: str,
+        *,
+        state_exponent: int | None = None,
+        step_exponent: int | None = None,
+    ) -> Decoder:
+        """A decoder that prefills through ``stream`` too (a recurrent form has no faster
+        prefill to offer), with its state and step costs declared."""
+
+        def prefill(
+            q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: Any, capacity: int, **params: Any
+        ) -> Any:
+            del capacity  # a recurrent state does not grow
+            return stream(q, k, v, state=state, **params)[1]
+
+        return cls(
+            name,
+            summary,
+            prefill,
+            stream,
+            state_memory,
+            step_time,
+            state_exponent=state_exponent,
+            step_exponent=step_exponent,
+        )
+
     @property
     def state_grows(self) -> bool:
         """True when the state grows with the context (a KV cache), not a fixed size."""
@@ -285,13 +317,9 @@ def _stream_decoders(stream: StreamFn | None) -> tuple[Decoder, ...]:
     """A plugin that declares only a stream decodes through it, prefill included (token by token)."""
     if stream is None:
         return ()
-
-    def prefill(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: Any, capacity: int, **params: Any) -> Any:
-        del capacity  # a recurrent state does not grow
-        return stream(q, k, v, state=state, **params)[1]
-
+    # Its costs are not declared ("-"); planning takes the state and step as constant in s.
     summary = "the variant's stream, prefill included"
-    return (Decoder("recurrent", summary, prefill, stream, "-", "-", state_exponent=0, step_exponent=0),)
+    return (Decoder.from_stream("recurrent", summary, stream, "-", "-", state_exponent=0, step_exponent=0),)
 
 
 def exponent_in_s(complexity: str) -> int:
