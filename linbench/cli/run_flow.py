@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from linbench.cli.common import stdout_console
+from linbench.cli.common import load_plugins, stdout_console
 from linbench.cli.errors import exit_usage_error, usage_errors
 
 if TYPE_CHECKING:
@@ -85,6 +85,9 @@ def execute_sweep(
 
     console = stdout_console()
     with usage_errors():
+        # Loaded here first, so a plugin's error names its file as given, as list's and check's do
+        # (the spec holds resolved paths); prepare then finds it loaded.
+        load_plugins(list(request.plugins))
         prepared = prepare(request, out, resume=resume, mix=mix, repair=not dry_run)
     if dry_run:
         _print_plan(prepared, console)

@@ -45,3 +45,23 @@ def test_a_sweep_of_nothing_but_a_masking_the_variant_lacks_is_refused(
     result = invoke("run", *args, "--out", tmp_path / "out")
     assert_usage_error(result, f"nothing to run: {causal_only} is causal only")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "list", "check", "decode"])
+def test_a_plugin_that_registers_nothing_is_one_line_naming_the_file_as_given(
+    invoke: Invoke, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("nothing.py").write_text("VARIANT = None\n")
+    result = invoke(command, "--plugin", "nothing.py", *CPU)
+    assert_usage_error(result, "plugin file 'nothing.py' registered no variant")
+    assert not Path("results").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "list", "decode"])
+def test_a_broken_plugin_is_named_as_given_by_every_command(
+    invoke: Invoke, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("broken.py").write_text("raise RuntimeError('planted')\n")
+    assert_usage_error(invoke(command, "--plugin", "broken.py", *CPU), "plugin file 'broken.py' failed to load")
