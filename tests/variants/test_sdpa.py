@@ -55,12 +55,11 @@ def test_a_pinned_backend_that_runs_out_of_memory_reads_as_out_of_memory(
 ) -> None:
     """An allocation failure is the point's reach (status oom), not a backend that cannot run it."""
     from linbench.correctness import Shape, check_impl
-    from linbench.variants.softmax import sdpa
 
     def allocation_fails(*args: object, **kwargs: object) -> torch.Tensor:
         raise failure
 
-    monkeypatch.setattr(sdpa.F, "scaled_dot_product_attention", allocation_fails)
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", allocation_fails)
     q = torch.randn(1, 1, 8, 4)
     with pytest.raises(RuntimeError) as caught:
         linbench.attention(q, q, q, variant="softmax", impl="sdpa-math")
