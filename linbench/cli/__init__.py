@@ -6,7 +6,7 @@ top, so ``linbench --help`` answers at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
@@ -64,17 +64,29 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-app.command("list")(list_command)
-app.command("check")(check_command)
-app.command("run")(run_command)
-app.command("decode")(decode_command)
-app.command("plot")(plot_command)
-app.command("report")(report_command)
-app.command("compare")(compare_command)
-app.command("ab")(ab_command)
-app.command("suites")(suites_command)
-app.command("doctor")(doctor_command)
-app.command("build")(build_command)
+
+
+def _add(name: str, command: Callable[..., None]) -> None:
+    """Register ``command``; the command list shows its docstring's first paragraph as one
+    line of text, wrapped to the terminal (the list would keep the docstring's line breaks)."""
+    summary = " ".join((command.__doc__ or "").split("\n\n")[0].split())
+    app.command(name, short_help=summary)(command)
+
+
+for _name, _command in (
+    ("list", list_command),
+    ("check", check_command),
+    ("run", run_command),
+    ("decode", decode_command),
+    ("plot", plot_command),
+    ("report", report_command),
+    ("compare", compare_command),
+    ("ab", ab_command),
+    ("suites", suites_command),
+    ("doctor", doctor_command),
+    ("build", build_command),
+):
+    _add(_name, _command)
 
 
 def _print_version(value: bool) -> None:
