@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from linbench.cli.common import load_plugins, stdout_console
-from linbench.cli.errors import exit_usage_error, usage_errors
+from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -85,6 +85,8 @@ def execute_sweep(
 
     console = stdout_console()
     with usage_errors():
+        if resume is None:
+            _check_out(out)
         # Loaded here first, so a plugin's error names its file as given, as list's and check's do
         # (the spec holds resolved paths); prepare then finds it loaded.
         load_plugins(list(request.plugins))
@@ -106,6 +108,18 @@ def execute_sweep(
         with _progress(console, len(prepared.pending)) as listen:
             outcome = run(prepared, store, listen)
     _end(prepared, outcome, console, quiet, allow_failures)
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an ``--out`` that is, or lies under, a file: run folders are made in a folder
+    (the OS would only say "File exists" or "Not a directory")."""
+    for path in (out, *out.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise CliUsageError(
+                    f"--out {out}: {path} is a file; --out must be a folder (run folders are made in it)"
+                )
+            return
 
 
 def _print_plan(prepared: Prepared, console: Console) -> None:

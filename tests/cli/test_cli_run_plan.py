@@ -65,3 +65,16 @@ def test_a_broken_plugin_is_named_as_given_by_every_command(
     monkeypatch.chdir(tmp_path)
     Path("broken.py").write_text("raise RuntimeError('planted')\n")
     assert_usage_error(invoke(command, "--plugin", "broken.py", *CPU), "plugin file 'broken.py' failed to load")
+
+
+@pytest.mark.parametrize("command", ["run", "decode"])
+@pytest.mark.parametrize("under", ["", "/runs"])
+def test_an_out_that_is_a_file_is_refused_as_not_a_folder(
+    invoke: Invoke, tmp_path: Path, command: str, under: str
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    for dry_run in ((), ("--dry-run",)):
+        result = invoke(command, "--variant", "cosine", "--no-baseline", *CPU, "--out", f"{afile}{under}", *dry_run)
+        assert_usage_error(result, f"--out {afile}{under}: {afile} is a file; --out must be a folder")
+    assert afile.read_text() == "mine"
