@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from linbench.runner.sweep_runner import Listener
     from linbench.sweep.points import Point
     from linbench.sweep.request import SweepRequest
+    from linbench.sweep.spec import Axes
 
 RANGE_HELP = "a size (4k), a list (512,1k), powers of two (1k..64k), or stepped (1k..8k:x2, 64..256:+64)"
 INTERRUPTED_EXIT = 130  # the shell's status for a Ctrl-C
@@ -137,6 +138,7 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         f"  points: {len(prepared.pending)} of {len(plan.points)} to run on {plan.device} ({plan.device_name})",
         f"  {what}: {names(measured)}",
         f"  baselines: {names(plan.targets.baselines)}",
+        *_axes_lines(spec.blocks, spec.command),
         *(f"  note: {note}" for note in plan.targets.notes),
         f"  estimated time: about {format_duration(prepared.estimate_s)} (a rough model: linbench/sweep/estimate.py)",
         f"  results would go to: {where}",
@@ -145,6 +147,30 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         lines.append(f"  this sweep is {prepared.too_large}: it runs only with --yes")
     for line in lines:
         console.print(line, markup=False, soft_wrap=True)
+
+
+def _axes_lines(blocks: tuple[Axes, ...], command: str) -> list[str]:
+    if len(blocks) == 1:
+        return [f"  axes: {axes_line(blocks[0], command)}"]
+    return [f"  block {i}: {axes_line(block, command)}" for i, block in enumerate(blocks, 1)]
+
+
+def axes_line(block: Axes, command: str) -> str:
+    """The values of each axis of one block: "seq 1k, 2k · batch 1 · heads 8 · ..."."""
+    from linbench.units import format_size
+
+    def values(items: tuple[Any, ...]) -> str:
+        return ", ".join(format_size(v) if isinstance(v, int) else str(v) for v in items)
+
+    length = "context" if command == "decode" else "seq"
+    batch = f"tokens/seq ({format_size(block.tokens)} tokens)" if block.tokens else values(block.batch)
+    parts = [f"{length} {values(block.seq)}", f"batch {batch}", f"heads {values(block.heads)}"]
+    parts.append(f"dim {values(block.dim)}" + (f" × dim_v {values(block.dim_v)}" if block.dim_v else ""))
+    parts.append(f"dtype {values(block.dtype)}")
+    if command != "decode":  # decode's mode is the decode step, its masking causal
+        parts.append(f"mode {values(block.mode)}")
+        parts.append(", ".join("causal" if causal else "bidirectional" for causal in block.causal))
+    return " · ".join(parts)
 
 
 def _announce(prepared: Prepared, store: RunStore, console: Console) -> None:

@@ -78,3 +78,20 @@ def test_an_out_that_is_a_file_is_refused_as_not_a_folder(
         result = invoke(command, "--variant", "cosine", "--no-baseline", *CPU, "--out", f"{afile}{under}", *dry_run)
         assert_usage_error(result, f"--out {afile}{under}: {afile} is a file; --out must be a folder")
     assert afile.read_text() == "mine"
+
+
+def test_dry_run_shows_the_values_of_every_axis(invoke: Invoke, tmp_path: Path) -> None:
+    args = ("--variant", "cosine:chunked", "--seq", "64..256:+64", "--heads", "2,4", "--dim", "16", "--mode", "fwd,bwd")
+    result = invoke("run", *args, "--dtype", "fp32,bf16", *CPU, "--out", tmp_path, "--dry-run")
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stdout.splitlines() if "seq" in line and "heads" in line)
+    for words in ("seq 64, 128, 192, 256", "batch 1", "heads 2, 4", "dim 16", "dtype fp32, bf16", "mode fwd, bwd"):
+        assert words in line, line
+    assert "causal" in line and "bidirectional" not in line
+
+
+def test_dry_run_of_decode_shows_the_contexts(invoke: Invoke, tmp_path: Path) -> None:
+    args = ("--variant", "cosine:recurrent", "--no-baseline", "--context", "1k..4k", "--tokens", "4")
+    result = invoke("decode", *args, *CPU, "--out", tmp_path, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "context 1k, 2k, 4k" in result.stdout
