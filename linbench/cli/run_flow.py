@@ -220,7 +220,13 @@ def _end(prepared: Prepared, outcome: Outcome, console: Console, quiet: bool, al
     command, path = prepared.spec.command, outcome.path
     if outcome.status == "interrupted":
         finished = outcome.results_path
-        console.print(f"interrupted: finished points are in {finished}; finish with linbench {command} --resume {path}")
+        # Unwrapped (the terminal wraps it) and unmarked: the command must copy whole, the
+        # path never broken onto a line of its own, nor its [brackets] read as markup.
+        console.print(
+            f"interrupted: finished points are in {finished}; finish with linbench {command} --resume {path}",
+            markup=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(INTERRUPTED_EXIT)
     if outcome.failure is not None:
         exit_usage_error(
