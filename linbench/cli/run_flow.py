@@ -177,10 +177,11 @@ def _announce(prepared: Prepared, store: RunStore, console: Console) -> None:
     from linbench.sweep.estimate import format_duration
 
     spec, plan = prepared.spec, prepared.plan
-    what = "decoders" if spec.command == "decode" else "impls"
+    count = len(plan.targets.pairs)
+    what = ("decoder" if spec.command == "decode" else "impl") + ("s" if count != 1 else "")
     console.print(
         f"linbench {spec.command}: {len(prepared.pending)} of {len(plan.points)} points to run "
-        f"({len(plan.targets.pairs)} {what}) on {plan.device} ({plan.device_name}), "
+        f"({count} {what}) on {plan.device} ({plan.device_name}), "
         f"about {format_duration(prepared.estimate_s)} -> {store.path}",
         markup=False,
         soft_wrap=True,
