@@ -131,13 +131,14 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
     what = "decoders" if spec.command == "decode" else "impls"
     names = lambda pairs: ", ".join(f"{v}:{i}" for v, i in pairs) or "none"  # noqa: E731 - a one-line label
     baselines = set(plan.targets.baselines)
-    measured = [pair for pair in plan.targets.pairs if pair not in baselines]
+    planned = {(point.variant, point.impl) for point in plan.points}  # not those whose points were all left out
+    measured = [pair for pair in plan.targets.pairs if pair not in baselines and pair in planned]
     where = store.path if store is not None else prepared.out / f"<UTC time>-{spec.name}"
     lines = [
         f"linbench {spec.command} --dry-run: nothing runs and no folder is made",
         f"  points: {len(prepared.pending)} of {len(plan.points)} to run on {plan.device} ({plan.device_name})",
         f"  {what}: {names(measured)}",
-        f"  baselines: {names(plan.targets.baselines)}",
+        f"  baselines: {names([pair for pair in plan.targets.baselines if pair in planned])}",
         *_axes_lines(spec.blocks, spec.command),
         *(f"  note: {note}" for note in plan.targets.notes),
         f"  estimated time: about {format_duration(prepared.estimate_s)} (a rough model: linbench/sweep/estimate.py)",

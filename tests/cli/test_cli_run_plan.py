@@ -35,6 +35,7 @@ def test_a_causal_only_variant_s_bidirectional_points_are_left_out_with_a_note(
     result = invoke("run", *args, "--out", tmp_path / "out", "--dry-run")
     assert result.exit_code == 0, result.output
     assert "points: 1 of 1 to run" in result.stdout  # softmax:naive's alone
+    assert "impls: none" in result.stdout and "baselines: softmax:naive" in result.stdout
     assert f"note: {causal_only} is causal only: its bidirectional points are left out" in result.stdout
 
 
