@@ -20,6 +20,8 @@ from linbench.errors import ImplUnavailableError
 if TYPE_CHECKING:
     import torch
 
+    from linbench.variants.extra_inputs import ExtraInput
+
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "linbench.variants"
@@ -185,6 +187,9 @@ class Variant:
     # The maskings the variant computes: ("causal",) for one defined only causally (a decay
     # or retention form), ("bidirectional",), or both. check, run and list honour it.
     masking: tuple[str, ...] = MASKINGS
+    # Tensors the impls take beside q, k and v, by keyword (a gated variant's log-gates, the
+    # delta rule's β): bound like parameters, but required, and drawn by the workload.
+    extra_inputs: tuple[ExtraInput, ...] = ()
     _impls: Mapping[str, Impl] = field(init=False, repr=False, compare=False)
     _decoders: Mapping[str, Decoder] = field(init=False, repr=False, compare=False)
 
@@ -209,6 +214,9 @@ class Variant:
         if len(decoders) != len(declared):
             raise ValueError(f"variant {self.name!r} declares a decoder name twice")
         object.__setattr__(self, "_decoders", MappingProxyType(decoders))
+        clashing = {extra.name for extra in self.extra_inputs} & {p.name for p in self.param_specs}
+        if clashing:
+            raise ValueError(f"variant {self.name!r}: {sorted(clashing)} are both parameters and extra inputs")
 
     def masking_reason(self, causal: bool) -> str | None:
         """Why the variant does not compute this masking ("decay is causal only"), or None."""
@@ -285,7 +293,7 @@ class Variant:
         """Every parameter ``impl`` takes (the variant's alone when None), given values over
         defaults; unknown names raise ValueError listing the known ones."""
         specs = (*self.param_specs, *(impl.params if impl else ()))
-        known = {p.name for p in specs}
+        known = {p.name for p in specs} | {extra.name for extra in self.extra_inputs}
         unknown = sorted(set(given) - known)
         if unknown:
             target = f"{self.name}:{impl.name}" if impl else self.name
@@ -293,7 +301,15 @@ class Variant:
                 f"unknown parameter(s) {', '.join(unknown)} for {target}; "
                 f"it takes: {', '.join(sorted(known)) or 'no parameters'}"
             )
-        return {p.name: given.get(p.name, p.default) for p in specs}
+        return {p.name: given.get(p.name, p.default) for p in specs} | self._bind_extra_inputs(given)
+
+    def _bind_extra_inputs(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The extra inputs out of ``given``; ValueError naming those missing (they have no default)."""
+        missing = [extra for extra in self.extra_inputs if given.get(extra.name) is None]
+        if missing:
+            wanted = "; ".join(f"{extra.name}: {extra.summary}" for extra in missing)
+            raise ValueError(f"{self.name} needs the extra input(s) {wanted}")
+        return {extra.name: given[extra.name] for extra in self.extra_inputs}
 
     def stream_attention(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: Any = None, **params: Any

@@ -40,19 +40,20 @@ def chunked_scan(
     # The key sum as a column, so that q_c @ key_sum is one matmul per chunk.
     key_sum = state.key_sum.unsqueeze(-1) if state.key_sum is not None else None
     seq = fq.shape[-2]
-    out = fv.new_empty(*fv.shape)
-    for start in range(0, seq, chunk_size):
-        stop = min(start + chunk_size, seq)
-        q_c, k_c, v_c = fq[..., start:stop, :], fk[..., start:stop, :], fv[..., start:stop, :]
+    # Chunks by split and outputs joined by cat, never sliced or written in place: under
+    # autograd each slice costs a full-size gradient, which made the backward quadratic in S.
+    outs = []
+    for q_c, k_c, v_c in zip(*(x.split(chunk_size, dim=-2) for x in (fq, fk, fv)), strict=True):
         scores = (q_c @ k_c.transpose(-1, -2)).tril()  # within the chunk: j <= i
         num = scores @ v_c + q_c @ kv  # this chunk's keys, then every earlier token's
         if key_sum is not None:
             den = scores.sum(-1, keepdim=True) + q_c @ key_sum
             num = num / (den + eps)
             key_sum = key_sum + k_c.sum(-2).unsqueeze(-1)
-        out[..., start:stop, :] = num
+        outs.append(num)
         kv = kv + k_c.transpose(-1, -2) @ v_c
     new_key_sum = key_sum.squeeze(-1) if key_sum is not None else None
+    out = torch.cat(outs, dim=-2) if outs else fv.new_empty(*fv.shape)
     return out, LinearState(kv=kv, key_sum=new_key_sum, position=state.position + seq)
 
 

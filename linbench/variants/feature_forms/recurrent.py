@@ -50,19 +50,23 @@ def recurrent_scan(
     """Causal outputs for the given tokens, continuing from ``state``, and the new state."""
     if state is None:
         state = LinearState.empty(fq, fv, normalised=eps is not None)
-    out = fv.new_empty(*fv.shape)
-    for t in range(fq.shape[-2]):
-        state = _absorb(state, fk[..., t, :], fv[..., t, :])
-        out[..., t, :] = _read(fq[..., t, :], state, eps)
-    return out, state
+    if fq.shape[-2] == 0:
+        return fv.new_empty(*fv.shape), state
+    # Tokens by unbind and outputs joined by stack, never indexed or written in place: under
+    # autograd each index or slice write costs a full-size gradient, which made the backward
+    # quadratic in S (1.3 s at 1k tokens, 4.5 s at 2k).
+    outs = []
+    for q_t, k_t, v_t in zip(fq.unbind(-2), fk.unbind(-2), fv.unbind(-2), strict=True):
+        state = _absorb(state, k_t, v_t)
+        outs.append(_read(q_t, state, eps))
+    return torch.stack(outs, dim=-2), state
 
 
 def recurrent_bidirectional(fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, *, eps: float | None) -> torch.Tensor:
     """Absorb the whole sequence into the state first, then read it out for every query."""
     state = LinearState.empty(fq, fv, normalised=eps is not None)
-    for t in range(fq.shape[-2]):
-        state = _absorb(state, fk[..., t, :], fv[..., t, :])
-    out = fv.new_empty(*fv.shape)
-    for t in range(fq.shape[-2]):
-        out[..., t, :] = _read(fq[..., t, :], state, eps)
-    return out
+    if fq.shape[-2] == 0:
+        return fv.new_empty(*fv.shape)
+    for k_t, v_t in zip(fk.unbind(-2), fv.unbind(-2), strict=True):
+        state = _absorb(state, k_t, v_t)
+    return torch.stack([_read(q_t, state, eps) for q_t in fq.unbind(-2)], dim=-2)

@@ -35,22 +35,23 @@ def chunked_scan(
     # log Σ_{earlier j} exp(k_jd + log v_je) and log Σ_{earlier j} exp(k_jd); None before any token.
     log_kv = state.log_kv if state is not None and state.position > 0 else None
     log_z = state.log_z.unsqueeze(-1) if state is not None and state.position > 0 else None
-    out = log_v.new_empty(log_v.shape)
-    for start in range(0, seq, size):
-        stop = min(start + size, seq)
-        q_c, k_c, v_c = q[..., start:stop, :], k[..., start:stop, :], log_v[..., start:stop, :]
-        n = stop - start
+    # Chunks by split and outputs joined by cat, never sliced or written in place: under
+    # autograd each slice costs a full-size gradient, which made the backward quadratic in S.
+    outs = []
+    for q_c, k_c, v_c in zip(*(x.split(size, dim=-2) for x in (q, k, log_v)), strict=True):
+        n = q_c.shape[-2]
         log_scores = log_matmul_exp(q_c, k_c.transpose(-1, -2)).masked_fill(~mask[:n, :n], float("-inf"))
         num = log_matmul_exp(log_scores, v_c)
         den = torch.logsumexp(log_scores, dim=-1, keepdim=True)
         if log_kv is not None and log_z is not None:
             num = torch.logaddexp(num, log_matmul_exp(q_c, log_kv))
             den = torch.logaddexp(den, log_matmul_exp(q_c, log_z))
-        out[..., start:stop, :] = num - den
+        outs.append(num - den)
         chunk_kv = log_matmul_exp(k_c.transpose(-1, -2), v_c)
         chunk_z = torch.logsumexp(k_c, dim=-2).unsqueeze(-1)
         log_kv = chunk_kv if log_kv is None else torch.logaddexp(log_kv, chunk_kv)
         log_z = chunk_z if log_z is None else torch.logaddexp(log_z, chunk_z)
+    out = torch.cat(outs, dim=-2) if outs else log_v.new_empty(log_v.shape)
     position = (state.position if state is not None else 0) + seq
     if log_kv is None or log_z is None:  # no token at all: the state stays empty
         return out, state if state is not None else LogState.empty(q, log_v)

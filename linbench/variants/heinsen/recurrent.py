@@ -41,11 +41,15 @@ def stream(
     """Causal log Y for the given tokens, continuing from ``state``, and the new state."""
     q, k, log_v = upcast(q, k, log_v)
     state = LogState.empty(q, log_v) if state is None else state
-    out = log_v.new_empty(log_v.shape)
-    for t in range(q.shape[-2]):
-        state = _absorb(state, k[..., t, :], log_v[..., t, :])
-        out[..., t, :] = _read(q[..., t, :], state)
-    return out, state
+    if q.shape[-2] == 0:
+        return log_v.new_empty(log_v.shape), state
+    # Tokens by unbind and outputs joined by stack, never indexed or written in place: under
+    # autograd each index or slice write costs a full-size gradient (a backward quadratic in S).
+    outs = []
+    for q_t, k_t, v_t in zip(q.unbind(-2), k.unbind(-2), log_v.unbind(-2), strict=True):
+        state = _absorb(state, k_t, v_t)
+        outs.append(_read(q_t, state))
+    return torch.stack(outs, dim=-2), state
 
 
 def recurrent(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, causal: bool) -> torch.Tensor:
@@ -54,9 +58,8 @@ def recurrent(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, causal: 
         return stream(q, k, log_v)[0]
     q, k, log_v = upcast(q, k, log_v)
     state = LogState.empty(q, log_v)
-    for t in range(q.shape[-2]):
-        state = _absorb(state, k[..., t, :], log_v[..., t, :])
-    out = log_v.new_empty(log_v.shape)
-    for t in range(q.shape[-2]):
-        out[..., t, :] = _read(q[..., t, :], state)
-    return out
+    if q.shape[-2] == 0:
+        return log_v.new_empty(log_v.shape)
+    for k_t, v_t in zip(k.unbind(-2), log_v.unbind(-2), strict=True):
+        state = _absorb(state, k_t, v_t)
+    return torch.stack([_read(q_t, state) for q_t in q.unbind(-2)], dim=-2)

@@ -1,0 +1,31 @@
+"""The parallel form of the (gated) delta rule: the UT transform over the whole sequence.
+
+Write the recurrence as S_t = S̃_t + k_t u_tᵀ, with S̃_t = e^{g_t} S_{t−1} and the written
+error u_t = β_t (v_t − S̃_tᵀ k_t). From the start, S̃_t = Σ_{s<t} Γ_ts k_s u_sᵀ with
+Γ_ts = e^{G_t − G_s} (G the cumulative log-gate; Γ = 1 for deltanet), so
+
+    u_t = β_t v_t − β_t Σ_{s<t} Γ_ts (k_tᵀ k_s) u_s,   i.e.   (I + A) U = diag(β) V,
+    A = tril(diag(β) (K Kᵀ ⊙ Γ), −1),
+
+a unit lower-triangular system: U = T V with T = (I + A)⁻¹ diag(β) (the UT transform of
+Yang et al. 2024, arXiv:2406.06484). Then o_t = Σ_{s≤t} Γ_ts (q_tᵀ k_s) u_s: O = (Q Kᵀ ⊙ Γ ⊙ M) U.
+O(S²) memory and O(S²·(Dk + Dv)) time, the triangular solve included.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from linbench.variants.gated.numerics import decay_matrix
+
+
+def delta_quadratic(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, g: torch.Tensor | None
+) -> torch.Tensor:
+    """O for q, k: (B, H, S, Dk) normalised (q scaled); v: (B, H, S, Dv); beta, g: (B, H, S)."""
+    # Γ ⊙ M: e^{G_t − G_s} for s ≤ t, else 0 (ones on and below the diagonal for deltanet).
+    decay = decay_matrix(g.cumsum(-1) if g is not None else q.new_zeros(q.shape[:-1]))
+    system = (beta.unsqueeze(-1) * (k @ k.transpose(-1, -2)) * decay).tril(-1)
+    # solve_triangular reads only the strict lower part when unitriangular: (I + A) U = βV.
+    written = torch.linalg.solve_triangular(system, beta.unsqueeze(-1) * v, upper=False, unitriangular=True)
+    return (q @ k.transpose(-1, -2) * decay) @ written

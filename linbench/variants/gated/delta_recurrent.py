@@ -1,0 +1,58 @@
+"""The recurrent form of the delta rule (deltanet) and the gated delta rule (gated-deltanet).
+
+S_t = e^{g_t} (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ and o_t = S_tᵀ q_t, one token at a
+time (g = 0 for deltanet). Written as the papers' online-learning step: decay the state, read
+what it predicts for k_t, and write β_t times the error, u_t = β_t (v_t − S̃ᵀ k_t), along k_t.
+Evaluated in fp64 it is the reference every other form is tested against. Its state can be
+carried from call to call, which is how a model decodes with a constant-size state.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from linbench.variants.gated.numerics import GatedState
+
+
+def delta_step(
+    state: torch.Tensor,
+    q_t: torch.Tensor,
+    k_t: torch.Tensor,
+    v_t: torch.Tensor,
+    beta_t: torch.Tensor,
+    g_t: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token: the output (B, H, Dv) and the new state (B, H, Dk, Dv); beta_t, g_t: (B, H)."""
+    if g_t is not None:
+        state = g_t.exp()[..., None, None] * state
+    predicted = (k_t.unsqueeze(-2) @ state).squeeze(-2)  # S̃ᵀ k_t, (B, H, Dv)
+    error = beta_t.unsqueeze(-1) * (v_t - predicted)
+    state = state + k_t.unsqueeze(-1) * error.unsqueeze(-2)
+    return (q_t.unsqueeze(-2) @ state).squeeze(-2), state
+
+
+def delta_scan(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor,
+    g: torch.Tensor | None,
+    *,
+    state: GatedState | None = None,
+) -> tuple[torch.Tensor, GatedState]:
+    """Causal outputs for every token, continuing from ``state``, and the state after the last.
+
+    q, k: (B, H, S, Dk), already normalised (and q scaled); v: (B, H, S, Dv); beta, g: (B, H, S).
+    """
+    carried = state if state is not None else GatedState.empty(k, v)
+    matrix = carried.matrix
+    rows = []
+    # unbind, not q[..., t, :]: indexing's backward writes a full-length zero gradient per
+    # token, which would make the backward pass quadratic in S.
+    gates = g.unbind(-1) if g is not None else (None,) * q.shape[-2]
+    tokens = zip(q.unbind(-2), k.unbind(-2), v.unbind(-2), beta.unbind(-1), gates, strict=True)
+    for q_t, k_t, v_t, beta_t, g_t in tokens:
+        row, matrix = delta_step(matrix, q_t, k_t, v_t, beta_t, g_t)
+        rows.append(row)
+    out = torch.stack(rows, dim=-2) if rows else v.new_empty(v.shape)
+    return out, GatedState(matrix, carried.position + q.shape[-2])

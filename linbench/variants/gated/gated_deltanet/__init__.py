@@ -1,0 +1,52 @@
+"""gated-deltanet: the gated delta rule (Yang, Kautz and Hatamizadeh 2024, arXiv:2412.06464).
+
+S_t = e^{g_t} (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ, o_t = S_tᵀ (q_t · Dk^-1/2), with q and
+k L2-normalised, g_t ≤ 0 one log-gate per head and token (Mamba2's) and β_t ∈ [0, 1].
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from linbench.variants.gated.flops import delta_flops
+from linbench.variants.gated.gates import BETA, HEAD_GATE
+from linbench.variants.gated.impls import SCALE, DeltaInputs, gated_decoder, gated_impls, gated_stream
+from linbench.variants.gated.numerics import resolve_scale, upcast
+from linbench.variants.registry import Variant
+
+
+def prepare(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, g: torch.Tensor, beta: torch.Tensor, scale: Any
+) -> DeltaInputs:
+    """q and k L2-normalised (q then scaled), β and the gates, in the compute dtype."""
+    q, k, v = upcast(q, k, v)
+    q = F.normalize(q, dim=-1) * resolve_scale(scale, q.shape[-1])
+    return DeltaInputs(q, F.normalize(k, dim=-1), v, beta.to(q.dtype), g.to(q.dtype))
+
+
+VARIANT = Variant(
+    name="gated-deltanet",
+    summary="S_t = e^{g_t}(I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ, o_t = S_tᵀ q_t; q, k L2-normalised",
+    impl_list=gated_impls(
+        "gated-deltanet",
+        prepare,
+        {
+            "recurrent": ("the gated delta rule token by token (the reference, in fp64)", "O(d²)"),
+            "quadratic": ("the UT transform over the whole sequence, decays e^{G_t − G_s} per pair", "O(s²)"),
+            "chunked": ("the WY/UT form in chunks, gates cumulated from each chunk's start", "O(sd)"),
+        },
+    ),
+    reference="recurrent",
+    param_specs=(SCALE,),
+    flop_formula=delta_flops,
+    time_complexity="O(sd²)",
+    memory_complexity="O(sd)",
+    auto_order=("chunked", "recurrent", "quadratic"),
+    source="Gated DeltaNet (Yang, Kautz and Hatamizadeh, 2024), arXiv:2412.06464",
+    stream=gated_stream(prepare),
+    decoder_list=(gated_decoder(prepare, "chunked prefill into a Dk×Dv state, then one gated delta step per token"),),
+    extra_inputs=(HEAD_GATE, BETA),
+)

@@ -1,0 +1,155 @@
+"""Turn a gated variant's input preparation into its impls, stream and decoder.
+
+Each variant reduces its inputs to one of two shapes of recurrence, then shares the forms:
+
+- decaying: S_t = diag(e^{g_t}) S_{t−1} + k_t v_tᵀ, g of shape (B, H, S, 1) or (B, H, S, Dk)
+  (retention, simple-gla, gla), by ``DecayInputs``;
+- delta rule: S_t = e^{g_t} (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ, g None or (B, H, S)
+  (deltanet, gated-deltanet), by ``DeltaInputs``.
+
+A preparation takes (q, k, v, **the variant's parameters and extra inputs) and returns the
+form's inputs in the compute dtype, q scaled (and normalised for the delta rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from linbench.variants.gated.decay_chunked import decay_chunked_scan
+from linbench.variants.gated.decay_quadratic import channel_decay_quadratic, scalar_decay_quadratic
+from linbench.variants.gated.decay_recurrent import decay_scan
+from linbench.variants.gated.delta_chunked import delta_chunked_scan
+from linbench.variants.gated.delta_quadratic import delta_quadratic
+from linbench.variants.gated.delta_recurrent import delta_scan
+from linbench.variants.gated.numerics import GatedState, causal_only, chunk_length
+from linbench.variants.registry import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
+
+CHUNK_SIZE = Param("chunk_size", 64, "tokens per chunk: C×C products inside a chunk, a Dk×Dv state between chunks")
+SCALE = Param("scale", None, "the factor on q; None: Dk^-1/2, as every paper of these variants scales")
+
+
+@dataclass(frozen=True)
+class DecayInputs:
+    """S_t = diag(e^{g_t}) S_{t−1} + k_t v_tᵀ, o_t = S_tᵀ q_t; q already scaled."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    g: torch.Tensor  # (B, H, S, 1): one gate per head; (B, H, S, Dk): one per key channel
+
+
+@dataclass(frozen=True)
+class DeltaInputs:
+    """S_t = e^{g_t} (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ; q, k normalised, q scaled."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    beta: torch.Tensor  # (B, H, S)
+    g: torch.Tensor | None  # (B, H, S), None: no decay (deltanet)
+
+
+Prepare = Callable[..., DecayInputs | DeltaInputs]
+
+
+def _scan(x: DecayInputs | DeltaInputs, state: GatedState | None) -> tuple[torch.Tensor, GatedState]:
+    if isinstance(x, DecayInputs):
+        return decay_scan(x.q, x.k, x.v, x.g, state=state)
+    return delta_scan(x.q, x.k, x.v, x.beta, x.g, state=state)
+
+
+def _chunked_scan(
+    x: DecayInputs | DeltaInputs, chunk_size: int, state: GatedState | None
+) -> tuple[torch.Tensor, GatedState]:
+    if isinstance(x, DecayInputs):
+        return decay_chunked_scan(x.q, x.k, x.v, x.g, chunk_size=chunk_size, state=state)
+    return delta_chunked_scan(x.q, x.k, x.v, x.beta, x.g, chunk_size=chunk_size, state=state)
+
+
+def _quadratic(x: DecayInputs | DeltaInputs) -> torch.Tensor:
+    if isinstance(x, DeltaInputs):
+        return delta_quadratic(x.q, x.k, x.v, x.beta, x.g)
+    if x.g.shape[-1] == 1:
+        return scalar_decay_quadratic(x.q, x.k, x.v, x.g)
+    return channel_decay_quadratic(x.q, x.k, x.v, x.g)
+
+
+def _recurrent_impl(owner: str, prepare: Prepare) -> ImplFn:
+    def recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, **params: Any) -> torch.Tensor:
+        causal_only(f"{owner}:recurrent", causal)
+        return _scan(prepare(q, k, v, **params), None)[0]
+
+    return recurrent
+
+
+def _quadratic_impl(owner: str, prepare: Prepare) -> ImplFn:
+    def quadratic(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, **params: Any) -> torch.Tensor:
+        causal_only(f"{owner}:quadratic", causal)
+        return _quadratic(prepare(q, k, v, **params))
+
+    return quadratic
+
+
+def _chunked_impl(owner: str, prepare: Prepare) -> ImplFn:
+    def chunked(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, chunk_size: int, **params: Any
+    ) -> torch.Tensor:
+        causal_only(f"{owner}:chunked", causal)
+        size = chunk_length(chunk_size)
+        return _chunked_scan(prepare(q, k, v, **params), size, None)[0]
+
+    return chunked
+
+
+def gated_impls(owner: str, prepare: Prepare, summaries: dict[str, tuple[str, str]]) -> tuple[Impl, ...]:
+    """The recurrent, quadratic and chunked impls of ``owner``; ``summaries`` maps each form
+    to (summary, memory complexity)."""
+    makers = {"recurrent": _recurrent_impl, "quadratic": _quadratic_impl, "chunked": _chunked_impl}
+    time = {"recurrent": "O(sd²)", "quadratic": "O(s²d)", "chunked": "O(sd²)"}
+    return tuple(
+        Impl(
+            name,
+            makers[name](owner, prepare),
+            summary,
+            time[name],
+            memory,
+            params=(CHUNK_SIZE,) if name == "chunked" else (),
+        )
+        for name, (summary, memory) in summaries.items()
+    )
+
+
+def gated_stream(prepare: Prepare) -> StreamFn:
+    """Causal recurrent attention continuing from a carried state; the extra inputs given are
+    those of the new tokens only."""
+
+    def stream(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: GatedState | None = None, **params: Any
+    ) -> tuple[torch.Tensor, GatedState]:
+        return _scan(prepare(q, k, v, **params), state)
+
+    return stream
+
+
+def gated_prefill(prepare: Prepare) -> PrefillFn:
+    """A prompt absorbed by the chunked form, continuing from ``state`` (the state is Dk×Dv
+    whatever ``capacity``)."""
+
+    def prefill(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: GatedState | None, capacity: int, **params: Any
+    ) -> GatedState:
+        del capacity
+        return _chunked_scan(prepare(q, k, v, **params), CHUNK_SIZE.default, state)[1]
+
+    return prefill
+
+
+def gated_decoder(prepare: Prepare, summary: str) -> Decoder:
+    """Chunked prefill into a Dk×Dv state, then one recurrent step per generated token."""
+    return Decoder(
+        "recurrent", summary, gated_prefill(prepare), gated_stream(prepare), state_memory="O(d²)", step_time="O(d²)"
+    )

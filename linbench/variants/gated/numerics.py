@@ -1,0 +1,91 @@
+"""What every gated form shares: the compute dtype, q's scale, the state, chunks and decay masks."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from linbench.variants.registry import ImplUnavailableError
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """fp32 for fp16/bf16 inputs, else the input's: a state summed over the whole sequence
+    and a cumulative log-gate lose the answer in 8 bits of mantissa."""
+    return torch.float32 if dtype in _LOW_PRECISION else dtype
+
+
+def upcast(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The tensors in the compute dtype of the first (a no-op for fp32 and fp64)."""
+    dtype = compute_dtype(tensors[0].dtype)
+    return tuple(t.to(dtype) for t in tensors)
+
+
+def resolve_scale(scale: object, dim_k: int) -> float:
+    """The factor on q: Dk^-1/2 when None (RetNet, GLA and DeltaNet all scale so), else ``scale``."""
+    if scale is None:
+        return dim_k**-0.5
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"parameter scale must be a positive number or None (Dk^-1/2); got {scale!r}")
+    return float(scale)
+
+
+def chunk_length(chunk_size: object) -> int:
+    """``chunk_size`` as an int, or ValueError unless it is a positive integer."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
+        raise ValueError(f"parameter chunk_size must be a positive integer; got {chunk_size!r}")
+    return int(chunk_size)
+
+
+def causal_only(owner: str, causal: bool) -> None:
+    """A gate or a delta rule orders the tokens: there is no bidirectional form to run."""
+    if not causal:
+        raise ImplUnavailableError(f"{owner} is causal only: its state decays or is overwritten in token order")
+
+
+@dataclass
+class GatedState:
+    """What a gated or delta-rule attention remembers: one Dk×Dv matrix per head."""
+
+    matrix: torch.Tensor  # (B, H, Dk, Dv)
+    position: int  # tokens absorbed so far
+
+    @classmethod
+    def empty(cls, k: torch.Tensor, v: torch.Tensor) -> GatedState:
+        batch, heads, _, dim_k = k.shape
+        return cls(k.new_zeros(batch, heads, dim_k, v.shape[-1]), 0)
+
+
+def to_chunks(x: torch.Tensor, size: int, seq_dim: int = -2) -> torch.Tensor:
+    """``x`` zero-padded along its sequence axis to whole chunks, that axis split into
+    (chunks, size). Zero keys, values, gates and β change no state: a padded tail is a run of
+    tokens that neither decay nor write, after every real one."""
+    dim = seq_dim % x.ndim
+    pad = (-x.shape[dim]) % size
+    if pad:
+        widths = [0, 0] * (x.ndim - 1 - dim) + [0, pad]
+        x = F.pad(x, widths)
+    return x.unflatten(dim, (x.shape[dim] // size, size))
+
+
+def decay_matrix(log_decay: torch.Tensor) -> torch.Tensor:
+    """exp(b_t − b_s) for s ≤ t, else 0, from cumulative log-decays b (..., C) → (..., C, C).
+
+    Each entry is exponentiated from its own difference, which is ≤ 0 where it is kept, so
+    nothing overflows however strong the decay; the entries above the diagonal are set to −∞
+    before exp, not after, for the same reason.
+    """
+    size = log_decay.shape[-1]
+    keep = torch.ones(size, size, dtype=torch.bool, device=log_decay.device).tril()
+    diff = log_decay.unsqueeze(-1) - log_decay.unsqueeze(-2)
+    return diff.masked_fill(~keep, float("-inf")).exp()
+
+
+def lower_mask(size: int, device: torch.device, diagonal: int = 0) -> torch.Tensor:
+    """Boolean (size, size) mask, True where s ≤ t + diagonal."""
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril(diagonal)
