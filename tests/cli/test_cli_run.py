@@ -74,6 +74,7 @@ def test_quiet_prints_only_the_plan_and_the_summary_line(invoke: Invoke, tmp_pat
     result = invoke("run", "--variant", "cosine:chunked", "--no-baseline", *TINY, "--out", tmp_path, "--quiet")
     assert result.exit_code == 0, result.output
     assert len(result.stdout.strip().splitlines()) == 2 and "2 ok" in result.stdout
+    assert "2 of 2 points to run (1 impl) on cpu" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -63,3 +63,16 @@ def test_host_probes() -> None:
     load = other_load(window_s=0.1)
     assert load.busy_cores >= 0 and load.cpu_count >= 1 and len(load.top) <= 3
     assert all(cores > 0 for _, _, cores in load.top)
+
+
+def test_other_load_never_counts_more_cores_than_the_machine_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clock ticks counted over a short window can exceed it: no process, nor all together,
+    is said to use more cores than there are."""
+    from linbench.doctor import host
+
+    readings = iter([{10: ("hog", 0), 11: ("make", 0)}, {10: ("hog", 1000), 11: ("make", 1000)}])
+    monkeypatch.setattr(host, "_cpu_ticks", lambda: next(readings))
+    monkeypatch.setattr(host.os, "cpu_count", lambda: 2)
+    load = other_load(window_s=0.01)
+    assert load.busy_cores == 2.0
+    assert [cores for _, _, cores in load.top] == [2.0, 2.0]
