@@ -7,7 +7,7 @@ exists: unknown names, impls that cannot run on the device or take these head di
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -21,6 +21,7 @@ from linbench.runner.targets import Targets, resolve_targets
 from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point, expand_points
 from linbench.sweep.spec import SweepSpec
+from linbench.variants.registry import get_variant
 
 # A CPU worker may take this share of the memory available when the run starts; past it
 # an allocation fails cleanly inside the worker (status oom) instead of the machine swapping
