@@ -113,7 +113,7 @@ def busy_processes(
     readings, busiest first: pid, name, cpu_percent."""
     if elapsed_s <= 0:
         return []
-    busy = []
+    busy: list[dict[str, Any]] = []
     for pid, stat in after.items():
         earlier = before.get(pid)
         if pid in exclude or earlier is None or earlier.name != stat.name:

@@ -167,10 +167,13 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
     decode = command == "decode"
     tokens = None if decode or settings.get("tokens") is None else _one_size("tokens", settings["tokens"])
     seqs = _sizes("context", settings["context"]) if decode else _sizes("seq", settings["seq"])
-    for seq in seqs if tokens else ():
-        if tokens % seq:
-            what = f"shorter than seq {seq}: the batch would be 0" if seq > tokens else f"not a multiple of seq {seq}"
-            raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
+    if tokens:
+        for seq in seqs:
+            if tokens % seq:
+                what = (
+                    f"shorter than seq {seq}: the batch would be 0" if seq > tokens else f"not a multiple of seq {seq}"
+                )
+                raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
     return Axes(
         seq=seqs,
         batch=_sizes("batch", settings["batch"]),
