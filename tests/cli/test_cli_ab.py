@@ -32,11 +32,24 @@ ROUNDS = 3
 SWEEP = ["--device", "cpu", "--variant", "softmax:sdpa", "--no-baseline", "--seq", "256,512", "--budget-s", "0.1"]
 
 
-def _left_behind() -> set[Path]:
-    """What an A/B may leave: its worktree, as git knows it, and its temporary folder (only
-    these: other worktrees of the checkout come and go with other work)."""
-    trees = {tree for tree in registered_worktrees(checkout_root()) if tree.parent.name.startswith("linbench-ab-")}
-    return trees | set(Path(tempfile.gettempdir()).glob("linbench-ab-*"))
+@pytest.fixture
+def ab_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The temporary folder an A/B makes its baseline's worktree in, for this test alone: the
+    machine-wide one (and the checkout's other worktrees) hold whatever other work on the
+    machine made there. In this process (tempfile's cached folder) and in the subprocesses
+    it starts (TMPDIR)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    return temp
+
+
+def _left_behind(temp: Path) -> set[Path]:
+    """What an A/B made in ``temp`` and left: a worktree there, as git knows it, and a
+    temporary folder there."""
+    trees = {tree for tree in registered_worktrees(checkout_root()) if tree.resolve().is_relative_to(temp.resolve())}
+    return trees | set(temp.glob("linbench-ab-*"))
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -56,25 +69,23 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def test_an_unknown_revision_is_one_line_and_leaves_nothing(invoke: Invoke, tmp_path: Path) -> None:
-    before = _left_behind()
+def test_an_unknown_revision_is_one_line_and_leaves_nothing(invoke: Invoke, tmp_path: Path, ab_temp: Path) -> None:
     result = invoke("ab", "--baseline", "no-such-revision", "--out", tmp_path / "ab", *SWEEP)
     assert_usage_error(result, "--baseline 'no-such-revision' is not a commit")
-    assert _left_behind() <= before and not (tmp_path / "ab").exists()
+    assert not _left_behind(ab_temp) and not (tmp_path / "ab").exists()
 
 
 def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
-    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    invoke: Invoke, tmp_path: Path, ab_temp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     copy = tmp_path / "installed" / "linbench"
     copy.mkdir(parents=True)
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    before = _left_behind()
-    monkeypatch.setattr(linbench, "__file__", str(copy / "__init__.py"))
-    result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", *SWEEP)
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:
+        patch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+        patch.setattr(linbench, "__file__", str(copy / "__init__.py"))
+        result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", *SWEEP)
     assert_usage_error(result, "which is not a git checkout")
-    assert _left_behind() <= before and not (tmp_path / "ab").exists()
+    assert not _left_behind(ab_temp) and not (tmp_path / "ab").exists()
 
 
 @pytest.mark.parametrize(
@@ -134,13 +145,14 @@ def test_ab_exits_as_compare_does_on_the_merged_rounds(
     assert (protocol["name"], protocol["processes"], protocol["max_processes"]) == ("processes-v1", 3, 3)
 
 
-def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_verdict(tmp_path: Path) -> None:
-    before = _left_behind()
+def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_verdict(
+    tmp_path: Path, ab_temp: Path
+) -> None:
     argv = linbench_argv("ab", "--baseline", "HEAD", "--rounds", ROUNDS, *SWEEP, "--out", tmp_path / "ab", "--json")
     result = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
     assert result.returncode in (0, 1), result.stdout + result.stderr
     assert "Traceback" not in result.stderr
-    assert _left_behind() <= before
+    assert not _left_behind(ab_temp)
     for side in ("baseline", "current"):
         folder = tmp_path / "ab" / side
         rounds = Counter(tuple(row[c] for c in ("seq", "process")) for row in _read(folder / "processes.csv"))
@@ -184,12 +196,20 @@ def test_ab_takes_every_compare_option_and_none_of_run_s_that_a_round_must_not_g
 
 
 def test_a_sweep_the_baseline_refuses_stops_the_ab_with_its_message_and_removes_the_worktree(
-    invoke: Invoke, tmp_path: Path
+    invoke: Invoke, tmp_path: Path, ab_temp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = _left_behind()
+    made: list[Path] = []  # the temporary folders made, so that "nothing left" is not vacuous
+    make = tempfile.mkdtemp
+
+    def recorded(*args: Any, **kwargs: Any) -> str:
+        made.append(Path(make(*args, **kwargs)))
+        return str(made[-1])
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recorded)
     result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", "--device", "cpu", "--seq", "banana")
+    assert [folder.parent for folder in made if folder.name.startswith("linbench-ab-")] == [ab_temp]
     assert result.exit_code == 2, result.output
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("linbench: error:")]
     assert "the baseline side's round 1 refused the run: " in error and "banana" in error
-    assert _left_behind() <= before
+    assert not _left_behind(ab_temp)
     assert not (tmp_path / "ab" / "current").exists()  # the current side never ran
