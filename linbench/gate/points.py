@@ -67,6 +67,7 @@ class PointDiff:
     base_kernels: float | None
     kernels: float | None
     launch_verdict: str  # same, fewer, more, regression, -
+    gross: bool = False  # a time regression too large for any noise, found where the rule could not judge
 
     @property
     def time_regressed(self) -> bool:
@@ -110,6 +111,21 @@ class Side:
         value = _number(self.row.get(column))
         return [value] if value is not None and value > 0 else []
 
+    def widest_within(self) -> float | None:
+        """The largest p80/p20 of any process's repetitions (the results row's where no process
+        was recorded); None where one is missing. Eager repetitions: for a graph-timed point
+        they bound its replays' spread from above."""
+        if self.processes is not None:
+            if not {"time_ms_p20", "time_ms_p80"} <= set(self.processes.columns):
+                return None
+            lows = pd.to_numeric(self.processes["time_ms_p20"], errors="coerce")
+            highs = pd.to_numeric(self.processes["time_ms_p80"], errors="coerce")
+            pairs = list(zip(lows, highs, strict=True))
+        else:
+            pairs = [(_number(self.row.get("time_ms_p20")), _number(self.row.get("time_ms_p80")))]
+        widths = [hi / lo if lo and hi and lo > 0 else None for lo, hi in pairs]
+        return None if not widths or any(w is None or pd.isna(w) for w in widths) else float(max(widths))
+
     def largest(self, column: str) -> float | None:
         """The results row's value, or the largest of its processes' where that is larger."""
         values = [_number(self.row.get(column))]
@@ -128,7 +144,10 @@ def diff_point(
     graph = base.has_graph_times() and cur.has_graph_times()
     column = "device_ms" if graph else "time_ms"
     rule = thresholds.time_rule(protocol)
-    time = judge(base.medians(column), cur.medians(column), rule) if both_ok else TimeJudgement("-", None)
+    time = TimeJudgement("-", None)
+    if both_ok:
+        within = _widest(base.widest_within(), cur.widest_within())
+        time = judge(base.medians(column), cur.medians(column), rule, within)
     eager = judge(base.medians("time_ms"), cur.medians("time_ms"), rule) if both_ok and graph else None
     base_bytes, cur_bytes = base.largest("peak_bytes"), cur.largest("peak_bytes")
     growth = (cur_bytes - base_bytes) / base_bytes if both_ok and base_bytes and cur_bytes is not None else None
@@ -157,7 +176,12 @@ def diff_point(
         base_kernels=base_kernels if both_ok else None,
         kernels=kernels if both_ok else None,
         launch_verdict=_launch_verdict(base_kernels, kernels, thresholds.max_launch_growth) if both_ok else "-",
+        gross=time.gross,
     )
+
+
+def _widest(base: float | None, cur: float | None) -> float | None:
+    return None if base is None or cur is None else max(base, cur)
 
 
 def _median(values: list[float]) -> float | None:

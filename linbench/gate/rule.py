@@ -23,21 +23,32 @@ linbench/results/protocol.py), and a point with an unsettled side is ``noisy``. 
 run made with fewer processes than the protocol's, and the eager time of a graph-timed point,
 whose processes were added for the graph time's spread, not the eager one's. The numbers are
 the ones the runs recorded (gate/compare.py reads them), not this module's.
+
+Neither ``noisy`` nor ``unverified`` passes: the comparison is inconclusive (gate/verdict.py).
+One change no noise explains fails even there: a *gross* regression, every current process
+at least ``gross_ratio`` times as slow as every baseline process, each of them steady within
+itself (p80/p20 of its repetitions at most ``gross_within``). Between-process offsets of up to
+1.87x were measured on tight processes (docs/gate.md), so the ratio sits above them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from linbench.results.processes import MAD_TO_SIGMA
-from linbench.results.protocol import ProcessProtocol
+from linbench.results.protocol import GATE_PROCESSES, ProcessProtocol
 
 # The standard error of a median is √(π/2) ≈ 1.2533 times that of a mean (normal data).
 MEDIAN_SE_FACTOR = 1.2533
+# A gross regression: a ratio past the largest between-process offset ever measured (1.87x on
+# an H100, docs/gate.md), of processes each steady within itself (p80/p20 of its repetitions).
+GROSS_RATIO = 2.5
+GROSS_WITHIN = 1.5
+UNJUDGED = ("noisy", "unverified")
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,8 @@ class TimeRule:
     max_noise: float = 0.30  # a point whose noise threshold passes this is noisy
     # How many processes a side needs to be judged, and when its spread is trusted.
     protocol: ProcessProtocol = field(default_factory=ProcessProtocol)
+    gross_ratio: float = GROSS_RATIO  # fails where the rule cannot judge (see the docstring)
+    gross_within: float = GROSS_WITHIN
 
 
 @dataclass(frozen=True)
@@ -60,10 +73,28 @@ class TimeJudgement:
     noise: float | None = None  # N = e^{z·SE} − 1: the change noise alone can make
     threshold: float | None = None  # T = max(max_slowdown, N): the change that fails
     settled: bool | None = None  # both sides' spreads trusted (see the module's docstring)
+    gross: bool = False  # a regression found by the gross rule where the noise rule could not judge
 
 
-def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJudgement:
-    """The verdict on one point from each side's process medians (all > 0)."""
+def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule, within: float | None = None) -> TimeJudgement:
+    """The verdict on one point from each side's process medians (all > 0); ``within`` is the
+    largest p80/p20 of any process's repetitions on either side (None: not known), which the
+    gross rule needs."""
+    judgement = _judge(base, cur, rule)
+    if judgement.verdict in UNJUDGED and is_gross(base, cur, within, rule):
+        return replace(judgement, verdict="regression", gross=True)
+    return judgement
+
+
+def is_gross(base: Sequence[float], cur: Sequence[float], within: float | None, rule: TimeRule) -> bool:
+    """Whether every current process is ``gross_ratio`` times as slow as every baseline one,
+    each steady within itself: a change no noise between processes explains."""
+    if not base or not cur or within is None or within > rule.gross_within:
+        return False
+    return min(cur) >= rule.gross_ratio * max(base)
+
+
+def _judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJudgement:
     k_b, k_c = len(base), len(cur)
     if not k_b or not k_c:
         return TimeJudgement("unverified", None)
@@ -94,3 +125,17 @@ def _verdict(ratio: float, noise: float, threshold: float, rule: TimeRule) -> st
     if 1 / ratio - 1 > threshold:
         return "faster"
     return "same"
+
+
+def processes_to_judge(spread: float | None, rule: TimeRule) -> int:
+    """How many processes per side would judge a point whose processes spread ``spread`` (σ̂):
+    enough for the noise threshold N to fall to ``max_noise``, and no fewer than the protocol
+    judges with (``min_to_judge``) or trusts a spread wider than ``extend_above`` from
+    (``trust_processes``). An estimate: the spread itself is measured from few processes."""
+    protocol = rule.protocol
+    least = max(protocol.min_to_judge, GATE_PROCESSES)
+    if spread is None:
+        return least
+    # N = e^{z·1.2533·σ̂·√(2/K)} − 1 ≤ max_noise  ⇔  K ≥ 2·(z·1.2533·σ̂ / log(1 + max_noise))²
+    needed = 2 * (rule.noise_z * MEDIAN_SE_FACTOR * spread / math.log1p(rule.max_noise)) ** 2
+    return max(least, protocol.trust_processes, math.ceil(needed))
