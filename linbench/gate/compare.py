@@ -27,6 +27,8 @@ import pandas as pd
 
 from linbench.gate.drift import DriftCheck, check_drift
 from linbench.gate.points import CPU_MEMORY_FLOOR_BYTES, PointDiff, Side, Thresholds, diff_point
+from linbench.gate.rule import UNJUDGED
+from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, Coverage
 from linbench.report.fit import POWER, fit_power_law
 from linbench.report.load import Run
 from linbench.report.series import ok_points, plain, scenarios
@@ -74,6 +76,16 @@ class Comparison:
     exponents: list[ExponentCheck]
     drift: DriftCheck | None = None
     protocol: ProcessProtocol = field(default_factory=ProcessProtocol)  # the one the points were judged by
+    coverage: Coverage | None = None  # None: taken from the points and the unmatched lists
+    commands: tuple[str | None, str | None] = (None, None)  # each run's recorded command line
+    ab: bool = False  # the two sides of one linbench ab
+
+    def covered(self) -> Coverage:
+        """How far the two runs measured the same things."""
+        if self.coverage is not None:
+            return self.coverage
+        impls = {f"{p.key['variant']}:{p.key['impl']}" for p in self.points}
+        return Coverage.of(len(self.points), len(self.baseline_only), len(self.current_only), impls, impls)
 
     @property
     def environment_changed(self) -> bool:
@@ -91,10 +103,23 @@ class Comparison:
         return bool(self.regressions) or any(check.regressed for check in self.exponents)
 
     @property
+    def unjudged(self) -> list[PointDiff]:
+        """The points whose time, present on both sides, could not be judged (noisy, unverified)."""
+        return [p for p in self.points if p.time_verdict in UNJUDGED]
+
+    @property
+    def inconclusive(self) -> bool:
+        """Some time could not be judged, or the runs did not measure the same things."""
+        return bool(self.unjudged) or self.covered().mismatched
+
+    @property
     def verdict(self) -> str:
+        """regression, inconclusive, environment changed or pass: the first that applies."""
         if self.failed:
-            return "regression"
-        return "environment changed" if self.environment_changed else "pass"
+            return REGRESSION
+        if self.inconclusive:
+            return INCONCLUSIVE
+        return ENVIRONMENT_CHANGED if self.environment_changed else PASS
 
     def count(self, verdict: str) -> int:
         return sum(p.time_verdict == verdict for p in self.points)
@@ -106,6 +131,8 @@ class Comparison:
             "verdict": self.verdict,
             "noisy": self.count("noisy"),
             "unverified": self.count("unverified"),
+            "unjudged": [p.key for p in self.unjudged],
+            "mismatched": self.covered().reasons(),
             "points": [{**p.key, **{k: v for k, v in asdict(p).items() if k != "key"}} for p in self.points],
             "baseline_only": self.baseline_only,
             "current_only": self.current_only,
@@ -169,16 +196,32 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
     ]
     controls = (*thresholds.controls, *declared_controls(current))
     drift = check_drift(points, controls, thresholds.max_slowdown, required=thresholds.controls) if controls else None
+    baseline_only = _keys(base.index.difference(cur.index, sort=False))
+    current_only = _keys(cur.index.difference(base.index, sort=False))
     return Comparison(
         baseline=str(baseline.path),
         current=str(current.path),
         points=points,
-        baseline_only=_keys(base.index.difference(cur.index, sort=False)),
-        current_only=_keys(cur.index.difference(base.index, sort=False)),
+        baseline_only=baseline_only,
+        current_only=current_only,
         exponents=check_exponents(current, thresholds.max_exponents),
         drift=drift,
         protocol=protocol,
+        coverage=Coverage.of(len(points), len(baseline_only), len(current_only), _impls(base), _impls(cur)),
+        commands=(_command(baseline), _command(current)),
+        ab="ab" in baseline.meta and "ab" in current.meta,
     )
+
+
+def _impls(frame: pd.DataFrame) -> set[str]:
+    """The run's impls, ``variant:impl``, from its keyed results."""
+    index = frame.index
+    return {f"{v}:{i}" for v, i in zip(index.get_level_values("variant"), index.get_level_values("impl"), strict=True)}
+
+
+def _command(run: Run) -> str | None:
+    command = run.meta.get("command")
+    return command if isinstance(command, str) else None
 
 
 def recorded_protocol(run: Run) -> ProcessProtocol:
