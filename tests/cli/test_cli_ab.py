@@ -81,6 +81,7 @@ def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
     ("args", "fragment"),
     [
         (["--rounds", "0"], "--rounds 0: give at least 1"),
+        (["--rounds", "5", "--max-rounds", "4"], "--max-rounds 4 is fewer than --rounds 5"),
         (["--max-slowdown", "fast"], "--max-slowdown 'fast' is not a percentage"),
         (["--format", "pdf"], "unknown --format 'pdf'"),
         (["--suite", "no-such-suite"], "'no-such-suite' does not exist"),
@@ -131,7 +132,30 @@ def test_ab_exits_as_compare_does_on_the_merged_rounds(
     assert json.loads(result.stdout)["points"]  # stdout is compare's JSON, nothing else
     assert f"current -> {tmp_path / 'ab' / 'current'}" in result.stderr
     protocol = RunStore(tmp_path / "ab" / "current").read_meta()["timing_protocol"]
-    assert (protocol["name"], protocol["processes"], protocol["max_processes"]) == ("processes-v1", 3, 3)
+    # 3 rounds asked for; more, up to 20, would have followed had a point's rounds disagreed.
+    assert (protocol["name"], protocol["processes"], protocol["max_processes"]) == ("processes-v1", 3, 20)
+
+
+def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three rounds that disagree by 15% (the most allowed reached): not judged, so exit 4,
+    and the advice asks for more rounds, not for run's processes."""
+    base = (10.0, 11.5, 9.9)
+
+    def measured(*args: object) -> dict[str, list[Path]]:
+        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", base)}
+
+    monkeypatch.setattr(AbJob, "measure", measured)
+    args = ("--rounds", "3", "--max-rounds", "3", "--out", tmp_path / "ab", "--device", "cpu", "--json")
+    result = invoke("ab", "--baseline", "HEAD", *args)
+    assert result.exit_code == 4, result.output
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "inconclusive" and report["noisy"] == 1
+    assert "run the A/B again with more rounds" in report["advice"][-1]
+    assert "--rounds 5 --max-rounds 20" in report["advice"][-1] and "--processes" not in report["advice"][-1]
+    protocol = RunStore(tmp_path / "ab" / "current").read_meta()["timing_protocol"]
+    assert (protocol["processes"], protocol["max_processes"]) == (3, 3)
 
 
 def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_verdict(tmp_path: Path) -> None:
