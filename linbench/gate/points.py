@@ -9,12 +9,11 @@ from typing import Any
 
 import pandas as pd
 
+from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_memory
 from linbench.gate.rule import TimeJudgement, TimeRule, judge
 from linbench.report.series import plain
 from linbench.results.protocol import ProcessProtocol
 
-# Identical CPU runs differ by up to ~0.7 MiB of peak RSS at small sizes (measured).
-CPU_MEMORY_FLOOR_BYTES = 1 << 20
 TIME_FAILURES = ("regression",)
 
 
@@ -63,7 +62,7 @@ class PointDiff:
     base_bytes: float | None
     bytes: float | None
     memory_growth: float | None
-    memory_verdict: str  # same, smaller, larger, regression, -
+    memory_verdict: str  # same, smaller, larger, regression, - (memory.py: exact on GPUs, tolerant on CPUs)
     base_kernels: float | None
     kernels: float | None
     launch_verdict: str  # same, fewer, more, regression, -
@@ -126,6 +125,15 @@ class Side:
         widths = [hi / lo if lo and hi and lo > 0 else None for lo, hi in pairs]
         return None if not widths or any(w is None or pd.isna(w) for w in widths) else float(max(widths))
 
+    def readings(self, column: str) -> list[float]:
+        """Each process's ``column`` (the results row's where no process recorded one)."""
+        if self.processes is not None and column in self.processes:
+            values = [v for v in (_number(x) for x in self.processes[column]) if v is not None]
+            if values:
+                return values
+        value = _number(self.row.get(column))
+        return [] if value is None else [value]
+
     def largest(self, column: str) -> float | None:
         """The results row's value, or the largest of its processes' where that is larger."""
         values = [_number(self.row.get(column))]
@@ -149,8 +157,7 @@ def diff_point(
         within = _widest(base.widest_within(), cur.widest_within())
         time = judge(base.medians(column), cur.medians(column), rule, within)
     eager = judge(base.medians("time_ms"), cur.medians("time_ms"), rule) if both_ok and graph else None
-    base_bytes, cur_bytes = base.largest("peak_bytes"), cur.largest("peak_bytes")
-    growth = (cur_bytes - base_bytes) / base_bytes if both_ok and base_bytes and cur_bytes is not None else None
+    memory = _memory(base, cur, thresholds, key["device_type"]) if both_ok else None
     base_kernels, kernels = base.largest("kernels_per_call"), cur.largest("kernels_per_call")
     return PointDiff(
         key=key,
@@ -169,10 +176,10 @@ def diff_point(
         time_verdict=_status_verdict(base, cur) or time.verdict,
         eager_ratio=eager.ratio if eager else None,
         eager_verdict=eager.verdict if eager else "-",
-        base_bytes=base_bytes,
-        bytes=cur_bytes,
-        memory_growth=growth,
-        memory_verdict=_memory_verdict(base_bytes, cur_bytes, growth, thresholds, key["device_type"]),
+        base_bytes=memory.base_bytes if memory else base.largest("peak_bytes"),
+        bytes=memory.bytes if memory else cur.largest("peak_bytes"),
+        memory_growth=memory.growth if memory else None,
+        memory_verdict=memory.verdict if memory else "-",
         base_kernels=base_kernels if both_ok else None,
         kernels=kernels if both_ok else None,
         launch_verdict=_launch_verdict(base_kernels, kernels, thresholds.max_launch_growth) if both_ok else "-",
@@ -197,16 +204,12 @@ def _status_verdict(base: Side, cur: Side) -> str | None:
     return None
 
 
-def _memory_verdict(
-    base: float | None, cur: float | None, growth: float | None, thresholds: Thresholds, device_type: str
-) -> str:
-    if growth is None or base is None or cur is None:
-        return "-"
-    if growth > thresholds.max_memory_growth and cur - base > thresholds.floor_for(device_type):
-        return "regression"
-    if cur > base:
-        return "larger"
-    return "smaller" if cur < base else "same"
+def _memory(base: Side, cur: Side, thresholds: Thresholds, device_type: str) -> MemoryJudgement:
+    """Peak memory judged exactly on GPUs (the allocator's count) and against the measured
+    spread of peak RSS on CPUs (memory.py)."""
+    exact = device_type != "cpu"
+    readings = base.readings("peak_bytes"), cur.readings("peak_bytes")
+    return judge_memory(*readings, exact, thresholds.max_memory_growth, thresholds.floor_for(device_type))
 
 
 def _launch_verdict(base: float | None, cur: float | None, max_growth: float) -> str:
