@@ -27,7 +27,7 @@ import pandas as pd
 
 from linbench.gate.drift import DriftCheck, check_drift
 from linbench.gate.points import CPU_MEMORY_FLOOR_BYTES, PointDiff, Side, Thresholds, diff_point
-from linbench.gate.rule import UNJUDGED
+from linbench.gate.rule import UNJUDGED, gross_bar
 from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, Coverage
 from linbench.report.fit import POWER, fit_power_law
 from linbench.report.load import Run
@@ -183,17 +183,12 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
     if common.empty:
         raise CompareError(f"{baseline.path} and {current.path} have no point in common (same variant, impl, shape...)")
     protocol = judging_protocol(baseline, current)
-    base_procs, cur_procs = _process_groups(baseline), _process_groups(current)
-    points = [
-        diff_point(
-            dict(zip(MATCH_COLUMNS, key, strict=True)),
-            Side(base.loc[key], base_procs.get(key)),
-            Side(cur.loc[key], cur_procs.get(key)),
-            thresholds,
-            protocol,
-        )
-        for key in common
-    ]
+    sides = _sides(base, cur, common, _process_groups(baseline), _process_groups(current))
+    points = _diffs(sides, thresholds, protocol, None)
+    # A gross regression must stand out from how far the comparison's points moved (rule.py).
+    bar = gross_bar([p.ratio for p in points if p.ratio is not None], thresholds.noise_z)
+    if bar is not None:
+        points = _diffs(sides, thresholds, protocol, bar)
     controls = (*thresholds.controls, *declared_controls(current))
     drift = check_drift(points, controls, thresholds.max_slowdown, required=thresholds.controls) if controls else None
     baseline_only = _keys(base.index.difference(cur.index, sort=False))
@@ -222,6 +217,26 @@ def _impls(frame: pd.DataFrame) -> set[str]:
 def _command(run: Run) -> str | None:
     command = run.meta.get("command")
     return command if isinstance(command, str) else None
+
+
+def _sides(
+    base: pd.DataFrame, cur: pd.DataFrame, common: pd.Index, base_procs: dict, cur_procs: dict
+) -> list[tuple[dict[str, Any], Side, Side]]:
+    """Each common point: its key, and each run's view of it."""
+    return [
+        (
+            dict(zip(MATCH_COLUMNS, key, strict=True)),
+            Side(base.loc[key], base_procs.get(key)),
+            Side(cur.loc[key], cur_procs.get(key)),
+        )
+        for key in common
+    ]
+
+
+def _diffs(
+    sides: list[tuple[dict[str, Any], Side, Side]], thresholds: Thresholds, protocol: ProcessProtocol, bar: float | None
+) -> list[PointDiff]:
+    return [diff_point(key, b, c, thresholds, protocol, bar) for key, b, c in sides]
 
 
 def recorded_protocol(run: Run) -> ProcessProtocol:

@@ -33,9 +33,10 @@ class Thresholds:
             return self.memory_floor_bytes
         return CPU_MEMORY_FLOOR_BYTES if device_type == "cpu" else 0
 
-    def time_rule(self, protocol: ProcessProtocol) -> TimeRule:
-        """The time rule of these thresholds, for processes recorded under ``protocol``."""
-        return TimeRule(self.max_slowdown, self.noise_z, self.max_noise, protocol)
+    def time_rule(self, protocol: ProcessProtocol, gross_bar: float | None = None) -> TimeRule:
+        """The time rule of these thresholds, for processes recorded under ``protocol``, with
+        the comparison's ``gross_bar`` (rule.py)."""
+        return TimeRule(self.max_slowdown, self.noise_z, self.max_noise, protocol, gross_bar=gross_bar)
 
 
 @dataclass(frozen=True)
@@ -144,14 +145,20 @@ class Side:
 
 
 def diff_point(
-    key: dict[str, Any], base: Side, cur: Side, thresholds: Thresholds, protocol: ProcessProtocol
+    key: dict[str, Any],
+    base: Side,
+    cur: Side,
+    thresholds: Thresholds,
+    protocol: ProcessProtocol,
+    gross_bar: float | None = None,
 ) -> PointDiff:
-    """One point of two runs judged, its processes by the numbers of ``protocol``."""
+    """One point of two runs judged, its processes by the numbers of ``protocol`` (and the
+    comparison's ``gross_bar``: rule.py)."""
     key = {c: plain(v) for c, v in key.items()}
     both_ok = base.ok and cur.ok
     graph = base.has_graph_times() and cur.has_graph_times()
     column = "device_ms" if graph else "time_ms"
-    rule = thresholds.time_rule(protocol)
+    rule = thresholds.time_rule(protocol, gross_bar)
     time = TimeJudgement("-", None)
     if both_ok:
         within = _widest(base.widest_within(), cur.widest_within())

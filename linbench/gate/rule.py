@@ -25,10 +25,15 @@ whose processes were added for the graph time's spread, not the eager one's. The
 the ones the runs recorded (gate/compare.py reads them), not this module's.
 
 Neither ``noisy`` nor ``unverified`` passes: the comparison is inconclusive (gate/verdict.py).
-One change no noise explains fails even there: a *gross* regression, every current process
+One change no noise explains fails even there: a *gross* regression. Every current process is
 at least ``gross_ratio`` times as slow as every baseline process, each of them steady within
-itself (p80/p20 of its repetitions at most ``gross_within``). Between-process offsets of up to
-1.87x were measured on tight processes (docs/gate.md), so the ratio sits above them.
+itself (p80/p20 of its repetitions at most ``gross_within``), and the point's ratio stands out
+from the other points of the comparison: past their median log ratio by ``noise_z`` of their
+spread (``gross_bar``; gate/compare.py). Tight processes were measured 1.87x apart on an H100,
+and 197x apart on a busy 2-core CPU whose worker threads contend (docs/gate.md): no ratio
+alone is safe from one process a side, but a point that moved far more than all the others
+did is not the machine's doing. With fewer than GROSS_MIN_POINTS points there is no such
+spread to compare with, and nothing is gross.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ MEDIAN_SE_FACTOR = 1.2533
 # an H100, docs/gate.md), of processes each steady within itself (p80/p20 of its repetitions).
 GROSS_RATIO = 2.5
 GROSS_WITHIN = 1.5
+GROSS_MIN_POINTS = 5
 UNJUDGED = ("noisy", "unverified")
 
 
@@ -60,6 +66,9 @@ class TimeRule:
     protocol: ProcessProtocol = field(default_factory=ProcessProtocol)
     gross_ratio: float = GROSS_RATIO  # fails where the rule cannot judge (see the docstring)
     gross_within: float = GROSS_WITHIN
+    # The log ratio a gross point must also pass: the comparison's median plus noise_z of its
+    # spread across points (gross_bar()); None: not known, so nothing is gross.
+    gross_bar: float | None = None
 
 
 @dataclass(frozen=True)
@@ -88,10 +97,23 @@ def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule, within: f
 
 def is_gross(base: Sequence[float], cur: Sequence[float], within: float | None, rule: TimeRule) -> bool:
     """Whether every current process is ``gross_ratio`` times as slow as every baseline one,
-    each steady within itself: a change no noise between processes explains."""
-    if not base or not cur or within is None or within > rule.gross_within:
+    each steady within itself, and the point moved past ``gross_bar``: a change no noise
+    between processes, and no shift of the whole machine, explains."""
+    if not base or not cur or within is None or within > rule.gross_within or rule.gross_bar is None:
         return False
-    return min(cur) >= rule.gross_ratio * max(base)
+    separated = min(cur) >= rule.gross_ratio * max(base)
+    return separated and math.log(float(np.median(cur)) / float(np.median(base))) >= rule.gross_bar
+
+
+def gross_bar(ratios: Sequence[float], z: float) -> float | None:
+    """The log ratio past which one point moved far more than the comparison's points did:
+    their median log ratio plus ``z`` times their spread (1.4826·MAD); None with fewer than
+    GROSS_MIN_POINTS ratios."""
+    logs = np.log(np.asarray([r for r in ratios if r and r > 0], dtype=float))
+    if len(logs) < GROSS_MIN_POINTS:
+        return None
+    centre = float(np.median(logs))
+    return centre + z * MAD_TO_SIGMA * float(np.median(np.abs(logs - centre)))
 
 
 def _judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJudgement:

@@ -88,3 +88,22 @@ def test_runs_that_share_few_of_their_points_are_inconclusive(tmp_path: Path) ->
 def test_a_few_points_in_one_run_only_still_pass(tmp_path: Path) -> None:
     comparison = _compare(tmp_path, _rows(), _rows(seqs=(*SEQS, 8192)))  # a length added: 3 shared, 1 new
     assert comparison.verdict == "pass" and comparison.current_only and not comparison.covered().mismatched
+
+
+def test_a_point_three_times_slower_among_points_that_scattered_as_far_is_not_gross(tmp_path: Path) -> None:
+    """One process a side on a machine whose steady processes land 10x apart (a busy CPU whose
+    worker threads contend): the comparison's own points show that 3x is within its noise."""
+    seqs = tuple(1024 * n for n in range(1, 7))
+    rows = _rows(seqs=seqs)
+    scattered = rows
+    for index, factor in enumerate((3.0, 0.3, 10.0, 0.1, 1.0, 2.0)):
+        scattered = planted(scattered, index, time_ms=factor, time_ms_p20=factor, time_ms_p80=factor)
+    comparison = compare_runs(
+        read_run(write_run(tmp_path / "b", rows)), read_run(write_run(tmp_path / "c", scattered)), Thresholds()
+    )
+    assert comparison.verdict == "inconclusive" and not any(p.gross for p in comparison.points)
+    quiet = planted(rows, 0, time_ms=3.0, time_ms_p20=3.0, time_ms_p80=3.0)  # the others stayed put
+    comparison = compare_runs(
+        read_run(write_run(tmp_path / "b2", rows)), read_run(write_run(tmp_path / "c2", quiet)), Thresholds()
+    )
+    assert comparison.verdict == "regression" and [p.gross for p in comparison.points] == [True] + [False] * 5
