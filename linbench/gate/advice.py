@@ -28,6 +28,9 @@ AB_COUNTS = ("--rounds", "--max-rounds")
 DROPPED = {"run": ("--resume",), "ab": ("--out",)}
 DROPPED_SWITCHES = ("--dry-run",)
 SHOWN_POINTS = 12
+# Past this many processes per point, more will not settle a point in reasonable time: the
+# machine must get quieter (a dedicated runner, one thread per worker) instead.
+MOST_WORTH_ASKING = 60
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class Rerun:
 
     first: int  # --processes / --rounds
     most: int  # --max-processes / --max-rounds
+    beyond: int = 0  # points that would need more than MOST_WORTH_ASKING
 
     def flags(self, ab: bool) -> list[str]:
         first, most = AB_COUNTS if ab else RUN_COUNTS
@@ -47,7 +51,9 @@ def rerun_of(comparison: Comparison, thresholds: Thresholds) -> Rerun:
     rule = thresholds.time_rule(comparison.protocol)
     first = max(GATE_PROCESSES, comparison.protocol.min_to_judge)
     needed = [processes_to_judge(p.spread, rule) for p in comparison.unjudged]
-    return Rerun(first, max([first, comparison.protocol.trust_processes, *needed]))
+    most = max([first, comparison.protocol.trust_processes, *needed])
+    beyond = sum(n > MOST_WORTH_ASKING for n in needed)
+    return Rerun(first, min(most, max(MOST_WORTH_ASKING, comparison.protocol.trust_processes)), beyond)
 
 
 def rerun_command(command: str | None, rerun: Rerun) -> str | None:
@@ -94,5 +100,11 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
         lines.append(
             f"to judge them, measure both runs again (the baseline at its own commit) with more processes: {again}; "
             "or gate in one job with linbench ab (docs/ci.md)"
+        )
+    if rerun.beyond:
+        lines.append(
+            f"{rerun.beyond} of them spread so widely that more than {MOST_WORTH_ASKING} processes per point "
+            "would be needed: more processes will not settle them; measure on a quieter machine (a dedicated "
+            "runner; on a CPU, one thread per worker: --threads 1)"
         )
     return lines

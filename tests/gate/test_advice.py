@@ -86,3 +86,13 @@ def test_a_comparison_that_judged_everything_has_nothing_to_say(tmp_path: Path) 
     rows = series("cosine", "chunked", LINEAR, seqs=(1024,))
     base, cur = write_process_run(tmp_path / "b", rows, QUIET), write_process_run(tmp_path / "c", rows, QUIET)
     assert judging_lines(compare_runs(read_run(base), read_run(cur), Thresholds()), Thresholds()) == []
+
+
+def test_points_too_noisy_for_any_practical_count_are_told_to_quieten_the_machine(tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR, seqs=(1024,))
+    wild = tuple(3 * o for o in NOISY)  # σ̂ ≈ 0.66: about 500 processes a side would be needed
+    base, cur = write_process_run(tmp_path / "b", rows, wild), write_process_run(tmp_path / "c", rows, wild)
+    lines = judging_lines(compare_runs(read_run(base), read_run(cur), Thresholds()), Thresholds())
+    assert "--processes 5 --max-processes 60" in lines[-2]
+    assert lines[-1].startswith("1 of them spread so widely that more than 60 processes per point would be needed")
+    assert "--threads 1" in lines[-1]
