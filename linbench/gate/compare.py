@@ -26,16 +26,19 @@ from typing import Any
 import pandas as pd
 
 from linbench.gate.drift import DriftCheck, check_drift
-from linbench.gate.points import CPU_MEMORY_FLOOR_BYTES, PointDiff, Side, Thresholds, diff_point
+from linbench.gate.exponents import ExponentCheck, ExponentError, check_exponents
+from linbench.gate.points import PointDiff, Side, Thresholds, diff_point
 from linbench.gate.rule import UNJUDGED, gross_bar
 from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, Coverage
-from linbench.report.fit import POWER, fit_power_law
 from linbench.report.load import Run
-from linbench.report.series import ok_points, plain, scenarios
+from linbench.report.series import plain
 from linbench.results.protocol import ProcessProtocol, ProtocolError
 from linbench.results.schema import KEY_COLUMNS
 
-__all__ = ["CPU_MEMORY_FLOOR_BYTES", "CompareError", "Comparison", "PointDiff", "Thresholds", "compare_runs"]
+__all__ = [
+    *("CPU_MEMORY_FLOOR_BYTES", "CompareError", "Comparison", "ExponentCheck", "PointDiff", "Thresholds"),
+    "compare_runs",
+]
 
 # Points match on their axes; cuda:0 and cuda:1 match, so device is compared by type.
 MATCH_COLUMNS = tuple(c if c != "device" else "device_type" for c in KEY_COLUMNS)
@@ -43,27 +46,6 @@ MATCH_COLUMNS = tuple(c if c != "device" else "device_type" for c in KEY_COLUMNS
 
 class CompareError(ValueError):
     """The two runs cannot be compared (no common points, different devices...)."""
-
-
-@dataclass(frozen=True)
-class ExponentCheck:
-    """A fitted time-in-length exponent against its bound. ``law`` is fit.py's verdict; where it
-    found no power law, ``exponent`` is the slope of one line through every point, and the
-    bound still applies to it: a gate errs on the side of failing."""
-
-    variant: str
-    impl: str
-    bound_name: str
-    bound: float
-    exponent: float
-    r2: float
-    fixed: dict[str, Any]
-    law: str = POWER
-    points: int = 0  # the points of the law (or of the one line, where there is none)
-
-    @property
-    def regressed(self) -> bool:
-        return self.exponent > self.bound
 
 
 @dataclass
@@ -199,7 +181,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
         points=points,
         baseline_only=baseline_only,
         current_only=current_only,
-        exponents=check_exponents(current, thresholds.max_exponents),
+        exponents=_exponents(current, thresholds.max_exponents),
         drift=drift,
         protocol=protocol,
         coverage=Coverage.of(len(points), len(baseline_only), len(current_only), _impls(base), _impls(cur)),
@@ -278,33 +260,8 @@ def _keys(index: pd.Index) -> list[dict[str, Any]]:
     return [{c: plain(v) for c, v in zip(MATCH_COLUMNS, key, strict=True)} for key in index]
 
 
-def check_exponents(run: Run, bounds: dict[str, float]) -> list[ExponentCheck]:
-    """The fitted time-in-length exponent of every series each bound names."""
-    checks: list[ExponentCheck] = []
-    results = run.results
-    for name, bound in bounds.items():
-        variant, _, impl = name.partition(":")
-        chosen = results[(results["variant"] == variant) & ((results["impl"] == impl) if impl else True)]
-        if chosen.empty:
-            raise CompareError(f"--max-exponent {name}={bound:g}: {run.path} has no {name} points")
-        before = len(checks)
-        for scenario, rows in scenarios(chosen, "seq"):
-            for (v, i), series in rows.groupby(["variant", "impl"], sort=False):
-                fit = fit_power_law(ok_points(series, "seq", "time"))
-                if fit is not None:
-                    checks.append(
-                        ExponentCheck(
-                            v,
-                            i,
-                            name,
-                            bound,
-                            round(fit.exponent, 4),
-                            round(fit.r2, 4),
-                            scenario.as_dict(),
-                            fit.law,
-                            fit.points,
-                        )
-                    )
-        if len(checks) == before:
-            raise CompareError(f"--max-exponent {name}={bound:g}: no {name} series in {run.path} has two ok lengths")
-    return checks
+def _exponents(run: Run, bounds: dict[str, float]) -> list[ExponentCheck]:
+    try:
+        return check_exponents(run, bounds)
+    except ExponentError as exc:
+        raise CompareError(str(exc)) from None
