@@ -13,6 +13,7 @@ recorded in meta.json with those counts put in: ``--processes``/``--max-processe
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass
 
@@ -83,6 +84,14 @@ def rerun_command(command: str | None, rerun: Rerun) -> str | None:
 def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
     """For an inconclusive comparison: what was not judged, and the command that would judge it."""
     lines = [f"the runs do not match: {reason}" for reason in comparison.covered().reasons()]
+    between = comparison.between
+    if comparison.run_moved and between is not None:
+        lines.append(
+            f"every point moved together by {math.expm1(between.shift):+.1%} (the median of {between.points} points) "
+            "and no control says it was the machine: the machine or a change to every impl, which runs measured "
+            "apart cannot tell apart; name impls the change does not touch as controls (--control, a suite's "
+            "controls), or gate in one job with linbench ab (docs/ci.md)"
+        )
     unjudged = comparison.unjudged
     if not unjudged:
         return lines

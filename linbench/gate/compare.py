@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from linbench.gate.between import BetweenRuns, between_runs
 from linbench.gate.drift import DriftCheck, check_drift
 from linbench.gate.exponents import ExponentCheck, ExponentError, check_exponents
 from linbench.gate.points import PointDiff, Side, Thresholds, diff_point
@@ -61,6 +62,8 @@ class Comparison:
     coverage: Coverage | None = None  # None: taken from the points and the unmatched lists
     commands: tuple[str | None, str | None] = (None, None)  # each run's recorded command line
     ab: bool = False  # the two sides of one linbench ab
+    between: BetweenRuns | None = None  # runs measured apart: what the whole run moved (between.py)
+    run_moved: bool = False  # every point moved past the floor, and no control says it was the machine
 
     def covered(self) -> Coverage:
         """How far the two runs measured the same things."""
@@ -91,8 +94,9 @@ class Comparison:
 
     @property
     def inconclusive(self) -> bool:
-        """Some time could not be judged, or the runs did not measure the same things."""
-        return bool(self.unjudged) or self.covered().mismatched
+        """Some time could not be judged, the runs did not measure the same things, or the
+        whole run moved and nothing says whether the machine or the code did."""
+        return bool(self.unjudged) or self.covered().mismatched or self.run_moved
 
     @property
     def verdict(self) -> str:
@@ -115,6 +119,8 @@ class Comparison:
             "unverified": self.count("unverified"),
             "unjudged": [p.key for p in self.unjudged],
             "mismatched": self.covered().reasons(),
+            "between_runs": self.between.to_json() if self.between is not None else None,
+            "run_moved": self.run_moved,
             "points": [{**p.key, **{k: v for k, v in asdict(p).items() if k != "key"}} for p in self.points],
             "baseline_only": self.baseline_only,
             "current_only": self.current_only,
@@ -166,12 +172,15 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
         raise CompareError(f"{baseline.path} and {current.path} have no point in common (same variant, impl, shape...)")
     protocol = judging_protocol(baseline, current)
     sides = _sides(base, cur, common, _process_groups(baseline), _process_groups(current))
-    points = _diffs(sides, thresholds, protocol, None)
-    # A gross regression must stand out from how far the comparison's points moved (rule.py).
-    bar = gross_bar([p.ratio for p in points if p.ratio is not None], thresholds.noise_z)
-    if bar is not None:
-        points = _diffs(sides, thresholds, protocol, bar)
+    points = _diffs(sides, thresholds, protocol)
     controls = (*thresholds.controls, *declared_controls(current))
+    ab = "ab" in baseline.meta and "ab" in current.meta
+    # Judged again with what the points as a whole say: how far a gross regression must stand
+    # out (rule.py), and, for runs measured apart, what the whole run moved (between.py).
+    bar = gross_bar([p.ratio for p in points if p.ratio is not None], thresholds.noise_z)
+    between = None if ab else between_runs(points, controls)
+    if bar is not None or between is not None:
+        points = _diffs(sides, thresholds, protocol, bar, between)
     drift = check_drift(points, controls, thresholds.max_slowdown, required=thresholds.controls) if controls else None
     baseline_only = _keys(base.index.difference(cur.index, sort=False))
     current_only = _keys(cur.index.difference(base.index, sort=False))
@@ -186,7 +195,9 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
         protocol=protocol,
         coverage=Coverage.of(len(points), len(baseline_only), len(current_only), _impls(base), _impls(cur)),
         commands=(_command(baseline), _command(current)),
-        ab="ab" in baseline.meta and "ab" in current.meta,
+        ab=ab,
+        between=between,
+        run_moved=between is not None and between.unexplained(thresholds.max_slowdown),
     )
 
 
@@ -216,9 +227,13 @@ def _sides(
 
 
 def _diffs(
-    sides: list[tuple[dict[str, Any], Side, Side]], thresholds: Thresholds, protocol: ProcessProtocol, bar: float | None
+    sides: list[tuple[dict[str, Any], Side, Side]],
+    thresholds: Thresholds,
+    protocol: ProcessProtocol,
+    bar: float | None = None,
+    between: BetweenRuns | None = None,
 ) -> list[PointDiff]:
-    return [diff_point(key, b, c, thresholds, protocol, bar) for key, b, c in sides]
+    return [diff_point(key, b, c, thresholds, protocol, bar, between) for key, b, c in sides]
 
 
 def recorded_protocol(run: Run) -> ProcessProtocol:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from linbench.gate.between import BetweenRuns
 from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_memory
 from linbench.gate.rule import TimeJudgement, TimeRule, judge
 from linbench.report.series import plain
@@ -33,10 +34,14 @@ class Thresholds:
             return self.memory_floor_bytes
         return CPU_MEMORY_FLOOR_BYTES if device_type == "cpu" else 0
 
-    def time_rule(self, protocol: ProcessProtocol, gross_bar: float | None = None) -> TimeRule:
+    def time_rule(
+        self, protocol: ProcessProtocol, gross_bar: float | None = None, between: BetweenRuns | None = None
+    ) -> TimeRule:
         """The time rule of these thresholds, for processes recorded under ``protocol``, with
-        the comparison's ``gross_bar`` (rule.py)."""
-        return TimeRule(self.max_slowdown, self.noise_z, self.max_noise, protocol, gross_bar=gross_bar)
+        the comparison's ``gross_bar`` (rule.py) and between-run term (between.py)."""
+        shift, scatter = (between.shift, between.scatter) if between is not None else (0.0, 0.0)
+        return TimeRule(self.max_slowdown, self.noise_z, self.max_noise, protocol, gross_bar=gross_bar,
+                        run_shift=shift, run_scatter=scatter)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -151,14 +156,15 @@ def diff_point(
     thresholds: Thresholds,
     protocol: ProcessProtocol,
     gross_bar: float | None = None,
+    between: BetweenRuns | None = None,
 ) -> PointDiff:
     """One point of two runs judged, its processes by the numbers of ``protocol`` (and the
-    comparison's ``gross_bar``: rule.py)."""
+    comparison's ``gross_bar``, rule.py, and between-run term, between.py)."""
     key = {c: plain(v) for c, v in key.items()}
     both_ok = base.ok and cur.ok
     graph = base.has_graph_times() and cur.has_graph_times()
     column = "device_ms" if graph else "time_ms"
-    rule = thresholds.time_rule(protocol, gross_bar)
+    rule = thresholds.time_rule(protocol, gross_bar, between)
     time = TimeJudgement("-", None)
     if both_ok:
         within = _widest(base.widest_within(), cur.widest_within())

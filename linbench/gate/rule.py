@@ -69,6 +69,11 @@ class TimeRule:
     # The log ratio a gross point must also pass: the comparison's median plus noise_z of its
     # spread across points (gross_bar()); None: not known, so nothing is gross.
     gross_bar: float | None = None
+    # Runs measured apart: what the whole run moved (taken out of each ratio before judging)
+    # and the points' scatter beyond their processes' (added to each standard error), in log
+    # (between.py).
+    run_shift: float = 0.0
+    run_scatter: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -130,10 +135,11 @@ def _judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJ
     deviations = np.concatenate([np.abs(log_b - m_b), np.abs(log_c - m_c)])
     spread = MAD_TO_SIGMA * float(np.median(deviations))
     se = MEDIAN_SE_FACTOR * spread * math.sqrt(1 / k_b + 1 / k_c)
-    noise = math.expm1(rule.noise_z * se)
+    noise = math.expm1(rule.noise_z * math.hypot(se, rule.run_scatter))
     threshold = max(rule.max_slowdown, noise)
     settled = rule.protocol.trusts_spread(base) and rule.protocol.trusts_spread(cur)
-    verdict = "noisy" if not settled else _verdict(ratio, noise, threshold, rule)
+    judged = math.exp(log_ratio - rule.run_shift)  # what this point moved beyond the whole run
+    verdict = "noisy" if not settled else _verdict(judged, noise, threshold, rule)
     return TimeJudgement(verdict, ratio, spread, noise, threshold, settled)
 
 

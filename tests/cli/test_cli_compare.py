@@ -39,14 +39,33 @@ def test_compare_passes_an_unchanged_run_and_fails_a_slower_one(invoke: Invoke, 
     base, same = _pair(tmp_path, _suite())
     passed = invoke("compare", base, same)
     assert passed.exit_code == 0 and "PASS: 10 points compared: 10 same" in passed.stdout, passed.output
-    slow = write_process_run(tmp_path / "slow", scaled(_suite(), time=1.2))
+    slow = write_process_run(tmp_path / "slow", planted(planted(_suite(), 0, time_ms=1.2), 1, time_ms=1.2))
     failed = invoke("compare", base / "results.csv", slow, "--json")
     assert failed.exit_code == 1, failed.output
     report = json.loads(failed.stdout)
-    assert report["verdict"] == "regression" and {p["time_verdict"] for p in report["points"]} == {"regression"}
+    verdicts = [p["time_verdict"] for p in report["points"]]
+    assert report["verdict"] == "regression" and verdicts == ["regression"] * 2 + ["same"] * 8
     assert invoke("compare", base, slow, "--max-slowdown", "25%").exit_code == 0
     markdown = invoke("compare", base, slow, "--format", "md")
     assert markdown.exit_code == 1 and "**REGRESSION" in markdown.stdout
+
+
+def test_a_run_that_moved_as_a_whole_is_inconclusive_unless_a_control_stayed_put(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    base, slow = _pair(tmp_path, scaled(_suite(), time=1.2))
+    result = invoke("compare", base, slow)
+    assert result.exit_code == 4, result.output
+    assert "every point moved together by +20.0% (the median of 10 points)" in result.stdout
+    assert "--control" in result.stdout and "linbench ab" in result.stdout
+    # softmax:sdpa did not move: the change slowed cosine:kernel, and the gate says so.
+    kernel_only = [row | {"time_ms": row["time_ms"] * 1.2} if row["variant"] == "cosine" else row for row in _suite()]
+    _, kernel_slow = _pair(tmp_path / "kernel", kernel_only)
+    failed = invoke("compare", base, kernel_slow, "--control", "softmax:sdpa", "--json")
+    assert failed.exit_code == 1, failed.output
+    report = json.loads(failed.stdout)
+    assert report["between_runs"]["source"] == "controls" and report["between_runs"]["shift"] == pytest.approx(0.0)
+    assert [p["time_verdict"] for p in report["points"]] == ["regression"] * 5 + ["same"] * 5
 
 
 def test_the_json_says_how_each_point_was_judged(invoke: Invoke, tmp_path: Path) -> None:
@@ -124,7 +143,8 @@ def test_a_drift_of_every_control_exits_3_and_names_them(invoke: Invoke, tmp_pat
     base, cur = _pair(tmp_path, scaled(_suite(), time=1.10))
     result = invoke("compare", base, cur, "--control", "softmax:sdpa")
     assert result.exit_code == 3, result.output
-    assert "ENVIRONMENT CHANGED" in result.stdout and "regression (environment)" in result.stdout
+    # Each point is judged beyond what the controls moved: none moved more.
+    assert "ENVIRONMENT CHANGED: 10 points compared: 10 same" in result.stdout
     assert "softmax:sdpa fwd fp32 causal cuda B=1 H=8 S=16k D=64 1.100x" in result.stdout
     report = json.loads(invoke("compare", base, cur, "--control", "softmax:sdpa", "--json").stdout)
     assert report["verdict"] == "environment changed" and len(report["drift"]["moved"]) == 5
