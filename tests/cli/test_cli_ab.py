@@ -2,7 +2,7 @@
 
 The real A/B times the same code on both sides of a shared machine, whose noise can move a
 point by tens of percent (see tests/cli/test_cli_compare_real.py), so it asserts only what
-noise cannot produce: the A/B runs to a verdict (exit 0 or 1, never 2 or a crash), every
+noise cannot produce: the A/B runs to a verdict (exit 0, 1 or 4, never 2 or a crash), every
 point is measured once per round on both sides and is ok there, no point is `broken`, and
 the baseline's worktree is gone afterwards.
 """
@@ -160,9 +160,12 @@ def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
 
 def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_verdict(tmp_path: Path) -> None:
     before = _left_behind()
-    argv = linbench_argv("ab", "--baseline", "HEAD", "--rounds", ROUNDS, *SWEEP, "--out", tmp_path / "ab", "--json")
+    rounds = ("--rounds", ROUNDS, "--max-rounds", ROUNDS)  # no extra rounds: the test's time stays bounded
+    argv = linbench_argv("ab", "--baseline", "HEAD", *rounds, *SWEEP, "--out", tmp_path / "ab", "--json")
     result = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
-    assert result.returncode in (0, 1), result.stdout + result.stderr
+    # 0 pass, 1 regression (noise should not, but may, make one), 4 inconclusive (a point whose
+    # 3 rounds disagree is too noisy to judge); never 2 or a crash.
+    assert result.returncode in (0, 1, 4), result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert _left_behind() <= before
     for side in ("baseline", "current"):
