@@ -103,6 +103,7 @@ def _print(comparison: Comparison, chosen: str, load_lines: list[str], threshold
     from linbench.gate.render import (
         VERDICT_STYLE,
         advice_lines,
+        between_lines,
         drift_lines,
         exponent_table,
         points_table,
@@ -113,7 +114,7 @@ def _print(comparison: Comparison, chosen: str, load_lines: list[str], threshold
 
     tables = [points_table(comparison)] + ([exponent_table(comparison.exponents)] if comparison.exponents else [])
     advice = [*advice_lines(comparison, thresholds.max_slowdown), *judging_lines(comparison, thresholds)]
-    notes = [*unmatched_lines(comparison), *drift_lines(comparison), *advice, *load_lines]
+    notes = [*unmatched_lines(comparison), *drift_lines(comparison), *between_lines(comparison), *advice, *load_lines]
     if chosen == "json":
         report = comparison.to_json() | {"exit_status": EXIT_STATUS[comparison.verdict]}
         typer.echo(json.dumps(report | {"advice": advice, "load_warnings": load_lines}, indent=2))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from linbench.gate.compare import Comparison, ExponentCheck, PointDiff
@@ -177,6 +178,19 @@ def drift_lines(comparison: Comparison) -> list[str]:
     return [f"drift check ({names}): {len(drift.points)} control point(s), median {drift.median_ratio:.3f}x: no drift"]
 
 
+def between_lines(comparison: Comparison) -> list[str]:
+    """What the whole run moved, for runs measured apart (nothing for an A/B or a few points)."""
+    between = comparison.between
+    if between is None:
+        return []
+    where = "the controls'" if between.source == "controls" else "every point's"
+    return [
+        f"runs measured apart: the whole current run moved {math.expm1(between.shift):+.1%} ({where} median, "
+        f"{between.points} points); each point is judged beyond that, its noise widened by the points' scatter "
+        f"around it ({between.scatter:.3f} in log)"
+    ]
+
+
 def verdict_line(comparison: Comparison) -> str:
     changed = comparison.environment_changed
     counts: dict[str, int] = {}
@@ -196,4 +210,6 @@ def verdict_line(comparison: Comparison) -> str:
         summary += f"; {exponents} of {len(comparison.exponents)} exponent bound(s) exceeded"
     if comparison.covered().mismatched:
         summary += "; the runs do not match"
+    if comparison.run_moved and comparison.between is not None:
+        summary += f"; the whole run moved {math.expm1(comparison.between.shift):+.1%}"
     return f"{comparison.verdict.upper()}: {summary}"

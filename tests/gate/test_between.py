@@ -80,3 +80,13 @@ def test_fewer_than_five_points_have_no_between_run_term(tmp_path: Path) -> None
     base = read_run(write_process_run(tmp_path / "base", SUITE[:4], QUIET))
     cur = read_run(write_process_run(tmp_path / "cur", _moved(0.0)[:4], QUIET))
     assert between_runs(compare_runs(base, cur, Thresholds()).points, ()) is None
+
+
+def test_the_output_says_what_the_whole_run_moved(tmp_path: Path) -> None:
+    from linbench.gate.render import between_lines, verdict_line
+
+    moved = _compare(tmp_path, _moved(0.07))
+    (line,) = between_lines(moved)
+    assert line.startswith("runs measured apart: the whole current run moved +7.8% (every point's median, 9 points)")
+    assert verdict_line(moved).endswith("; the whole run moved +7.8%")
+    assert verdict_line(moved).startswith("INCONCLUSIVE: 9 points compared: 9 same")
