@@ -104,8 +104,8 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
         again = rerun_command(cur_cmd, rerun) or f"linbench ab ... {shlex.join(rerun.flags(True))}"
         lines.append(f"to judge them, run the A/B again with more rounds: {again}")
     else:
-        again = rerun_command(cur_cmd, rerun) or rerun_command(base_cmd, rerun)
-        again = again or f"linbench run ... {shlex.join(rerun.flags(False))}"
+        found = rerun_command(cur_cmd, rerun) or rerun_command(base_cmd, rerun)
+        again = found or f"linbench run ... {shlex.join(rerun.flags(False))}"
         lines.append(
             f"to judge them, measure both runs again (the baseline at its own commit) with more processes: {again}; "
             "or gate in one job with linbench ab (docs/ci.md)"

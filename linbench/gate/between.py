@@ -66,26 +66,26 @@ class BetweenRuns:
 
 def between_runs(points: Sequence[PointDiff], controls: Sequence[str]) -> BetweenRuns | None:
     """The between-run term of ``points`` (judged once without it); None with too few points."""
-    measured = [p for p in points if p.ratio is not None and p.ratio > 0]
+    measured = [(p, p.ratio) for p in points if p.ratio is not None and p.ratio > 0]
     if len(measured) < MIN_POINTS:
         return None
     names = set(controls)
-    chosen = [p for p in measured if f"{p.key['variant']}:{p.key['impl']}" in names]
+    chosen = [(p, r) for p, r in measured if f"{p.key['variant']}:{p.key['impl']}" in names]
     reference = chosen or measured
-    shift = float(np.median([math.log(p.ratio) for p in reference]))  # type: ignore[arg-type]
+    shift = float(np.median([math.log(r) for _, r in reference]))
     # The scatter from the controls where they are enough to measure it: they are untouched
     # by the change, while every point includes whatever the change moved.
     scattered = reference if len(reference) >= MIN_POINTS else measured
     return BetweenRuns(shift, _scatter(scattered), len(reference), CONTROLS if chosen else EVERY_POINT)
 
 
-def _scatter(points: Sequence[PointDiff]) -> float:
-    """τ: how far the points' log ratios scatter around their median (1.4826·MAD) beyond
-    what their own standard errors explain."""
-    logs = np.log([p.ratio for p in points])
+def _scatter(points: Sequence[tuple[PointDiff, float]]) -> float:
+    """τ: how far the points' log ratios (point, ratio) scatter around their median
+    (1.4826·MAD) beyond what their own standard errors explain."""
+    logs = np.log([ratio for _, ratio in points])
     centre = float(np.median(logs))
     scatter = MAD_TO_SIGMA * float(np.median(np.abs(logs - centre)))
-    known = [e * e for e in (_standard_error(p) for p in points) if e is not None]
+    known = [e * e for e in (_standard_error(p) for p, _ in points) if e is not None]
     within = float(np.median(known)) if known else 0.0
     return math.sqrt(max(0.0, scatter * scatter - within))
 

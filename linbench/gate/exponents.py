@@ -53,8 +53,8 @@ def check_exponents(run: Run, bounds: dict[str, float]) -> list[ExponentCheck]:
                 if fit is not None:
                     checks.append(
                         ExponentCheck(
-                            v,
-                            i,
+                            str(v),
+                            str(i),
                             name,
                             bound,
                             round(fit.exponent, 4),

@@ -128,8 +128,9 @@ class Side:
             pairs = list(zip(lows, highs, strict=True))
         else:
             pairs = [(_number(self.row.get("time_ms_p20")), _number(self.row.get("time_ms_p80")))]
-        widths = [hi / lo if lo and hi and lo > 0 else None for lo, hi in pairs]
-        return None if not widths or any(w is None or pd.isna(w) for w in widths) else float(max(widths))
+        widths = [float(hi) / float(lo) if lo and hi and lo > 0 else None for lo, hi in pairs]
+        known = [w for w in widths if w is not None and not pd.isna(w)]
+        return float(max(known)) if known and len(known) == len(widths) else None
 
     def readings(self, column: str) -> list[float]:
         """Each process's ``column`` (the results row's where no process recorded one)."""
