@@ -9,7 +9,7 @@ point, finds every point ok on both sides, and fails (exit 1) only on a timing v
 made without several processes per point is ``unverified`` for time: inconclusive, never a
 pass, and a failure only where a point moved grossly. Whether the gate passes and fails when
 it should is asserted deterministically: below on copies of a real run folder whose processes
-are made to agree (then scaled by 1.3), and on synthetic runs in tests/gate/ and
+are made to agree (then one point, or every point, scaled by 1.3), and on synthetic runs in tests/gate/ and
 tests/cli/test_cli_compare.py.
 """
 
@@ -74,19 +74,23 @@ def _processes_per_point(run: Path) -> int:
     return min(counts.values(), default=0)
 
 
-def _settled_copy(run: Path, to: Path, factor: float = 1.0) -> Path:
-    """A copy of ``run`` whose processes all agree, every time × ``factor``: each process of a
-    point gets the point's median. Judged against another such copy, a point's noise is 0, so
-    its verdict is decided by the thresholds alone, whatever noise the real run recorded."""
+def _settled_copy(run: Path, to: Path, factor: float = 1.0, only: int | None = None) -> Path:
+    """A copy of ``run`` whose processes all agree, every time × ``factor`` (only the point of
+    row ``only`` of results.csv, where given): each process of a point gets the point's median.
+    Judged against another such copy, a point's noise is 0, so its verdict is decided by the
+    thresholds alone, whatever noise the real run recorded."""
     shutil.copytree(run, to)
+    keys = [tuple(row[c] for c in KEY) for row in _read(run / "results.csv")]
     medians = {tuple(row[c] for c in KEY): float(row["time_ms"]) for row in _read(run / "results.csv")}
     for name, columns in TIME_COLUMNS.items():
         table = _read(to / name)
         for row in table:
+            key = tuple(row[c] for c in KEY)
+            scale = factor if only is None or key == keys[only] else 1.0
             for column in columns:
                 if row.get(column):
-                    value = medians[tuple(row[c] for c in KEY)] if name == "processes.csv" else float(row[column])
-                    row[column] = repr(value * factor)
+                    value = medians[key] if name == "processes.csv" else float(row[column])
+                    row[column] = repr(value * scale)
         with (to / name).open("w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(table[0]))
             writer.writeheader()
@@ -131,9 +135,13 @@ def test_the_gate_passes_a_real_run_against_itself_and_fails_it_slowed(runs: tup
     assert again.returncode == 0, again.stdout + again.stderr
     assert {point["time_verdict"] for point in json.loads(again.stdout)["points"]} == {"same"}
 
-    slowed = _compare(settled, _settled_copy(baseline, tmp_path / "slowed", factor=1.3), "--json")
+    slowed = _compare(settled, _settled_copy(baseline, tmp_path / "slowed", factor=1.3, only=2), "--json")
     assert slowed.returncode == 1, slowed.stdout + slowed.stderr
     report = json.loads(slowed.stdout)
     assert report["verdict"] == "regression"
-    assert [point["time_verdict"] for point in report["points"]] == ["regression"] * POINTS
+    assert [point["time_verdict"] for point in report["points"]] == ["same"] * 2 + ["regression"] + ["same"] * 3
     assert {point["memory_verdict"] for point in report["points"]} == {"same"}
+    # Every point 1.3x: the whole run moved, and runs measured apart cannot tell the machine
+    # from a change to every impl.
+    moved = _compare(settled, _settled_copy(baseline, tmp_path / "moved", factor=1.3), "--json")
+    assert moved.returncode == 4 and json.loads(moved.stdout)["run_moved"], moved.stdout + moved.stderr
