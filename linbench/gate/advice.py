@@ -113,7 +113,7 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
     if rerun.beyond:
         lines.append(
             f"{rerun.beyond} of them spread so widely that more than {MOST_WORTH_ASKING} processes per point "
-            "would be needed: more processes will not settle them; measure on a quieter machine (a dedicated "
-            "runner; on a CPU, one thread per worker: --threads 1)"
+            "would be needed: more processes will not settle them; measure on a quieter machine (a runner of its "
+            "own, no other jobs; on a CPU, one torch thread per worker, --threads 1, as suites/gate-cpu.toml sets)"
         )
     return lines
