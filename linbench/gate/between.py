@@ -2,9 +2,9 @@
 
 Each run's processes are interleaved with each other, not with the other run's, so a state
 of the machine that lasts minutes (a neighbour's load, clocks, memory placement) moves one
-whole run. The spread between a run's processes cannot see it. On a busy 2-core CPU, four
-back-to-back runs of unchanged code moved by a common 3-54% (the median over their points)
-while their points scattered around that by 12-30%, 2.5 times what their processes' spread
+whole run. The spread between a run's processes cannot see it. On a busy 2-core CPU,
+back-to-back runs of unchanged code moved as a whole by 3-75% (the median over their points),
+and each point's move was 2.5 to 5.5 times (root mean square) the standard error its processes
 predicted (docs/gate.md, "Between runs"). Two runs of one ``linbench ab`` job share the machine
 round by round (ABBA), so this term is for separately measured runs only.
 
