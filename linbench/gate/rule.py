@@ -104,7 +104,7 @@ def is_gross(base: Sequence[float], cur: Sequence[float], within: float | None, 
     """Whether every current process is ``gross_ratio`` times as slow as every baseline one,
     each steady within itself, and the point moved past ``gross_bar``: a change no noise
     between processes, and no shift of the whole machine, explains."""
-    if not base or not cur or within is None or within > rule.gross_within or rule.gross_bar is None:
+    if len(base) == 0 or len(cur) == 0 or within is None or within > rule.gross_within or rule.gross_bar is None:
         return False
     separated = min(cur) >= rule.gross_ratio * max(base)
     return separated and math.log(float(np.median(cur)) / float(np.median(base))) >= rule.gross_bar

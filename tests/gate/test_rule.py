@@ -7,6 +7,7 @@ import math
 import statistics
 from statistics import NormalDist
 
+import numpy as np
 import pytest
 
 from linbench.gate.rule import TimeRule, gross_bar, judge, processes_to_judge
@@ -160,3 +161,10 @@ def test_processes_to_judge_a_point(spread: float | None, expected: int) -> None
     if spread and expected > 20:  # with that many the noise threshold is within --max-noise
         se = 1.2533 * spread * math.sqrt(2 / expected)
         assert math.expm1(5 * se) <= RULE.max_noise
+
+
+def test_the_rule_takes_arrays_as_it_takes_lists() -> None:
+    """scripts/gate_simulation.py feeds it numpy arrays."""
+    base, cur = np.asarray(_medians(2.0, QUIET)), np.asarray(_medians(6.0, QUIET))
+    assert judge(base, cur, STILL, within=1.1).verdict == "regression"
+    assert judge(np.asarray([2.0]), np.asarray([6.0]), STILL, within=1.1).gross
