@@ -18,6 +18,7 @@ from linbench.ab.merge import merge_rounds
 from linbench.ab.rounds import SIDES, Folders, RoundResult, Side, run_rounds
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
 from linbench.machine.facts import git_sha
+from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore, utc_stamp
@@ -104,12 +105,12 @@ def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> int:
     that failed in a round needs none: it is broken whatever more rounds say."""
     needing: set[tuple[str, ...]] = set()
     for paths in folders.values():
-        by_point: dict[tuple[str, ...], list[dict]] = {}
+        by_point: dict[tuple[str, ...], list[ProcessResult]] = {}
         failed: set[tuple[str, ...]] = set()
         for path in paths:
             for row in RunStore(path).rows():
                 key = tuple(str(row[column]) for column in KEY_COLUMNS)
-                by_point.setdefault(key, []).append(row)
+                by_point.setdefault(key, []).append(ProcessResult.from_row(row))
                 if row.get("status") != "ok":
                     failed.add(key)
         needing |= {key for key, rows in by_point.items() if key not in failed and protocol.needs_more(rows)}

@@ -124,7 +124,7 @@ class Side:
             highs = pd.to_numeric(self.processes["time_ms_p80"], errors="coerce")
             pairs = list(zip(lows, highs, strict=True))
         else:
-            pairs = [(_number(self.row.get("time_ms_p20")), _number(self.row.get("time_ms_p80")))]
+            pairs = [(as_number(self.row.get("time_ms_p20")), as_number(self.row.get("time_ms_p80")))]
         widths = [float(hi) / float(lo) if lo and hi and lo > 0 else None for lo, hi in pairs]
         known = [w for w in widths if w is not None and not pd.isna(w)]
         return float(max(known)) if known and len(known) == len(widths) else None
@@ -132,10 +132,10 @@ class Side:
     def readings(self, column: str) -> list[float]:
         """Each process's ``column`` (the results row's where no process recorded one)."""
         if self.processes is not None and column in self.processes:
-            values = [v for v in (_number(x) for x in self.processes[column]) if v is not None]
+            values = [v for v in (as_number(x) for x in self.processes[column]) if v is not None]
             if values:
                 return values
-        value = _number(self.row.get(column))
+        value = as_number(self.row.get(column))
         return [] if value is None else [value]
 
     def largest(self, column: str) -> float | None:
