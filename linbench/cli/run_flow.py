@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from linbench.cli.common import load_plugins, stdout_console
+from linbench.cli.common import load_plugins, stdout_console, warn_left_out
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 
 if TYPE_CHECKING:
@@ -102,6 +102,7 @@ def execute_sweep(
         )
     with usage_errors():
         store = start(prepared)
+    warn_left_out(store.repairs)
     _announce(prepared, store, console)
     if quiet:
         outcome = run(prepared, store)
