@@ -38,7 +38,13 @@ class EstimateRecord:
 
     def section(self) -> dict[str, Any]:
         """The section as meta.json holds it (seconds to the tenth, the ratio to 0.01)."""
-        rounded = replace(self, **{k: round(v, 1) for k, v in asdict(self).items() if isinstance(v, float)})
+        rounded = replace(
+            self,
+            estimate_s=round(self.estimate_s, 1),
+            build_estimate_s=round(self.build_estimate_s, 1),
+            build_s=_tenth(self.build_s),
+            actual_s=_tenth(self.actual_s),
+        )
         ratio = rounded.ratio  # of the seconds as written, so that a reader gets it again from them
         return asdict(rounded) | {"ratio": None if ratio is None else round(ratio, 2)}
 
@@ -60,6 +66,10 @@ class EstimateRecord:
             )
         except (KeyError, TypeError, ValueError):
             return None
+
+
+def _tenth(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)
 
 
 def _seconds(value: Any) -> float | None:
