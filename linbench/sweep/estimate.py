@@ -24,6 +24,12 @@ existed, so counted without it) ``--variant cosine --seq 1k..16k`` 5 min / 4 min
 with the S×S FLOPs (linbench/runner/kinds.py counts each point's FLOPs from what its
 variant declares). The GPU constants are guesses (a fresh worker initialises CUDA), not
 measurements.
+
+**Build.** A command that builds linbench's kernels on first use (linbench/runner/sizing.py
+tells) adds ``BUILD_S``. The model is an idle machine's: on a busy one every worker start and
+call takes longer. Each run keeps its estimate, what it took and their ratio in meta.json
+(linbench/results/estimate_record.py), and tests/runner/test_estimate_record.py checks this
+model against the runs committed under results/.
 """
 
 from __future__ import annotations
