@@ -136,8 +136,9 @@ def run(prepared: Prepared, store: RunStore, listener: Listener | None = None) -
         ended = "interrupted" if ctrl_c else "failed" if failure is not None else status
         record = prepared.estimate_record().ended(time.monotonic() - prepared.began, ended)
         try:
-            store.update_meta({SECTION: record.section()})
             meta = finish_run(store, status)
+            store.update_meta({SECTION: record.section()})
+            meta[SECTION] = record.section()
         except RunStoreWriteError as exc:  # meta.json keeps its last good state
             failure = failure or str(exc)
             meta = store.read_meta()
