@@ -107,7 +107,7 @@ def token_budget(meta: dict[str, Any]) -> int | None:
 def read_results(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFrame:
     """results.csv's whole rows as a typed DataFrame; ReportInputError for a file that is not
     one. The rows left out are named in a line appended to ``warnings``."""
-    frame = _read_csv(csv_path, REQUIRED_RESULT_COLUMNS, warnings)
+    frame = _read_csv(csv_path, REQUIRED_RESULT_COLUMNS, warnings, "their points count as not measured")
     if frame.empty:
         raise ReportInputError(f"{str(csv_path)!r} holds no results (an empty run)")
     return _typed(frame, ALWAYS_RESULT_COLUMNS, csv_path)
@@ -116,7 +116,8 @@ def read_results(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFr
 def read_processes(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFrame:
     """processes.csv as a typed DataFrame (one row per worker process of a point), checked
     like results.csv; it may be empty (a run stopped before its first process finished)."""
-    return _typed(_read_csv(csv_path, PROCESS_REQUIRED_COLUMNS, warnings), ALWAYS_PROCESS_COLUMNS, csv_path)
+    frame = _read_csv(csv_path, PROCESS_REQUIRED_COLUMNS, warnings, "those processes are not used")
+    return _typed(frame, ALWAYS_PROCESS_COLUMNS, csv_path)
 
 
 def _typed(frame: pd.DataFrame, always: tuple[str, ...], csv_path: Path) -> pd.DataFrame:
@@ -134,9 +135,10 @@ def _typed(frame: pd.DataFrame, always: tuple[str, ...], csv_path: Path) -> pd.D
     return frame
 
 
-def _read_csv(csv_path: Path, required: tuple[str, ...], warnings: list[str] | None) -> pd.DataFrame:
+def _read_csv(csv_path: Path, required: tuple[str, ...], warnings: list[str] | None, outcome: str) -> pd.DataFrame:
     """A run's CSV file's whole rows as strings (rows.py), with its required columns, statuses
-    and masking checked; the rows left out named in a line appended to ``warnings``."""
+    and masking checked; the rows left out named in a line appended to ``warnings``, which
+    ends with ``outcome``."""
     where = repr(str(csv_path))
     try:
         read = read_rows(csv_path)
@@ -144,7 +146,7 @@ def _read_csv(csv_path: Path, required: tuple[str, ...], warnings: list[str] | N
         raise ReportInputError(f"{where} does not exist") from None
     except (OSError, CsvFileError) as exc:
         raise ReportInputError(str(exc)) from None
-    if (warning := read.warning()) is not None and warnings is not None:
+    if (warning := read.warning(outcome)) is not None and warnings is not None:
         warnings.append(warning)
     frame = pd.DataFrame(read.rows, columns=list(read.header), dtype=str)
     missing = [c for c in required if c not in frame.columns]
