@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from linbench.errors import ImplUnavailableError
 from linbench.variants.registry import Impl
@@ -34,10 +33,11 @@ def sdpa_packed(
     offsets = segments.cu_seqlens(q.device)
 
     def nested(x: torch.Tensor) -> torch.Tensor:
-        # (1, H, T, D) → (T, H, D) values → (N, j, H, D) jagged → (N, H, j, D).
-        return torch.nested.nested_tensor_from_jagged(x[0].transpose(0, 1), offsets).transpose(1, 2)
+        # (1, H, T, D) → (T, H, D) values → (N, j, H, D) jagged → (N, H, j, D). The values must
+        # be contiguous: torch's nested SDPA finds no backend for strided ones.
+        return torch.nested.nested_tensor_from_jagged(x[0].transpose(0, 1).contiguous(), offsets).transpose(1, 2)
 
-    out = F.scaled_dot_product_attention(nested(q), nested(k), nested(v))
+    out = sdpa(nested(q), nested(k), nested(v), causal=False, backend=backend)
     return out.transpose(1, 2).values().transpose(0, 1).unsqueeze(0)
 
 
