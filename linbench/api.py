@@ -73,7 +73,7 @@ def attention_packed(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
-    cu_seqlens: torch.Tensor | Sequence[int],
+    cu_seqlens: torch.Tensor | Sequence[int] | Segments,
     *,
     variant: str,
     impl: str = "auto",
@@ -83,13 +83,14 @@ def attention_packed(
     """Attention of each sequence of a packed batch, computed by ``impl``'s packed form.
 
     q, k: (1, H, T, Dk); v: (1, H, T, Dv); ``cu_seqlens`` (a tensor or list, N + 1 offsets from
-    0 to T) says where each sequence starts, as flash-attention and fla take it. No sequence
+    0 to T, or linbench's ``Segments``, which keeps what is made from them between calls) says
+    where each sequence starts, as flash-attention and fla take it. No sequence
     attends to another. Returns (1, H, T, Dv) in q's dtype. Parameters derived from the length
     (cosine's seq_len, cosformer's M) default to the longest sequence. An impl with no packed
     form raises ImplUnavailableError (run it padded: ``attention_padded``).
     """
     spec, chosen = _resolve(variant, impl, q, k, v, causal)
-    segments = Segments.of(cu_seqlens)
+    segments = cu_seqlens if isinstance(cu_seqlens, Segments) else Segments.of(cu_seqlens)
     segments.check_packed(q)
     if chosen.packed is None:
         raise ImplUnavailableError(f"{spec.name}:{chosen.name} has no packed form; run it padded (attention_padded)")
@@ -101,7 +102,7 @@ def attention_padded(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
-    lengths: Sequence[int],
+    lengths: Sequence[int] | Segments,
     *,
     variant: str,
     impl: str = "auto",
@@ -116,9 +117,9 @@ def attention_padded(
     default to the longest sequence, as in ``attention_packed``.
     """
     spec, chosen = _resolve(variant, impl, q, k, v, causal)
-    segments = Segments.from_lengths(lengths)
+    segments = lengths if isinstance(lengths, Segments) else Segments.from_lengths(lengths)
     if segments.count != q.shape[0] or segments.longest > q.shape[2]:
-        raise ValueError(f"lengths {list(lengths)} do not fit a padded batch of shape {tuple(q.shape)}")
+        raise ValueError(f"lengths {list(segments.lengths)} do not fit a padded batch of shape {tuple(q.shape)}")
     bound = spec.bind_params(chosen, _length_fixed(spec, segments.longest, params))
     if causal:
         return chosen.fn(q, k, v, causal=True, **bound).to(q.dtype)
