@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from linbench.lengths import Pack
-
     from linbench.results.store import RunStore
     from linbench.runner.pipeline import Outcome, Prepared
     from linbench.runner.sweep_runner import Listener
