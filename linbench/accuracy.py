@@ -81,17 +81,18 @@ def error_at_length(
     q, k, v, _ = make_inputs(variant, shape, device, seed)
     inputs = [t.to(dtype).to(torch.float64) for t in (q, k, v)]
     reference = reference_at(variant, shape, device)
-    base = {"variant": variant.name, "impl": impl, "dtype": dtype_name, "causal": causal, "seq": shape.seq}
+
+    def row(rel: float, normwise: float, error: str = "") -> ErrorAtLength:
+        return ErrorAtLength(variant.name, impl, dtype_name, causal, shape.seq, rel, normwise, reference, error)
+
     with torch.no_grad():
         if expected is None:
             expected = attention(*inputs, variant=variant.name, impl=reference, causal=causal)
         try:
             actual = attention(*(t.to(dtype) for t in inputs), variant=variant.name, impl=impl, causal=causal)
         except Exception as exc:  # an impl that cannot answer here is a row saying why, not a crash
-            failed = ErrorAtLength(**base, rel_err=float("nan"), normwise_err=float("nan"), reference=reference)
-            return ErrorAtLength(**{**failed.row(), "error": f"{type(exc).__name__}: {exc}"}), expected
+            return row(float("nan"), float("nan"), f"{type(exc).__name__}: {exc}"), expected
     diff = actual.to(torch.float64) - expected
     rms = float(expected.square().mean().sqrt())
     rel = float(diff.abs().max()) / max(rms, 1e-300)
-    normwise = float(diff.norm()) / max(float(expected.norm()), 1e-300)
-    return ErrorAtLength(**base, rel_err=rel, normwise_err=normwise, reference=reference), expected
+    return row(rel, float(diff.norm()) / max(float(expected.norm()), 1e-300)), expected

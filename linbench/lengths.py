@@ -104,7 +104,8 @@ def _parameters(name: str, text: str) -> dict[str, float]:
         if not equals or key not in known:
             raise PackError(f"{name}: {item!r} is not one of its parameters ({', '.join(f'{k}=' for k in known)})")
         given[key] = _value(name, key, known[key][0], value.strip())
-    return {key: given.get(key, default) for key, (_, default) in known.items() if key in given or default is not None}
+    defaults = {key: float(default) for key, (_, default) in known.items() if default is not None}
+    return {key: given.get(key, defaults.get(key, 0.0)) for key in known if key in given or key in defaults}
 
 
 def _value(name: str, key: str, kind: str, text: str) -> float:
@@ -188,7 +189,7 @@ def read_lengths(path: Path) -> tuple[int, ...]:
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        raise PackError(f"lengths file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+        raise PackError(f"lengths file {str(path)!r} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
     lengths: list[int] = []
     for number, line in enumerate(text.splitlines(), 1):
         for item in line.split("#", 1)[0].replace(",", " ").split():

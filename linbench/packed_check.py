@@ -45,8 +45,8 @@ def run_packing(
         return attention_packed(q, k, v, segments.offsets, variant=variant, impl=impl, causal=causal, **params)
     if packing != "padded":
         raise ValueError(f"packing {packing!r} is not one of {', '.join(PACKINGS)}")
-    padded = (pad(x, segments) for x in (q, k, v))
-    out = attention_padded(*padded, segments.lengths, variant=variant, impl=impl, causal=causal, **params)
+    pq, pk, pv = (pad(x, segments) for x in (q, k, v))
+    out = attention_padded(pq, pk, pv, segments, variant=variant, impl=impl, causal=causal, **params)
     return unpad(out, segments)
 
 
@@ -111,9 +111,9 @@ def check_packed(
     def reference(*qkv: torch.Tensor, **learn: torch.Tensor) -> torch.Tensor:
         return _reference(variant, qkv, segments, causal, ref_params | learn)
 
-    def actual(*qkv: torch.Tensor, **learn: torch.Tensor) -> torch.Tensor:
+    def actual(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **learn: torch.Tensor) -> torch.Tensor:
         kw = params | learn
-        return run_packing(*qkv, segments, variant=variant.name, impl=impl, packing=packing, causal=causal, **kw)
+        return run_packing(q, k, v, segments, variant=variant.name, impl=impl, packing=packing, causal=causal, **kw)
 
     def leaves(cast: torch.dtype) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]]:
         made = [t.detach().to(cast).requires_grad_(gradients) for t in inputs]

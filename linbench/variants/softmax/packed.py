@@ -43,7 +43,7 @@ def sdpa_packed(
 
 def varlen_kernel() -> Callable[..., torch.Tensor]:
     """torch's varlen_attn (looked up per call, so tests can put a stand-in in its place)."""
-    return importlib.import_module("torch.nn.attention.varlen").varlen_attn  # type: ignore[no-any-return]
+    return importlib.import_module("torch.nn.attention.varlen").varlen_attn
 
 
 def varlen_unavailable(device: torch.device) -> str | None:
