@@ -171,12 +171,13 @@ def pack_line(pack: Pack, packing: tuple[str, ...]) -> str:
 def axes_line(block: Axes, command: str, packed: bool = False) -> str:
     """The values of each axis of one block: "seq 1k, 2k · batch 1 · heads 8 · ..." (a pack's
     lengths and batch are its own: pack_line)."""
+    from linbench.sweep.settings import LENGTH_AXIS
     from linbench.units import format_size
 
     def values(items: tuple[Any, ...]) -> str:
         return ", ".join(format_size(v) if isinstance(v, int) else str(v) for v in items)
 
-    length = "context" if command == "decode" else "seq"
+    length = LENGTH_AXIS[command]
     batch = f"tokens/seq ({format_size(block.tokens)} tokens)" if block.tokens else values(block.batch)
     parts = [f"{length} {values(block.seq)}", f"batch {batch}", f"heads {values(block.heads)}"]
     if packed:
