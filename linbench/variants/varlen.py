@@ -76,12 +76,21 @@ class Segments:
     def longest(self) -> int:
         return max(self.lengths)
 
+    def cached(self, what: str, device: torch.device | str, make: Callable[[], Any]) -> Any:
+        """``make()``, made once per pack, ``what`` and device: what an impl derives from the
+        boundaries (a mask, an order) is made on its first call, as a data loader makes
+        cu_seqlens once per batch."""
+        key = (what, str(device))
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
     def cu_seqlens(self, device: torch.device | str, dtype: torch.dtype = torch.int64) -> torch.Tensor:
         """The offsets as a tensor on ``device`` (made once per device and dtype)."""
-        key = (f"cu_seqlens {dtype}", str(device))
-        if key not in self._cache:
-            self._cache[key] = torch.tensor(self.offsets, dtype=dtype, device=device)
-        return self._cache[key]
+        made: torch.Tensor = self.cached(
+            f"cu_seqlens {dtype}", device, lambda: torch.tensor(self.offsets, dtype=dtype, device=device)
+        )
+        return made
 
     def split(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """A packed tensor's sequences, as views along S (dim 2). Split, never sliced one by one:
@@ -91,12 +100,13 @@ class Segments:
 
     def key_mask(self, device: torch.device | str) -> torch.Tensor:
         """(N, L_max) bool: True at each sequence's real tokens, False at its pads."""
-        key = ("key_mask", str(device))
-        if key not in self._cache:
+
+        def make() -> torch.Tensor:
             positions = torch.arange(self.longest, device=device)
-            lengths = torch.tensor(self.lengths, device=device)
-            self._cache[key] = positions.unsqueeze(0) < lengths.unsqueeze(1)
-        return self._cache[key]
+            return positions.unsqueeze(0) < torch.tensor(self.lengths, device=device).unsqueeze(1)
+
+        mask: torch.Tensor = self.cached("key_mask", device, make)
+        return mask
 
     def check_packed(self, q: torch.Tensor) -> None:
         """ValueError unless ``q`` is a packed batch of these segments: (1, H, T, D)."""

@@ -109,9 +109,8 @@ def lockstep_order(segments: Segments, device: torch.device) -> tuple[torch.Tens
     """(the packed position of each token in step order, how many sequences run at each step,
     the step-order position of each packed token). Step t holds token t of every sequence
     longer than t, longest sequences first."""
-    key = ("lockstep", str(device))
-    cached = segments._cache.get(key)
-    if cached is None:
+
+    def make() -> tuple[torch.Tensor, list[int], torch.Tensor]:
         lengths, starts = segments.lengths, segments.offsets
         order = sorted(range(segments.count), key=lambda i: (-lengths[i], i))
         index: list[int] = []
@@ -125,8 +124,10 @@ def lockstep_order(segments: Segments, device: torch.device) -> tuple[torch.Tens
         positions = torch.tensor(index, dtype=torch.int64, device=device)
         inverse = torch.empty_like(positions)
         inverse[positions] = torch.arange(len(index), device=device)
-        cached = segments._cache[key] = (positions, counts, inverse)
-    return cached
+        return positions, counts, inverse
+
+    made: tuple[torch.Tensor, list[int], torch.Tensor] = segments.cached("lockstep", device, make)
+    return made
 
 
 def _read(q_t: torch.Tensor, state: LinearState, eps: float | None) -> torch.Tensor:
