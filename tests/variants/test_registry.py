@@ -12,7 +12,7 @@ from linbench.errors import ImplUnavailableError
 from linbench.variants.registry import Impl, Variant, exponent_in_s, register_variant, unregister_variant
 
 EXPECTED_IMPLS = {
-    "softmax": ["naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"],
+    "softmax": ["naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "varlen"],
     "cosine": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled", "fla"],
     "cosformer": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled"],
     "heinsen": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
