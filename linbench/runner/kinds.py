@@ -153,8 +153,10 @@ class RunKind(_Shared):
         return get_variant(pair[0]).impl(pair[1]).unsupported_reason(dim_k, dim_v, dtype)
 
     def param_specs(self, variant: Variant, name: str) -> dict[str, Param]:
-        """The variant's parameters and the impl's own (ValueError naming the impls)."""
-        return {spec.name: spec for spec in (*variant.param_specs, *variant.impl(name).params)}
+        """The variant's parameters, the impl's own (ValueError naming the impls) and how its
+        extra inputs are drawn (gate_regime)."""
+        specs = (*variant.param_specs, *variant.impl(name).params, *variant.draw_params)
+        return {spec.name: spec for spec in specs}
 
     def timing(self, spec: SweepSpec, device: torch.device) -> TimingPolicy:
         """The device's defaults, less budget per process with several, and the spec's own."""
@@ -271,9 +273,10 @@ class DecodeKind(_Shared):
         return None  # decoders take any head dim
 
     def param_specs(self, variant: Variant, name: str) -> dict[str, Param]:
-        """A decoder takes its variant's parameters (ValueError naming the decoders)."""
+        """A decoder takes its variant's parameters (ValueError naming the decoders) and how
+        its extra inputs are drawn (gate_regime)."""
         variant.decoder(name)
-        return {spec.name: spec for spec in variant.param_specs}
+        return {spec.name: spec for spec in (*variant.param_specs, *variant.draw_params)}
 
     def timing(self, spec: SweepSpec, device: torch.device) -> TimingPolicy:
         return TimingPolicy.for_decode(spec.tokens or 1)
