@@ -26,20 +26,36 @@ def upcast(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return tuple(t.to(dtype) for t in tensors)
 
 
+def scale_problem(scale: object) -> str | None:
+    """What is wrong with a scale on q, or None (None itself is Dk^-1/2)."""
+    if scale is None:
+        return None
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale) or scale <= 0:
+        return f"must be a positive number or None (Dk^-1/2); got {scale!r}"
+    return None
+
+
 def resolve_scale(scale: object, dim_k: int) -> float:
     """The factor on q: Dk^-1/2 when None (RetNet, GLA and DeltaNet all scale so), else ``scale``."""
-    if scale is None:
-        return dim_k**-0.5
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"parameter scale must be a positive number or None (Dk^-1/2); got {scale!r}")
-    return float(scale)
+    problem = scale_problem(scale)
+    if problem:
+        raise ValueError(f"parameter scale {problem}")
+    return dim_k**-0.5 if scale is None else float(scale)  # type: ignore[arg-type]
+
+
+def chunk_problem(chunk_size: object) -> str | None:
+    """What is wrong with a chunk size, or None."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
+        return f"must be a positive integer; got {chunk_size!r}"
+    return None
 
 
 def chunk_length(chunk_size: object) -> int:
     """``chunk_size`` as an int, or ValueError unless it is a positive integer."""
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
-        raise ValueError(f"parameter chunk_size must be a positive integer; got {chunk_size!r}")
-    return int(chunk_size)
+    problem = chunk_problem(chunk_size)
+    if problem:
+        raise ValueError(f"parameter chunk_size {problem}")
+    return int(chunk_size)  # type: ignore[call-overload]
 
 
 def causal_only(owner: str, causal: bool) -> None:
