@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
+from linbench.dtypes import torch_dtype
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import PER_SECOND, PER_TOKEN, PointFacts
@@ -39,6 +40,7 @@ from linbench.sweep.points import Point
 from linbench.sweep.settings import LENGTH_AXIS
 from linbench.variants.registry import Param, Variant, get_variant
 from linbench.variants.selection import Selected, select_decoders, select_impls
+from linbench.variants.traffic import minimal_bytes
 
 if TYPE_CHECKING:
     import torch
@@ -121,10 +123,16 @@ class _Shared:
         return f"--{self.words.length}, --batch, --heads or --dim"
 
     def _facts(
-        self, point: Point, device_name: str, params: str, flops: float | None, context: int | None
+        self,
+        point: Point,
+        device_name: str,
+        params: str,
+        flops: float | None,
+        context: int | None,
+        traffic: int | None = None,
     ) -> PointFacts:
         tokens = point.shape.batch * point.shape.seq
-        return PointFacts(point.as_row(), device_name, params, flops, context, self.rate, tokens)
+        return PointFacts(point.as_row(), device_name, params, flops, context, self.rate, tokens, traffic)
 
 
 @dataclass(frozen=True)
@@ -179,8 +187,12 @@ class RunKind(_Shared):
         return device.type == "cuda"
 
     def facts(self, point: Point, device_name: str, params: str) -> PointFacts:
-        flops = get_variant(point.variant).flops(*point.shape.sizes(), point.causal, point.mode)
-        return self._facts(point, device_name, params, flops, context=None)
+        """FLOPs by the variant's count, and the fewest bytes the call moves (its gates and β
+        included: variants/traffic.py), for GFLOP/s and the roofline."""
+        variant = get_variant(point.variant)
+        flops = variant.flops(*point.shape.sizes(), point.causal, point.mode)
+        traffic = minimal_bytes(point.mode, point.shape.sizes(), torch_dtype(point.dtype), variant.extra_inputs)
+        return self._facts(point, device_name, params, flops, context=None, traffic=traffic)
 
     def held_bytes(self, point: Point) -> int:
         return estimate.input_bytes(point)
@@ -201,7 +213,6 @@ class RunKind(_Shared):
         """The impl against the variant's fp64 reference at the task's shape (outputs, and
         gradients when the mode has a backward)."""
         from linbench.correctness import check_impl
-        from linbench.dtypes import torch_dtype
 
         point = task.point
         variant, dtype = get_variant(point.variant), torch_dtype(point.dtype)
@@ -314,7 +325,6 @@ class DecodeKind(_Shared):
     def check(self, task: Task) -> CaseResult:
         """Decoding against the reference's last rows, after a prefill of the point's context."""
         from linbench.correctness import check_decoder
-        from linbench.dtypes import torch_dtype
 
         point = task.point
         shape = replace(point.shape, seq=point.shape.seq + GATE_STEPS)
