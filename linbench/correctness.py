@@ -253,7 +253,7 @@ def _forward_backward(
     gradients reach (learnable parameters, gates, β)."""
     from linbench.api import attention
 
-    leaves = [t.detach().to(dtype).requires_grad_(gradients) for t in inputs]
+    q, k, v = (t.detach().to(dtype).requires_grad_(gradients) for t in inputs)
     given = {
         name: t.detach()
         .to(keyword_dtype(variant, name, dtype))
@@ -261,11 +261,11 @@ def _forward_backward(
         for name, t in keywords.items()
     }
     with torch.set_grad_enabled(gradients):
-        out = attention(*leaves, variant=variant.name, impl=impl, causal=causal, **params, **given)
+        out = attention(q, k, v, variant=variant.name, impl=impl, causal=causal, **params, **given)
     if not gradients or out.shape != cotangent.shape:  # a wrong shape fails on the output alone
         return {"out": out}
     learn = {name: t for name, t in given.items() if t.requires_grad}
-    grads = torch.autograd.grad((out.to(torch.float64) * cotangent).sum(), [*leaves, *learn.values()])
+    grads = torch.autograd.grad((out.to(torch.float64) * cotangent).sum(), [q, k, v, *learn.values()])
     names = ["grad q", "grad k", "grad v", *(f"grad {n}" for n in learn)]
     return {"out": out, **dict(zip(names, grads, strict=True))}
 
@@ -328,8 +328,19 @@ def check_impl(
     # arithmetic, not the rounding of its inputs, which no impl can undo.
     inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
     learnable = {name: t.to(keyword_dtype(variant, name, dtype)).to(torch.float64) for name, t in learnable.items()}
-    reference_key = (variant.name, shape, causal, dtype, str(device), seed, scale, gradients, settings)
-    reference_key += (tuple(sorted(ref_params.items())), tuple(sorted(learnable)))
+    reference_key = (
+        variant.name,
+        shape,
+        causal,
+        dtype,
+        str(device),
+        seed,
+        scale,
+        gradients,
+        settings,
+        tuple(sorted(ref_params.items())),
+        tuple(sorted(learnable)),
+    )
     expected = _REFERENCES.get(reference_key)
     if expected is None:
         try:
@@ -380,23 +391,28 @@ def check_decoder(
     settings, given = split_draw_settings(params or {})
     result = CaseResult(variant.name, decoder, shape, True, dtype, setting=_setting(settings, given))
     q, k, v, learnable = make_inputs(variant, shape, device, seed, settings=settings)
-    inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
+    q, k, v = (t.to(dtype).to(torch.float64) for t in (q, k, v))
     learnable = {
         name: t.to(keyword_dtype(variant, name, dtype)).to(torch.float64)
         for name, t in learnable.items()
         if name not in given
     }
     params = variant.length_params(shape.seq, learnable | given)
-    expected = attention(*inputs, variant=variant.name, impl=variant.reference, causal=True, **params)
+    expected = attention(q, k, v, variant=variant.name, impl=variant.reference, causal=True, **params)
+    # The decoder's params: the keyword inputs in their dtype, and those given as they are.
+    decoder_params: dict[str, Any] = {
+        name: t.to(keyword_dtype(variant, name, dtype)) for name, t in learnable.items()
+    } | given
     try:
         with torch.no_grad():
             actual, _ = decode(
                 variant,
                 decoder,
-                *(t.to(dtype) for t in inputs),
+                q.to(dtype),
+                k.to(dtype),
+                v.to(dtype),
                 context=shape.seq - steps,
-                **{name: t.to(keyword_dtype(variant, name, dtype)) for name, t in learnable.items()},
-                **given,
+                **decoder_params,
             )
     except Exception as exc:  # whatever the decoder under test raises is its failure
         result.error = f"{type(exc).__name__}: {exc}"
