@@ -134,6 +134,28 @@ def check_extra_inputs(
             raise ValueError(f"{owner}: {problem}")
 
 
+def probe_draws(owner: str, declared: Iterable[ExtraInput]) -> None:
+    """Raise ValueError, one line, when an input's ``draw_fn`` draws what its own declaration
+    refuses (the wrong shape, values out of range) or raises: drawn once per regime at a small
+    shape, before a run, so that a plugin's mistake is a refusal, not an error in every point."""
+    q = torch.zeros(1, 2, 3, 4)
+    for extra in declared:
+        for regime in REGIMES:
+            try:
+                value = extra.draw(
+                    *q.shape, generator=torch.Generator().manual_seed(0), device="cpu", dtype=q.dtype, regime=regime
+                )
+            except Exception as exc:  # a plugin's draw_fn: whatever it raises is its mistake
+                raise ValueError(
+                    f"{owner}: drawing {extra.name} ({regime} regime) raised {type(exc).__name__}: {exc}"
+                ) from exc
+            problem = extra.problem(value, q)
+            if problem:
+                raise ValueError(
+                    f"{owner}: its draw_fn for {extra.name} ({regime} regime) drew what it refuses: {problem}"
+                )
+
+
 def take_tokens(declared: Iterable[ExtraInput], given: Mapping[str, Any], start: int, stop: int) -> dict[str, Any]:
     """``given`` with every declared extra input cut to tokens start..stop−1; other entries as they are.
 

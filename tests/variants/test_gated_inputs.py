@@ -204,3 +204,35 @@ def test_bad_retention_decays_get_one_line(gamma: object, match: str) -> None:
     with pytest.raises(ValueError, match=match) as excinfo:
         retention_log_decay(gamma, 2, torch.zeros(1))
     _message(excinfo)
+
+
+def _drawn_wide(sizes: tuple[int, ...], generator: torch.Generator, regime: str) -> torch.Tensor:
+    return -torch.rand((*sizes, 2), generator=generator, dtype=torch.float64)
+
+
+def _drawn_positive_when_strong(sizes: tuple[int, ...], generator: torch.Generator, regime: str) -> torch.Tensor:
+    return torch.full(sizes, 0.5 if regime == "strong" else -0.5, dtype=torch.float64)
+
+
+def _raises(sizes: tuple[int, ...], generator: torch.Generator, regime: str) -> torch.Tensor:
+    raise RuntimeError("no gate here")
+
+
+@pytest.mark.parametrize(
+    ("draw_fn", "match"),
+    [
+        (_drawn_wide, r"planted: its draw_fn for g \(weak regime\) drew what it refuses: g must have shape"),
+        (_drawn_positive_when_strong, r"g \(strong regime\) drew what it refuses: g must be ≤ 0"),
+        (_raises, r"planted: drawing g \(weak regime\) raised RuntimeError: no gate here"),
+    ],
+)
+def test_a_declaration_whose_draw_it_refuses_is_refused_before_a_run(draw_fn: object, match: str) -> None:
+    """A plugin's draw_fn that draws the wrong shape, out of range, or raises: one line, at plan time."""
+    from linbench.variants.extra_inputs import probe_draws
+
+    extra = ExtraInput("g", "per_token", "a gate", draw_fn, HEAD_GATE.range_fn)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=match) as excinfo:
+        probe_draws("planted", (extra,))
+    _message(excinfo)
+    probe_draws("gla", CHANNEL_GATE and (CHANNEL_GATE,))  # linbench's own draw what they accept
+    probe_draws("gated-deltanet", (HEAD_GATE, BETA))
