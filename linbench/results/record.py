@@ -61,11 +61,12 @@ class PointFacts:
     context: int | None = None  # a decode point's context
     rate: str = PER_SECOND  # PER_SECOND or PER_TOKEN
     tokens: int = 0  # the tokens one call processes (batch·seq), for PER_SECOND
+    bytes: int | None = None  # the fewest bytes one call moves (None: no model, as for decode)
 
     def columns(self) -> dict[str, Any]:
         """The point's own columns of its results row."""
         own = {"device_name": self.device_name, "params": self.params, "flops": self.flops, "context": self.context}
-        return dict(self.key) | own
+        return dict(self.key) | own | {"bytes": self.bytes}
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], rate: str) -> PointFacts:
@@ -78,6 +79,7 @@ class PointFacts:
             context=COLUMNS["context"].parse(row.get("context")),
             rate=rate,
             tokens=int(row["batch"]) * int(row["seq"]),
+            bytes=COLUMNS["bytes"].parse(row.get("bytes")),
         )
 
 

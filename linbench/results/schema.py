@@ -38,7 +38,8 @@ __all__ = [
 ]
 
 # 2: processes.csv, the process column of samples.csv, and the between-process columns.
-SCHEMA_VERSION = 2
+# 3: results.csv's bytes (the roofline's traffic, recorded per point).
+SCHEMA_VERSION = 3
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -121,6 +122,12 @@ COLUMNS = {
             "point",
             ("device_name", str, "the device's model name"),
             ("flops", float, "floating-point operations of one call, by the variant's count"),
+            (
+                "bytes",
+                int,
+                "run: the fewest bytes one call moves (inputs read once, outputs written once, gates and β "
+                "included): the roofline's traffic",
+            ),
             ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
             ("params", str, "--param values of the impl that differ from its defaults (k=v;k=v)"),
         ),
@@ -199,6 +206,8 @@ RESULT_COLUMNS = (
     # Schema 2.
     *("processes", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "timing", "kernels_per_call"),
     *("graph_error", "compile_s"),
+    # Schema 3.
+    "bytes",
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]
