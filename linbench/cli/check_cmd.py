@@ -20,6 +20,7 @@ from linbench.cli.check_display import (
     failure_lines,
     legend_line,
     matrix_table,
+    setting_lines,
     skipped_lines,
     summary_line,
     unavailable_lines,
@@ -60,11 +61,15 @@ def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device:
         masking = "causal" if causal else "bidirectional"
         return Cell(skipped=f"{variant.name}: {variant.masking[0]} only; its {masking} cells are not checked")
     cases: list[CaseResult] = []
-    for dims in SHAPES:
-        case = check_impl(variant, impl, Shape(*dims), causal=causal, dtype=torch_dtype(dtype_name), device=device)
-        if case.unavailable:
-            return Cell(unavailable=case.unavailable)
-        cases.append(case)
+    # The defaults, then each setting the variant asks to be checked at (a gated variant's
+    # strong gates), at every shape.
+    for params in ({}, *variant.check_params):
+        for dims in SHAPES:
+            shape, dtype = Shape(*dims), torch_dtype(dtype_name)
+            case = check_impl(variant, impl, shape, causal=causal, dtype=dtype, device=device, params=dict(params))
+            if case.unavailable:
+                return Cell(unavailable=case.unavailable)
+            cases.append(case)
     return Cell(cases=cases)
 
 
@@ -170,6 +175,7 @@ def check_command(
     console.print(matrix_table(rows, columns, resolved))
     console.print(legend_line([Shape(*dims) for dims in SHAPES]), markup=False, soft_wrap=True)
     sections = (
+        ("also checked at:", setting_lines(rows)),
         ("unavailable here:", unavailable_lines(rows)),
         ("not checked:", skipped_lines(rows)),
         ("failures:", failure_lines(rows)),

@@ -63,12 +63,13 @@ class PointFacts:
     context: int | None = None  # a decode point's context
     rate: str = PER_SECOND  # PER_SECOND or PER_TOKEN
     tokens: int = 0  # the tokens one call processes (batch·seq; a pack's real tokens), for PER_SECOND
+    bytes: int | None = None  # the fewest bytes one call moves (None: no model, as for decode)
     pack: Mapping[str, Any] = field(default_factory=dict)  # a pack's columns (pack, packing, ...)
 
     def columns(self) -> dict[str, Any]:
         """The point's own columns of its results row."""
         own = {"device_name": self.device_name, "params": self.params, "flops": self.flops, "context": self.context}
-        return dict(self.key) | own | dict(self.pack)
+        return dict(self.key) | own | {"bytes": self.bytes} | dict(self.pack)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], rate: str) -> PointFacts:
@@ -81,6 +82,7 @@ class PointFacts:
             context=COLUMNS["context"].parse(row.get("context")),
             rate=rate,
             tokens=_tokens(row),
+            bytes=COLUMNS["bytes"].parse(row.get("bytes")),
             pack={column: row[column] for column in PACK_COLUMNS if row.get(column) not in (None, "")},
         )
 

@@ -38,8 +38,9 @@ __all__ = [
 ]
 
 # 2: processes.csv, the process column of samples.csv, and the between-process columns.
-# 3: a pack's columns (pack, packing, sequences, padding_waste).
-SCHEMA_VERSION = 3
+# 3: results.csv's bytes (the roofline's traffic, recorded per point).
+# 4: a pack's columns (pack, packing, sequences, padding_waste).
+SCHEMA_VERSION = 4
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -122,6 +123,12 @@ COLUMNS = {
             "point",
             ("device_name", str, "the device's model name"),
             ("flops", float, "floating-point operations of one call, by the variant's count"),
+            (
+                "bytes",
+                int,
+                "run: the fewest bytes one call moves (inputs read once, outputs written once, gates and β "
+                "included): the roofline's traffic",
+            ),
             ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
             ("params", str, "--param values of the impl that differ from its defaults (k=v;k=v)"),
             ("pack", str, "run --pack: where the pack's lengths come from, @ its real tokens"),
@@ -205,6 +212,8 @@ RESULT_COLUMNS = (
     *("processes", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "timing", "kernels_per_call"),
     *("graph_error", "compile_s"),
     # Schema 3.
+    "bytes",
+    # Schema 4.
     *("pack", "packing", "sequences", "padding_waste"),
 )
 # The columns every results.csv has had (later ones are optional when reading).

@@ -79,6 +79,7 @@ class PackKind(RunKind):
         return sum(variant.flops(1, sizes[0], n, *sizes[1:], point.causal, point.mode) for n in self.pack.lengths)
 
     def facts(self, point: Point, device_name: str, params: str) -> PointFacts:
+        """A run's facts with the useful FLOPs, the pack's real tokens and its columns."""
         waste = self.pack.padding_waste if point.packing == "padded" else 0.0
         columns = {
             "pack": self.pack.label,
@@ -86,8 +87,8 @@ class PackKind(RunKind):
             "sequences": self.pack.sequences,
             "padding_waste": waste,
         }
-        flops = self.useful_flops(point)
-        return PointFacts(point.as_row(), device_name, params, flops, None, self.rate, self.pack.tokens, columns)
+        run = super().facts(point, device_name, params)
+        return replace(run, flops=self.useful_flops(point), tokens=self.pack.tokens, pack=columns)
 
     def call_s(self, point: Point) -> float:
         """A padded call computes its padding too; a packed one the sequences alone."""

@@ -22,6 +22,7 @@ from linbench.runner.targets import Targets, resolve_targets
 from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point, expand_pack_points, expand_points
 from linbench.sweep.spec import SweepSpec
+from linbench.variants.extra_inputs import probe_draws
 from linbench.variants.registry import get_variant
 
 # A CPU worker may take this share of the memory available when the run starts; past it
@@ -117,6 +118,8 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     kind = kind_of(spec.command) if spec.pack is None else PackKind(pack=spec.pack)
     targets = resolve_targets(spec.variants, spec.baselines, device, kind)
     _check_shape_support(targets, spec, kind)
+    for name in dict.fromkeys(variant for variant, _ in targets.pairs):
+        probe_draws(name, get_variant(name).extra_inputs)
     if spec.cuda_graph and device.type != "cuda":
         raise ValueError(f"--cuda-graph times CUDA-graph replays and needs a CUDA device, not {device}")
     points, targets = _points(spec, targets, device)

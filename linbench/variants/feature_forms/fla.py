@@ -57,8 +57,8 @@ def _tested(version: str) -> bool:
         return False
 
 
-def fla_unavailable(device: torch.device) -> str | None:
-    """Why the fla impls cannot run on ``device`` (None: they can)."""
+def fla_unavailable(device: torch.device, module: str = "fla.ops.linear_attn") -> str | None:
+    """Why the fla impls whose kernels live in ``module`` cannot run on ``device`` (None: they can)."""
     version = fla_version()
     if version is None:
         return f"fla-core is not installed ({INSTALL_HINT}); its Triton kernels also need a CUDA GPU"
@@ -71,7 +71,7 @@ def fla_unavailable(device: torch.device) -> str | None:
     if not has_triton():
         return "fla's kernels need Triton, which is not installed or finds no GPU it supports"
     try:
-        importlib.import_module("fla.ops.linear_attn")
+        importlib.import_module(module)
     except Exception as exc:  # a broken install says why, in list, instead of crashing a run
         return f"fla cannot be imported: {' '.join(str(exc).split())[:200]}"
     return None
