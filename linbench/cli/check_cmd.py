@@ -91,6 +91,54 @@ def run_matrix(
     return rows
 
 
+LENGTH_HELP = {
+    "seq": "Measure each impl's output error against the fp64 answer at these lengths (1k..16k), "
+    "in each --dtype, instead of the pass/fail matrix.",
+    "heads": "With --seq: heads of each call. Default: 2.",
+    "dim": "With --seq: head dim of q, k and v. Default: 64.",
+    "out": "With --seq: write the errors to this CSV.",
+    "plot": "With --seq: draw the error-against-length figure to this PNG.",
+}
+
+
+def _lengths(seq: str | None, out: Path | None, plot: Path | None) -> list[int]:
+    """--seq's lengths (none without it); ValueError for a bad range, or --out/--plot without it."""
+    from linbench.sweep.ranges import parse_range
+
+    if seq is None:
+        if out is not None or plot is not None:
+            raise ValueError("--out and --plot write the error against length: give --seq (1k..16k)")
+        return []
+    return sorted(set(parse_range(seq)))
+
+
+def _error_against_length(
+    selection: list[tuple[Variant, str]],
+    dtypes: list[str],
+    lengths: list[int],
+    heads: int,
+    dim: int,
+    device: torch.device,
+    out: Path | None,
+    plot: Path | None,
+) -> None:
+    """``check --seq``: the errors as a table, and to --out and --plot (cli/check_length.py)."""
+    from linbench.cli.check_length import error_table, measure_errors, plot_errors, write_errors
+
+    results = measure_errors(selection, dtypes, lengths, heads=heads, dim=dim, device=device)
+    console = stdout_console()
+    console.print(error_table(results))
+    for result in results:
+        if result.error:
+            console.print(f"{result.variant}:{result.impl} {result.dtype} S={result.seq}: {result.error}", markup=False)
+    if out is not None:
+        write_errors(results, out)
+        console.print(f"errors -> {out}", markup=False)
+    if plot is not None:
+        plot_errors(results, plot)
+        console.print(f"figure -> {plot}", markup=False)
+
+
 def check_command(
     variant: Annotated[
         list[str] | None,
@@ -102,13 +150,24 @@ def check_command(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
+    seq: Annotated[str | None, typer.Option("--seq", help=LENGTH_HELP["seq"])] = None,
+    heads: Annotated[int, typer.Option("--heads", min=1, help=LENGTH_HELP["heads"])] = 2,
+    dim: Annotated[int, typer.Option("--dim", min=1, help=LENGTH_HELP["dim"])] = 64,
+    out: Annotated[Path | None, typer.Option("--out", help=LENGTH_HELP["out"])] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help=LENGTH_HELP["plot"])] = None,
 ) -> None:
-    """Check every impl against its variant's fp64 reference; exit 1 when any cell fails."""
+    """Check every impl against its variant's fp64 reference; exit 1 when any cell fails.
+    With --seq: measure each impl's error at those lengths instead (no pass or fail)."""
     with usage_errors():
         load_plugins(plugin)
         resolved = resolve_device(device)
-        columns = [(name, causal) for name in parse_dtypes(dtype) for causal in (True, False)]
+        dtypes = parse_dtypes(dtype)
+        columns = [(name, causal) for name in dtypes for causal in (True, False)]
         selection = [(pick.variant, pick.impl) for pick in select_impls(split_list(variant))]
+        lengths = _lengths(seq, out, plot)
+    if lengths:
+        _error_against_length(selection, dtypes, lengths, heads, dim, resolved, out, plot)
+        return
     from linbench.correctness import Shape
 
     rows = run_matrix(selection, columns, resolved, quiet)

@@ -39,7 +39,8 @@ __all__ = [
 
 # 2: processes.csv, the process column of samples.csv, and the between-process columns.
 # 3: results.csv's bytes (the roofline's traffic, recorded per point).
-SCHEMA_VERSION = 3
+# 4: a pack's columns (pack, packing, sequences, padding_waste).
+SCHEMA_VERSION = 4
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -130,6 +131,10 @@ COLUMNS = {
             ),
             ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
             ("params", str, "--param values of the impl that differ from its defaults (k=v;k=v)"),
+            ("pack", str, "run --pack: where the pack's lengths come from, @ its real tokens"),
+            ("packing", str, "run --pack: packed (one batch with the boundaries) or padded (to the longest)"),
+            ("sequences", int, "run --pack: the sequences in the pack"),
+            ("padding_waste", float, "run --pack: the share of the tokens computed that is padding"),
         ),
         # What was measured (per process in processes.csv; over processes in results.csv).
         *_group(
@@ -180,7 +185,7 @@ COLUMNS = {
             "rate",
             ("tflops", float, "flops / time_ms"),
             ("time_per_token_ms", float, "decode: the median time of one step"),
-            ("tokens_per_s", float, "run: batch·seq tokens processed per second"),
+            ("tokens_per_s", float, "run: batch·seq tokens processed per second (a pack's: its real tokens)"),
         ),
         # processes.csv and samples.csv only.
         *_group(
@@ -208,6 +213,8 @@ RESULT_COLUMNS = (
     *("graph_error", "compile_s"),
     # Schema 3.
     "bytes",
+    # Schema 4.
+    *("pack", "packing", "sequences", "padding_waste"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]

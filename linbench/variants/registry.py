@@ -39,6 +39,12 @@ FlopsFn = Callable[[int, int, int, int, int, bool, str], float]
 # Causal recurrent attention continuing from a carried state: fn(q, k, v, *, state, **params)
 # -> (out, new_state). state=None starts from nothing.
 StreamFn = Callable[..., "tuple[torch.Tensor, Any]"]
+# A packed form: fn(q, k, v, *, segments, causal, **params) on a packed batch of variable-length
+# sequences, q and k (1, H, T, Dk), ``segments`` (linbench/variants/varlen.py) where each starts.
+PackedFn = Callable[..., "torch.Tensor"]
+# A padded batch whose pads' keys are masked out: fn(q, k, v, *, key_mask, causal, **params),
+# key_mask (N, S) bool, True at real tokens.
+MaskedFn = Callable[..., "torch.Tensor"]
 # Absorbs a prompt into a decoding state with a parallel form:
 # fn(q, k, v, *, state, capacity, **params) -> new_state.
 PrefillFn = Callable[..., Any]
@@ -165,9 +171,24 @@ class Impl:
     # estimate counts an impl quadratic where its variant is not with S×S FLOPs. None (a plugin
     # that does not say): read from time_complexity (exponent_in_s).
     time_exponent: int | None = None
+    # Packed variable-length batches (linbench/variants/varlen.py). ``packed``: the impl's form
+    # for a pack (sequences back to back with their boundaries); None: it runs a pack padded to
+    # its longest sequence. ``key_masked``: its form for a padded batch whose pads' keys are
+    # masked out, which bidirectional attention needs (causal attention of a right-padded
+    # sequence needs none); None: it runs padded packs causal only.
+    packed: PackedFn | None = None
+    key_masked: MaskedFn | None = None
 
     def __post_init__(self) -> None:
         _derive(self, "time_exponent", self.time_complexity)
+
+    def packing_reason(self, packing: str, causal: bool) -> str | None:
+        """Why this impl cannot run a pack ``packing`` ("packed" or "padded") in this masking, or None."""
+        if packing == "packed" and self.packed is None:
+            return f"{self.name} has no packed form (sequence boundaries): it runs packs padded"
+        if packing == "padded" and not causal and self.key_masked is None:
+            return f"{self.name} takes no key-padding mask, which a padded bidirectional batch needs"
+        return None
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         """Why this impl cannot run on ``device``, or None when it can."""
