@@ -38,7 +38,8 @@ __all__ = [
 ]
 
 # 2: processes.csv, the process column of samples.csv, and the between-process columns.
-SCHEMA_VERSION = 2
+# 3: neighbour_cpu and oversubscribed (CPU points measured beside other processes).
+SCHEMA_VERSION = 3
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -57,6 +58,7 @@ DECODE_MODE = "decode"
 #   max      the largest reading (memory, temperature)
 #   sum      the processes' values added up (repetitions)
 #   union    every reason any process gave, each once (";"-separated)
+#   any      True when any process's is True
 #   notes    every note any process gave, each once ("; "-separated)
 #   count    how many processes there were
 #   fastest  the fastest process median; slowest: the slowest
@@ -64,7 +66,7 @@ DECODE_MODE = "decode"
 #   timing   "graph" when every process has a CUDA-graph time, else "eager"
 #   graph    the median CUDA-graph time, where every process has one
 COMBINES = (
-    *("key", "point", "gate", "rate", "process", "first", "median", "max", "sum", "union", "notes"),
+    *("key", "point", "gate", "rate", "process", "first", "median", "max", "sum", "union", "any", "notes"),
     *("count", "fastest", "slowest", "spread", "timing", "graph"),
 )
 
@@ -153,6 +155,22 @@ COLUMNS = {
             ("reserved_bytes", int, "CUDA: the caching allocator's reserved peak"),
             ("nvml_peak_bytes", int, "CUDA: the device memory NVML saw in use at the peak"),
             ("temp_c", float, "CUDA: GPU temperature while the point ran"),
+            (
+                "neighbour_cpu",
+                float,
+                "CPU: cores other processes used during the timed repetitions (/proc/stat's busy time less the "
+                "worker's own CPU time; results.csv: the most of any process)",
+            ),
+        ),
+        *_group(
+            "any",
+            (
+                "oversubscribed",
+                bool,
+                "CPU: other processes took cores the worker's threads needed while it was timed (neighbour_cpu + "
+                "threads above the cores by more than a quarter core); such a point is left out of fits, "
+                "crossovers and the gate",
+            ),
         ),
         *_group("union", ("throttle_reasons", str, "CUDA: NVML's clock throttle reasons while the point ran")),
         *_group("notes", ("error", str, "why the point is not ok (or a note on an ok point)")),
@@ -199,6 +217,8 @@ RESULT_COLUMNS = (
     # Schema 2.
     *("processes", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "timing", "kernels_per_call"),
     *("graph_error", "compile_s"),
+    # Schema 3.
+    *("neighbour_cpu", "oversubscribed"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]
@@ -207,6 +227,7 @@ MEASURED_COLUMNS = (
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
     *("nvml_peak_bytes", "sm_clock_mhz", "temp_c", "throttle_reasons", "cuda_graph", "device_ms"),
     *("graph_error", "kernels_per_call", "threads", "state_bytes", "compile_s", "rel_err", "error"),
+    *("neighbour_cpu", "oversubscribed"),
 )
 PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s")
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")
