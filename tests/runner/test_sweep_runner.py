@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sweep_helpers import make_points, run_points
+from sweep_helpers import make_points, run_points, run_store
 
 
 def by_impl_and_seq(rows: list[dict[str, str]]) -> dict[tuple[str, int], dict[str, str]]:
@@ -56,13 +56,18 @@ def test_a_point_past_the_time_limit_is_a_timeout(tmp_path: Path) -> None:
 
 
 def test_memory_of_a_point_does_not_depend_on_what_ran_before(tmp_path: Path) -> None:
+    """A point's peak in a fresh fork and in its curve's warm worker after a longer point (and
+    the correctness check, which runs there first) agree: the worker hands the heap the longer
+    point freed back before the measured call, which would otherwise reuse it unseen (peak 0)."""
     shape = (1, 8, 64)
     alone = run_points(tmp_path / "alone", make_points([("cosine", "chunked")], [4096], shape))
-    after = run_points(tmp_path / "after", make_points([("cosine", "chunked")], [8192, 4096], shape))
+    store = run_store(tmp_path / "after", make_points([("cosine", "chunked")], [8192, 4096], shape), share_workers=True)
+    assert len({row["pid"] for row in store.process_rows()}) == 1  # both points in one warm worker
     peak_alone = int(alone[0]["peak_bytes"])
-    peak_after = int(by_impl_and_seq(after)["chunked", 4096]["peak_bytes"])
+    peak_after = int(by_impl_and_seq(store.rows())["chunked", 4096]["peak_bytes"])
     assert peak_alone > 8 << 20  # q, k, v and the output alone are 8 MiB at this shape
-    assert peak_after == pytest.approx(peak_alone, rel=0.05)
+    # Fresh forks alone read this point 46–51 MB (the RSS window's resolution here).
+    assert peak_after == pytest.approx(peak_alone, rel=0.12)
 
 
 @pytest.mark.cuda
