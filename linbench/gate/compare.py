@@ -107,6 +107,7 @@ class Comparison:
             "verdict": self.verdict,
             "noisy": self.count("noisy"),
             "unverified": self.count("unverified"),
+            "oversubscribed": self.count("oversubscribed"),
             "points": [{**p.key, **{k: v for k, v in asdict(p).items() if k != "key"}} for p in self.points],
             "baseline_only": self.baseline_only,
             "current_only": self.current_only,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from linbench.gate.points import PointDiff
 
 # A control whose own time cannot be judged says nothing about drift.
-UNJUDGED = ("noisy", "unverified")
+UNJUDGED = ("noisy", "unverified", "oversubscribed")
 
 
 class ControlError(ValueError):

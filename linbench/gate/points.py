@@ -1,10 +1,12 @@
 """One point of two runs compared: its time (by the rule of rule.py, on the CUDA-graph
 replay time where both sides have one, with the eager time beside it), its memory and its
-kernel launches per call, each with a verdict."""
+kernel launches per call, each with a verdict. A CPU point whose threads other processes
+oversubscribed on either side (results.csv's ``oversubscribed``) has its time not judged:
+its verdict is ``oversubscribed``, which never fails; its memory still is."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -17,6 +19,7 @@ from linbench.units import as_number
 # Identical CPU runs differ by up to ~0.7 MiB of peak RSS at small sizes (measured).
 CPU_MEMORY_FLOOR_BYTES = 1 << 20
 TIME_FAILURES = ("regression",)
+OVERSUBSCRIBED = "oversubscribed"
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,8 @@ class PointDiff:
     noise: float | None  # N: the change noise alone can make
     threshold: float | None  # T = max(max_slowdown, N)
     settled: bool | None  # False: a side's processes disagree and are too few to trust their spread
-    time_verdict: str  # regression, slower, faster, same, noisy, unverified, broken, fixed, not compared
+    # regression, slower, faster, same, noisy, unverified, oversubscribed, broken, fixed, not compared
+    time_verdict: str
     eager_ratio: float | None  # graph-timed points: the eager time, judged by the same rule
     # As time_verdict, or - where the eager time is the judged one. Information only: where a
     # CUDA graph timed the point, its eager time is mostly the host issuing launches, which
@@ -94,6 +98,11 @@ class Side:
     def ok(self) -> bool:
         return self.row["status"] == "ok"
 
+    @property
+    def oversubscribed(self) -> bool:
+        """Other processes took cores this side's worker threads needed while it was timed."""
+        return str(self.row.get("oversubscribed")) == "True"
+
     def count(self) -> int:
         return 0 if self.processes is None else len(self.processes)
 
@@ -127,6 +136,9 @@ def diff_point(
     rule = thresholds.time_rule(protocol)
     time = judge(base.medians(column), cur.medians(column), rule) if both_ok else TimeJudgement("-", None)
     eager = judge(base.medians("time_ms"), cur.medians("time_ms"), rule) if both_ok and graph else None
+    if both_ok and (base.oversubscribed or cur.oversubscribed):
+        time = replace(time, verdict=OVERSUBSCRIBED)
+        eager = replace(eager, verdict=OVERSUBSCRIBED) if eager is not None else None
     base_bytes, cur_bytes = base.largest("peak_bytes"), cur.largest("peak_bytes")
     growth = (cur_bytes - base_bytes) / base_bytes if both_ok and base_bytes and cur_bytes is not None else None
     base_kernels, kernels = base.largest("kernels_per_call"), cur.largest("kernels_per_call")

@@ -18,7 +18,7 @@ VERDICT_STYLE = {
     "noisy": "magenta",
     ENVIRONMENT: "yellow",
 }
-NOT_GATED = ("noisy", "unverified")
+NOT_GATED = ("noisy", "unverified", "oversubscribed")
 ADVICE = {
     "noisy": "{n} point(s) noisy (not gated): their processes disagree too much to resolve {floor}, or "
     "are too few for how much they disagree. Measure with more processes (linbench run --processes 5 "
@@ -26,6 +26,10 @@ ADVICE = {
     "unverified": "{n} point(s) unverified: a side has fewer than {k} worker processes per point (a run "
     "made before processes.csv, or --processes below {k}), so time is not gated; memory, kernel launches "
     "and broken points still are. Record both runs with linbench run --processes 5.",
+    "oversubscribed": "{n} point(s) oversubscribed (not gated): on a side, other processes took the cores the "
+    "worker's threads needed while it was timed (results.csv's oversubscribed and neighbour_cpu), so their "
+    "time says more about the machine than the code; memory and broken points still are gated. Measure "
+    "again on an idle machine.",
 }
 
 
