@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from linbench.machine.cpu_use import idle_core_count
-from linbench.machine.load import START_WINDOW_S, LoadMonitor
+from linbench.machine.load import MIN_WINDOW_S, LoadMonitor
 from linbench.results.meta import LoadSection
 from linbench.results.store import RunStore, RunStoreError
 from linbench.runner.ledger import TimeLedger
@@ -58,7 +58,7 @@ class Session:
         sample = self.load.sample("start")
         if self.plan.device.type == "cpu":
             idle = sample.get("idle_cores")
-            self.choice = initial_choice(self.plan.threads, torch.get_num_threads(), idle, START_WINDOW_S)
+            self.choice = initial_choice(self.plan.threads, torch.get_num_threads(), idle, MIN_WINDOW_S)
             self.load.threads = self.choice.threads
         self.record = {
             "session": len(self.earlier) + 1,
