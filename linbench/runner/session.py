@@ -77,7 +77,7 @@ class Session:
                 "threads": self.choice.threads,
                 "threads_choice": self.choice.section(),
             }
-        if self.plan.kind.name == "run" and "ceilings" not in self._meta():
+        if self._wants_ceilings():
             updates["ceilings"] = self._ceilings()
         self.store.update_meta(updates | {"load": self._load_section()})
         self.ledger.add_startup(time.perf_counter() - started)
@@ -118,6 +118,13 @@ class Session:
             self.record.setdefault("threads_changes", []).append(change)
         self.choice = new
         self.load.threads = new.threads
+
+    def _wants_ceilings(self) -> bool:
+        """A ``linbench run`` folder without its ceilings yet (a folder made other than by the
+        command, as the runner's tests make them, measures none)."""
+        meta = self._meta()
+        sweep = meta.get("sweep")
+        return isinstance(sweep, Mapping) and sweep.get("command") == "run" and "ceilings" not in meta
 
     def _ceilings(self) -> dict[str, Any]:
         from linbench.machine.ceilings import run_ceilings
