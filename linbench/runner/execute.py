@@ -55,7 +55,7 @@ def run_measure(task: Task) -> ProcessResult:
     started = time.perf_counter()
     compiled_before = compile_seconds()
     forget_references()  # the fp64 references of checks this worker ran: not the point's memory
-    gc.collect()
+    gc.collect()  # and what an earlier point in this worker left in reference cycles
     device = torch.device(task.point.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
