@@ -119,6 +119,7 @@ class Comparison:
             "noisy": self.count("noisy"),
             "unverified": self.count("unverified"),
             "oversubscribed": self.count("oversubscribed"),
+            "other_threads": self.count("other threads"),
             "unjudged": [p.key for p in self.unjudged],
             "mismatched": self.covered().reasons(),
             "between_runs": self.between.to_json() if self.between is not None else None,

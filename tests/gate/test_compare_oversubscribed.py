@@ -51,3 +51,15 @@ def test_a_baseline_measured_oversubscribed_is_not_judged_either(tmp_path: Path)
 def test_the_memory_of_an_oversubscribed_point_is_still_gated(tmp_path: Path) -> None:
     comparison = _compare(tmp_path, _rows(), _marked(_rows(), 5, memory=1.5))
     assert comparison.points[5].memory_verdict == "regression" and comparison.failed
+
+
+def test_a_point_measured_with_other_threads_on_each_side_is_not_judged(tmp_path: Path) -> None:
+    # A quiet baseline took both cores, a busy current run one: slower and larger, by design.
+    base = [row | {"threads": 2} for row in _rows()]
+    cur = [row | {"threads": 2} for row in _rows()]
+    cur[1].update(threads=1, time_ms=cur[1]["time_ms"] * 1.8, peak_bytes=cur[1]["peak_bytes"] * 0.8)
+    comparison = _compare(tmp_path, base, cur)
+    point = comparison.points[1]
+    assert point.time_verdict == "other threads" and point.memory_verdict == "-"
+    assert not comparison.failed and comparison.verdict == "inconclusive"
+    assert {p.time_verdict for i, p in enumerate(comparison.points) if i != 1} == {"same"}
