@@ -29,7 +29,11 @@ from linbench.runner.plan import RunPlan
 from linbench.runner.threads import BY_HAND, ThreadsChoice, initial_choice, measure_idle_cores
 
 # A re-check of the idle cores before a process is measured again watches this long.
-RECHECK_WINDOW_S = 0.25
+RECHECK_WINDOW_S = 0.1
+# After a re-check found the cores still taken, the next this many seconds assume they still
+# are: on a machine busy for minutes every process is oversubscribed, and a re-check each
+# would cost more than it could save.
+RECHECK_HOLD_S = 10.0
 
 
 class Session:
@@ -45,6 +49,7 @@ class Session:
         previous = recorded.section() if recorded is not None else None
         self.load = LoadMonitor(gpu_index=gpu, threads=plan.threads or torch.get_num_threads(), previous=previous)
         self.choice: ThreadsChoice | None = None
+        self._taken_until: float | None = None  # a re-check found the cores taken: until then, assume so
         self.record: dict[str, Any] = {}
 
     @property
@@ -93,9 +98,13 @@ class Session:
     def recheck(self) -> bool:
         """Watch the idle cores now, and follow them; True when the threads chosen now would
         not be oversubscribed (a process measured again could come out clean)."""
+        if self._taken_until is not None and time.monotonic() < self._taken_until:
+            return False
         idle = measure_idle_cores(RECHECK_WINDOW_S)
         self._follow(idle, _now())
-        return idle is not None and self.threads is not None and idle_core_count(idle) >= self.threads
+        clean = idle is not None and self.threads is not None and idle_core_count(idle) >= self.threads
+        self._taken_until = None if clean else time.monotonic() + RECHECK_HOLD_S
+        return clean
 
     def count(self, row: dict[str, Any]) -> None:
         """A results row this session wrote."""

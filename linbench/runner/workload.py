@@ -10,13 +10,15 @@ faulted in once, behind randomly sized blocks, so where the inputs and the impl'
 land in memory is drawn anew many times a process. Without it, a process keeps one layout for
 its whole life and the layout alone decided whether a point took 2.5 or 4.5 ms on our 2-core
 test machine: the same sweep run twice disagreed by 80% on single points with ±5% spread
-inside each run. With it, eight processes gave medians within ±2% of each other (the idea of
-Curtsinger and Berger's Stabilizer: randomise layout so that timings become a statistic of
-the code, not of one layout). Copies into freshly allocated buffers did the same, but each
-landed in fresh pages that faulted in every repetition (25 ms a repetition at 4k under load,
-about as long as cosine:kernel's call); in the arena a placement costs one copy of the
-inputs, and a placement is skipped where its copy would cost more than ``LAYOUT_SHARE`` of
-the calls since the last one.
+inside each run (the idea of Curtsinger and Berger's Stabilizer: randomise layout so that
+timings become a statistic of the code, not of one layout). The first scheme copied the inputs
+into freshly allocated buffers before every repetition, and with it eight processes gave
+medians within ±2% of each other; but each copy landed in fresh pages that faulted in every
+repetition (25 ms a repetition at 4k under load, about as long as cosine:kernel's call, and
+about 1.0 s of every CPU process). In the arena a placement costs one copy of the inputs, and
+a placement is skipped where its copy would cost more than ``LAYOUT_SHARE`` of the calls since
+the last one. (Whether the arena keeps the ±2% is still to be measured on a quiet machine:
+on a shared one, both schemes' processes spread by up to 36–46% from load alone.)
 """
 
 from __future__ import annotations
