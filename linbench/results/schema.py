@@ -175,7 +175,7 @@ COLUMNS = {
         *_group("union", ("throttle_reasons", str, "CUDA: NVML's clock throttle reasons while the point ran")),
         *_group("notes", ("error", str, "why the point is not ok (or a note on an ok point)")),
         *_group("graph", ("device_ms", float, "median time of one CUDA-graph replay: device time without launches")),
-        *_group("count", ("processes", int, "worker processes that measured the point (each a fresh process)")),
+        *_group("count", ("processes", int, "worker processes that measured the point (no two of them one process)")),
         *_group("fastest", ("time_ms_proc_lo", float, "the fastest process median")),
         *_group("slowest", ("time_ms_proc_hi", float, "the slowest process median")),
         *_group(
