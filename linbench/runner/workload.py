@@ -30,9 +30,15 @@ from typing import Any
 
 import torch
 
-from linbench.api import attention
+from linbench.api import attention_prechecked
 from linbench.dtypes import torch_dtype
 from linbench.sweep.points import Point
+from linbench.variants.extra_inputs import (
+    check_extra_inputs,
+    draw_extra_inputs,
+    seq_major,
+    split_draw_settings,
+)
 from linbench.variants.registry import get_variant
 
 # A new placement of the inputs costs at most this share of the time the calls take.
@@ -41,6 +47,11 @@ LAYOUT_SHARE = 0.1
 # (torch's CPU allocator aligns to 64 bytes; an arena offset keeps that alignment).
 GAP_BYTES = 1 << 20
 ALIGN_BYTES = 64
+# The arena's name of an extra input (gates, β), beside q, k, v and grad_out.
+EXTRA = "extra:"
+# The extra inputs (gates, β) are drawn from a CPU generator of their own, seeded from the
+# workload's: the same values on every device, and q, k, v as they were before there were any.
+EXTRA_SEED_OFFSET = 7919
 
 
 class Workload:
@@ -48,12 +59,14 @@ class Workload:
 
     def __init__(self, point: Point, device: torch.device, seed: int = 0, params: dict[str, Any] | None = None) -> None:
         self.point = point
-        self.params = dict(params or {})  # --param values, passed to the impl
+        variant = get_variant(point.variant)
+        # --param values: the draw settings of the extra inputs (gate_regime), the rest for the impl.
+        settings, self.params = split_draw_settings(params or {})
         shape, dtype = point.shape, torch_dtype(point.dtype)
         gen = torch.Generator(device=device).manual_seed(seed)
         grad = point.mode != "fwd"
         # fla keeps (B, S, H, D): its inputs are made so here, untimed, and seen through views.
-        self._seq_major = get_variant(point.variant).impl(point.impl).layout == "bshd"
+        self._seq_major = variant.impl(point.impl).layout == "bshd"
 
         def draw(dim: int) -> torch.Tensor:
             if self._seq_major:
@@ -64,6 +77,7 @@ class Workload:
 
         self.q, self.k, self.v = draw(shape.dim_k), draw(shape.dim_k), draw(shape.dim_v)
         self.grad_out = draw(shape.dim_v).detach() if grad else None
+        self.extras = self._draw_extras(settings, seed, grad)
         self._pending: torch.Tensor | None = None
         self._shuffle_layout = device.type == "cpu"
         self._layout_rng = random.Random(seed)
@@ -75,9 +89,40 @@ class Workload:
         self._calls_s = 0.0  # what the calls since the last placement took
         self._ready_at: float | None = None  # when before() last returned
 
+    def _draw_extras(self, settings: Any, seed: int, grad: bool) -> dict[str, torch.Tensor]:
+        """The variant's extra inputs (gates, β), drawn and checked here, untimed, once: the
+        timed calls do not read their values again. Gradients reach the differentiable ones in
+        a backward, as in training."""
+        declared = get_variant(self.point.variant).extra_inputs
+        if not declared:
+            return {}
+        gen = torch.Generator().manual_seed(seed + EXTRA_SEED_OFFSET)
+        shape = self.point.shape
+        drawn = draw_extra_inputs(
+            declared,
+            (shape.batch, shape.heads, shape.seq, shape.dim_k),
+            generator=gen,
+            device=self.q.device,
+            dtype=self.q.dtype,
+            settings=settings,
+        )
+        check_extra_inputs(self.point.variant, declared, drawn, self.q)
+        return {
+            extra.name: (seq_major(extra, drawn[extra.name]) if self._seq_major else drawn[extra.name]).requires_grad_(
+                grad and extra.differentiable
+            )
+            for extra in declared
+        }
+
+    def leaves(self) -> tuple[torch.Tensor, ...]:
+        """What a backward differentiates: q, k, v and the extra inputs gradients reach."""
+        return (self.q, self.k, self.v, *(t for t in self.extras.values() if t.requires_grad))
+
     def forward(self) -> torch.Tensor:
         p = self.point
-        return attention(self.q, self.k, self.v, variant=p.variant, impl=p.impl, causal=p.causal, **self.params)
+        return attention_prechecked(
+            self.q, self.k, self.v, variant=p.variant, impl=p.impl, causal=p.causal, **self.params, **self.extras
+        )
 
     def before(self) -> None:
         """Untimed set-up of one repetition: a fresh memory layout (CPU), bwd's forward graph."""
@@ -115,8 +160,12 @@ class Workload:
             size = _extent_bytes(source)
             typed = arena[offset : offset + size].view(source.dtype)
             # as_strided keeps the source's strides, so a "bshd" impl keeps its layout.
-            placed = typed.as_strided(source.size(), source.stride()).copy_(source)
-            setattr(self, name, placed.detach().requires_grad_(grad and name != "grad_out"))
+            placed = typed.as_strided(source.size(), source.stride()).copy_(source).detach()
+            if name.startswith(EXTRA):  # an extra input keeps whether gradients reach it
+                extra = name.removeprefix(EXTRA)
+                self.extras[extra] = placed.requires_grad_(self.extras[extra].requires_grad)
+            else:
+                setattr(self, name, placed.requires_grad_(grad and name != "grad_out"))
             offset += -(-size // ALIGN_BYTES) * ALIGN_BYTES
         return time.perf_counter() - started
 
@@ -125,6 +174,7 @@ class Workload:
         if not self._sources:
             names = ("q", "k", "v", "grad_out")
             self._sources = {name: t.detach() for name in names if (t := getattr(self, name)) is not None}
+            self._sources |= {EXTRA + name: t.detach() for name, t in self.extras.items()}
         if self._arena is None:
             size = sum(-(-_extent_bytes(t) // ALIGN_BYTES) * ALIGN_BYTES + GAP_BYTES for t in self._sources.values())
             self._arena = torch.zeros(size, dtype=torch.uint8)
@@ -138,7 +188,7 @@ class Workload:
                 self.forward()
             return
         out = self.forward() if mode == "fwdbwd" else self._take_pending()
-        torch.autograd.grad(out, (self.q, self.k, self.v), self.grad_out)
+        torch.autograd.grad(out, self.leaves(), self.grad_out)
 
     def _take_pending(self) -> torch.Tensor:
         out, self._pending = self._pending, None
