@@ -286,6 +286,9 @@ class _ReferenceCache:
             self._items[key] = found  # most recently used goes last
         return found
 
+    def clear(self) -> None:
+        self._items.clear()
+
     def put(self, key: tuple[Any, ...], value: dict[str, torch.Tensor]) -> None:
         self._items[key] = value
         while len(self._items) > self.size:
@@ -293,6 +296,11 @@ class _ReferenceCache:
 
 
 _REFERENCES = _ReferenceCache()
+
+
+def forget_references() -> None:
+    """Drop the fp64 references kept for the next checks (a worker about to measure memory)."""
+    _REFERENCES.clear()
 
 
 def check_impl(

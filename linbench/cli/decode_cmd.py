@@ -27,7 +27,8 @@ HELP = {
     "and one more). Default: 32.",
     "timeout_s": "Limit per point (prefill and steps), seconds. Default: 120.",
     "param": "A parameter of a variant's decoders, repeatable: cosine.norm_const=0.3, cosine:recurrent.norm_const=0.3.",
-    "threads": "torch threads in each worker (torch.set_num_threads). Default: torch's.",
+    "threads": "torch threads in each worker (torch.set_num_threads). Default on CPU: one per core idle when "
+    "the run starts (at least one), following the idle cores between points; on GPU: torch's.",
     "cuda_graph": "Also capture one step in a CUDA graph and time its replays (the step's device time, "
     "column device_ms) beside the eager time. CUDA only.",
 }

@@ -44,7 +44,7 @@ def report_command(
     from linbench.report.load import load_runs
     from linbench.report.render import markdown, report_tables
     from linbench.report.roofline import roofline_json, roofline_tables
-    from linbench.results.machine_load import load_warning
+    from linbench.results.machine_load import load_warning, run_notes
 
     with usage_errors():
         chosen = _report_format(output_format_flag, as_json)
@@ -74,7 +74,9 @@ def report_command(
         sections = []
         for analysis, run in zip(analyses, loaded, strict=True):
             busy = load_warning(run.meta)
-            title = f"linbench report: {analysis.run}" + (f"\n\n**warning:** {busy}" if busy else "")
+            notes = [f"\n\n**warning:** {busy}"] if busy else []
+            notes += [f"\n\n**note:** {note}" for note in run_notes(run.results.to_dict("records"), run.meta)]
+            title = f"linbench report: {analysis.run}" + "".join(notes)
             sections.append(markdown(report_tables(analysis) + roofline_tables(run), title))
         text = "\n".join(sections)
     else:  # the tables, as plain text for a file
@@ -91,12 +93,14 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
 
     from linbench.report.render import report_tables, rich_table
     from linbench.report.roofline import roofline_tables
-    from linbench.results.machine_load import load_warning
+    from linbench.results.machine_load import load_warning, run_notes
 
     for run, analysis in zip(loaded, analyses, strict=True):
         console.print(f"[bold]{run.path}[/bold]  {escape(str(run.meta.get('command', '')))}", soft_wrap=True)
         if busy := load_warning(run.meta):
             console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
+        for note in run_notes(run.results.to_dict("records"), run.meta):
+            console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
         for table in report_tables(analysis) + roofline_tables(run):
             console.print(rich_table(table))
 

@@ -24,7 +24,8 @@ HELP = {
     "budget_s": "Seconds of timed repetitions per point. Default: 1 on CPU, 0.5 on GPU.",
     "param": "An impl's parameter, repeatable: cosine:kernel.chunk_size=128 (one impl), "
     "cosine.norm_const=0.3 (every cosine impl that takes it), softmax:sdpa.backend=flash.",
-    "threads": "torch threads in each worker (torch.set_num_threads). Default: torch's.",
+    "threads": "torch threads in each worker (torch.set_num_threads). Default on CPU: one per core idle when "
+    "the run starts (at least one), following the idle cores between points; on GPU: torch's.",
     "warmup_s": "Seconds of untimed warm-up per point. Default: 0.2 on CPU, 0.1 on GPU.",
     "min_reps": "Fewest timed repetitions per point. Default: 3 on CPU, 10 on GPU.",
     "processes": "Fresh worker processes per point, in interleaved rounds (5 for a regression gate: the "

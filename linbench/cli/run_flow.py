@@ -270,7 +270,7 @@ def _end(prepared: Prepared, outcome: Outcome, console: Console, quiet: bool, al
     from rich.markup import escape
 
     from linbench.cli.run_display import failed_rows, failure_note, status_counts, summary_tables
-    from linbench.results.machine_load import load_warning
+    from linbench.results.machine_load import load_warning, run_notes
     from linbench.results.meta import Overhead
     from linbench.runner.ledger import overhead_line
 
@@ -297,7 +297,12 @@ def _end(prepared: Prepared, outcome: Outcome, console: Console, quiet: bool, al
     busy = load_warning(meta)
     if busy and not quiet:
         console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
-    tail = f"; warning: {busy}" if busy and quiet else ""  # --quiet keeps its single summary line
+    notes = run_notes(rows, meta)
+    if not quiet:
+        for note in notes:
+            console.print(f"note: {note}", markup=False, soft_wrap=True)
+    # --quiet keeps its single summary line
+    tail = "".join(f"; warning: {line}" for line in ([busy] if busy else []) + notes) if quiet else ""
     overhead = Overhead.read(meta)
     if not quiet and overhead is not None:
         console.print(overhead_line(overhead), markup=False, soft_wrap=True)

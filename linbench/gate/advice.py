@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from linbench.gate.compare import Comparison
 from linbench.gate.points import Thresholds
 from linbench.gate.render import point_label
-from linbench.gate.rule import processes_to_judge
+from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, processes_to_judge
 from linbench.results.protocol import GATE_PROCESSES
 
 # Flags that take a value and are replaced (or dropped) in a command given again.
@@ -109,6 +109,19 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
         lines.append(
             f"to judge them, measure both runs again (the baseline at its own commit) with more processes: {again}; "
             "or gate in one job with linbench ab (docs/ci.md)"
+        )
+    crowded = sum(p.time_verdict == OVERSUBSCRIBED for p in unjudged)
+    if crowded:
+        lines.append(
+            f"{crowded} of them were measured while other processes took their worker's cores (oversubscribed): "
+            "more processes will not settle them; measure again with the cores free, or with fewer threads "
+            "(--threads 1)"
+        )
+    threads = sum(p.time_verdict == OTHER_THREADS for p in unjudged)
+    if threads:
+        lines.append(
+            f"{threads} of them were measured with other torch thread counts on the two sides: more processes will "
+            "not settle them; give both runs the same --threads"
         )
     if rerun.beyond:
         lines.append(

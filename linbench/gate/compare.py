@@ -90,7 +90,7 @@ class Comparison:
 
     @property
     def unjudged(self) -> list[PointDiff]:
-        """The points whose time, present on both sides, could not be judged (noisy, unverified)."""
+        """The points whose time, present on both sides, could not be judged (noisy, unverified, oversubscribed)."""
         return [p for p in self.points if p.time_verdict in UNJUDGED]
 
     @property
@@ -118,6 +118,8 @@ class Comparison:
             "verdict": self.verdict,
             "noisy": self.count("noisy"),
             "unverified": self.count("unverified"),
+            "oversubscribed": self.count("oversubscribed"),
+            "other_threads": self.count("other threads"),
             "unjudged": [p.key for p in self.unjudged],
             "mismatched": self.covered().reasons(),
             "between_runs": self.between.to_json() if self.between is not None else None,

@@ -1,17 +1,22 @@
 """One point of two runs compared: its time (by the rule of rule.py, on the CUDA-graph
 replay time where both sides have one, with the eager time beside it), its memory and its
-kernel launches per call, each with a verdict."""
+kernel launches per call, each with a verdict. A CPU point whose threads other processes
+oversubscribed on either side (results.csv's ``oversubscribed``) has its time not judged:
+its verdict is ``oversubscribed``: not judged (so never a pass, rule.py's UNJUDGED), not
+even by the gross rule; its memory still is. A point measured with other torch thread counts
+on the two sides (``threads``) is ``other threads``: neither its time nor its memory is
+judged."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
 from linbench.gate.between import BetweenRuns
 from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_memory
-from linbench.gate.rule import TimeJudgement, TimeRule, judge
+from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, TimeJudgement, TimeRule, judge
 from linbench.report.series import plain
 from linbench.results.protocol import ProcessProtocol
 from linbench.units import as_number
@@ -60,7 +65,9 @@ class PointDiff:
     noise: float | None  # N: the change noise alone can make
     threshold: float | None  # T = max(max_slowdown, N)
     settled: bool | None  # False: a side's processes disagree and are too few to trust their spread
-    time_verdict: str  # regression, slower, faster, same, noisy, unverified, broken, fixed, not compared
+    # regression, slower, faster, same, noisy, unverified, oversubscribed, other threads, broken, fixed,
+    # not compared
+    time_verdict: str
     eager_ratio: float | None  # graph-timed points: the eager time, judged by the same rule
     # As time_verdict, or - where the eager time is the judged one. Information only: where a
     # CUDA graph timed the point, its eager time is mostly the host issuing launches, which
@@ -99,6 +106,17 @@ class Side:
     @property
     def ok(self) -> bool:
         return self.row["status"] == "ok"
+
+    @property
+    def oversubscribed(self) -> bool:
+        """Other processes took cores this side's worker threads needed while it was timed."""
+        return str(self.row.get("oversubscribed")) == "True"
+
+    @property
+    def threads(self) -> int | None:
+        """The torch threads its worker measured with (None: not recorded)."""
+        value = as_number(self.row.get("threads"))
+        return None if value is None else int(value)
 
     def count(self) -> int:
         return 0 if self.processes is None else len(self.processes)
@@ -168,7 +186,14 @@ def diff_point(
         within = _widest(base.widest_within(), cur.widest_within())
         time = judge(base.medians(column), cur.medians(column), rule, within)
     eager = judge(base.medians("time_ms"), cur.medians("time_ms"), rule) if both_ok and graph else None
-    memory = _memory(base, cur, thresholds, key["device_type"]) if both_ok else None
+    unjudged = _not_comparable(base, cur) if both_ok else None
+    if unjudged is not None:
+        # Not judged, not even as gross: a pool that waited for the scheduler ran 50x slow, and
+        # one thread against two is another configuration, not a change of code.
+        time = replace(time, verdict=unjudged, gross=False)
+        eager = replace(eager, verdict=unjudged) if eager is not None else None
+    # Peak RSS moves with the threads too (per-thread buffers): compared only at equal threads.
+    memory = _memory(base, cur, thresholds, key["device_type"]) if both_ok and unjudged != OTHER_THREADS else None
     base_kernels, kernels = base.largest("kernels_per_call"), cur.largest("kernels_per_call")
     return PointDiff(
         key=key,
@@ -196,6 +221,17 @@ def diff_point(
         launch_verdict=_launch_verdict(base_kernels, kernels, thresholds.max_launch_growth) if both_ok else "-",
         gross=time.gross,
     )
+
+
+def _not_comparable(base: Side, cur: Side) -> str | None:
+    """Why the two sides' times cannot be judged against each other (None: they can): measured
+    with other thread counts (default CPU runs take the idle cores, so a quiet baseline and a
+    busy current run differ), or oversubscribed on a side."""
+    if base.threads is not None and cur.threads is not None and base.threads != cur.threads:
+        return OTHER_THREADS
+    if base.oversubscribed or cur.oversubscribed:
+        return OVERSUBSCRIBED
+    return None
 
 
 def _widest(base: float | None, cur: float | None) -> float | None:

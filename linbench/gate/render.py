@@ -12,7 +12,7 @@ from linbench.units import format_bytes, format_ms, format_size
 
 ENVIRONMENT = "regression (environment)"
 GROSS = "regression (gross)"
-NOT_JUDGED = ("noisy", "unverified")
+NOT_JUDGED = ("noisy", "unverified", "oversubscribed", "other threads")
 VERDICT_STYLE = {
     "regression": "bold red",
     "broken": "bold red",
@@ -20,6 +20,8 @@ VERDICT_STYLE = {
     "faster": "green",
     "noisy": "magenta",
     "unverified": "magenta",
+    "oversubscribed": "magenta",
+    "other threads": "magenta",
     GROSS: "bold red",
     ENVIRONMENT: "yellow",
 }
@@ -30,6 +32,12 @@ ADVICE = {
     "unverified": "{n} point(s) unverified (not judged): a side has fewer than {k} worker processes per point "
     "(a run made before processes.csv, or --processes below {k}), too few to judge time with; memory, kernel "
     "launches and broken points are still gated.",
+    "oversubscribed": "{n} point(s) oversubscribed (not judged): on a side, other processes took the cores the "
+    "worker's threads needed while it was timed (results.csv's oversubscribed and neighbour_cpu), so their time "
+    "says more about the scheduler than the code; memory and broken points are still gated.",
+    "other threads": "{n} point(s) measured with other torch thread counts on the two sides (not judged: "
+    "results.csv's threads; a CPU run takes the idle cores by default, so a quiet and a busy run differ); "
+    "give both runs the same --threads, as suites/gate-cpu.toml does.",
 }
 
 

@@ -54,7 +54,13 @@ MEDIAN_SE_FACTOR = 1.2533
 GROSS_RATIO = 2.5
 GROSS_WITHIN = 1.5
 GROSS_MIN_POINTS = 5
-UNJUDGED = ("noisy", "unverified")
+# Set by points.py, not by this rule: a CPU point whose threads other processes oversubscribed
+# on either side (results.csv's ``oversubscribed``), and one measured with other torch thread
+# counts on the two sides (``threads``).
+OVERSUBSCRIBED = "oversubscribed"
+OTHER_THREADS = "other threads"
+# The verdicts of a time that could not be judged: a comparison with one is not a pass.
+UNJUDGED = ("noisy", "unverified", OVERSUBSCRIBED, OTHER_THREADS)
 
 
 @dataclass(frozen=True)

@@ -34,12 +34,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from linbench.machine.cpu_use import CpuTimes, idle_cores, read_cpu_times, usable_cpus
+
 # A process at this share of one core or above makes the machine busy.
 BUSY_PROCESS_PERCENT = 50.0
 # Processes at this share or above are listed in a sample.
 LISTED_PERCENT = 10.0
 MAX_LISTED = 8
-# The shortest window a sample watches (the first one, before any point runs, watches this).
+# The shortest window a sample watches (the first one, before any point runs, watches this;
+# its idle cores choose a CPU worker's threads: linbench/runner/threads.py).
 MIN_WINDOW_S = 0.25
 # Between points, a sample at most this often.
 SAMPLE_INTERVAL_S = 10.0
@@ -59,6 +62,8 @@ class ProcStat:
     ppid: int
     name: str
     cpu_ticks: int  # user + system time, in clock ticks
+    # user + system time of its children that ended and were waited for, in clock ticks
+    child_ticks: int = 0
 
 
 def read_processes(proc: Path = Path("/proc")) -> dict[int, ProcStat]:
@@ -87,8 +92,10 @@ def parse_stat(text: str) -> ProcStat | None:
         head, _, tail = text.rpartition(")")
         pid_text, _, name = head.partition(" (")
         fields = tail.split()
-        # fields[0] is the state (stat's field 3): ppid is field 4, utime 14 and stime 15.
-        return ProcStat(int(pid_text), int(fields[1]), name, int(fields[11]) + int(fields[12]))
+        # fields[0] is the state (stat's field 3): ppid is field 4, utime 14, stime 15,
+        # cutime 16 and cstime 17.
+        children = int(fields[13]) + int(fields[14]) if len(fields) > 14 else 0
+        return ProcStat(int(pid_text), int(fields[1]), name, int(fields[11]) + int(fields[12]), children)
     except (ValueError, IndexError):
         return None
 
@@ -180,6 +187,33 @@ def cpu_cores() -> int:
     return os.cpu_count() or 1
 
 
+def own_ticks(table: dict[int, ProcStat], root: int | None = None) -> int:
+    """CPU ticks of linbench's own processes so far (``root`` and its descendants), with those
+    of their children that ended and were waited for: a worker the fork server reaped between
+    two readings still counts as linbench's."""
+    return sum(table[pid].cpu_ticks + table[pid].child_ticks for pid in own_pids(table, root) if pid in table)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """The processes and the CPUs' times at one moment."""
+
+    at: float  # time.monotonic()
+    table: dict[int, ProcStat]
+    cpu: CpuTimes | None
+
+    @classmethod
+    def now(cls) -> _Reading:
+        return cls(time.monotonic(), read_processes(), read_cpu_times())
+
+    def idle_cores(self, later: _Reading) -> float | None:
+        """Cores free for linbench from this reading to ``later``: idle, or used by linbench."""
+        if self.cpu is None or later.cpu is None:
+            return None
+        own = own_ticks(later.table) - own_ticks(self.table)
+        return idle_cores(self.cpu, later.cpu, own, usable_cpus())
+
+
 class LoadMonitor:
     """Samples the machine's load; ``section()`` is meta.json's ``load``."""
 
@@ -195,30 +229,32 @@ class LoadMonitor:
         self.interval_s = interval_s
         old = previous.get("samples") if isinstance(previous, dict) else None
         self.samples: list[dict[str, Any]] = list(old) if isinstance(old, list) else []
-        self._last: tuple[float, dict[int, ProcStat]] | None = None
+        self._last: _Reading | None = None
 
     def sample(self, when: str) -> dict[str, Any]:
         """Read the machine now (``when``: start, during or end) and keep the sample."""
         if self._last is None:  # nothing to compare with yet: start the window now
-            self._last = (time.monotonic(), read_processes())
-        since, before = self._last
-        short_by = MIN_WINDOW_S - (time.monotonic() - since)
+            self._last = _Reading.now()
+        short_by = MIN_WINDOW_S - (time.monotonic() - self._last.at)
         if short_by > 0:
             time.sleep(short_by)
-        table = read_processes()
-        now = time.monotonic()
-        self._last = (now, table)
-        ours = own_pids(table)
+        before, after = self._last, _Reading.now()
+        self._last = after
+        elapsed = after.at - before.at
+        ours = own_pids(after.table)
         sample: dict[str, Any] = {
             "when": when,
             "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "window_s": round(now - since, 2),
+            "window_s": round(elapsed, 2),
             "load_avg": load_average(),
-            "busy_processes": busy_processes(before, table, now - since, ours),
+            "busy_processes": busy_processes(before.table, after.table, elapsed, ours),
         }
+        idle = before.idle_cores(after)
+        if idle is not None:
+            sample["idle_cores"] = round(idle, 2)
         if self.gpu_index is not None:
             try:
-                sample["gpu_processes"] = gpu_processes(self.gpu_index, table, ours)
+                sample["gpu_processes"] = gpu_processes(self.gpu_index, after.table, ours)
             except Exception as exc:  # no NVML: the CPU figures stand alone
                 sample["gpu_error"] = f"{type(exc).__name__}: {exc}"
         sample["busy"] = busy_reasons(sample, cpu_cores())
@@ -227,7 +263,7 @@ class LoadMonitor:
 
     def due(self) -> bool:
         """Whether a sample between points is due."""
-        return self._last is None or time.monotonic() - self._last[0] >= self.interval_s
+        return self._last is None or time.monotonic() - self._last.at >= self.interval_s
 
     def section(self) -> dict[str, Any]:
         return {

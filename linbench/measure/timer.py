@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 
@@ -45,6 +46,7 @@ def time_cpu(
     budget_s: float = 2.0,
     min_reps: int = 3,
     max_reps: int = 200,
+    timed_window: AbstractContextManager[object] | None = None,
 ) -> Timing:
     """Time ``fn`` with a monotonic clock.
 
@@ -54,7 +56,8 @@ def time_cpu(
     have passed, but never fewer than ``min_reps`` nor more than ``max_reps`` times: short ops
     get many samples, long ones stay affordable. ``before`` runs untimed ahead of every call (a
     backward timing builds its forward graph there; a CPU call gets fresh buffers) and does
-    not count against the budget, which is of timed work.
+    not count against the budget, which is of timed work. ``timed_window`` is entered around
+    the repetitions after the warm-up (a reading of what else the machine did meanwhile).
     """
     prepare = before or _nothing
     calls, start = 0, time.perf_counter()
@@ -64,12 +67,13 @@ def time_cpu(
         calls += 1
     samples: list[float] = []
     timed_ms = 0.0
-    while len(samples) < max_reps and (len(samples) < min_reps or timed_ms < budget_s * 1e3):
-        prepare()
-        t0 = time.perf_counter_ns()
-        fn()
-        samples.append((time.perf_counter_ns() - t0) / 1e6)
-        timed_ms += samples[-1]
+    with timed_window or nullcontext():
+        while len(samples) < max_reps and (len(samples) < min_reps or timed_ms < budget_s * 1e3):
+            prepare()
+            t0 = time.perf_counter_ns()
+            fn()
+            samples.append((time.perf_counter_ns() - t0) / 1e6)
+            timed_ms += samples[-1]
     return Timing(tuple(samples))
 
 

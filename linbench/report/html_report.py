@@ -24,6 +24,7 @@ from linbench.report.html_table import key_values, table_html
 from linbench.report.load import Run
 from linbench.report.render import AXIS_NAME, AXIS_SYMBOL, ReportTable, report_tables, speedup_text
 from linbench.report.roofline import roofline_tables
+from linbench.results.machine_load import run_notes
 from linbench.units import format_bytes, format_size
 
 FIGURE_DPI = 110
@@ -71,6 +72,8 @@ def _run_section(n: int, run: Run, analysis: Analysis, figures: bool) -> list[st
     """Results first (load, headline, tables, figures), then the details."""
     parts = [f'<section id="run-{n}"><h2>{escape(run.name)}</h2>', f'<p class="note">{escape(str(run.path))}</p>']
     parts += load_summary(run.meta)
+    notes = run_notes(run.results.to_dict("records"), run.meta)
+    parts += [f'<div class="warning">{escape(note)}.</div>' for note in notes]
     parts += _headline(analysis.crossovers)
     tables = report_tables(analysis)
     if tables:

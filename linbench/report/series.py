@@ -152,10 +152,22 @@ def impl_series(rows: pd.DataFrame) -> Iterator[tuple[str, str, pd.DataFrame]]:
 
 
 def ok_points(rows: pd.DataFrame, x: str, metric: str) -> list[tuple[float, float]]:
-    """(x, value) of the ok rows with a value for ``metric``."""
+    """(x, value) of the ok rows with a value for ``metric``; a time of a point measured while
+    other processes oversubscribed its threads (``oversubscribed``) is left out: it measured
+    the machine's scheduler as much as the impl, so no fit or crossover is made from it."""
     column = METRIC_COLUMN[metric]
-    ok = rows[(rows["status"] == "ok") & rows[column].notna()]
+    keep = (rows["status"] == "ok") & rows[column].notna()
+    if metric == "time":
+        keep &= ~oversubscribed(rows)
+    ok = rows[keep]
     return list(zip(ok[x].astype(float), ok[column].astype(float), strict=True))
+
+
+def oversubscribed(rows: pd.DataFrame) -> pd.Series:
+    """Which rows were measured oversubscribed (False where a run predates the column)."""
+    if "oversubscribed" not in rows.columns:
+        return pd.Series(False, index=rows.index)
+    return rows["oversubscribed"].astype(str) == "True"
 
 
 def sorted_unique(values: Sequence[Any]) -> list[Any]:

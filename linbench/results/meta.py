@@ -56,8 +56,8 @@ class SweepRecord:
 
 
 # The seconds and counts of meta.json's ``overhead``.
-OVERHEAD_SECONDS = ("wall_s", "timed_s", "processes_s", "gates_s")
-OVERHEAD_COUNTS = ("processes", "gates")
+OVERHEAD_SECONDS = ("wall_s", "timed_s", "processes_s", "gates_s", "startup_s", "retried_s")
+OVERHEAD_COUNTS = ("processes", "gates", "retried")
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,9 @@ class Overhead:
     gates_s: float = 0.0  # inside correctness-gate worker processes
     processes: int = 0
     gates: int = 0
+    startup_s: float = 0.0  # measuring the machine at a session's start: idle cores, ceilings
+    retried_s: float = 0.0  # processes measured again because they were oversubscribed
+    retried: int = 0
 
     def __add__(self, other: Overhead) -> Overhead:
         return Overhead(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
@@ -95,9 +98,9 @@ class Overhead:
         section = meta.get("overhead")
         if not isinstance(section, Mapping) or not section:
             return None
-        wall_s, timed_s, processes_s, gates_s = (float(section.get(name) or 0.0) for name in OVERHEAD_SECONDS)
-        processes, gates = (int(float(section.get(name) or 0)) for name in OVERHEAD_COUNTS)
-        return cls(wall_s, timed_s, processes_s, gates_s, processes, gates)
+        values: dict[str, Any] = {name: float(section.get(name) or 0.0) for name in OVERHEAD_SECONDS}
+        values |= {name: int(float(section.get(name) or 0)) for name in OVERHEAD_COUNTS}
+        return cls(**values)
 
     @classmethod
     def summed(cls, metas: Sequence[Mapping[str, Any]]) -> Overhead | None:
@@ -111,14 +114,18 @@ class Overhead:
 class LoadSection:
     """meta.json's ``load``: samples of the machine's load before, between and after the
     points (linbench/machine/load.py takes them and words the section; results/machine_load.py
-    says when they found the machine busy). ``read`` reads it back, ``section`` writes it."""
+    says when they found the machine busy), and one record per session of the run (a run and
+    each --resume of it: its threads, idle cores, load and points; linbench/runner/session.py
+    writes them). ``read`` reads it back, ``section`` writes it."""
 
     samples: list[Mapping[str, Any]]
     busy: bool = False  # any sample found the machine busy
     rest: Mapping[str, Any] = field(default_factory=dict)  # the rule, the cores, linbench's threads
+    sessions: list[Mapping[str, Any]] = field(default_factory=list)
 
     def section(self) -> dict[str, Any]:
-        return dict(self.rest) | {"busy": self.busy, "samples": list(self.samples)}
+        own = {"busy": self.busy, "samples": list(self.samples)}
+        return dict(self.rest) | own | ({"sessions": list(self.sessions)} if self.sessions else {})
 
     @classmethod
     def read(cls, meta: Mapping[str, Any]) -> LoadSection | None:
@@ -127,13 +134,20 @@ class LoadSection:
         if not isinstance(section, Mapping):
             return None
         samples = section.get("samples") or []
-        rest = {key: value for key, value in section.items() if key not in ("busy", "samples")}
-        return cls(list(samples) if isinstance(samples, list) else [], bool(section.get("busy")), rest)
+        sessions = section.get("sessions") or []
+        rest = {key: value for key, value in section.items() if key not in ("busy", "samples", "sessions")}
+        return cls(
+            list(samples) if isinstance(samples, list) else [],
+            bool(section.get("busy")),
+            rest,
+            [s for s in sessions if isinstance(s, Mapping)] if isinstance(sessions, list) else [],
+        )
 
     @classmethod
     def merged(cls, metas: Sequence[Mapping[str, Any]]) -> LoadSection | None:
         """The loads of several runs (an A/B side's rounds) as one: the first's rule and cores,
-        every sample, busy when any was; None when none records one."""
+        every sample, busy when any was; None when none records one. Sessions are each run's
+        own and are not merged."""
         found = [load for meta in metas if (load := cls.read(meta)) is not None]
         if not found:
             return None

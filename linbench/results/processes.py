@@ -58,6 +58,8 @@ class ProcessResult:
     process: int | None = None
     wall_s: float | None = None
     timed_s: float | None = None
+    neighbour_cpu: float | None = None
+    oversubscribed: bool | None = None
     # The timed repetitions, for samples.csv; a recorded process keeps none.
     samples_ms: tuple[float, ...] = ()
 
@@ -130,6 +132,12 @@ def _union(processes: Sequence[ProcessResult], column: Column) -> str:
     return ";".join(sorted(reasons))
 
 
+def _any(processes: Sequence[ProcessResult], column: Column) -> bool | None:
+    """True when any process's flag is; None when no process has one (a GPU point)."""
+    flags = [value for p in processes if (value := getattr(p, column.name)) is not None]
+    return any(flags) if flags else None
+
+
 def _notes(processes: Sequence[ProcessResult], column: Column) -> str:
     return "; ".join(sorted({str(note) for p in processes if (note := getattr(p, column.name))}))
 
@@ -143,6 +151,7 @@ COMBINERS: dict[str, Combine] = {
     "max": lambda ps, c: _as_kind(c, max(_numbers(ps, c.name), default=None)),
     "sum": lambda ps, c: _as_kind(c, sum(_numbers(ps, c.name))),
     "union": _union,
+    "any": _any,
     "notes": _notes,
     "count": lambda ps, c: len(ps),
     "fastest": lambda ps, c: min(_numbers(ps, "time_ms"), default=None),

@@ -40,7 +40,8 @@ __all__ = [
 # 2: processes.csv, the process column of samples.csv, and the between-process columns.
 # 3: results.csv's bytes (the roofline's traffic, recorded per point).
 # 4: a pack's columns (pack, packing, sequences, padding_waste).
-SCHEMA_VERSION = 4
+# 5: neighbour_cpu and oversubscribed (CPU points measured beside other processes).
+SCHEMA_VERSION = 5
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -59,6 +60,7 @@ DECODE_MODE = "decode"
 #   max      the largest reading (memory, temperature)
 #   sum      the processes' values added up (repetitions)
 #   union    every reason any process gave, each once (";"-separated)
+#   any      True when any process's is True
 #   notes    every note any process gave, each once ("; "-separated)
 #   count    how many processes there were
 #   fastest  the fastest process median; slowest: the slowest
@@ -66,7 +68,7 @@ DECODE_MODE = "decode"
 #   timing   "graph" when every process has a CUDA-graph time, else "eager"
 #   graph    the median CUDA-graph time, where every process has one
 COMBINES = (
-    *("key", "point", "gate", "rate", "process", "first", "median", "max", "sum", "union", "notes"),
+    *("key", "point", "gate", "rate", "process", "first", "median", "max", "sum", "union", "any", "notes"),
     *("count", "fastest", "slowest", "spread", "timing", "graph"),
 )
 
@@ -165,11 +167,27 @@ COLUMNS = {
             ("reserved_bytes", int, "CUDA: the caching allocator's reserved peak"),
             ("nvml_peak_bytes", int, "CUDA: the device memory NVML saw in use at the peak"),
             ("temp_c", float, "CUDA: GPU temperature while the point ran"),
+            (
+                "neighbour_cpu",
+                float,
+                "CPU: cores other processes used during the timed repetitions (/proc/stat's busy time less the "
+                "worker's own CPU time; results.csv: the most of any process)",
+            ),
+        ),
+        *_group(
+            "any",
+            (
+                "oversubscribed",
+                bool,
+                "CPU: other processes took cores the worker's threads needed while it was timed (neighbour_cpu + "
+                "threads above the cores by more than a quarter core); such a point is left out of fits, "
+                "crossovers and the gate",
+            ),
         ),
         *_group("union", ("throttle_reasons", str, "CUDA: NVML's clock throttle reasons while the point ran")),
         *_group("notes", ("error", str, "why the point is not ok (or a note on an ok point)")),
         *_group("graph", ("device_ms", float, "median time of one CUDA-graph replay: device time without launches")),
-        *_group("count", ("processes", int, "worker processes that measured the point (each a fresh process)")),
+        *_group("count", ("processes", int, "worker processes that measured the point (no two of them one process)")),
         *_group("fastest", ("time_ms_proc_lo", float, "the fastest process median")),
         *_group("slowest", ("time_ms_proc_hi", float, "the slowest process median")),
         *_group(
@@ -215,6 +233,8 @@ RESULT_COLUMNS = (
     "bytes",
     # Schema 4.
     *("pack", "packing", "sequences", "padding_waste"),
+    # Schema 5.
+    *("neighbour_cpu", "oversubscribed"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]
@@ -223,6 +243,7 @@ MEASURED_COLUMNS = (
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
     *("nvml_peak_bytes", "sm_clock_mhz", "temp_c", "throttle_reasons", "cuda_graph", "device_ms"),
     *("graph_error", "kernels_per_call", "threads", "state_bytes", "compile_s", "rel_err", "error"),
+    *("neighbour_cpu", "oversubscribed"),
 )
 PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s")
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")

@@ -12,14 +12,16 @@ call (or step) may also be timed as CUDA-graph replays and its launches counted
 
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import replace
 
 import torch
 
-from linbench.correctness import CaseResult
+from linbench.correctness import CaseResult, forget_references
+from linbench.machine.cpu_use import NeighbourWindow
 from linbench.measure.compile_time import compile_seconds
-from linbench.measure.memory import PeakRSS
+from linbench.measure.memory import PeakRSS, release_free_heap
 from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
 from linbench.measure.timer import Timing, time_cpu
 from linbench.results.processes import ProcessResult
@@ -52,6 +54,8 @@ def run_measure(task: Task) -> ProcessResult:
     the kind times after them. ``state_bytes``: what the point's state holds once prepared."""
     started = time.perf_counter()
     compiled_before = compile_seconds()
+    forget_references()  # the fp64 references of checks this worker ran: not the point's memory
+    gc.collect()  # and what an earlier point in this worker left in reference cycles
     device = torch.device(task.point.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -101,12 +105,16 @@ def _measure(task: Task, work: Work, device: torch.device, started: float) -> Pr
 
 def _measure_cpu(task: Task, work: Work, started: float) -> ProcessResult:
     policy = task.timing
+    # In a warm worker, memory an earlier point or check freed stays in malloc's heap and would
+    # be reused unseen by the RSS window: hand it back first, as a fresh fork holds none.
+    release_free_heap()
     work.before()
     start = time.perf_counter()
     with PeakRSS() as peak:
         work.run()
     first_s = time.perf_counter() - start
     _check_probation(task, first_s, started)
+    neighbours = NeighbourWindow()
     # The measured call was the first warm-up call; only the rest of the warm-up budget remains.
     timing = time_cpu(
         work.run,
@@ -116,8 +124,15 @@ def _measure_cpu(task: Task, work: Work, started: float) -> ProcessResult:
         budget_s=policy.budget_s,
         min_reps=policy.min_reps,
         max_reps=policy.max_reps,
+        timed_window=neighbours,
     )
-    return replace(_timed(timing), peak_bytes=peak.peak_bytes)
+    threads = torch.get_num_threads()
+    return replace(
+        _timed(timing),
+        peak_bytes=peak.peak_bytes,
+        neighbour_cpu=None if neighbours.cores is None else round(neighbours.cores, 2),
+        oversubscribed=neighbours.oversubscribed(threads) if neighbours.cores is not None else None,
+    )
 
 
 def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) -> ProcessResult:

@@ -182,9 +182,9 @@ class RunKind(_Shared):
         return ProcessProtocol.of(spec.processes, spec.max_processes)
 
     def shares_workers(self, device: torch.device) -> bool:
-        """On GPUs, where the allocator's peaks are reset per call (a CPU's peak RSS needs a
-        fresh process)."""
-        return device.type == "cuda"
+        """Everywhere: a GPU's allocator peaks are reset per call, and a CPU worker hands its
+        freed heap back before the call whose peak RSS it reads (execute.py)."""
+        return True
 
     def facts(self, point: Point, device_name: str, params: str) -> PointFacts:
         """FLOPs by the variant's count, and the fewest bytes the call moves (its gates and β

@@ -1,7 +1,8 @@
 """Where a run's wall time goes: timed repetitions, worker processes, correctness gates.
 
-The harness's own cost is everything outside the timed repetitions (process start, imports,
-the kernel library's load, the fp64 gate, warm-up, writing rows). ``linbench run`` prints the
+The harness's own cost is everything outside the timed repetitions (measuring the machine at
+the start, process start, imports, the kernel library's load, the fp64 gate, warm-up, memory
+placement between repetitions, processes measured again, writing rows). ``linbench run`` prints the
 timed share at the end and meta.json keeps the figures, summed over the sessions of a
 resumed run, so a slow harness is measured rather than guessed.
 """
@@ -24,6 +25,9 @@ class TimeLedger:
     gates_s: float = 0.0  # inside correctness-gate worker processes
     processes: int = 0
     gates: int = 0
+    startup_s: float = 0.0  # measuring the machine at the start: idle cores, ceilings
+    retried_s: float = 0.0  # inside processes measured again (oversubscribed): none of it kept
+    retried: int = 0
     _started: float | None = None
 
     def start(self) -> None:
@@ -43,9 +47,28 @@ class TimeLedger:
         self.gates += count
         self.gates_s += wall_s
 
+    def add_startup(self, wall_s: float) -> None:
+        self.startup_s += wall_s
+
+    def add_retried(self, wall_s: float) -> None:
+        """A process whose result was dropped to measure it again: its timed repetitions too
+        are harness cost, since no row keeps them."""
+        self.retried += 1
+        self.retried_s += wall_s
+
     def overhead(self, previous: Overhead | None = None) -> Overhead:
         """meta.json's ``overhead``: these seconds added to an earlier session's."""
-        session = Overhead(self.wall_s, self.timed_s, self.processes_s, self.gates_s, self.processes, self.gates)
+        session = Overhead(
+            self.wall_s,
+            self.timed_s,
+            self.processes_s,
+            self.gates_s,
+            self.processes,
+            self.gates,
+            self.startup_s,
+            self.retried_s,
+            self.retried,
+        )
         return session if previous is None else previous + session
 
 
@@ -55,10 +78,14 @@ def overhead_line(overhead: Overhead) -> str:
     if wall <= 0:
         return "harness: no time recorded"
     inside = overhead.processes_s - timed
-    gates = overhead.gates_s
-    rest = max(wall - timed - inside - gates, 0.0)
+    gates, startup, retried = overhead.gates_s, overhead.startup_s, overhead.retried_s
+    rest = max(wall - timed - inside - gates - startup - retried, 0.0)
+    again = (
+        f", {retried:.1f} s measured again ({overhead.retried} oversubscribed processes)" if overhead.retried else ""
+    )
     return (
         f"harness: {timed:.1f} s of {wall:.1f} s wall timed ({timed / wall:.0%}); outside: "
-        f"{gates:.1f} s correctness gates ({overhead.gates}), {inside:.1f} s worker start, "
-        f"set-up and warm-up ({overhead.processes} processes), {rest:.1f} s in the runner"
+        f"{startup:.1f} s measuring the machine, {gates:.1f} s correctness gates ({overhead.gates}), "
+        f"{inside:.1f} s worker start, set-up and warm-up ({overhead.processes} processes){again}, "
+        f"{rest:.1f} s in the runner"
     )

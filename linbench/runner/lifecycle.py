@@ -1,10 +1,10 @@
 """A run folder's life: made with its provenance, reopened to resume, marked finished.
 
 Everything here happens around the points, not between them: meta.json records what the
-run measures and how (its sweep, timing policy, process protocol, schema version, the
-device's ceilings), and a resumed run is refused where this machine is not the one that
-measured it, so that one results.csv never silently mixes two devices, torch builds or
-commits.
+run measures and how (its sweep, timing policy, process protocol, schema version; the
+device's ceilings follow from the run's first session), and a resumed run is refused where
+this machine is not the one that measured it, so that one results.csv never silently mixes
+two devices, torch builds or commits.
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ def create_run(out: Path, spec: SweepSpec, plan: RunPlan, command: str | None = 
     """A new run folder under ``out`` with meta.json written; nothing is left behind when it
     cannot be made. meta.json's ``command`` is ``command``, else this process's linbench
     command line."""
-    from linbench.machine.ceilings import run_ceilings
     from linbench.runner.provenance import collect_meta
 
-    # Measured before the folder exists, so a Ctrl-C meanwhile leaves nothing half-made.
-    ceilings = run_ceilings(plan.device, sorted({p.dtype for p in plan.points})) if spec.command == "run" else None
+    # The device's ceilings are measured by the run's first session (session.py), once it has
+    # watched the machine and chosen the threads they are measured with.
     try:
         store = RunStore.create(out, spec.name)
     except OSError as exc:
@@ -42,8 +41,6 @@ def create_run(out: Path, spec: SweepSpec, plan: RunPlan, command: str | None = 
     meta = collect_meta(sys.argv[1:], plan.device) | _plan_meta(spec, plan)
     if command is not None:
         meta["command"] = command
-    if ceilings is not None:
-        meta["ceilings"] = ceilings
     meta["status"] = "running"
     try:
         store.write_meta(meta)

@@ -49,9 +49,11 @@ class RunPlan:
     threads: int | None = None  # torch threads in each worker; None: torch's default
     tokens: int | None = None  # run --tokens: batch·seq of every point
     processes: ProcessProtocol = field(default_factory=ProcessProtocol)
-    # After each point's first process, the points of one curve share a worker per round
-    # (where the kind allows: on GPUs, whose allocator peaks are reset per call, while a CPU
-    # point's peak RSS needs a fresh process). Saves a CUDA context and a kernel-library load.
+    # The points of one curve share a worker per round where the kind allows (run points:
+    # GPU allocator peaks are reset per call; a CPU worker hands freed heap back before the
+    # call whose peak RSS it reads). On CPU the first round shares one too; on a GPU it starts
+    # after each point's first process. Saves the fork, imports, a CUDA context, a
+    # kernel-library load and thread pools' start.
     share_workers: bool = False
     kind: Kind = RUN  # what the points are: run or decode (runner/kinds.py), from the command
     # What each point is, for its rows: fixed here, when the plan is made, from the fields above.

@@ -1,10 +1,13 @@
-"""Runs each task in a fresh worker fork and turns every way it can end into a result.
+"""Runs each task in a worker fork and turns every way it can end into a result.
 
 Workers come from multiprocessing's fork server, which imports torch once (see
 worker.py): a fork costs milliseconds where a fresh interpreter would cost seconds of
-imports, yet each point starts from the same clean state. A worker that sends no result
-crashed (its exit signal and the last line it logged are reported); one that runs past
-the time limit is killed and reported as a timeout.
+imports. A task runs in a fresh fork, in a batch handed to one fork, or in a warm worker
+named by a key: the tasks given the same key run one after the other in one worker kept
+between them (the points of one curve: its variant's imports, kernel library and thread
+pools start once). At most ``MAX_WARM`` warm workers are kept; a worker whose task failed is
+not kept. A worker that sends no result crashed (its exit signal and the last line it logged
+are reported); one that runs past the time limit is killed and reported as a timeout.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,9 @@ from linbench.runner.task import Task
 WORKER_MODULE = "linbench.runner.worker"
 # Seconds a worker gets on top of its point's limit to start and to send its result.
 START_GRACE_S = 5.0
+# Warm workers kept at once (idle ones wait on their pipe and use no CPU); past it the one
+# used longest ago is stopped.
+MAX_WARM = 16
 
 
 @contextmanager
@@ -66,6 +73,14 @@ def _sigint_deferred() -> Iterator[None]:
             signal.raise_signal(signal.SIGINT)
 
 
+@dataclass
+class _Warm:
+    """A warm worker and our end of its two-way pipe."""
+
+    process: Any
+    conn: Any
+
+
 class Supervisor:
     """Hands tasks to worker forks, one at a time, and never raises because of one."""
 
@@ -74,12 +89,67 @@ class Supervisor:
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload([WORKER_MODULE])
         self._current: Any = None
+        self._warm: dict[Hashable, _Warm] = {}  # least recently used first
 
-    def run(self, task: Task, timeout_s: float) -> ProcessResult:
-        """The worker's result for ``task``, or a crashed/timeout result in its place."""
+    def run(self, task: Task, timeout_s: float, worker: Hashable | None = None) -> ProcessResult:
+        """The worker's result for ``task``, or a crashed/timeout result in its place: in a
+        fresh fork, or with ``worker`` in the warm worker of that key (started when there is
+        none)."""
+        if worker is not None:
+            return self._run_warm(task, timeout_s, worker)
         result, _ = self.run_batch([task], timeout_s)[0]
         assert result is not None  # the one task is the one in flight: it always has a result
         return result
+
+    def _run_warm(self, task: Task, timeout_s: float, key: Hashable) -> ProcessResult:
+        warm = self._warm.pop(key, None)
+        if warm is None or not warm.process.is_alive():
+            warm = self._start_warm()
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._current = warm.process
+        try:
+            with _sigint_deferred():
+                warm.conn.send(task)
+            result = self._next_result(warm.conn, warm.process, timeout_s, offset)
+        except (BrokenPipeError, ConnectionResetError):  # it died between tasks
+            result = ProcessResult("crashed", error=self._crash_reason(warm.process.exitcode, offset))
+        finally:
+            self._current = None
+        if result.status == "ok" and warm.process.is_alive():
+            self._warm[key] = warm
+            while len(self._warm) > MAX_WARM:
+                self._retire(self._warm.pop(next(iter(self._warm))))
+        else:  # a failed point may leave its worker in any state: the next one starts afresh
+            self._retire(warm)
+        return result
+
+    def _start_warm(self) -> _Warm:
+        from linbench.runner import worker
+
+        ours, theirs = self._ctx.Pipe(duplex=True)
+        process = self._ctx.Process(target=worker.serve, args=(theirs, str(self.log_path)), daemon=True)
+        with _sigint_deferred(), _main_module_hidden():
+            process.start()
+        theirs.close()  # only the worker holds its end: a crash then closes the pipe
+        return _Warm(process, ours)
+
+    def retire_warm(self) -> None:
+        """Stop every warm worker (the next task of any key starts a fresh one)."""
+        while self._warm:
+            self._retire(self._warm.pop(next(iter(self._warm))))
+
+    def _retire(self, warm: _Warm) -> None:
+        try:
+            if warm.process.is_alive():
+                warm.conn.send(None)
+                warm.process.join(START_GRACE_S)
+        except OSError:
+            pass
+        finally:
+            if warm.process.is_alive():
+                warm.process.kill()
+                warm.process.join()
+            warm.conn.close()
 
     def run_batch(self, tasks: list[Task], timeout_s: float) -> list[tuple[ProcessResult | None, float]]:
         """The results of ``tasks`` run one after the other in one worker, each within
@@ -128,10 +198,14 @@ class Supervisor:
         return result
 
     def stop(self) -> None:
-        """Kill the worker in flight (on Ctrl-C)."""
+        """Kill the worker in flight (on Ctrl-C) and stop the warm ones."""
         if self._current is not None and self._current.is_alive():
             self._current.kill()
             self._current.join()
+        for warm in self._warm.values():
+            if warm.process.is_alive():
+                warm.process.kill()
+        self.retire_warm()
 
     def _crash_reason(self, exitcode: int | None, log_offset: int) -> str:
         if exitcode is not None and exitcode < 0:

@@ -1,13 +1,17 @@
 """The sweep loop: for each point, skip it, gate it, or measure it — then write its row.
 
-A point is measured in one or more fresh worker processes (``RunPlan.processes``). The first
+A point is measured in one or more worker processes (``RunPlan.processes``). The first
 process of every point runs in plan order (so failures at one size predict the larger ones);
 the points that want more are then measured in interleaved rounds, each round in a shuffled
 order, so a slow stretch of the machine lands on many points once rather than on one point
-every time (docs/gate.md). Each process's row goes to processes.csv the
-moment it exists; a point's results row is written when its last process has run. A point
-whose impl disagrees with the reference is never timed; one that fails in any way is
-recorded with its status and the sweep goes on.
+every time (docs/gate.md). On CPU the first processes of one curve (one impl in one mode and
+dtype) share a warm worker, which also runs the correctness checks before any point is
+measured; a later round gives each curve a new worker, so a point's processes are never one
+process. A process whose timed repetitions other processes oversubscribed is measured again,
+once, when the idle cores watched again say it could come out clean (with fewer threads).
+Each process's row goes to processes.csv the moment it exists; a point's results row is
+written when its last process has run. A point whose impl disagrees with the reference is
+never timed; one that fails in any way is recorded with its status and the sweep goes on.
 """
 
 from __future__ import annotations
@@ -18,10 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal
 
-import torch
-
-from linbench.machine.load import LoadMonitor
-from linbench.results.meta import LoadSection, Overhead
+from linbench.results.meta import Overhead
 from linbench.results.record import (
     Checked,
     ProcessResult,
@@ -35,6 +36,7 @@ from linbench.results.store import RunStore, RunStoreError
 from linbench.runner.ledger import TimeLedger
 from linbench.runner.plan import RunPlan
 from linbench.runner.policy import SkipPolicy
+from linbench.runner.session import Session
 from linbench.runner.supervisor import Supervisor
 from linbench.runner.task import Task, gate_key, gate_point
 from linbench.sweep.points import Point
@@ -66,17 +68,10 @@ class SweepRunner:
         # A point's check, from its first process on (a point resumed mid-way has none).
         self._checked: dict[tuple[str, ...], Checked] = {}
         self.ledger = TimeLedger()
-        gpu = (plan.device.index or 0) if plan.device.type == "cuda" else None
-        threads = plan.threads or torch.get_num_threads()
-        self.load = LoadMonitor(gpu_index=gpu, threads=threads, previous=self._recorded_load())
-
-    def _recorded_load(self) -> dict[str, Any] | None:
-        """The load samples of an earlier session of this run (--resume) go on in meta.json."""
-        try:
-            load = LoadSection.read(self.store.read_meta())
-        except RunStoreError:
-            return None
-        return None if load is None else load.section()
+        self.session = Session(plan, store, self.ledger)
+        # CPU: the first processes of a curve share a warm worker (on a GPU each point's first
+        # process counts its launches last, and the profiler slows the process after it).
+        self._warm = plan.share_workers and plan.device.type == "cpu"
 
     def pending(self) -> list[Point]:
         """The plan's points without a row yet; earlier rows also teach the skip policy, and
@@ -98,11 +93,13 @@ class SweepRunner:
         """Run ``points``: every point's first process in order, then rounds of the points
         that want more; the machine's load is sampled before, between points (every
         SAMPLE_INTERVAL_S at most) and after, into meta.json, and so is where the time went."""
-        self._sample_load("start")
         self.ledger.start()
         try:
+            self.session.begin()
             self._check_ahead(points)
             open_points = [point for point in points if not self._first(point)]
+            self.supervisor.retire_warm()  # a later round's processes are new ones
+            self._warm = False
             round_index = 0
             while open_points:
                 round_index += 1
@@ -117,7 +114,7 @@ class SweepRunner:
         finally:
             self.supervisor.stop()
             self.ledger.stop()
-            self._sample_load("end")
+            self.session.end()
             self.store.update_meta({"overhead": self.ledger.overhead(self._recorded_overhead()).section()})
 
     def _recorded_overhead(self) -> Overhead | None:
@@ -176,7 +173,7 @@ class SweepRunner:
                 if result is None:
                     self._measure(point)
                 else:
-                    self._record(point, result, wall_s)
+                    self._record(point, *self._kept(point, result, wall_s))
                 if not self._finish_if_done(point):
                     still_open.append(point)
         return still_open
@@ -196,13 +193,32 @@ class SweepRunner:
         return self._finish(point, point_row(facts, checked, processes))
 
     def _measure(self, point: Point, stop_after_s: float | None = None) -> ProcessResult:
-        """Measure ``point`` in one fresh process; its row goes to processes.csv."""
-        processes = self._processes.setdefault(point.key, [])
-        first = not processes
+        """Measure ``point`` in one more process (in its curve's warm worker in the first round
+        on CPU, else a fresh one); its row goes to processes.csv."""
+        first = not self._processes.get(point.key)
         task = self._task("measure", point, stop_after_s=stop_after_s, count_launches=first)
         started = time.perf_counter()
-        result = self.supervisor.run(task, self.plan.timeout_s)
-        return self._record(point, result, time.perf_counter() - started)
+        result = self.supervisor.run(task, self.plan.timeout_s, worker=self._worker(point))
+        return self._record(point, *self._kept(point, result, time.perf_counter() - started, stop_after_s))
+
+    def _kept(
+        self, point: Point, result: ProcessResult, wall_s: float, stop_after_s: float | None = None
+    ) -> tuple[ProcessResult, float]:
+        """``result``, or when other processes oversubscribed it and the idle cores, watched
+        again, say another process could come out clean (the threads follow them), the result
+        of that one (measured once more at most; its own mark stays)."""
+        if result.status != "ok" or not result.oversubscribed or not self.session.recheck():
+            return result, wall_s
+        self.ledger.add_retried(wall_s)
+        first = not self._processes.get(point.key)
+        task = self._task("measure", point, stop_after_s=stop_after_s, count_launches=first)
+        started = time.perf_counter()
+        result = self.supervisor.run(task, self.plan.timeout_s, worker=self._worker(point))
+        return result, time.perf_counter() - started
+
+    def _worker(self, point: Point) -> tuple[object, ...] | None:
+        """The warm worker that measures ``point`` (its curve's), or None for a fresh fork."""
+        return point.series if self._warm else None
 
     def _record(self, point: Point, result: ProcessResult, wall_s: float) -> ProcessResult:
         """One process's result as a processes.csv row (and its samples)."""
@@ -213,29 +229,32 @@ class SweepRunner:
         result = replace(result, process=len(processes), wall_s=wall_s, timed_s=timed_s, samples_ms=())
         self.store.append_process(process_row(self.plan.facts[point], result), samples)
         processes.append(result)
-        if self.load.due():
-            self._sample_load("during")
+        self.session.between()
         return result
 
-    def _sample_load(self, when: str) -> None:
-        self.load.sample(when)
-        self.store.update_meta({"load": self.load.section()})
-
     def _check_ahead(self, points: list[Point]) -> None:
-        """Run the correctness gates of ``points`` in one worker before any is measured: a
-        gate measures nothing, so it needs no fresh process, and the checks of one variant at
-        one shape are adjacent, so its fp64 reference is computed once for all its impls. A
-        gate a dead worker never reached runs alone when its point comes."""
+        """Run the correctness gates of ``points`` in one worker before any is measured (on
+        CPU the first point's warm worker: its set-up then serves the checks too): a gate
+        measures nothing, so it needs no fresh process, and the checks of one variant at one
+        shape are adjacent, so its fp64 reference is computed once for all its impls. A gate
+        a dead worker never reached runs alone when its point comes."""
         wanted: dict[tuple[object, ...], Point] = {}
         for point in points:
             key = gate_key(point)
             if key not in self._gates and not self._processes.get(point.key):
                 wanted.setdefault(key, gate_point(point))
-        if len(wanted) < 2:
+        first = next((point for point in points if not self._processes.get(point.key)), None)
+        if len(wanted) < 2 and not (wanted and self._warm):
             return
         order = sorted(wanted.items(), key=lambda item: _reference_order(item[1]))
+        tasks = [self._task("gate", p) for _, p in order]
         started = time.perf_counter()
-        outcomes = self.supervisor.run_batch([self._task("gate", p) for _, p in order], self.plan.timeout_s)
+        outcomes: list[tuple[ProcessResult | None, float]]
+        if self._warm and first is not None:
+            worker = self._worker(first)
+            outcomes = [(self.supervisor.run(task, self.plan.timeout_s, worker=worker), 0.0) for task in tasks]
+        else:
+            outcomes = self.supervisor.run_batch(tasks, self.plan.timeout_s)
         self.ledger.add_gate(time.perf_counter() - started, count=sum(r is not None for r, _ in outcomes))
         for (key, _), (result, _) in zip(order, outcomes, strict=True):
             if result is not None:  # a hang or a crash is its gate's own: a retry would end the same
@@ -245,7 +264,8 @@ class SweepRunner:
         key = gate_key(point)
         if key not in self._gates:
             started = time.perf_counter()
-            self._gates[key] = self.supervisor.run(self._task("gate", gate_point(point)), self.plan.timeout_s)
+            task = self._task("gate", gate_point(point))
+            self._gates[key] = self.supervisor.run(task, self.plan.timeout_s, worker=self._worker(point))
             self.ledger.add_gate(time.perf_counter() - started)
         return self._gates[key]
 
@@ -266,13 +286,14 @@ class SweepRunner:
             cuda_graph=self.plan.cuda_graph,
             stop_after_s=stop_after_s,
             params=self.plan.impl_params(point.variant, point.impl),
-            threads=self.plan.threads,
+            threads=self.session.threads,
             count_launches=count_launches,
         )
 
     def _finish(self, point: Point, row: dict[str, Any]) -> bool:
         """Write the point's results row (record.py built it) and forget its processes."""
         self.store.append(row)
+        self.session.count(row)
         self.policy.record(point, row)
         self.listener("row", point, row)
         self._processes.pop(point.key, None)

@@ -1,12 +1,17 @@
-"""The worker process: runs one task and sends its ProcessResult back over a pipe.
+"""The worker process: runs tasks and sends each ProcessResult back over a pipe.
 
-Imported by the fork server before any task (so torch is imported once, not per point);
-every task then runs in a fresh fork: its peak memory cannot depend on what ran before,
-and a crash takes down only that fork.
+Imported by the fork server before any task (so torch is imported once, not per point). A
+worker runs one task, a batch handed to it at once (``main``), or the tasks it is sent one at
+a time until told to stop (``serve``: a warm worker that measures one curve's points, so the
+fork, imports and thread pools are paid once per curve). A crash takes down only its worker.
+What ran before in a worker does not reach a point's memory figure: a measurement starts by
+dropping the correctness checks' fp64 references and handing freed heap back to the system
+(execute.py), so the measured call's new pages show in its RSS window as in a fresh fork.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -23,28 +28,59 @@ from linbench.results.processes import ProcessResult
 from linbench.runner.task import Task
 from linbench.variants.plugins import load_plugin_file
 
+# torch's own thread count, read when a worker starts: a task that names none runs with it.
+_default_threads: list[int] = []
+
 
 def main(tasks: Task | list[Task], conn: Connection, log_path: str) -> None:
     """Entry point of a worker fork: one task, or several measured one after the other in
-    this same process (GPU points, whose allocator peaks are reset per call), each result
-    sent the moment it exists."""
+    this same process, each result sent the moment it exists."""
+    _start()
+    for task in tasks if isinstance(tasks, list) else [tasks]:
+        conn.send(_one(task, log_path))
+        _release_cached_memory(task)
+    conn.close()
+
+
+def serve(conn: Connection, log_path: str) -> None:
+    """Entry point of a warm worker: the tasks ``conn`` sends, one at a time, each result
+    sent back the moment it exists, until it sends None or closes."""
+    _start()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            break
+        if task is None:
+            break
+        conn.send(_one(task, log_path))
+        _release_cached_memory(task)
+    conn.close()
+
+
+def _start() -> None:
     # A terminal's Ctrl-C reaches the whole process group; the supervisor decides what
     # it means and kills this fork, which must not record "KeyboardInterrupt" as an error.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
-    for task in tasks if isinstance(tasks, list) else [tasks]:
-        _redirect_output(Path(log_path), task)
-        try:
-            result = _run(task)
-        except BaseException as exc:  # every failure of the task becomes its result, never a hang
-            result = _failure(exc)
-        if task.job == "measure":
-            result = replace(result, pid=os.getpid())  # processes.csv names the process that measured
-        sys.stdout.flush()
-        sys.stderr.flush()
-        conn.send(result)
-        _release_cached_memory(task)
-    conn.close()
+    # What the imports made lives as long as the worker: out of the collector's sight, the
+    # collection before each measured point (execute.py) takes milliseconds, not the 0.25 s a
+    # full pass over torch's objects took.
+    gc.freeze()
+
+
+def _one(task: Task, log_path: str) -> ProcessResult:
+    """The result of ``task``, whatever happens in it."""
+    _redirect_output(Path(log_path), task)
+    try:
+        result = _run(task)
+    except BaseException as exc:  # every failure of the task becomes its result, never a hang
+        result = _failure(exc)
+    if task.job == "measure":
+        result = replace(result, pid=os.getpid())  # processes.csv names the process that measured
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return result
 
 
 def _release_cached_memory(task: Task) -> None:
@@ -60,8 +96,10 @@ def _run(task: Task) -> ProcessResult:
     # CUDA maps far more address space than it uses, so the cap is for CPU points only.
     if task.memory_limit_bytes is not None and task.point.device == "cpu":
         cap_address_space(task.memory_limit_bytes)
-    if task.threads is not None:
-        torch.set_num_threads(task.threads)
+    # A warm worker keeps the count an earlier task set: each task sets its own.
+    if not _default_threads:
+        _default_threads.append(torch.get_num_threads())
+    torch.set_num_threads(task.threads or _default_threads[0])
     for plugin in task.plugins:
         load_plugin_file(plugin)
     return run_gate(task) if task.job == "gate" else run_measure(task)

@@ -5,19 +5,26 @@ bwd builds the forward graph untimed in ``before`` and times the backward alone.
 Gradients come from ``torch.autograd.grad``, which returns fresh tensors instead of
 accumulating into ``.grad``: every repetition does the same work with nothing to clear.
 
-On CPU every repetition also gets its inputs in freshly allocated buffers behind a
-randomly sized block, so where the buffers and the impl's temporaries land in memory is
-drawn anew each time. Without it, a process keeps one layout for its whole life and the
-layout alone decided whether a point took 2.5 or 4.5 ms on our 2-core test machine: the
-same sweep run twice disagreed by 80% on single points with ±5% spread inside each run.
-With it, eight processes gave medians within ±2% of each other (the idea of Curtsinger
-and Berger's Stabilizer: randomise layout so that timings become a statistic of the code,
-not of one layout).
+On CPU the inputs are also placed anew between repetitions, at random offsets in an arena
+faulted in once, behind randomly sized blocks, so where the inputs and the impl's temporaries
+land in memory is drawn anew many times a process. Without it, a process keeps one layout for
+its whole life and the layout alone decided whether a point took 2.5 or 4.5 ms on our 2-core
+test machine: the same sweep run twice disagreed by 80% on single points with ±5% spread
+inside each run (the idea of Curtsinger and Berger's Stabilizer: randomise layout so that
+timings become a statistic of the code, not of one layout). The first scheme copied the inputs
+into freshly allocated buffers before every repetition, and with it eight processes gave
+medians within ±2% of each other; but each copy landed in fresh pages that faulted in every
+repetition (25 ms a repetition at 4k under load, about as long as cosine:kernel's call, and
+about 1.0 s of every CPU process). In the arena a placement costs one copy of the inputs, and
+a placement is skipped where its copy would cost more than ``LAYOUT_SHARE`` of the calls since
+the last one. (Whether the arena keeps the ±2% is still to be measured on a quiet machine:
+on a shared one, both schemes' processes spread by up to 36–46% from load alone.)
 """
 
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +41,14 @@ from linbench.variants.extra_inputs import (
 )
 from linbench.variants.registry import get_variant
 
+# A new placement of the inputs costs at most this share of the time the calls take.
+LAYOUT_SHARE = 0.1
+# Before each placed input, a random gap of up to this many bytes, in steps of ALIGN_BYTES
+# (torch's CPU allocator aligns to 64 bytes; an arena offset keeps that alignment).
+GAP_BYTES = 1 << 20
+ALIGN_BYTES = 64
+# The arena's name of an extra input (gates, β), beside q, k, v and grad_out.
+EXTRA = "extra:"
 # The extra inputs (gates, β) are drawn from a CPU generator of their own, seeded from the
 # workload's: the same values on every device, and q, k, v as they were before there were any.
 EXTRA_SEED_OFFSET = 7919
@@ -68,6 +83,11 @@ class Workload:
         self._layout_rng = random.Random(seed)
         self._pads: list[torch.Tensor] = []
         self._calls = 0
+        self._arena: torch.Tensor | None = None  # bytes the inputs are placed in (CPU)
+        self._sources: dict[str, torch.Tensor] = {}  # the inputs as made, copied into the arena
+        self._layout_s = 0.0  # what the last placement cost
+        self._calls_s = 0.0  # what the calls since the last placement took
+        self._ready_at: float | None = None  # when before() last returned
 
     def _draw_extras(self, settings: Any, seed: int, grad: bool) -> dict[str, torch.Tensor]:
         """The variant's extra inputs (gates, β), drawn and checked here, untimed, once: the
@@ -107,26 +127,58 @@ class Workload:
     def before(self) -> None:
         """Untimed set-up of one repetition: a fresh memory layout (CPU), bwd's forward graph."""
         # The first call reads peak memory, so it runs on the layout the inputs were made
-        # in: random blocks and freed copies would only blur what the impl itself holds.
-        if self._shuffle_layout and self._calls > 0:
-            self._new_layout()
+        # in: random blocks and placed copies would only blur what the impl itself holds.
+        if self._shuffle_layout and self._calls > 0 and self._layout_due():
+            self._layout_s, self._calls_s = self._new_layout(), 0.0
         self._calls += 1
         if self.point.mode == "bwd":
             self._pending = self.forward()
+        self._ready_at = time.perf_counter()
 
-    def _new_layout(self) -> None:
-        """Inputs copied into new buffers placed after a random-sized live block (its pages
-        are never touched, so it costs address space, not memory)."""
+    def _layout_due(self) -> bool:
+        """Whether to place the inputs anew: the calls since the last placement (the time from
+        one before() to the next is one call) took at least 1 / LAYOUT_SHARE times its cost."""
+        if self._ready_at is not None:
+            self._calls_s += time.perf_counter() - self._ready_at
+        return self._calls_s * LAYOUT_SHARE >= self._layout_s
+
+    def _new_layout(self) -> float:
+        """The inputs copied to random offsets of the arena, after a random-sized live block
+        on the heap and one among the mapped regions (their pages are never touched, so they
+        cost address space, not memory): the impl's temporaries land elsewhere too. Returns
+        the seconds the placement took, the arena's making aside (it is made once)."""
+        arena = self._arena_bytes()
+        started = time.perf_counter()
         self._pads.clear()
         rng = self._layout_rng
         self._pads.append(torch.empty(rng.randrange(1, 1 << 16), dtype=torch.uint8))
         self._pads.append(torch.empty(rng.randrange(1 << 20, 3 << 20), dtype=torch.uint8))
         grad = self.point.mode != "fwd"
-        # clone() keeps the strides of these dense tensors, so a "bshd" impl keeps its layout.
-        self.q, self.k, self.v = (t.detach().clone().requires_grad_(grad) for t in (self.q, self.k, self.v))
-        self.extras = {name: t.detach().clone().requires_grad_(t.requires_grad) for name, t in self.extras.items()}
-        if self.grad_out is not None:
-            self.grad_out = self.grad_out.clone()
+        offset = 0
+        for name, source in self._sources.items():
+            offset += rng.randrange(0, GAP_BYTES, ALIGN_BYTES)
+            size = _extent_bytes(source)
+            typed = arena[offset : offset + size].view(source.dtype)
+            # as_strided keeps the source's strides, so a "bshd" impl keeps its layout.
+            placed = typed.as_strided(source.size(), source.stride()).copy_(source).detach()
+            if name.startswith(EXTRA):  # an extra input keeps whether gradients reach it
+                extra = name.removeprefix(EXTRA)
+                self.extras[extra] = placed.requires_grad_(self.extras[extra].requires_grad)
+            else:
+                setattr(self, name, placed.requires_grad_(grad and name != "grad_out"))
+            offset += -(-size // ALIGN_BYTES) * ALIGN_BYTES
+        return time.perf_counter() - started
+
+    def _arena_bytes(self) -> torch.Tensor:
+        """The arena, made and faulted in on first use: room for every input and its gap."""
+        if not self._sources:
+            names = ("q", "k", "v", "grad_out")
+            self._sources = {name: t.detach() for name in names if (t := getattr(self, name)) is not None}
+            self._sources |= {EXTRA + name: t.detach() for name, t in self.extras.items()}
+        if self._arena is None:
+            size = sum(-(-_extent_bytes(t) // ALIGN_BYTES) * ALIGN_BYTES + GAP_BYTES for t in self._sources.values())
+            self._arena = torch.zeros(size, dtype=torch.uint8)
+        return self._arena
 
     def run(self) -> None:
         """The timed work of one repetition."""
@@ -143,6 +195,12 @@ class Workload:
         if out is None:
             raise RuntimeError("bwd repetition without its forward: call before() first")
         return out
+
+
+def _extent_bytes(tensor: torch.Tensor) -> int:
+    """The bytes a tensor's elements span in its storage (a transposed view spans its base)."""
+    last = sum((size - 1) * stride for size, stride in zip(tensor.size(), tensor.stride(), strict=True))
+    return (last + 1) * tensor.element_size()
 
 
 def warm_up(point: Point, device: torch.device, seq: int = 16, params: dict[str, Any] | None = None) -> None:

@@ -39,8 +39,11 @@ TIME_COLUMNS = {
     "processes.csv": ("time_ms", "time_ms_p20", "time_ms_p80", "device_ms"),
     "samples.csv": ("time_ms",),
 }
-# What two ok points can be called on timing alone, noise included.
-TIMING_VERDICTS = {"faster", "same", "slower", "regression", "noisy", "unverified"}
+# What two ok points can be called on timing alone, noise and the machine's load included (a
+# point whose threads other processes oversubscribed, or that took other threads by the idle
+# cores, is not judged).
+UNJUDGED = {"noisy", "unverified", "oversubscribed", "other threads"}
+TIMING_VERDICTS = {"faster", "same", "slower", "regression", *UNJUDGED}
 # The fewest processes per point on both sides for the gate to judge time.
 JUDGED = 3
 
@@ -81,7 +84,8 @@ def _settled_copy(run: Path, to: Path, factor: float = 1.0, only: int | None = N
     """A copy of ``run`` whose processes all agree, every time × ``factor`` (only the point of
     row ``only`` of results.csv, where given): each process of a point gets the point's median.
     Judged against another such copy, a point's noise is 0, so its verdict is decided by the
-    thresholds alone, whatever noise the real run recorded."""
+    thresholds alone, whatever noise (or load: no point stays oversubscribed) the real run
+    recorded."""
     shutil.copytree(run, to)
     keys = [tuple(row[c] for c in KEY) for row in _read(run / "results.csv")]
     medians = {tuple(row[c] for c in KEY): float(row["time_ms"]) for row in _read(run / "results.csv")}
@@ -94,6 +98,8 @@ def _settled_copy(run: Path, to: Path, factor: float = 1.0, only: int | None = N
                 if row.get(column):
                     value = medians[key] if name == "processes.csv" else float(row[column])
                     row[column] = repr(value * scale)
+            if row.get("oversubscribed"):  # settled: as if no other process had shared the cores
+                row["oversubscribed"] = "False"
         with (to / name).open("w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(table[0]))
             writer.writeheader()
@@ -118,7 +124,7 @@ def test_two_back_to_back_runs_compare_every_point_and_differ_only_in_time(runs:
         assert point["memory_verdict"] != "regression", point
     timing_regressions = [point for point in points if point["time_verdict"] == "regression"]
     assert (result.returncode == 1) == bool(timing_regressions) == (report["verdict"] == "regression")
-    unjudged = [point for point in points if point["time_verdict"] in ("noisy", "unverified")]
+    unjudged = [point for point in points if point["time_verdict"] in UNJUDGED]
     assert report["exit_status"] == result.returncode
     assert result.returncode != 4 or (bool(unjudged) and report["verdict"] == "inconclusive")
 

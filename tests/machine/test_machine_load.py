@@ -19,10 +19,28 @@ TICKS = load._CLOCK_TICKS
 
 
 def test_stat_lines_parse_even_with_parentheses_in_the_name() -> None:
-    fields = " ".join(["S", "42"] + ["0"] * 9 + ["150", "50"] + ["0"] * 30)
+    fields = " ".join(["S", "42"] + ["0"] * 9 + ["150", "50", "7", "3"] + ["0"] * 30)
     stat = parse_stat(f"1234 (tricky) name)) {fields}")
-    assert stat == ProcStat(1234, 42, "tricky) name)", 200)
+    assert stat == ProcStat(1234, 42, "tricky) name)", 200, child_ticks=10)
     assert parse_stat("garbage") is None
+
+
+def test_linbench_s_own_cpu_time_keeps_a_worker_that_ended_between_two_readings() -> None:
+    """A worker the fork server waited for leaves its ticks in the fork server's child time,
+    so the own time between two readings neither loses nor counts it twice."""
+    root, server, worker, other = 100, 101, 102, 200
+    before = {
+        root: ProcStat(root, 1, "linbench", 10),
+        server: ProcStat(server, root, "python", 5),
+        worker: ProcStat(worker, server, "python", 40),
+        other: ProcStat(other, 1, "hog", 500),
+    }
+    after = {
+        root: ProcStat(root, 1, "linbench", 12),
+        server: ProcStat(server, root, "python", 5, child_ticks=70),  # the worker ended at 70
+        other: ProcStat(other, 1, "hog", 900),
+    }
+    assert load.own_ticks(after, root) - load.own_ticks(before, root) == 2 + 70 - 40
 
 
 def test_this_process_and_its_children_are_linbench_s_own() -> None:

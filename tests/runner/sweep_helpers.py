@@ -54,8 +54,9 @@ def run_store(
     processes: int = 1,
     share_workers: bool = False,
     store: RunStore | None = None,
+    threads: int | None = None,
 ) -> RunStore:
-    """As run_points; the run folder (``store`` to go on with one)."""
+    """As run_points; the run folder (``store`` to go on with one; ``threads`` as --threads)."""
     load_plugin_file(PLANTED)
     pairs = tuple(dict.fromkeys((p.variant, p.impl) for p in points))
     plan = RunPlan(
@@ -70,6 +71,7 @@ def run_store(
         processes=ProcessProtocol(processes, processes),
         share_workers=share_workers,
         kind=kind_of_mode(points[0].mode),
+        threads=threads,
     )
     store = store or RunStore.create(tmp_path, "test")
     runner = SweepRunner(plan, store)

@@ -80,7 +80,7 @@ class _RecordingSupervisor:
         self.step_ms = {1024: 77.0, 2048: 291.0, 4096: 800.0, 8192: 4300.0}
         self.measured: dict[int, float | None] = {}
 
-    def run(self, task: Task, timeout_s: float) -> ProcessResult:
+    def run(self, task: Task, timeout_s: float, worker: object = None) -> ProcessResult:
         if task.job == "gate":
             return ProcessResult("ok", rel_err=0.0)
         seq = task.point.shape.seq
@@ -92,6 +92,9 @@ class _RecordingSupervisor:
         return [(self.run(task, timeout_s), 0.0) for task in tasks]
 
     def stop(self) -> None:
+        return None
+
+    def retire_warm(self) -> None:
         return None
 
 

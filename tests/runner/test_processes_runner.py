@@ -72,13 +72,13 @@ _small = {"dim_k": 16, "dim_v": 16}
 
 
 def test_on_shared_workers_a_curve_shares_one_process_per_round(tmp_path: Path) -> None:
-    """(GPU runs share workers; the mechanics are the same on CPU.) The first process of each
-    point is its own; after that, the points of one curve are measured in one process a round."""
+    """On CPU the points of one curve are measured in one process a round, the first round
+    (a warm worker, in plan order) included; no two rounds share a process, so a point's
+    processes are never one process. (On a GPU the first round is a fork per point.)"""
     store = run_store(tmp_path, make_points([("planted", "good")], [64, 128]), processes=3, share_workers=True)
     by_round: dict[str, set[str]] = {}
     for row in store.process_rows():
         by_round.setdefault(row["process"], set()).add(row["pid"])
-    assert len(by_round["0"]) == 2  # each point's first process: a fork of its own
-    assert len(by_round["1"]) == 1 and len(by_round["2"]) == 1
-    assert by_round["1"] != by_round["2"]
+    assert [len(by_round[r]) for r in ("0", "1", "2")] == [1, 1, 1]
+    assert len(by_round["0"] | by_round["1"] | by_round["2"]) == 3
     assert [r["processes"] for r in store.rows()] == ["3", "3"]

@@ -43,3 +43,24 @@ def test_a_seq_major_impl_gets_views_of_seq_major_inputs_and_copies_nothing(
 def test_other_impls_keep_linbench_layout() -> None:
     work = Workload(_point("chunked", "fwd"), CPU)
     assert work.q.is_contiguous() and work.v.is_contiguous()
+
+
+@pytest.mark.parametrize("mode", ["fwd", "bwd"])
+def test_placed_inputs_keep_their_values_strides_and_gradients_extras_included(mode: str) -> None:
+    point = Point("gated-deltanet", "recurrent", mode, True, "fp32", "cpu", Shape(1, 2, 48, 8, 8))
+    work = Workload(point, CPU)
+    made = {"q": work.q.detach().clone(), "v": work.v.detach().clone()} | {
+        name: t.detach().clone() for name, t in work.extras.items()
+    }
+    grads = {name: t.requires_grad for name, t in work.extras.items()}
+    for _ in range(3):
+        work._layout_s = 0.0  # every repetition due for a new placement, whatever the clock says
+        work.before()
+        work.run()
+    assert work._arena is not None
+    arena = (work._arena.data_ptr(), work._arena.data_ptr() + work._arena.numel())
+    for name, tensor in [("q", work.q), ("v", work.v), *work.extras.items()]:
+        assert arena[0] <= tensor.data_ptr() < arena[1], name  # placed in the arena, not fresh
+        assert torch.equal(tensor.detach(), made[name]) and tensor.stride() == made[name].stride(), name
+    assert work.q.requires_grad == (mode == "bwd")
+    assert {name: t.requires_grad for name, t in work.extras.items()} == grads
