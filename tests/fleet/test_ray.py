@@ -35,7 +35,8 @@ class AgentActor:
 
     def run_part(self, run_dir: str, part: str, env: dict[str, str]) -> int:
         env = env | {"CUDA_VISIBLE_DEVICES": os.environ["CUDA_VISIBLE_DEVICES"]}
-        command = [sys.executable, "-m", "linbench.fleet.agent", "part", "--run-dir", run_dir, "--part", part]
+        command = [sys.executable, "-m", "linbench.fleet.agent", "part", "--runner", "fake", "--run-dir", run_dir]
+        command += ["--part", part]
         return subprocess.run(command, env=env, capture_output=True, timeout=WAIT_S).returncode
 
 
