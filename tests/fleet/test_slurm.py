@@ -76,7 +76,8 @@ def test_a_job_array_of_agents_runs_every_shard_and_a_failed_task_is_reported(
     script.write_text(
         "#!/bin/bash\n"
         f'if [ "$SLURM_ARRAY_TASK_ID" = 3 ] && [ ! -e {tmp_path}/again ]; then exit 3; fi\n'
-        f"exec {sys.executable} -m linbench.fleet.agent part --runner fake --run-dir {run} --part $SLURM_ARRAY_TASK_ID/4\n"
+        f"exec {sys.executable} -m linbench.fleet.agent part --runner fake --run-dir {run} "
+        "--part $SLURM_ARRAY_TASK_ID/4\n"
     )
     assert sbatch(slurm_conf, script, 4, tmp_path) == 3  # the failed task's status comes back
     with pytest.raises(MergeError, match=r"6 of 24 points have no row yet \(shards s003\)"):
