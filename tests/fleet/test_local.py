@@ -124,9 +124,7 @@ def test_a_card_given_up_sends_its_shard_to_another_of_its_model(fake_gpus: Fake
     survivor = ({"GPU-node-a-0000", "GPU-node-a-0001"} - set(outcome.retired)).pop()
     restarted = [s for s, attempts in summary.shards.items() if attempts != [1]]
     assert len(restarted) == 1
-    assert {r["gpu_uuid"] for r in table(tmp_path / "run" / "results.csv") if r["shard"] == restarted[0]} == {
-        survivor
-    }
+    assert {r["gpu_uuid"] for r in table(tmp_path / "run" / "results.csv") if r["shard"] == restarted[0]} == {survivor}
 
 
 COORDINATOR = """
