@@ -21,6 +21,7 @@ from linbench.cli.decode_cmd import decode_command
 from linbench.cli.doctor_cmd import doctor_command
 from linbench.cli.errors import exit_usage_error
 from linbench.cli.list_cmd import list_command
+from linbench.cli.merge_cmd import merge_command
 from linbench.cli.plot_cmd import plot_command
 from linbench.cli.report_cmd import report_command
 from linbench.cli.run_cmd import run_command
@@ -72,6 +73,7 @@ app.command("plot")(plot_command)
 app.command("report")(report_command)
 app.command("compare")(compare_command)
 app.command("ab")(ab_command)
+app.command("merge")(merge_command)
 app.command("suites")(suites_command)
 app.command("doctor")(doctor_command)
 app.command("build")(build_command)

@@ -1,0 +1,151 @@
+"""``--executor slurm``: the shards of a fleet run as a Slurm job array, through submitit.
+
+Two modes (docs/scale-out.md):
+
+* **one GPU a task** (the default): an array task per shard with missing points, each asking
+  Slurm for one GPU and ``cpus_per_gpu`` cores; the task runs an agent on its shard
+  (``python -m linbench.fleet.agent part --shards ID``) on the GPU and cores Slurm gave it.
+  Other users' jobs may share the node: its CPUs, memory bandwidth and power.
+* **node-exclusive** (``--node-exclusive``): an array task per node, each holding its whole
+  node (``--exclusive``), which runs the local executor (one agent per GPU, pinned to cores
+  of its own; ``python -m linbench.fleet.node``) on its part of the shards. Slower to queue,
+  but nothing else runs beside the agents: the mode for gate and publication runs.
+
+The coordinator (this process) submits, waits, and reports each failed task with its
+shards; their points stay missing (the merge says so) and ``--resume`` submits them again.
+The run folder must be on a filesystem every node shares. submitit is an optional extra:
+without it, ``--executor slurm`` is a one-line error naming the install command.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from linbench.fleet.errors import FleetError
+from linbench.fleet.plan import FleetPlan
+from linbench.fleet.progress import pending
+from linbench.fleet.shards import Shard, longest_first, partition
+
+INSTALL = "pip install 'linbench[slurm]'"
+SUBMITIT_DIR = "slurm"  # under the run folder: submitit's scripts, logs and pickles
+# A task's time limit: the estimate of its shards times this, plus the set-up, unless given.
+TIME_MARGIN = 3.0
+SETUP_MIN = 10
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    partition: str | None = None
+    time_min: int | None = None  # None: from the plan's estimate
+    cpus_per_gpu: int = 2
+    max_gpus: int | None = None  # how many tasks at once (the array's parallelism)
+    node_exclusive: bool = False
+    nodes: int = 1  # node-exclusive: how many nodes (tasks) share the shards
+    extra: Mapping[str, str] = field(default_factory=dict)  # more sbatch options (submitit's names)
+    oversubscribe: bool = False  # node-exclusive: let the node's agents share cores
+    runner: str = "linbench"
+
+    def agent_args(self) -> list[str]:
+        """What each task passes on to its agent (or its node's local executor)."""
+        return ["--runner", self.runner] + (["--oversubscribe"] if self.node_exclusive and self.oversubscribe else [])
+
+
+@dataclass
+class SlurmOutcome:
+    """The tasks that failed: (their shards, one line on why), and the job ids submitted."""
+
+    failed: list[tuple[list[str], str]] = field(default_factory=list)
+    jobs: list[str] = field(default_factory=list)
+
+
+def load_submitit() -> Any:
+    """The submitit module; FleetError naming the install command when it is missing."""
+    try:
+        import submitit
+    except ImportError:
+        raise FleetError(f"--executor slurm needs submitit: {INSTALL}") from None
+    return submitit
+
+
+def run_slurm(run_dir: Path, plan: FleetPlan, options: SlurmOptions) -> SlurmOutcome:
+    """Submit the shards of ``plan`` with missing points in ``run_dir`` and wait for them."""
+    submitit = load_submitit()
+    todo = [shard for shard in longest_first(plan.shards) if _has_pending(run_dir, shard)]
+    outcome = SlurmOutcome()
+    if not todo:
+        return outcome
+    groups = [[s] for s in todo] if not options.node_exclusive else _node_groups(todo, options.nodes)
+    executor = submitit.AutoExecutor(folder=run_dir / SUBMITIT_DIR, cluster="slurm")
+    executor.update_parameters(**_parameters(options, groups))
+    task = run_node_task if options.node_exclusive else run_shards_task
+    ids = [",".join(s.id for s in group) for group in groups]
+    jobs = executor.map_array(task, [str(run_dir)] * len(ids), ids, [options.agent_args()] * len(ids))
+    outcome.jobs = [str(job.job_id) for job in jobs]
+    for job, group in zip(jobs, ids, strict=True):
+        try:
+            job.result()
+        except Exception as exc:  # FailedJobError, UncompletedJobError: the task's own words, one line
+            outcome.failed.append((group.split(","), _one_line(exc)))
+    return outcome
+
+
+def _has_pending(run_dir: Path, shard: Shard) -> bool:
+    """Whether the shard lacks a row on any card (a card that finished it needs nothing)."""
+    keys, _restart = pending(run_dir, shard, gpu_uuid="")
+    return bool(keys)
+
+
+def _node_groups(shards: Sequence[Shard], nodes: int) -> list[list[Shard]]:
+    return [part for part in partition(shards, max(1, nodes)) if part]
+
+
+def _parameters(options: SlurmOptions, groups: Sequence[Sequence[Shard]]) -> dict[str, Any]:
+    """submitit's parameters for the array: one GPU and its cores a task, or a whole node."""
+    longest = max(sum(s.cost for s in group) for group in groups)
+    minutes = options.time_min or SETUP_MIN + math.ceil(longest * TIME_MARGIN / 60)
+    params: dict[str, Any] = {"timeout_min": minutes, "slurm_array_parallelism": options.max_gpus or len(groups)}
+    if options.node_exclusive:
+        params |= {"nodes": 1, "tasks_per_node": 1, "slurm_exclusive": True}
+    else:
+        params |= {"slurm_gres": "gpu:1", "cpus_per_task": options.cpus_per_gpu, "tasks_per_node": 1}
+    if options.partition:
+        params["slurm_partition"] = options.partition
+    return params | {f"slurm_{k}" if not k.startswith("slurm_") else k: v for k, v in options.extra.items()}
+
+
+def run_shards_task(run_dir: str, ids: str, args: list[str]) -> int:
+    """An array task: an agent on the one GPU (and cores) Slurm gave this task, on its shards.
+    A fresh interpreter, so the agent starts with nothing imported; RuntimeError (the task
+    fails) when it does not finish."""
+    command = [sys.executable, "-m", "linbench.fleet.agent", "part", "--run-dir", run_dir, "--shards", ids]
+    return _check(subprocess.run([*command, *args], env=_task_env()).returncode, ids)
+
+
+def run_node_task(run_dir: str, ids: str, args: list[str]) -> int:
+    """A node-exclusive array task: the local executor on every GPU Slurm gave the node."""
+    command = [sys.executable, "-m", "linbench.fleet.node", "--run-dir", run_dir, "--shards", ids]
+    return _check(subprocess.run([*command, *args], env=_task_env()).returncode, ids)
+
+
+def _task_env() -> dict[str, str]:
+    # Slurm numbers a task's GPUs in gres.conf's order, nvidia-smi's (PCI) order on a GPU node.
+    return dict(os.environ) | {"CUDA_DEVICE_ORDER": os.environ.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID")}
+
+
+def _check(status: int, ids: str) -> int:
+    if status != 0:
+        raise RuntimeError(f"the agent for shards {ids} exited with status {status}")
+    return status
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    useful = [line for line in lines if "exited with status" in line or "Error" in line]
+    return (useful or lines or [type(exc).__name__])[-1][:300]
