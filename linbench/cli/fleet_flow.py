@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ class Started:
     prepared: Prepared
     mode: str  # local, slurm, ray, shard
     resumed: bool
+    options: FleetOptions  # as given, or for --resume as the run was started
     part: str | None = None  # shard: K/N
 
 
@@ -64,7 +65,7 @@ def execute_fleet(
     console = stdout_console()
     with usage_errors():
         started = _resumed(request, fleet, resume) if resume is not None else _new(request, fleet, out)
-        placements = _placements(fleet, started) if started.mode == "local" else ()
+        placements = _placements(started.options) if started.mode == "local" else ()
     why = started.prepared.too_large
     if why is not None and not yes and not started.resumed:
         exit_usage_error(f"this sweep is {why}; narrow the axes, or give --yes to run it anyway (--dry-run prints it)")
@@ -76,7 +77,7 @@ def execute_fleet(
     print_plan(started, placements, console, announce=True)
     try:
         with fleet_progress(console, started, quiet) as heard:
-            left = _run(started, fleet, placements, heard)
+            left = _run(started, started.options, placements, heard)
     except KeyboardInterrupt:
         console.print(f"interrupted: finish with linbench run --resume {started.run_dir}", markup=False)
         raise typer.Exit(INTERRUPTED_EXIT) from None
@@ -94,9 +95,10 @@ def _new(request: SweepRequest, fleet: FleetOptions, out: Path) -> Started:
     prepared = prepare(request, out)
     _check_device(request, prepared)
     command = shlex.join(["linbench", *sys.argv[1:]])
-    plan = plan_fleet(prepared, command, executor=mode, devices=fleet.devices)
+    # fleet.json keeps the options, so that --resume goes on as the run was started.
+    plan = plan_fleet(prepared, command, executor=mode, devices=fleet.devices, options=asdict(fleet))
     run_dir = out if mode == "shard" else _new_folder(out, prepared.spec.name)
-    return Started(run_dir, plan, prepared, mode, resumed=False, part=fleet.shard)
+    return Started(run_dir, plan, prepared, mode, resumed=False, options=fleet, part=fleet.shard)
 
 
 def _check_part(part: str) -> None:
@@ -118,20 +120,19 @@ def _resumed(request: SweepRequest, fleet: FleetOptions, run_dir: Path) -> Start
     if given:
         raise CliUsageError(f"--resume reruns the sweep recorded in {run_dir}/fleet.json; drop {', '.join(given)}")
     plan = read_fleet_plan(run_dir)
-    recorded = plan.settings.get("executor")
-    if fleet.given:
-        mode = fleet.mode
-    elif recorded in ("slurm", "ray"):
-        mode = str(recorded)
-    elif plan.settings.get("devices"):
-        fleet, mode = FleetOptions(devices=str(plan.settings["devices"])), "local"
-    else:
-        raise CliUsageError(f"{run_dir} was run in --shard parts: run each again (it goes on), or give --devices")
+    recorded = str(plan.settings.get("executor") or "")
+    if not fleet.given:  # as it was started: its executor, devices and placement
+        if recorded == "shard":
+            raise CliUsageError(f"{run_dir} was run in --shard parts: run each again (it goes on), or give --devices")
+        fleet = FleetOptions.recorded(plan.settings.get("options") or {})
+    mode = fleet.mode
     if mode == "shard":
-        raise CliUsageError("--resume with --shard: run the part with --shard K/N --out RUN, which goes on by itself")
+        raise CliUsageError(
+            f"{run_dir} runs in --shard parts: run each part again (it goes on where it stopped), then linbench merge"
+        )
     _check_extra(mode)
     prepared = prepare_recorded(plan.settings.get("sweep") or {}, run_dir)
-    return Started(run_dir, plan, prepared, mode, resumed=True)
+    return Started(run_dir, plan, prepared, mode, resumed=True, options=fleet)
 
 
 def _check_extra(mode: str) -> None:
@@ -177,7 +178,7 @@ def _new_folder(out: Path, name: str) -> Path:
     return path
 
 
-def _placements(fleet: FleetOptions, started: Started) -> tuple[Placement, ...]:
+def _placements(fleet: FleetOptions) -> tuple[Placement, ...]:
     """One agent per GPU of --devices, each on cores of its own."""
     from linbench.fleet.device_spec import select_devices
     from linbench.fleet.inventory import read_inventory

@@ -3,8 +3,9 @@ read into one FleetOptions and checked together: each bad combination is one lin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Any
 
 import typer
 
@@ -53,6 +54,14 @@ class FleetOptions:
     slurm_option: tuple[str, ...] = field(default=())
     ray_address: str | None = None
 
+    @classmethod
+    def recorded(cls, options: Mapping[str, Any]) -> FleetOptions:
+        """The options fleet.json recorded (``asdict``), for --resume."""
+        known = {f.name for f in fields(cls)}
+        given = {k: v for k, v in options.items() if k in known}
+        given["slurm_option"] = tuple(given.get("slurm_option") or ())
+        return cls(**given)
+
     @property
     def given(self) -> bool:
         """Whether any of them was given (the run then goes through the fleet)."""
@@ -96,6 +105,7 @@ class FleetOptions:
             raise CliUsageError("--nodes counts the whole nodes of --node-exclusive; give that too")
         if mode == "local" and self.max_gpus is not None:
             raise CliUsageError("--max-gpus bounds slurm and ray; on one host, --devices names the GPUs")
+        self.slurm_extra()
 
     def slurm_extra(self) -> dict[str, str]:
         """--slurm-option KEY=VALUE as a dict; CliUsageError for one without '='."""
@@ -108,7 +118,7 @@ class FleetOptions:
         return extra
 
 
-def _option(name: str, flag: str) -> typer.models.OptionInfo:
+def _option(name: str, flag: str) -> Any:
     return typer.Option(flag, help=HELP[name], rich_help_panel=PANEL)
 
 
@@ -130,8 +140,6 @@ RayAddress = Annotated[str | None, _option("ray_address", "--ray-address")]
 
 def fleet_options(options: dict[str, object]) -> FleetOptions:
     """The fleet's options out of ``linbench run``'s, by parameter name."""
-    from dataclasses import fields
-
     given = {f.name: options.get(f.name) for f in fields(FleetOptions)}
     given["slurm_option"] = tuple(options.get("slurm_option") or ())  # type: ignore[arg-type]
     for name in ("nodes", "cpus_per_gpu", "max_gpus", "slurm_time"):

@@ -29,7 +29,15 @@ def print_plan(started: Started, placements: tuple[Placement, ...], console: Con
     on = where.get(started.mode, f"the one GPU this process was given (part {started.part})")
     shards = f"{len(plan.shards)} shard{'s' if len(plan.shards) != 1 else ''}"
     estimate = format_duration(sum(s.cost for s in plan.shards))
-    if announce:
+    if announce and started.mode == "shard":
+        from linbench.fleet.shards import select_part
+
+        mine = select_part(plan.shards, started.part or "0/1")
+        ids = ", ".join(s.id for s in mine) or "none"
+        points = sum(len(s.points) for s in mine)
+        head = f"linbench run: part {started.part}, {points} of {plan.points} points (shards {ids})"
+        lines = [f"{head} -> {started.run_dir}"]
+    elif announce:
         verb = "resuming" if started.resumed else "running"
         head = f"linbench run: {verb} {plan.points} points in {shards} on {on}, about {estimate} of GPU time"
         lines = [f"{head} -> {started.run_dir}"]

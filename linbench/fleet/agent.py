@@ -205,7 +205,8 @@ def visible_spec(inventory: Inventory, runner_name: str, busy_wait_s: float) -> 
     (its affinity): FleetError unless it sees exactly one GPU of this host's inventory."""
     seen = seen_by_fake(inventory, os.environ) if inventory.fake else seen_by_torch()
     if len(seen) != 1:
-        raise FleetError(f"a --shard agent needs exactly one visible GPU; it sees {len(seen)} ({', '.join(seen)})")
+        shown = ", ".join(seen) or "CUDA_VISIBLE_DEVICES names none"
+        raise FleetError(f"a --shard agent needs exactly one visible GPU; it sees {len(seen)} ({shown})")
     device = inventory.by_uuid(seen[0]) or next(
         (d for d in inventory.devices for s in d.mig_slices if s.uuid == seen[0]), None
     )
