@@ -46,6 +46,7 @@ def run_fake_points(work: ShardWork, folder: Path, hooks: PointHooks) -> None:
     store = RunStore.create_at(folder)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     store.write_meta({"status": "running", "started_at": started, "fleet": dict(work.fleet)})
+    processes = int(dict(work.sweep.get("settings") or {}).get("processes") or 1)
     for key in work.keys:
         row: dict[str, Any] = dict(zip(KEY_COLUMNS, key, strict=True)) | {"device_name": work.device_name}
         reason = hooks.before_point(key)
@@ -53,10 +54,12 @@ def run_fake_points(work: ShardWork, folder: Path, hooks: PointHooks) -> None:
             row |= {"status": "skipped", "error": reason}
         else:
             ms = fake_time_ms(key)
-            process = dict(zip(KEY_COLUMNS, key, strict=True)) | {"process": 0, "pid": os.getpid(), "status": "ok"}
-            process |= {"time_ms": ms, "samples": FAKE_SAMPLES, "wall_s": 0.0, "timed_s": ms * FAKE_SAMPLES / 1e3}
-            store.append_process(process, [ms] * FAKE_SAMPLES)
-            row |= {"status": "ok", "time_ms": ms, "samples": FAKE_SAMPLES, "processes": 1, "error": "fake"}
+            for number in range(processes):  # as many as the sweep asks for, each with the same time
+                process = dict(zip(KEY_COLUMNS, key, strict=True)) | {"process": number, "pid": os.getpid()}
+                process |= {"status": "ok", "time_ms": ms, "samples": FAKE_SAMPLES, "wall_s": 0.0}
+                store.append_process(process | {"timed_s": ms * FAKE_SAMPLES / 1e3}, [ms] * FAKE_SAMPLES)
+            row |= {"status": "ok", "time_ms": ms, "samples": FAKE_SAMPLES * processes, "processes": processes}
+            row["error"] = "fake"
         row |= dict(hooks.row_columns(key))
         store.append(row)
         hooks.after_row(key, row)
