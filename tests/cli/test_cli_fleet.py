@@ -55,9 +55,7 @@ def only_run(out: Path) -> Path:
     return run
 
 
-def test_devices_spreads_a_sweep_and_merges_it(
-    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_devices_spreads_a_sweep_and_merges_it(invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_gpus(tmp_path, monkeypatch)
     result = invoke("run", *SWEEP, "--devices", "cuda:0-1", "--oversubscribe", "--out", tmp_path / "out")
     assert result.exit_code == 0, result.output
@@ -170,3 +168,19 @@ def test_merge_refuses_a_folder_that_is_no_fleet_run(invoke: Invoke, tmp_path: P
     result = invoke("merge", tmp_path)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert "fleet.json cannot be read" in result.stderr and f"is {tmp_path} a fleet run?" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--devices", "cuda:5"], "--devices: cuda:5 names cuda:5, but this host has 2 GPUs"),
+        (["--device", "cpu", "--devices", "all"], "--device checks one device, --devices a run over several"),
+        (["--devices", "all", "--cpus-per-gpu", "64"], "agents need 64 cores each"),
+    ],
+)
+def test_doctor_devices_bad_input_is_one_line_and_exit_2(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], words: str
+) -> None:
+    fake_gpus(tmp_path, monkeypatch)
+    result = invoke("doctor", *args)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and words in result.stderr
