@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Decoder",
     "Impl",
+    "ImplUnavailableError",
     "Param",
     "SweepRequest",
     "Variant",
@@ -25,11 +26,12 @@ __all__ = [
 ]
 _API_NAMES = ("attention", "get_variant", "list_variants")
 _SWEEP_NAMES = ("plan_sweep", "run_sweep")
-# What a plugin needs to declare a variant (see the README's plugin example).
+# What a plugin needs to declare a variant (docs/plugins.md).
 _REGISTRY_NAMES = ("Decoder", "Impl", "Param", "Variant", "register_variant")
 
 if TYPE_CHECKING:
     from linbench.api import attention, get_variant, list_variants
+    from linbench.errors import ImplUnavailableError
     from linbench.runner.api import plan_sweep, run_sweep
     from linbench.sweep.request import SweepRequest
     from linbench.variants.registry import Decoder, Impl, Param, Variant, register_variant
@@ -44,6 +46,10 @@ def __getattr__(name: str) -> Any:
         from linbench.runner import api as sweep_api
 
         return getattr(sweep_api, name)
+    if name == "ImplUnavailableError":  # what an impl raises for a point it cannot run
+        from linbench.errors import ImplUnavailableError
+
+        return ImplUnavailableError
     if name == "SweepRequest":
         from linbench.sweep.request import SweepRequest
 
@@ -53,3 +59,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(registry, name)
     raise AttributeError(f"module 'linbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names, loaded or not (they are loaded on first use, by __getattr__)."""
+    return sorted({*globals(), *__all__})

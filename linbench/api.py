@@ -27,13 +27,17 @@ def attention(
 
     q, k: (B, H, S, Dk); v: (B, H, S, Dv). Returns (B, H, S, Dv) in q's dtype, on q's device.
     ``impl="auto"`` picks the fastest impl available for the tensors' device. Unknown
-    variants, impls or parameters and malformed shapes raise ValueError; an impl that
-    cannot run here raises ImplUnavailableError saying why.
+    variants, impls or parameters, malformed shapes and a masking the variant does not
+    compute (``Variant.masking``) raise ValueError; an impl that cannot run here raises
+    ImplUnavailableError saying why.
     """
     spec: Variant = get_variant(variant)
     if impl != "auto":
         spec.impl(impl)  # an unknown impl name is reported before anything about the tensors
     check_qkv(q, k, v)
+    masking = spec.masking_reason(bool(causal))
+    if masking is not None:
+        raise ValueError(f"{masking}; call it with causal={not causal}")
     chosen = spec.resolve_impl(impl, q.device)
     bound = spec.bind_params(chosen, params)
     out = chosen.fn(q, k, v, causal=bool(causal), **bound)

@@ -66,6 +66,10 @@ class Comparison:
     # typical row's norm, and the scale error ⟨a − e, e⟩ / ⟨e, e⟩, each over its bound.
     normwise_ratio: float = math.nan
     scale_ratio: float = math.nan
+    # Why no distance could be measured: "shape" (not the reference's), "NaN" or "inf" (the
+    # result is not finite), with ``detail`` in words; "" when it was measured.
+    problem: str = ""
+    detail: str = ""
 
     @property
     def ratio(self) -> float:
@@ -81,6 +85,8 @@ class Comparison:
         return math.isfinite(self.ratio) and self.ratio <= 1.0
 
     def describe(self) -> str:
+        if self.problem:
+            return f"{self.name} {self.detail}"
         text = f"{self.name} err {self.max_abs_error:.2e} (x{self.worst_ratio:.2f} tol"
         if not math.isnan(self.scale_ratio):
             text += f"; norm-wise x{self.normwise_ratio:.2f}, scale x{self.scale_ratio:.2f}"
@@ -98,6 +104,7 @@ class CaseResult:
     dtype: torch.dtype
     comparisons: list[Comparison] = field(default_factory=list)
     error: str | None = None  # the impl raised instead of returning
+    reference_failed: bool = False  # ... or the reference did, so there was nothing to judge against
     out_of_memory: bool = False  # ... and what it raised was an allocation failure
     unavailable: str | None = None  # the impl cannot run here (and why): not judged at all
 
@@ -120,7 +127,7 @@ class CaseResult:
         if self.unavailable:
             return f"{where}: unavailable: {self.unavailable}"
         if self.error:
-            return f"{where}: raised {self.error}"
+            return f"{where}: {'' if self.reference_failed else 'raised '}{self.error}"
         return f"{where}: {', '.join(c.describe() for c in self.comparisons)}"
 
 
@@ -140,8 +147,9 @@ def compare(
     """
     rtol, atol = TOLERANCES[dtype]
     actual64, expected64 = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
-    if not torch.isfinite(actual64).all():
-        return Comparison(name, math.inf, math.inf, math.inf)
+    unmeasurable = _unmeasurable(name, actual64, expected64)
+    if unmeasurable is not None:
+        return unmeasurable
     diff = (actual64 - expected64).abs()
     scale = max(_rms(expected64), floor_scale, 1e-30)
     ratio = diff / (atol * scale + rtol * expected64.abs())
@@ -150,6 +158,21 @@ def compare(
         return result
     normwise, scale_error = _normwise_ratios(actual64, expected64, UNIT_ROUNDOFF[dtype], floor_scale)
     return dataclasses.replace(result, normwise_ratio=normwise, scale_ratio=scale_error)
+
+
+def _unmeasurable(name: str, actual: torch.Tensor, expected: torch.Tensor) -> Comparison | None:
+    """A failing comparison for a result of the wrong shape or with NaN or infinite elements
+    (no distance means anything then), else None. A wrong shape is caught before it can
+    broadcast: an empty output broadcasts against any reference."""
+    if actual.shape != expected.shape:
+        words = f"has shape {tuple(actual.shape)} where the reference has {tuple(expected.shape)}"
+        return Comparison(name, math.inf, math.inf, math.inf, problem="shape", detail=words)
+    nan, inf = int(actual.isnan().sum()), int(actual.isinf().sum())
+    if not nan and not inf:
+        return None
+    problem, count, word = ("NaN", nan, "NaN") if nan else ("inf", inf, "infinite")
+    words = f"is {word} at {count} of {actual.numel()} elements"
+    return Comparison(name, math.inf, math.inf, math.inf, problem=problem, detail=words)
 
 
 def _normwise_ratios(actual: torch.Tensor, expected: torch.Tensor, u: float, floor_scale: float) -> tuple[float, float]:
@@ -205,13 +228,13 @@ def _forward_backward(
     """Output and, when asked, gradients of <out, cotangent> for q, k, v and each learnable parameter."""
     from linbench.api import attention
 
-    leaves = [t.detach().to(dtype).requires_grad_(gradients) for t in inputs]
+    q, k, v = (t.detach().to(dtype).requires_grad_(gradients) for t in inputs)
     learn = {name: t.detach().to(dtype).requires_grad_(gradients) for name, t in learnable.items()}
     with torch.set_grad_enabled(gradients):
-        out = attention(*leaves, variant=variant.name, impl=impl, causal=causal, **params, **learn)
-    if not gradients:
+        out = attention(q, k, v, variant=variant.name, impl=impl, causal=causal, **params, **learn)
+    if not gradients or out.shape != cotangent.shape:  # a wrong shape fails on the output alone
         return {"out": out}
-    grads = torch.autograd.grad((out.to(torch.float64) * cotangent).sum(), [*leaves, *learn.values()])
+    grads = torch.autograd.grad((out.to(torch.float64) * cotangent).sum(), [q, k, v, *learn.values()])
     names = ["grad q", "grad k", "grad v", *(f"grad {n}" for n in learn)]
     return {"out": out, **dict(zip(names, grads, strict=True))}
 
@@ -270,13 +293,30 @@ def check_impl(
     # arithmetic, not the rounding of its inputs, which no impl can undo.
     inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
     learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items()}
-    reference_key = (variant.name, shape, causal, dtype, str(device), seed, scale, gradients)
-    reference_key += (tuple(sorted(ref_params.items())), tuple(sorted(learnable)))
+    reference_key = (
+        variant.name,
+        shape,
+        causal,
+        dtype,
+        str(device),
+        seed,
+        scale,
+        gradients,
+        tuple(sorted(ref_params.items())),
+        tuple(sorted(learnable)),
+    )
     expected = _REFERENCES.get(reference_key)
     if expected is None:
-        expected = _forward_backward(
-            variant, variant.reference, inputs, learnable, cotangent, torch.float64, causal, ref_params, gradients
-        )
+        try:
+            expected = _forward_backward(
+                variant, variant.reference, inputs, learnable, cotangent, torch.float64, causal, ref_params, gradients
+            )
+        except Exception as exc:  # a reference that cannot answer leaves nothing to judge against
+            result.error = f"the reference ({variant.name}:{variant.reference}) raised {type(exc).__name__}: {exc}"
+            if not causal and variant.masking_reason(True) is None:
+                result.error += " (a variant defined only causally declares masking=('causal',))"
+            result.reference_failed = True
+            return result
         _REFERENCES.put(reference_key, expected)
     try:
         actual = _forward_backward(variant, impl, inputs, learnable, cotangent, dtype, causal, params, gradients)
@@ -288,7 +328,9 @@ def check_impl(
         result.out_of_memory = is_out_of_memory(exc)
         return result
     floor = max(_rms(t) for t in expected.values()) / 100
-    result.comparisons = [compare(name, actual[name], expected[name], dtype, floor) for name in expected]
+    # A result of the wrong shape has no gradients to compare: it fails on its output alone.
+    compared = [name for name in expected if name in actual]
+    result.comparisons = [compare(name, actual[name], expected[name], dtype, floor) for name in compared]
     return result
 
 
@@ -312,20 +354,23 @@ def check_decoder(
 
     result = CaseResult(variant.name, decoder, shape, True, dtype)
     q, k, v, learnable = make_inputs(variant, shape, device, seed)
-    inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
+    q, k, v = (t.to(dtype).to(torch.float64) for t in (q, k, v))
     given = dict(params or {})
     learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items() if name not in given}
     params = variant.length_params(shape.seq, learnable | given)
-    expected = attention(*inputs, variant=variant.name, impl=variant.reference, causal=True, **params)
+    expected = attention(q, k, v, variant=variant.name, impl=variant.reference, causal=True, **params)
+    # The decoder's params: the learnable ones in its dtype, and those given as they are.
+    decoder_params: dict[str, Any] = {name: t.to(dtype) for name, t in learnable.items()} | given
     try:
         with torch.no_grad():
             actual, _ = decode(
                 variant,
                 decoder,
-                *(t.to(dtype) for t in inputs),
+                q.to(dtype),
+                k.to(dtype),
+                v.to(dtype),
                 context=shape.seq - steps,
-                **{name: t.to(dtype) for name, t in learnable.items()},
-                **given,
+                **decoder_params,
             )
     except Exception as exc:  # whatever the decoder under test raises is its failure
         result.error = f"{type(exc).__name__}: {exc}"

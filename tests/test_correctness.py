@@ -22,6 +22,14 @@ def _broken(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) 
     raise TypeError("planted bug")
 
 
+def _one_row_short(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    return _identity(q, k, v, causal=causal)[..., :-1, :]
+
+
+def _nan(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    return _identity(q, k, v, causal=causal) * torch.nan
+
+
 def _off_by_one_percent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
     return _identity(q, k, v, causal=causal) * 1.01
 
@@ -35,6 +43,8 @@ def planted() -> Iterator[Variant]:
             Impl("ref", _identity, "", "O(s)", "O(s)"),
             Impl("broken", _broken, "", "O(s)", "O(s)"),
             Impl("off", _off_by_one_percent, "", "O(s)", "O(s)"),
+            Impl("short", _one_row_short, "", "O(s)", "O(s)"),
+            Impl("nan", _nan, "", "O(s)", "O(s)"),
         ),
         reference="ref",
         param_specs=(),
@@ -52,6 +62,59 @@ def test_an_impl_that_raises_is_a_failing_case(planted: Variant) -> None:
     assert not result.ok
     assert result.error == "TypeError: planted bug"
     assert "raised TypeError: planted bug" in result.describe()
+
+
+@pytest.mark.parametrize("seq", [1, 5])
+def test_a_wrong_shape_is_a_failing_comparison_that_names_both_shapes(planted: Variant, seq: int) -> None:
+    """At S = 1 the short output is empty and broadcasts against anything: still a shape failure."""
+    result = check_impl(planted, "short", Shape(1, 2, seq, 4, 4), causal=True)
+    assert not result.ok and result.error is None
+    assert [c.name for c in result.comparisons] == ["out"]
+    assert f"out has shape (1, 2, {seq - 1}, 4) where the reference has (1, 2, {seq}, 4)" in result.describe()
+    assert result.worst is not None and result.worst.problem == "shape"
+
+
+def test_a_nan_output_is_said_to_be_nan(planted: Variant) -> None:
+    result = check_impl(planted, "nan", Shape(1, 2, 5, 4, 4), causal=True)
+    assert not result.ok
+    assert result.worst is not None and result.worst.problem == "NaN"
+    assert "out is NaN at 40 of 40 elements" in result.describe()
+    assert "inf" not in result.describe()
+
+
+def test_an_infinite_output_is_said_to_be_infinite() -> None:
+    actual = torch.tensor([1.0, float("inf"), 2.0], dtype=torch.float64)
+    result = compare("out", actual, torch.ones(3, dtype=torch.float64), torch.float32)
+    assert not result.ok and result.problem == "inf"
+    assert "out is infinite at 1 of 3 elements" in result.describe()
+
+
+def test_a_reference_that_raises_is_an_error_of_the_case_not_of_the_checker() -> None:
+    def causal_only(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+        if not causal:
+            raise ValueError("causal only")
+        return _identity(q, k, v, causal=causal)
+
+    variant = Variant(
+        name="test-reference-raises",
+        summary="O = V, causal only",
+        impl_list=(Impl("ref", causal_only, "", "O(s)", "O(s)"), Impl("same", _identity, "", "O(s)", "O(s)")),
+        reference="ref",
+        param_specs=(),
+        flop_formula=lambda *args: 0.0,
+        time_complexity="O(s)",
+        memory_complexity="O(s)",
+    )
+    register_variant(variant)
+    try:
+        result = check_impl(variant, "same", Shape(1, 2, 5, 4, 4), causal=False)
+    finally:
+        unregister_variant(variant.name)
+    assert not result.ok
+    assert result.error is not None and result.reference_failed
+    assert result.error.startswith("the reference (test-reference-raises:ref) raised ValueError: causal only")
+    assert "declares masking=('causal',)" in result.error  # what a causal-only variant should have said
+    assert "bidirectional float64: the reference (test-reference-raises:ref) raised" in result.describe()
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])

@@ -1,23 +1,32 @@
-"""The plugin example of docs/plugins.md is a working plugin, not a sketch (CPU)."""
+"""The plugin examples of docs/plugins.md are working plugins, not sketches (CPU)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from linbench.correctness import Shape, check_impl
+import pytest
+import torch
+
+from linbench.correctness import Shape, check_decoder, check_impl
 from linbench.variants.plugins import load_plugin_file, unload_plugin_file
 from linbench.variants.registry import get_variant
 
 PLUGINS_DOC = Path(__file__).parents[1] / "docs" / "plugins.md"
 
 
-def test_the_documented_plugin_registers_a_variant_that_passes_its_check(tmp_path: Path) -> None:
-    match = re.search(r"```python\n(# my_attention\.py.*?)```", PLUGINS_DOC.read_text(), re.S)
-    assert match, "docs/plugins.md's plugin example is missing"
-    assert len(match.group(1).strip().splitlines()) <= 32
-    plugin = tmp_path / "my_attention.py"
+def _example(name: str, tmp_path: Path) -> Path:
+    """The doc's ```python block that begins ``# NAME``, as a file."""
+    match = re.search(rf"```python\n(# {re.escape(name)}.*?)```", PLUGINS_DOC.read_text(), re.S)
+    assert match, f"docs/plugins.md's {name} example is missing"
+    plugin = tmp_path / name
     plugin.write_text(match.group(1))
+    return plugin
+
+
+def test_the_documented_plugin_registers_a_variant_that_passes_its_check(tmp_path: Path) -> None:
+    plugin = _example("my_attention.py", tmp_path)
+    assert len(plugin.read_text().strip().splitlines()) <= 32
     try:
         assert load_plugin_file(plugin) == ["relu"]
         for causal in (True, False):
@@ -25,3 +34,38 @@ def test_the_documented_plugin_registers_a_variant_that_passes_its_check(tmp_pat
             assert result.ok, result.describe()
     finally:
         unload_plugin_file(plugin)
+
+
+def test_the_documented_causal_only_variant_checks_decodes_and_counts_linear_flops(tmp_path: Path) -> None:
+    plugin = _example("decay.py", tmp_path)
+    try:
+        assert load_plugin_file(plugin) == ["decay"]
+        decay = get_variant("decay")
+        assert decay.masking_reason(False) == "decay is causal only"
+        for impl, shape, dtype in (
+            ("recurrent", Shape(1, 2, 1, 8, 8), torch.float32),
+            ("recurrent", Shape(2, 3, 65, 16, 24), torch.float32),
+            ("quadratic", Shape(2, 3, 100, 16, 24), torch.bfloat16),  # its weights must not be rounded to bf16
+        ):
+            result = check_impl(decay, impl, shape, causal=True, dtype=dtype)
+            assert result.ok, result.describe()
+        decoded = check_decoder(decay, "recurrent", Shape(1, 2, 40, 8, 8), steps=4, params={"gamma": 0.8})
+        assert decoded.ok, decoded.describe()
+        recurrent = decay.decoder("recurrent")
+        assert (recurrent.state_memory, recurrent.state_exponent, recurrent.step_exponent) == ("O(d²)", 0, 0)
+        assert decay.flops(1, 1, 2048, 64, 64, True, "fwd") == 2 * decay.flops(1, 1, 1024, 64, 64, True, "fwd")
+        assert decay.impl("recurrent").time_exponent == 1 and decay.impl("quadratic").time_exponent == 2
+    finally:
+        unload_plugin_file(plugin)
+
+
+def test_the_documented_flop_formula_is_the_one_the_example_declares() -> None:
+    text = PLUGINS_DOC.read_text()
+    formulas = re.findall(r"def decay_flops\(.*?return [^\n]*", text, re.S)
+    assert len(formulas) == 2 and formulas[0] == formulas[1]
+    assert "def decay_flops(batch, heads, seq, dim_k, dim_v, causal, mode):" in formulas[0]
+
+
+@pytest.mark.parametrize("word", ["ImplUnavailableError", "masking", "time_exponent", "state_exponent", "Param("])
+def test_the_plugin_doc_describes(word: str) -> None:
+    assert word in PLUGINS_DOC.read_text()

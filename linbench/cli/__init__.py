@@ -6,12 +6,12 @@ top, so ``linbench --help`` answers at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from linbench.cli.ab_cmd import ab_command
 from linbench.cli.build_cmd import build_command
@@ -57,6 +57,20 @@ class LinbenchGroup(TyperGroup):
             return super().invoke(ctx)
 
 
+class LinbenchCommand(TyperCommand):
+    """A command that refuses an option of one value given more than once: Typer would keep
+    the last one silently (``--seq 64 --seq 128`` sweeping 128 alone)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        for param in self.get_params(ctx):
+            single = param.param_type_name == "option" and not param.multiple and not getattr(param, "is_flag", False)
+            count = sum(1 for seen in order if seen is param)
+            if single and count > 1:
+                ctx.fail(f"{param.opts[0]} given {count} times; give it once")
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
     cls=LinbenchGroup,
     name="linbench",
@@ -65,18 +79,30 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-app.command("list")(list_command)
-app.command("check")(check_command)
-app.command("run")(run_command)
-app.command("decode")(decode_command)
-app.command("plot")(plot_command)
-app.command("report")(report_command)
-app.command("compare")(compare_command)
-app.command("ab")(ab_command)
-app.command("merge")(merge_command)
-app.command("suites")(suites_command)
-app.command("doctor")(doctor_command)
-app.command("build")(build_command)
+
+
+def _add(name: str, command: Callable[..., None]) -> None:
+    """Register ``command``; the command list shows its docstring's first paragraph as one
+    line of text, wrapped to the terminal (the list would keep the docstring's line breaks)."""
+    summary = " ".join((command.__doc__ or "").split("\n\n")[0].split())
+    app.command(name, short_help=summary, cls=LinbenchCommand)(command)
+
+
+for _name, _command in (
+    ("list", list_command),
+    ("check", check_command),
+    ("run", run_command),
+    ("decode", decode_command),
+    ("plot", plot_command),
+    ("report", report_command),
+    ("compare", compare_command),
+    ("ab", ab_command),
+    ("merge", merge_command),
+    ("suites", suites_command),
+    ("doctor", doctor_command),
+    ("build", build_command),
+):
+    _add(_name, _command)
 
 
 def _print_version(value: bool) -> None:

@@ -20,6 +20,7 @@ from linbench.cli.check_display import (
     failure_lines,
     legend_line,
     matrix_table,
+    skipped_lines,
     summary_line,
     unavailable_lines,
 )
@@ -48,12 +49,16 @@ SHAPES = ((1, 2, 1, 8, 8), (2, 3, 100, 16, 24), (1, 2, 257, 32, 32))
 
 
 def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device: torch.device) -> Cell:
-    """Every shape for one impl, dtype and masking; unavailable impls are not run."""
+    """Every shape for one impl, dtype and masking; unavailable impls, and maskings the
+    variant does not compute, are not run."""
     from linbench.correctness import Shape, check_impl
 
     reason = variant.impls[impl].unavailable_reason(device)
     if reason is not None:
         return Cell(unavailable=reason)
+    if variant.masking_reason(causal) is not None:
+        masking = "causal" if causal else "bidirectional"
+        return Cell(skipped=f"{variant.name}: {variant.masking[0]} only; its {masking} cells are not checked")
     cases: list[CaseResult] = []
     for dims in SHAPES:
         case = check_impl(variant, impl, Shape(*dims), causal=causal, dtype=torch_dtype(dtype_name), device=device)
@@ -105,7 +110,12 @@ def check_command(
     console = stdout_console()
     console.print(matrix_table(rows, columns, resolved))
     console.print(legend_line([Shape(*dims) for dims in SHAPES]), markup=False, soft_wrap=True)
-    for title, lines in (("unavailable here:", unavailable_lines(rows)), ("failures:", failure_lines(rows))):
+    sections = (
+        ("unavailable here:", unavailable_lines(rows)),
+        ("not checked:", skipped_lines(rows)),
+        ("failures:", failure_lines(rows)),
+    )
+    for title, lines in sections:
         if lines:
             console.print(title, *lines, sep="\n", markup=False, soft_wrap=True)
     console.print(summary_line(rows), markup=False)

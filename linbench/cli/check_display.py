@@ -20,14 +20,20 @@ class Cell:
 
     cases: list[CaseResult] = field(default_factory=list)
     unavailable: str | None = None  # why it cannot run here; not a failure
+    skipped: str | None = None  # the variant does not compute this masking (Variant.masking)
 
     @property
     def failures(self) -> list[CaseResult]:
-        return [] if self.unavailable else [case for case in self.cases if not case.ok]
+        return [] if self.unavailable or self.skipped else [case for case in self.cases if not case.ok]
 
     @property
     def worst_ratio(self) -> float:
         return max((case.worst.ratio for case in self.cases if case.worst), default=0.0)
+
+    @property
+    def problem(self) -> str:
+        """Why a failing result could not be measured ("shape", "NaN", "inf"), or ""."""
+        return next((case.worst.problem for case in self.failures if case.worst and case.worst.problem), "")
 
 
 @dataclass
@@ -50,13 +56,15 @@ def format_ratio(ratio: float) -> str:
 
 
 def render_cell(cell: Cell) -> str:
-    """ "ok 0.03" / "FAIL 3.20" / "error" / "unavailable", as rich markup."""
+    """ "ok 0.03" / "FAIL 3.20" / "FAIL shape" / "FAIL NaN" / "error" / "unavailable", as rich markup."""
     if cell.unavailable:
         return "[dim]unavailable[/]"
+    if cell.skipped:
+        return "[dim]skipped[/]"
     if any(case.error for case in cell.cases):
         return "[red]error[/]"
     if cell.failures:
-        return f"[bold red]FAIL {format_ratio(cell.worst_ratio)}[/]"
+        return f"[bold red]FAIL {cell.problem or format_ratio(cell.worst_ratio)}[/]"
     return f"[green]ok {format_ratio(cell.worst_ratio)}[/]"
 
 
@@ -88,10 +96,17 @@ def unavailable_lines(rows: list[Row]) -> list[str]:
     return sorted(lines)
 
 
+def skipped_lines(rows: list[Row]) -> list[str]:
+    """Which maskings of which variants were not checked, once per variant and masking."""
+    return sorted({cell.skipped for row in rows for cell in row.cells if cell.skipped})
+
+
 def summary_line(rows: list[Row]) -> str:
-    """ "N cells checked, M failed" (plus how many could not run here, when any)."""
+    """ "N cells checked, M failed" (plus how many could not run here or were skipped, when any)."""
     cells = [cell for row in rows for cell in row.cells]
-    checked = [cell for cell in cells if not cell.unavailable]
+    checked = [cell for cell in cells if not cell.unavailable and not cell.skipped]
     failed = sum(1 for cell in checked if cell.failures)
-    skipped = len(cells) - len(checked)
-    return f"{len(checked)} cells checked, {failed} failed" + (f", {skipped} unavailable" if skipped else "")
+    unavailable = sum(1 for cell in cells if cell.unavailable)
+    skipped = sum(1 for cell in cells if cell.skipped and not cell.unavailable)
+    text = f"{len(checked)} cells checked, {failed} failed"
+    return text + (f", {unavailable} unavailable" if unavailable else "") + (f", {skipped} skipped" if skipped else "")

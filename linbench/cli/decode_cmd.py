@@ -42,9 +42,13 @@ def decode_command(
     batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
     heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
     dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
-    dim_v: Annotated[str | None, typer.Option("--dim-v", help="Head dims of v, crossed with --dim.")] = None,
-    dtype: Annotated[list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list).")] = None,
-    device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
+    dim_v: Annotated[
+        str | None, typer.Option("--dim-v", help="Head dims of v, crossed with --dim. Default: the same as --dim.")
+    ] = None,
+    dtype: Annotated[
+        list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list). Default: fp32.")
+    ] = None,
+    device: Annotated[str | None, typer.Option("--device", help=f"{DEVICE_HELP}. Default: auto.")] = None,
     suite: Annotated[Path | None, typer.Option("--suite", help="A decode suite (TOML); flags override it.")] = None,
     out: Annotated[Path, typer.Option("--out", help="Where run folders are made.")] = Path("results"),
     resume: Annotated[

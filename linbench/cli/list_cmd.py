@@ -56,12 +56,14 @@ def impl_table(variants: list[Variant], device: torch.device) -> Table:
 
 
 def variant_table(variants: list[Variant]) -> Table:
-    """One row per variant: the function it computes and the parameters every impl shares."""
+    """One row per variant: the function it computes, with which masking, and the parameters
+    every impl shares."""
     table = Table(title="what each variant computes", title_justify="left")
-    for column in ("variant", "maths", "variant params"):
+    for column in ("variant", "maths", "masking", "variant params"):
         table.add_column(column)
     for variant in variants:
-        table.add_row(variant.name, escape(variant.summary), format_params(variant.param_specs))
+        masking = ", ".join(variant.masking) if len(variant.masking) > 1 else f"{variant.masking[0]} only"
+        table.add_row(variant.name, escape(variant.summary), masking, format_params(variant.param_specs))
     return table
 
 
@@ -72,7 +74,8 @@ def decoder_table(variants: list[Variant]) -> Table:
         table.add_column(column)
     for variant in variants:
         for decoder in variant.decoders.values():
-            cells = (decoder.state_memory, decoder.step_time, escape(decoder.summary))
+            costs = (text if text != "-" else "not declared" for text in (decoder.state_memory, decoder.step_time))
+            cells = (*costs, escape(decoder.summary))
             table.add_row(variant.name, decoder.name, *cells)
     return table
 

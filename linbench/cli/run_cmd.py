@@ -44,7 +44,9 @@ HELP = {
 def run_command(
     variant: Annotated[
         list[str] | None,
-        typer.Option("--variant", help="NAME or NAME:IMPL (repeatable or comma list); 'all' for every variant."),
+        typer.Option(
+            "--variant", help="NAME or NAME:IMPL (repeatable or comma list); 'all' for every variant. Default: all."
+        ),
     ] = None,
     baseline: Annotated[
         list[str] | None, typer.Option("--baseline", help="Baselines to compare with. Default: softmax, every impl.")
@@ -55,11 +57,13 @@ def run_command(
     heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
     dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
     dim_v: Annotated[str | None, typer.Option("--dim-v", help=HELP["dim_v"])] = None,
-    dtype: Annotated[list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list).")] = None,
+    dtype: Annotated[
+        list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list). Default: fp32.")
+    ] = None,
     mode: Annotated[list[str] | None, typer.Option("--mode", help=HELP["mode"])] = None,
     causal: Annotated[bool, typer.Option("--causal", help="Causal masking (the default).")] = False,
     bidirectional: Annotated[bool, typer.Option("--bidirectional", help="No masking.")] = False,
-    device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
+    device: Annotated[str | None, typer.Option("--device", help=f"{DEVICE_HELP}. Default: auto.")] = None,
     suite: Annotated[Path | None, typer.Option("--suite", help="A TOML suite; flags override its keys.")] = None,
     out: Annotated[Path, typer.Option("--out", help="Where run folders are made.")] = Path("results"),
     resume: Annotated[

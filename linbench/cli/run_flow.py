@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from linbench.cli.common import stdout_console
-from linbench.cli.errors import exit_usage_error, usage_errors
+from linbench.cli.common import load_plugins, stdout_console
+from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from linbench.runner.sweep_runner import Listener
     from linbench.sweep.points import Point
     from linbench.sweep.request import SweepRequest
+    from linbench.sweep.spec import Axes
 
 RANGE_HELP = "a size (4k), a list (512,1k), powers of two (1k..64k), or stepped (1k..8k:x2, 64..256:+64)"
 INTERRUPTED_EXIT = 130  # the shell's status for a Ctrl-C
@@ -85,6 +86,11 @@ def execute_sweep(
 
     console = stdout_console()
     with usage_errors():
+        if resume is None:
+            _check_out(out)
+        # Loaded here first, so a plugin's error names its file as given, as list's and check's do
+        # (the spec holds resolved paths); prepare then finds it loaded.
+        load_plugins(list(request.plugins))
         prepared = prepare(request, out, resume=resume, mix=mix, repair=not dry_run)
     if dry_run:
         _print_plan(prepared, console)
@@ -105,6 +111,18 @@ def execute_sweep(
     end_run(prepared, outcome, console, quiet, allow_failures)
 
 
+def _check_out(out: Path) -> None:
+    """Refuse an ``--out`` that is, or lies under, a file: run folders are made in a folder
+    (the OS would only say "File exists" or "Not a directory")."""
+    for path in (out, *out.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise CliUsageError(
+                    f"--out {out}: {path} is a file; --out must be a folder (run folders are made in it)"
+                )
+            return
+
+
 def _print_plan(prepared: Prepared, console: Console) -> None:
     """--dry-run: what would run, where, and about how long it would take; nothing is made."""
     from linbench.sweep.estimate import format_duration
@@ -113,13 +131,15 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
     what = plan.kind.words.targets
     names = lambda pairs: ", ".join(f"{v}:{i}" for v, i in pairs) or "none"  # noqa: E731 - a one-line label
     baselines = set(plan.targets.baselines)
-    measured = [pair for pair in plan.targets.pairs if pair not in baselines]
+    planned = {(point.variant, point.impl) for point in plan.points}  # not those whose points were all left out
+    measured = [pair for pair in plan.targets.pairs if pair not in baselines and pair in planned]
     where = store.path if store is not None else prepared.out / f"<UTC time>-{spec.name}"
     lines = [
         f"linbench {spec.command} --dry-run: nothing runs and no folder is made",
         f"  points: {len(prepared.pending)} of {len(plan.points)} to run on {plan.device} ({plan.device_name})",
         f"  {what}: {names(measured)}",
-        f"  baselines: {names(plan.targets.baselines)}",
+        f"  baselines: {names([pair for pair in plan.targets.baselines if pair in planned])}",
+        *_axes_lines(spec.blocks, spec.command),
         *(f"  note: {note}" for note in plan.targets.notes),
         f"  estimated time: about {format_duration(prepared.estimate_s)} (a rough model: linbench/sweep/estimate.py)",
         f"  results would go to: {where}",
@@ -130,14 +150,39 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         console.print(line, markup=False, soft_wrap=True)
 
 
+def _axes_lines(blocks: tuple[Axes, ...], command: str) -> list[str]:
+    if len(blocks) == 1:
+        return [f"  axes: {axes_line(blocks[0], command)}"]
+    return [f"  block {i}: {axes_line(block, command)}" for i, block in enumerate(blocks, 1)]
+
+
+def axes_line(block: Axes, command: str) -> str:
+    """The values of each axis of one block: "seq 1k, 2k · batch 1 · heads 8 · ..."."""
+    from linbench.units import format_size
+
+    def values(items: tuple[Any, ...]) -> str:
+        return ", ".join(format_size(v) if isinstance(v, int) else str(v) for v in items)
+
+    length = "context" if command == "decode" else "seq"
+    batch = f"tokens/seq ({format_size(block.tokens)} tokens)" if block.tokens else values(block.batch)
+    parts = [f"{length} {values(block.seq)}", f"batch {batch}", f"heads {values(block.heads)}"]
+    parts.append(f"dim {values(block.dim)}" + (f" × dim_v {values(block.dim_v)}" if block.dim_v else ""))
+    parts.append(f"dtype {values(block.dtype)}")
+    if command != "decode":  # decode's mode is the decode step, its masking causal
+        parts.append(f"mode {values(block.mode)}")
+        parts.append(", ".join("causal" if causal else "bidirectional" for causal in block.causal))
+    return " · ".join(parts)
+
+
 def _announce(prepared: Prepared, store: RunStore, console: Console) -> None:
     from linbench.sweep.estimate import format_duration
 
     spec, plan = prepared.spec, prepared.plan
-    what = plan.kind.words.targets
+    count = len(plan.targets.pairs)
+    what = plan.kind.words.targets if count != 1 else plan.kind.words.targets.removesuffix("s")
     console.print(
         f"linbench {spec.command}: {len(prepared.pending)} of {len(plan.points)} points to run "
-        f"({len(plan.targets.pairs)} {what}) on {plan.device} ({plan.device_name}), "
+        f"({count} {what}) on {plan.device} ({plan.device_name}), "
         f"about {format_duration(prepared.estimate_s)} -> {store.path}",
         markup=False,
         soft_wrap=True,
@@ -178,7 +223,13 @@ def end_run(prepared: Prepared, outcome: Outcome, console: Console, quiet: bool,
     command, path = prepared.spec.command, outcome.path
     if outcome.status == "interrupted":
         finished = outcome.results_path
-        console.print(f"interrupted: finished points are in {finished}; finish with linbench {command} --resume {path}")
+        # Unwrapped (the terminal wraps it) and unmarked: the command must copy whole, the
+        # path never broken onto a line of its own, nor its [brackets] read as markup.
+        console.print(
+            f"interrupted: finished points are in {finished}; finish with linbench {command} --resume {path}",
+            markup=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(INTERRUPTED_EXIT)
     if outcome.failure is not None:
         exit_usage_error(

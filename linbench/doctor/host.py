@@ -70,11 +70,14 @@ def other_load(window_s: float = 0.5, exclude: set[int] | None = None) -> HostLo
     time.sleep(window_s)
     after = _cpu_ticks()
     elapsed = time.perf_counter() - t0
+    cpu_count = os.cpu_count() or 1
     use = []
     for pid, (name, ticks) in after.items():
         if pid in mine or pid not in before:
             continue
-        cores = (ticks - before[pid][1]) / hz / elapsed
+        # Ticks are 10 ms: a short window can count more CPU time than there was. No process,
+        # nor all of them together, uses more cores than the machine has.
+        cores = min((ticks - before[pid][1]) / hz / elapsed, cpu_count)
         if cores > 0:
             use.append((name, pid, cores))
     use.sort(key=lambda item: -item[2])
@@ -82,4 +85,4 @@ def other_load(window_s: float = 0.5, exclude: set[int] | None = None) -> HostLo
         load = os.getloadavg()
     except OSError:
         load = None
-    return HostLoad(sum(c for _, _, c in use), use[:3], load, os.cpu_count() or 1, elapsed)
+    return HostLoad(min(sum(c for _, _, c in use), cpu_count), use[:3], load, cpu_count, elapsed)

@@ -55,7 +55,8 @@ def run_fake_points(work: ShardWork, folder: Path, hooks: PointHooks) -> None:
         else:
             ms = fake_time_ms(key)
             for number in range(processes):  # as many as the sweep asks for, each with the same time
-                process = dict(zip(KEY_COLUMNS, key, strict=True)) | {"process": number, "pid": os.getpid()}
+                process: dict[str, Any] = {**dict(zip(KEY_COLUMNS, key, strict=True)), "process": number}
+                process |= {"pid": os.getpid()}
                 process |= {"status": "ok", "time_ms": ms, "samples": FAKE_SAMPLES, "wall_s": 0.0}
                 store.append_process(process | {"timed_s": ms * FAKE_SAMPLES / 1e3}, [ms] * FAKE_SAMPLES)
             row |= {"status": "ok", "time_ms": ms, "samples": FAKE_SAMPLES * processes, "processes": processes}

@@ -7,9 +7,11 @@ results said so. A run now samples the machine at its start, between points (eve
 
 * **Processes.** The CPU time of every process is read from /proc/<pid>/stat at two moments;
   a process's CPU% is its CPU time between them over the wall time between them (100% is one
-  core busy; a multi-threaded process can pass 100%). The start sample watches a short window
-  (``START_WINDOW_S``); every later sample covers the time since the sample before, so it sees
-  what ran beside the points. linbench's own processes (this one and its descendants: the
+  core busy; a multi-threaded process can pass 100%, never 100% times the cores). Every
+  sample covers the time since the sample before, so it sees what ran beside the points, and
+  at least ``MIN_WINDOW_S`` (the start sample, and an end sample right after a between-points
+  one, wait for it): /proc counts CPU time in clock ticks (10 ms), and three ticks over 8 ms
+  once read as 367% on a 2-core machine. linbench's own processes (this one and its descendants: the
   fork server and the workers) are left out. A process that ended between two samples is
   not seen.
 * **GPU.** The compute processes NVML lists on the device (nvmlDeviceGetComputeRunningProcesses),
@@ -37,8 +39,8 @@ BUSY_PROCESS_PERCENT = 50.0
 # Processes at this share or above are listed in a sample.
 LISTED_PERCENT = 10.0
 MAX_LISTED = 8
-# The window the first sample watches, before any point runs.
-START_WINDOW_S = 0.25
+# The shortest window a sample watches (the first one, before any point runs, watches this).
+MIN_WINDOW_S = 0.25
 # Between points, a sample at most this often.
 SAMPLE_INTERVAL_S = 10.0
 BUSY_RULE = (
@@ -113,12 +115,13 @@ def busy_processes(
     readings, busiest first: pid, name, cpu_percent."""
     if elapsed_s <= 0:
         return []
-    busy = []
+    busy: list[dict[str, Any]] = []
+    most = 100.0 * cpu_cores()  # a process cannot use more than every core
     for pid, stat in after.items():
         earlier = before.get(pid)
         if pid in exclude or earlier is None or earlier.name != stat.name:
             continue  # a pid reused meanwhile is another process
-        percent = 100.0 * (stat.cpu_ticks - earlier.cpu_ticks) / _CLOCK_TICKS / elapsed_s
+        percent = min(100.0 * (stat.cpu_ticks - earlier.cpu_ticks) / _CLOCK_TICKS / elapsed_s, most)
         if percent >= LISTED_PERCENT:
             busy.append({"pid": pid, "name": stat.name, "cpu_percent": round(percent, 1)})
     busy.sort(key=lambda p: -p["cpu_percent"])
@@ -196,10 +199,12 @@ class LoadMonitor:
 
     def sample(self, when: str) -> dict[str, Any]:
         """Read the machine now (``when``: start, during or end) and keep the sample."""
-        if self._last is None:  # nothing to compare with yet: watch a short window
+        if self._last is None:  # nothing to compare with yet: start the window now
             self._last = (time.monotonic(), read_processes())
-            time.sleep(START_WINDOW_S)
         since, before = self._last
+        short_by = MIN_WINDOW_S - (time.monotonic() - since)
+        if short_by > 0:
+            time.sleep(short_by)
         table = read_processes()
         now = time.monotonic()
         self._last = (now, table)

@@ -7,7 +7,7 @@ exists: unknown names, impls that cannot run on the device or take these head di
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -21,6 +21,7 @@ from linbench.runner.targets import Targets, resolve_targets
 from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point, expand_points
 from linbench.sweep.spec import SweepSpec
+from linbench.variants.registry import get_variant
 
 # A CPU worker may take this share of the memory available when the run starts; past it
 # an allocation fails cleanly inside the worker (status oom) instead of the machine swapping
@@ -85,6 +86,22 @@ def _check_shape_support(targets: Targets, spec: SweepSpec, kind: Kind) -> None:
                         raise ValueError(f"{pair[0]}:{pair[1]} does not support {what}: {reason}")
 
 
+def _drop_other_maskings(points: list[Point], targets: Targets) -> tuple[list[Point], Targets]:
+    """The points without those of a masking their variant does not compute (Variant.masking),
+    and a note for each variant left so; ValueError when nothing is left."""
+    kept: list[Point] = []
+    notes: dict[str, None] = {}  # each once, in order
+    for point in points:
+        reason = get_variant(point.variant).masking_reason(point.causal)
+        if reason is None:
+            kept.append(point)
+        else:
+            notes[f"{reason}: its {'causal' if point.causal else 'bidirectional'} points are left out"] = None
+    if points and not kept:
+        raise ValueError(f"nothing to run: {'; '.join(notes)}")
+    return kept, replace(targets, notes=(*targets.notes, *notes))
+
+
 def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPlan:
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
     kind = kind_of(spec.command)
@@ -92,7 +109,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     _check_shape_support(targets, spec, kind)
     if spec.cuda_graph and device.type != "cuda":
         raise ValueError(f"--cuda-graph times CUDA-graph replays and needs a CUDA device, not {device}")
-    points = expand_points(spec.blocks, targets.pairs, str(device))
+    points, targets = _drop_other_maskings(expand_points(spec.blocks, targets.pairs, str(device)), targets)
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
     return RunPlan(
         points=tuple(points),

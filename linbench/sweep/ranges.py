@@ -39,7 +39,11 @@ def _parse_step(text: str) -> tuple[str, float]:
         raise RangeError(f"step {text!r} must be xFACTOR (geometric, e.g. x2) or +STEP (arithmetic, e.g. +64)")
     try:
         value = float(amount) if kind == "x" else float(_size(amount))
-    except (ValueError, RangeError):
+    except (ValueError, RangeError) as exc:
+        # parse_size says which: not a positive size (+0, +-64), not a whole one (+1.5), not a number.
+        for problem, words in (("positive", "positive"), ("whole number", "a whole number")):
+            if problem in str(exc):
+                raise RangeError(f"arithmetic step {text!r} must be {words}, as in +64") from None
         raise RangeError(f"step {text!r} has no valid number after {kind!r}") from None
     if kind == "x" and value <= 1:
         raise RangeError(f"geometric step {text!r} must be larger than x1")

@@ -13,6 +13,7 @@ sweep's points are ordinary points of mode "decode" whose length is the context.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -238,8 +239,11 @@ def short_name(variants: Iterable[str], suite: Path | None) -> str:
     """The folder suffix: the suite's name, else the variants asked for."""
     if suite is not None:
         return suite.stem
-    names = [v.replace(":", "-") for v in variants]
-    joined = "+".join(names) or "run"
+    # Each name of a comma list apart (--variant a,b), ":" as "-", and nothing a path would
+    # read otherwise (a comma, a slash, a leading dot).
+    names = [name.strip() for given in variants for name in str(given).split(",") if name.strip()]
+    safe = [re.sub(r"[^A-Za-z0-9_.+-]", "-", name.replace(":", "-")).lstrip(".-") for name in names]
+    joined = "+".join(name for name in safe if name) or "run"
     return joined if len(joined) <= 40 else joined[:40].rstrip("+-")
 
 

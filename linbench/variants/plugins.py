@@ -20,7 +20,7 @@ class PluginError(ValueError):
 
 def load_plugin_file(path: str | Path) -> list[str]:
     """Import ``path`` once and return the names of the variants it registered."""
-    from linbench.variants.registry import list_variants
+    from linbench.variants.registry import get_variant, list_variants
 
     resolved = Path(path).expanduser().resolve()
     key = str(resolved)
@@ -28,7 +28,7 @@ def load_plugin_file(path: str | Path) -> list[str]:
         return _loaded[key]
     if not resolved.is_file():
         raise PluginError(f"plugin file {str(path)!r} does not exist")
-    before = set(list_variants())
+    before = {name: get_variant(name) for name in list_variants()}
     digest = hashlib.sha1(key.encode()).hexdigest()[:8]
     module_name = f"linbench_plugin_{resolved.stem}_{digest}"
     spec = importlib.util.spec_from_file_location(module_name, resolved)
@@ -41,7 +41,16 @@ def load_plugin_file(path: str | Path) -> list[str]:
     except Exception as exc:  # whatever the user's file raises is reported, in one line
         del sys.modules[module_name]
         raise PluginError(f"plugin file {str(path)!r} failed to load: {type(exc).__name__}: {exc}") from None
-    _loaded[key] = [name for name in list_variants() if name not in before]
+    after = {name: get_variant(name) for name in list_variants()}
+    if all(before.get(name) is variant for name, variant in after.items()):
+        # Without this, every built-in variant would run in its place, unnoticed.
+        del sys.modules[module_name]
+        raise PluginError(
+            f"plugin file {str(path)!r} registered no variant; "
+            "call linbench.register_variant(Variant(...)) in it (docs/plugins.md)"
+        )
+    # Only the new names: unloading the file must not remove a built-in variant it replaced.
+    _loaded[key] = [name for name in after if name not in before]
     return _loaded[key]
 
 

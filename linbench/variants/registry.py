@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "linbench.variants"
+MASKINGS = ("causal", "bidirectional")
 
 # An impl function: fn(q, k, v, *, causal, **params) -> Tensor. Every declared parameter
 # is passed by keyword, with its default filled in, so impl functions carry no defaults.
@@ -80,6 +81,38 @@ class Decoder:
     def __post_init__(self) -> None:
         _derive(self, "state_exponent", self.state_memory)
         _derive(self, "step_exponent", self.step_time)
+
+    @classmethod
+    def from_stream(
+        cls,
+        name: str,
+        summary: str,
+        stream: StreamFn,
+        state_memory: str,
+        step_time: str,
+        *,
+        state_exponent: int | None = None,
+        step_exponent: int | None = None,
+    ) -> Decoder:
+        """A decoder that prefills through ``stream`` too (a recurrent form has no faster
+        prefill to offer), with its state and step costs declared."""
+
+        def prefill(
+            q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: Any, capacity: int, **params: Any
+        ) -> Any:
+            del capacity  # a recurrent state does not grow
+            return stream(q, k, v, state=state, **params)[1]
+
+        return cls(
+            name,
+            summary,
+            prefill,
+            stream,
+            state_memory,
+            step_time,
+            state_exponent=state_exponent,
+            step_exponent=step_exponent,
+        )
 
     @property
     def state_grows(self) -> bool:
@@ -151,6 +184,9 @@ class Variant:
     decoder_list: tuple[Decoder, ...] = ()
     # time_complexity as a power of s (None: read from it, as Impl.time_exponent).
     time_exponent: int | None = None
+    # The maskings the variant computes: ("causal",) for one defined only causally (a decay
+    # or retention form), ("bidirectional",), or both. check, run and list honour it.
+    masking: tuple[str, ...] = MASKINGS
     # Tensors the impls take beside q, k and v, by keyword (a gated variant's log-gates, the
     # delta rule's β): bound like parameters, but required, and drawn by the workload.
     extra_inputs: tuple[ExtraInput, ...] = ()
@@ -159,6 +195,11 @@ class Variant:
 
     def __post_init__(self) -> None:
         _derive(self, "time_exponent", self.time_complexity)
+        if not self.masking or any(m not in MASKINGS for m in self.masking):
+            raise ValueError(
+                f"variant {self.name!r}: masking {', '.join(map(repr, self.masking)) or '()'}; "
+                "give 'causal', 'bidirectional' or both"
+            )
         impls = {impl.name: impl for impl in self.impl_list}
         if len(impls) != len(self.impl_list):
             raise ValueError(f"variant {self.name!r} declares an impl name twice")
@@ -176,6 +217,12 @@ class Variant:
         clashing = {extra.name for extra in self.extra_inputs} & {p.name for p in self.param_specs}
         if clashing:
             raise ValueError(f"variant {self.name!r}: {sorted(clashing)} are both parameters and extra inputs")
+
+    def masking_reason(self, causal: bool) -> str | None:
+        """Why the variant does not compute this masking ("decay is causal only"), or None."""
+        if ("causal" if causal else "bidirectional") in self.masking:
+            return None
+        return f"{self.name} is {self.masking[0]} only"
 
     @property
     def impls(self) -> Mapping[str, Impl]:
@@ -286,13 +333,9 @@ def _stream_decoders(stream: StreamFn | None) -> tuple[Decoder, ...]:
     """A plugin that declares only a stream decodes through it, prefill included (token by token)."""
     if stream is None:
         return ()
-
-    def prefill(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: Any, capacity: int, **params: Any) -> Any:
-        del capacity  # a recurrent state does not grow
-        return stream(q, k, v, state=state, **params)[1]
-
+    # Its costs are not declared ("-"); planning takes the state and step as constant in s.
     summary = "the variant's stream, prefill included"
-    return (Decoder("recurrent", summary, prefill, stream, "-", "-", state_exponent=0, step_exponent=0),)
+    return (Decoder.from_stream("recurrent", summary, stream, "-", "-", state_exponent=0, step_exponent=0),)
 
 
 def exponent_in_s(complexity: str) -> int:

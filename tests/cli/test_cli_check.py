@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 from cli_helpers import Invoke, assert_usage_error
+
+from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant
 
 CPU = ("--device", "cpu")
 
@@ -76,3 +80,81 @@ def test_check_restores_the_thread_count(invoke: Invoke, planted: str) -> None:
     before = torch.get_num_threads()
     invoke("check", "--variant", f"{planted}:ref", *CPU, "--quiet")
     assert torch.get_num_threads() == before
+
+
+def _v(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    return v + 0.0 * (q + k).sum(-1, keepdim=True)
+
+
+def _causal_only(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    if not causal:
+        raise ValueError("planted: causal only")
+    return _v(q, k, v, causal=causal)
+
+
+def _one_row_short(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    return _v(q, k, v, causal=causal)[..., :-1, :]
+
+
+def _nan(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    return _v(q, k, v, causal=causal) * torch.nan
+
+
+def _plant(name: str, impls: tuple[Impl, ...], **fields: object) -> Iterator[str]:
+    register_variant(
+        Variant(name, "O = V", impls, impls[0].name, (), lambda *a: 0.0, "O(s)", "O(s)", **fields)  # type: ignore[arg-type]
+    )
+    yield name
+    unregister_variant(name)
+
+
+@pytest.fixture
+def causal_only() -> Iterator[str]:
+    """A variant whose reference raises for causal=False, with a wrong-shape and a NaN impl."""
+    impls = (
+        Impl("ref", _causal_only, "", "O(s)", "O(s)"),
+        Impl("short", _one_row_short, "", "O(s)", "O(s)"),
+        Impl("nan", _nan, "", "O(s)", "O(s)"),
+    )
+    yield from _plant("test-cli-causal-only", impls)
+
+
+@pytest.fixture
+def declared_causal() -> Iterator[str]:
+    """The same reference, declared causal only."""
+    yield from _plant("test-cli-declared-causal", (Impl("ref", _causal_only, "", "O(s)", "O(s)"),), masking=("causal",))
+
+
+def test_a_reference_that_raises_is_an_error_cell_not_a_traceback(invoke: Invoke, causal_only: str) -> None:
+    result = invoke("check", "--variant", f"{causal_only}:ref", *CPU, "--quiet")
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception  # typer.Exit(1), not a traceback
+    assert f"the reference ({causal_only}:ref) raised ValueError: planted: causal only" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if f"{causal_only}:ref" in line and "│" in line)
+    assert "ok" in row and "error" in row
+
+
+def test_a_wrong_shape_is_a_fail_cell_and_its_line_names_both_shapes(invoke: Invoke, causal_only: str) -> None:
+    result = invoke("check", "--variant", f"{causal_only}:short", *CPU, "--quiet")
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    row = next(line for line in result.stdout.splitlines() if f"{causal_only}:short" in line and "│" in line)
+    assert "FAIL shape" in row
+    assert "out has shape (1, 2, 0, 8) where the reference has (1, 2, 1, 8)" in result.stdout
+
+
+def test_a_nan_output_is_said_to_be_nan(invoke: Invoke, causal_only: str) -> None:
+    result = invoke("check", "--variant", f"{causal_only}:nan", *CPU, "--quiet")
+    assert result.exit_code == 1, result.output
+    row = next(line for line in result.stdout.splitlines() if f"{causal_only}:nan" in line and "│" in line)
+    assert "FAIL NaN" in row and "inf" not in row
+    assert "out is NaN at 16 of 16 elements" in result.stdout
+
+
+def test_a_causal_only_variant_is_checked_causal_only_with_a_note(invoke: Invoke, declared_causal: str) -> None:
+    result = invoke("check", "--variant", declared_causal, "--dtype", "fp64", *CPU, "--quiet")
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if f"{declared_causal}:ref" in line and "│" in line)
+    assert "ok" in row and "skipped" in row
+    assert f"{declared_causal}: causal only; its bidirectional cells are not checked" in result.stdout
+    assert "1 cells checked, 0 failed, 1 skipped" in result.stdout

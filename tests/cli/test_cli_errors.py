@@ -219,6 +219,30 @@ def test_odd_run_input_is_refused_before_any_folder(
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("run", "--seq", "64", "--seq", "128", "--device", "cpu"), "--seq given 2 times; give it once"),
+        (("run", "--seq", "64", "--device", "cpu", "--device", "cpu"), "--device given 2 times"),
+        (("decode", "--context", "64", "--context", "1k", "--device", "cpu"), "--context given 2 times"),
+        (("list", "--device", "cpu", "--device", "cpu"), "--device given 2 times"),
+    ],
+)
+def test_an_option_that_takes_one_value_given_twice_is_refused(
+    invoke: Invoke, tmp_path: Path, args: tuple[str, ...], fragment: str
+) -> None:
+    """Typer would keep the last value silently; a list of values is one value, comma-separated."""
+    out = () if args[0] == "list" else ("--out", tmp_path / "out")
+    assert_usage_error(invoke(*args, *out), fragment)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_repeatable_option_and_a_repeated_flag_are_still_taken(invoke: Invoke, tmp_path: Path) -> None:
+    args = ("--variant", "cosine:chunked", "--variant", "cosine:naive", "--no-baseline", "--seq", "64", "-q", "-q")
+    result = invoke("run", *args, "--device", "cpu", "--out", tmp_path, "--dry-run")
+    assert result.exit_code == 0, result.output
+
+
 def test_decode_refuses_a_context_whose_kv_cache_no_device_holds(invoke: Invoke, tmp_path: Path) -> None:
     out = tmp_path / "out"
     args = ("decode", "--context", "1m", "--batch", "1m", "--device", "cpu", "--out", out)

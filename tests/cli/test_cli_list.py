@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 from cli_helpers import PLANTED, Invoke, assert_usage_error
 
-from linbench.variants.registry import get_variant, list_variants
+from linbench.variants.registry import (
+    Decoder,
+    Impl,
+    Variant,
+    get_variant,
+    list_variants,
+    register_variant,
+    unregister_variant,
+)
 
 
 def test_list_shows_every_variant_and_impl(invoke: Invoke) -> None:
@@ -55,3 +65,42 @@ def test_list_shows_the_decoders_decode_takes(invoke: Invoke) -> None:
         for decoder in get_variant(name).decoders.values():
             assert decoder.name in result.stdout and decoder.state_memory in result.stdout
     assert "kvcache" in result.stdout and "recompute" in result.stdout
+
+
+def _stream(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: object) -> tuple[torch.Tensor, object]:
+    return v, state
+
+
+@pytest.fixture
+def causal_plugin() -> Iterator[str]:
+    """A causal-only variant with a recurrent decoder whose costs are declared, and one whose are not."""
+    impl = Impl("ref", lambda q, k, v, *, causal: v, "", "O(s²d)", "O(s²)")
+    decoders = (
+        Decoder.from_stream("recurrent", "its retention state", _stream, "O(d²)", "O(d²)"),
+        Decoder.from_stream("undeclared", "costs not said", _stream, "-", "-"),
+    )
+    name = "test-list-causal"
+    variant = Variant(
+        name, "decay", (impl,), "ref", (), lambda *a: 0.0, "O(s²d)", "O(s²)", decoder_list=decoders, masking=("causal",)
+    )
+    register_variant(variant)
+    yield name
+    unregister_variant(name)
+
+
+def test_list_shows_the_masking_each_variant_computes(invoke: Invoke, causal_plugin: str) -> None:
+    result = invoke("list", "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stdout.splitlines() if causal_plugin in line and "decay" in line)
+    assert "causal only" in line
+    softmax = next(line for line in result.stdout.splitlines() if line.startswith("│ softmax ") and "softmax(" in line)
+    assert "causal, bidirectional" in softmax
+
+
+def test_list_shows_a_plugin_decoder_s_declared_costs(invoke: Invoke, causal_plugin: str) -> None:
+    result = invoke("list", "--device", "cpu")
+    lines = [line for line in result.stdout.splitlines() if causal_plugin in line]
+    recurrent = next(line for line in lines if "recurrent" in line)
+    assert recurrent.count("O(d²)") == 2
+    undeclared = next(line for line in lines if "undeclared" in line)
+    assert "not declared" in undeclared  # not a bare "-"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,22 @@ def test_a_bad_count_is_refused_in_a_suite_s_words(options: dict[str, str], mess
     with pytest.raises(SpecError) as caught:
         sweep_request("run", options)
     assert str(caught.value) == message
+
+
+def test_the_resume_hint_keeps_its_path_on_its_line_at_any_width(tmp_path: Path) -> None:
+    """A narrow terminal once wrapped the hint so that the path began a line of its own."""
+    from types import SimpleNamespace
+
+    import typer
+    from rich.console import Console
+
+    from linbench.cli.run_flow import _end
+    from linbench.runner.pipeline import Outcome
+
+    path = tmp_path / "results" / "20260101T000000Z-a-rather-long-run-name-[x]"
+    console = Console(width=40, record=True, file=io.StringIO())
+    prepared = SimpleNamespace(spec=SimpleNamespace(command="run"))
+    with pytest.raises(typer.Exit):
+        _end(prepared, Outcome("interrupted", path, {}, []), console, quiet=True, allow_failures=False)  # type: ignore[arg-type]
+    text = console.export_text()
+    assert f"finish with linbench run --resume {path}\n" in text

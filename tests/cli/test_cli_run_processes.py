@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import Invoke, assert_usage_error
 
-TINY = ("--variant", "softmax:sdpa", "--no-baseline", "--seq", "64", "--heads", "2", "--dim", "16")
+ONE_IMPL = ("--variant", "softmax:sdpa", "--no-baseline", "--heads", "2", "--dim", "16")
+TINY = (*ONE_IMPL, "--seq", "64")
 QUICK = ("--budget-s", "0.05", "--device", "cpu")
 
 
@@ -56,7 +57,7 @@ def test_bad_process_counts_exit_2_with_one_line_and_no_folder(
 
 def test_resume_refuses_a_run_from_another_device_or_commit_unless_told_to_mix(invoke: Invoke, tmp_path: Path) -> None:
     out = tmp_path / "runs"
-    assert invoke("run", *TINY, "--seq", "64,128", *QUICK, "--out", out).exit_code == 0
+    assert invoke("run", *ONE_IMPL, "--seq", "64,128", *QUICK, "--out", out).exit_code == 0
     folder = _folder(out)
     results = folder / "results.csv"
     lines = results.read_text().splitlines(keepends=True)

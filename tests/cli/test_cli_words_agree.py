@@ -8,6 +8,7 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
 import torch
 import typer.main
 from cli_helpers import Invoke
@@ -70,3 +71,23 @@ def test_compare_says_how_many_exponent_bounds_were_exceeded(invoke: Invoke, tmp
     assert result.exit_code == 1, result.output
     assert "1 of 2 exponent bound(s) exceeded" in result.stdout
     assert "bound(s) passed" not in result.stdout
+
+
+@pytest.mark.parametrize("command", ["run", "decode"])
+def test_every_axis_option_s_help_gives_the_default_the_sweep_takes(command: str) -> None:
+    from linbench.sweep.settings import DEFAULTS
+
+    defaults = DEFAULTS[command]
+    shown = {
+        "variant": "Default: all.",
+        "baseline": "Default: softmax",
+        "batch": f"Default: {defaults['batch']}.",
+        "heads": f"Default: {defaults['heads']}.",
+        "dim": f"Default: {defaults['dim']}.",
+        "dim_v": "Default: the same as --dim.",
+        "dtype": f"Default: {defaults['dtype']}.",
+        "device": f"Default: {defaults['device']}",
+    }
+    params = {p.name: p for p in typer.main.get_command(app).commands[command].params}
+    for name, words in shown.items():
+        assert words in (params[name].help or ""), (name, params[name].help)

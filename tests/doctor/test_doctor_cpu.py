@@ -11,7 +11,7 @@ import math
 import pytest
 import torch
 
-from linbench.doctor.checks import PASS, VERDICTS
+from linbench.doctor.checks import PASS, VERDICTS, WARN
 from linbench.doctor.diagnose import diagnose
 from linbench.doctor.host import other_load, perf_counter_resolution
 
@@ -43,7 +43,11 @@ def test_the_cpu_doctor_runs_every_check_with_its_unit(report) -> None:
 
 def test_the_peak_rss_method_sees_a_known_allocation(report) -> None:
     peak = next(c for c in report.checks if c.name == "allocator peak")
-    assert peak.verdict == PASS, peak  # the method linbench times CPU points with must hold here
+    # The method linbench reads CPU points' memory with must hold here: within its tolerance
+    # (pass) on a quiet machine, or approximate (warn) where the system reclaims pages of the
+    # process meanwhile, which no test can stop; never off by half the allocation (fail).
+    assert peak.verdict in (PASS, WARN), peak
+    assert peak.details["measured_bytes"] > 0
     assert peak.details["expected_bytes"] == 64 << 20
 
 
@@ -63,3 +67,16 @@ def test_host_probes() -> None:
     load = other_load(window_s=0.1)
     assert load.busy_cores >= 0 and load.cpu_count >= 1 and len(load.top) <= 3
     assert all(cores > 0 for _, _, cores in load.top)
+
+
+def test_other_load_never_counts_more_cores_than_the_machine_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clock ticks counted over a short window can exceed it: no process, nor all together,
+    is said to use more cores than there are."""
+    from linbench.doctor import host
+
+    readings = iter([{10: ("hog", 0), 11: ("make", 0)}, {10: ("hog", 1000), 11: ("make", 1000)}])
+    monkeypatch.setattr(host, "_cpu_ticks", lambda: next(readings))
+    monkeypatch.setattr(host.os, "cpu_count", lambda: 2)
+    load = other_load(window_s=0.01)
+    assert load.busy_cores == 2.0
+    assert [cores for _, _, cores in load.top] == [2.0, 2.0]

@@ -55,6 +55,25 @@ def test_cpu_percent_is_cpu_time_over_wall_time_and_skips_excluded_and_reused_pi
     assert busy_processes(before, after, 2.0, exclude={12}) == [{"pid": 10, "name": "hog", "cpu_percent": 100.0}]
 
 
+def test_a_process_is_never_said_to_use_more_than_every_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three clock ticks counted over an 8 ms window read as 367% on a 2-core machine."""
+    monkeypatch.setattr(load, "cpu_cores", lambda: 2)
+    before, after = {10: ProcStat(10, 1, "hog", 0)}, {10: ProcStat(10, 1, "hog", 3 * TICKS // 100)}
+    assert busy_processes(before, after, 0.0082, exclude=set()) == [{"pid": 10, "name": "hog", "cpu_percent": 200.0}]
+
+
+def test_a_sample_right_after_another_still_watches_a_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end sample can follow a between-points one at once: it waits out the shortest window
+    rather than divide a clock tick by a few milliseconds."""
+    _fake_machine(monkeypatch, hog_percent=100.0, load_1m=0.5)
+    monitor = LoadMonitor(interval_s=10.0)
+    monitor.sample("start")
+    load.time.sleep(0.004)
+    end = monitor.sample("end")
+    assert end["window_s"] >= load.MIN_WINDOW_S
+    assert end["busy_processes"] == [{"pid": 999999, "name": "hog", "cpu_percent": 100.0}]
+
+
 def test_the_busy_rule() -> None:
     quiet = {"load_avg": [1.5, 1.0, 1.0], "busy_processes": [{"pid": 5, "name": "cron", "cpu_percent": 20.0}]}
     assert busy_reasons(quiet, cores=2) == []

@@ -26,6 +26,20 @@ def test_defaults_are_the_documented_ones() -> None:
     assert block.dims() == [(64, 64)]
 
 
+@pytest.mark.parametrize(
+    ("variants", "name"),
+    [
+        (("cosine,linear",), "cosine+linear"),
+        (("cosine:chunked", "softmax:sdpa"), "cosine-chunked+softmax-sdpa"),
+        (("cosine:chunked, linear",), "cosine-chunked+linear"),
+        (("../up",), "up"),
+    ],
+)
+def test_the_folder_name_is_made_of_safe_characters(variants: tuple[str, ...], name: str) -> None:
+    """--variant a,b once named its run folder ...-a,b; a comma is no character for a path."""
+    assert build_spec(SweepRequest(variants=variants)).name == name
+
+
 def test_flags_override_a_suite_and_its_tables(tmp_path: Path) -> None:
     suite = write(
         tmp_path,

@@ -147,3 +147,33 @@ def test_variant_declaration_is_checked() -> None:
     impl = Impl("a", lambda q, k, v, *, causal: v, "", "O(s)", "O(s)")
     with pytest.raises(ValueError, match="reference 'b' is not one of its impls"):
         Variant("bad", "", (impl,), "b", (), lambda *a: 0.0, "O(s)", "O(s)")
+
+
+def _causal_only_variant() -> Variant:
+    impl = Impl("a", lambda q, k, v, *, causal: v, "", "O(s)", "O(s)")
+    return Variant("test-causal-only", "", (impl,), "a", (), lambda *a: 0.0, "O(s)", "O(s)", masking=("causal",))
+
+
+def test_a_variant_declares_the_maskings_it_computes() -> None:
+    causal_only = _causal_only_variant()
+    assert causal_only.masking_reason(True) is None
+    assert causal_only.masking_reason(False) == "test-causal-only is causal only"
+    softmax = linbench.get_variant("softmax")
+    assert softmax.masking == ("causal", "bidirectional")  # both, unless a variant says otherwise
+    assert softmax.masking_reason(False) is None and softmax.masking_reason(True) is None
+    impl = causal_only.impl("a")
+    with pytest.raises(ValueError, match="masking 'sideways'; give 'causal', 'bidirectional' or both"):
+        Variant("bad", "", (impl,), "a", (), lambda *a: 0.0, "O(s)", "O(s)", masking=("sideways",))
+    with pytest.raises(ValueError, match="masking"):
+        Variant("bad", "", (impl,), "a", (), lambda *a: 0.0, "O(s)", "O(s)", masking=())
+
+
+def test_attention_refuses_a_masking_the_variant_does_not_compute() -> None:
+    register_variant(_causal_only_variant())
+    try:
+        q = torch.randn(1, 1, 4, 8)
+        with pytest.raises(ValueError, match="test-causal-only is causal only; call it with causal=True"):
+            linbench.attention(q, q, q, variant="test-causal-only", causal=False)
+        assert torch.equal(linbench.attention(q, q, q, variant="test-causal-only", causal=True), q)
+    finally:
+        unregister_variant("test-causal-only")

@@ -41,3 +41,28 @@ def test_each_named_backend_equals_the_pinned_sdpa_impl() -> None:
         named = linbench.attention(q, k, v, variant="softmax", impl=f"sdpa-{backend}")
         pinned = linbench.attention(q, k, v, variant="softmax", impl="sdpa", backend=backend)
         torch.testing.assert_close(named, pinned)
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        RuntimeError("DefaultCPUAllocator: not enough memory: you tried to allocate 4398046511104 bytes."),
+        torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 TiB"),
+    ],
+)
+def test_a_pinned_backend_that_runs_out_of_memory_reads_as_out_of_memory(
+    monkeypatch: pytest.MonkeyPatch, failure: RuntimeError
+) -> None:
+    """An allocation failure is the point's reach (status oom), not a backend that cannot run it."""
+    from linbench.correctness import Shape, check_impl
+
+    def allocation_fails(*args: object, **kwargs: object) -> torch.Tensor:
+        raise failure
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", allocation_fails)
+    q = torch.randn(1, 1, 8, 4)
+    with pytest.raises(RuntimeError) as caught:
+        linbench.attention(q, q, q, variant="softmax", impl="sdpa-math")
+    assert caught.value is failure and not isinstance(caught.value, ImplUnavailableError)
+    case = check_impl(linbench.get_variant("softmax"), "sdpa-math", Shape(1, 1, 8, 4, 4), causal=True)
+    assert case.unavailable is None and case.out_of_memory, case.describe()

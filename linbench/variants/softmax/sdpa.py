@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from linbench.errors import ImplUnavailableError
+from linbench.oom import is_out_of_memory
 from linbench.variants.registry import Impl, ImplFn
 
 BACKENDS: dict[str, SDPBackend | None] = {
@@ -25,14 +26,15 @@ BACKENDS: dict[str, SDPBackend | None] = {
 def _backend(name: object) -> SDPBackend | None:
     if name not in BACKENDS:
         raise ValueError(f"unknown SDPA backend {name!r}; backends: {', '.join(BACKENDS)}")
-    return BACKENDS[name]  # type: ignore[index]
+    return BACKENDS[name]
 
 
 def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, backend: str) -> torch.Tensor:
     """SDPA with is_causal; ``backend`` pins flash, efficient, math or cudnn (auto: torch picks).
 
     A pinned backend that cannot take these inputs (flash with Dk != Dv on CPU, say) raises
-    ImplUnavailableError carrying torch's reasons instead of a bare "No available kernel".
+    ImplUnavailableError carrying torch's reasons instead of a bare "No available kernel";
+    an allocation failure is raised as it is, so that the point reads as out of memory.
     """
     pinned = _backend(backend)
     context = sdpa_kernel(pinned) if pinned is not None else contextlib.nullcontext()
@@ -41,7 +43,7 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, bac
         try:
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         except RuntimeError as exc:
-            if pinned is None:
+            if pinned is None or is_out_of_memory(exc):
                 raise
             why = "; ".join(str(w.message).strip() for w in caught) or str(exc).strip()
             raise ImplUnavailableError(
