@@ -9,16 +9,18 @@ first, to whichever actor is idle. An actor runs each shard as a fresh agent pro
 UUID, its thread counts) and pinned to its cores: Ray's worker process has already imported
 things and set OMP_NUM_THREADS=1, so the agent is never run inside it.
 
-An actor lost with its node (``RayActorError``) gives its shard back to the queue; the next
-actor continues it where its card's attempts stopped, or starts it over on another card.
-The run folder must be on a filesystem every node shares. ray is an optional extra:
-without it, ``--executor ray`` is a one-line error naming the install command.
+An actor watches its agent (linbench/fleet/watch.py): an agent dead mid-point leaves a
+crashed row and a new agent goes on, on the same GPU. An actor lost with its node
+(``RayActorError``) gives its shard back to the queue; the next actor continues it where
+its card's attempts stopped, or starts it over on another card (the point in flight is run
+again: its agent did not fail, its node went away). The run folder must be on a filesystem
+every node shares. ray is an optional extra: without it, ``--executor ray`` is a one-line
+error naming the install command.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,6 +35,7 @@ from linbench.fleet.placement import plan_placement, read_siblings
 from linbench.fleet.plan import FleetPlan
 from linbench.fleet.progress import pending
 from linbench.fleet.shards import Shard, longest_first
+from linbench.fleet.watch import agent_part_command, run_watched
 
 INSTALL = "pip install 'linbench[ray]'"
 MAX_TRIES = 3  # a shard whose agents fail this often is given up (its points stay missing)
@@ -87,13 +90,12 @@ def describe_place(node: str) -> Place:
 
 
 def run_shard(spec_json: str, run_dir: str, shard: str) -> int:
-    """One shard by a fresh agent with ``spec``'s environment, pinned to its cores."""
+    """One shard by a fresh agent with ``spec``'s environment, pinned to its cores, watched
+    (linbench/fleet/watch.py: a death mid-point is a crashed row and a new agent)."""
     spec = AgentSpec.from_json(spec_json)
-    command = [sys.executable, "-m", "linbench.fleet.agent", "part", "--run-dir", run_dir, "--shards", shard]
-    command += ["--runner", spec.runner]
-    env = agent_env(spec, os.environ)
+    command = agent_part_command(sys.executable, run_dir, shard, ["--runner", spec.runner])
     pin: Callable[[], None] = lambda: os.sched_setaffinity(0, spec.cores)  # noqa: E731 - run in the child
-    return subprocess.run(command, env=env, preexec_fn=pin if spec.cores else None).returncode
+    return run_watched(command, agent_env(spec, os.environ), preexec_fn=pin if spec.cores else None).status
 
 
 def run_ray(run_dir: Path, plan: FleetPlan, options: RayOptions) -> RayOutcome:

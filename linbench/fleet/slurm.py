@@ -11,18 +11,23 @@ Two modes (docs/scale-out.md):
   of its own; ``python -m linbench.fleet.node``) on its part of the shards. Slower to queue,
   but nothing else runs beside the agents: the mode for gate and publication runs.
 
-The coordinator (this process) submits, waits, and reports each failed task with its
-shards; their points stay missing (the merge says so) and ``--resume`` submits them again.
+Each task watches its agent (linbench/fleet/watch.py): an agent dead mid-point leaves a
+crashed row and a new agent goes on, on the same GPU. The coordinator (this process) submits,
+waits, and reports each failed task with its shards, a task lost whole (cancelled, past its
+time limit, its node gone) among them; their points stay missing (the merge says so) and
+``--resume`` submits them again.
 The run folder must be on a filesystem every node shares. submitit is an optional extra:
 without it, ``--executor slurm`` is a one-line error naming the install command.
 """
 
 from __future__ import annotations
 
+import getpass
 import math
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +37,15 @@ from linbench.fleet.errors import FleetError
 from linbench.fleet.plan import FleetPlan
 from linbench.fleet.progress import pending
 from linbench.fleet.shards import Shard, longest_first, partition
+from linbench.fleet.watch import agent_part_command, how, run_watched
 
 INSTALL = "pip install 'linbench[slurm]'"
 SUBMITIT_DIR = "slurm"  # under the run folder: submitit's scripts, logs and pickles
 # A task's time limit: the estimate of its shards times this, plus the set-up, unless given.
 TIME_MARGIN = 3.0
 SETUP_MIN = 10
+POLL_S = 5.0  # how often the coordinator asks Slurm about its tasks
+LOST = "left Slurm's queue without a result: cancelled, past its time limit, or its node lost"
 
 
 @dataclass(frozen=True)
@@ -88,12 +96,45 @@ def run_slurm(run_dir: Path, plan: FleetPlan, options: SlurmOptions) -> SlurmOut
     ids = [",".join(s.id for s in group) for group in groups]
     jobs = executor.map_array(task, [str(run_dir)] * len(ids), ids, [options.agent_args()] * len(ids))
     outcome.jobs = [str(job.job_id) for job in jobs]
-    for job, group in zip(jobs, ids, strict=True):
-        try:
-            job.result()
-        except Exception as exc:  # FailedJobError, UncompletedJobError: the task's own words, one line
-            outcome.failed.append((group.split(","), _one_line(exc)))
+    wait_for(jobs, ids, outcome)
     return outcome
+
+
+def wait_for(jobs: Sequence[Any], ids: Sequence[str], outcome: SlurmOutcome, poll_s: float = POLL_S) -> None:
+    """Wait for every task; each that fails goes into ``outcome`` with its shards.
+
+    submitit learns a task's end from its result file, or from ``sacct``; a task that ends
+    without writing one (cancelled, past its time limit, its node lost) on a cluster whose
+    ``sacct`` says nothing (accounting off) would be waited for forever. So a task that
+    ``squeue`` lists no more and that left no result counts as lost. squeue is asked first:
+    a task gone from it has written whatever result it will write."""
+    left = dict(zip(ids, jobs, strict=True))
+    while left:
+        queued = _queued()
+        for group, job in list(left.items()):
+            if job.done():
+                del left[group]
+                try:
+                    job.result()
+                except Exception as exc:  # FailedJobError, UncompletedJobError: the task's own words, one line
+                    outcome.failed.append((group.split(","), _one_line(exc)))
+            elif queued is not None and str(job.job_id) not in queued:
+                del left[group]
+                outcome.failed.append((group.split(","), f"task {job.job_id} {LOST}"))
+        if left:
+            time.sleep(poll_s)
+
+
+def _queued() -> set[str] | None:
+    """This user's jobs and array tasks Slurm lists now (``JOB`` or ``JOB_TASK``); None when
+    squeue cannot say (then only the tasks' results and sacct are waited for)."""
+    try:
+        done = subprocess.run(
+            ["squeue", "-h", "-r", "-o", "%i", "-u", getpass.getuser()], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return set(done.stdout.split()) if done.returncode == 0 else None
 
 
 def _has_pending(run_dir: Path, shard: Shard) -> bool:
@@ -121,11 +162,12 @@ def _parameters(options: SlurmOptions, groups: Sequence[Sequence[Shard]]) -> dic
 
 
 def run_shards_task(run_dir: str, ids: str, args: list[str]) -> int:
-    """An array task: an agent on the one GPU (and cores) Slurm gave this task, on its shards.
+    """An array task: an agent on the one GPU (and cores) Slurm gave this task, on its shards,
+    watched (linbench/fleet/watch.py: a death mid-point is a crashed row and a new agent).
     A fresh interpreter, so the agent starts with nothing imported; RuntimeError (the task
     fails) when it does not finish."""
-    command = [sys.executable, "-m", "linbench.fleet.agent", "part", "--run-dir", run_dir, "--shards", ids]
-    return _check(subprocess.run([*command, *args], env=_task_env()).returncode, ids)
+    watched = run_watched(agent_part_command(sys.executable, run_dir, ids, args), _task_env())
+    return _check(watched.status, ids)
 
 
 def run_node_task(run_dir: str, ids: str, args: list[str]) -> int:
@@ -135,17 +177,18 @@ def run_node_task(run_dir: str, ids: str, args: list[str]) -> int:
 
 
 def _task_env() -> dict[str, str]:
+    """The agent's environment: the task's, with GPU indices in PCI order."""
     # Slurm numbers a task's GPUs in gres.conf's order, nvidia-smi's (PCI) order on a GPU node.
     return dict(os.environ) | {"CUDA_DEVICE_ORDER": os.environ.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID")}
 
 
 def _check(status: int, ids: str) -> int:
     if status != 0:
-        raise RuntimeError(f"the agent for shards {ids} exited with status {status}")
+        raise RuntimeError(f"the agent for shards {ids} ended with {how(status)}")
     return status
 
 
 def _one_line(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    useful = [line for line in lines if "exited with status" in line or "Error" in line]
+    useful = [line for line in lines if "ended with" in line or "Error" in line]
     return (useful or lines or [type(exc).__name__])[-1][:300]
