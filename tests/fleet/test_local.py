@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from fleet_attempts import new_plan
-from fleet_helpers import FakeInventory, sweep_keys
+from fleet_helpers import FakeInventory, on_stall, sweep_keys
 
 from linbench.fleet.agent_checks import own_tree
 from linbench.fleet.device_spec import select_devices
@@ -46,19 +46,7 @@ def key(row: dict[str, str]) -> tuple[str, ...]:
 
 def kill_when_stalled(marker: Path) -> threading.Thread:
     """``kill -9`` the process that writes its pid into ``marker``, once it does."""
-
-    def watch() -> None:
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            text = marker.read_text() if marker.exists() else ""
-            if text.endswith("\n"):
-                os.kill(int(text), signal.SIGKILL)
-                return
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
+    return on_stall(marker, lambda pid: os.kill(pid, signal.SIGKILL), WAIT_S)
 
 
 def measured(row: dict[str, str]) -> dict[str, str]:
