@@ -86,8 +86,11 @@ def agent_env(spec: AgentSpec, base: Mapping[str, str]) -> dict[str, str]:
     env = dict(base)
     env["CUDA_VISIBLE_DEVICES"] = spec.visible_id
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    # A thread per core it owns; one where agents share cores (--oversubscribe): several agents'
+    # thread pools on the same cores make each wait at its barriers for descheduled threads.
+    threads = 1 if spec.shared_cores else max(1, len(spec.cores))
     for name in THREAD_VARIABLES:
-        env[name] = str(max(1, len(spec.cores)))
+        env[name] = str(threads)
     env["LINBENCH_AGENT_CORES"] = format_cpulist(spec.cores)
     return env
 

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,9 @@ def test_the_environment_names_the_gpu_before_the_interpreter_starts(fake_gpus: 
     assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"  # one per core it owns
     assert env["PATH"] == "/bin"
+    wide = replace(spec, cores=(0, 1, 2, 3))
+    assert agent_env(wide, {})["OMP_NUM_THREADS"] == "4"
+    assert agent_env(replace(wide, shared_cores=True), {})["OMP_NUM_THREADS"] == "1"  # agents sharing cores
     assert agent_command(spec)[:4] == [sys.executable, "-m", "linbench.fleet.agent", "serve"]
 
 
