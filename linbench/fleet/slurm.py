@@ -23,6 +23,7 @@ without it, ``--executor slurm`` is a one-line error naming the install command.
 from __future__ import annotations
 
 import getpass
+import logging
 import math
 import os
 import subprocess
@@ -45,6 +46,9 @@ SUBMITIT_DIR = "slurm"  # under the run folder: submitit's scripts, logs and pic
 TIME_MARGIN = 3.0
 SETUP_MIN = 10
 POLL_S = 5.0  # how often the coordinator asks Slurm about its tasks
+# How long a task gone from squeue may take to show its result file (written on its node, read
+# here through a shared filesystem) before it counts as lost.
+RESULT_GRACE_S = 10.0
 LOST = "left Slurm's queue without a result: cancelled, past its time limit, or its node lost"
 
 
@@ -85,6 +89,9 @@ def load_submitit() -> Any:
 def run_slurm(run_dir: Path, plan: FleetPlan, options: SlurmOptions) -> SlurmOutcome:
     """Submit the shards of ``plan`` with missing points in ``run_dir`` and wait for them."""
     submitit = load_submitit()
+    # submitit warns at every poll where sacct cannot answer (accounting off): wait_for asks
+    # squeue instead, and those warnings would bury the run's own output.
+    logging.getLogger("submitit").setLevel(logging.ERROR)
     todo = [shard for shard in longest_first(plan.shards) if _has_pending(run_dir, shard)]
     outcome = SlurmOutcome()
     if not todo:
@@ -103,26 +110,39 @@ def run_slurm(run_dir: Path, plan: FleetPlan, options: SlurmOptions) -> SlurmOut
 def wait_for(jobs: Sequence[Any], ids: Sequence[str], outcome: SlurmOutcome, poll_s: float = POLL_S) -> None:
     """Wait for every task; each that fails goes into ``outcome`` with its shards.
 
-    submitit learns a task's end from its result file, or from ``sacct``; a task that ends
-    without writing one (cancelled, past its time limit, its node lost) on a cluster whose
-    ``sacct`` says nothing (accounting off) would be waited for forever. So a task that
-    ``squeue`` lists no more and that left no result counts as lost. squeue is asked first:
-    a task gone from it has written whatever result it will write."""
+    A task is over once it has written its result file, or once ``squeue`` lists it no more.
+    submitit alone would ask ``sacct`` about a task without a result, and wait forever for
+    one that ended without writing it (cancelled, past its time limit, its node lost) on a
+    cluster whose ``sacct`` says nothing (accounting off). squeue is asked first: a task
+    gone from it has written whatever result it will write. Where squeue cannot answer,
+    submitit's own check (sacct) decides."""
     left = dict(zip(ids, jobs, strict=True))
     while left:
         queued = _queued()
         for group, job in list(left.items()):
-            if job.done():
+            gone = queued is not None and str(job.job_id) not in queued
+            if gone or job.paths.result_pickle.exists() or (queued is None and job.done()):
                 del left[group]
-                try:
-                    job.result()
-                except Exception as exc:  # FailedJobError, UncompletedJobError: the task's own words, one line
-                    outcome.failed.append((group.split(","), _one_line(exc)))
-            elif queued is not None and str(job.job_id) not in queued:
-                del left[group]
-                outcome.failed.append((group.split(","), f"task {job.job_id} {LOST}"))
+                why = _failure(job)
+                if why is not None:
+                    outcome.failed.append((group.split(","), why))
         if left:
             time.sleep(poll_s)
+
+
+def _failure(job: Any, grace_s: float = RESULT_GRACE_S) -> str | None:
+    """None for a task that succeeded; else one line on why not (the task's own words, or
+    that it left no result). submitit's own wait would ask sacct, so it is left to the end."""
+    deadline = time.monotonic() + grace_s
+    while not job.paths.result_pickle.exists() and time.monotonic() < deadline:
+        time.sleep(1.0)
+    if not job.paths.result_pickle.exists():
+        return f"task {job.job_id} {LOST}"
+    try:
+        job.result()
+    except Exception as exc:  # FailedJobError, UncompletedJobError
+        return _one_line(exc)
+    return None
 
 
 def _queued() -> set[str] | None:

@@ -28,7 +28,7 @@ from linbench.fleet.shards import PointKey
 from linbench.results.schema import KEY_COLUMNS, WHERE_COLUMNS
 from linbench.results.store import RunStore, RunStoreError
 
-MAX_RESTARTS = 2  # as the local executor: a GPU whose agents die this often more is left to resume
+MAX_RESTARTS = 1  # as the local executor: a GPU whose agents die more often is left to --resume
 # Signals that ask a process to stop: Slurm's on cancelling a task, or at its time limit, a
 # Ctrl-C. The point was cut off, not crashed: it stays missing, and the agent is not restarted.
 STOPPED_BY = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
