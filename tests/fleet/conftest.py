@@ -25,4 +25,3 @@ def fake_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeInventory:
         return read_inventory()
 
     return make
-
