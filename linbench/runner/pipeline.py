@@ -13,6 +13,10 @@ sweep the coordinator planned (``prepare_recorded``: meta.json's ``sweep`` secti
 folder made at an exact path (``start(..., at=)``), and measures only its shard's points
 (``run_points``), with hooks around each point (linbench/runner/hooks.py).
 
+The estimate counts the kernel build where planning made it (runner/sizing.py); meta.json's
+``estimate`` keeps it beside the wall time the command then took, from planning on, and their
+ratio (results/estimate_record.py), so every run checks the estimator.
+
 ``linbench run`` and ``linbench decode`` walk this line and print around it; a script walks
 it through ``linbench.run_sweep`` (linbench/api.py). Nothing here prints or exits: bad input
 raises a ValueError (RunSetupError, SpecError, DeviceError, ...) saying what to change.
@@ -20,16 +24,19 @@ raises a ValueError (RunSetupError, SpecError, DeviceError, ...) saying what to 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from linbench.results.estimate_record import SECTION, EstimateRecord
 from linbench.results.meta import SweepRecord
 from linbench.results.store import RunStore, RunStoreWriteError
 from linbench.runner.hooks import NO_HOOKS, PointHooks
 from linbench.runner.lifecycle import RunSetupError, check_resumable, create_run, finish_run
 from linbench.runner.plan import RunPlan
+from linbench.runner.sizing import NO_BUILD, KernelBuild
 from linbench.runner.sweep_runner import Listener, SweepRunner
 from linbench.sweep.points import Point
 from linbench.sweep.request import SweepRequest
@@ -46,8 +53,16 @@ class Prepared:
     plan: RunPlan
     store: RunStore | None  # the run folder to resume; None for a new run
     pending: tuple[Point, ...]  # the plan's points without a row yet, in run order
-    estimate_s: float  # about how long they take (linbench/sweep/estimate.py's rough model)
+    estimate_s: float  # about how long they take (linbench/sweep/estimate.py's rough model), the build included
     out: Path  # where a new run's folder is made
+    build: KernelBuild = NO_BUILD  # the kernel build planning made, if any
+    began: float = field(default_factory=time.monotonic)  # when planning began (time.monotonic)
+
+    def estimate_record(self) -> EstimateRecord:
+        """meta.json's ``estimate`` as the run starts."""
+        return EstimateRecord(
+            self.estimate_s, self.build.estimate_s, len(self.pending), self.store is not None, self.build.took_s
+        )
 
     @property
     def too_large(self) -> str | None:
@@ -95,13 +110,15 @@ def prepare(
     or commit unless ``mix``; ``repair=False`` leaves the folder as it is (a dry run)."""
     from linbench.runner.sizing import fit_and_estimate
 
+    began = time.monotonic()
     spec, store = _spec(request, resume, repair)
-    plan = plan_spec(spec)
+    plan, build = KernelBuild.around(lambda: plan_spec(spec))
     if store is not None:
         check_resumable(store.read_meta(), plan, mix)
     done = store.done_keys() if store is not None else set()
     pending = tuple(point for point in plan.points if point.key not in done)
-    return Prepared(spec, plan, store, pending, fit_and_estimate(plan, pending), out)
+    estimate = fit_and_estimate(plan, pending) + build.estimate_s
+    return Prepared(spec, plan, store, pending, estimate, out, build, began)
 
 
 def prepare_recorded(sweep: Mapping[str, Any], out: Path = DEFAULT_OUT) -> Prepared:
@@ -111,14 +128,16 @@ def prepare_recorded(sweep: Mapping[str, Any], out: Path = DEFAULT_OUT) -> Prepa
     from linbench.runner.sizing import fit_and_estimate
     from linbench.sweep.spec import spec_from_settings
 
+    began = time.monotonic()
     recorded = SweepRecord.read({"sweep": dict(sweep)})
     if recorded is None:
         raise RunSetupError("the sweep to run is not one a run's meta.json records (its sweep section)")
     spec = spec_from_settings(
         recorded.settings, recorded.tables, name=recorded.name, suite=recorded.suite, command=recorded.command
     )
-    plan = plan_spec(spec)
-    return Prepared(spec, plan, None, plan.points, fit_and_estimate(plan, plan.points), out)
+    plan, build = KernelBuild.around(lambda: plan_spec(spec))
+    estimate = fit_and_estimate(plan, plan.points) + build.estimate_s
+    return Prepared(spec, plan, None, plan.points, estimate, out, build, began)
 
 
 def start(
@@ -134,9 +153,11 @@ def start(
     nothing is left behind). ``command`` is what meta.json says made it (None: this
     process's linbench command line); ``meta`` adds the caller's sections; ``ceilings``
     are used as given instead of measured (lifecycle.create_run)."""
-    if prepared.store is not None:
-        return prepared.store
-    return create_run(prepared.out, prepared.spec, prepared.plan, command, at=at, meta=meta, ceilings=ceilings)
+    store = prepared.store or create_run(
+        prepared.out, prepared.spec, prepared.plan, command, at=at, meta=meta, ceilings=ceilings
+    )
+    store.update_meta({SECTION: prepared.estimate_record().section()})
+    return store
 
 
 def run(prepared: Prepared, store: RunStore, listener: Listener | None = None) -> Outcome:
@@ -191,8 +212,12 @@ def _drive(prepared: Prepared, store: RunStore, runner: SweepRunner, points: lis
     except OSError as exc:
         failure = f"{exc.strerror or exc}" + (f": {str(exc.filename)!r}" if exc.filename else "")
     finally:
+        ended = "interrupted" if ctrl_c else "failed" if failure is not None else status
+        record = prepared.estimate_record().ended(time.monotonic() - prepared.began, ended)
         try:
             meta = finish_run(store, status)
+            store.update_meta({SECTION: record.section()})
+            meta[SECTION] = record.section()
         except RunStoreWriteError as exc:  # meta.json keeps its last good state
             failure = failure or str(exc)
             meta = store.read_meta()
