@@ -169,6 +169,7 @@ def one_rerun(args: argparse.Namespace, index: int) -> Rerun:
     base, cur, judged = measure(args, where)
     seconds = time.monotonic() - started
     report = json.loads(judged.stdout) if judged.stdout.strip() else {}
+    (where / "judgement.json").write_text(judged.stdout)  # to look into a false alarm afterwards
     if judged.returncode == 2 or not report:
         raise SystemExit(f"rerun {index}: the recipe did not reach a verdict: {judged.stderr.strip()[-500:]}")
     rerun = Rerun(index, judged.returncode, report["verdict"], seconds, load)
@@ -243,16 +244,22 @@ def main() -> None:
         raise SystemExit(f"{out} already holds reruns; give another --out")
     out.mkdir(parents=True, exist_ok=True)
     neighbour = start_neighbour() if args.busy else None
+    reruns: list[Rerun] = []
     try:
-        reruns = [one_rerun(args, index) for index in range(1, args.reruns + 1)]
+        for index in range(1, args.reruns + 1):
+            reruns.append(one_rerun(args, index))
+            # Written after every rerun: a check cut short keeps the reruns it finished.
+            write_summary(args, reruns, out)
     finally:
         if neighbour is not None:
             neighbour.terminate()
             neighbour.wait(timeout=30)
-    markdown = table(args, reruns)
+    print(table(args, reruns))
+
+
+def write_summary(args: argparse.Namespace, reruns: list[Rerun], out: Path) -> None:
     (out / "summary.json").write_text(json.dumps({"args": vars(args), "reruns": [asdict(r) for r in reruns]}, indent=2))
-    (out / "summary.md").write_text(markdown + "\n")
-    print(markdown)
+    (out / "summary.md").write_text(table(args, reruns) + "\n")
 
 
 if __name__ == "__main__":

@@ -56,8 +56,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _registry_as_found() -> Iterator[None]:
     """Variants a test registers (a plugin loaded in-process by the CLI, a planted variant)
-    leave with it: the next test sees the built-in variants and nothing else. The plugin
-    files loaded leave too, or a later test's --plugin of the same file would register nothing."""
+    leave with it, and so do the plugin files it loaded (a later test loading one imports it
+    afresh): the next test sees the built-in variants and nothing else."""
     from linbench.variants import plugins, registry
 
     registry.list_variants()  # built-ins load once per process; keep them in the snapshot

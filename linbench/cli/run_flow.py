@@ -21,6 +21,7 @@ from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from linbench.lengths import Pack
     from linbench.results.store import RunStore
     from linbench.runner.pipeline import Outcome, Prepared
     from linbench.runner.sweep_runner import Listener
@@ -140,7 +141,8 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         f"  points: {len(prepared.pending)} of {len(plan.points)} to run on {plan.device} ({plan.device_name})",
         f"  {what}: {names(measured)}",
         f"  baselines: {names([pair for pair in plan.targets.baselines if pair in planned])}",
-        *_axes_lines(spec.blocks, spec.command),
+        *_axes_lines(spec.blocks, spec.command, packed=spec.pack is not None),
+        *([f"  pack: {pack_line(spec.pack, spec.packing)}"] if spec.pack is not None else []),
         *(f"  note: {note}" for note in plan.targets.notes),
         f"  estimated time: about {format_duration(prepared.estimate_s)}{_build_note(prepared, dry_run=True)}"
         f"{_busy_note()} (a rough model: linbench/sweep/estimate.py)",
@@ -152,14 +154,25 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         console.print(line, markup=False, soft_wrap=True)
 
 
-def _axes_lines(blocks: tuple[Axes, ...], command: str) -> list[str]:
+def _axes_lines(blocks: tuple[Axes, ...], command: str, packed: bool = False) -> list[str]:
     if len(blocks) == 1:
-        return [f"  axes: {axes_line(blocks[0], command)}"]
-    return [f"  block {i}: {axes_line(block, command)}" for i, block in enumerate(blocks, 1)]
+        return [f"  axes: {axes_line(blocks[0], command, packed)}"]
+    return [f"  block {i}: {axes_line(block, command, packed)}" for i, block in enumerate(blocks, 1)]
 
 
-def axes_line(block: Axes, command: str) -> str:
-    """The values of each axis of one block: "seq 1k, 2k · batch 1 · heads 8 · ..."."""
+def pack_line(pack: Pack, packing: tuple[str, ...]) -> str:
+    """A pack in words: where its lengths come from, how many, the padding, how it runs."""
+    lengths = pack.lengths
+    return (
+        f"{pack.label}: {pack.sequences} sequences of {min(lengths)} to {max(lengths)} tokens "
+        f"(mean {pack.tokens / pack.sequences:.0f}); padded to the longest, {pack.padding_waste:.0%} of "
+        f"the batch is padding · run {', '.join(packing)}"
+    )
+
+
+def axes_line(block: Axes, command: str, packed: bool = False) -> str:
+    """The values of each axis of one block: "seq 1k, 2k · batch 1 · heads 8 · ..." (a pack's
+    lengths and batch are its own: pack_line)."""
     from linbench.sweep.settings import LENGTH_AXIS
     from linbench.units import format_size
 
@@ -169,6 +182,8 @@ def axes_line(block: Axes, command: str) -> str:
     length = LENGTH_AXIS[command]
     batch = f"tokens/seq ({format_size(block.tokens)} tokens)" if block.tokens else values(block.batch)
     parts = [f"{length} {values(block.seq)}", f"batch {batch}", f"heads {values(block.heads)}"]
+    if packed:
+        parts = parts[2:]
     parts.append(f"dim {values(block.dim)}" + (f" × dim_v {values(block.dim_v)}" if block.dim_v else ""))
     parts.append(f"dtype {values(block.dtype)}")
     if command != "decode":  # decode's mode is the decode step, its masking causal

@@ -27,11 +27,15 @@ BAND = (1 / 3, 3.0)
 
 
 def recorded_runs() -> list[Path]:
-    """Every committed CPU run that ran to its end and says when it started and ended."""
+    """Every committed CPU run that ran to its end, says when it started and ended, and had the
+    machine to itself: the estimate models an idle machine, and a run recorded busy (meta.json's
+    ``load``) took what the other jobs left it, which no estimate of its points can say."""
     runs = []
     for meta_path in sorted(RESULTS.rglob("meta.json")):
         meta = json.loads(meta_path.read_text())
-        if meta.get("status") == "complete" and meta.get("finished_at") and str(meta.get("device")) == "cpu":
+        ended = meta.get("status") == "complete" and meta.get("finished_at")
+        busy = bool(meta.get("load", {}).get("busy"))
+        if ended and not busy and str(meta.get("device")) == "cpu":
             runs.append(meta_path.parent)
     return runs
 

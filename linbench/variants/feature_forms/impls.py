@@ -11,6 +11,7 @@ import torch
 from linbench.kernels import ops as kernel_ops
 from linbench.variants.feature_forms.chunked import chunked_linear_attention, chunked_scan
 from linbench.variants.feature_forms.naive import naive_linear_attention
+from linbench.variants.feature_forms.packed import masked_form, packed_chunked, packed_recurrent
 from linbench.variants.feature_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
 from linbench.variants.impl_helpers import positive_int
 from linbench.variants.registry import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
@@ -105,7 +106,13 @@ def feature_map_impls(
     """
     makers = {
         "naive": lambda: Impl(
-            "naive", _naive(features), summaries.get("naive", ""), "O(sd²)", "O(sd²)", time_exponent=1
+            "naive",
+            _naive(features),
+            summaries.get("naive", ""),
+            "O(sd²)",
+            "O(sd²)",
+            time_exponent=1,
+            key_masked=masked_form(features, "naive"),
         ),
         "chunked": lambda: Impl(
             "chunked",
@@ -115,9 +122,18 @@ def feature_map_impls(
             "O(sd)",
             time_exponent=1,
             params=(CHUNK_SIZE,),
+            packed=packed_chunked(features),
+            key_masked=masked_form(features, "chunked"),
         ),
         "recurrent": lambda: Impl(
-            "recurrent", _recurrent(features), summaries.get("recurrent", ""), "O(sd²)", "O(d²)", time_exponent=1
+            "recurrent",
+            _recurrent(features),
+            summaries.get("recurrent", ""),
+            "O(sd²)",
+            "O(d²)",
+            time_exponent=1,
+            packed=packed_recurrent(features),
+            key_masked=masked_form(features, "recurrent"),
         ),
         "kernel": lambda: kernel_impl(kernel or _kernel(features), summaries.get("kernel") or KERNEL_SUMMARY),
     }
