@@ -11,7 +11,11 @@ Where each test runs is stated, never left to the machine:
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -63,3 +67,23 @@ def _registry_as_found() -> Iterator[None]:
     registry._REGISTRY.update(before)
     plugins._loaded.clear()
     plugins._loaded.update(loaded)
+
+
+SLURM_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "slurm_local.sh"
+
+
+@pytest.fixture(scope="session")
+def slurm_conf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A running single-node Slurm with 4 fake GPUs, shared by the Slurm tests (marked
+    ``slurm``); its slurm.conf, for SLURM_CONF. Skips where it cannot run (not root, or
+    Slurm's Debian packages missing: scripts/slurm_local.sh install)."""
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")):
+        pytest.skip("needs root and Slurm's Debian packages (scripts/slurm_local.sh install)")
+    folder = tmp_path_factory.mktemp("slurm")
+    started = subprocess.run(["bash", str(SLURM_SCRIPT), "start", str(folder), "4"], capture_output=True, text=True)
+    try:
+        if started.returncode != 0:
+            pytest.skip(f"Slurm would not start here: {started.stderr.strip()[-300:]}")
+        yield str(folder / "slurm.conf")
+    finally:
+        subprocess.run(["bash", str(SLURM_SCRIPT), "stop", str(folder)], check=False)

@@ -21,6 +21,7 @@ from linbench.cli.decode_cmd import decode_command
 from linbench.cli.doctor_cmd import doctor_command
 from linbench.cli.errors import exit_usage_error
 from linbench.cli.list_cmd import list_command
+from linbench.cli.merge_cmd import merge_command
 from linbench.cli.plot_cmd import plot_command
 from linbench.cli.report_cmd import report_command
 from linbench.cli.run_cmd import run_command
@@ -96,6 +97,7 @@ for _name, _command in (
     ("report", report_command),
     ("compare", compare_command),
     ("ab", ab_command),
+    ("merge", merge_command),
     ("suites", suites_command),
     ("doctor", doctor_command),
     ("build", build_command),

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from linbench.cli import fleet_options as fleet
 from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
-from linbench.cli.errors import CliUsageError, usage_errors
+from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 from linbench.results.protocol import EXTEND_ABOVE, TRUST_PROCESSES
 
@@ -94,11 +95,41 @@ def run_command(
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
+    devices: fleet.Devices = None,
+    shard: fleet.Shard = None,
+    executor: fleet.Executor = None,
+    node_exclusive: fleet.NodeExclusive = False,
+    nodes: fleet.Nodes = None,
+    cpus_per_gpu: fleet.CpusPerGpu = None,
+    max_gpus: fleet.MaxGpus = None,
+    oversubscribe: fleet.Oversubscribe = False,
+    allow_shared_gpu: fleet.AllowSharedGpu = False,
+    slurm_partition: fleet.SlurmPartition = None,
+    slurm_time: fleet.SlurmTime = None,
+    slurm_option: fleet.SlurmOption = None,
+    ray_address: fleet.RayAddress = None,
 ) -> None:
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
     options = locals()  # every option, by its parameter name: the request takes the sweep's
     with usage_errors():
         request = sweep_request("run", options, causal=_masking(causal, bidirectional))
+        spread = fleet.fleet_options(options)
+    if spread.given or (resume is not None and (resume / "fleet.json").is_file()):
+        from linbench.cli.fleet_flow import execute_fleet
+
+        if mix:
+            exit_usage_error("--mix resumes a run made on one device; a run over several GPUs never mixes them")
+        execute_fleet(
+            request,
+            spread,
+            resume=resume,
+            out=out,
+            quiet=quiet,
+            allow_failures=allow_failures,
+            yes=yes,
+            dry_run=dry_run,
+        )
+        return
     execute_sweep(
         request,
         resume=resume,

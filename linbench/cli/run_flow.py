@@ -110,7 +110,7 @@ def execute_sweep(
     else:
         with _progress(console, len(prepared.pending)) as listen:
             outcome = run(prepared, store, listen)
-    _end(prepared, outcome, console, quiet, allow_failures)
+    end_run(prepared, outcome, console, quiet, allow_failures)
 
 
 def _check_out(out: Path) -> None:
@@ -264,7 +264,7 @@ def _progress(console: Console, total: int) -> Iterator[Listener]:
         yield listen
 
 
-def _end(prepared: Prepared, outcome: Outcome, console: Console, quiet: bool, allow_failures: bool) -> None:
+def end_run(prepared: Prepared, outcome: Outcome, console: Console, quiet: bool, allow_failures: bool) -> None:
     """The summary of a finished run, and its exit status: 130 for Ctrl-C, 2 for a failed
     write, 1 for a failed point (unless ``allow_failures``), else 0."""
     from rich.markup import escape

@@ -3,17 +3,19 @@
 Started with its GPU already chosen in its environment (linbench/fleet/launch.py), it first
 pins itself to its cores (before torch is imported, so its memory lands on the right NUMA
 node), checks that it sees exactly the GPU it was given, and then runs each shard attempt it
-is handed: a run folder of its own, the runner's rows in it (linbench/fleet/seam.py), and a
-provenance row per point. Before each point it checks the card for other processes.
+is handed: a run folder of its own, the runner's rows in it (linbench/fleet/seam.py), each
+stamped with where and when it was measured. Before each point it checks the card for other
+processes.
 
 Two ways to run it (``python -m linbench.fleet.agent``):
 
 * ``serve SPEC_JSON``: under the local coordinator; work arrives as JSON lines on standard
   input, events leave as JSON lines on standard output (anything else the process prints
   goes to standard error, so it can never corrupt them);
-* ``part --run-dir DIR --part K/N``: under any launcher (a Slurm array task, a Kubernetes
-  Indexed Job, GNU parallel) that has already given it one GPU: it runs the shards of part
-  K of N of the plan in DIR/fleet.json, continuing what earlier attempts left.
+* ``part --run-dir DIR --part K/N`` (or ``--shards s000,s004``): under any launcher (a Slurm
+  array task, a Kubernetes Indexed Job, a Ray actor, GNU parallel) that has already given it
+  one GPU: it runs the shards of part K of N of the plan in DIR/fleet.json (or the shards
+  named), continuing what earlier attempts left.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,14 +43,12 @@ from linbench.fleet.agent_checks import (
 )
 from linbench.fleet.cpulist import format_cpulist
 from linbench.fleet.errors import FleetError
-from linbench.fleet.folders import append_provenance, claim_attempt, read_plan, start_provenance
+from linbench.fleet.folders import claim_attempt, read_plan
 from linbench.fleet.inventory import Inventory, read_fake_inventory, read_inventory
 from linbench.fleet.launch import AgentSpec
-from linbench.fleet.progress import pending
+from linbench.fleet.progress import continued_rows, pending
 from linbench.fleet.seam import ShardWork, runner
 from linbench.fleet.shards import PointKey, Shard, longest_first, select_part
-from linbench.results.schema import KEY_COLUMNS
-from linbench.results.store import RunStore
 
 PR_SET_PDEATHSIG = 1
 
@@ -57,14 +58,18 @@ def now() -> str:
 
 
 class Events:
-    """JSON lines to the coordinator, on a stream nothing else writes to."""
+    """JSON lines to the coordinator, on a stream nothing else writes to (or, for an agent
+    run inside the command that shows its progress, to a function)."""
 
-    def __init__(self, stream: IO[str]) -> None:
-        self.stream = stream
+    def __init__(self, stream: IO[str] | None = None, heard: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.stream, self.heard = stream, heard
 
     def send(self, event: str, **fields: Any) -> None:
-        self.stream.write(json.dumps({"event": event, **fields}) + "\n")
-        self.stream.flush()
+        if self.heard is not None:
+            self.heard({"event": event, **fields})
+        if self.stream is not None:
+            self.stream.write(json.dumps({"event": event, **fields}) + "\n")
+            self.stream.flush()
 
 
 def pin(cores: tuple[int, ...]) -> None:
@@ -96,12 +101,13 @@ def check_device(spec: AgentSpec, inventory: Inventory) -> None:
 
 
 class AgentHooks:
-    """The hooks the runner calls around each point: the foreign-process check, provenance."""
+    """The hooks the runner calls around each point: the foreign-process check before each
+    process, and the ``where`` columns of its row."""
 
-    def __init__(self, spec: AgentSpec, inventory: Inventory, shard: str, attempt: int, folder: Path, events: Events):
+    def __init__(self, spec: AgentSpec, inventory: Inventory, shard: str, attempt: int, events: Events):
         self.spec, self.inventory, self.events = spec, inventory, events
-        self.shard, self.attempt, self.folder = shard, attempt, folder
-        self._started: dict[PointKey, tuple[str, int]] = {}
+        self.shard, self.attempt = shard, attempt
+        self._started: dict[PointKey, tuple[str, int]] = {}  # when its first process began, the most foreign
 
     def _on_gpu(self) -> list[int]:
         if self.inventory.fake:  # read again: a test may have put a process on the card meanwhile
@@ -109,68 +115,70 @@ class AgentHooks:
             return list(fresh.fake_processes.get(self.spec.gpu_uuid, ()))
         return nvml_processes(self.spec.gpu_uuid)
 
+    def _mine(self) -> set[int]:
+        """This agent and its workers; and the coordinator that started it, which plans on the
+        GPUs' host but measures nothing (a CUDA context it holds would be an idle one)."""
+        ours = own_tree()
+        return ours | {self.spec.parent_pid} if self.spec.parent_pid is not None else ours
+
     def before_point(self, key: PointKey) -> str | None:
         self.events.send("start", shard=self.shard, attempt=self.attempt, key=list(key))
-        foreign = wait_until_free(self._on_gpu, own_tree, self.spec.busy_wait_s)
-        self._started[key] = (now(), len(foreign))
+        if self.inventory.fake:
+            from linbench.fleet.fake_runner import fake_extra, maybe_stall
+
+            maybe_stall(key, fake_extra())
+        foreign = wait_until_free(self._on_gpu, self._mine, self.spec.busy_wait_s)
+        first, most = self._started.get(key, (now(), 0))
+        self._started[key] = (first, max(most, len(foreign)))
         return busy_reason(self.spec.gpu_uuid, foreign) if foreign else None
 
-    def after_row(self, key: PointKey, row: Any) -> None:
-        started, foreign = self._started.pop(key, ("", 0))
-        record = dict(zip(KEY_COLUMNS, key, strict=True)) | provenance(self.spec, self.shard, self.attempt)
-        record |= {"started_at": started, "finished_at": now(), "foreign_gpu_procs": foreign}
-        append_provenance(self.folder, record)
+    def row_columns(self, key: PointKey) -> Mapping[str, Any]:
+        started, foreign = self._started.pop(key, (None, None))
+        columns = where(self.spec, self.shard, self.attempt)
+        return columns | {"started_at": started, "finished_at": now(), "foreign_gpu_procs": foreign}
+
+    def after_row(self, key: PointKey, row: Mapping[str, Any]) -> None:
         self.events.send("row", shard=self.shard, attempt=self.attempt, key=list(key), status=row.get("status"))
 
 
-def provenance(spec: AgentSpec, shard: str, attempt: int) -> dict[str, Any]:
-    """The provenance columns every row of this agent's attempt shares."""
-    return {
-        "host": spec.host,
-        "gpu_uuid": spec.gpu_uuid,
-        "mig_uuid": spec.mig_uuid,
-        "gpu_pci": spec.gpu_pci,
-        "gpu_index": spec.gpu_index,
-        "gpu_name": spec.gpu_name,
-        "numa_node": spec.numa_node,
-        "cpu_affinity": format_cpulist(os.sched_getaffinity(0)),
-        "numa_local": spec.numa_local,
-        "shared_cores": spec.shared_cores,
-        "shard": shard,
-        "attempt": attempt,
-        "agent_pid": os.getpid(),
-    }
+def where(spec: AgentSpec, shard: str, attempt: int) -> dict[str, Any]:
+    """The ``where`` columns every row of this agent's attempt shares: its cores as it runs."""
+    return spec.where(shard, attempt, os.sched_getaffinity(0), os.getpid())
 
 
 @dataclass(frozen=True)
 class AttemptContext:
-    """What every attempt of one agent shares."""
+    """What every attempt of one agent shares: who it is, the run, and the plan's sweep."""
 
     spec: AgentSpec
     inventory: Inventory
     run_dir: Path
     plan_hash: str
-    request: dict[str, Any]
+    settings: Mapping[str, Any]  # fleet.json's: the recorded sweep, the command that made the run
     events: Events
 
 
-def run_attempt(ctx: AttemptContext, shard: Shard, keys: tuple[PointKey, ...]) -> None:
-    """One attempt of ``shard``: a new folder, the runner's rows in it, marked complete."""
-    number, folder = claim_attempt(ctx.run_dir, shard.id)
-    store = RunStore.create_at(folder)
-    start_provenance(folder)
-    fleet = provenance(ctx.spec, shard.id, number) | {
+def fleet_section(ctx: AttemptContext, shard: str, attempt: int, keys: tuple[PointKey, ...]) -> dict[str, Any]:
+    """The attempt's meta.json ``fleet`` section: where it ran, and what it was asked for."""
+    return where(ctx.spec, shard, attempt) | {
+        "gpu_name": ctx.spec.gpu_name,
         "plan_hash": ctx.plan_hash,
         "keys": [list(k) for k in keys],
         "inventory": ctx.inventory.source,
         "runner": ctx.spec.runner,
     }
-    store.write_meta({"status": "running", "started_at": now(), "fleet": fleet})
+
+
+def run_attempt(ctx: AttemptContext, shard: Shard, keys: tuple[PointKey, ...]) -> None:
+    """One attempt of ``shard``: a new folder, the runner's rows in it, marked complete."""
+    history = continued_rows(ctx.run_dir, shard, ctx.spec.gpu_uuid)
+    number, folder = claim_attempt(ctx.run_dir, shard.id)
     ctx.events.send("attempt", shard=shard.id, attempt=number, path=str(folder))
-    hooks = AgentHooks(ctx.spec, ctx.inventory, shard.id, number, folder, ctx.events)
-    work = ShardWork(shard.id, keys, ctx.request, ctx.spec.gpu_name)
-    runner(ctx.spec.runner)(work, store, hooks)
-    store.update_meta({"status": "complete", "finished_at": now()})
+    hooks = AgentHooks(ctx.spec, ctx.inventory, shard.id, number, ctx.events)
+    sweep, command = dict(ctx.settings.get("sweep") or {}), str(ctx.settings.get("command") or "")
+    fleet = fleet_section(ctx, shard.id, number, keys)
+    work = ShardWork(shard.id, keys, sweep, command, fleet, history, ctx.spec.gpu_name)
+    runner(ctx.spec.runner)(work, folder, hooks)
     ctx.events.send("done", shard=shard.id, attempt=number)
 
 
@@ -179,41 +187,62 @@ def serve(spec: AgentSpec, events: Events, commands: IO[str]) -> int:
     inventory = read_inventory()
     check_device(spec, inventory)
     spec = replace(spec, host=spec.host or inventory.host)
-    events.send("ready", pid=os.getpid(), cores=sorted(os.sched_getaffinity(0)), uuid=spec.visible_id)
+    events.send("ready", pid=os.getpid(), cores=sorted(os.sched_getaffinity(0)), uuid=spec.visible_id, host=spec.host)
     for line in commands:
         message = json.loads(line)
         if message.get("stop"):
             break
         shard = Shard.from_json(message["shard"])
         keys = tuple(tuple(str(v) for v in key) for key in message["keys"])
-        ctx = AttemptContext(
-            spec, inventory, Path(message["run_dir"]), message["plan_hash"], message.get("request", {}), events
-        )
-        run_attempt(ctx, shard, keys)
+        run_dir = Path(message["run_dir"])
+        settings = read_plan(run_dir)[2]
+        run_attempt(AttemptContext(spec, inventory, run_dir, message["plan_hash"], settings, events), shard, keys)
     return 0
 
 
-def run_part(run_dir: Path, part: str, runner_name: str, busy_wait_s: float, events: Events) -> int:
-    """Run part K/N of the plan in ``run_dir`` on the one GPU this process was given."""
-    inventory = read_inventory()
+def visible_spec(inventory: Inventory, runner_name: str, busy_wait_s: float) -> AgentSpec:
+    """The spec of an agent whose launcher chose its GPU (CUDA_VISIBLE_DEVICES) and cores
+    (its affinity): FleetError unless it sees exactly one GPU of this host's inventory."""
     seen = seen_by_fake(inventory, os.environ) if inventory.fake else seen_by_torch()
     if len(seen) != 1:
-        raise FleetError(f"a --shard agent needs exactly one visible GPU; it sees {len(seen)} ({', '.join(seen)})")
+        shown = ", ".join(seen) or "CUDA_VISIBLE_DEVICES names none"
+        raise FleetError(f"a --shard agent needs exactly one visible GPU; it sees {len(seen)} ({shown})")
     device = inventory.by_uuid(seen[0]) or next(
         (d for d in inventory.devices for s in d.mig_slices if s.uuid == seen[0]), None
     )
     if device is None:
         raise FleetError(f"the visible GPU {seen[0]} is not in this host's inventory")
     cores = tuple(sorted(os.sched_getaffinity(0)))  # what the launcher (Slurm, Kubernetes) bound it to
-    spec = AgentSpec(seen[0], device.uuid, device.index, device.pci_bus_id, device.name, device.numa_node, cores)
-    spec = replace(spec, runner=runner_name, busy_wait_s=busy_wait_s, host=inventory.host)
+    local = not device.local_cpus or set(cores) <= set(device.local_cpus)
+    spec = AgentSpec(seen[0], device.uuid, device.index, device.pci_bus_id, device.name, device.numa_node, cores, local)
+    return replace(spec, runner=runner_name, busy_wait_s=busy_wait_s, host=inventory.host)
+
+
+def run_part(
+    run_dir: Path, part: str | None, runner_name: str, busy_wait_s: float, events: Events, ids: str | None = None
+) -> int:
+    """Run part K/N of the plan in ``run_dir`` (or the shards ``ids``, comma-separated) on the
+    one GPU this process was given; each shard's missing points, longest shard first."""
+    inventory = read_inventory()
+    spec = visible_spec(inventory, runner_name, busy_wait_s)
     shards, plan_hash, settings = read_plan(run_dir)
-    ctx = AttemptContext(spec, inventory, run_dir, plan_hash, settings.get("request", {}), events)
-    for shard in longest_first(select_part(shards, part)):
-        keys, _restart = pending(run_dir, shard, device.uuid)
+    ctx = AttemptContext(spec, inventory, run_dir, plan_hash, settings, events)
+    for shard in longest_first(_chosen(shards, part, ids)):
+        keys, _restart = pending(run_dir, shard, spec.gpu_uuid)
         if keys:
             run_attempt(ctx, shard, keys)
     return 0
+
+
+def _chosen(shards: tuple[Shard, ...], part: str | None, ids: str | None) -> list[Shard]:
+    if ids is None:
+        return select_part(shards, part or "0/1")
+    wanted = [i.strip() for i in ids.split(",") if i.strip()]
+    known = {shard.id: shard for shard in shards}
+    unknown = [i for i in wanted if i not in known]
+    if unknown:
+        raise FleetError(f"the plan has no shard {unknown[0]} (it has {shards[0].id} to {shards[-1].id})")
+    return [known[i] for i in wanted]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,8 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd.add_argument("spec")
     part_cmd = sub.add_parser("part")
     part_cmd.add_argument("--run-dir", type=Path, required=True)
-    part_cmd.add_argument("--part", required=True)
-    part_cmd.add_argument("--runner", default="fake")
+    which = part_cmd.add_mutually_exclusive_group(required=True)
+    which.add_argument("--part")
+    which.add_argument("--shards")
+    part_cmd.add_argument("--runner", default="linbench")
     part_cmd.add_argument("--busy-wait-s", type=float, default=0.0)
     args = parser.parse_args(argv)
     # The event stream keeps the real standard output; everything else printed goes to stderr.
@@ -237,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             die_with(spec.parent_pid)
             return serve(spec, events, sys.stdin)
         die_with(os.getppid())  # the launcher's task (a Slurm step, a Ray actor): gone, so is the agent
-        return run_part(args.run_dir, args.part, args.runner, args.busy_wait_s, events)
+        return run_part(args.run_dir, args.part, args.runner, args.busy_wait_s, events, args.shards)
     except FleetError as exc:
         events.send("error", message=str(exc))
         print(f"linbench agent: error: {exc}", file=sys.stderr)

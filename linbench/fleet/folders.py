@@ -1,12 +1,14 @@
-"""A fleet run folder: the plan, one folder per shard attempt, and per-row provenance.
+"""A fleet run folder: the plan, and one run folder per shard attempt.
 
 ::
 
     RUN/
-      fleet.json                     the plan: its shards (points in plan order), its hash
+      fleet.json                     the plan: its sweep, its shards (points in plan order),
+                                     its hash
       shards/<shard>/attempt-<n>/    a linbench run folder (results.csv, processes.csv,
-                                     samples.csv, meta.json) written by one agent, plus
-                                     provenance.csv: where and when each row was measured
+                                     samples.csv, meta.json) written by one agent; each
+                                     results row says where and when it was measured (the
+                                     ``where`` columns of linbench/results/schema.py)
       results.csv, ... , meta.json   the merge of the attempts (linbench.fleet.merge)
 
 Each attempt folder has exactly one writer (its agent, or the coordinator once that agent
@@ -19,26 +21,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import platform
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from linbench.fleet.errors import MergeError
 from linbench.fleet.shards import Shard
-from linbench.results.schema import KEY_COLUMNS, cell
 
 FLEET_FILE = "fleet.json"
 SHARDS_DIR = "shards"
-PROVENANCE_FILE = "provenance.csv"
 ATTEMPT_PREFIX = "attempt-"
-
-# Where and when each row was measured (one row per results row, matched on the key).
-PROVENANCE_COLUMNS = (
-    *("host", "gpu_uuid", "mig_uuid", "gpu_pci", "gpu_index", "gpu_name", "numa_node", "cpu_affinity"),
-    *("numa_local", "shared_cores", "shard", "attempt", "agent_pid", "started_at", "finished_at"),
-    "foreign_gpu_procs",
-)
-PROVENANCE_FILE_COLUMNS = (*KEY_COLUMNS, *PROVENANCE_COLUMNS)
 
 
 def write_plan(run_dir: Path, shards: Sequence[Shard], plan_hash: str, settings: Mapping[str, Any]) -> None:
@@ -52,7 +46,9 @@ def write_plan(run_dir: Path, shards: Sequence[Shard], plan_hash: str, settings:
         if existing != plan_hash:
             raise MergeError(f"{run_dir} holds another plan (hash {existing}, this one {plan_hash}); use a new folder")
         return
-    tmp = path.with_name(f"{FLEET_FILE}.{id(body)}.tmp")
+    # Every --shard task of a launcher may write it at once, on several hosts: each its own
+    # temporary file, the same content renamed over one name.
+    tmp = path.with_name(f"{FLEET_FILE}.{platform.node()}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(body, indent=1) + "\n")
     tmp.replace(path)
 
@@ -102,23 +98,6 @@ def csv_text(rows: Iterable[Iterable[Any]]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer).writerows(rows)
     return buffer.getvalue()
-
-
-def start_provenance(folder: Path) -> None:
-    """provenance.csv with its header (once)."""
-    path = folder / PROVENANCE_FILE
-    if not path.exists():
-        path.write_text(csv_text([PROVENANCE_FILE_COLUMNS]))
-
-
-def append_provenance(folder: Path, row: Mapping[str, Any]) -> None:
-    """One row of provenance.csv, flushed; KeyError for a column it does not have."""
-    unknown = sorted(set(row) - set(PROVENANCE_FILE_COLUMNS))
-    if unknown:
-        raise KeyError(f"provenance.csv has no column {', '.join(unknown)}")
-    with (folder / PROVENANCE_FILE).open("a", newline="") as handle:
-        handle.write(csv_text([[cell(row.get(column)) for column in PROVENANCE_FILE_COLUMNS]]))
-        handle.flush()
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:

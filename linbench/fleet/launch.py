@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -36,7 +36,7 @@ class AgentSpec:
     numa_local: bool = True
     shared_cores: bool = False
     host: str = ""  # the agent's host, as its inventory names it (filled in by the agent)
-    runner: str = "fake"
+    runner: str = "linbench"  # the point runner (linbench/fleet/seam.py)
     busy_wait_s: float = 0.0  # how long a point waits for a foreign process to leave the GPU
     parent_pid: int | None = None  # die with this process (the local coordinator)
 
@@ -69,14 +69,28 @@ class AgentSpec:
     def mig_uuid(self) -> str | None:
         return None if self.visible_id == self.gpu_uuid else self.visible_id
 
+    def where(self, shard: str, attempt: int, cores: Iterable[int], agent_pid: int | None) -> dict[str, Any]:
+        """The ``where`` columns (linbench/results/schema.py) of a row this agent measured in
+        ``attempt`` of ``shard`` on ``cores``, but its times (started_at, finished_at,
+        foreign_gpu_procs), which are the point's own."""
+        return {
+            **{"host": self.host, "gpu_uuid": self.gpu_uuid, "mig_uuid": self.mig_uuid, "gpu_pci": self.gpu_pci},
+            **{"gpu_index": self.gpu_index, "numa_node": self.numa_node, "cpu_affinity": format_cpulist(cores)},
+            **{"numa_local": self.numa_local, "shared_cores": self.shared_cores, "shard": shard, "attempt": attempt},
+            "agent_pid": agent_pid,
+        }
+
 
 def agent_env(spec: AgentSpec, base: Mapping[str, str]) -> dict[str, str]:
     """The agent's environment: ``base`` with its GPU and thread counts set."""
     env = dict(base)
     env["CUDA_VISIBLE_DEVICES"] = spec.visible_id
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    # A thread per core it owns; one where agents share cores (--oversubscribe): several agents'
+    # thread pools on the same cores make each wait at its barriers for descheduled threads.
+    threads = 1 if spec.shared_cores else max(1, len(spec.cores))
     for name in THREAD_VARIABLES:
-        env[name] = str(max(1, len(spec.cores)))
+        env[name] = str(threads)
     env["LINBENCH_AGENT_CORES"] = format_cpulist(spec.cores)
     return env
 

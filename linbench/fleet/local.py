@@ -21,20 +21,23 @@ import json
 import os
 import selectors
 import subprocess
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from linbench.fleet.cpulist import format_cpulist
 from linbench.fleet.errors import FleetError
-from linbench.fleet.folders import append_provenance, claim_attempt, start_provenance, write_plan
+from linbench.fleet.folders import claim_attempt, read_plan
 from linbench.fleet.launch import AgentSpec, agent_command, agent_env
 from linbench.fleet.placement import Placement
 from linbench.fleet.progress import chain_rows, chosen_chain, pending, read_attempts
-from linbench.fleet.shards import PointKey, Shard, longest_first, plan_hash
+from linbench.fleet.shards import PointKey, Shard, longest_first
 from linbench.results.schema import KEY_COLUMNS
-from linbench.results.store import RunStore
+from linbench.results.store import RunStore, RunStoreError
+
+# What the coordinator hears of its agents, as it hears it: (the agent's GPU, the event).
+Heard = Callable[[str, dict[str, Any]], None]
 
 AGENTS_DIR = "agents"
 
@@ -60,6 +63,7 @@ class Slot:
     deaths: int = 0
     retired: bool = False
     error: str | None = None
+    pid: int | None = None
     work: Work | None = None
     attempt: tuple[int, Path] | None = None
     in_flight: PointKey | None = None
@@ -107,24 +111,23 @@ def initial_work(run_dir: Path, shards: Sequence[Shard], uuids: set[str]) -> lis
 
 def run_local(
     run_dir: Path,
-    shards: Sequence[Shard],
     placements: Sequence[Placement],
     *,
-    runner: str = "fake",
-    request: Mapping[str, Any] | None = None,
+    only: Collection[str] | None = None,
+    runner: str = "linbench",
     max_restarts: int = 1,
     busy_wait_s: float = 0.0,
     env: Mapping[str, str] | None = None,
-    settings: Mapping[str, Any] | None = None,
+    heard: Heard | None = None,
 ) -> Outcome:
-    """Run (or resume) ``shards`` on one agent per placement, into ``run_dir``. ``request``
-    goes to the runner; ``settings`` (how the shards were made: ``along``, ``fixed_tokens``)
-    to fleet.json, for the merge."""
-    digest = plan_hash(shards)
-    write_plan(run_dir, shards, digest, dict(settings or {}) | {"request": dict(request or {})})
+    """Run (or resume) the plan in ``run_dir``/fleet.json (its shards ``only``, when given)
+    on one agent per placement. ``heard(gpu_uuid, event)`` hears every agent's events (a
+    progress display)."""
+    shards, digest, _settings = read_plan(run_dir)
+    chosen = [shard for shard in shards if only is None or shard.id in only]
     specs = [AgentSpec.of(p, runner=runner, busy_wait_s=busy_wait_s, parent_pid=os.getpid()) for p in placements]
-    coordinator = Coordinator(run_dir, digest, dict(request or {}), specs, max_restarts, dict(env or os.environ))
-    return coordinator.run(initial_work(run_dir, shards, {s.gpu_uuid for s in specs}))
+    coordinator = Coordinator(run_dir, digest, specs, max_restarts, dict(env or os.environ), heard)
+    return coordinator.run(initial_work(run_dir, chosen, {s.gpu_uuid for s in specs}))
 
 
 class Coordinator:
@@ -134,14 +137,14 @@ class Coordinator:
         self,
         run_dir: Path,
         digest: str,
-        request: dict[str, Any],
         specs: list[AgentSpec],
         max_restarts: int,
         env: dict[str, str],
+        heard: Heard | None = None,
     ) -> None:
-        self.run_dir, self.digest, self.request = run_dir, digest, request
+        self.run_dir, self.digest = run_dir, digest
         self.slots = [Slot(spec) for spec in specs]
-        self.max_restarts, self.env = max_restarts, env
+        self.max_restarts, self.env, self.heard = max_restarts, env, heard
         self.queue: list[Work] = []
         self.outcome = Outcome()
         self.selector = selectors.DefaultSelector()
@@ -192,8 +195,11 @@ class Coordinator:
 
     def _event(self, slot: Slot, event: dict[str, Any]) -> None:
         kind = event["event"]
+        if self.heard is not None:
+            self.heard(slot.spec.gpu_uuid, event)
         if kind == "ready":
             slot.ready = True
+            slot.spec = replace(slot.spec, host=str(event.get("host") or slot.spec.host))
             self._assign_idle()
         elif kind == "attempt":
             slot.attempt = (int(event["attempt"]), Path(event["path"]))
@@ -217,7 +223,7 @@ class Coordinator:
         self.queue.remove(work)
         slot.work, slot.attempt, slot.in_flight, slot.done = work, None, None, set()
         message = {"shard": work.shard.as_json(), "keys": [list(k) for k in work.keys], "run_dir": str(self.run_dir)}
-        self._send(slot, message | {"plan_hash": self.digest, "request": self.request})
+        self._send(slot, message | {"plan_hash": self.digest})
 
     @staticmethod
     def _send(slot: Slot, message: dict[str, Any]) -> None:
@@ -243,9 +249,14 @@ class Coordinator:
         _close(slot.proc.stdin)
         status = slot.proc.wait()
         pid, slot.proc = slot.proc.pid, None
-        if slot.error is not None or not slot.ready:
+        if slot.work is not None:  # it died (or gave up with an error) in the middle of a shard
+            if slot.error is not None:
+                self.outcome.errors.append(f"{slot.spec.visible_id}: {slot.error}")
+                slot.error = None
+            self._died(slot, pid, status)
+        elif slot.error is not None or not slot.ready:
             self._refused(slot, status)
-        elif slot.work is not None or status != 0:
+        elif status != 0:
             self._died(slot, pid, status)
 
     def _refused(self, slot: Slot, status: int) -> None:
@@ -261,7 +272,7 @@ class Coordinator:
         if work is not None:
             if slot.in_flight is not None:
                 why = f"the agent on {slot.spec.gpu_uuid} (pid {pid}) died ({_how(status)}) while this point ran"
-                self._write_crashed(slot, work.shard, [slot.in_flight], why)
+                self._write_crashed(slot, work.shard, [slot.in_flight], why, pid)
                 slot.done.add(slot.in_flight)
             rest = tuple(k for k in work.keys if k not in slot.done)
         if slot.deaths <= self.max_restarts:
@@ -309,34 +320,34 @@ class Coordinator:
     def _live(self) -> list[Slot]:
         return [s for s in self.slots if not s.retired]
 
-    def _write_crashed(self, slot: Slot, shard: Shard, keys: list[PointKey], why: str) -> None:
+    def _write_crashed(self, slot: Slot, shard: Shard, keys: list[PointKey], why: str, pid: int | None = None) -> None:
         """Rows for points no agent will run, in the shard's latest attempt folder (on this
         card: the coordinator is its only writer now), or a new one."""
-        found = read_attempts(self.run_dir, shard)
+        found = [a for a in read_attempts(self.run_dir, shard) if (a.path / "results.csv").is_file()]
         if found:
             attempt, folder = found[-1].number, found[-1].path
         else:
             attempt, folder = claim_attempt(self.run_dir, shard.id)
-            RunStore.create_at(folder).write_meta(
-                {"status": "abandoned", "fleet": _static(slot.spec, shard.id, attempt) | self._plan(keys)}
-            )
-            start_provenance(folder)
+            fleet = slot.spec.where(shard.id, attempt, slot.spec.cores, None) | {"gpu_name": slot.spec.gpu_name}
+            RunStore.create_at(folder).write_meta({"status": "abandoned", "fleet": fleet | self._plan(keys)})
         store = RunStore.open(folder)  # repairs a line the dead agent left half-written
+        where = slot.spec.where(shard.id, attempt, slot.spec.cores, pid) | {"finished_at": _now()}
         for key in keys:
             point = dict(zip(KEY_COLUMNS, key, strict=True))
-            store.append(point | {"device_name": slot.spec.gpu_name, "status": "crashed", "error": why})
-            append_provenance(folder, point | _static(slot.spec, shard.id, attempt))
+            store.append(point | where | {"device_name": _device_name(store, slot), "status": "crashed", "error": why})
             self.outcome.crashed.append(key)
 
 
-def _static(spec: AgentSpec, shard: str, attempt: int) -> dict[str, Any]:
-    """The provenance of a row the coordinator writes for ``spec``'s agent."""
-    return {
-        **{"host": spec.host, "gpu_uuid": spec.gpu_uuid, "mig_uuid": spec.mig_uuid, "gpu_pci": spec.gpu_pci},
-        **{"gpu_index": spec.gpu_index, "gpu_name": spec.gpu_name, "numa_node": spec.numa_node},
-        **{"cpu_affinity": format_cpulist(spec.cores), "numa_local": spec.numa_local, "shard": shard},
-        **{"shared_cores": spec.shared_cores, "attempt": attempt},
-    }
+def _device_name(store: RunStore, slot: Slot) -> str:
+    """The device name the attempt's runner recorded (its rows' device_name), else the GPU's model."""
+    try:
+        return str(store.read_meta().get("device_name") or slot.spec.gpu_name)
+    except RunStoreError:
+        return slot.spec.gpu_name
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _how(status: int) -> str:

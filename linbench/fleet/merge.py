@@ -1,14 +1,15 @@
 """``linbench merge RUN``: the shard attempts of a fleet run, as one ordinary run folder.
 
 The merge reads only RUN/fleet.json and RUN/shards/, and writes RUN/results.csv,
-processes.csv, samples.csv, provenance.csv and meta.json, each replaced whole (written to a
-temporary file, then renamed). So it is idempotent: run twice, it writes the same bytes; and
+processes.csv, samples.csv and meta.json, each replaced whole (written to a temporary file,
+then renamed). So it is idempotent: run twice, it writes the same bytes; and
 it can run while shards are still running (with ``allow_partial``) and again at the end.
 
 Each point gets exactly one row: its shard's chosen chain of attempts decides which
 (linbench/fleet/progress.py); rows of other attempts are *superseded* and counted in
-meta.json, along with each shard's attempts. Rows follow the plan's order; a point's
-processes and samples come from the attempt its row came from.
+meta.json, along with each shard's attempts. Rows follow the plan's order, each with its
+``where`` columns (host, GPU, cores, shard, attempt); a point's processes and samples come
+from the attempt its row came from.
 
 It refuses, with one line naming what differs:
 
@@ -16,7 +17,7 @@ It refuses, with one line naming what differs:
 * a scenario (what a report compares: every impl and length of one dtype, mode, masking and
   shape) measured on two cards or two GPU models, or rows from a fake inventory mixed with
   real ones, or attempts that ran different software (torch, linbench commit, schema), unless
-  ``allow_mixed``;
+  ``allow_mixed`` (``linbench merge --allow-mixed``);
 * points without a row, unless ``allow_partial``.
 """
 
@@ -29,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from linbench.fleet.errors import MergeError
-from linbench.fleet.folders import PROVENANCE_FILE, PROVENANCE_FILE_COLUMNS, csv_text, read_plan, read_rows
+from linbench.fleet.folders import csv_text, read_plan, read_rows
 from linbench.fleet.progress import Attempt, chain_rows, chosen_chain, read_attempts, row_key
 from linbench.fleet.shards import PointKey, Shard, scenario_of
-from linbench.results.schema import KEY_COLUMNS, PROCESS_COLUMNS, RESULT_COLUMNS, SAMPLE_COLUMNS
+from linbench.results.schema import PROCESS_COLUMNS, RESULT_COLUMNS, SAMPLE_COLUMNS, WHERE_COLUMNS
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE, SAMPLES_FILE
 
 # meta.json keys that must agree across the attempts of one run (the software that measured).
@@ -120,7 +121,7 @@ def _check_unmixed(chosen: Sequence[Chosen], settings: dict[str, Any], used: Seq
     for c in chosen:
         seen = cards.setdefault(scenario_of(c.key, "scenario", along, fixed_tokens), {"card": set(), "model": set()})
         seen["card"].add(c.attempt.gpu_uuid)
-        seen["model"].add(c.row.get("device_name") or str(c.attempt.fleet.get("gpu_name", "")))
+        seen["model"].add(str(c.attempt.fleet.get("gpu_name") or c.row.get("device_name") or ""))
     for scenario, seen in cards.items():
         for what in ("model", "card"):
             if len(seen[what]) > 1:
@@ -128,7 +129,7 @@ def _check_unmixed(chosen: Sequence[Chosen], settings: dict[str, Any], used: Seq
                 names = ", ".join(sorted(seen[what]))
                 raise MergeError(
                     f"the scenario {label} was measured on {len(seen[what])} {what}s ({names}); "
-                    "its comparisons need one card: run it again on one, or merge with --allow-mixed-devices"
+                    "its comparisons need one card: run it again on one, or merge with --allow-mixed"
                 )
     for key, what in (("inventory", "fake and real GPUs"),):
         values = {str(a.fleet.get(key)) for a in used}
@@ -139,7 +140,7 @@ def _check_unmixed(chosen: Sequence[Chosen], settings: dict[str, Any], used: Seq
         if len(values) > 1:
             raise MergeError(
                 f"the attempts ran different {key} ({', '.join(sorted(values))}); "
-                "merge with --allow-mixed-devices to keep them in one run anyway"
+                "merge with --allow-mixed to keep them in one run anyway"
             )
 
 
@@ -154,7 +155,9 @@ def _meta(used: Sequence[Attempt], digest: str, summary: MergeSummary, mixed: bo
     devices: dict[str, dict[str, Any]] = {}
     for a in ordered:
         fleet = a.fleet
-        devices.setdefault(a.gpu_uuid, {k: fleet.get(k) for k in ("host", "gpu_name", "gpu_pci", "gpu_index")})
+        device = devices.setdefault(a.gpu_uuid, {k: fleet.get(k) for k in ("host", "gpu_name", "gpu_pci", "gpu_index")})
+        if "ceilings" in a.meta:  # measured per device: the run's top-level ones would mix cards
+            device.setdefault("ceilings", a.meta["ceilings"])
     starts = [str(a.meta["started_at"]) for a in ordered if a.meta.get("started_at")]
     ends = [str(a.meta["finished_at"]) for a in ordered if a.meta.get("finished_at")]
     return common | {
@@ -176,7 +179,7 @@ def _meta(used: Sequence[Attempt], digest: str, summary: MergeSummary, mixed: bo
 
 
 def _write(run_dir: Path, chosen: Sequence[Chosen], meta: dict[str, Any]) -> None:
-    processes, samples, provenance = [], [], []
+    processes, samples = [], []
     cache: dict[Path, dict[str, list[dict[str, str]]]] = {}
     for c in chosen:
         files = cache.setdefault(c.attempt.path, _attempt_files(c.attempt.path))
@@ -188,33 +191,28 @@ def _write(run_dir: Path, chosen: Sequence[Chosen], meta: dict[str, Any]) -> Non
             for s in files["samples"]
             if row_key(s) == c.key and s.get("process", "0") in numbers
         ]
-        provenance.append(_provenance(c, files["provenance"]))
-    results = [[c.row.get(col) or "" for col in RESULT_COLUMNS] for c in chosen]
+    results = [[_where(c).get(col) or "" for col in RESULT_COLUMNS] for c in chosen]
     _replace(run_dir / RESULTS_FILE, csv_text([RESULT_COLUMNS, *results]))
     _replace(run_dir / PROCESSES_FILE, csv_text([PROCESS_COLUMNS, *processes]))
     _replace(run_dir / SAMPLES_FILE, csv_text([SAMPLE_COLUMNS, *samples]))
-    _replace(run_dir / PROVENANCE_FILE, csv_text([PROVENANCE_FILE_COLUMNS, *provenance]))
     _replace(run_dir / META_FILE, json.dumps(meta, indent=2, default=str) + "\n")
 
 
 def _attempt_files(folder: Path) -> dict[str, list[dict[str, str]]]:
-    return {
-        "processes": read_rows(folder / PROCESSES_FILE),
-        "samples": read_rows(folder / SAMPLES_FILE),
-        "provenance": read_rows(folder / PROVENANCE_FILE),
-    }
+    return {"processes": read_rows(folder / PROCESSES_FILE), "samples": read_rows(folder / SAMPLES_FILE)}
 
 
-def _provenance(c: Chosen, rows: list[dict[str, str]]) -> list[str]:
-    """The row's provenance: the attempt's (every row of it shares the device and cores),
-    with the point's own times where the agent lived to write them."""
-    record = {col: "" if v is None else str(v) for col, v in c.attempt.fleet.items() if col in PROVENANCE_FILE_COLUMNS}
-    record |= dict(zip(KEY_COLUMNS, c.key, strict=True))
-    own = [r for r in rows if row_key(r) == c.key]
-    if own:
-        record |= {k: v for k, v in own[-1].items() if k in PROVENANCE_FILE_COLUMNS and v not in (None, "")}
-    record["attempt"] = str(c.attempt.number)
-    return [record.get(col, "") for col in PROVENANCE_FILE_COLUMNS]
+def _where(c: Chosen) -> dict[str, str]:
+    """The row, its ``where`` columns filled in from its attempt where the row lacks them
+    (every row of an attempt shares its device and cores; a row from before the where
+    columns, or written by hand, has none), and the attempt it came from."""
+    row = dict(c.row)
+    fleet = c.attempt.fleet
+    for column in WHERE_COLUMNS:
+        if not row.get(column) and fleet.get(column) is not None:
+            row[column] = str(fleet[column])
+    row["attempt"] = str(c.attempt.number)
+    return row
 
 
 def _replace(path: Path, text: str) -> None:

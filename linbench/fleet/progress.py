@@ -90,6 +90,15 @@ def chosen_chain(found: list[Attempt], shard: Shard) -> list[Attempt]:
     return every[-1] if every else []
 
 
+def continued_rows(run_dir: Path, shard: Shard, gpu_uuid: str) -> tuple[dict[str, str], ...]:
+    """The rows an attempt on the card ``gpu_uuid`` continues from: its chain's, when that
+    chain ran on this card (they teach its skip rules); none when the shard starts over."""
+    chain = chosen_chain(read_attempts(run_dir, shard), shard)
+    if {a.gpu_uuid for a in chain if a.rows} - {gpu_uuid}:
+        return ()
+    return tuple(row for _, row in chain_rows(chain).values())
+
+
 def pending(run_dir: Path, shard: Shard, gpu_uuid: str) -> tuple[tuple[PointKey, ...], bool]:
     """(the points to run on the card ``gpu_uuid``, whether that starts the shard over): none
     when a chain is complete; the points the chain lacks when it is on this card; else all."""

@@ -160,8 +160,10 @@ def select_part(shards: Sequence[Shard], spec: str) -> list[Shard]:
     return partition(shards, parts)[part]
 
 
-def plan_hash(shards: Iterable[Shard]) -> str:
-    """A fingerprint of the plan's points and their shards: the merge refuses shard folders
-    of two different plans."""
-    body = json.dumps([[s.id, [list(k) for k in s.keys]] for s in sorted(shards, key=lambda s: s.id)])
+def plan_hash(shards: Iterable[Shard], sweep: Mapping[str, Any] | None = None) -> str:
+    """A fingerprint of the plan's points and their shards, and of the sweep that measures them
+    (its timing, processes, parameters: two ``--shard`` tasks started with different ones plan
+    the same points): the merge refuses shard folders of two different plans."""
+    points = [[s.id, [list(k) for k in s.keys]] for s in sorted(shards, key=lambda s: s.id)]
+    body = json.dumps(points if sweep is None else [points, sweep], sort_keys=True, default=str)
     return hashlib.sha256(body.encode()).hexdigest()[:16]

@@ -2,13 +2,18 @@
 
 The build directory is keyed by everything that changes the binary (the sources, torch,
 Python, the CPU's instruction set, whether CUDA is built in), so a stale library is never
-loaded and an unchanged checkout never rebuilds. A failed build is remembered next to it
+loaded and an unchanged checkout never rebuilds. Building and loading hold a file lock in that
+directory: processes starting together on one host (the agents of a run spread over several
+GPUs, linbench/fleet/) build once, the others wait and load, and none loads a library the
+linker is still writing. A failed build is remembered next to it
 with the compiler's first error line: `linbench list` then reports the impl unavailable
 with that reason, without compiling again on every call.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import os
@@ -17,11 +22,13 @@ import re
 import shutil
 import struct
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 CSRC = Path(__file__).resolve().parents[2] / "csrc"
 CACHE_ENV = "LINBENCH_KERNEL_CACHE"
+LOCK_FILE = "build.lock"
 # -O3 and the host's vector ISA: the tile products (csrc/cpu/tile_gemm.h) are written for the
 # compiler to vectorise; fp-contract lets it fuse the multiply-adds. OpenMP runs
 # at::parallel_for over batch x heads on torch's intra-op threads.
@@ -129,15 +136,35 @@ def first_error_line(log: str) -> str:
     return lines[-1][:300] if lines else "unknown build failure"
 
 
+@contextlib.contextmanager
+def build_lock(directory: Path) -> Iterator[None]:
+    """Hold ``directory``'s build lock (an flock on build.lock) for the block; say so once when
+    another process holds it (it is building: this one waits, then loads its library)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / LOCK_FILE).open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"linbench: waiting for another process building the kernels in {directory}…", file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _compile_and_load(with_cuda: bool) -> str | None:
-    """Build (or reuse) and load one flavour; the error line when it fails."""
-    key = build_key(with_cuda)
-    directory = cache_root() / key
+    """Build (or reuse) and load one flavour under the build lock; the error line when it fails."""
+    directory = cache_root() / build_key(with_cuda)
+    with build_lock(directory):
+        return _compile_and_load_locked(directory, with_cuda)
+
+
+def _compile_and_load_locked(directory: Path, with_cuda: bool) -> str | None:
     failure = directory / "build-failed.txt"
     if failure.exists():
         return failure.read_text().strip()
-    directory.mkdir(parents=True, exist_ok=True)
-    name = f"linbench_kernels_{key}"
+    name = f"linbench_kernels_{directory.name}"
     library = directory / f"{name}.so"
     if library.exists():
         # The key already covers every input of the build, so a library under it is current:

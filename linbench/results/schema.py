@@ -31,6 +31,7 @@ __all__ = [
     "SAMPLE_COLUMNS",
     "SCHEMA_VERSION",
     "STATUSES",
+    "WHERE_COLUMNS",
     "Column",
     "UnknownColumnError",
     "cell",
@@ -41,7 +42,8 @@ __all__ = [
 # 3: results.csv's bytes (the roofline's traffic, recorded per point).
 # 4: a pack's columns (pack, packing, sequences, padding_waste).
 # 5: neighbour_cpu and oversubscribed (CPU points measured beside other processes).
-SCHEMA_VERSION = 5
+# 6: where a point was measured (host, GPU, cores, shard, attempt): the ``where`` columns.
+SCHEMA_VERSION = 6
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -54,6 +56,8 @@ DECODE_MODE = "decode"
 #   gate     the correctness check's, measured once per point (record.Checked)
 #   rate     derived from the point's time (record.py)
 #   process  processes.csv (and samples.csv) only: one process's bookkeeping
+#   where    where and when the point ran, stamped on its row by the fleet agent that ran it
+#            (linbench/fleet/); empty in a run made without one
 # and, combined over the processes of a point that all ended ok:
 #   first    the first process's value that is not empty (measured once: the same in all)
 #   median   the median of the processes' values (a time: the median of process medians)
@@ -68,7 +72,7 @@ DECODE_MODE = "decode"
 #   timing   "graph" when every process has a CUDA-graph time, else "eager"
 #   graph    the median CUDA-graph time, where every process has one
 COMBINES = (
-    *("key", "point", "gate", "rate", "process", "first", "median", "max", "sum", "union", "any", "notes"),
+    *("key", "point", "gate", "rate", "process", "where", "first", "median", "max", "sum", "union", "any", "notes"),
     *("count", "fastest", "slowest", "spread", "timing", "graph"),
 )
 
@@ -213,9 +217,35 @@ COLUMNS = {
             ("wall_s", float, "seconds from handing the task to the worker to its result"),
             ("timed_s", float, "seconds of timed repetitions inside the process"),
         ),
+        # results.csv of a run spread over several GPUs (docs/scale-out.md): one agent per GPU
+        # measured the point, and says where. A run made without the fleet leaves them empty.
+        *_group(
+            "where",
+            ("host", str, "fleet: the host the point ran on"),
+            ("gpu_uuid", str, "fleet: the physical GPU's UUID (a MIG slice's parent)"),
+            ("mig_uuid", str, "fleet: the MIG slice the point ran on, when it ran on one"),
+            ("gpu_pci", str, "fleet: the GPU's PCI bus id (0000:41:00.0)"),
+            ("gpu_index", int, "fleet: the GPU's nvidia-smi index (PCI order) on its host"),
+            ("numa_node", int, "fleet: the GPU's NUMA node (empty where the host does not say)"),
+            ("cpu_affinity", str, "fleet: the cores the agent and its workers ran on (8-15)"),
+            ("numa_local", bool, "fleet: every one of those cores is on the GPU's NUMA node"),
+            ("shared_cores", bool, "fleet: another agent shared some of those cores (--oversubscribe)"),
+            ("shard", str, "fleet: the shard of the plan the point belongs to (s000, ...)"),
+            ("attempt", int, "fleet: the attempt of its shard that wrote the row (1, 2, ...)"),
+            ("agent_pid", int, "fleet: the agent process that ran the point"),
+            ("started_at", str, "fleet: UTC time the point's measurement began"),
+            ("finished_at", str, "fleet: UTC time its row was written"),
+            (
+                "foreign_gpu_procs",
+                int,
+                "fleet: other processes on the GPU when the point began (any: the point is skipped)",
+            ),
+        ),
     )
 }
 
+# Where a fleet run measured a point (the ``where`` columns, in declaration order).
+WHERE_COLUMNS = tuple(name for name, column in COLUMNS.items() if column.combine == "where")
 KEY_COLUMNS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
 # results.csv: the order of earlier versions, new columns at the end (old runs stay readable).
 RESULT_COLUMNS = (
@@ -235,6 +265,8 @@ RESULT_COLUMNS = (
     *("pack", "packing", "sequences", "padding_waste"),
     # Schema 5.
     *("neighbour_cpu", "oversubscribed"),
+    # Schema 6.
+    *WHERE_COLUMNS,
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,43 +27,62 @@ class RunSetupError(ValueError):
     """A run folder that cannot be made or resumed; the message says what to do."""
 
 
-def create_run(out: Path, spec: SweepSpec, plan: RunPlan, command: str | None = None) -> RunStore:
-    """A new run folder under ``out`` with meta.json written; nothing is left behind when it
-    cannot be made. meta.json's ``command`` is ``command``, else this process's linbench
-    command line."""
+def create_run(
+    out: Path,
+    spec: SweepSpec,
+    plan: RunPlan,
+    command: str | None = None,
+    *,
+    at: Path | None = None,
+    meta: Mapping[str, Any] | None = None,
+    ceilings: Mapping[str, Any] | None = None,
+) -> RunStore:
+    """A new run folder under ``out`` (or exactly at ``at``: RunStore.create_at) with
+    meta.json written; nothing is left behind when it cannot be made. meta.json's
+    ``command`` is ``command``, else this process's linbench command line; ``meta`` adds
+    sections of the caller's (a fleet agent's ``fleet``); ``ceilings`` are recorded as given
+    (one agent's shards share its device's), else measured by the run's first session."""
     from linbench.runner.provenance import collect_meta
 
     # The device's ceilings are measured by the run's first session (session.py), once it has
     # watched the machine and chosen the threads they are measured with.
     try:
-        store = RunStore.create(out, spec.name)
+        store = RunStore.create(out, spec.name) if at is None else RunStore.create_at(at)
     except OSError as exc:
-        raise RunSetupError(f"--out {out}: cannot create a run folder: {exc.strerror or exc}") from None
-    meta = collect_meta(sys.argv[1:], plan.device) | _plan_meta(spec, plan)
+        raise RunSetupError(f"--out {at or out}: cannot create a run folder: {exc.strerror or exc}") from None
+    meta = collect_meta(sys.argv[1:], plan.device) | _plan_meta(spec, plan) | dict(meta or {})
     if command is not None:
         meta["command"] = command
+    if ceilings is not None:
+        meta["ceilings"] = dict(ceilings)
     meta["status"] = "running"
     try:
         store.write_meta(meta)
     except RunStoreWriteError as exc:
-        shutil.rmtree(store.path, ignore_errors=True)  # nothing ran yet: leave no folder without meta.json
+        if at is None:  # a folder made at ``at`` belongs to its caller, who claimed it
+            shutil.rmtree(store.path, ignore_errors=True)  # nothing ran yet: leave no folder without meta.json
         raise RunSetupError(f"{exc}; no run folder was made") from None
     return store
+
+
+def sweep_record(spec: SweepSpec, plan: RunPlan) -> SweepRecord:
+    """meta.json's ``sweep`` section: enough to plan the sweep again (--resume, a fleet agent)."""
+    return SweepRecord(
+        command=spec.command,
+        name=spec.name,
+        suite=spec.suite,
+        settings={k: v for k, v in spec.settings.items() if k != "sweep"},
+        tables=spec.settings.get("sweep", []),
+        impls=[f"{v}:{i}" for v, i in plan.targets.pairs],
+        baselines=[f"{v}:{i}" for v, i in plan.targets.baselines],
+        points=len(plan.points),
+    )
 
 
 def _plan_meta(spec: SweepSpec, plan: RunPlan) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
-        "sweep": SweepRecord(
-            command=spec.command,
-            name=spec.name,
-            suite=spec.suite,
-            settings={k: v for k, v in spec.settings.items() if k != "sweep"},
-            tables=spec.settings.get("sweep", []),
-            impls=[f"{v}:{i}" for v, i in plan.targets.pairs],
-            baselines=[f"{v}:{i}" for v, i in plan.targets.baselines],
-            points=len(plan.points),
-        ).section(),
+        "sweep": sweep_record(spec, plan).section(),
         "timing": plan.timing.__dict__ | {"threads": plan.threads, "cuda_graph": plan.cuda_graph},
         "timing_protocol": timing_protocol_section(plan.processes, plan.timing.budget_s),
         "params": plan.params_meta(),
@@ -101,4 +121,4 @@ def finish_run(store: RunStore, outcome: str) -> dict[str, Any]:
     return meta
 
 
-__all__ = ["RunSetupError", "check_resumable", "create_run", "finish_run"]
+__all__ = ["RunSetupError", "check_resumable", "create_run", "finish_run", "sweep_record"]

@@ -8,6 +8,11 @@
 - ``run`` measures the pending points into it, and marks the run complete or interrupted in
   meta.json whatever happens (Ctrl-C, a full disk).
 
+A run spread over several GPUs (linbench/fleet/) walks the same line in each agent, on the
+sweep the coordinator planned (``prepare_recorded``: meta.json's ``sweep`` section), into a
+folder made at an exact path (``start(..., at=)``), and measures only its shard's points
+(``run_points``), with hooks around each point (linbench/runner/hooks.py).
+
 The estimate counts the kernel build where planning made it (runner/sizing.py); meta.json's
 ``estimate`` keeps it beside the wall time the command then took, from planning on, and their
 ratio (results/estimate_record.py), so every run checks the estimator.
@@ -20,6 +25,7 @@ raises a ValueError (RunSetupError, SpecError, DeviceError, ...) saying what to 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +33,7 @@ from typing import Any
 from linbench.results.estimate_record import SECTION, EstimateRecord
 from linbench.results.meta import SweepRecord
 from linbench.results.store import RunStore, RunStoreWriteError
+from linbench.runner.hooks import NO_HOOKS, PointHooks
 from linbench.runner.lifecycle import RunSetupError, check_resumable, create_run, finish_run
 from linbench.runner.plan import RunPlan
 from linbench.runner.sizing import NO_BUILD, KernelBuild
@@ -64,6 +71,14 @@ class Prepared:
         from linbench.sweep.estimate import too_large
 
         return too_large(len(self.pending), self.estimate_s) if self.store is None else None
+
+    @property
+    def sweep(self) -> dict[str, Any]:
+        """The sweep as meta.json's ``sweep`` section records it: what ``prepare_recorded``
+        plans again (in a fleet agent) to the same points."""
+        from linbench.runner.lifecycle import sweep_record
+
+        return sweep_record(self.spec, self.plan).section()
 
 
 @dataclass(frozen=True)
@@ -106,11 +121,41 @@ def prepare(
     return Prepared(spec, plan, store, pending, estimate, out, build, began)
 
 
-def start(prepared: Prepared, command: str | None = None) -> RunStore:
+def prepare_recorded(sweep: Mapping[str, Any], out: Path = DEFAULT_OUT) -> Prepared:
+    """Plan on this machine the sweep a meta.json ``sweep`` section records (SweepRecord), as
+    ``--resume`` plans it, for a new folder: a fleet agent plans its coordinator's sweep so,
+    and so gets the same points (on its own GPU). RunSetupError when it records none."""
+    from linbench.runner.sizing import fit_and_estimate
+    from linbench.sweep.spec import spec_from_settings
+
+    began = time.monotonic()
+    recorded = SweepRecord.read({"sweep": dict(sweep)})
+    if recorded is None:
+        raise RunSetupError("the sweep to run is not one a run's meta.json records (its sweep section)")
+    spec = spec_from_settings(
+        recorded.settings, recorded.tables, name=recorded.name, suite=recorded.suite, command=recorded.command
+    )
+    plan, build = KernelBuild.around(lambda: plan_spec(spec))
+    estimate = fit_and_estimate(plan, plan.points) + build.estimate_s
+    return Prepared(spec, plan, None, plan.points, estimate, out, build, began)
+
+
+def start(
+    prepared: Prepared,
+    command: str | None = None,
+    *,
+    at: Path | None = None,
+    meta: Mapping[str, Any] | None = None,
+    ceilings: Mapping[str, Any] | None = None,
+) -> RunStore:
     """The run folder to measure into: the resumed one, or a new one under ``prepared.out``
-    with its meta.json (RunSetupError when it cannot be made; nothing is left behind).
-    ``command`` is what meta.json says made it (None: this process's linbench command line)."""
-    store = prepared.store or create_run(prepared.out, prepared.spec, prepared.plan, command)
+    (exactly at ``at``, when given) with its meta.json (RunSetupError when it cannot be made;
+    nothing is left behind). ``command`` is what meta.json says made it (None: this
+    process's linbench command line); ``meta`` adds the caller's sections; ``ceilings``
+    are used as given instead of measured (lifecycle.create_run)."""
+    store = prepared.store or create_run(
+        prepared.out, prepared.spec, prepared.plan, command, at=at, meta=meta, ceilings=ceilings
+    )
     store.update_meta({SECTION: prepared.estimate_record().section()})
     return store
 
@@ -122,9 +167,43 @@ def run(prepared: Prepared, store: RunStore, listener: Listener | None = None) -
     runner = SweepRunner(prepared.plan, store)
     if listener is not None:
         runner.listener = listener
+    return _drive(prepared, store, runner, runner.pending())
+
+
+def run_points(
+    prepared: Prepared,
+    keys: Sequence[tuple[str, ...]],
+    store: RunStore,
+    hooks: PointHooks = NO_HOOKS,
+    *,
+    history: Iterable[Mapping[str, Any]] = (),
+    listener: Listener | None = None,
+) -> Outcome:
+    """Measure the plan's points ``keys`` (record.row_key's) that ``store`` has no row for,
+    in plan order, as ``run`` does, with ``hooks`` around each point. ``history``: results
+    rows of these points written elsewhere before (an earlier attempt of a fleet shard, on
+    the same GPU), which teach the skip rules as the store's own rows do. RunSetupError
+    when a key is not a point of the plan (the sweep was planned differently here)."""
+    runner = SweepRunner(prepared.plan, store, hooks=hooks)
+    if listener is not None:
+        runner.listener = listener
+    planned = {point.key for point in prepared.plan.points}
+    stray = [key for key in keys if tuple(key) not in planned]
+    if stray:
+        raise RunSetupError(
+            f"{len(stray)} of the {len(keys)} points asked for are not in the sweep as planned here "
+            f"(first: {', '.join(stray[0])}); its device, plugins or linbench version differ"
+        )
+    runner.learn(history)
+    wanted = {tuple(key) for key in keys}
+    return _drive(prepared, store, runner, [point for point in runner.pending() if point.key in wanted])
+
+
+def _drive(prepared: Prepared, store: RunStore, runner: SweepRunner, points: list[Point]) -> Outcome:
+    """Run ``points`` and mark the run complete, interrupted or failed (see ``run``)."""
     status, failure, ctrl_c = "interrupted", None, False
     try:
-        runner.run(runner.pending())
+        runner.run(points)
         status = "complete"
     except KeyboardInterrupt:
         ctrl_c = True
@@ -184,4 +263,14 @@ def _spec(request: SweepRequest | None, resume: Path | None, repair: bool) -> tu
     return with_timeout(spec, request.timeout_s if request is not None else None), store
 
 
-__all__ = ["DEFAULT_OUT", "Outcome", "Prepared", "plan_spec", "prepare", "run", "start"]
+__all__ = [
+    "DEFAULT_OUT",
+    "Outcome",
+    "Prepared",
+    "plan_spec",
+    "prepare",
+    "prepare_recorded",
+    "run",
+    "run_points",
+    "start",
+]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from linbench.results.record import (
     row_key,
 )
 from linbench.results.store import RunStore, RunStoreError
+from linbench.runner.hooks import NO_HOOKS, PointHooks
 from linbench.runner.ledger import TimeLedger
 from linbench.runner.plan import RunPlan
 from linbench.runner.policy import SkipPolicy
@@ -55,12 +56,16 @@ def _reference_order(point: Point) -> tuple[object, ...]:
 
 class SweepRunner:
     """Runs a plan into a store; ``listener(event, point, row)`` hears "start" (before each
-    process) and "row" (when a point's results row is written)."""
+    process) and "row" (when a point's results row is written); ``hooks`` may refuse a
+    process and stamp the row (linbench/runner/hooks.py)."""
 
-    def __init__(self, plan: RunPlan, store: RunStore, listener: Listener = _silent) -> None:
+    def __init__(
+        self, plan: RunPlan, store: RunStore, listener: Listener = _silent, hooks: PointHooks = NO_HOOKS
+    ) -> None:
         self.plan = plan
         self.store = store
         self.listener = listener
+        self.hooks = hooks
         self.supervisor = Supervisor(store.log_path)
         self.policy = SkipPolicy(plan.timeout_s, plan.timing, fixed_tokens=plan.tokens is not None, kind=plan.kind)
         self._gates: dict[tuple[object, ...], ProcessResult] = {}
@@ -73,16 +78,23 @@ class SweepRunner:
         # process counts its launches last, and the profiler slows the process after it).
         self._warm = plan.share_workers and plan.device.type == "cpu"
 
-    def pending(self) -> list[Point]:
-        """The plan's points without a row yet; earlier rows also teach the skip policy, and
-        the processes a pending point already has (an interrupted run) are kept for it."""
+    def learn(self, rows: Iterable[Mapping[str, Any]]) -> set[tuple[str, ...]]:
+        """Teach the skip policy what these results rows of the plan's points found (an oom
+        or a timeout at one length stands for the longer ones); the keys of those points."""
         by_key = {point.key: point for point in self.plan.points}
         done = set()
-        for row in self.store.rows():
+        for row in rows:
             point = by_key.get(row_key(row))
             if point is not None:
                 done.add(point.key)
                 self.policy.record(point, row)
+        return done
+
+    def pending(self) -> list[Point]:
+        """The plan's points without a row yet; earlier rows also teach the skip policy, and
+        the processes a pending point already has (an interrupted run) are kept for it."""
+        by_key = {point.key: point for point in self.plan.points}
+        done = self.learn(self.store.rows())
         for row in self.store.process_rows():
             key = row_key(row)
             if key in by_key and key not in done:
@@ -140,6 +152,9 @@ class SweepRunner:
                 gate = replace(gate, error=f"during the correctness check: {gate.error}")
             return self._finish(point, failure_row(facts, gate, checked))
         self._checked[point.key] = checked
+        refused = self.hooks.before_point(point)
+        if refused is not None:
+            return self._finish(point, failure_row(facts, ProcessResult("skipped", error=refused), checked))
         # On probation the worker stops after its first call when that call says the point
         # cannot finish in time (runner/policy.py).
         probation = self.policy.probation(point) is not None
@@ -150,8 +165,18 @@ class SweepRunner:
     def _another(self, point: Point) -> bool:
         """One more process for ``point``; True once its row is written."""
         self.listener("start", point, None)
-        self._measure(point)
+        if not self._refused(point):
+            self._measure(point)
         return self._finish_if_done(point)
+
+    def _refused(self, point: Point) -> bool:
+        """Whether the hooks refuse the point's next process (another process holds the GPU);
+        the refusal is recorded as that process, skipped, so the point's row says so."""
+        reason = self.hooks.before_point(point)
+        if reason is None:
+            return False
+        self._record(point, ProcessResult("skipped", error=reason), 0.0)
+        return True
 
     def _shared_round(self, points: list[Point], shuffle: Callable[[list[Any]], None]) -> list[Point]:
         """One round in which each curve's points share one worker (GPU: a process per curve
@@ -166,6 +191,9 @@ class SweepRunner:
         for curve in order:
             for point in curve:
                 self.listener("start", point, None)
+            refused = [point for point in curve if self._refused(point)]
+            still_open += [point for point in refused if not self._finish_if_done(point)]
+            curve = [point for point in curve if point not in refused]
             tasks = [self._task("measure", point, count_launches=False) for point in curve]
             for point, (result, wall_s) in zip(
                 curve, self.supervisor.run_batch(tasks, self.plan.timeout_s), strict=True
@@ -291,10 +319,13 @@ class SweepRunner:
         )
 
     def _finish(self, point: Point, row: dict[str, Any]) -> bool:
-        """Write the point's results row (record.py built it) and forget its processes."""
+        """Write the point's results row (record.py built it, the hooks stamp where it ran) and
+        forget its processes."""
+        row = row | dict(self.hooks.row_columns(point))
         self.store.append(row)
         self.session.count(row)
         self.policy.record(point, row)
+        self.hooks.after_row(point, row)
         self.listener("row", point, row)
         self._processes.pop(point.key, None)
         self._checked.pop(point.key, None)

@@ -28,7 +28,9 @@ def run_python(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60, check=False)
 
 
-@pytest.mark.parametrize("args", [["--help"], ["list", "--help"], ["check", "--help"], ["--version"]])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["list", "--help"], ["check", "--help"], ["run", "--help"], ["merge", "--help"], ["--version"]]
+)
 def test_help_and_version_do_not_import_torch(args: list[str]) -> None:
     result = run_python("-c", NO_TORCH, *args)
     assert result.returncode == 0, result.stderr

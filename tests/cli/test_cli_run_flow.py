@@ -64,13 +64,13 @@ def test_the_resume_hint_keeps_its_path_on_its_line_at_any_width(tmp_path: Path)
     import typer
     from rich.console import Console
 
-    from linbench.cli.run_flow import _end
+    from linbench.cli.run_flow import end_run
     from linbench.runner.pipeline import Outcome
 
     path = tmp_path / "results" / "20260101T000000Z-a-rather-long-run-name-[x]"
     console = Console(width=40, record=True, file=io.StringIO())
     prepared = SimpleNamespace(spec=SimpleNamespace(command="run"))
     with pytest.raises(typer.Exit):
-        _end(prepared, Outcome("interrupted", path, {}, []), console, quiet=True, allow_failures=False)  # type: ignore[arg-type]
+        end_run(prepared, Outcome("interrupted", path, {}, []), console, quiet=True, allow_failures=False)  # type: ignore[arg-type]
     text = console.export_text()
     assert f"finish with linbench run --resume {path}\n" in text

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from linbench.fleet.fake_runner import fake_time_ms
-from linbench.fleet.folders import append_provenance, start_provenance, write_plan
+from linbench.fleet.folders import write_plan
 from linbench.fleet.shards import PointKey, Shard, make_shards, plan_hash
 from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore
@@ -39,7 +39,6 @@ def write_attempt(
     key of ``rows``, then a crashed row per key of ``crashed``."""
     path = run_dir / "shards" / shard.id / f"attempt-{number}"
     store = RunStore.create_at(path)
-    start_provenance(path)
     fleet = {
         **{"shard": shard.id, "attempt": number, "gpu_uuid": card, "gpu_name": model, "host": "node-a"},
         **{"plan_hash": digest or plan_hash_of(run_dir), "inventory": inventory},
@@ -50,8 +49,8 @@ def write_attempt(
         point = dict(zip(KEY_COLUMNS, key, strict=True))
         ms = fake_time_ms(key)
         store.append_process(point | {"process": 0, "status": "ok", "time_ms": ms}, [ms] * 3)
-        store.append(point | {"device_name": model, "status": "ok", "time_ms": ms, "samples": 3})
-        append_provenance(path, point | {"gpu_uuid": card, "started_at": "t0", "finished_at": "t1"})
+        where = {"gpu_uuid": card, "shard": shard.id, "attempt": number, "started_at": "t0", "finished_at": "t1"}
+        store.append(point | where | {"device_name": model, "status": "ok", "time_ms": ms, "samples": 3})
     for key in crashed:
         store.append(dict(zip(KEY_COLUMNS, key, strict=True)) | {"device_name": model, "status": "crashed"})
     return path

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -81,3 +83,21 @@ def sweep_keys(
                 for impl in impls:
                     keys.append(("cosine", impl, "fwd", "True", dtype, device, "1", str(h), str(seq), "64", "64"))
     return keys
+
+
+def on_stall(marker: Path, act: Callable[[int], None], wait_s: float = 300.0) -> threading.Thread:
+    """Call ``act(pid)`` once the agent stalled by the fake inventory (its ``stall`` entry)
+    has written its pid into ``marker``; a bound of ``wait_s`` on waiting, never a measure."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            text = marker.read_text() if marker.exists() else ""
+            if text.endswith("\n"):
+                act(int(text))
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread

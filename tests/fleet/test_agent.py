@@ -1,6 +1,6 @@
 """The agent as a real process on a fake inventory: its environment and core pinning, its
-self-check, the foreign-process check, provenance, and the --shard K/N mode. CPU only: the
-GPUs are fake and the rows come from the test-only fake runner."""
+self-check, the foreign-process check, the where columns of its rows, and the --shard K/N
+mode. CPU only: the GPUs are fake and the rows come from the test-only fake runner."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ CORE = min(os.sched_getaffinity(0))
 def spec_for(inventory: Any, index: int = 0, **kw: Any) -> AgentSpec:
     choices = select_devices(f"cuda:{index}", inventory)
     (placement,) = plan_placement(choices, [CORE], cores_per_gpu=1, reserve=0, min_cores=1)
-    return AgentSpec.of(placement, **kw)
+    return AgentSpec.of(placement, **{"runner": "fake", **kw})
 
 
 def serve(spec: AgentSpec, messages: list[dict[str, Any]], env: dict[str, str] | None = None) -> tuple[int, list]:
@@ -58,6 +59,9 @@ def test_the_environment_names_the_gpu_before_the_interpreter_starts(fake_gpus: 
     assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"  # one per core it owns
     assert env["PATH"] == "/bin"
+    wide = replace(spec, cores=(0, 1, 2, 3))
+    assert agent_env(wide, {})["OMP_NUM_THREADS"] == "4"
+    assert agent_env(replace(wide, shared_cores=True), {})["OMP_NUM_THREADS"] == "1"  # agents sharing cores
     assert agent_command(spec)[:4] == [sys.executable, "-m", "linbench.fleet.agent", "serve"]
 
 
@@ -70,14 +74,17 @@ def test_an_agent_pins_itself_checks_its_gpu_and_runs_a_shard(fake_gpus: FakeInv
     kinds = [e["event"] for e in events[1:]]
     assert kinds == ["attempt", *["start", "row"] * len(KEYS), "done"]
     folder = tmp_path / "shards" / "s000" / "attempt-1"
-    with (folder / "provenance.csv").open() as handle:
-        provenance = list(csv.DictReader(handle))
-    assert len(provenance) == len(KEYS)
-    for row in provenance:
+    with (folder / "results.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(KEYS)
+    for row in rows:
         assert (row["gpu_uuid"], row["gpu_pci"], row["gpu_index"]) == ("GPU-node-a-0001", "0000:02:00.0", "1")
         assert (row["host"], row["cpu_affinity"], row["shard"], row["attempt"]) == ("node-a", str(CORE), "s000", "1")
         assert row["agent_pid"] == str(ready["pid"]) and row["foreign_gpu_procs"] == "0"
-    assert json.loads((folder / "meta.json").read_text())["status"] == "complete"
+        assert row["started_at"] <= row["finished_at"] and row["numa_node"] == "0"
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["status"] == "complete" and meta["fleet"]["gpu_uuid"] == "GPU-node-a-0001"
+    assert meta["fleet"]["keys"] == [list(k) for k in KEYS] and meta["fleet"]["runner"] == "fake"
 
 
 def test_an_agent_that_sees_another_gpu_refuses_to_run(fake_gpus: FakeInventory, tmp_path: Path) -> None:
@@ -108,8 +115,7 @@ def test_a_foreign_process_on_the_card_skips_the_point(fake_gpus: FakeInventory,
         results = list(csv.DictReader(handle))
     assert {r["status"] for r in results} == {"skipped"}
     assert results[0]["error"] == f"GPU busy: 1 other process on GPU-node-a-0000 (pid {os.getpid()})"
-    with (folder / "provenance.csv").open() as handle:
-        assert {r["foreign_gpu_procs"] for r in csv.DictReader(handle)} == {"1"}
+    assert {r["foreign_gpu_procs"] for r in results} == {"1"}
 
 
 def test_an_agent_refuses_cores_it_may_not_use(fake_gpus: FakeInventory) -> None:
@@ -121,7 +127,8 @@ def test_an_agent_refuses_cores_it_may_not_use(fake_gpus: FakeInventory) -> None
 def test_shard_k_of_n_runs_its_part_on_the_gpu_its_launcher_gave_it(fake_gpus: FakeInventory, tmp_path: Path) -> None:
     parts = 2
     fake_gpus(parts)
-    command = [sys.executable, "-m", "linbench.fleet.agent", "part", "--run-dir", str(tmp_path), "--part"]
+    command = [sys.executable, "-m", "linbench.fleet.agent", "part", "--runner", "fake", "--run-dir", str(tmp_path)]
+    command.append("--part")
     keys = sweep_keys()
     shards = make_shards(keys)
     write_plan(tmp_path, shards, plan_hash(shards), {})

@@ -15,7 +15,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from fleet_helpers import FakeInventory, sweep_keys
+from fleet_attempts import new_plan
+from fleet_helpers import FakeInventory, on_stall, sweep_keys
 
 from linbench.fleet.agent_checks import own_tree
 from linbench.fleet.device_spec import select_devices
@@ -23,7 +24,6 @@ from linbench.fleet.inventory import Inventory
 from linbench.fleet.local import run_local
 from linbench.fleet.merge import merge_run
 from linbench.fleet.placement import Placement, plan_placement
-from linbench.fleet.shards import make_shards
 from linbench.results.schema import KEY_COLUMNS
 
 KEYS = sweep_keys()  # 4 scenarios (shards) of 6 points
@@ -46,40 +46,34 @@ def key(row: dict[str, str]) -> tuple[str, ...]:
 
 def kill_when_stalled(marker: Path) -> threading.Thread:
     """``kill -9`` the process that writes its pid into ``marker``, once it does."""
+    return on_stall(marker, lambda pid: os.kill(pid, signal.SIGKILL), WAIT_S)
 
-    def watch() -> None:
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            text = marker.read_text() if marker.exists() else ""
-            if text.endswith("\n"):
-                os.kill(int(text), signal.SIGKILL)
-                return
-            time.sleep(0.05)
 
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
+def measured(row: dict[str, str]) -> dict[str, str]:
+    """A row without the columns that say where and when it was measured (or by which pid)."""
+    where = ("host", "gpu_uuid", "gpu_pci", "gpu_index", "cpu_affinity", "shared_cores", "agent_pid")
+    where += ("started_at", "finished_at")
+    return {k: v for k, v in row.items() if k not in where}
 
 
 def test_four_fake_gpus_give_the_rows_of_one(fake_gpus: FakeInventory, tmp_path: Path) -> None:
     inventory = fake_gpus(4)
-    shards = make_shards(KEYS)
-    one = run_local(tmp_path / "one", shards, placements(inventory, "cuda:0"))
-    four = run_local(tmp_path / "four", shards, placements(inventory, "cuda:0-3"))
+    shards = new_plan(tmp_path / "one", KEYS)
+    new_plan(tmp_path / "four", KEYS)
+    one = run_local(tmp_path / "one", placements(inventory, "cuda:0"), runner="fake")
+    four = run_local(tmp_path / "four", placements(inventory, "cuda:0-3"), runner="fake")
     assert one.deaths == four.deaths == [] and one.errors == four.errors == []
     merge_run(tmp_path / "one")
     merge_run(tmp_path / "four")
     rows_one, rows_four = table(tmp_path / "one" / "results.csv"), table(tmp_path / "four" / "results.csv")
-    assert [key(r) for r in rows_four] == KEYS  # every point once, in plan order
-    assert rows_four == rows_one  # keys, statuses, every column
-    prov_one, prov_four = table(tmp_path / "one" / "provenance.csv"), table(tmp_path / "four" / "provenance.csv")
-    assert [key(r) for r in prov_four] == [key(r) for r in prov_one] == KEYS
-    assert {p["gpu_uuid"] for p in prov_one} == {"GPU-node-a-0000"}
-    assert {p["gpu_uuid"] for p in prov_four} == {f"GPU-node-a-{i:04d}" for i in range(4)}
-    for shard in shards:  # each scenario on one card, with its provenance complete
-        mine = [p for p in prov_four if p["shard"] == shard.id]
-        assert len(mine) == len(shard.keys) and len({p["gpu_uuid"] for p in mine}) == 1
-        assert all(p["host"] == "node-a" and p["started_at"] and p["cpu_affinity"] for p in mine)
+    assert [key(r) for r in rows_four] == [key(r) for r in rows_one] == KEYS  # every point once, in plan order
+    assert [measured(r) for r in rows_four] == [measured(r) for r in rows_one]  # statuses, times, shards
+    assert {r["gpu_uuid"] for r in rows_one} == {"GPU-node-a-0000"}
+    assert {r["gpu_uuid"] for r in rows_four} == {f"GPU-node-a-{i:04d}" for i in range(4)}
+    for shard in shards:  # each scenario on one card, with where it ran complete
+        mine = [r for r in rows_four if r["shard"] == shard.id]
+        assert len(mine) == len(shard.keys) and len({r["gpu_uuid"] for r in mine}) == 1
+        assert all(r["host"] == "node-a" and r["started_at"] and r["cpu_affinity"] for r in mine)
 
 
 def test_an_agent_killed_mid_shard_leaves_a_crashed_row_and_its_shard_goes_on(
@@ -88,7 +82,8 @@ def test_an_agent_killed_mid_shard_leaves_a_crashed_row_and_its_shard_goes_on(
     marker = tmp_path / "stalled"
     inventory = fake_gpus(2, stall={"seq": "256", "marker": str(marker)})
     killer = kill_when_stalled(marker)
-    outcome = run_local(tmp_path / "run", make_shards(KEYS), placements(inventory, "cuda:0-1"), max_restarts=1)
+    new_plan(tmp_path / "run", KEYS)
+    outcome = run_local(tmp_path / "run", placements(inventory, "cuda:0-1"), runner="fake", max_restarts=1)
     killer.join()
     victim = int(marker.read_text())
     assert [(pid, status) for _, pid, status in outcome.deaths] == [(victim, -signal.SIGKILL)]
@@ -99,15 +94,16 @@ def test_an_agent_killed_mid_shard_leaves_a_crashed_row_and_its_shard_goes_on(
     assert len(crashed) == 1 and crashed[0]["seq"] == "256"
     assert f"(pid {victim}) died (signal 9) while this point ran" in crashed[0]["error"]
     assert Counter(r["status"] for r in rows) == {"ok": len(KEYS) - 1, "crashed": 1}
-    shard = next(p["shard"] for p in table(tmp_path / "run" / "provenance.csv") if key(p) == key(crashed[0]))
-    assert summary.shards[shard] == [1, 2]  # the rest ran as a second attempt, on the same card
+    assert crashed[0]["agent_pid"] == str(victim) and crashed[0]["finished_at"] and not crashed[0]["started_at"]
+    assert summary.shards[crashed[0]["shard"]] == [1, 2]  # the rest ran as a second attempt, on the same card
 
 
 def test_a_card_given_up_sends_its_shard_to_another_of_its_model(fake_gpus: FakeInventory, tmp_path: Path) -> None:
     marker = tmp_path / "stalled"
     inventory = fake_gpus(2, stall={"seq": "256", "marker": str(marker)})
     killer = kill_when_stalled(marker)
-    outcome = run_local(tmp_path / "run", make_shards(KEYS), placements(inventory, "cuda:0-1"), max_restarts=0)
+    new_plan(tmp_path / "run", KEYS)
+    outcome = run_local(tmp_path / "run", placements(inventory, "cuda:0-1"), runner="fake", max_restarts=0)
     killer.join()
     assert len(outcome.retired) == 1 and not outcome.crashed[1:]
     summary = merge_run(tmp_path / "run")  # the scenario started over on one card: nothing mixed
@@ -117,25 +113,20 @@ def test_a_card_given_up_sends_its_shard_to_another_of_its_model(fake_gpus: Fake
     survivor = ({"GPU-node-a-0000", "GPU-node-a-0001"} - set(outcome.retired)).pop()
     restarted = [s for s, attempts in summary.shards.items() if attempts != [1]]
     assert len(restarted) == 1
-    assert {p["gpu_uuid"] for p in table(tmp_path / "run" / "provenance.csv") if p["shard"] == restarted[0]} == {
-        survivor
-    }
+    assert {r["gpu_uuid"] for r in table(tmp_path / "run" / "results.csv") if r["shard"] == restarted[0]} == {survivor}
 
 
 COORDINATOR = """
 import os, sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
-from fleet_helpers import sweep_keys
-from linbench.fleet.agent_checks import own_tree
 from linbench.fleet.device_spec import select_devices
 from linbench.fleet.inventory import read_inventory
 from linbench.fleet.local import run_local
 from linbench.fleet.placement import plan_placement
-from linbench.fleet.shards import make_shards
 choices = select_devices("cuda:0-1", read_inventory(), {{}})
 placed = plan_placement(choices, os.sched_getaffinity(0), min_cores=1, oversubscribe=True)
-run_local(Path({run!r}), make_shards(sweep_keys()), placed)
+run_local(Path({run!r}), placed, runner="fake")
 """
 
 
@@ -156,6 +147,7 @@ def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
     marker = tmp_path / "stalled"
     inventory = fake_gpus(2, stall={"seq": "256", "marker": str(marker)})
     run = tmp_path / "run"
+    new_plan(run, KEYS)
     script = COORDINATOR.format(tests=str(Path(__file__).parent), run=str(run))
     coordinator = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + WAIT_S
@@ -173,7 +165,7 @@ def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
     while any(_started(pid) == started for pid, started in agents.items()):
         assert time.monotonic() < deadline, "an agent outlived its coordinator"
         time.sleep(0.05)
-    outcome = run_local(run, make_shards(KEYS), placements(inventory, "cuda:0-1"))  # --resume
+    outcome = run_local(run, placements(inventory, "cuda:0-1"), runner="fake")  # --resume
     assert outcome.deaths == [] and outcome.crashed == []
     merge_run(run)
     rows = table(run / "results.csv")
@@ -185,7 +177,8 @@ def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
 def test_agents_that_refuse_to_start_leave_the_run_resumable(fake_gpus: FakeInventory, tmp_path: Path) -> None:
     (placed,) = placements(fake_gpus(1), "cuda:0")
     fake_gpus(1, host="node-b")  # the GPU placed is gone by the time its agent starts
-    outcome = run_local(tmp_path / "run", make_shards(KEYS), [placed])
+    new_plan(tmp_path / "run", KEYS)
+    outcome = run_local(tmp_path / "run", [placed], runner="fake")
     assert outcome.errors == [
         "GPU-node-a-0000: the agent for GPU-node-a-0000 sees 0 GPUs (none); it must see exactly that one"
     ]

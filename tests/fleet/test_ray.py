@@ -1,23 +1,27 @@
-"""Ray with fake GPUs and fake nodes: one actor per GPU, each seeing its own, running agents
-(as subprocesses) on parts of a plan; a node lost mid-run loses no row. CPU only; skipped
-without the ray extra (pip install "linbench[ray]")."""
+"""The Ray executor (linbench/fleet/ray_executor.py) started for real, with fake GPUs and a
+two-node local cluster: one actor per GPU, each seeing its own and running agents as
+subprocesses; an agent killed mid-point is a crashed row; a node lost mid-run loses no row.
+CPU only: the rows come from the test-only fake runner. Skipped without the ray extra
+(pip install "linbench[ray]")."""
 
 from __future__ import annotations
 
 import csv
-import json
 import os
-import subprocess
+import signal
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet_helpers import FakeInventory, sweep_keys
+from fleet_attempts import new_plan
+from fleet_helpers import FakeInventory, fake_inventory_json, on_stall, sweep_keys, write_json
 
-from linbench.fleet.folders import write_plan
+from linbench.fleet.inventory import FAKE_DEVICES_ENV
 from linbench.fleet.merge import merge_run
-from linbench.fleet.shards import make_shards, plan_hash
+from linbench.fleet.plan import read_fleet_plan
+from linbench.fleet.ray_executor import RayOptions, run_ray
 from linbench.results.schema import KEY_COLUMNS
 
 ray = pytest.importorskip("ray")
@@ -26,23 +30,17 @@ WAIT_S = 300
 
 
 @ray.remote(num_gpus=1, num_cpus=0, max_restarts=0)
-class AgentActor:
-    """What the Ray executor will start per GPU: an actor that runs the agent as a subprocess,
-    in an environment of its own (Ray's worker has imported things and set OMP_NUM_THREADS)."""
+class Probe:
+    """An actor asking Ray for a GPU as the executor's do: where did it land?"""
 
     def where(self) -> tuple[str, list[Any], str]:
         return ray.get_runtime_context().get_node_id(), ray.get_gpu_ids(), os.environ["CUDA_VISIBLE_DEVICES"]
-
-    def run_part(self, run_dir: str, part: str, env: dict[str, str]) -> int:
-        env = env | {"CUDA_VISIBLE_DEVICES": os.environ["CUDA_VISIBLE_DEVICES"]}
-        command = [sys.executable, "-m", "linbench.fleet.agent", "part", "--run-dir", run_dir, "--part", part]
-        return subprocess.run(command, env=env, capture_output=True, timeout=WAIT_S).returncode
 
 
 def test_each_actor_gets_a_gpu_of_its_own() -> None:
     ray.init(num_cpus=2, num_gpus=4, include_dashboard=False, log_to_driver=False)
     try:
-        actors = [AgentActor.remote() for _ in range(4)]
+        actors = [Probe.remote() for _ in range(4)]
         places = ray.get([a.where.remote() for a in actors], timeout=WAIT_S)
         assert sorted(cvd for _, _, cvd in places) == ["0", "1", "2", "3"]
         assert sorted(ids[0] for _, ids, _ in places) == [0, 1, 2, 3]
@@ -51,54 +49,86 @@ def test_each_actor_gets_a_gpu_of_its_own() -> None:
         ray.shutdown()
 
 
-def test_a_lost_node_loses_no_row(fake_gpus: FakeInventory, tmp_path: Path) -> None:
-    from ray.cluster_utils import Cluster
+def rows(run: Path) -> list[dict[str, str]]:
+    with (run / "results.csv").open(newline="") as handle:
+        return list(csv.DictReader(handle))
 
+
+def keys(table: list[dict[str, str]]) -> list[tuple[str, ...]]:
+    return [tuple(r[c] for c in KEY_COLUMNS) for r in table]
+
+
+def test_the_ray_executor_runs_an_actor_per_gpu_and_merges(fake_gpus: FakeInventory, tmp_path: Path) -> None:
+    fake_gpus(4)
+    run = tmp_path / "run"
+    new_plan(run, sweep_keys())
+    outcome = run_ray(run, read_fleet_plan(run), RayOptions(oversubscribe=True, runner="fake"))
+    assert outcome.failed == [] and outcome.lost == []
+    assert sorted(outcome.gpus) == [f"node-a GPU-node-a-{i:04d}" for i in range(4)]  # one actor a GPU
+    merge_run(run)
+    table = rows(run)
+    assert keys(table) == sweep_keys() and {r["status"] for r in table} == {"ok"}
+    for shard in {r["shard"] for r in table}:  # each scenario on one card
+        assert len({r["gpu_uuid"] for r in table if r["shard"] == shard}) == 1
+
+
+def test_an_agent_killed_in_its_actor_is_a_crashed_row_and_the_actor_goes_on(
+    fake_gpus: FakeInventory, tmp_path: Path
+) -> None:
     marker = tmp_path / "stalled"
     fake_gpus(2, stall={"seq": "256", "marker": str(marker)})
     run = tmp_path / "run"
-    shards = make_shards(sweep_keys())
-    write_plan(run, shards, plan_hash(shards), {})
+    new_plan(run, sweep_keys())
+    killer = on_stall(marker, lambda pid: os.kill(pid, signal.SIGKILL), WAIT_S)
+    outcome = run_ray(run, read_fleet_plan(run), RayOptions(oversubscribe=True, runner="fake"))
+    killer.join()
+    assert outcome.failed == [] and outcome.lost == []
+    summary = merge_run(run)
+    table = rows(run)
+    assert keys(table) == sweep_keys() and Counter(r["status"] for r in table) == {"ok": 23, "crashed": 1}
+    (crashed,) = [r for r in table if r["status"] == "crashed"]
+    assert f"(pid {marker.read_text().strip()}) died (signal 9)" in crashed["error"]
+    assert summary.shards[crashed["shard"]] == [1, 2]  # the rest by a new agent of the same actor
+
+
+def node_inventory(tmp_path: Path, host: str, marker: Path) -> dict[str, str]:
+    """The environment of a Ray node whose host is ``host``, with 2 fake GPUs of its own."""
+    data = fake_inventory_json(2, host=host) | {"stall": {"seq": "256", "marker": str(marker)}}
+    return {FAKE_DEVICES_ENV: str(write_json(tmp_path / f"{host}.json", data))}
+
+
+def test_a_node_lost_mid_run_loses_no_row(
+    fake_gpus: FakeInventory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ray.cluster_utils import Cluster
+
+    marker = tmp_path / "stalled"
+    fake_gpus(1)  # the driver's: it plans nothing on it, its nodes have their own
+    run = tmp_path / "run"
+    new_plan(run, sweep_keys())
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # the nodes' workers import linbench as here
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0, "include_dashboard": False})
     try:
-        nodes = [cluster.add_node(num_cpus=1, num_gpus=2) for _ in range(2)]
-        ray.init(address=cluster.address, log_to_driver=False)
+        envs = [node_inventory(tmp_path, host, marker) for host in ("node-a", "node-b")]
+        nodes = {env[FAKE_DEVICES_ENV]: cluster.add_node(num_cpus=1, num_gpus=2, env_vars=env) for env in envs}
         cluster.wait_for_nodes()
-        actors = [AgentActor.remote() for _ in range(4)]
-        homes = [node for node, _, _ in ray.get([a.where.remote() for a in actors], timeout=WAIT_S)]
-        assert len(set(homes)) == 2  # per-node GPU indices: host and UUID, not the index, name a card
-        env = dict(os.environ) | {"PYTHONPATH": os.pathsep.join(sys.path)}
-        runs = {k: actors[k].run_part.remote(str(run), f"{k}/4", env) for k in range(4)}
-        while not marker.exists() or not marker.read_text().endswith("\n"):
-            ready, _ = ray.wait(list(runs.values()), timeout=0.1, num_returns=len(runs))
-            assert len(ready) < len(runs), "no agent stalled"
-        stalled = _part_of_agent(run, shards, int(marker.read_text()))
-        lost_node = next(n for n in nodes if n.node_id == homes[stalled])
-        cluster.remove_node(lost_node)  # the node with the stalled agent goes away
-        survivors = [a for a, home in zip(actors, homes, strict=True) if home != lost_node.node_id]
-        failed = []
-        for k, ref in runs.items():
-            try:
-                assert ray.get(ref, timeout=WAIT_S) == 0
-            except ray.exceptions.RayActorError:
-                failed.append(k)
-        assert stalled in failed
-        for i, k in enumerate(failed):  # requeue the lost node's parts on the others
-            assert ray.get(survivors[i % len(survivors)].run_part.remote(str(run), f"{k}/4", env), timeout=WAIT_S) == 0
+
+        def lose_node_of(pid: int) -> None:  # the node whose inventory the stalled agent read
+            environ = Path(f"/proc/{pid}/environ").read_text().split("\0")
+            mine = next(item.split("=", 1)[1] for item in environ if item.startswith(f"{FAKE_DEVICES_ENV}="))
+            cluster.remove_node(nodes[mine])
+
+        remover = on_stall(marker, lose_node_of, WAIT_S)
+        options = RayOptions(address=cluster.address, oversubscribe=True, runner="fake")
+        outcome = run_ray(run, read_fleet_plan(run), options)
+        remover.join()
     finally:
         ray.shutdown()
         cluster.shutdown()
-    merge_run(run)
-    with (run / "results.csv").open() as handle:
-        rows = [tuple(r[c] for c in KEY_COLUMNS) for r in csv.DictReader(handle)]
-    assert rows == sweep_keys()  # every point once, in plan order
-
-
-def _part_of_agent(run: Path, shards: Any, pid: int) -> int:
-    """The part (of 4) whose shard the agent ``pid`` is running: its attempt's meta says."""
-    from linbench.fleet.shards import select_part
-
-    for folder in (run / "shards").glob("*/attempt-*"):
-        if json.loads((folder / "meta.json").read_text())["fleet"]["agent_pid"] == pid:
-            return next(k for k in range(4) if folder.parent.name in {s.id for s in select_part(shards, f"{k}/4")})
-    raise AssertionError(f"no attempt of agent {pid}")
+    assert len(outcome.lost) >= 1 and outcome.failed == []  # the lost node's actors, reported
+    summary = merge_run(run)
+    table = rows(run)
+    assert keys(table) == sweep_keys() and {r["status"] for r in table} == {"ok"}  # every point once
+    restarted = [shard for shard, attempts in summary.shards.items() if attempts != [1]]
+    assert len(restarted) == 1  # the lost node's shard, started over on a card of the other node
+    assert len({r["host"] for r in table if r["shard"] == restarted[0]}) == 1

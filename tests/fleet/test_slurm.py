@@ -6,10 +6,8 @@ run here (not root, or the Debian packages missing: `scripts/slurm_local.sh inst
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,23 +19,7 @@ from linbench.fleet.merge import merge_run
 from linbench.fleet.shards import make_shards, plan_hash
 
 pytestmark = pytest.mark.slurm
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "slurm_local.sh"
 WAIT_S = 300
-
-
-@pytest.fixture(scope="module")
-def slurm_conf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A running single-node Slurm with 4 fake GPUs; its slurm.conf, for SLURM_CONF."""
-    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")):
-        pytest.skip("needs root and Slurm's Debian packages (scripts/slurm_local.sh install)")
-    folder = tmp_path_factory.mktemp("slurm")
-    started = subprocess.run(["bash", str(SCRIPT), "start", str(folder), "4"], capture_output=True, text=True)
-    try:
-        if started.returncode != 0:
-            pytest.skip(f"Slurm would not start here: {started.stderr.strip()[-300:]}")
-        yield str(folder / "slurm.conf")
-    finally:
-        subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], check=False)
 
 
 def sbatch(conf: str, script: Path, tasks: int, cwd: Path) -> int:
@@ -76,7 +58,8 @@ def test_a_job_array_of_agents_runs_every_shard_and_a_failed_task_is_reported(
     script.write_text(
         "#!/bin/bash\n"
         f'if [ "$SLURM_ARRAY_TASK_ID" = 3 ] && [ ! -e {tmp_path}/again ]; then exit 3; fi\n'
-        f"exec {sys.executable} -m linbench.fleet.agent part --run-dir {run} --part $SLURM_ARRAY_TASK_ID/4\n"
+        f"exec {sys.executable} -m linbench.fleet.agent part --runner fake --run-dir {run} "
+        "--part $SLURM_ARRAY_TASK_ID/4\n"
     )
     assert sbatch(slurm_conf, script, 4, tmp_path) == 3  # the failed task's status comes back
     with pytest.raises(MergeError, match=r"6 of 24 points have no row yet \(shards s003\)"):

@@ -88,3 +88,32 @@ def test_the_built_kernel_runs_on_cpu_and_says_why_not_on_other_devices() -> Non
     result = build.load_kernels()
     assert result.reason("cpu") is None
     assert "no mps kernel" in result.reason("mps")
+
+
+def test_processes_starting_together_build_once_under_the_lock(
+    broken_csrc: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four threads (each its own open file, as four agent processes are) reach an empty cache at
+    once: one builds, the others wait on the lock and load its library. The stand-in build is
+    slow enough that, without the lock, every thread would find no library and build."""
+    import threading
+    import time
+
+    from torch.utils import cpp_extension
+
+    builds: list[str] = []
+
+    def fake_build(name: str, build_directory: str, **_: object) -> None:
+        builds.append(name)
+        time.sleep(0.5)  # the window in which an unlocked builder would start a second build
+        (Path(build_directory) / f"{name}.so").write_bytes(b"not ELF: needs no libstdc++ check")
+
+    monkeypatch.setattr(cpp_extension, "load", fake_build)
+    monkeypatch.setattr("torch.ops.load_library", lambda path: None)
+    results: list[str | None] = []
+    threads = [threading.Thread(target=lambda: results.append(build._compile_and_load(False))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [None] * 4 and len(builds) == 1
