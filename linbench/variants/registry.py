@@ -77,6 +77,10 @@ class Decoder:
     # 2. None (a plugin that does not say): read from the strings above (exponent_in_s).
     state_exponent: int | None = None
     step_exponent: int | None = None
+    # Keeps its state (cache) per key/value head when k and v have fewer heads than q; False:
+    # decode() repeats k and v to q's heads before prefill and step, and the state is as large
+    # as with a key/value head per query head.
+    gqa: bool = False
 
     def __post_init__(self) -> None:
         _derive(self, "state_exponent", self.state_memory)
@@ -93,6 +97,7 @@ class Decoder:
         *,
         state_exponent: int | None = None,
         step_exponent: int | None = None,
+        gqa: bool = False,
     ) -> Decoder:
         """A decoder that prefills through ``stream`` too (a recurrent form has no faster
         prefill to offer), with its state and step costs declared."""
@@ -112,6 +117,7 @@ class Decoder:
             step_time,
             state_exponent=state_exponent,
             step_exponent=step_exponent,
+            gqa=gqa,
         )
 
     @property
@@ -150,6 +156,10 @@ class Impl:
     # estimate counts an impl quadratic where its variant is not with S×S FLOPs. None (a plugin
     # that does not say): read from time_complexity (exponent_in_s).
     time_exponent: int | None = None
+    # Takes k and v with fewer heads than q itself (grouped-query attention), one state or
+    # cache per key/value head. False: attention() repeats k and v to q's heads first, inside
+    # the call (linbench/variants/heads.py), and results say "expanded".
+    gqa: bool = False
 
     def __post_init__(self) -> None:
         _derive(self, "time_exponent", self.time_complexity)
