@@ -17,6 +17,7 @@ import torch
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
+from linbench.variants.heads import expand_heads
 from linbench.variants.registry import Variant
 
 # (rtol, atol) per dtype, about ten units of the last place for fp16 and bf16 (fp32 allows
@@ -195,7 +196,8 @@ def _normwise_ratios(actual: torch.Tensor, expected: torch.Tensor, u: float, flo
 def make_inputs(
     variant: Variant, shape: Shape, device: torch.device | str, seed: int = 0, scale: float = 1.0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-    """fp64 q, k, v (uniform noise times ``scale``) and the variant's learnable parameters.
+    """fp64 q, k, v (uniform noise times ``scale``) and the variant's learnable parameters;
+    k and v have ``shape.kv_heads`` heads.
 
     Learnable parameters (cosine's norm_const) are given as per-head tensors so that
     their gradients are checked too.
@@ -206,8 +208,8 @@ def make_inputs(
         return (torch.randn(*size, generator=gen, dtype=torch.float64) * scale).to(device)
 
     q = draw(shape.batch, shape.heads, shape.seq, shape.dim_k)
-    k = draw(shape.batch, shape.heads, shape.seq, shape.dim_k)
-    v = draw(shape.batch, shape.heads, shape.seq, shape.dim_v)
+    k = draw(shape.batch, shape.kv_heads, shape.seq, shape.dim_k)
+    v = draw(shape.batch, shape.kv_heads, shape.seq, shape.dim_v)
     learnable = {}
     if "norm_const" in variant.params:
         learnable["norm_const"] = (0.5 + 0.5 * torch.randn(shape.heads, generator=gen, dtype=torch.float64)).to(device)
@@ -224,14 +226,20 @@ def _forward_backward(
     causal: bool,
     params: dict[str, Any],
     gradients: bool,
+    expand: bool = False,
 ) -> dict[str, torch.Tensor]:
-    """Output and, when asked, gradients of <out, cotangent> for q, k, v and each learnable parameter."""
+    """Output and, when asked, gradients of <out, cotangent> for q, k, v and each learnable
+    parameter. ``expand``: k and v are repeated to q's heads inside the graph (what grouped-query
+    attention means), so that the reference never runs a grouped form of its own."""
     from linbench.api import attention
 
     leaves = [t.detach().to(dtype).requires_grad_(gradients) for t in inputs]
     learn = {name: t.detach().to(dtype).requires_grad_(gradients) for name, t in learnable.items()}
     with torch.set_grad_enabled(gradients):
-        out = attention(*leaves, variant=variant.name, impl=impl, causal=causal, **params, **learn)
+        q, k, v = leaves
+        if expand:
+            k, v = expand_heads(k, q.shape[1]), expand_heads(v, q.shape[1])
+        out = attention(q, k, v, variant=variant.name, impl=impl, causal=causal, **params, **learn)
     if not gradients or out.shape != cotangent.shape:  # a wrong shape fails on the output alone
         return {"out": out}
     grads = torch.autograd.grad((out.to(torch.float64) * cotangent).sum(), [*leaves, *learn.values()])
@@ -299,7 +307,16 @@ def check_impl(
     if expected is None:
         try:
             expected = _forward_backward(
-                variant, variant.reference, inputs, learnable, cotangent, torch.float64, causal, ref_params, gradients
+                variant,
+                variant.reference,
+                inputs,
+                learnable,
+                cotangent,
+                torch.float64,
+                causal,
+                ref_params,
+                gradients,
+                expand=True,
             )
         except Exception as exc:  # a reference that cannot answer leaves nothing to judge against
             result.error = f"the reference ({variant.name}:{variant.reference}) raised {type(exc).__name__}: {exc}"
@@ -348,7 +365,9 @@ def check_decoder(
     given = dict(params or {})
     learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items() if name not in given}
     params = variant.length_params(shape.seq, learnable | given)
-    expected = attention(*inputs, variant=variant.name, impl=variant.reference, causal=True, **params)
+    q64, k64, v64 = inputs
+    k64, v64 = expand_heads(k64, shape.heads), expand_heads(v64, shape.heads)
+    expected = attention(q64, k64, v64, variant=variant.name, impl=variant.reference, causal=True, **params)
     try:
         with torch.no_grad():
             actual, _ = decode(

@@ -28,6 +28,13 @@ class Features:
     k: torch.Tensor
     v: torch.Tensor
     eps: float | None  # None: no row normaliser
+    # A factor on the outputs, per query head (1, H, 1, 1), where it cannot go on v: cosine's
+    # per-head 1 / s^σ(m) when v has fewer heads than q (grouped-query attention).
+    out_scale: torch.Tensor | None = None
+
+    def finish(self, out: torch.Tensor) -> torch.Tensor:
+        """The form's outputs with ``out_scale`` applied."""
+        return out if self.out_scale is None else out * self.out_scale
 
 
 class FeatureMap(Protocol):
@@ -41,7 +48,7 @@ class FeatureMap(Protocol):
 def _naive(features: FeatureMap) -> ImplFn:
     def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, **params: Any) -> torch.Tensor:
         f = features(q, k, v, offset=0, **params)
-        return naive_linear_attention(f.q, f.k, f.v, causal=causal, eps=f.eps)
+        return f.finish(naive_linear_attention(f.q, f.k, f.v, causal=causal, eps=f.eps))
 
     return naive
 
@@ -52,7 +59,7 @@ def _chunked(features: FeatureMap) -> ImplFn:
     ) -> torch.Tensor:
         size = positive_int("chunk_size", chunk_size)
         f = features(q, k, v, offset=0, **params)
-        return chunked_linear_attention(f.q, f.k, f.v, causal=causal, eps=f.eps, chunk_size=size)
+        return f.finish(chunked_linear_attention(f.q, f.k, f.v, causal=causal, eps=f.eps, chunk_size=size))
 
     return chunked
 
@@ -61,8 +68,8 @@ def _recurrent(features: FeatureMap) -> ImplFn:
     def recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, **params: Any) -> torch.Tensor:
         f = features(q, k, v, offset=0, **params)
         if causal:
-            return recurrent_scan(f.q, f.k, f.v, eps=f.eps)[0]
-        return recurrent_bidirectional(f.q, f.k, f.v, eps=f.eps)
+            return f.finish(recurrent_scan(f.q, f.k, f.v, eps=f.eps)[0])
+        return f.finish(recurrent_bidirectional(f.q, f.k, f.v, eps=f.eps))
 
     return recurrent
 
@@ -105,7 +112,7 @@ def feature_map_impls(
     """
     makers = {
         "naive": lambda: Impl(
-            "naive", _naive(features), summaries.get("naive", ""), "O(sd²)", "O(sd²)", time_exponent=1
+            "naive", _naive(features), summaries.get("naive", ""), "O(sd²)", "O(sd²)", time_exponent=1, gqa=True
         ),
         "chunked": lambda: Impl(
             "chunked",
@@ -115,9 +122,16 @@ def feature_map_impls(
             "O(sd)",
             time_exponent=1,
             params=(CHUNK_SIZE,),
+            gqa=True,
         ),
         "recurrent": lambda: Impl(
-            "recurrent", _recurrent(features), summaries.get("recurrent", ""), "O(sd²)", "O(d²)", time_exponent=1
+            "recurrent",
+            _recurrent(features),
+            summaries.get("recurrent", ""),
+            "O(sd²)",
+            "O(d²)",
+            time_exponent=1,
+            gqa=True,
         ),
         "kernel": lambda: kernel_impl(kernel or _kernel(features), summaries.get("kernel") or KERNEL_SUMMARY),
     }
@@ -134,7 +148,8 @@ def feature_map_stream(features: FeatureMap) -> StreamFn:
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: LinearState | None = None, **params: Any
     ) -> tuple[torch.Tensor, LinearState]:
         f = features(q, k, v, offset=state.position if state is not None else 0, **params)
-        return recurrent_scan(f.q, f.k, f.v, eps=f.eps, state=state)
+        out, new_state = recurrent_scan(f.q, f.k, f.v, eps=f.eps, state=state)
+        return f.finish(out), new_state
 
     return stream
 
@@ -163,4 +178,5 @@ def feature_map_decoder(features: FeatureMap) -> Decoder:
         step_time="O(d²)",
         state_exponent=0,
         step_exponent=0,
+        gqa=True,
     )

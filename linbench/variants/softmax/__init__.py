@@ -13,7 +13,15 @@ VARIANT = register_variant(
         name="softmax",
         summary="O = softmax(QKᵀ/√Dk + causal mask)·V",
         impl_list=(
-            Impl("naive", naive, "materialises the S×S scores (the reference)", "O(s²d)", "O(s²)", time_exponent=2),
+            Impl(
+                "naive",
+                naive,
+                "materialises the S×S scores (the reference)",
+                "O(s²d)",
+                "O(s²)",
+                time_exponent=2,
+                gqa=True,
+            ),
             Impl(
                 "sdpa",
                 sdpa,
@@ -22,6 +30,7 @@ VARIANT = register_variant(
                 "O(sd)",
                 time_exponent=2,
                 params=(Param("backend", "auto", f"SDPA backend to pin: {', '.join(BACKENDS)}"),),
+                gqa=True,
             ),
             *backend_impls(),
         ),
@@ -45,6 +54,7 @@ VARIANT = register_variant(
                 step_time="O(sd)",
                 state_exponent=1,
                 step_exponent=1,
+                gqa=True,
             ),
             Decoder(
                 "recompute",
@@ -55,6 +65,7 @@ VARIANT = register_variant(
                 step_time="O(s²d)",
                 state_exponent=1,
                 step_exponent=2,
+                gqa=True,
             ),
         ),
     )
