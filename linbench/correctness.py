@@ -233,16 +233,14 @@ def _forward_backward(
     attention means), so that the reference never runs a grouped form of its own."""
     from linbench.api import attention
 
-    leaves = [t.detach().to(dtype).requires_grad_(gradients) for t in inputs]
+    q, k, v = (t.detach().to(dtype).requires_grad_(gradients) for t in inputs)
     learn = {name: t.detach().to(dtype).requires_grad_(gradients) for name, t in learnable.items()}
     with torch.set_grad_enabled(gradients):
-        q, k, v = leaves
-        if expand:
-            k, v = expand_heads(k, q.shape[1]), expand_heads(v, q.shape[1])
-        out = attention(q, k, v, variant=variant.name, impl=impl, causal=causal, **params, **learn)
+        grouped_k, grouped_v = (expand_heads(k, q.shape[1]), expand_heads(v, q.shape[1])) if expand else (k, v)
+        out = attention(q, grouped_k, grouped_v, variant=variant.name, impl=impl, causal=causal, **params, **learn)
     if not gradients or out.shape != cotangent.shape:  # a wrong shape fails on the output alone
         return {"out": out}
-    grads = torch.autograd.grad((out.to(torch.float64) * cotangent).sum(), [*leaves, *learn.values()])
+    grads = torch.autograd.grad((out.to(torch.float64) * cotangent).sum(), [q, k, v, *learn.values()])
     names = ["grad q", "grad k", "grad v", *(f"grad {n}" for n in learn)]
     return {"out": out, **dict(zip(names, grads, strict=True))}
 
@@ -301,8 +299,18 @@ def check_impl(
     # arithmetic, not the rounding of its inputs, which no impl can undo.
     inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
     learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items()}
-    reference_key = (variant.name, shape, causal, dtype, str(device), seed, scale, gradients)
-    reference_key += (tuple(sorted(ref_params.items())), tuple(sorted(learnable)))
+    reference_key = (
+        variant.name,
+        shape,
+        causal,
+        dtype,
+        str(device),
+        seed,
+        scale,
+        gradients,
+        tuple(sorted(ref_params.items())),
+        tuple(sorted(learnable)),
+    )
     expected = _REFERENCES.get(reference_key)
     if expected is None:
         try:
@@ -361,22 +369,24 @@ def check_decoder(
 
     result = CaseResult(variant.name, decoder, shape, True, dtype)
     q, k, v, learnable = make_inputs(variant, shape, device, seed)
-    inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
+    q, k, v = (t.to(dtype).to(torch.float64) for t in (q, k, v))
     given = dict(params or {})
     learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items() if name not in given}
     params = variant.length_params(shape.seq, learnable | given)
-    q64, k64, v64 = inputs
-    k64, v64 = expand_heads(k64, shape.heads), expand_heads(v64, shape.heads)
-    expected = attention(q64, k64, v64, variant=variant.name, impl=variant.reference, causal=True, **params)
+    k64, v64 = expand_heads(k, shape.heads), expand_heads(v, shape.heads)
+    expected = attention(q, k64, v64, variant=variant.name, impl=variant.reference, causal=True, **params)
+    # The decoder's params: the learnable ones in its dtype, and those given as they are.
+    decoder_params: dict[str, Any] = {name: t.to(dtype) for name, t in learnable.items()} | given
     try:
         with torch.no_grad():
             actual, _ = decode(
                 variant,
                 decoder,
-                *(t.to(dtype) for t in inputs),
+                q.to(dtype),
+                k.to(dtype),
+                v.to(dtype),
                 context=shape.seq - steps,
-                **{name: t.to(dtype) for name, t in learnable.items()},
-                **given,
+                **decoder_params,
             )
     except Exception as exc:  # whatever the decoder under test raises is its failure
         result.error = f"{type(exc).__name__}: {exc}"

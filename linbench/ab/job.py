@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from linbench.ab.merge import merge_rounds
-from linbench.ab.rounds import SIDES, RoundResult, Side, run_rounds
+from linbench.ab.rounds import SIDES, Folders, RoundResult, Side, run_rounds
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
 from linbench.machine.facts import git_sha
+from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
-from linbench.results.store import utc_stamp
+from linbench.results.schema import KEY_COLUMNS
+from linbench.results.store import RunStore, utc_stamp
 from linbench.sweep.spec import find_suite, read_suite
 
 Progress = Callable[[str], None]
@@ -31,49 +33,88 @@ class AbError(ValueError):
 
 @dataclass(frozen=True)
 class AbJob:
-    """One A/B: the revision against the code in ``root``, ``rounds`` rounds, into ``out_dir``."""
+    """One A/B: the revision against the code in ``root``, ``rounds`` rounds (more, up to
+    ``max_rounds``, while a point's rounds disagree), into ``out_dir``."""
 
     root: Path  # the checkout linbench runs from: the current side
     revision: str  # as the user named it
     sha: str  # what it resolved to
     rounds: int
     out_dir: Path  # absolute: the rounds run elsewhere
+    max_rounds: int | None = None  # None: rounds, no more
 
     @classmethod
-    def prepare(cls, revision: str, rounds: int, out: Path | None) -> AbJob:
-        """The A/B of ``revision`` in ``rounds`` rounds, into ``out`` (None: results/ab/<UTC
-        time>); AbError or WorktreeError for one that cannot be done, before anything is made."""
+    def prepare(cls, revision: str, rounds: int, out: Path | None, max_rounds: int | None = None) -> AbJob:
+        """The A/B of ``revision`` in ``rounds`` rounds (up to ``max_rounds``), into ``out``
+        (None: results/ab/<UTC time>); AbError or WorktreeError for one that cannot be done,
+        before anything is made."""
         if rounds < 1:
             raise AbError(f"--rounds {rounds}: give at least 1")
+        if max_rounds is not None and max_rounds < rounds:
+            raise AbError(f"--max-rounds {max_rounds} is fewer than --rounds {rounds}")
+        most = ProcessProtocol.of(rounds, max_rounds).most  # as run's --max-processes: 20 for several
         out_dir = ab_folder(out)
         root = checkout_root()
-        return cls(root, revision, resolve_revision(root, revision), rounds, out_dir)
+        return cls(root, revision, resolve_revision(root, revision), rounds, out_dir, most)
 
-    def measure(self, run_args: Sequence[str], on_progress: Progress) -> dict[str, list[Path]]:
+    @property
+    def protocol(self) -> ProcessProtocol:
+        """The repeated-process protocol of the rounds: a round is a process of every point."""
+        return ProcessProtocol.rounds(self.rounds, self.max_rounds)
+
+    def measure(self, run_args: Sequence[str], on_progress: Progress) -> Folders:
         """Every round, the baseline in a worktree of ``sha`` that is gone when this returns;
-        each side's round run folders, in round order."""
-        rounds = self.rounds
+        each side's round run folders, in round order. After ``rounds`` rounds, another while a
+        point needs one by the protocol (on either side), up to ``max_rounds``."""
+        protocol = self.protocol
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
-        on_progress(f"linbench ab: {what}, {rounds} rounds -> {self.out_dir}")
+        more = f" (up to {protocol.most} where a point's rounds disagree)" if protocol.most > protocol.wanted else ""
+        on_progress(f"linbench ab: {what}, {protocol.wanted} rounds{more} -> {self.out_dir}")
 
         def each_round(index: int, results: list[RoundResult]) -> None:
-            on_progress(f"round {index}/{rounds}: " + "; ".join(result.summary() for result in results))
+            line = f"round {index}/{protocol.wanted if index <= protocol.wanted else protocol.most}: "
+            on_progress(line + "; ".join(result.summary() for result in results))
+
+        def another(folders: Folders) -> bool:
+            open_points = points_needing_more(folders, protocol)
+            if open_points:
+                spread = f"{protocol.extend_above:.0%}"
+                on_progress(f"{open_points} point(s) whose rounds disagree by more than {spread}: another round")
+            return bool(open_points)
 
         with detached_worktree(self.root, self.sha) as tree:
             sides = {"baseline": Side("baseline", tree), "current": Side("current", self.root)}
-            return run_rounds(sides, rounds, run_args, self.out_dir, each_round)
+            return run_rounds(sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another)
 
     def merge(self, folders: Mapping[str, Sequence[Path]], command: str) -> dict[str, Path]:
         """Each side's rounds as one run folder, out_dir/<side>, whose meta.json records the
         rounds as the repeated-process protocol, both revisions and ``command``."""
         revisions = {"baseline": {"revision": self.revision, "sha": self.sha}, "current": {"sha": git_sha()}}
-        protocol = ProcessProtocol.rounds(self.rounds).meta()
+        protocol = self.protocol.meta()
         merged = {}
         for side, paths in folders.items():
-            ab = {"side": side, "rounds": self.rounds, "order": "ABBA", "revisions": revisions}
+            ab = {"side": side, "rounds": len(paths), "order": "ABBA", "revisions": revisions}
             sections = {"timing_protocol": protocol, "ab": ab, "command": command}
             merged[side] = merge_rounds(paths, self.out_dir / side, sections).path
         return merged
+
+
+def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> int:
+    """How many points need another round by ``protocol`` on either side: their rounds so far
+    (each a process) disagree by more than it trusts and number fewer than its most. A point
+    that failed in a round needs none: it is broken whatever more rounds say."""
+    needing: set[tuple[str, ...]] = set()
+    for paths in folders.values():
+        by_point: dict[tuple[str, ...], list[ProcessResult]] = {}
+        failed: set[tuple[str, ...]] = set()
+        for path in paths:
+            for row in RunStore(path).rows():
+                key = tuple(str(row[column]) for column in KEY_COLUMNS)
+                by_point.setdefault(key, []).append(ProcessResult.from_row(row))
+                if row.get("status") != "ok":
+                    failed.add(key)
+        needing |= {key for key, rows in by_point.items() if key not in failed and protocol.needs_more(rows)}
+    return len(needing)
 
 
 def ab_folder(out: Path | None) -> Path:

@@ -5,7 +5,9 @@ on PYTHONPATH, so the baseline measures with its own code (and builds its kernel
 its own sources). Rounds go in ABBA order, baseline first in odd rounds and current first in
 even ones, so a drift of the machine over the job (warming up, a neighbour starting) falls on
 both sides alike instead of on whichever side always runs second. Each round measures every
-point in one fresh process; the merge (merge.py) makes the rounds a point's processes.
+point in one fresh process; the merge (merge.py) makes the rounds a point's processes. After
+the rounds asked for, more follow while the caller says a point needs them (job.py asks the
+repeated-process protocol, as the runner does for a run's processes), up to a most.
 """
 
 from __future__ import annotations
@@ -66,17 +68,26 @@ def rounds_dir(out_dir: Path, side: str) -> Path:
     return out_dir / side / "rounds"
 
 
+Folders = dict[str, list[Path]]
+
+
 def run_rounds(
     sides: dict[str, Side],
     rounds: int,
     run_args: Sequence[str],
     out_dir: Path,
     on_round: Callable[[int, list[RoundResult]], None] = lambda index, results: None,
-) -> dict[str, list[Path]]:
-    """Run ``rounds`` rounds; each side's round run folders, in round order. ``on_round``
-    hears each finished round. RoundError stops at the first round that did not measure."""
-    folders: dict[str, list[Path]] = {name: [] for name in sides}
-    for index in range(1, rounds + 1):
+    most: int | None = None,
+    another: Callable[[Folders], bool] = lambda folders: False,
+) -> Folders:
+    """Run ``rounds`` rounds, then more, up to ``most`` (default: ``rounds``), while
+    ``another`` says the round folders so far need one; each side's round run folders, in
+    round order. ``on_round`` hears each finished round. RoundError stops at the first round
+    that did not measure."""
+    folders: Folders = {name: [] for name in sides}
+    index = 0
+    while index < rounds or (index < (most or rounds) and another(folders)):
+        index += 1
         results = [run_one(sides[name], index, run_args, out_dir) for name in round_order(index)]
         for result in results:
             folders[result.side].append(result.folder)

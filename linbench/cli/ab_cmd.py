@@ -29,7 +29,7 @@ import typer
 from linbench.cli.compare_cmd import compare_command
 from linbench.cli.errors import exit_usage_error, usage_errors
 from linbench.cli.run_cmd import run_command
-from linbench.results.protocol import MIN_TO_JUDGE
+from linbench.results.protocol import EXTEND_ABOVE, MIN_TO_JUDGE, TRUST_PROCESSES
 
 DEFAULT_ROUNDS = 5
 INTERRUPTED_EXIT = 130
@@ -46,6 +46,8 @@ HELP = {
     "baseline": "The git revision to measure against (a sha, a branch, HEAD~1, origin/main).",
     "rounds": f"Rounds: each runs every point once per side, in ABBA order. Default: {DEFAULT_ROUNDS} "
     f"(compare needs {MIN_TO_JUDGE} processes per point to judge time).",
+    "max_rounds": f"The most rounds: after --rounds, more run while a point's rounds disagree by more than "
+    f"{EXTEND_ABOVE:.0%} (as run's --max-processes). Default: {TRUST_PROCESSES} when --rounds > 1.",
     "out": "The A/B folder: baseline/ and current/ run folders, each with its rounds. Default: results/ab/<UTC time>.",
 }
 
@@ -106,16 +108,26 @@ def _word(value: Any) -> str:
 
 def ab_command(**values: Any) -> None:
     """Measure the baseline revision and the current code in alternating rounds here, then
-    compare them as linbench compare does (same table, same exit status)."""
+    compare them as linbench compare does (same table, same exit status).
+
+    Exit status, the first that applies:
+    1 regression;
+    4 inconclusive: some time was not judged (noisy or unverified points) even after the extra
+    rounds; the output names the points and the --rounds and --max-rounds that would judge them;
+    3 environment changed: only with --control, when the control points all moved;
+    0 pass: every point was judged, and none regressed;
+    2 usage error (also a revision that refuses the sweep); 130 interrupted.
+    """
     from linbench.ab.job import AbJob, one_process_per_round, suite_file
     from linbench.ab.rounds import RoundError
     from linbench.ab.worktree import WorktreeError
 
     revision, rounds, out = values.pop("baseline"), values.pop("rounds"), values.pop("out")
+    max_rounds = values.pop("max_rounds")
     compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
     with usage_errors():
         _check_compare_flags(compare_flags)
-        job = AbJob.prepare(revision, rounds, out)  # AbError, WorktreeError: ValueErrors, one line and exit 2
+        job = AbJob.prepare(revision, rounds, out, max_rounds)  # AbError, WorktreeError: one line and exit 2
         if values.get("suite") is not None:
             values["suite"] = suite_file(values["suite"])
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
@@ -166,6 +178,12 @@ _OWN = [
         inspect.Parameter.KEYWORD_ONLY,
         default=DEFAULT_ROUNDS,
         annotation=Annotated[int, typer.Option("--rounds", help=HELP["rounds"])],
+    ),
+    inspect.Parameter(
+        "max_rounds",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[int | None, typer.Option("--max-rounds", help=HELP["max_rounds"], show_default=False)],
     ),
     inspect.Parameter(
         "out",

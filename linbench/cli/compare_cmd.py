@@ -1,6 +1,7 @@
-"""``linbench compare``: the regression gate. Exit 0 when nothing regressed, 1 when something
-did, 2 on a usage error, 3 when the control points say the machine changed (and nothing
-else failed)."""
+"""``linbench compare``: the regression gate. Exit 0 when every point was judged and none
+regressed, 1 when something regressed, 2 on a usage error, 3 when the control points say the
+machine changed (and nothing else failed), 4 when the comparison is inconclusive: some time
+could not be judged, or the runs did not measure the same things (gate/verdict.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from linbench.cli.errors import CliUsageError, usage_errors
 if TYPE_CHECKING:
     from linbench.gate.compare import Comparison, Thresholds
 
-REGRESSION_EXIT = 1
-ENVIRONMENT_EXIT = 3
+# The exit status of each verdict (gate/verdict.py); 2 is a usage error (cli/errors.py).
+EXIT_STATUS = {"pass": 0, "regression": 1, "environment changed": 3, "inconclusive": 4}
 BYTE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 10**6, "gb": 10**9}
 HELP = {
     "slowdown": "Largest tolerated slowdown, percent ('5%' or '5'); a slowdown must also exceed the noise "
@@ -54,8 +55,16 @@ def compare_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (the same as --format json).")] = False,
     output_format_flag: Annotated[str, typer.Option("--format", help="table (the default), md or json.")] = "table",
 ) -> None:
-    """Compare CURRENT with BASELINE point by point; exit 1 on a time, memory, launch or exponent
-    regression, 3 when the control points say the machine changed."""
+    """Compare CURRENT with BASELINE point by point.
+
+    Exit status, the first that applies:
+    1 regression: time, memory, launches, a broken point or an exponent bound;
+    4 inconclusive: some time was not judged (noisy or unverified points), or the runs do not
+    match; the output names the points and the command that would judge them;
+    3 environment changed: the control points all moved, and nothing else failed;
+    0 pass: every point with a time on both sides was judged, and none regressed;
+    2 usage error.
+    """
     from linbench.gate.compare import Thresholds, check_same_device, compare_runs
     from linbench.report.load import read_single_run
 
@@ -76,10 +85,9 @@ def compare_command(
             check_same_device(base_run, cur_run)
         comparison = compare_runs(base_run, cur_run, thresholds)
     _print(comparison, chosen, _load_lines(base_run.meta, cur_run.meta), thresholds)
-    if comparison.failed:
-        raise typer.Exit(REGRESSION_EXIT)
-    if comparison.environment_changed:
-        raise typer.Exit(ENVIRONMENT_EXIT)
+    status = EXIT_STATUS[comparison.verdict]
+    if status:
+        raise typer.Exit(status)
 
 
 def _load_lines(baseline: dict, current: dict) -> list[str]:
@@ -91,9 +99,11 @@ def _load_lines(baseline: dict, current: dict) -> list[str]:
 
 
 def _print(comparison: Comparison, chosen: str, load_lines: list[str], thresholds: Thresholds) -> None:
+    from linbench.gate.advice import judging_lines
     from linbench.gate.render import (
         VERDICT_STYLE,
         advice_lines,
+        between_lines,
         drift_lines,
         exponent_table,
         points_table,
@@ -103,10 +113,11 @@ def _print(comparison: Comparison, chosen: str, load_lines: list[str], threshold
     from linbench.report.render import markdown, rich_table
 
     tables = [points_table(comparison)] + ([exponent_table(comparison.exponents)] if comparison.exponents else [])
-    advice = advice_lines(comparison, thresholds.max_slowdown)
-    notes = [*unmatched_lines(comparison), *drift_lines(comparison), *advice, *load_lines]
+    advice = [*advice_lines(comparison, thresholds.max_slowdown), *judging_lines(comparison, thresholds)]
+    notes = [*unmatched_lines(comparison), *drift_lines(comparison), *between_lines(comparison), *advice, *load_lines]
     if chosen == "json":
-        typer.echo(json.dumps(comparison.to_json() | {"advice": advice, "load_warnings": load_lines}, indent=2))
+        report = comparison.to_json() | {"exit_status": EXIT_STATUS[comparison.verdict]}
+        typer.echo(json.dumps(report | {"advice": advice, "load_warnings": load_lines}, indent=2))
     elif chosen == "md":
         typer.echo(markdown(tables, "linbench compare"))
         typer.echo("\n".join(f"- {line}" for line in notes))
@@ -117,7 +128,8 @@ def _print(comparison: Comparison, chosen: str, load_lines: list[str], threshold
             console.print(rich_table(table, VERDICT_STYLE))
         for line in notes:
             console.print(line, soft_wrap=True, markup=False)
-        style = {"regression": "bold red", "environment changed": "bold yellow"}.get(comparison.verdict, "bold green")
+        styles = {"regression": "bold red", "environment changed": "bold yellow", "inconclusive": "bold magenta"}
+        style = styles.get(comparison.verdict, "bold green")
         console.print(verdict_line(comparison), style=style)
 
 

@@ -77,9 +77,10 @@ def report_command(
             sections.append(markdown(report_tables(analysis) + roofline_tables(run), title))
         text = "\n".join(sections)
     else:  # the tables, as plain text for a file
-        console = Console(file=io.StringIO(), width=200, highlight=False, color_system=None)
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=200, highlight=False, color_system=None)
         _print_tables(console, loaded, analyses)
-        text = console.file.getvalue().rstrip("\n")
+        text = buffer.getvalue().rstrip("\n")
     with usage_errors():
         _emit(text, out)
 

@@ -41,14 +41,15 @@ def run_fake_points(work: ShardWork, store: RunStore, hooks: PointHooks) -> None
         raise AgentError(f"the fake runner runs only on a fake inventory ({FAKE_DEVICES_ENV} is for tests)")
     stall = read_fake_inventory(Path(fake)).fake_extra.get("stall")
     for key in work.keys:
-        row = dict(zip(KEY_COLUMNS, key, strict=True)) | {"device_name": work.device_name}
+        row: dict[str, object] = {**dict(zip(KEY_COLUMNS, key, strict=True)), "device_name": work.device_name}
         reason = hooks.before_point(key)
         if reason is not None:
             row |= {"status": "skipped", "error": reason}
         else:
             _maybe_stall(stall, row)
             ms = fake_time_ms(key)
-            process = dict(zip(KEY_COLUMNS, key, strict=True)) | {"process": 0, "pid": os.getpid(), "status": "ok"}
+            process: dict[str, object] = {**dict(zip(KEY_COLUMNS, key, strict=True))}
+            process |= {"process": 0, "pid": os.getpid(), "status": "ok"}
             process |= {"time_ms": ms, "samples": FAKE_SAMPLES, "wall_s": 0.0, "timed_s": ms * FAKE_SAMPLES / 1e3}
             store.append_process(process, [ms] * FAKE_SAMPLES)
             row |= {"status": "ok", "time_ms": ms, "samples": FAKE_SAMPLES, "processes": 1, "error": "fake"}

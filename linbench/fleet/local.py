@@ -237,7 +237,7 @@ class Coordinator:
 
     def _ended(self, slot: Slot) -> None:
         """An agent's output closed: it stopped, refused to start, or died."""
-        assert slot.proc is not None
+        assert slot.proc is not None and slot.proc.stdout is not None  # started with stdout=PIPE
         self.selector.unregister(slot.proc.stdout)
         _close(slot.proc.stdout)
         _close(slot.proc.stdin)

@@ -25,16 +25,22 @@ from typing import Any
 
 import pandas as pd
 
+from linbench.gate.between import BetweenRuns, between_runs
 from linbench.gate.drift import DriftCheck, check_drift
-from linbench.gate.points import CPU_MEMORY_FLOOR_BYTES, PointDiff, Side, Thresholds, diff_point
-from linbench.report.fit import POWER, fit_power_law
+from linbench.gate.exponents import ExponentCheck, ExponentError, check_exponents
+from linbench.gate.points import PointDiff, Side, Thresholds, diff_point
+from linbench.gate.rule import UNJUDGED, gross_bar
+from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, Coverage
 from linbench.report.load import Run
-from linbench.report.series import ok_points, plain, scenarios
+from linbench.report.series import plain
 from linbench.results.meta import timing_protocol
 from linbench.results.protocol import ProcessProtocol, ProtocolError
 from linbench.results.schema import KEY_COLUMNS
 
-__all__ = ["CPU_MEMORY_FLOOR_BYTES", "CompareError", "Comparison", "PointDiff", "Thresholds", "compare_runs"]
+__all__ = [
+    *("CPU_MEMORY_FLOOR_BYTES", "CompareError", "Comparison", "ExponentCheck", "PointDiff", "Thresholds"),
+    "compare_runs",
+]
 
 # Points match on their axes; cuda:0 and cuda:1 match, so device is compared by type.
 MATCH_COLUMNS = tuple(c if c != "device" else "device_type" for c in KEY_COLUMNS)
@@ -42,27 +48,6 @@ MATCH_COLUMNS = tuple(c if c != "device" else "device_type" for c in KEY_COLUMNS
 
 class CompareError(ValueError):
     """The two runs cannot be compared (no common points, different devices...)."""
-
-
-@dataclass(frozen=True)
-class ExponentCheck:
-    """A fitted time-in-length exponent against its bound. ``law`` is fit.py's verdict; where it
-    found no power law, ``exponent`` is the slope of one line through every point, and the
-    bound still applies to it: a gate errs on the side of failing."""
-
-    variant: str
-    impl: str
-    bound_name: str
-    bound: float
-    exponent: float
-    r2: float
-    fixed: dict[str, Any]
-    law: str = POWER
-    points: int = 0  # the points of the law (or of the one line, where there is none)
-
-    @property
-    def regressed(self) -> bool:
-        return self.exponent > self.bound
 
 
 @dataclass
@@ -75,6 +60,18 @@ class Comparison:
     exponents: list[ExponentCheck]
     drift: DriftCheck | None = None
     protocol: ProcessProtocol = field(default_factory=ProcessProtocol)  # the one the points were judged by
+    coverage: Coverage | None = None  # None: taken from the points and the unmatched lists
+    commands: tuple[str | None, str | None] = (None, None)  # each run's recorded command line
+    ab: bool = False  # the two sides of one linbench ab
+    between: BetweenRuns | None = None  # runs measured apart: what the whole run moved (between.py)
+    run_moved: bool = False  # every point moved past the floor, and no control says it was the machine
+
+    def covered(self) -> Coverage:
+        """How far the two runs measured the same things."""
+        if self.coverage is not None:
+            return self.coverage
+        impls = {f"{p.key['variant']}:{p.key['impl']}" for p in self.points}
+        return Coverage.of(len(self.points), len(self.baseline_only), len(self.current_only), impls, impls)
 
     @property
     def environment_changed(self) -> bool:
@@ -92,10 +89,24 @@ class Comparison:
         return bool(self.regressions) or any(check.regressed for check in self.exponents)
 
     @property
+    def unjudged(self) -> list[PointDiff]:
+        """The points whose time, present on both sides, could not be judged (noisy, unverified)."""
+        return [p for p in self.points if p.time_verdict in UNJUDGED]
+
+    @property
+    def inconclusive(self) -> bool:
+        """Some time could not be judged, the runs did not measure the same things, or the
+        whole run moved and nothing says whether the machine or the code did."""
+        return bool(self.unjudged) or self.covered().mismatched or self.run_moved
+
+    @property
     def verdict(self) -> str:
+        """regression, inconclusive, environment changed or pass: the first that applies."""
         if self.failed:
-            return "regression"
-        return "environment changed" if self.environment_changed else "pass"
+            return REGRESSION
+        if self.inconclusive:
+            return INCONCLUSIVE
+        return ENVIRONMENT_CHANGED if self.environment_changed else PASS
 
     def count(self, verdict: str) -> int:
         return sum(p.time_verdict == verdict for p in self.points)
@@ -107,6 +118,10 @@ class Comparison:
             "verdict": self.verdict,
             "noisy": self.count("noisy"),
             "unverified": self.count("unverified"),
+            "unjudged": [p.key for p in self.unjudged],
+            "mismatched": self.covered().reasons(),
+            "between_runs": self.between.to_json() if self.between is not None else None,
+            "run_moved": self.run_moved,
             "points": [{**p.key, **{k: v for k, v in asdict(p).items() if k != "key"}} for p in self.points],
             "baseline_only": self.baseline_only,
             "current_only": self.current_only,
@@ -157,29 +172,69 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
     if common.empty:
         raise CompareError(f"{baseline.path} and {current.path} have no point in common (same variant, impl, shape...)")
     protocol = judging_protocol(baseline, current)
-    base_procs, cur_procs = _process_groups(baseline), _process_groups(current)
-    points = [
-        diff_point(
-            dict(zip(MATCH_COLUMNS, key, strict=True)),
-            Side(base.loc[key], base_procs.get(key)),
-            Side(cur.loc[key], cur_procs.get(key)),
-            thresholds,
-            protocol,
-        )
-        for key in common
-    ]
+    sides = _sides(base, cur, common, _process_groups(baseline), _process_groups(current))
+    points = _diffs(sides, thresholds, protocol)
     controls = (*thresholds.controls, *declared_controls(current))
+    ab = "ab" in baseline.meta and "ab" in current.meta
+    # Judged again with what the points as a whole say: how far a gross regression must stand
+    # out (rule.py), and, for runs measured apart, what the whole run moved (between.py).
+    bar = gross_bar([p.ratio for p in points if p.ratio is not None], thresholds.noise_z)
+    between = None if ab else between_runs(points, controls)
+    if bar is not None or between is not None:
+        points = _diffs(sides, thresholds, protocol, bar, between)
     drift = check_drift(points, controls, thresholds.max_slowdown, required=thresholds.controls) if controls else None
+    baseline_only = _keys(base.index.difference(cur.index, sort=False))
+    current_only = _keys(cur.index.difference(base.index, sort=False))
     return Comparison(
         baseline=str(baseline.path),
         current=str(current.path),
         points=points,
-        baseline_only=_keys(base.index.difference(cur.index, sort=False)),
-        current_only=_keys(cur.index.difference(base.index, sort=False)),
-        exponents=check_exponents(current, thresholds.max_exponents),
+        baseline_only=baseline_only,
+        current_only=current_only,
+        exponents=_exponents(current, thresholds.max_exponents),
         drift=drift,
         protocol=protocol,
+        coverage=Coverage.of(len(points), len(baseline_only), len(current_only), _impls(base), _impls(cur)),
+        commands=(_command(baseline), _command(current)),
+        ab=ab,
+        between=between,
+        run_moved=between is not None and between.unexplained(thresholds.max_slowdown),
     )
+
+
+def _impls(frame: pd.DataFrame) -> set[str]:
+    """The run's impls, ``variant:impl``, from its keyed results."""
+    index = frame.index
+    return {f"{v}:{i}" for v, i in zip(index.get_level_values("variant"), index.get_level_values("impl"), strict=True)}
+
+
+def _command(run: Run) -> str | None:
+    command = run.meta.get("command")
+    return command if isinstance(command, str) else None
+
+
+def _sides(
+    base: pd.DataFrame, cur: pd.DataFrame, common: pd.Index, base_procs: dict, cur_procs: dict
+) -> list[tuple[dict[str, Any], Side, Side]]:
+    """Each common point: its key, and each run's view of it."""
+    return [
+        (
+            dict(zip(MATCH_COLUMNS, key, strict=True)),
+            Side(base.loc[key], base_procs.get(key)),
+            Side(cur.loc[key], cur_procs.get(key)),
+        )
+        for key in common
+    ]
+
+
+def _diffs(
+    sides: list[tuple[dict[str, Any], Side, Side]],
+    thresholds: Thresholds,
+    protocol: ProcessProtocol,
+    bar: float | None = None,
+    between: BetweenRuns | None = None,
+) -> list[PointDiff]:
+    return [diff_point(key, b, c, thresholds, protocol, bar, between) for key, b, c in sides]
 
 
 def recorded_protocol(run: Run) -> ProcessProtocol:
@@ -221,33 +276,8 @@ def _keys(index: pd.Index) -> list[dict[str, Any]]:
     return [{c: plain(v) for c, v in zip(MATCH_COLUMNS, key, strict=True)} for key in index]
 
 
-def check_exponents(run: Run, bounds: dict[str, float]) -> list[ExponentCheck]:
-    """The fitted time-in-length exponent of every series each bound names."""
-    checks: list[ExponentCheck] = []
-    results = run.results
-    for name, bound in bounds.items():
-        variant, _, impl = name.partition(":")
-        chosen = results[(results["variant"] == variant) & ((results["impl"] == impl) if impl else True)]
-        if chosen.empty:
-            raise CompareError(f"--max-exponent {name}={bound:g}: {run.path} has no {name} points")
-        before = len(checks)
-        for scenario, rows in scenarios(chosen, "seq"):
-            for (v, i), series in rows.groupby(["variant", "impl"], sort=False):
-                fit = fit_power_law(ok_points(series, "seq", "time"))
-                if fit is not None:
-                    checks.append(
-                        ExponentCheck(
-                            v,
-                            i,
-                            name,
-                            bound,
-                            round(fit.exponent, 4),
-                            round(fit.r2, 4),
-                            scenario.as_dict(),
-                            fit.law,
-                            fit.points,
-                        )
-                    )
-        if len(checks) == before:
-            raise CompareError(f"--max-exponent {name}={bound:g}: no {name} series in {run.path} has two ok lengths")
-    return checks
+def _exponents(run: Run, bounds: dict[str, float]) -> list[ExponentCheck]:
+    try:
+        return check_exponents(run, bounds)
+    except ExponentError as exc:
+        raise CompareError(str(exc)) from None

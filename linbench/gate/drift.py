@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from linbench.gate.rule import UNJUDGED  # a control whose own time cannot be judged says nothing about drift
+
 if TYPE_CHECKING:
     from linbench.gate.points import PointDiff
-
-# A control whose own time cannot be judged says nothing about drift.
-UNJUDGED = ("noisy", "unverified")
 
 
 class ControlError(ValueError):

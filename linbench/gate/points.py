@@ -9,13 +9,13 @@ from typing import Any
 
 import pandas as pd
 
+from linbench.gate.between import BetweenRuns
+from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_memory
 from linbench.gate.rule import TimeJudgement, TimeRule, judge
 from linbench.report.series import plain
 from linbench.results.protocol import ProcessProtocol
 from linbench.units import as_number
 
-# Identical CPU runs differ by up to ~0.7 MiB of peak RSS at small sizes (measured).
-CPU_MEMORY_FLOOR_BYTES = 1 << 20
 TIME_FAILURES = ("regression",)
 
 
@@ -35,9 +35,14 @@ class Thresholds:
             return self.memory_floor_bytes
         return CPU_MEMORY_FLOOR_BYTES if device_type == "cpu" else 0
 
-    def time_rule(self, protocol: ProcessProtocol) -> TimeRule:
-        """The time rule of these thresholds, for processes recorded under ``protocol``."""
-        return TimeRule(self.max_slowdown, self.noise_z, self.max_noise, protocol)
+    def time_rule(
+        self, protocol: ProcessProtocol, gross_bar: float | None = None, between: BetweenRuns | None = None
+    ) -> TimeRule:
+        """The time rule of these thresholds, for processes recorded under ``protocol``, with
+        the comparison's ``gross_bar`` (rule.py) and between-run term (between.py)."""
+        shift, scatter = (between.shift, between.scatter) if between is not None else (0.0, 0.0)
+        return TimeRule(self.max_slowdown, self.noise_z, self.max_noise, protocol, gross_bar=gross_bar,
+                        run_shift=shift, run_scatter=scatter)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -64,10 +69,11 @@ class PointDiff:
     base_bytes: float | None
     bytes: float | None
     memory_growth: float | None
-    memory_verdict: str  # same, smaller, larger, regression, -
+    memory_verdict: str  # same, smaller, larger, regression, - (memory.py: exact on GPUs, tolerant on CPUs)
     base_kernels: float | None
     kernels: float | None
     launch_verdict: str  # same, fewer, more, regression, -
+    gross: bool = False  # a time regression too large for any noise, found where the rule could not judge
 
     @property
     def time_regressed(self) -> bool:
@@ -107,6 +113,31 @@ class Side:
         value = as_number(self.row.get(column))
         return [value] if value is not None and value > 0 else []
 
+    def widest_within(self) -> float | None:
+        """The largest p80/p20 of any process's repetitions (the results row's where no process
+        was recorded); None where one is missing. Eager repetitions: for a graph-timed point
+        they bound its replays' spread from above."""
+        if self.processes is not None:
+            if not {"time_ms_p20", "time_ms_p80"} <= set(self.processes.columns):
+                return None
+            lows = pd.to_numeric(self.processes["time_ms_p20"], errors="coerce")
+            highs = pd.to_numeric(self.processes["time_ms_p80"], errors="coerce")
+            pairs = list(zip(lows, highs, strict=True))
+        else:
+            pairs = [(as_number(self.row.get("time_ms_p20")), as_number(self.row.get("time_ms_p80")))]
+        widths = [float(hi) / float(lo) if lo and hi and lo > 0 else None for lo, hi in pairs]
+        known = [w for w in widths if w is not None and not pd.isna(w)]
+        return float(max(known)) if known and len(known) == len(widths) else None
+
+    def readings(self, column: str) -> list[float]:
+        """Each process's ``column`` (the results row's where no process recorded one)."""
+        if self.processes is not None and column in self.processes:
+            values = [v for v in (as_number(x) for x in self.processes[column]) if v is not None]
+            if values:
+                return values
+        value = as_number(self.row.get(column))
+        return [] if value is None else [value]
+
     def largest(self, column: str) -> float | None:
         """The results row's value, or the largest of its processes' where that is larger."""
         values = [as_number(self.row.get(column))]
@@ -117,18 +148,27 @@ class Side:
 
 
 def diff_point(
-    key: dict[str, Any], base: Side, cur: Side, thresholds: Thresholds, protocol: ProcessProtocol
+    key: dict[str, Any],
+    base: Side,
+    cur: Side,
+    thresholds: Thresholds,
+    protocol: ProcessProtocol,
+    gross_bar: float | None = None,
+    between: BetweenRuns | None = None,
 ) -> PointDiff:
-    """One point of two runs judged, its processes by the numbers of ``protocol``."""
+    """One point of two runs judged, its processes by the numbers of ``protocol`` (and the
+    comparison's ``gross_bar``, rule.py, and between-run term, between.py)."""
     key = {c: plain(v) for c, v in key.items()}
     both_ok = base.ok and cur.ok
     graph = base.has_graph_times() and cur.has_graph_times()
     column = "device_ms" if graph else "time_ms"
-    rule = thresholds.time_rule(protocol)
-    time = judge(base.medians(column), cur.medians(column), rule) if both_ok else TimeJudgement("-", None)
+    rule = thresholds.time_rule(protocol, gross_bar, between)
+    time = TimeJudgement("-", None)
+    if both_ok:
+        within = _widest(base.widest_within(), cur.widest_within())
+        time = judge(base.medians(column), cur.medians(column), rule, within)
     eager = judge(base.medians("time_ms"), cur.medians("time_ms"), rule) if both_ok and graph else None
-    base_bytes, cur_bytes = base.largest("peak_bytes"), cur.largest("peak_bytes")
-    growth = (cur_bytes - base_bytes) / base_bytes if both_ok and base_bytes and cur_bytes is not None else None
+    memory = _memory(base, cur, thresholds, key["device_type"]) if both_ok else None
     base_kernels, kernels = base.largest("kernels_per_call"), cur.largest("kernels_per_call")
     return PointDiff(
         key=key,
@@ -147,14 +187,19 @@ def diff_point(
         time_verdict=_status_verdict(base, cur) or time.verdict,
         eager_ratio=eager.ratio if eager else None,
         eager_verdict=eager.verdict if eager else "-",
-        base_bytes=base_bytes,
-        bytes=cur_bytes,
-        memory_growth=growth,
-        memory_verdict=_memory_verdict(base_bytes, cur_bytes, growth, thresholds, key["device_type"]),
+        base_bytes=memory.base_bytes if memory else base.largest("peak_bytes"),
+        bytes=memory.bytes if memory else cur.largest("peak_bytes"),
+        memory_growth=memory.growth if memory else None,
+        memory_verdict=memory.verdict if memory else "-",
         base_kernels=base_kernels if both_ok else None,
         kernels=kernels if both_ok else None,
         launch_verdict=_launch_verdict(base_kernels, kernels, thresholds.max_launch_growth) if both_ok else "-",
+        gross=time.gross,
     )
+
+
+def _widest(base: float | None, cur: float | None) -> float | None:
+    return None if base is None or cur is None else max(base, cur)
 
 
 def _median(values: list[float]) -> float | None:
@@ -170,16 +215,12 @@ def _status_verdict(base: Side, cur: Side) -> str | None:
     return None
 
 
-def _memory_verdict(
-    base: float | None, cur: float | None, growth: float | None, thresholds: Thresholds, device_type: str
-) -> str:
-    if growth is None or base is None or cur is None:
-        return "-"
-    if growth > thresholds.max_memory_growth and cur - base > thresholds.floor_for(device_type):
-        return "regression"
-    if cur > base:
-        return "larger"
-    return "smaller" if cur < base else "same"
+def _memory(base: Side, cur: Side, thresholds: Thresholds, device_type: str) -> MemoryJudgement:
+    """Peak memory judged exactly on GPUs (the allocator's count) and against the measured
+    spread of peak RSS on CPUs (memory.py)."""
+    exact = device_type != "cpu"
+    readings = base.readings("peak_bytes"), cur.readings("peak_bytes")
+    return judge_memory(*readings, exact, thresholds.max_memory_growth, thresholds.floor_for(device_type))
 
 
 def _launch_verdict(base: float | None, cur: float | None, max_growth: float) -> str:

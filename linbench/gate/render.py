@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from linbench.gate.compare import Comparison, ExponentCheck, PointDiff
@@ -10,22 +11,25 @@ from linbench.report.render import ReportTable
 from linbench.units import format_bytes, format_ms, format_size
 
 ENVIRONMENT = "regression (environment)"
+GROSS = "regression (gross)"
+NOT_JUDGED = ("noisy", "unverified")
 VERDICT_STYLE = {
     "regression": "bold red",
     "broken": "bold red",
     "slower": "yellow",
     "faster": "green",
     "noisy": "magenta",
+    "unverified": "magenta",
+    GROSS: "bold red",
     ENVIRONMENT: "yellow",
 }
-NOT_GATED = ("noisy", "unverified")
 ADVICE = {
-    "noisy": "{n} point(s) noisy (not gated): their processes disagree too much to resolve {floor}, or "
-    "are too few for how much they disagree. Measure with more processes (linbench run --processes 5 "
-    "--max-processes {most}) or, on GPU, time launch-bound impls as CUDA-graph replays (--cuda-graph).",
-    "unverified": "{n} point(s) unverified: a side has fewer than {k} worker processes per point (a run "
-    "made before processes.csv, or --processes below {k}), so time is not gated; memory, kernel launches "
-    "and broken points still are. Record both runs with linbench run --processes 5.",
+    "noisy": "{n} point(s) noisy (not judged): their processes disagree too much to resolve {floor}, or "
+    "are too few for how much they disagree; they need more processes per point or, on GPU, launch-bound "
+    "impls timed as CUDA-graph replays (--cuda-graph).",
+    "unverified": "{n} point(s) unverified (not judged): a side has fewer than {k} worker processes per point "
+    "(a run made before processes.csv, or --processes below {k}), too few to judge time with; memory, kernel "
+    "launches and broken points are still gated.",
 }
 
 
@@ -48,9 +52,12 @@ def _ratio(value: float | None) -> str:
     return f"{value:.3f}x" if value is not None else "-"
 
 
-def _shown_verdict(verdict: str, environment_changed: bool) -> str:
-    """A time regression the drift check excuses is shown as such, not as a failure."""
-    return ENVIRONMENT if environment_changed and verdict == "regression" else verdict
+def _shown_verdict(verdict: str, environment_changed: bool, gross: bool = False) -> str:
+    """A time regression the drift check excuses is shown as such, not as a failure; one
+    found by the gross rule says so."""
+    if verdict != "regression":
+        return verdict
+    return ENVIRONMENT if environment_changed else GROSS if gross else verdict
 
 
 def _time_cells(point: PointDiff, environment_changed: bool) -> list[str]:
@@ -67,7 +74,7 @@ def _time_cells(point: PointDiff, environment_changed: bool) -> list[str]:
         _ratio(point.ratio),
         processes,
         _percent(point.threshold, signed=False) + (" (unsettled)" if point.settled is False else ""),
-        _shown_verdict(point.time_verdict, environment_changed),
+        _shown_verdict(point.time_verdict, environment_changed, point.gross),
         eager,
     ]
 
@@ -149,11 +156,7 @@ def advice_lines(comparison: Comparison, max_slowdown: float) -> list[str]:
     for verdict, text in ADVICE.items():
         n = comparison.count(verdict)
         if n:
-            lines.append(
-                text.format(
-                    n=n, floor=f"{max_slowdown * 100:g}%", k=protocol.min_to_judge, most=protocol.trust_processes
-                )
-            )
+            lines.append(text.format(n=n, floor=f"{max_slowdown * 100:g}%", k=protocol.min_to_judge))
     return lines
 
 
@@ -175,22 +178,38 @@ def drift_lines(comparison: Comparison) -> list[str]:
     return [f"drift check ({names}): {len(drift.points)} control point(s), median {drift.median_ratio:.3f}x: no drift"]
 
 
+def between_lines(comparison: Comparison) -> list[str]:
+    """What the whole run moved, for runs measured apart (nothing for an A/B or a few points)."""
+    between = comparison.between
+    if between is None:
+        return []
+    where = "the controls'" if between.source == "controls" else "every point's"
+    return [
+        f"runs measured apart: the whole current run moved {math.expm1(between.shift):+.1%} ({where} median, "
+        f"{between.points} points); each point is judged beyond that, its noise widened by the points' scatter "
+        f"around it ({between.scatter:.3f} in log)"
+    ]
+
+
 def verdict_line(comparison: Comparison) -> str:
     changed = comparison.environment_changed
     counts: dict[str, int] = {}
     for point in comparison.points:
-        shown = _shown_verdict(point.time_verdict, changed)
+        shown = _shown_verdict(point.time_verdict, changed, point.gross)
         counts[shown] = counts.get(shown, 0) + 1
     memory = sum(p.memory_verdict == "regression" for p in comparison.points)
     launches = sum(p.launch_verdict == "regression" for p in comparison.points)
     eager = sum(p.eager_verdict == "regression" for p in comparison.points)
     exponents = sum(c.regressed for c in comparison.exponents)
-    parts = [f"{n} {verdict}{' (not gated)' if verdict in NOT_GATED else ''}" for verdict, n in sorted(counts.items())]
+    parts = [f"{n} {shown}{' (not judged)' if shown in NOT_JUDGED else ''}" for shown, n in sorted(counts.items())]
     summary = f"{len(comparison.points)} points compared: {', '.join(parts)}"
     if eager:
         summary += f"; {eager} eager-time slowdown(s) of graph-timed points (not gated)"
     summary += f"; {memory} memory regression(s); {launches} launch regression(s)"
     if comparison.exponents:
         summary += f"; {exponents} of {len(comparison.exponents)} exponent bound(s) exceeded"
-    prefix = {"regression": "REGRESSION: ", "environment changed": "ENVIRONMENT CHANGED: ", "pass": "PASS: "}
-    return prefix[comparison.verdict] + summary
+    if comparison.covered().mismatched:
+        summary += "; the runs do not match"
+    if comparison.run_moved and comparison.between is not None:
+        summary += f"; the whole run moved {math.expm1(comparison.between.shift):+.1%}"
+    return f"{comparison.verdict.upper()}: {summary}"

@@ -23,21 +23,38 @@ linbench/results/protocol.py), and a point with an unsettled side is ``noisy``. 
 run made with fewer processes than the protocol's, and the eager time of a graph-timed point,
 whose processes were added for the graph time's spread, not the eager one's. The numbers are
 the ones the runs recorded (gate/compare.py reads them), not this module's.
+
+Neither ``noisy`` nor ``unverified`` passes: the comparison is inconclusive (gate/verdict.py).
+One change no noise explains fails even there: a *gross* regression. Every current process is
+at least ``gross_ratio`` times as slow as every baseline process, each of them steady within
+itself (p80/p20 of its repetitions at most ``gross_within``), and the point's ratio stands out
+from the other points of the comparison: past their median log ratio by ``noise_z`` of their
+spread (``gross_bar``; gate/compare.py). Tight processes were measured 1.87x apart on an H100,
+and 197x apart on a busy 2-core CPU whose worker threads contend (docs/gate.md): no ratio
+alone is safe from one process a side, but a point that moved far more than all the others
+did is not the machine's doing. With fewer than GROSS_MIN_POINTS points there is no such
+spread to compare with, and nothing is gross.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from linbench.results.processes import MAD_TO_SIGMA
-from linbench.results.protocol import ProcessProtocol
+from linbench.results.protocol import GATE_PROCESSES, ProcessProtocol
 
 # The standard error of a median is √(π/2) ≈ 1.2533 times that of a mean (normal data).
 MEDIAN_SE_FACTOR = 1.2533
+# A gross regression: a ratio past the largest between-process offset ever measured (1.87x on
+# an H100, docs/gate.md), of processes each steady within itself (p80/p20 of its repetitions).
+GROSS_RATIO = 2.5
+GROSS_WITHIN = 1.5
+GROSS_MIN_POINTS = 5
+UNJUDGED = ("noisy", "unverified")
 
 
 @dataclass(frozen=True)
@@ -47,6 +64,16 @@ class TimeRule:
     max_noise: float = 0.30  # a point whose noise threshold passes this is noisy
     # How many processes a side needs to be judged, and when its spread is trusted.
     protocol: ProcessProtocol = field(default_factory=ProcessProtocol)
+    gross_ratio: float = GROSS_RATIO  # fails where the rule cannot judge (see the docstring)
+    gross_within: float = GROSS_WITHIN
+    # The log ratio a gross point must also pass: the comparison's median plus noise_z of its
+    # spread across points (gross_bar()); None: not known, so nothing is gross.
+    gross_bar: float | None = None
+    # Runs measured apart: what the whole run moved (taken out of each ratio before judging)
+    # and the points' scatter beyond their processes' (added to each standard error), in log
+    # (between.py).
+    run_shift: float = 0.0
+    run_scatter: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -60,10 +87,41 @@ class TimeJudgement:
     noise: float | None = None  # N = e^{z·SE} − 1: the change noise alone can make
     threshold: float | None = None  # T = max(max_slowdown, N): the change that fails
     settled: bool | None = None  # both sides' spreads trusted (see the module's docstring)
+    gross: bool = False  # a regression found by the gross rule where the noise rule could not judge
 
 
-def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJudgement:
-    """The verdict on one point from each side's process medians (all > 0)."""
+def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule, within: float | None = None) -> TimeJudgement:
+    """The verdict on one point from each side's process medians (all > 0); ``within`` is the
+    largest p80/p20 of any process's repetitions on either side (None: not known), which the
+    gross rule needs."""
+    judgement = _judge(base, cur, rule)
+    if judgement.verdict in UNJUDGED and is_gross(base, cur, within, rule):
+        return replace(judgement, verdict="regression", gross=True)
+    return judgement
+
+
+def is_gross(base: Sequence[float], cur: Sequence[float], within: float | None, rule: TimeRule) -> bool:
+    """Whether every current process is ``gross_ratio`` times as slow as every baseline one,
+    each steady within itself, and the point moved past ``gross_bar``: a change no noise
+    between processes, and no shift of the whole machine, explains."""
+    if len(base) == 0 or len(cur) == 0 or within is None or within > rule.gross_within or rule.gross_bar is None:
+        return False
+    separated = min(cur) >= rule.gross_ratio * max(base)
+    return separated and math.log(float(np.median(cur)) / float(np.median(base))) >= rule.gross_bar
+
+
+def gross_bar(ratios: Sequence[float], z: float) -> float | None:
+    """The log ratio past which one point moved far more than the comparison's points did:
+    their median log ratio plus ``z`` times their spread (1.4826·MAD); None with fewer than
+    GROSS_MIN_POINTS ratios."""
+    logs = np.log(np.asarray([r for r in ratios if r and r > 0], dtype=float))
+    if len(logs) < GROSS_MIN_POINTS:
+        return None
+    centre = float(np.median(logs))
+    return centre + z * MAD_TO_SIGMA * float(np.median(np.abs(logs - centre)))
+
+
+def _judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJudgement:
     k_b, k_c = len(base), len(cur)
     if not k_b or not k_c:
         return TimeJudgement("unverified", None)
@@ -77,10 +135,11 @@ def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJu
     deviations = np.concatenate([np.abs(log_b - m_b), np.abs(log_c - m_c)])
     spread = MAD_TO_SIGMA * float(np.median(deviations))
     se = MEDIAN_SE_FACTOR * spread * math.sqrt(1 / k_b + 1 / k_c)
-    noise = math.expm1(rule.noise_z * se)
+    noise = math.expm1(rule.noise_z * math.hypot(se, rule.run_scatter))
     threshold = max(rule.max_slowdown, noise)
     settled = rule.protocol.trusts_spread(base) and rule.protocol.trusts_spread(cur)
-    verdict = "noisy" if not settled else _verdict(ratio, noise, threshold, rule)
+    judged = math.exp(log_ratio - rule.run_shift)  # what this point moved beyond the whole run
+    verdict = "noisy" if not settled else _verdict(judged, noise, threshold, rule)
     return TimeJudgement(verdict, ratio, spread, noise, threshold, settled)
 
 
@@ -94,3 +153,17 @@ def _verdict(ratio: float, noise: float, threshold: float, rule: TimeRule) -> st
     if 1 / ratio - 1 > threshold:
         return "faster"
     return "same"
+
+
+def processes_to_judge(spread: float | None, rule: TimeRule) -> int:
+    """How many processes per side would judge a point whose processes spread ``spread`` (σ̂):
+    enough for the noise threshold N to fall to ``max_noise``, and no fewer than the protocol
+    judges with (``min_to_judge``) or trusts a spread wider than ``extend_above`` from
+    (``trust_processes``). An estimate: the spread itself is measured from few processes."""
+    protocol = rule.protocol
+    least = max(protocol.min_to_judge, GATE_PROCESSES)
+    if spread is None:
+        return least
+    # N = e^{z·1.2533·σ̂·√(2/K)} − 1 ≤ max_noise  ⇔  K ≥ 2·(z·1.2533·σ̂ / log(1 + max_noise))²
+    needed = 2 * (rule.noise_z * MEDIAN_SE_FACTOR * spread / math.log1p(rule.max_noise)) ** 2
+    return max(least, protocol.trust_processes, math.ceil(needed))

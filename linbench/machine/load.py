@@ -115,7 +115,7 @@ def busy_processes(
     readings, busiest first: pid, name, cpu_percent."""
     if elapsed_s <= 0:
         return []
-    busy = []
+    busy: list[dict[str, Any]] = []
     most = 100.0 * cpu_cores()  # a process cannot use more than every core
     for pid, stat in after.items():
         earlier = before.get(pid)

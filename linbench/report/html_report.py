@@ -150,7 +150,9 @@ def run_metadata(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
     add("timeout per point", f"{meta['timeout_s']:g} s" if isinstance(meta.get("timeout_s"), (int, float)) else None)
     limit = meta.get("cpu_memory_limit_bytes")
     add("CPU memory cap", format_bytes(limit) if limit else None)
-    sweep = meta.get("sweep") if isinstance(meta.get("sweep"), dict) else {}
+    sweep = meta.get("sweep")
+    if not isinstance(sweep, dict):
+        sweep = {}
     add("suite", sweep.get("suite"))
     add("impls", ", ".join(sweep.get("impls") or []))
     add("baselines", ", ".join(sweep.get("baselines") or []))

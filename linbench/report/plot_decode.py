@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 from linbench.report.analysis import Analysis
 from linbench.report.plot_parts import (
+    Dashes,
     decode_metrics,
     draw_crossovers,
     draw_failures,
@@ -114,7 +115,7 @@ def _legend_below(
     rows: pd.DataFrame,
     crossings: list,
     styles: dict[tuple[str, str], SeriesStyle],
-    slopes: list[tuple[str, object]],
+    slopes: list[tuple[str, Dashes]],
     unresolved: list[tuple[Artist, str]],
 ) -> None:
     handles, labels = ax.get_legend_handles_labels()

@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
-from matplotlib.transforms import blended_transform_factory, offset_copy
+from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from linbench.report.analysis import Crossover, FitResult
 from linbench.report.fit import FLAT, NONE, quality_text
@@ -55,7 +55,7 @@ def metrics(device_type: str) -> dict[str, Metric]:
             "tflops",
             f"achieved {rate_unit} (the variant's FLOP formula)",
             "Throughput",
-            lambda v, s=rate_scale: f"{v * s:.3g}",
+            lambda v: f"{v * rate_scale:.3g}",
         ),
     }
 
@@ -130,6 +130,8 @@ def draw_series(ax: Axes, series: pd.DataFrame, x: str, metric: Metric, label: s
 
 
 SLOPE_COLOUR = "#999999"  # the reference slopes (plot_slopes.py), here for the legend
+# A line's dashes as matplotlib takes them: (offset, (on, off, on, off, ...)) in points.
+Dashes = tuple[float, tuple[float, ...]]
 # The log axes' margins, as shares of the data's range: below and above it.
 MARGIN = 0.05
 
@@ -196,7 +198,10 @@ def draw_failures(ax: Axes, rows: pd.DataFrame, x: str, styles: dict[tuple[str, 
     for n, lane in enumerate(lanes):
         series = failed[(failed["variant"] == lane[0]) & (failed["impl"] == lane[1])]
         xs = [float(v) for v in series[x]]
-        row = offset_copy(base, fig=ax.figure, y=FAILURE_GAP + n * FAILURE_LANE + FAILURE_MARKER / 2, units="points")
+        # The lane's height above the axes, in points (1/72 inch): offset_copy's own sum, which
+        # takes a figure or a subfigure alike.
+        rise = (FAILURE_GAP + n * FAILURE_LANE + FAILURE_MARKER / 2) / 72
+        row = base + ScaledTranslation(0, rise, ax.figure.dpi_scale_trans)
         colour = styles[lane].colour
         ax.plot(
             xs,
@@ -261,7 +266,7 @@ def legend_extras(
     rows: pd.DataFrame,
     crossings: list[Crossover],
     styles: dict[tuple[str, str], SeriesStyle],
-    slopes: Sequence[tuple[str, object]] = (),
+    slopes: Sequence[tuple[str, Dashes]] = (),
 ) -> list[tuple[Line2D, str]]:
     """Legend entries for what is drawn but is not an impl: each reference slope by its dashes
     and the point it starts from (``slopes``, from ``draw_reference_slopes``), crossovers (one

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from linbench.report.plot_parts import MARGIN, SLOPE_COLOUR, Metric, set_length_limits
+from linbench.report.plot_parts import MARGIN, SLOPE_COLOUR, Dashes, Metric, set_length_limits
 from linbench.units import format_size
 
 SLOPE_TEXT = {0: "O(1)", 1: "O({})", 2: "O({}²)"}
 # Each slope's dashes, its own so that the legend tells the slopes apart where a label found no
 # free place beside its line.
-SLOPE_DASHES = {0: (0, (1, 2)), 1: (0, (4, 3)), 2: (0, (7, 2, 1, 2))}  # dotted, dashed, dash-dot
+SLOPE_DASHES: dict[int, Dashes] = {0: (0, (1, 2)), 1: (0, (4, 3)), 2: (0, (7, 2, 1, 2))}  # dotted, dashed, dash-dot
 # The headroom added above the data for the slope labels, as a share of the data's range: they
 # must stay inside the plot, under the strip of failures.
 HEADROOM = 0.08
@@ -38,7 +38,7 @@ def draw_reference_slopes(
     symbol: str,
     powers: tuple[int, ...] = (1, 2),
     floor: float = 0.0,
-) -> list[tuple[str, object]]:
+) -> list[tuple[str, Dashes]]:
     """O(x^p) for each power (O(x) and O(x²) by default) from a measured point: the lowest
     value at the smallest size (the fastest impl there, or the one holding least memory), so
     that each slope reads against that impl and its neighbours rather than floating between
@@ -58,7 +58,7 @@ def draw_reference_slopes(
     at_start = ok[ok[x] == x0]
     if (at_start[metric.column] > floor).any():
         at_start = at_start[at_start[metric.column] > floor]
-    anchor = at_start.loc[at_start[metric.column].astype(float).idxmin()]
+    anchor = at_start.iloc[int(np.argmin(at_start[metric.column].astype(float).to_numpy()))]
     y0 = float(anchor[metric.column])
     where = format_size(round(x0)) if x == "seq" else str(round(x0))
     source = f"from {anchor['variant']}:{anchor['impl']} at {where}"
@@ -100,9 +100,9 @@ def _place_labels(ax: Axes, slopes: list[tuple[str, list[tuple[float, float]]]],
     meets no label placed before. A slope with no free place gets no label on the plot (the legend names
     it by its dashes). Boxes are reckoned in points from the axes' size and limits (the data's
     places do not move after this)."""
-    figure = ax.get_figure()
-    box = ax.get_position()
-    width, height = box.width * figure.get_figwidth() * 72, box.height * figure.get_figheight() * 72
+    figure = ax.figure  # a figure or a subfigure: its size in points from its pixels and dpi
+    box, points = ax.get_position(), 72 / figure.dpi
+    width, height = box.width * figure.bbox.width * points, box.height * figure.bbox.height * points
     (x_lo, x_hi), (y_lo, y_hi) = (tuple(map(math.log, ax.get_xlim())), tuple(map(math.log, ax.get_ylim())))
 
     def at(px: float, py: float) -> tuple[float, float]:

@@ -37,7 +37,8 @@ def report_tables(analysis: Analysis) -> list[ReportTable]:
     crossings = {(c.scenario, c.variant, c.impl): c for c in analysis.crossovers}
     reach = {(r.scenario, r.variant, r.impl): r for r in analysis.reach}
     scenario_impls: dict[Scenario, list[tuple[str, str]]] = defaultdict(list)
-    for item in [*analysis.reach, *analysis.fits]:
+    items: list[Reach | FitResult] = [*analysis.reach, *analysis.fits]
+    for item in items:
         key = (item.variant, item.impl)
         if key not in scenario_impls[item.scenario]:
             scenario_impls[item.scenario].append(key)
@@ -71,7 +72,7 @@ def speedup_tables(speedups: list[Speedup]) -> list[ReportTable]:
         against = next(s.against for s in speedups if s.scenario == scenario)
         lengths = sorted({seq for cells in impls.values() for seq in cells})
         rows = [
-            [name, *(speedup_text(cells[seq]) if cells.get(seq) is not None else "-" for seq in lengths)]
+            [name, *(speedup_text(value) if (value := cells.get(seq)) is not None else "-" for seq in lengths)]
             for name, cells in impls.items()
         ]
         title = f"Speedup over {against} (its time / the impl's) — {_title(scenario).split(' — ', 1)[1]}"

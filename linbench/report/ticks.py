@@ -31,6 +31,8 @@ class ReadableLogLocator(Locator):
         self.binary = binary
 
     def __call__(self) -> Sequence[float]:
+        if self.axis is None:  # not yet set on an axis: no view, so no ticks
+            return []
         vmin, vmax = self.axis.get_view_interval()
         return self.tick_values(vmin, vmax)
 

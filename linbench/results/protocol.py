@@ -29,6 +29,9 @@ EXTEND_ABOVE = 0.02
 TRUST_PROCESSES = 20
 # Fewer processes than this on a side: no spread to judge time with (unverified).
 MIN_TO_JUDGE = 3
+# What a gate asks for (a gate suite's ``processes``, linbench ab's ``--rounds``): enough for
+# a point whose processes agree to be judged without more.
+GATE_PROCESSES = 5
 SHUFFLED_ROUNDS = "first process in plan order, then interleaved rounds in shuffled order"
 AB_ROUNDS = "linbench ab: one process per point per round, rounds alternated ABBA"
 
@@ -64,9 +67,13 @@ class ProcessProtocol:
         return cls(wanted=wanted, most=most)
 
     @classmethod
-    def rounds(cls, count: int) -> ProcessProtocol:
-        """linbench ab's: ``count`` rounds, each one process per point, and no extension."""
-        return cls(wanted=count, most=count, order=AB_ROUNDS)
+    def rounds(cls, count: int, most: int | None = None) -> ProcessProtocol:
+        """linbench ab's: ``count`` rounds, each one process per point, and more, up to ``most``
+        (default ``count``: none), while a point's rounds disagree, as for ``of``."""
+        most = count if most is None else most
+        if most < count:
+            raise ValueError(f"--max-rounds {most} is fewer than --rounds {count}")
+        return cls(wanted=count, most=most, order=AB_ROUNDS)
 
     def needs_more(self, processes: Sequence[ProcessResult]) -> bool:
         """Whether a point measured in ``processes`` needs another: fewer than ``wanted``, or as

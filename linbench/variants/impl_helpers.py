@@ -3,6 +3,7 @@ score matrix (the quadratic references), and checks of their parameters."""
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -42,9 +43,10 @@ def apply_scores(scores: torch.Tensor, v: torch.Tensor, *, causal: bool, eps: fl
 
 def positive_number(name: str, value: object) -> float:
     """``value`` as a float, or ValueError unless it is a finite positive real number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0 or value == float("inf"):
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    if not 0 < number < math.inf:  # NaN (not a real number, or NaN itself) fails both
         raise ValueError(f"parameter {name} must be a positive number; got {value!r}")
-    return float(value)
+    return number
 
 
 def positive_int(name: str, value: object) -> int:

@@ -11,7 +11,7 @@ import pytest
 from result_rows import result_row
 
 import linbench.ab
-from linbench.ab.job import AbError, AbJob, ab_folder, one_process_per_round
+from linbench.ab.job import AbError, AbJob, ab_folder, one_process_per_round, points_needing_more
 from linbench.results.protocol import AB_ROUNDS, ProcessProtocol
 from linbench.results.store import RunStore
 
@@ -63,3 +63,35 @@ def test_the_ab_package_imports_nothing_of_the_cli() -> None:
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not [n for n in names if n.startswith("linbench.cli")], source.name
+
+
+def test_max_rounds_below_rounds_is_refused_and_its_default_is_the_protocols(tmp_path: Path) -> None:
+    with pytest.raises(AbError, match="--max-rounds 3 is fewer than --rounds 5"):
+        AbJob.prepare("HEAD", 5, tmp_path / "ab", max_rounds=3)
+    assert ProcessProtocol.rounds(5, 20).meta()["max_processes"] == 20
+    job = AbJob(tmp_path, "HEAD~1", "0123456789abcdef", 5, tmp_path / "ab", max_rounds=20)
+    assert (job.protocol.wanted, job.protocol.most, job.protocol.order) == (5, 20, AB_ROUNDS)
+
+
+def _rounds_of(folder: Path, times: list[float], status: str = "ok") -> list[Path]:
+    paths = []
+    for index, time_ms in enumerate(times):
+        store = RunStore.create(folder / str(index), "round")
+        row = result_row(1024, time_ms=time_ms) | {"device_name": "Test CPU", "samples": 10}
+        store.append(row | {"status": status if index == len(times) - 1 else "ok"})
+        store.write_meta({"status": "complete"})
+        paths.append(store.path)
+    return paths
+
+
+def test_a_point_whose_rounds_disagree_on_either_side_needs_another(tmp_path: Path) -> None:
+    protocol = ProcessProtocol.rounds(3, 20)
+    steady = _rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98])  # within 2%
+    spread = _rounds_of(tmp_path / "spread", [10.0, 11.0, 9.5])
+    assert points_needing_more({"baseline": steady, "current": steady}, protocol) == 0
+    assert points_needing_more({"baseline": steady, "current": spread}, protocol) == 1
+    assert points_needing_more({"baseline": steady[:2], "current": steady[:2]}, protocol) == 1  # fewer than asked
+    # At the most, or failed in a round (broken whatever more rounds say): no more.
+    assert points_needing_more({"baseline": steady, "current": spread}, ProcessProtocol.rounds(3, 3)) == 0
+    failed = _rounds_of(tmp_path / "failed", [10.0, 11.0, 9.5], status="mismatch")
+    assert points_needing_more({"baseline": steady, "current": failed}, protocol) == 0

@@ -93,3 +93,19 @@ def test_a_side_finds_its_own_package_first(tmp_path: Path, monkeypatch: pytest.
     assert side_env(tmp_path)["PYTHONPATH"] == os.pathsep.join([str(tmp_path), "/elsewhere"])
     monkeypatch.delenv("PYTHONPATH")
     assert side_env(tmp_path)["PYTHONPATH"] == str(tmp_path)
+
+
+def test_more_rounds_follow_while_asked_for_up_to_the_most(sides: dict[str, Side], tmp_path: Path) -> None:
+    asked: list[int] = []
+
+    def another(folders: dict[str, list[Path]]) -> bool:
+        asked.append(len(folders["baseline"]))
+        return len(folders["current"]) < 4
+
+    folders = run_rounds(sides, 2, [], tmp_path / "ab", most=6, another=another)
+    assert [len(folders[side]) for side in ("baseline", "current")] == [4, 4]
+    assert asked == [2, 3, 4]  # asked after the rounds given, never before
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert [call.split()[0] for call in calls][4:] == ["baseline", "current", "current", "baseline"]  # still ABBA
+    capped = run_rounds(sides, 1, [], tmp_path / "capped", most=3, another=lambda folders: True)
+    assert len(capped["baseline"]) == 3

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,34 +11,39 @@ from cli_helpers import Invoke
 
 from linbench.kernels import build
 
-IS_BUILT = "from linbench.kernels.build import is_built; print(is_built())"
 
-
-def python(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {build.CACHE_ENV: str(cache)}
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=300, check=False)
-
-
-def test_list_says_not_built_yet_and_builds_nothing(tmp_path: Path) -> None:
+@pytest.fixture
+def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty kernel cache, and this process's record of a load forgotten (what a fresh
+    process starts with), for one test; forgotten again after it."""
     cache = tmp_path / "cache"
-    result = python("-m", "linbench", "list", "--device", "cpu", cache=cache)
-    assert result.returncode == 0, result.stderr
+    monkeypatch.setenv(build.CACHE_ENV, str(cache))
+    build.load_kernels.cache_clear()
+    yield cache
+    build.load_kernels.cache_clear()
+
+
+def test_list_says_not_built_yet_and_builds_nothing(invoke: Invoke, empty_cache: Path) -> None:
+    result = invoke("list", "--device", "cpu")
+    assert result.exit_code == 0, result.output
     kernel_rows = [line for line in result.stdout.splitlines() if "│ kernel " in line]
     assert len(kernel_rows) == 4
     assert all("not built yet (builds on first use, about 25 s" in row for row in kernel_rows)
     assert "compiling" not in result.stderr
-    assert not cache.exists() or not list(cache.rglob("*.so"))
+    assert not empty_cache.exists() or not list(empty_cache.rglob("*.so"))
+    assert build.load_kernels.cache_info().currsize == 0  # nothing was loaded either
 
 
-def test_is_built_reads_the_cache_without_building(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    assert python("-c", IS_BUILT, cache=cache).stdout.strip() == "False"
-    key = python("-c", "from linbench.kernels.build import build_key; print(build_key(False))", cache=cache)
-    folder = cache / key.stdout.strip()
+def test_is_built_reads_the_cache_without_building(empty_cache: Path) -> None:
+    assert not build.is_built()
+    folder = empty_cache / build.build_key(False)
     folder.mkdir(parents=True)
     (folder / "build-failed.txt").write_text("kernel build failed: remembered\n")
-    assert python("-c", IS_BUILT, cache=cache).stdout.strip() == "True"  # the failure is read back
-    assert not list(cache.rglob("*.so"))
+    if build.cuda_toolchain_missing() is None:  # a CUDA flavour is looked for first: failed too
+        (empty_cache / build.build_key(True)).mkdir()
+        (empty_cache / build.build_key(True) / "build-failed.txt").write_text("kernel build failed: remembered\n")
+    assert build.is_built()  # the failure is read back
+    assert not list(empty_cache.rglob("*.so"))
 
 
 @pytest.fixture

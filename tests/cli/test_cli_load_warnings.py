@@ -49,7 +49,7 @@ def test_report_of_a_quiet_or_unrecorded_run_has_no_warning(invoke: Invoke, tmp_
 def test_compare_names_the_run_that_was_busy(invoke: Invoke, tmp_path: Path) -> None:
     baseline, current = _run(tmp_path / "base", None), _run(tmp_path / "cur", BUSY)
     result = invoke("compare", baseline, current)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output  # runs of one process per point: inconclusive
     assert "warning: current: the machine was busy" in result.stdout
     assert "warning: baseline" not in result.stdout
     payload = json.loads(invoke("compare", baseline, current, "--json").stdout)

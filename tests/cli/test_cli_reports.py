@@ -109,7 +109,7 @@ def test_compare_refuses_other_devices_unless_forced(invoke: Invoke, tmp_path: P
     base = write_run(tmp_path / "a", rows)
     other = write_run(tmp_path / "b", [{**row, "device_name": "Another CPU"} for row in rows])
     assert_usage_error(invoke("compare", base, other), "different devices", "--force")
-    assert invoke("compare", base, other, "--force").exit_code == 0
+    assert invoke("compare", base, other, "--force").exit_code == 4  # compared: one process a point, inconclusive
 
 
 def test_compare_refuses_a_folder_of_several_runs(invoke: Invoke, run_dir: Path) -> None:
@@ -128,7 +128,7 @@ def test_the_reports_never_import_torch(run_dir: Path, tmp_path: Path) -> None:
         "    try:\n"
         "        main()\n"
         "    except SystemExit as exit:\n"
-        "        assert not exit.code, exit.code\n"
+        "        assert exit.code in (None, 0, 4), exit.code\n"  # compare of a run with itself: inconclusive
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

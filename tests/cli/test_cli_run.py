@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -18,6 +19,8 @@ from linbench.results.schema import RESULT_COLUMNS
 from linbench.sweep.points import KEY_COLUMNS
 
 PLANTED_FILE = Path(__file__).parents[1] / "plugins" / "planted.py"
+STALL_MARKER_ENV = "LINBENCH_PLANTED_STALL"  # planted.py's
+WAIT_S = 120.0  # a bound on waiting for a process, never a measured duration
 CPU = ("--device", "cpu")
 TINY = ("--seq", "64,128", "--heads", "2", "--dim", "16", "--budget-s", "0.05", *CPU)
 
@@ -30,17 +33,6 @@ def run_folder(out: Path) -> Path:
 def read_rows(folder: Path) -> list[dict[str, str]]:
     with (folder / "results.csv").open() as handle:
         return list(csv.DictReader(handle))
-
-
-def wait_for_rows(out: Path, count: int, timeout_s: float = 120) -> None:
-    """Until the one run folder under ``out`` holds ``count`` result rows."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        folders = list(out.iterdir())
-        if folders and (folders[0] / "results.csv").exists() and len(read_rows(folders[0])) >= count:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no {count} rows under {out} within {timeout_s} s")
 
 
 def test_a_tiny_sweep_writes_results_samples_and_meta(invoke: Invoke, tmp_path: Path) -> None:
@@ -147,23 +139,42 @@ def test_a_plugin_file_shows_in_list_and_runs(invoke: Invoke, tmp_path: Path) ->
     assert statuses == {("good", "ok"), ("wrong", "mismatch")}
 
 
+# A run of planted:stall stops at its first point of FAIL_FROM_SEQ (512) or longer, in the
+# worker measuring it, after the rows of the three shorter points: a kill or a Ctrl-C lands
+# mid-sweep by construction, never by a race with the clock.
+STALL_SEQS = ("64", "128", "256", "512", "1024")
+STALL_RUN = ("--plugin", PLANTED_FILE, "--variant", "planted:stall", "--no-baseline", *CPU, "-q")
+STALL_RUN += ("--seq", ",".join(STALL_SEQS), "--heads", "2", "--dim", "16", "--budget-s", "0.05")
+
+
+def start_stalling_run(tmp_path: Path, **popen: Any) -> tuple[subprocess.Popen[str], int]:
+    """``linbench run`` of planted:stall into tmp_path/out; returns once its worker has stalled,
+    with that worker's pid (which outlives a kill -9 of the run: the test ends it)."""
+    marker = tmp_path / "stalled"
+    env = os.environ | {STALL_MARKER_ENV: str(marker)}
+    command = linbench_argv("run", *STALL_RUN, "--out", tmp_path / "out")
+    process = subprocess.Popen(command, text=True, env=env, **popen)
+    deadline = time.monotonic() + WAIT_S
+    while not marker.exists() or not marker.read_text().endswith("\n"):
+        assert time.monotonic() < deadline and process.poll() is None, process.returncode
+        time.sleep(0.05)
+    return process, int(marker.read_text())
+
+
 def test_kill_9_leaves_valid_csv_and_resume_finishes_without_duplicates(tmp_path: Path) -> None:
-    seqs = "64,96,128,160,192,224,256,288"
-    command = linbench_argv("run", "--variant", "cosine:chunked", "--no-baseline", *CPU, "--seq", seqs, "--heads", "2")
-    command += ["--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wait_for_rows(tmp_path, 2)
+    process, worker = start_stalling_run(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    folder = run_folder(tmp_path)
+    os.kill(worker, signal.SIGKILL)  # a fork server's child: the kill of the run leaves it
+    folder = run_folder(tmp_path / "out")
     done_before = read_rows(folder)
-    assert 2 <= len(done_before) < 8, "the kill should land mid-sweep"
+    assert [r["seq"] for r in done_before] == ["64", "128", "256"]
     resumed = subprocess.run(linbench_argv("run", "--resume", folder, "-q"), capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     rows = read_rows(folder)
     keys = [tuple(r[c] for c in KEY_COLUMNS) for r in rows]
-    assert len(keys) == len(set(keys)) == 8
-    assert sorted(int(r["seq"]) for r in rows) == [int(s) for s in seqs.split(",")]
+    assert len(keys) == len(set(keys)) == len(STALL_SEQS)
+    assert [r["seq"] for r in rows] == list(STALL_SEQS) and {r["status"] for r in rows} == {"ok"}
     assert rows[: len(done_before)] == done_before  # finished points were kept, not rerun
     with (folder / "samples.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == sum(int(r["samples"]) for r in rows)
@@ -171,29 +182,23 @@ def test_kill_9_leaves_valid_csv_and_resume_finishes_without_duplicates(tmp_path
 
 
 def test_ctrl_c_stops_cleanly_and_marks_the_run_interrupted(tmp_path: Path) -> None:
-    command = linbench_argv("run", "--variant", "cosine:chunked", "--no-baseline", *CPU)
-    command += ["--seq", "64..2k:+64", "--heads", "2", "--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for_rows(tmp_path, 1)
+    process, _ = start_stalling_run(tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
+    stdout, stderr = process.communicate(timeout=WAIT_S)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "--resume" in stdout
-    folder = run_folder(tmp_path)
+    folder = run_folder(tmp_path / "out")
     assert json.loads((folder / "meta.json").read_text())["status"] == "interrupted"
-    assert 1 <= len(read_rows(folder)) < 32
+    assert [r["seq"] for r in read_rows(folder)] == ["64", "128", "256"]
 
 
 def test_ctrl_c_to_the_whole_process_group_writes_no_error_rows(tmp_path: Path) -> None:
     """A terminal's Ctrl-C also reaches the worker forks; only the supervisor may act on it."""
-    command = linbench_argv("run", "--variant", "cosine:chunked", "--no-baseline", *CPU)
-    command += ["--seq", "64..2k:+64", "--heads", "2", "--dim", "16", "--budget-s", "0.3", "--out", str(tmp_path), "-q"]
-    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    process = subprocess.Popen(command, **pipes, start_new_session=True)
-    wait_for_rows(tmp_path, 2)
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    process, _ = start_stalling_run(tmp_path, **pipes, start_new_session=True)
     os.killpg(process.pid, signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
+    stdout, stderr = process.communicate(timeout=WAIT_S)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "--resume" in stdout
-    rows = read_rows(run_folder(tmp_path))
-    assert rows and {row["status"] for row in rows} == {"ok"}
+    rows = read_rows(run_folder(tmp_path / "out"))
+    assert [(r["seq"], r["status"]) for r in rows] == [("64", "ok"), ("128", "ok"), ("256", "ok")]

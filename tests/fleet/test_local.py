@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fleet_helpers import FakeInventory, sweep_keys
 
+from linbench.fleet.agent_checks import own_tree
 from linbench.fleet.device_spec import select_devices
 from linbench.fleet.inventory import Inventory
 from linbench.fleet.local import run_local
@@ -126,6 +127,7 @@ import os, sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from fleet_helpers import sweep_keys
+from linbench.fleet.agent_checks import own_tree
 from linbench.fleet.device_spec import select_devices
 from linbench.fleet.inventory import read_inventory
 from linbench.fleet.local import run_local
@@ -135,6 +137,17 @@ choices = select_devices("cuda:0-1", read_inventory(), {{}})
 placed = plan_placement(choices, os.sched_getaffinity(0), min_cores=1, oversubscribe=True)
 run_local(Path({run!r}), make_shards(sweep_keys()), placed)
 """
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (/proc/PID/stat's starttime), or None once it has ended: a
+    zombie, which its new parent has not reaped yet, runs no more."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state, *fields = stat[stat.rindex(")") + 2 :].split()
+    return None if state in ("Z", "X") else fields[18]
 
 
 def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
@@ -147,13 +160,18 @@ def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
     coordinator = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + WAIT_S
     while not marker.exists() or not marker.read_text().endswith("\n"):
-        assert time.monotonic() < deadline and coordinator.poll() is None
+        assert time.monotonic() < deadline and coordinator.poll() is None, coordinator.returncode
         time.sleep(0.05)
-    stalled_agent = int(marker.read_text())
+    # Every agent, the stalled one and the other (which may be anywhere in its shards), by pid
+    # and start time: a pid can be reused once its process is gone.
+    agents = {pid: _started(pid) for pid in own_tree(coordinator.pid) - {coordinator.pid}}
+    assert len(agents) == 2 and int(marker.read_text()) in agents and None not in agents.values()
     coordinator.send_signal(signal.SIGKILL)
     coordinator.wait(timeout=WAIT_S)
-    while Path(f"/proc/{stalled_agent}").exists():  # the agents die with their coordinator
-        assert time.monotonic() < deadline
+    # The agents die with their coordinator. Until each has, one could still be finishing a
+    # write into the run folder that the resume reads.
+    while any(_started(pid) == started for pid, started in agents.items()):
+        assert time.monotonic() < deadline, "an agent outlived its coordinator"
         time.sleep(0.05)
     outcome = run_local(run, make_shards(KEYS), placements(inventory, "cuda:0-1"))  # --resume
     assert outcome.deaths == [] and outcome.crashed == []

@@ -7,9 +7,10 @@ import math
 import statistics
 from statistics import NormalDist
 
+import numpy as np
 import pytest
 
-from linbench.gate.rule import TimeRule, judge
+from linbench.gate.rule import TimeRule, gross_bar, judge, processes_to_judge
 from linbench.results.protocol import ProcessProtocol
 
 RULE = TimeRule()
@@ -98,3 +99,72 @@ def test_a_higher_z_or_a_lower_noise_cap_is_stricter_about_judging() -> None:
     assert judge(base, cur, TimeRule(noise_z=5)).verdict == "regression"
     assert judge(base, cur, TimeRule(noise_z=20)).verdict == "noisy"  # N = e^{20·SE} − 1 ≈ 61%
     assert judge(base, cur, TimeRule(max_noise=0.10)).verdict == "noisy"
+
+
+# The other points of the comparison did not move (their median log ratio and spread 0).
+STILL = TimeRule(gross_bar=0.0)
+
+
+def test_a_gross_slowdown_of_steady_processes_fails_even_unverified() -> None:
+    # One process a side, each steady within itself (p80/p20 1.1): 3x is no noise's doing.
+    gross = judge([2.0], [6.0], STILL, within=1.1)
+    assert gross.verdict == "regression" and gross.gross and gross.ratio == pytest.approx(3.0)
+    # +30%, or 2x (tight processes were measured 1.87x apart), is not gross: still unjudged.
+    assert judge([2.0], [2.6], STILL, within=1.1).verdict == "unverified"
+    assert judge([2.0], [4.0], STILL, within=1.1).verdict == "unverified"
+    # Processes unsteady within themselves, or of unknown steadiness, prove nothing.
+    assert judge([2.0], [6.0], STILL, within=2.0).verdict == "unverified"
+    assert judge([2.0], [6.0], STILL).verdict == "unverified"
+
+
+def test_a_gross_slowdown_must_stand_out_from_how_far_the_other_points_moved() -> None:
+    assert judge([2.0], [6.0], RULE, within=1.1).verdict == "unverified"  # no bar: too few points to tell
+    assert judge([2.0], [6.0], TimeRule(gross_bar=math.log(4.0)), within=1.1).verdict == "unverified"
+    # The bar: the points' median log ratio plus z of their spread (1.4826·MAD).
+    ratios = [1.0, 1.1, 0.9, 1.0, 3.0]
+    logs = [math.log(r) for r in ratios]
+    mad = statistics.median(abs(x - statistics.median(logs)) for x in logs)
+    assert gross_bar(ratios, 5.0) == pytest.approx(5 * 1.4826 * mad)
+    assert gross_bar(ratios[:4], 5.0) is None  # fewer than 5 points: no spread to compare with
+    scattered = [1.0, 3.0, 0.3, 10.0, 0.1, 2.0]  # a machine on which points move by 10x either way
+    assert judge([2.0], [6.0], TimeRule(gross_bar=gross_bar(scattered, 5.0)), within=1.1).verdict == "unverified"
+
+
+def test_a_gross_slowdown_of_noisy_points_fails_only_where_every_process_moved() -> None:
+    base = _medians(1.0, NOISY)  # 20 processes spanning 0.52x..1.9x
+    assert judge(base, _medians(1.5, NOISY), STILL, within=1.2).verdict == "noisy"
+    slowest_base = max(base)
+    cleared = [slowest_base * 2.6 * math.exp(o - min(NOISY)) for o in NOISY]
+    result = judge(base, cleared, STILL, within=1.2)
+    assert result.verdict == "regression" and result.gross
+    # The same medians but one current process inside the baseline's range: not gross.
+    overlapping = [slowest_base, *cleared[1:]]
+    assert judge(base, overlapping, STILL, within=1.2).verdict == "noisy"
+
+
+def test_a_judged_point_is_never_marked_gross() -> None:
+    result = judge(_medians(1.0, QUIET), _medians(3.0, QUIET), STILL, within=1.1)
+    assert result.verdict == "regression" and not result.gross
+
+
+@pytest.mark.parametrize(
+    ("spread", "expected"),
+    [
+        (None, 5),  # unverified: the gate's 5 processes
+        (0.001, 20),  # quiet, but unsettled: as many as the protocol trusts whatever they span
+        (0.10, 20),  # N ≈ 22% at 20 processes: 20 judge it
+        (0.20, 46),  # 2·(5·1.2533·0.2 / log 1.3)² = 45.6
+    ],
+)
+def test_processes_to_judge_a_point(spread: float | None, expected: int) -> None:
+    assert processes_to_judge(spread, RULE) == expected
+    if spread and expected > 20:  # with that many the noise threshold is within --max-noise
+        se = 1.2533 * spread * math.sqrt(2 / expected)
+        assert math.expm1(5 * se) <= RULE.max_noise
+
+
+def test_the_rule_takes_arrays_as_it_takes_lists() -> None:
+    """scripts/gate_simulation.py feeds it numpy arrays."""
+    base, cur = np.asarray(_medians(2.0, QUIET)), np.asarray(_medians(6.0, QUIET))
+    assert judge(base, cur, STILL, within=1.1).verdict == "regression"
+    assert judge(np.asarray([2.0]), np.asarray([6.0]), STILL, within=1.1).gross

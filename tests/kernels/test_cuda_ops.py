@@ -6,9 +6,19 @@ import pytest
 import torch
 from kernel_cases import assert_close_at_case_scale, dense_reference, random_inputs
 
+from linbench.kernels import build
 from linbench.kernels.ops import kernel_ops, linear_attention
 
 pytestmark = pytest.mark.cuda
+
+
+@pytest.fixture(autouse=True)
+def _cuda_half_built() -> None:
+    """A GPU without the CUDA toolchain (a CPU torch, or no nvcc) has no CUDA half to test:
+    skipped, saying why. Where the toolchain is, a build that fails fails these tests."""
+    if (missing := build.cuda_toolchain_missing()) is not None:
+        pytest.skip(f"the CUDA kernels are not built here: {missing}")
+
 
 TOLERANCE = {torch.float32: 2e-4, torch.bfloat16: 3e-2, torch.float16: 4e-3}
 

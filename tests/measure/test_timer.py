@@ -1,26 +1,70 @@
-"""The CPU timer: warm-up, repetition bounds, and the summary statistics."""
+"""The CPU timer: warm-up, repetition bounds, and the summary statistics (CPU).
+
+The timer reads a clock that these tests drive themselves, so what they assert (which calls
+are timed, how many) holds however busy the machine is.
+"""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
+from linbench.measure import timer
 from linbench.measure.timer import Timing, time_cpu
 
 
-def test_repetitions_respect_min_and_max() -> None:
+class FakeClock:
+    """Stands in for the ``time`` module inside the timer: time moves only when a test says."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+
+    def perf_counter(self) -> float:
+        return self.ns / 1e9
+
+    def perf_counter_ns(self) -> int:
+        return self.ns
+
+    def advance_ms(self, ms: float) -> None:
+        self.ns += round(ms * 1e6)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(timer, "time", fake)
+    return fake
+
+
+def test_repetitions_respect_min_and_max(clock: FakeClock) -> None:
     calls = []
     timing = time_cpu(lambda: calls.append(1), warmup_s=0.0, budget_s=10.0, min_reps=3, max_reps=7)
-    assert timing.count == 7
+    assert timing.count == 7  # no time passes: the budget is never spent, max_reps stops it
     assert len(calls) == 7 + 1  # one warm-up call at least
-    slow = time_cpu(lambda: time.sleep(0.02), warmup_s=0.0, budget_s=0.0, min_reps=4, max_reps=100)
-    assert slow.count == 4
+    slow = time_cpu(lambda: clock.advance_ms(20), warmup_s=0.0, budget_s=0.0, min_reps=4, max_reps=100)
+    assert slow.count == 4  # the budget is spent at once: min_reps stops it
 
 
-def test_samples_measure_the_closure() -> None:
-    timing = time_cpu(lambda: time.sleep(0.01), warmup_s=0.0, budget_s=0.05, min_reps=3)
-    assert all(10.0 <= s < 100.0 for s in timing.samples_ms)
+def test_warm_up_runs_until_its_time_has_passed(clock: FakeClock) -> None:
+    calls = []
+
+    def call() -> None:
+        calls.append(1)
+        clock.advance_ms(30)
+
+    timing = time_cpu(call, warmup_s=0.1, budget_s=0.0, min_reps=2, max_reps=2)
+    assert len(calls) == 4 + 2  # 30, 60, 90, 120 ms of warm-up, then the two timed calls
+    assert timing.count == 2
+
+
+def test_samples_measure_the_closure_and_not_its_preparation(clock: FakeClock) -> None:
+    timing = time_cpu(
+        lambda: clock.advance_ms(10),
+        before=lambda: clock.advance_ms(1000),  # untimed, and not counted against the budget
+        warmup_s=0.0,
+        budget_s=0.05,
+        min_reps=3,
+    )
+    assert timing.samples_ms == (10.0,) * 5  # 50 ms of timed calls: the budget
 
 
 def test_summary_statistics() -> None:

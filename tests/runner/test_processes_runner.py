@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 from pathlib import Path
@@ -40,11 +41,15 @@ def test_each_point_is_measured_in_as_many_fresh_processes_as_asked(tmp_path: Pa
 def test_a_process_that_fails_after_the_first_fails_the_point(tmp_path: Path) -> None:
     """A flaky impl is a broken one: the crash of its second measuring process is the point's
     status, and the error says which process it was."""
+    # This session's ledger of the workers that called flaky (planted.flaky_ledger), new and
+    # then removed: another session's is its own.
+    ledger = Path(tempfile.gettempdir()) / f"linbench-planted-flaky-{os.getpid()}"
+    ledger.unlink(missing_ok=True)  # left by an earlier session of the same pid
     try:
         store = run_store(tmp_path, make_points([("planted", "flaky")], [64]), processes=3)
+        assert ledger.is_file()  # the workers kept this session's ledger, and no other
     finally:
-        for ledger in Path(tempfile.gettempdir()).glob("linbench-planted-flaky-*"):
-            ledger.unlink()
+        ledger.unlink(missing_ok=True)
     (row,) = store.rows()
     assert row["status"] == "crashed" and row["error"].startswith("process 2 of 2: worker killed by SIGSEGV")
     assert row["time_ms"] == "" and row["processes"] == "2"

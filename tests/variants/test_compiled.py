@@ -51,7 +51,9 @@ def test_every_compiled_impl_names_its_mode_and_takes_chunk_size() -> None:
 @pytest.mark.slow
 def test_one_compile_serves_longer_lengths_and_passes_the_gate() -> None:
     """The warm-up length compiles; a longer one must reuse that graph (a compile there would
-    land in the point's memory reading), and the result must pass the correctness gate."""
+    land in the point's memory reading), and the result must pass the correctness gate, its
+    gradients included, on that same graph. One compile in all: each costs tens of seconds
+    on CPU, and a training graph (forward and backward) serves a forward-only call too."""
     if (reason := compiled.compile_unavailable(CPU)) is not None:
         pytest.skip(reason)
     from torch._dynamo.utils import counters
@@ -59,15 +61,17 @@ def test_one_compile_serves_longer_lengths_and_passes_the_gate() -> None:
     # A worker starts with nothing compiled; earlier tests in this process may have compiled
     # the same function at other lengths, which changes what dynamo does with a new one.
     torch._dynamo.reset()
-    impl = linbench.get_variant("cosine").impl("compiled")
-    with torch.no_grad():
-        for seq in (16, 700):
-            q, k, v = (torch.randn(1, 2, seq, 16) for _ in range(3))
-            impl.fn(q, k, v, causal=True, chunk_size=128, norm_const=0.5, seq_len=None)
-            if seq == 16:
-                graphs, spent = counters["stats"]["unique_graphs"], compile_seconds()
+    cosine = linbench.get_variant("cosine")
+    for seq in (16, 700):
+        q, k, v = (torch.randn(1, 2, seq, 16, requires_grad=True) for _ in range(3))
+        cosine.impl("compiled").fn(q, k, v, causal=True, chunk_size=128, norm_const=0.5, seq_len=None).sum().backward()
+        if seq == 16:
+            graphs, spent = counters["stats"]["unique_graphs"], compile_seconds()
     assert counters["stats"]["unique_graphs"] == graphs
     assert spent is not None and spent > 0
-    case = check_impl(linbench.get_variant("cosine"), "compiled", Shape(1, 2, 300, 16, 16), causal=True,
-                      dtype=torch.float32)  # fmt: skip
+    # norm_const as a value, as in the warm-up (a learnable tensor would be another graph).
+    case = check_impl(cosine, "compiled", Shape(1, 2, 300, 16, 16), causal=True, dtype=torch.float32,
+                      params={"norm_const": 0.5})  # fmt: skip
     assert case.ok, case.describe()
+    assert [c.name for c in case.comparisons] == ["out", "grad q", "grad k", "grad v"]
+    assert counters["stats"]["unique_graphs"] == graphs

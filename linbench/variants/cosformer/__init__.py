@@ -1,4 +1,4 @@
-"""cosformer: Qin et al. (2022), cosFormer (seeds/001 and seeds/004)."""
+"""cosformer: Qin et al. (2022), cosFormer (and its notes and reference code)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ VARIANT = register_variant(
         time_exponent=1,
         memory_complexity="O(sd)",
         auto_order=("chunked", "recurrent", "quadratic"),
-        source="Qin et al., cosFormer (ICLR 2022), shared/seeds/001 and 004",
+        source="Qin et al., cosFormer (ICLR 2022)",
         stream=feature_map_stream(cosformer_features),
         decoder_list=(feature_map_decoder(cosformer_features),),
     )

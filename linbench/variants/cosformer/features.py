@@ -1,4 +1,4 @@
-"""cosFormer (seeds/001, 004): ReLU features re-weighted by cos(π/2 · (i − j) / M)."""
+"""cosFormer (Qin et al., 2022): ReLU features re-weighted by cos(π/2 · (i − j) / M)."""
 
 from __future__ import annotations
 

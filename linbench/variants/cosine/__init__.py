@@ -1,4 +1,4 @@
-"""cosine: Cottention's cosine attention (seeds/000, eq. 4)."""
+"""cosine: Cottention's cosine attention (Mongaras et al., 2024, eq. 4)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ VARIANT = register_variant(
         time_exponent=1,
         memory_complexity="O(sd)",
         auto_order=("chunked", "recurrent", "quadratic"),
-        source="Cottention (Mongaras et al., 2024), shared/seeds/000",
+        source="Cottention (Mongaras et al., 2024)",
         stream=feature_map_stream(cosine_features),
         decoder_list=(feature_map_decoder(cosine_features),),
     )

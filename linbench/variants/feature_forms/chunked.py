@@ -40,6 +40,8 @@ def chunked_scan(
     outputs and the state after the last token. Normalised when eps is given."""
     if state is None:
         state = LinearState.empty(fk, fv, normalised=eps is not None)
+    elif (state.key_sum is None) != (eps is None):
+        raise ValueError("a carried state has a key sum exactly when the scan is normalised (eps given)")
     kv = state.kv
     # The key sum as a column, so that q_c @ key_sum is one matmul per chunk.
     key_sum = state.key_sum.unsqueeze(-1) if state.key_sum is not None else None
@@ -50,7 +52,7 @@ def chunked_scan(
     for q_c, k_c, v_c in zip(*(x.split(chunk_size, dim=-2) for x in (fq, fk, fv)), strict=True):
         scores = (q_c @ k_c.transpose(-1, -2)).tril()  # within the chunk: j <= i
         num = scores @ v_c + q_c @ kv  # this chunk's keys, then every earlier token's
-        if key_sum is not None:
+        if key_sum is not None and eps is not None:  # both or neither (checked above)
             den = scores.sum(-1, keepdim=True) + q_c @ key_sum
             num = num / (den + eps)
             key_sum = key_sum + k_c.sum(-2).unsqueeze(-1)

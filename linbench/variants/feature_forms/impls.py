@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
@@ -37,12 +37,12 @@ class Features:
         return out if self.out_scale is None else out * self.out_scale
 
 
-class FeatureMap(Protocol):
-    """Maps inputs to features; ``offset`` is the position of the first token (for streaming)."""
-
-    def __call__(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, offset: int, **params: Any
-    ) -> Features: ...
+# Maps inputs to features: called as ``features(q, k, v, offset=..., **params)``, where ``offset``
+# is the position of the first token (for streaming) and the params are the variant's own
+# keyword arguments (cosine's norm_const and seq_len, cosFormer's M and eps). A Protocol with
+# ``**params: Any`` would reject every real feature map, whose params are named, so the type
+# says only what every one returns.
+FeatureMap = Callable[..., Features]
 
 
 def _naive(features: FeatureMap) -> ImplFn:

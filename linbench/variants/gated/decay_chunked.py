@@ -133,8 +133,9 @@ def decay_chunked_scan(
     size = chunks_per_group(q.shape[0] * q.shape[1], chunk_size, max(q.shape[-1], v.shape[-1]))
     matrix, outs = carried.matrix, []
     # split, not slicing: a slice's backward writes a zero gradient the size of the whole input.
-    for parts in zip(*(t.split(size, dim=2) for t in (qc, kc, vc, b)), strict=True):
-        out, matrix = _chunk_group(*parts, matrix, factored)
+    groups = (t.split(size, dim=2) for t in (qc, kc, vc, b))
+    for q_part, k_part, v_part, b_part in zip(*groups, strict=True):
+        out, matrix = _chunk_group(q_part, k_part, v_part, b_part, matrix, factored)
         outs.append(out)
     out = torch.cat(outs, dim=2).flatten(2, 3)[..., :seq, :]
     return out, GatedState(matrix, carried.position + seq)

@@ -91,7 +91,7 @@ def retention_log_decay(gamma: object, heads: int, like: torch.Tensor) -> torch.
     if gamma is None:
         return torch.tensor([math.log(g) for g in retnet_decays(heads)], dtype=like.dtype, device=like.device)
     if isinstance(gamma, numbers.Real) and not isinstance(gamma, bool):
-        if not 0 < gamma < 1:
+        if not 0 < float(gamma) < 1:
             raise ValueError(f"parameter gamma must lie in (0, 1) (a decay per token); got {gamma!r}")
         return torch.full((heads,), math.log(gamma), dtype=like.dtype, device=like.device)
     if not isinstance(gamma, torch.Tensor) or tuple(gamma.shape) != (heads,):

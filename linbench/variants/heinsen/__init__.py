@@ -1,4 +1,4 @@
-"""heinsen: softmax attention with constant cost per token (seeds/002 and 003).
+"""heinsen: softmax attention with constant cost per token (Heinsen, 2024, and its reference code).
 
 The ``v`` argument is log V and the result is log Y, with
 Y_i = Σ_j exp(q_i)·exp(k_j) exp(log v_j) / Σ_j exp(q_i)·exp(k_j).
@@ -67,7 +67,7 @@ VARIANT = register_variant(
         time_exponent=1,
         memory_complexity="O(sd)",
         auto_order=("chunked", "recurrent", "quadratic"),
-        source="Heinsen, Softmax Attention with Constant Cost per Token (2024), shared/seeds/002 and 003",
+        source="Heinsen, Softmax Attention with Constant Cost per Token (2024)",
         stream=stream,
         decoder_list=(
             Decoder(

@@ -1,4 +1,4 @@
-"""Heinsen's linearised form (seeds/002, eqs. 5–6): two logcumsumexp scans.
+"""Heinsen's linearised form (Heinsen's reference code, eqs. 5–6): two logcumsumexp scans.
 
 Keeps every latent state, B·H·S·Dk·Dv values, "memory-inefficient but easier to write"
 (the paper's footnote 3).

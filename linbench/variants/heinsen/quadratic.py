@@ -1,4 +1,4 @@
-"""The reference: Heinsen's quadratic-cost formulation (seeds/002)."""
+"""The reference: Heinsen's quadratic-cost formulation (Heinsen's reference code)."""
 
 from __future__ import annotations
 

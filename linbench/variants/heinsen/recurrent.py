@@ -1,4 +1,4 @@
-"""Heinsen's sequential form: constant time and memory per token (seeds/002, 003 §1.4)."""
+"""Heinsen's sequential form: constant time and memory per token (Heinsen, 2024, §1.4)."""
 
 from __future__ import annotations
 

@@ -119,6 +119,7 @@ def recompute_step(
 ) -> tuple[torch.Tensor, KVCache]:
     """Full causal attention over every token so far (the naive S×S form); the new rows."""
     state = _append(state, q, k, v, capacity=0, with_queries=True)
-    queries = state.filled(state.queries)  # type: ignore[arg-type] - recompute always keeps them
+    assert state.queries is not None  # _append with_queries=True always keeps them
+    queries = state.filled(state.queries)
     out = naive(queries, state.filled(state.keys), state.filled(state.values), causal=True)
     return out[..., -q.shape[-2] :, :], state

@@ -26,7 +26,7 @@ BACKENDS: dict[str, SDPBackend | None] = {
 def _backend(name: object) -> SDPBackend | None:
     if name not in BACKENDS:
         raise ValueError(f"unknown SDPA backend {name!r}; backends: {', '.join(BACKENDS)}")
-    return BACKENDS[name]  # type: ignore[index]
+    return BACKENDS[name]
 
 
 def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, backend: str) -> torch.Tensor:

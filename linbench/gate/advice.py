@@ -1,0 +1,119 @@
+"""What an inconclusive comparison needs: the points it could not judge, and the command that
+would judge them.
+
+A point is ``unverified`` when a side has fewer processes than the protocol judges with, and
+``noisy`` when its processes disagree more than the protocol trusts from so few, or so much
+that the change asked about drowns in them. Both need more processes per point: at least
+the gate's 5, and, for a noisy point, as many as its measured spread needs for the noise
+threshold to fall to ``--max-noise`` (rule.processes_to_judge). The command is the one the run
+recorded in meta.json with those counts put in: ``--processes``/``--max-processes`` for
+``linbench run`` (both runs must be measured again: the baseline at its own commit), and
+``--rounds``/``--max-rounds`` for ``linbench ab``.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+
+from linbench.gate.compare import Comparison
+from linbench.gate.points import Thresholds
+from linbench.gate.render import point_label
+from linbench.gate.rule import processes_to_judge
+from linbench.results.protocol import GATE_PROCESSES
+
+# Flags that take a value and are replaced (or dropped) in a command given again.
+RUN_COUNTS = ("--processes", "--max-processes")
+AB_COUNTS = ("--rounds", "--max-rounds")
+DROPPED = {"run": ("--resume",), "ab": ("--out",)}
+DROPPED_SWITCHES = ("--dry-run",)
+SHOWN_POINTS = 12
+# Past this many processes per point, more will not settle a point in reasonable time: the
+# machine must get quieter (a dedicated runner, one thread per worker) instead.
+MOST_WORTH_ASKING = 60
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """How many processes (or rounds) per point would judge what could not be."""
+
+    first: int  # --processes / --rounds
+    most: int  # --max-processes / --max-rounds
+    beyond: int = 0  # points that would need more than MOST_WORTH_ASKING
+
+    def flags(self, ab: bool) -> list[str]:
+        first, most = AB_COUNTS if ab else RUN_COUNTS
+        return [first, str(self.first), most, str(self.most)]
+
+
+def rerun_of(comparison: Comparison, thresholds: Thresholds) -> Rerun:
+    """The processes per point that would judge every unjudged point of ``comparison``."""
+    rule = thresholds.time_rule(comparison.protocol)
+    first = max(GATE_PROCESSES, comparison.protocol.min_to_judge)
+    needed = [processes_to_judge(p.spread, rule) for p in comparison.unjudged]
+    most = max([first, comparison.protocol.trust_processes, *needed])
+    beyond = sum(n > MOST_WORTH_ASKING for n in needed)
+    return Rerun(first, min(most, max(MOST_WORTH_ASKING, comparison.protocol.trust_processes)), beyond)
+
+
+def rerun_command(command: str | None, rerun: Rerun) -> str | None:
+    """``command`` (a linbench run or ab command line) with the counts of ``rerun`` in place of
+    its own; None for a command that is neither (a run made by the Python API)."""
+    try:
+        words = shlex.split(command or "")
+    except ValueError:
+        return None
+    if len(words) < 2 or words[0] != "linbench" or words[1] not in DROPPED:
+        return None
+    ab = words[1] == "ab"
+    dropped = (*(AB_COUNTS if ab else RUN_COUNTS), *DROPPED[words[1]])
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        flag = word.split("=", 1)[0]
+        if skip:
+            skip = False
+        elif flag in dropped:
+            skip = "=" not in word  # --flag VALUE: drop the value too
+        elif word not in DROPPED_SWITCHES:
+            kept.append(word)
+    return shlex.join([*kept, *rerun.flags(ab)])
+
+
+def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
+    """For an inconclusive comparison: what was not judged, and the command that would judge it."""
+    lines = [f"the runs do not match: {reason}" for reason in comparison.covered().reasons()]
+    between = comparison.between
+    if comparison.run_moved and between is not None:
+        lines.append(
+            f"every point moved together by {math.expm1(between.shift):+.1%} (the median of {between.points} points) "
+            "and no control says it was the machine: the machine or a change to every impl, which runs measured "
+            "apart cannot tell apart; name impls the change does not touch as controls (--control, a suite's "
+            "controls), or gate in one job with linbench ab (docs/ci.md)"
+        )
+    unjudged = comparison.unjudged
+    if not unjudged:
+        return lines
+    shown = "; ".join(f"{point_label(p.key)} ({p.time_verdict})" for p in unjudged[:SHOWN_POINTS])
+    more = f"; and {len(unjudged) - SHOWN_POINTS} more" if len(unjudged) > SHOWN_POINTS else ""
+    lines.append(f"{len(unjudged)} point(s) whose time was not judged: {shown}{more}")
+    rerun = rerun_of(comparison, thresholds)
+    base_cmd, cur_cmd = comparison.commands
+    if comparison.ab:
+        again = rerun_command(cur_cmd, rerun) or f"linbench ab ... {shlex.join(rerun.flags(True))}"
+        lines.append(f"to judge them, run the A/B again with more rounds: {again}")
+    else:
+        found = rerun_command(cur_cmd, rerun) or rerun_command(base_cmd, rerun)
+        again = found or f"linbench run ... {shlex.join(rerun.flags(False))}"
+        lines.append(
+            f"to judge them, measure both runs again (the baseline at its own commit) with more processes: {again}; "
+            "or gate in one job with linbench ab (docs/ci.md)"
+        )
+    if rerun.beyond:
+        lines.append(
+            f"{rerun.beyond} of them spread so widely that more than {MOST_WORTH_ASKING} processes per point "
+            "would be needed: more processes will not settle them; measure on a quieter machine (a runner of its "
+            "own, no other jobs; on a CPU, one torch thread per worker, --threads 1, as suites/gate-cpu.toml sets)"
+        )
+    return lines

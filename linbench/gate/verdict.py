@@ -1,0 +1,72 @@
+"""What a comparison says as a whole: pass, regression, inconclusive or environment changed.
+
+A gate that passes must have judged what it was given. A point whose time could not be judged
+(``noisy``: its processes disagree too much; ``unverified``: too few of them) did not pass, and
+neither did a pair of runs that measured different things (a cosine run against a plugin run):
+both make the comparison *inconclusive*, which is not a pass. A regression still wins (it was
+found on what could be judged); the environment check (drift.py) comes after inconclusive,
+since control points that could not all be judged cannot clear the machine either. The exit
+status each verdict maps to is the command's (cli/compare_cmd.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+PASS = "pass"
+REGRESSION = "regression"
+INCONCLUSIVE = "inconclusive"
+ENVIRONMENT_CHANGED = "environment changed"
+# First that applies.
+VERDICTS = (REGRESSION, INCONCLUSIVE, ENVIRONMENT_CHANGED, PASS)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How far two runs measured the same things: their points, and their impls
+    (``variant:impl``) as each run's results list them."""
+
+    matched: int
+    baseline_only: int
+    current_only: int
+    baseline_impls: frozenset[str]
+    current_impls: frozenset[str]
+
+    @classmethod
+    def of(
+        cls, matched: int, baseline_only: int, current_only: int, base_impls: Iterable[str], cur_impls: Iterable[str]
+    ) -> Coverage:
+        return cls(matched, baseline_only, current_only, frozenset(base_impls), frozenset(cur_impls))
+
+    @property
+    def unmatched(self) -> int:
+        return self.baseline_only + self.current_only
+
+    @property
+    def mostly_unmatched(self) -> bool:
+        """More points in one run only than in both: not two runs of one sweep."""
+        return self.unmatched > self.matched
+
+    @property
+    def impls_differ(self) -> bool:
+        return self.baseline_impls != self.current_impls
+
+    @property
+    def mismatched(self) -> bool:
+        """The runs did not measure the same things: their comparison cannot pass."""
+        return self.mostly_unmatched or self.impls_differ
+
+    def reasons(self) -> list[str]:
+        """Why the runs do not match, one line each (none when they do)."""
+        lines = []
+        if self.impls_differ:
+            only_base = ", ".join(sorted(self.baseline_impls - self.current_impls)) or "none"
+            only_cur = ", ".join(sorted(self.current_impls - self.baseline_impls)) or "none"
+            lines.append(
+                f"the runs measured different impls (only in the baseline: {only_base}; only in current: {only_cur})"
+            )
+        if self.mostly_unmatched:
+            total = self.matched + self.unmatched
+            lines.append(f"{self.unmatched} of {total} points are in one run only: the runs are not of one sweep")
+        return lines

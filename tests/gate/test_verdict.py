@@ -1,0 +1,109 @@
+"""A comparison's verdict as a whole (CPU, synthetic runs): pass only when every point with a
+time on both sides was judged; inconclusive when some time was not (noisy, unverified) or the
+runs did not measure the same things; a regression wins over both, and inconclusive over an
+environment change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from synthetic_processes import NOISY, QUIET, planted, write_process_run
+from synthetic_runs import scaled, series, write_run
+
+from linbench.gate.compare import Thresholds, compare_runs
+from linbench.report.load import read_run
+
+LINEAR = lambda s: 0.01 * s  # noqa: E731
+SEQS = (1024, 2048, 4096)
+
+
+def _rows(variant: str = "cosine", impl: str = "chunked", seqs: tuple[int, ...] = SEQS) -> list[dict]:
+    return series(variant, impl, LINEAR, seqs=seqs)
+
+
+def _compare(tmp_path: Path, base: list[dict], cur: list[dict], offsets=QUIET, thresholds: Thresholds | None = None):
+    baseline = read_run(write_process_run(tmp_path / "base", base, offsets))
+    current = read_run(write_process_run(tmp_path / "cur", cur, offsets))
+    return compare_runs(baseline, current, thresholds or Thresholds())
+
+
+def test_every_point_judged_and_none_regressed_passes(tmp_path: Path) -> None:
+    comparison = _compare(tmp_path, _rows(), _rows())
+    assert comparison.verdict == "pass" and not comparison.unjudged and not comparison.inconclusive
+
+
+def test_time_that_could_not_be_judged_is_inconclusive_not_a_pass(tmp_path: Path) -> None:
+    rows = _rows()
+    noisy = _compare(tmp_path / "noisy", rows, scaled(rows, time=1.3), NOISY)
+    assert noisy.verdict == "inconclusive" and not noisy.failed
+    assert [p.time_verdict for p in noisy.unjudged] == ["noisy"] * 3
+    unverified = compare_runs(
+        read_run(write_run(tmp_path / "b1", rows)),
+        read_run(write_run(tmp_path / "c1", scaled(rows, time=1.3))),
+        Thresholds(),
+    )
+    assert unverified.verdict == "inconclusive" and len(unverified.unjudged) == 3
+
+
+def test_one_unjudged_point_among_judged_ones_is_enough(tmp_path: Path) -> None:
+    rows = _rows()
+    offsets = lambda row: NOISY if row["seq"] == 2048 else QUIET  # noqa: E731
+    comparison = _compare(tmp_path, rows, rows, offsets)
+    assert comparison.verdict == "inconclusive"
+    assert [p.key["seq"] for p in comparison.unjudged] == [2048]
+
+
+def test_a_regression_wins_over_unjudged_points(tmp_path: Path) -> None:
+    rows = _rows()
+    offsets = lambda row: NOISY if row["seq"] == 2048 else QUIET  # noqa: E731
+    comparison = _compare(tmp_path, rows, planted(rows, 0, time_ms=1.3), offsets)
+    assert comparison.verdict == "regression" and comparison.unjudged
+
+
+def test_inconclusive_wins_over_an_environment_change(tmp_path: Path) -> None:
+    rows = _rows() + _rows("softmax", "sdpa")
+    offsets = lambda row: NOISY if row["impl"] == "chunked" else QUIET  # noqa: E731
+    controls = Thresholds(controls=("softmax:sdpa",))
+    comparison = _compare(tmp_path, rows, scaled(rows, time=1.10), offsets, controls)
+    assert comparison.environment_changed and comparison.verdict == "inconclusive"
+
+
+def test_runs_of_different_impls_are_inconclusive_however_well_their_common_points_agree(tmp_path: Path) -> None:
+    base = _rows() + _rows("softmax", "sdpa", seqs=(1024,))
+    cur = _rows() + _rows("heinsen", "chunked", seqs=(1024,))  # 3 points shared, 2 not
+    comparison = _compare(tmp_path, base, cur)
+    assert {p.time_verdict for p in comparison.points} == {"same"}
+    assert comparison.verdict == "inconclusive" and comparison.covered().impls_differ
+    (reason,) = comparison.covered().reasons()
+    assert "only in the baseline: softmax:sdpa; only in current: heinsen:chunked" in reason
+
+
+def test_runs_that_share_few_of_their_points_are_inconclusive(tmp_path: Path) -> None:
+    seqs = tuple(1024 * 2**n for n in range(6))
+    comparison = _compare(tmp_path, _rows(seqs=seqs[:4]), _rows(seqs=seqs[2:]))  # 2 shared, 4 not
+    assert comparison.verdict == "inconclusive" and comparison.covered().mostly_unmatched
+    assert "4 of 6 points are in one run only" in comparison.covered().reasons()[0]
+
+
+def test_a_few_points_in_one_run_only_still_pass(tmp_path: Path) -> None:
+    comparison = _compare(tmp_path, _rows(), _rows(seqs=(*SEQS, 8192)))  # a length added: 3 shared, 1 new
+    assert comparison.verdict == "pass" and comparison.current_only and not comparison.covered().mismatched
+
+
+def test_a_point_three_times_slower_among_points_that_scattered_as_far_is_not_gross(tmp_path: Path) -> None:
+    """One process a side on a machine whose steady processes land 10x apart (a busy CPU whose
+    worker threads contend): the comparison's own points show that 3x is within its noise."""
+    seqs = tuple(1024 * n for n in range(1, 7))
+    rows = _rows(seqs=seqs)
+    scattered = rows
+    for index, factor in enumerate((3.0, 0.3, 10.0, 0.1, 1.0, 2.0)):
+        scattered = planted(scattered, index, time_ms=factor, time_ms_p20=factor, time_ms_p80=factor)
+    comparison = compare_runs(
+        read_run(write_run(tmp_path / "b", rows)), read_run(write_run(tmp_path / "c", scattered)), Thresholds()
+    )
+    assert comparison.verdict == "inconclusive" and not any(p.gross for p in comparison.points)
+    quiet = planted(rows, 0, time_ms=3.0, time_ms_p20=3.0, time_ms_p80=3.0)  # the others stayed put
+    comparison = compare_runs(
+        read_run(write_run(tmp_path / "b2", rows)), read_run(write_run(tmp_path / "c2", quiet)), Thresholds()
+    )
+    assert comparison.verdict == "regression" and [p.gross for p in comparison.points] == [True] + [False] * 5
