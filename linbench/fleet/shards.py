@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from linbench.fleet.errors import ShardSpecError
+from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 
 PointKey = tuple[str, ...]
@@ -69,7 +70,7 @@ def key_of(point: Any) -> PointKey:
     if hasattr(point, "key"):
         return tuple(point.key)
     if isinstance(point, Mapping):
-        return tuple(str(point[column]) for column in KEY_COLUMNS)
+        return row_key(point)
     key = tuple(str(v) for v in point)
     if len(key) != len(KEY_COLUMNS):
         raise ValueError(f"a point key has {len(KEY_COLUMNS)} values ({', '.join(KEY_COLUMNS)}), not {len(key)}")

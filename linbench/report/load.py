@@ -15,12 +15,19 @@ from typing import Any
 
 import pandas as pd
 
-from linbench.results.schema import COLUMNS, KEY_COLUMNS, REQUIRED_RESULT_COLUMNS, STATUSES
+from linbench.results.schema import (
+    COLUMNS,
+    KEY_COLUMNS,
+    KEY_DEFAULTS,
+    REQUIRED_KEY_COLUMNS,
+    REQUIRED_RESULT_COLUMNS,
+    STATUSES,
+)
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
 from linbench.units import parse_size
 
 # processes.csv (PROCESSES_FILE): one row per worker process that measured a point (absent from older runs).
-PROCESS_REQUIRED_COLUMNS = (*KEY_COLUMNS, "process", "status", "time_ms")
+PROCESS_REQUIRED_COLUMNS = (*REQUIRED_KEY_COLUMNS, "process", "status", "time_ms")
 # Columns the reports read in every run, empty where an older run lacks them (results.csv:
 # those added with linbench decode; processes.csv: those the gate compares).
 ALWAYS_RESULT_COLUMNS = ("context", "time_per_token_ms", "state_bytes")
@@ -118,12 +125,25 @@ def _typed(frame: pd.DataFrame, always: tuple[str, ...], csv_path: Path) -> pd.D
     for column in always:
         if column not in frame.columns:
             frame[column] = ""
+    _fill_keys(frame)
     for name in frame.columns:
         declared = COLUMNS.get(name)
         if declared is not None and declared.kind in (int, float):
-            integer = name in KEY_COLUMNS  # the sizes of the point: always there, always whole
+            # The sizes of the point: always there, always whole (a chunk only where swept).
+            integer = name in KEY_COLUMNS and KEY_DEFAULTS.get(name, "") is not None
             frame[name] = _numbers(frame[name], name, repr(str(csv_path)), integer=integer)
     return frame
+
+
+def _fill_keys(frame: pd.DataFrame) -> None:
+    """The key columns a file from an older run lacks (or left empty) as KEY_DEFAULTS says:
+    kv_heads the row's heads, chunk empty."""
+    for column, default in KEY_DEFAULTS.items():
+        if column not in frame.columns:
+            frame[column] = ""
+        if default is not None:
+            empty = frame[column] == ""
+            frame.loc[empty, column] = frame.loc[empty, default]
 
 
 def _read_csv(csv_path: Path, required: tuple[str, ...]) -> pd.DataFrame:

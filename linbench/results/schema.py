@@ -23,9 +23,11 @@ __all__ = [
     "COMBINES",
     "DECODE_MODE",
     "KEY_COLUMNS",
+    "KEY_DEFAULTS",
     "MEASURED_COLUMNS",
     "MODES",
     "PROCESS_COLUMNS",
+    "REQUIRED_KEY_COLUMNS",
     "REQUIRED_RESULT_COLUMNS",
     "RESULT_COLUMNS",
     "SAMPLE_COLUMNS",
@@ -38,7 +40,8 @@ __all__ = [
 ]
 
 # 2: processes.csv, the process column of samples.csv, and the between-process columns.
-SCHEMA_VERSION = 2
+# 3: kv_heads and chunk in every file's key, gqa in results.csv.
+SCHEMA_VERSION = 3
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -116,6 +119,8 @@ COLUMNS = {
             ("seq", int, "sequence length (for decode: the context)"),
             ("dim_k", int, "head dimension of queries and keys"),
             ("dim_v", int, "head dimension of values"),
+            ("kv_heads", int, "key/value heads (fewer than heads: grouped-query attention; older runs: heads)"),
+            ("chunk", int, "tokens per chunk, for an impl that takes chunk_size in a --chunk sweep (else empty)"),
         ),
         *_group(
             "point",
@@ -123,6 +128,12 @@ COLUMNS = {
             ("flops", float, "floating-point operations of one call, by the variant's count"),
             ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
             ("params", str, "--param values of the impl that differ from its defaults (k=v;k=v)"),
+            (
+                "gqa",
+                str,
+                "with fewer key/value heads than heads: native (one state per key/value head) or expanded "
+                "(k and v repeated to every head inside the call)",
+            ),
         ),
         # What was measured (per process in processes.csv; over processes in results.csv).
         *_group(
@@ -186,12 +197,18 @@ COLUMNS = {
     )
 }
 
-KEY_COLUMNS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
+_FIRST_KEYS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
+KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk")
+# What a key column of a row from before it existed reads as (record.row_key): kv_heads the
+# row's heads, chunk empty.
+KEY_DEFAULTS = {"kv_heads": "heads", "chunk": None}
+# The key columns every run file has had (a reader fills the rest as KEY_DEFAULTS says).
+REQUIRED_KEY_COLUMNS = _FIRST_KEYS
 # results.csv: the order of earlier versions, new columns at the end (old runs stay readable).
 RESULT_COLUMNS = (
-    *KEY_COLUMNS[:6],
+    *_FIRST_KEYS[:6],
     "device_name",
-    *KEY_COLUMNS[6:],
+    *_FIRST_KEYS[6:],
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
     *("nvml_peak_bytes", "flops", "tflops", "rel_err", "error", "check_seq", "sm_clock_mhz", "temp_c"),
     *("throttle_reasons", "context", "time_per_token_ms", "state_bytes", "cuda_graph", "device_ms"),
@@ -199,6 +216,8 @@ RESULT_COLUMNS = (
     # Schema 2.
     *("processes", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "timing", "kernels_per_call"),
     *("graph_error", "compile_s"),
+    # Schema 3.
+    *("kv_heads", "chunk", "gqa"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]

@@ -57,10 +57,11 @@ class DecodeWorkload:
     def _draw(self, length: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         b, h, _, dim_k, dim_v = self.shape.sizes()
 
-        def one(dim: int) -> torch.Tensor:
-            return torch.randn(b, h, length, dim, generator=self._gen, device=self.device, dtype=self.dtype)
+        def one(dim: int, heads: int = h) -> torch.Tensor:
+            return torch.randn(b, heads, length, dim, generator=self._gen, device=self.device, dtype=self.dtype)
 
-        return one(dim_k), one(dim_k), one(dim_v)
+        # k and v with the point's key/value heads: a grouped decoder's state is that much smaller.
+        return one(dim_k), one(dim_k, self.shape.kv_heads), one(dim_v, self.shape.kv_heads)
 
     def prefill(self) -> None:
         """Absorb the context, block by block, with the decoder's parallel form."""

@@ -121,10 +121,12 @@ class _Shared:
         return f"--{self.words.length}, --batch, --heads or --dim"
 
     def _facts(
-        self, point: Point, device_name: str, params: str, flops: float | None, context: int | None
+        self, point: Point, device_name: str, params: str, flops: float | None, context: int | None, native: bool
     ) -> PointFacts:
         tokens = point.shape.batch * point.shape.seq
-        return PointFacts(point.as_row(), device_name, params, flops, context, self.rate, tokens)
+        # With fewer key/value heads than heads, how the impl (decoder) took them.
+        gqa = ("native" if native else "expanded") if point.shape.grouped else ""
+        return PointFacts(point.as_row(), device_name, params, flops, context, self.rate, tokens, gqa)
 
 
 @dataclass(frozen=True)
@@ -177,8 +179,9 @@ class RunKind(_Shared):
         return device.type == "cuda"
 
     def facts(self, point: Point, device_name: str, params: str) -> PointFacts:
-        flops = get_variant(point.variant).flops(*point.shape.sizes(), point.causal, point.mode)
-        return self._facts(point, device_name, params, flops, context=None)
+        variant = get_variant(point.variant)
+        flops = variant.flops(*point.shape.sizes(), point.causal, point.mode)
+        return self._facts(point, device_name, params, flops, context=None, native=variant.impl(point.impl).gqa)
 
     def held_bytes(self, point: Point) -> int:
         return estimate.input_bytes(point)
@@ -287,7 +290,8 @@ class DecodeKind(_Shared):
     def facts(self, point: Point, device_name: str, params: str) -> PointFacts:
         # A variant's FLOP formula counts a whole sequence; a decode step is another thing. Its
         # length is the context the steps follow.
-        return self._facts(point, device_name, params, None, context=point.shape.seq)
+        native = get_variant(point.variant).decoder(point.impl).gqa
+        return self._facts(point, device_name, params, None, context=point.shape.seq, native=native)
 
     def held_bytes(self, point: Point) -> int:
         """The context's keys and values, for a decoder whose state grows with it."""

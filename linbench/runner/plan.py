@@ -6,7 +6,7 @@ exists: unknown names, impls that cannot run on the device or take these head di
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,6 +23,9 @@ from linbench.sweep.points import Point, expand_points
 from linbench.sweep.spec import SweepSpec
 from linbench.variants.registry import get_variant
 
+Pair = tuple[str, str]
+# The parameter a --chunk sweep sets: every chunked form and kernel takes its chunk size so.
+CHUNK_PARAM = "chunk_size"
 # A CPU worker may take this share of the memory available when the run starts; past it
 # an allocation fails cleanly inside the worker (status oom) instead of the machine swapping
 # or the kernel's OOM killer choosing a victim.
@@ -62,6 +65,12 @@ class RunPlan:
         """The parameters given for one impl (empty: its defaults)."""
         return dict(self.params.get((variant, impl), {}))
 
+    def point_params(self, point: Point) -> dict[str, Any]:
+        """The parameters ``point``'s impl runs with: those given for it, and the point's
+        chunk size in a --chunk sweep."""
+        given = self.impl_params(point.variant, point.impl)
+        return given if point.chunk is None else given | {CHUNK_PARAM: point.chunk}
+
     def _facts(self, point: Point) -> PointFacts:
         """The columns of ``point``'s rows that no process measures: its key, the device, the
         impl's given values that differ from its defaults, and what its kind adds."""
@@ -73,6 +82,35 @@ class RunPlan:
     def params_meta(self) -> dict[str, dict[str, Any]]:
         """meta.json's ``params``: "variant:impl" → the values given for it."""
         return {f"{v}:{i}": dict(values) for (v, i), values in self.params.items()}
+
+
+def chunk_targets(spec: SweepSpec, pairs: Iterable[tuple[str, str]], kind: Kind, device_type: str) -> set[Pair]:
+    """The impls of a --chunk sweep that take a chunk size, each checked against every size
+    swept; ValueError naming the first size an impl cannot take, or when no impl takes one."""
+    sizes = sorted({size for block in spec.blocks for size in block.chunk or ()})
+    if not sizes:
+        return set()
+    takers: set[Pair] = set()
+    for pair in pairs:
+        param = kind.param_specs(get_variant(pair[0]), pair[1]).get(CHUNK_PARAM)
+        if param is None:
+            continue
+        for size in sizes:
+            reason = param.refusal(size, device_type)
+            if reason is not None:
+                raise ValueError(f"--chunk {size}: {pair[0]}:{pair[1]} cannot take it on {device_type}: {reason}")
+        takers.add(pair)
+    if not takers:
+        raise ValueError(
+            "--chunk: no impl of this run takes a chunk size; the chunked forms, the kernels and the compiled "
+            "impls do (cosine:chunked, cosine:kernel, ...)"
+        )
+    return takers
+
+
+def _check_chunk_not_given_twice(spec: SweepSpec) -> None:
+    if any(block.chunk for block in spec.blocks) and any(f".{CHUNK_PARAM}=" in text for text in spec.params):
+        raise ValueError(f"--chunk and --param ...{CHUNK_PARAM}= both set the chunk size; give one")
 
 
 def _check_shape_support(targets: Targets, spec: SweepSpec, kind: Kind) -> None:
@@ -107,9 +145,12 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     kind = kind_of(spec.command)
     targets = resolve_targets(spec.variants, spec.baselines, device, kind)
     _check_shape_support(targets, spec, kind)
+    _check_chunk_not_given_twice(spec)
+    chunked = chunk_targets(spec, targets.pairs, kind, device.type)
     if spec.cuda_graph and device.type != "cuda":
         raise ValueError(f"--cuda-graph times CUDA-graph replays and needs a CUDA device, not {device}")
-    points, targets = _drop_other_maskings(expand_points(spec.blocks, targets.pairs, str(device)), targets)
+    expanded = expand_points(spec.blocks, targets.pairs, str(device), chunked)
+    points, targets = _drop_other_maskings(expanded, targets)
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
     return RunPlan(
         points=tuple(points),
@@ -139,4 +180,5 @@ def count_points(spec: SweepSpec) -> int:
     for names in (spec.variants, spec.baselines):
         if names:  # no baseline must not read as "every variant"
             pairs += [(pick.variant.name, pick.impl) for pick in kind.select(names)]
-    return len(expand_points(spec.blocks, dict.fromkeys(pairs), "any"))
+    takers = {pair for pair in pairs if CHUNK_PARAM in kind.param_specs(get_variant(pair[0]), pair[1])}
+    return len(expand_points(spec.blocks, dict.fromkeys(pairs), "any", takers))

@@ -81,6 +81,14 @@ class Axes:
     causal: tuple[bool, ...]
     # run --tokens: each point's batch is tokens / seq, in place of the batch axis.
     tokens: int | None = None
+    # Key/value heads (None: as many as heads), each dividing every head count.
+    kv_heads: tuple[int, ...] | None = None
+    # Chunk sizes of the impls that take chunk_size (None: each impl's own).
+    chunk: tuple[int, ...] | None = None
+
+    def kv_heads_for(self, heads: int) -> tuple[int, ...]:
+        """The key/value head counts at ``heads`` query heads."""
+        return self.kv_heads or (heads,)
 
     def batches(self, seq: int) -> tuple[int, ...]:
         """The batch sizes at length ``seq``."""
@@ -175,17 +183,36 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         if tokens is not None and tokens % seq:
             what = f"shorter than seq {seq}: the batch would be 0" if seq > tokens else f"not a multiple of seq {seq}"
             raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
+    heads = _sizes("heads", settings["heads"])
+    kv_heads = _kv_heads(settings.get("kv_heads"), heads)
+    chunk = settings.get("chunk")
     return Axes(
         seq=seqs,
         batch=_sizes("batch", settings["batch"]),
-        heads=_sizes("heads", settings["heads"]),
+        heads=heads,
         dim=_sizes("dim", settings["dim"]),
         dim_v=None if dim_v is None else _sizes("dim_v", dim_v),
         dtype=dtypes,
         mode=fixed.get("mode") or _modes(settings["mode"]),
         causal=fixed.get("causal") or _causal(settings["causal"]),
         tokens=tokens,
+        kv_heads=kv_heads,
+        chunk=None if chunk is None else _sizes("chunk", chunk),
     )
+
+
+def _kv_heads(value: Any, heads: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The key/value head counts, each dividing every head count; SpecError listing the
+    counts that would when one does not."""
+    if value is None:
+        return None
+    kv_heads = _sizes("kv_heads", value)
+    for count in heads:
+        bad = [kv for kv in kv_heads if count % kv]
+        if bad:
+            valid = ", ".join(str(d) for d in range(1, count + 1) if count % d == 0)
+            raise SpecError(f"kv_heads: {bad[0]} does not divide heads {count}; kv_heads that do: {valid}")
+    return kv_heads
 
 
 def suite_command(path: Path, data: Mapping[str, Any]) -> str:
@@ -259,8 +286,9 @@ def build_spec(request: SweepRequest) -> SweepSpec:
     if suite is not None:
         suite = find_suite(suite)
         top, tables = load_suite(suite, command)
-        base |= top
     given = request.settings()
+    # A preset fills its axes over the defaults; the suite and the command line override it.
+    base |= _preset_settings(given.get("preset", top.get("preset")), command) | top
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
@@ -326,6 +354,18 @@ def _token_budget(
     if "tokens" in top and ("batch" in top or any("batch" in t for t in tables)):
         raise SpecError("tokens sets each point's batch (tokens / seq); a suite with tokens takes no batch")
     return base, tables
+
+
+def _preset_settings(name: Any, command: str) -> dict[str, Any]:
+    """The settings preset ``name`` fills (none for None); SpecError listing the presets."""
+    from linbench.sweep.presets import get_preset
+
+    if name is None:
+        return {}
+    try:
+        return get_preset(str(name)).settings(command) | {"preset": str(name)}
+    except ValueError as exc:
+        raise SpecError(f"preset: {exc}") from None
 
 
 def _param_texts(value: Any) -> tuple[str, ...]:

@@ -54,6 +54,13 @@ class Param:
     # True when the default is the sequence length S (cosine's seq_len, cosformer's M): a
     # sequence fed in pieces must fix it to the whole length, or each piece gets its own.
     from_length: bool = False
+    # Why a value cannot be taken on a device type ("cpu", "cuda"), or None when it can: asked
+    # when a sweep is planned (a --chunk size the csrc kernel cannot run), before any point runs.
+    check: Callable[[Any, str], str | None] | None = None
+
+    def refusal(self, value: Any, device_type: str) -> str | None:
+        """Why ``value`` cannot be taken on ``device_type``, or None."""
+        return self.check(value, device_type) if self.check is not None else None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,27 @@ from linbench.variants.impl_helpers import positive_int
 from linbench.variants.registry import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
 
 CHUNK_SIZE = Param("chunk_size", 128, "tokens per chunk: the C x C masked product inside a chunk")
-KERNEL_CHUNK_SIZE = Param("chunk_size", 64, "tokens per chunk of the csrc kernel (the CUDA kernel takes 64 only)")
+# The chunk sizes csrc/ takes (csrc/op_checks.cpp, csrc/linear_attention_launch.h): any of
+# 1..1024 on the CPU, 64 alone on CUDA (its tiles are laid out for it).
+KERNEL_MAX_CHUNK = 1024
+KERNEL_CUDA_CHUNK = 64
+
+
+def kernel_chunk_refusal(size: Any, device_type: str) -> str | None:
+    """Why the csrc kernel cannot run chunks of ``size`` tokens on ``device_type``, or None."""
+    if device_type == "cuda" and size != KERNEL_CUDA_CHUNK:
+        return f"the CUDA kernel runs chunks of {KERNEL_CUDA_CHUNK} tokens only; chunk sizes it takes: 64"
+    if not 1 <= size <= KERNEL_MAX_CHUNK:
+        return f"the kernel takes chunks of 1..{KERNEL_MAX_CHUNK} tokens"
+    return None
+
+
+KERNEL_CHUNK_SIZE = Param(
+    "chunk_size",
+    64,
+    "tokens per chunk of the csrc kernel (the CUDA kernel takes 64 only)",
+    check=kernel_chunk_refusal,
+)
 KERNEL_SUMMARY = "csrc/ chunked kernel (C++ on CPU, CUDA on GPU): fp32 state, recomputing backward"
 
 
