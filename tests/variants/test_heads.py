@@ -11,10 +11,10 @@ import torch
 
 import linbench
 from linbench import Impl, Variant, register_variant
-from linbench.variants.registry import unregister_variant
 from linbench.correctness import Shape, check_decoder, check_impl
 from linbench.variants.decoding import decode, state_bytes
 from linbench.variants.heads import expand_call, expand_heads, groups, per_kv_head
+from linbench.variants.registry import unregister_variant
 
 # H = 8 query heads over 2 key/value heads (grouped-query) and over 1 (multi-query); a length
 # of no power of two and Dk ≠ Dv, so that no axis can stand in for another.
