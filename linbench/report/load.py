@@ -34,6 +34,10 @@ ALWAYS_RESULT_COLUMNS = ("context", "time_per_token_ms", "state_bytes")
 ALWAYS_PROCESS_COLUMNS = ("device_ms", "peak_bytes", "kernels_per_call")
 
 
+# A row's chunk where no --chunk sweep set one.
+NO_CHUNK = 0
+
+
 class ReportInputError(ValueError):
     """A results file or folder the reports cannot read."""
 
@@ -129,21 +133,20 @@ def _typed(frame: pd.DataFrame, always: tuple[str, ...], csv_path: Path) -> pd.D
     for name in frame.columns:
         declared = COLUMNS.get(name)
         if declared is not None and declared.kind in (int, float):
-            # The sizes of the point: always there, always whole (a chunk only where swept).
-            integer = name in KEY_COLUMNS and KEY_DEFAULTS.get(name, "") is not None
+            integer = name in KEY_COLUMNS  # the sizes of the point: always there, always whole
             frame[name] = _numbers(frame[name], name, repr(str(csv_path)), integer=integer)
     return frame
 
 
 def _fill_keys(frame: pd.DataFrame) -> None:
     """The key columns a file from an older run lacks (or left empty) as KEY_DEFAULTS says:
-    kv_heads the row's heads, chunk empty."""
+    kv_heads the row's heads. An empty chunk (the impl's own chunk size, or an impl without
+    one) reads as NO_CHUNK, so that every key column is a number a point can be matched on."""
     for column, default in KEY_DEFAULTS.items():
         if column not in frame.columns:
             frame[column] = ""
-        if default is not None:
-            empty = frame[column] == ""
-            frame.loc[empty, column] = frame.loc[empty, default]
+        empty = frame[column] == ""
+        frame.loc[empty, column] = frame.loc[empty, default] if default is not None else str(NO_CHUNK)
 
 
 def _read_csv(csv_path: Path, required: tuple[str, ...]) -> pd.DataFrame:
@@ -173,7 +176,7 @@ def _numbers(column: pd.Series, name: str, where: str, *, integer: bool) -> pd.S
     if not garbage.empty:
         raise ReportInputError(f"{where}: column {name} holds {garbage.iloc[0]!r} (row {garbage.index[0] + 2})")
     if integer:
-        if values.isna().any() or (values <= 0).any():
+        if values.isna().any() or (values < (0 if name == "chunk" else 1)).any():
             raise ReportInputError(f"{where}: column {name} must hold positive whole numbers")
         return values.astype(int)
     return values.astype(float)

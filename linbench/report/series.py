@@ -97,7 +97,7 @@ def _held_counts(fixed: dict[str, Any]) -> list[tuple[str, str, str]]:
 def _swept_chunk(fixed: dict[str, Any]) -> int | None:
     """The chunk size a scenario holds, where a --chunk sweep set one (None: the impls' own)."""
     chunk = fixed.get("chunk")
-    return None if chunk is None or pd.isna(chunk) else int(chunk)
+    return None if chunk is None or pd.isna(chunk) or not chunk else int(chunk)
 
 
 def _dims_label(dim_k: int, dim_v: int) -> str:
@@ -161,10 +161,9 @@ def scenarios(results: pd.DataFrame, axis: str) -> Iterator[tuple[Scenario, pd.D
     x = axis_column(axis)
     if x not in results.columns:
         return
-    # An impl without a chunk size has no point along the chunk axis; elsewhere an empty chunk
-    # (the impl's own) is a value like any other, not a row to drop.
-    swept = results[results[x].notna()] if axis == "chunk" else results
-    for values, rows in swept.groupby(columns, sort=True, dropna=False):
+    # An impl without a chunk size (chunk 0: load.NO_CHUNK) has no point along the chunk axis.
+    swept = results[results[x] > 0] if axis == "chunk" else results
+    for values, rows in swept.groupby(columns, sort=True):
         if rows[x].nunique() >= 2:
             yield Scenario(axis, tuple(zip(columns, values, strict=True))), rows
 
