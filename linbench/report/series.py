@@ -146,8 +146,9 @@ def scenario_columns(results: pd.DataFrame, axis: str) -> list[str]:
         columns = [*base, "seq", "chunk"] + ([] if dim_v_tracks_dim_k(results) else ["dim_v"])
     elif axis == "chunk":
         columns = [*base, "seq", "dim_k", "dim_v"]
-    else:
-        columns = [column for column in base if column != axis] + ["seq", "dim_k", "dim_v", "chunk"]
+    else:  # along heads, the key/value heads go with them (as many, or a share of them)
+        free = (axis, "kv_heads") if axis == "heads" else (axis,)
+        columns = [column for column in base if column not in free] + ["seq", "dim_k", "dim_v", "chunk"]
     return [column for column in columns if column in results.columns]
 
 
