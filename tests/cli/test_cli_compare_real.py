@@ -26,12 +26,13 @@ import pytest
 from cli_helpers import linbench_argv
 
 # A CPU test: pinned, so that a machine with a GPU does not time the sweep on CUDA.
-SWEEP = ["--variant", "softmax:sdpa", "--no-baseline", "--seq", "512,1k", "--heads", "2,4", "--dim", "32"]
+SWEEP = ["--variant", "softmax:sdpa", "--no-baseline", "--seq", "512,1k,2k", "--heads", "2,4", "--dim", "32"]
 # Three processes per point (the fewest the gate judges), no more, and short timings: the
 # test's time stays bounded. What it asserts holds for any timings.
 RUN = [*SWEEP, "--device", "cpu", "--budget-s", "0.05", "--warmup-s", "0.05", "--processes", "3"]
 RUN += ["--max-processes", "3", "-q"]
-POINTS = 4
+# Six points: enough (gate/between.py MIN_POINTS) to measure what a whole run moved.
+POINTS = 6
 KEY = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
 TIME_COLUMNS = {
     "results.csv": ("time_ms", "time_ms_p20", "time_ms_p80", "time_ms_proc_lo", "time_ms_proc_hi", "device_ms"),
@@ -141,7 +142,9 @@ def test_the_gate_passes_a_real_run_against_itself_and_fails_it_slowed(runs: tup
     assert slowed.returncode == 1, slowed.stdout + slowed.stderr
     report = json.loads(slowed.stdout)
     assert report["verdict"] == "regression"
-    assert [point["time_verdict"] for point in report["points"]] == ["same"] * 2 + ["regression"] + ["same"] * 3
+    assert [point["time_verdict"] for point in report["points"]] == ["same"] * 2 + ["regression"] + ["same"] * (
+        POINTS - 3
+    )
     assert {point["memory_verdict"] for point in report["points"]} == {"same"}
     # Every point 1.3x: the whole run moved, and runs measured apart cannot tell the machine
     # from a change to every impl.
