@@ -93,7 +93,9 @@ class Kind(Protocol):
     def select(self, specs: Iterable[str]) -> list[Selected]: ...
     def unavailable_reason(self, pick: Selected, device: torch.device) -> str | None: ...
     def optional(self, pick: Selected) -> bool: ...
-    def unsupported_reason(self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str) -> str | None: ...
+    def unsupported_reason(
+        self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str, device_type: str | None = None
+    ) -> str | None: ...
     def param_specs(self, variant: Variant, name: str) -> dict[str, Param]: ...
     def timing(self, spec: SweepSpec, device: torch.device) -> TimingPolicy: ...
     def protocol(self, spec: SweepSpec) -> ProcessProtocol: ...
@@ -151,8 +153,10 @@ class RunKind(_Shared):
     def optional(self, pick: Selected) -> bool:
         return pick.variant.impls[pick.impl].optional
 
-    def unsupported_reason(self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str) -> str | None:
-        return get_variant(pair[0]).impl(pair[1]).unsupported_reason(dim_k, dim_v, dtype)
+    def unsupported_reason(
+        self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str, device_type: str | None = None
+    ) -> str | None:
+        return get_variant(pair[0]).impl(pair[1]).unsupported_reason(dim_k, dim_v, dtype, device_type)
 
     def param_specs(self, variant: Variant, name: str) -> dict[str, Param]:
         """The variant's parameters and the impl's own (ValueError naming the impls)."""
@@ -270,7 +274,9 @@ class DecodeKind(_Shared):
     def optional(self, pick: Selected) -> bool:
         return False
 
-    def unsupported_reason(self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str) -> str | None:
+    def unsupported_reason(
+        self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str, device_type: str | None = None
+    ) -> str | None:
         return None  # decoders take any head dim
 
     def param_specs(self, variant: Variant, name: str) -> dict[str, Param]:

@@ -113,12 +113,12 @@ def _check_chunk_not_given_twice(spec: SweepSpec) -> None:
         raise ValueError(f"--chunk and --param ...{CHUNK_PARAM}= both set the chunk size; give one")
 
 
-def _check_shape_support(targets: Targets, spec: SweepSpec, kind: Kind) -> None:
+def _check_shape_support(targets: Targets, spec: SweepSpec, kind: Kind, device_type: str) -> None:
     for pair in targets.pairs:
         for block in spec.blocks:
             for dim_k, dim_v in block.dims():
                 for dtype in block.dtype:
-                    reason = kind.unsupported_reason(pair, dim_k, dim_v, dtype)
+                    reason = kind.unsupported_reason(pair, dim_k, dim_v, dtype, device_type)
                     if reason is not None:
                         what = f"dim_k={dim_k}, dim_v={dim_v}, {dtype}"
                         raise ValueError(f"{pair[0]}:{pair[1]} does not support {what}: {reason}")
@@ -144,7 +144,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
     kind = kind_of(spec.command)
     targets = resolve_targets(spec.variants, spec.baselines, device, kind)
-    _check_shape_support(targets, spec, kind)
+    _check_shape_support(targets, spec, kind, device.type)
     _check_chunk_not_given_twice(spec)
     chunked = chunk_targets(spec, targets.pairs, kind, device.type)
     if spec.cuda_graph and device.type != "cuda":

@@ -167,6 +167,9 @@ class Impl:
     # cache per key/value head. False: attention() repeats k and v to q's heads first, inside
     # the call (linbench/variants/heads.py), and results say "expanded".
     gqa: bool = False
+    # Returns None when the impl takes these head dims on a device type ("cpu", "cuda"), else
+    # why not: limits of one device's kernel (the CUDA kernel's tiles), asked at plan time.
+    device_shape_support: Callable[[int, int, str], str | None] | None = None
 
     def __post_init__(self) -> None:
         _derive(self, "time_exponent", self.time_complexity)
@@ -175,9 +178,13 @@ class Impl:
         """Why this impl cannot run on ``device``, or None when it can."""
         return self.availability(device) if self.availability else None
 
-    def unsupported_reason(self, dim_k: int, dim_v: int, dtype: str) -> str | None:
-        """Why this impl cannot take these head dims or this dtype, or None when it can."""
-        return self.shape_support(dim_k, dim_v, dtype) if self.shape_support else None
+    def unsupported_reason(self, dim_k: int, dim_v: int, dtype: str, device_type: str | None = None) -> str | None:
+        """Why this impl cannot take these head dims or this dtype (on ``device_type``, when
+        given), or None when it can."""
+        reason = self.shape_support(dim_k, dim_v, dtype) if self.shape_support else None
+        if reason is None and device_type is not None and self.device_shape_support is not None:
+            reason = self.device_shape_support(dim_k, dim_v, device_type)
+        return reason
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,26 @@ def kernel_chunk_refusal(size: Any, device_type: str) -> str | None:
     return None
 
 
+# The widest q/k features and v the CUDA kernel's tiles hold (csrc/linear_attention_launch.h:
+# kMaxDimK, kMaxDimV); the CPU kernel takes any.
+KERNEL_CUDA_MAX_FEATURES = 512
+KERNEL_CUDA_MAX_DIM_V = 256
+
+
+def kernel_dims_refusal(feature_width: int) -> Callable[[int, int, str], str | None]:
+    """Why the kernel of features ``feature_width``·Dk wide cannot take (Dk, Dv) on a device type."""
+
+    def refusal(dim_k: int, dim_v: int, device_type: str) -> str | None:
+        if device_type != "cuda":
+            return None
+        if dim_k * feature_width <= KERNEL_CUDA_MAX_FEATURES and dim_v <= KERNEL_CUDA_MAX_DIM_V:
+            return None
+        widest = KERNEL_CUDA_MAX_FEATURES // feature_width
+        return f"the CUDA kernel takes Dk up to {widest} and Dv up to {KERNEL_CUDA_MAX_DIM_V} (the CPU kernel any)"
+
+    return refusal
+
+
 KERNEL_CHUNK_SIZE = Param(
     "chunk_size",
     64,
@@ -108,8 +128,9 @@ def _kernel(features: FeatureMap) -> ImplFn:
     return kernel
 
 
-def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY) -> Impl:
-    """The ``kernel`` impl: ``fn`` runs the csrc op, which is built on first use."""
+def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY, feature_width: int = 1) -> Impl:
+    """The ``kernel`` impl: ``fn`` runs the csrc op, which is built on first use, on features
+    ``feature_width``·Dk wide (cosformer's cos and sin halves: 2)."""
     return Impl(
         "kernel",
         fn,
@@ -119,11 +140,12 @@ def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY) -> Impl:
         time_exponent=1,
         params=(KERNEL_CHUNK_SIZE,),
         availability=kernel_ops.unavailable_reason,
+        device_shape_support=kernel_dims_refusal(feature_width),
     )
 
 
 def feature_map_impls(
-    features: FeatureMap, summaries: Mapping[str, str], kernel: ImplFn | None = None
+    features: FeatureMap, summaries: Mapping[str, str], kernel: ImplFn | None = None, feature_width: int = 1
 ) -> tuple[Impl, ...]:
     """The impls named in ``summaries`` (naive, chunked, recurrent, kernel), computing ``features``.
 
@@ -153,7 +175,9 @@ def feature_map_impls(
             time_exponent=1,
             gqa=True,
         ),
-        "kernel": lambda: kernel_impl(kernel or _kernel(features), summaries.get("kernel") or KERNEL_SUMMARY),
+        "kernel": lambda: kernel_impl(
+            kernel or _kernel(features), summaries.get("kernel") or KERNEL_SUMMARY, feature_width
+        ),
     }
     unknown = set(summaries) - set(makers)
     if unknown:
