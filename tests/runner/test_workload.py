@@ -43,3 +43,12 @@ def test_a_seq_major_impl_gets_views_of_seq_major_inputs_and_copies_nothing(
 def test_other_impls_keep_linbench_layout() -> None:
     work = Workload(_point("chunked", "fwd"), CPU)
     assert work.q.is_contiguous() and work.v.is_contiguous()
+
+
+@pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])
+def test_a_grouped_point_draws_k_and_v_with_its_key_value_heads(mode: str) -> None:
+    point = Point("cosine", "chunked", mode, True, "fp32", "cpu", Shape(1, 6, 40, 8, 4, kv_heads=2), chunk=16)
+    work = Workload(point, CPU, params={"chunk_size": 16})
+    assert (work.q.shape, work.k.shape, work.v.shape) == ((1, 6, 40, 8), (1, 2, 40, 8), (1, 2, 40, 4))
+    work.before()
+    work.run()
