@@ -32,7 +32,7 @@ def test_processes_are_rows_of_their_own_and_the_protocol_is_recorded(invoke: In
         (row,) = list(csv.DictReader(handle))
     assert row["processes"] == "3" and row["timing"] == "eager"
     meta = json.loads((folder / "meta.json").read_text())
-    assert meta["schema_version"] == 2
+    assert meta["schema_version"] == 3
     protocol = meta["timing_protocol"]
     assert (protocol["name"], protocol["processes"], protocol["max_processes"]) == ("processes-v1", 3, 3)
     overhead = meta["overhead"]
