@@ -11,6 +11,8 @@ Where each test runs is stated, never left to the machine:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 
@@ -45,3 +47,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _registry_as_found() -> Iterator[None]:
+    """Variants a test registers (a plugin loaded in-process by the CLI, a planted variant)
+    leave with it: the next test sees the built-in variants and nothing else."""
+    from linbench.variants import registry
+
+    registry.list_variants()  # built-ins load once per process; keep them in the snapshot
+    before = dict(registry._REGISTRY)
+    yield
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(before)

@@ -158,12 +158,13 @@ def _axes_lines(blocks: tuple[Axes, ...], command: str) -> list[str]:
 
 def axes_line(block: Axes, command: str) -> str:
     """The values of each axis of one block: "seq 1k, 2k · batch 1 · heads 8 · ..."."""
+    from linbench.sweep.settings import LENGTH_AXIS
     from linbench.units import format_size
 
     def values(items: tuple[Any, ...]) -> str:
         return ", ".join(format_size(v) if isinstance(v, int) else str(v) for v in items)
 
-    length = "context" if command == "decode" else "seq"
+    length = LENGTH_AXIS[command]
     batch = f"tokens/seq ({format_size(block.tokens)} tokens)" if block.tokens else values(block.batch)
     parts = [f"{length} {values(block.seq)}", f"batch {batch}", f"heads {values(block.heads)}"]
     if block.kv_heads:
