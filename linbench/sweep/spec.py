@@ -126,7 +126,9 @@ class SweepSpec:
     max_processes: int | None = None  # run: the most per point when processes disagree
 
 
-def _sizes(key: str, value: Any) -> tuple[int, ...]:
+def parse_sizes(key: str, value: Any) -> tuple[int, ...]:
+    """Every size ``value`` names (range text, a number, or a list of them), sorted, each once;
+    SpecError naming ``key`` for a bad range."""
     items = value if isinstance(value, list | tuple) else [value]
     try:
         return tuple(sorted({v for item in items for v in parse_range(item)}))
@@ -170,6 +172,8 @@ def _causal(value: Any) -> tuple[bool, ...]:
 
 def _axes(settings: Mapping[str, Any], command: str) -> Axes:
     """One block of points; a decode block is causal, of mode "decode", its length the context."""
+    from linbench.sweep.model_shapes import kv_heads_axis
+
     try:
         dtypes = tuple(parse_dtypes(settings["dtype"] if isinstance(settings["dtype"], list) else [settings["dtype"]]))
     except ValueError as exc:
@@ -178,41 +182,27 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
     budget = TOKEN_BUDGET[command] and settings.get("tokens") is not None
     tokens = _one_size("tokens", settings["tokens"]) if budget else None
     axis, fixed = LENGTH_AXIS[command], FIXED_AXES[command]
-    seqs = _sizes(axis, settings[axis])
+    seqs = parse_sizes(axis, settings[axis])
     for seq in seqs:
         if tokens is not None and tokens % seq:
             what = f"shorter than seq {seq}: the batch would be 0" if seq > tokens else f"not a multiple of seq {seq}"
             raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
-    heads = _sizes("heads", settings["heads"])
-    kv_heads = _kv_heads(settings.get("kv_heads"), heads)
+    heads = parse_sizes("heads", settings["heads"])
+    kv_heads = kv_heads_axis(settings.get("kv_heads"), heads)
     chunk = settings.get("chunk")
     return Axes(
         seq=seqs,
-        batch=_sizes("batch", settings["batch"]),
+        batch=parse_sizes("batch", settings["batch"]),
         heads=heads,
-        dim=_sizes("dim", settings["dim"]),
-        dim_v=None if dim_v is None else _sizes("dim_v", dim_v),
+        dim=parse_sizes("dim", settings["dim"]),
+        dim_v=None if dim_v is None else parse_sizes("dim_v", dim_v),
         dtype=dtypes,
         mode=fixed.get("mode") or _modes(settings["mode"]),
         causal=fixed.get("causal") or _causal(settings["causal"]),
         tokens=tokens,
         kv_heads=kv_heads,
-        chunk=None if chunk is None else _sizes("chunk", chunk),
+        chunk=None if chunk is None else parse_sizes("chunk", chunk),
     )
-
-
-def _kv_heads(value: Any, heads: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The key/value head counts, each dividing every head count; SpecError listing the
-    counts that would when one does not."""
-    if value is None:
-        return None
-    kv_heads = _sizes("kv_heads", value)
-    for count in heads:
-        bad = [kv for kv in kv_heads if count % kv]
-        if bad:
-            valid = ", ".join(str(d) for d in range(1, count + 1) if count % d == 0)
-            raise SpecError(f"kv_heads: {bad[0]} does not divide heads {count}; kv_heads that do: {valid}")
-    return kv_heads
 
 
 def suite_command(path: Path, data: Mapping[str, Any]) -> str:
@@ -283,12 +273,14 @@ def build_spec(request: SweepRequest) -> SweepSpec:
     base = dict(defaults)
     tables: list[dict[str, Any]] = []
     top: dict[str, Any] = {}
+    from linbench.sweep.model_shapes import preset_settings
+
     if suite is not None:
         suite = find_suite(suite)
         top, tables = load_suite(suite, command)
     given = request.settings()
     # A preset fills its axes over the defaults; the suite and the command line override it.
-    base |= _preset_settings(given.get("preset", top.get("preset")), command) | top
+    base |= preset_settings(given.get("preset", top.get("preset")), command) | top
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
@@ -356,18 +348,6 @@ def _token_budget(
     return base, tables
 
 
-def _preset_settings(name: Any, command: str) -> dict[str, Any]:
-    """The settings preset ``name`` fills (none for None); SpecError listing the presets."""
-    from linbench.sweep.presets import get_preset
-
-    if name is None:
-        return {}
-    try:
-        return get_preset(str(name)).settings(command) | {"preset": str(name)}
-    except ValueError as exc:
-        raise SpecError(f"preset: {exc}") from None
-
-
 def _param_texts(value: Any) -> tuple[str, ...]:
     """``--param`` settings, each checked for its form TARGET.NAME=VALUE."""
     from linbench.sweep.params import parse_param
@@ -412,7 +392,7 @@ def _flag(key: str, value: Any) -> bool:
 
 def _one_size(key: str, value: Any) -> int:
     """A single positive size (``32``, ``1k``); SpecError naming ``key`` otherwise."""
-    sizes = _sizes(key, value)
+    sizes = parse_sizes(key, value)
     if len(sizes) != 1:
         raise SpecError(f"{key}: give one number, not {value!r}")
     return sizes[0]
