@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 __all__ = [
     "Decoder",
+    "ExtraInput",
     "Impl",
     "ImplUnavailableError",
     "Param",
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from linbench.errors import ImplUnavailableError
     from linbench.runner.api import plan_sweep, run_sweep
     from linbench.sweep.request import SweepRequest
+    from linbench.variants.extra_inputs import ExtraInput
     from linbench.variants.registry import Decoder, Impl, Param, Variant, register_variant
 
 
@@ -54,6 +56,10 @@ def __getattr__(name: str) -> Any:
         from linbench.sweep.request import SweepRequest
 
         return SweepRequest
+    if name == "ExtraInput":  # what a plugin declares its gates and β with
+        from linbench.variants.extra_inputs import ExtraInput
+
+        return ExtraInput
     if name in _REGISTRY_NAMES:
         from linbench.variants import registry
 

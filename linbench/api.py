@@ -1,17 +1,21 @@
-"""The public entry points: attention(), list_variants(), get_variant() (a whole sweep from
-Python is linbench.runner.api's run_sweep() and plan_sweep(); docs/python-api.md)."""
+"""The public entry points: attention(), attention_packed(), attention_padded(), list_variants(),
+get_variant() (a whole sweep from Python is linbench.runner.api's run_sweep() and plan_sweep();
+docs/python-api.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from linbench.errors import ImplUnavailableError
 from linbench.variants.heads import expand_call
-from linbench.variants.registry import Variant, get_variant, list_variants
+from linbench.variants.registry import Impl, Variant, get_variant, list_variants
 from linbench.variants.validation import check_qkv
+from linbench.variants.varlen import Segments
 
-__all__ = ["attention", "get_variant", "list_variants"]
+__all__ = ["attention", "attention_packed", "attention_padded", "get_variant", "list_variants"]
 
 
 def attention(
@@ -31,10 +35,43 @@ def attention(
     Returns (B, H, S, Dv) in q's dtype, on q's device. An impl without native grouped-query
     support (``Impl.gqa``) gets k, v and the extra inputs repeated to H heads, in this call.
     ``impl="auto"`` picks the fastest impl available for the tensors' device. Unknown
-    variants, impls or parameters, malformed shapes and a masking the variant does not
-    compute (``Variant.masking``) raise ValueError; an impl that cannot run here raises
-    ImplUnavailableError saying why.
+    variants, impls or parameters, malformed shapes, a masking the variant does not
+    compute (``Variant.masking``) and extra inputs (a gated variant's log-gates ``g``, the
+    delta rule's ``beta``) that are missing, misshapen or out of range raise ValueError; an
+    impl that cannot run here raises ImplUnavailableError saying why. Checking the extra
+    inputs' range reads their values, a device synchronisation.
     """
+    return _attend(q, k, v, variant, impl, causal, params, read_values=True)
+
+
+def attention_prechecked(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    variant: str,
+    impl: str = "auto",
+    causal: bool = True,
+    **params: Any,
+) -> torch.Tensor:
+    """``attention`` for a caller that checked the extra inputs' values once itself
+    (``check_extra_inputs``), as a benchmark's timed calls do: their shapes, dtypes and devices
+    are checked, their values are not read, so the call does not wait for the device. The
+    same as ``attention`` for a variant without extra inputs."""
+    return _attend(q, k, v, variant, impl, causal, params, read_values=False)
+
+
+def _attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    variant: str,
+    impl: str,
+    causal: bool,
+    params: dict[str, Any],
+    *,
+    read_values: bool,
+) -> torch.Tensor:
     spec: Variant = get_variant(variant)
     if impl != "auto":
         spec.impl(impl)  # an unknown impl name is reported before anything about the tensors
@@ -44,7 +81,94 @@ def attention(
         raise ValueError(f"{masking}; call it with causal={not causal}")
     chosen = spec.resolve_impl(impl, q.device)
     bound = spec.bind_params(chosen, params)
+    if spec.extra_inputs:
+        from linbench.variants.extra_inputs import check_extra_inputs
+
+        check_extra_inputs(spec.name, spec.extra_inputs, bound, q, read_values=read_values)
     if k.shape[1] != q.shape[1] and not chosen.gqa:
         k, v, bound = expand_call(q, k, v, bound, [extra.name for extra in spec.extra_inputs])
     out = chosen.fn(q, k, v, causal=bool(causal), **bound)
     return out.to(q.dtype)
+
+
+def _resolve(
+    variant: str, impl: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
+) -> tuple[Variant, Impl]:
+    """The variant and the impl to run, after the checks every entry point makes."""
+    spec: Variant = get_variant(variant)
+    if impl != "auto":
+        spec.impl(impl)
+    check_qkv(q, k, v)
+    masking = spec.masking_reason(bool(causal))
+    if masking is not None:
+        raise ValueError(f"{masking}; call it with causal={not causal}")
+    return spec, spec.resolve_impl(impl, q.device)
+
+
+def _length_fixed(spec: Variant, longest: int, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the variant's length-derived parameters, where not given, fixed to the
+    longest sequence (what the padded batch gives them)."""
+    fixed = {p.name: longest for p in spec.param_specs if p.from_length and params.get(p.name) is None}
+    return params | fixed
+
+
+def attention_packed(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    cu_seqlens: torch.Tensor | Sequence[int] | Segments,
+    *,
+    variant: str,
+    impl: str = "auto",
+    causal: bool = True,
+    **params: Any,
+) -> torch.Tensor:
+    """Attention of each sequence of a packed batch, computed by ``impl``'s packed form.
+
+    q, k: (1, H, T, Dk); v: (1, H, T, Dv); ``cu_seqlens`` (a tensor or list, N + 1 offsets from
+    0 to T, or linbench's ``Segments``, which keeps what is made from them between calls) says
+    where each sequence starts, as flash-attention and fla take it. No sequence
+    attends to another. Returns (1, H, T, Dv) in q's dtype. Parameters derived from the length
+    (cosine's seq_len, cosformer's M) default to the longest sequence. An impl with no packed
+    form raises ImplUnavailableError (run it padded: ``attention_padded``).
+    """
+    spec, chosen = _resolve(variant, impl, q, k, v, causal)
+    segments = cu_seqlens if isinstance(cu_seqlens, Segments) else Segments.of(cu_seqlens)
+    segments.check_packed(q)
+    if chosen.packed is None:
+        raise ImplUnavailableError(f"{spec.name}:{chosen.name} has no packed form; run it padded (attention_padded)")
+    bound = spec.bind_params(chosen, _length_fixed(spec, segments.longest, params))
+    return chosen.packed(q, k, v, segments=segments, causal=bool(causal), **bound).to(q.dtype)
+
+
+def attention_padded(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    lengths: Sequence[int] | Segments,
+    *,
+    variant: str,
+    impl: str = "auto",
+    causal: bool = True,
+    **params: Any,
+) -> torch.Tensor:
+    """Attention of a padded batch: row i of q, k, v (N, H, S, D) holds a sequence of
+    ``lengths[i]`` tokens, then padding. Causal attention needs no mask (no real query sees a
+    later position); bidirectional attention runs the impl's ``key_masked`` form, which
+    keeps the pads' keys out, and raises ImplUnavailableError for an impl without one. The
+    outputs at the pads are whatever the impl leaves there. Parameters derived from the length
+    default to the longest sequence, as in ``attention_packed``.
+    """
+    spec, chosen = _resolve(variant, impl, q, k, v, causal)
+    segments = lengths if isinstance(lengths, Segments) else Segments.from_lengths(lengths)
+    if segments.count != q.shape[0] or segments.longest > q.shape[2]:
+        raise ValueError(f"lengths {list(segments.lengths)} do not fit a padded batch of shape {tuple(q.shape)}")
+    bound = spec.bind_params(chosen, _length_fixed(spec, segments.longest, params))
+    if causal:
+        return chosen.fn(q, k, v, causal=True, **bound).to(q.dtype)
+    if chosen.key_masked is None:
+        raise ImplUnavailableError(chosen.packing_reason("padded", causal=False) or "")
+    mask = segments.key_mask(q.device)
+    if mask.shape[1] != q.shape[2]:
+        mask = torch.nn.functional.pad(mask, (0, q.shape[2] - mask.shape[1]))
+    return chosen.key_masked(q, k, v, key_mask=mask, causal=False, **bound).to(q.dtype)

@@ -17,6 +17,7 @@ import torch
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
+from linbench.variants.extra_inputs import DrawSettings, draw_extra_inputs, split_draw_settings
 from linbench.variants.heads import expand_heads
 from linbench.variants.registry import Variant
 
@@ -108,6 +109,7 @@ class CaseResult:
     reference_failed: bool = False  # ... or the reference did, so there was nothing to judge against
     out_of_memory: bool = False  # ... and what it raised was an allocation failure
     unavailable: str | None = None  # the impl cannot run here (and why): not judged at all
+    setting: str = ""  # the parameters or draw settings checked at, when not the defaults ("gate_regime=strong")
 
     @property
     def ok(self) -> bool:
@@ -124,7 +126,7 @@ class CaseResult:
 
     def describe(self) -> str:
         where = f"{self.variant}:{self.impl} {self.shape.label} {'causal' if self.causal else 'bidirectional'} "
-        where += str(self.dtype).removeprefix("torch.")
+        where += str(self.dtype).removeprefix("torch.") + (f" {self.setting}" if self.setting else "")
         if self.unavailable:
             return f"{where}: unavailable: {self.unavailable}"
         if self.error:
@@ -194,13 +196,20 @@ def _normwise_ratios(actual: torch.Tensor, expected: torch.Tensor, u: float, flo
 
 
 def make_inputs(
-    variant: Variant, shape: Shape, device: torch.device | str, seed: int = 0, scale: float = 1.0
+    variant: Variant,
+    shape: Shape,
+    device: torch.device | str,
+    seed: int = 0,
+    scale: float = 1.0,
+    settings: DrawSettings | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-    """fp64 q, k, v (uniform noise times ``scale``) and the variant's learnable parameters;
+    """fp64 q, k, v (Gaussian noise times ``scale``), and the keyword inputs: the variant's
+    learnable parameters and its extra inputs;
     k and v have ``shape.kv_heads`` heads.
 
-    Learnable parameters (cosine's norm_const) are given as per-head tensors so that
-    their gradients are checked too.
+    Learnable parameters (cosine's norm_const: ``Param.learnable``) are given as per-head
+    tensors so that their gradients are checked too. Extra inputs (a gated variant's gates,
+    β) are drawn as a workload draws them, in ``settings``' regime, and in fp64.
     """
     gen = torch.Generator(device="cpu").manual_seed(seed)
 
@@ -210,17 +219,32 @@ def make_inputs(
     q = draw(shape.batch, shape.heads, shape.seq, shape.dim_k)
     k = draw(shape.batch, shape.kv_heads, shape.seq, shape.dim_k)
     v = draw(shape.batch, shape.kv_heads, shape.seq, shape.dim_v)
-    learnable = {}
-    if "norm_const" in variant.params:
-        learnable["norm_const"] = (0.5 + 0.5 * torch.randn(shape.heads, generator=gen, dtype=torch.float64)).to(device)
-    return q, k, v, learnable
+    keywords = {p.name: p.learnable(shape.heads, gen).to(device) for p in variant.param_specs if p.learnable}
+    if variant.extra_inputs:
+        sizes = (shape.batch, shape.heads, shape.seq, shape.dim_k)
+        keywords |= draw_extra_inputs(
+            variant.extra_inputs, sizes, generator=gen, device=device, dtype=torch.float64, settings=settings
+        )
+    return q, k, v, keywords
+
+
+def keyword_dtype(variant: Variant, name: str, dtype: torch.dtype) -> torch.dtype:
+    """The dtype a keyword input comes in when q is ``dtype``: an extra input's by its rule
+    (gates stay fp32 for 16-bit q), a learnable parameter's ``dtype``."""
+    rules = {extra.name: extra for extra in variant.extra_inputs}
+    return rules[name].dtype_for(dtype) if name in rules else dtype
+
+
+def _differentiable(variant: Variant, name: str) -> bool:
+    """Whether gradients reach a keyword input: a learnable parameter, or a differentiable extra input."""
+    return all(extra.differentiable for extra in variant.extra_inputs if extra.name == name)
 
 
 def _forward_backward(
     variant: Variant,
     impl: str,
     inputs: tuple[torch.Tensor, ...],
-    learnable: dict[str, torch.Tensor],
+    keywords: dict[str, torch.Tensor],
     cotangent: torch.Tensor,
     dtype: torch.dtype,
     causal: bool,
@@ -228,18 +252,25 @@ def _forward_backward(
     gradients: bool,
     expand: bool = False,
 ) -> dict[str, torch.Tensor]:
-    """Output and, when asked, gradients of <out, cotangent> for q, k, v and each learnable
-    parameter. ``expand``: k and v are repeated to q's heads inside the graph (what grouped-query
-    attention means), so that the reference never runs a grouped form of its own."""
+    """Output and, when asked, gradients of <out, cotangent> for q, k, v and each keyword input
+    gradients reach (learnable parameters, gates, β). ``expand``: k and v are repeated to q's heads
+    inside the graph (what grouped-query attention means), so that the reference never runs a
+    grouped form of its own."""
     from linbench.api import attention
 
     q, k, v = (t.detach().to(dtype).requires_grad_(gradients) for t in inputs)
-    learn = {name: t.detach().to(dtype).requires_grad_(gradients) for name, t in learnable.items()}
+    given = {
+        name: t.detach()
+        .to(keyword_dtype(variant, name, dtype))
+        .requires_grad_(gradients and _differentiable(variant, name))
+        for name, t in keywords.items()
+    }
     with torch.set_grad_enabled(gradients):
         grouped_k, grouped_v = (expand_heads(k, q.shape[1]), expand_heads(v, q.shape[1])) if expand else (k, v)
-        out = attention(q, grouped_k, grouped_v, variant=variant.name, impl=impl, causal=causal, **params, **learn)
+        out = attention(q, grouped_k, grouped_v, variant=variant.name, impl=impl, causal=causal, **params, **given)
     if not gradients or out.shape != cotangent.shape:  # a wrong shape fails on the output alone
         return {"out": out}
+    learn = {name: t for name, t in given.items() if t.requires_grad}
     grads = torch.autograd.grad((out.to(torch.float64) * cotangent).sum(), [q, k, v, *learn.values()])
     names = ["grad q", "grad k", "grad v", *(f"grad {n}" for n in learn)]
     return {"out": out, **dict(zip(names, grads, strict=True))}
@@ -283,10 +314,14 @@ def check_impl(
     params: dict[str, Any] | None = None,
     gradients: bool = True,
 ) -> CaseResult:
-    """Run ``impl`` in ``dtype`` and the reference in fp64 on the same inputs; compare."""
-    result = CaseResult(variant.name, impl, shape, causal, dtype)
-    q, k, v, learnable = make_inputs(variant, shape, device, seed, scale)
-    params = dict(params or {})
+    """Run ``impl`` in ``dtype`` and the reference in fp64 on the same inputs; compare.
+
+    ``params`` may hold draw settings (``gate_regime``, ``log_gate``): the extra inputs are
+    drawn by them, and the gradients of the differentiable ones are compared too.
+    """
+    settings, params = split_draw_settings(params or {})
+    result = CaseResult(variant.name, impl, shape, causal, dtype, setting=_setting(settings, params))
+    q, k, v, learnable = make_inputs(variant, shape, device, seed, scale, settings)
     # A parameter given a value (norm_const=0.3) is checked at that value, not as a learnable tensor.
     learnable = {name: t for name, t in learnable.items() if name not in params}
     gen = torch.Generator(device="cpu").manual_seed(seed + 1)
@@ -298,7 +333,7 @@ def check_impl(
     # Both sides see the inputs rounded to ``dtype``: what is judged is the impl's
     # arithmetic, not the rounding of its inputs, which no impl can undo.
     inputs = tuple(t.to(dtype).to(torch.float64) for t in (q, k, v))
-    learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items()}
+    learnable = {name: t.to(keyword_dtype(variant, name, dtype)).to(torch.float64) for name, t in learnable.items()}
     reference_key = (
         variant.name,
         shape,
@@ -308,6 +343,7 @@ def check_impl(
         seed,
         scale,
         gradients,
+        settings,
         tuple(sorted(ref_params.items())),
         tuple(sorted(learnable)),
     )
@@ -367,16 +403,22 @@ def check_decoder(
     from linbench.api import attention
     from linbench.variants.decoding import decode
 
-    result = CaseResult(variant.name, decoder, shape, True, dtype)
-    q, k, v, learnable = make_inputs(variant, shape, device, seed)
+    settings, given = split_draw_settings(params or {})
+    result = CaseResult(variant.name, decoder, shape, True, dtype, setting=_setting(settings, given))
+    q, k, v, learnable = make_inputs(variant, shape, device, seed, settings=settings)
     q, k, v = (t.to(dtype).to(torch.float64) for t in (q, k, v))
-    given = dict(params or {})
-    learnable = {name: t.to(dtype).to(torch.float64) for name, t in learnable.items() if name not in given}
+    learnable = {
+        name: t.to(keyword_dtype(variant, name, dtype)).to(torch.float64)
+        for name, t in learnable.items()
+        if name not in given
+    }
     params = variant.length_params(shape.seq, learnable | given)
     k64, v64 = expand_heads(k, shape.heads), expand_heads(v, shape.heads)
     expected = attention(q, k64, v64, variant=variant.name, impl=variant.reference, causal=True, **params)
-    # The decoder's params: the learnable ones in its dtype, and those given as they are.
-    decoder_params: dict[str, Any] = {name: t.to(dtype) for name, t in learnable.items()} | given
+    # The decoder's params: the keyword inputs in their dtype, and those given as they are.
+    decoder_params: dict[str, Any] = {
+        name: t.to(keyword_dtype(variant, name, dtype)) for name, t in learnable.items()
+    } | given
     try:
         with torch.no_grad():
             actual, _ = decode(
@@ -394,3 +436,9 @@ def check_decoder(
         return result
     result.comparisons = [compare("decoded rows", actual, expected[..., -steps:, :], dtype)]
     return result
+
+
+def _setting(settings: DrawSettings, params: dict[str, Any]) -> str:
+    """``gate_regime=strong;gamma=0.5``: what a case was checked at besides the defaults."""
+    parts = [settings.describe(), *(f"{name}={value}" for name, value in sorted(params.items()))]
+    return ";".join(part for part in parts if part)

@@ -52,11 +52,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _registry_as_found() -> Iterator[None]:
     """Variants a test registers (a plugin loaded in-process by the CLI, a planted variant)
-    leave with it: the next test sees the built-in variants and nothing else."""
-    from linbench.variants import registry
+    leave with it, and so do the plugin files it loaded (a later test loading one imports it
+    afresh): the next test sees the built-in variants and nothing else."""
+    from linbench.variants import plugins, registry
 
     registry.list_variants()  # built-ins load once per process; keep them in the snapshot
-    before = dict(registry._REGISTRY)
+    before, loaded = dict(registry._REGISTRY), dict(plugins._loaded)
     yield
     registry._REGISTRY.clear()
     registry._REGISTRY.update(before)
+    plugins._loaded.clear()
+    plugins._loaded.update(loaded)

@@ -69,3 +69,29 @@ def test_the_documented_flop_formula_is_the_one_the_example_declares() -> None:
 @pytest.mark.parametrize("word", ["ImplUnavailableError", "masking", "time_exponent", "state_exponent", "Param("])
 def test_the_plugin_doc_describes(word: str) -> None:
     assert word in PLUGINS_DOC.read_text()
+
+
+def test_the_documented_gated_variant_checks_its_gate_decodes_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    """CPU. gate.py's impls match in both regimes, gradients of g included; its decoder cuts g per
+    token; a positive gate and one of the wrong shape are one-line ValueErrors."""
+    import linbench
+
+    plugin = _example("gate.py", tmp_path)
+    try:
+        assert load_plugin_file(plugin) == ["gate"]
+        gate = get_variant("gate")
+        assert [extra.name for extra in gate.extra_inputs] == ["g"]
+        for regime in ("weak", "strong"):
+            for shape in (Shape(1, 2, 1, 8, 8), Shape(2, 3, 65, 16, 24)):
+                result = check_impl(gate, "recurrent", shape, causal=True, params={"gate_regime": regime})
+                assert result.ok, result.describe()
+                assert "grad g" in {comparison.name for comparison in result.comparisons}
+        decoded = check_decoder(gate, "recurrent", Shape(1, 2, 40, 8, 8), steps=4)
+        assert decoded.ok, decoded.describe()
+        q = torch.randn(1, 2, 6, 4)
+        with pytest.raises(ValueError, match=r"gate: g must be ≤ 0 \(a log-gate\)"):
+            linbench.attention(q, q, q, variant="gate", g=torch.ones(1, 2, 6))
+        with pytest.raises(ValueError, match=r"g must have shape \(B, H, S\) = \(1, 2, 6\); got \(1, 2, 6, 4\)"):
+            linbench.attention(q, q, q, variant="gate", g=torch.zeros(1, 2, 6, 4))
+    finally:
+        unload_plugin_file(plugin)

@@ -20,6 +20,7 @@ from linbench.cli.check_display import (
     failure_lines,
     legend_line,
     matrix_table,
+    setting_lines,
     skipped_lines,
     summary_line,
     unavailable_lines,
@@ -60,11 +61,15 @@ def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device:
         masking = "causal" if causal else "bidirectional"
         return Cell(skipped=f"{variant.name}: {variant.masking[0]} only; its {masking} cells are not checked")
     cases: list[CaseResult] = []
-    for dims in SHAPES:
-        case = check_impl(variant, impl, Shape(*dims), causal=causal, dtype=torch_dtype(dtype_name), device=device)
-        if case.unavailable:
-            return Cell(unavailable=case.unavailable)
-        cases.append(case)
+    # The defaults, then each setting the variant asks to be checked at (a gated variant's
+    # strong gates), at every shape.
+    for params in ({}, *variant.check_params):
+        for dims in SHAPES:
+            shape, dtype = Shape(*dims), torch_dtype(dtype_name)
+            case = check_impl(variant, impl, shape, causal=causal, dtype=dtype, device=device, params=dict(params))
+            if case.unavailable:
+                return Cell(unavailable=case.unavailable)
+            cases.append(case)
     return Cell(cases=cases)
 
 
@@ -86,6 +91,54 @@ def run_matrix(
     return rows
 
 
+LENGTH_HELP = {
+    "seq": "Measure each impl's output error against the fp64 answer at these lengths (1k..16k), "
+    "in each --dtype, instead of the pass/fail matrix.",
+    "heads": "With --seq: heads of each call. Default: 2.",
+    "dim": "With --seq: head dim of q, k and v. Default: 64.",
+    "out": "With --seq: write the errors to this CSV.",
+    "plot": "With --seq: draw the error-against-length figure to this PNG.",
+}
+
+
+def _lengths(seq: str | None, out: Path | None, plot: Path | None) -> list[int]:
+    """--seq's lengths (none without it); ValueError for a bad range, or --out/--plot without it."""
+    from linbench.sweep.ranges import parse_range
+
+    if seq is None:
+        if out is not None or plot is not None:
+            raise ValueError("--out and --plot write the error against length: give --seq (1k..16k)")
+        return []
+    return sorted(set(parse_range(seq)))
+
+
+def _error_against_length(
+    selection: list[tuple[Variant, str]],
+    dtypes: list[str],
+    lengths: list[int],
+    heads: int,
+    dim: int,
+    device: torch.device,
+    out: Path | None,
+    plot: Path | None,
+) -> None:
+    """``check --seq``: the errors as a table, and to --out and --plot (cli/check_length.py)."""
+    from linbench.cli.check_length import error_table, measure_errors, plot_errors, write_errors
+
+    results = measure_errors(selection, dtypes, lengths, heads=heads, dim=dim, device=device)
+    console = stdout_console()
+    console.print(error_table(results))
+    for result in results:
+        if result.error:
+            console.print(f"{result.variant}:{result.impl} {result.dtype} S={result.seq}: {result.error}", markup=False)
+    if out is not None:
+        write_errors(results, out)
+        console.print(f"errors -> {out}", markup=False)
+    if plot is not None:
+        plot_errors(results, plot)
+        console.print(f"figure -> {plot}", markup=False)
+
+
 def check_command(
     variant: Annotated[
         list[str] | None,
@@ -97,13 +150,24 @@ def check_command(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
+    seq: Annotated[str | None, typer.Option("--seq", help=LENGTH_HELP["seq"])] = None,
+    heads: Annotated[int, typer.Option("--heads", min=1, help=LENGTH_HELP["heads"])] = 2,
+    dim: Annotated[int, typer.Option("--dim", min=1, help=LENGTH_HELP["dim"])] = 64,
+    out: Annotated[Path | None, typer.Option("--out", help=LENGTH_HELP["out"])] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help=LENGTH_HELP["plot"])] = None,
 ) -> None:
-    """Check every impl against its variant's fp64 reference; exit 1 when any cell fails."""
+    """Check every impl against its variant's fp64 reference; exit 1 when any cell fails.
+    With --seq: measure each impl's error at those lengths instead (no pass or fail)."""
     with usage_errors():
         load_plugins(plugin)
         resolved = resolve_device(device)
-        columns = [(name, causal) for name in parse_dtypes(dtype) for causal in (True, False)]
+        dtypes = parse_dtypes(dtype)
+        columns = [(name, causal) for name in dtypes for causal in (True, False)]
         selection = [(pick.variant, pick.impl) for pick in select_impls(split_list(variant))]
+        lengths = _lengths(seq, out, plot)
+    if lengths:
+        _error_against_length(selection, dtypes, lengths, heads, dim, resolved, out, plot)
+        return
     from linbench.correctness import Shape
 
     rows = run_matrix(selection, columns, resolved, quiet)
@@ -111,6 +175,7 @@ def check_command(
     console.print(matrix_table(rows, columns, resolved))
     console.print(legend_line([Shape(*dims) for dims in SHAPES]), markup=False, soft_wrap=True)
     sections = (
+        ("also checked at:", setting_lines(rows)),
         ("unavailable here:", unavailable_lines(rows)),
         ("not checked:", skipped_lines(rows)),
         ("failures:", failure_lines(rows)),

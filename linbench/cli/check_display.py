@@ -85,6 +85,19 @@ def legend_line(shapes: list[Shape]) -> str:
     return f"cell = worst |error| / tolerance over output and gradients (≤ 1 passes), at {checked}"
 
 
+def setting_lines(rows: list[Row]) -> list[str]:
+    """``gla: gate_regime=strong``: the settings besides the defaults that a variant's cells
+    were also checked at (its check_params), once per variant."""
+    settings: dict[str, list[str]] = {}
+    for row in rows:
+        for cell in row.cells:
+            for case in cell.cases:
+                seen = settings.setdefault(row.variant, [])
+                if case.setting and case.setting not in seen:
+                    seen.append(case.setting)
+    return [f"{variant}: {', '.join(found)}" for variant, found in settings.items() if found]
+
+
 def failure_lines(rows: list[Row]) -> list[str]:
     """The describe() line of every failing case, in table order."""
     return [case.describe() for row in rows for cell in row.cells for case in cell.failures]

@@ -7,7 +7,7 @@ never pays for it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +34,7 @@ __all__ = [
     "split_list",
     "stdout_console",
     "torch_dtype",
+    "warn_left_out",
 ]
 
 REPORT_FORMATS = ("table", "md", "json")
@@ -92,3 +93,12 @@ def output_format(chosen: str, as_json: bool) -> str:
     if as_json and name not in ("table", "json"):
         raise CliUsageError(f"--json and --format {name} contradict each other; give one")
     return "json" if as_json else name
+
+
+def warn_left_out(warnings: Iterable[str]) -> None:
+    """Each line naming rows a reader left out (torn or malformed: linbench/results/rows.py), on
+    stderr, so the report or figure on stdout stays what it was."""
+    import typer
+
+    for line in warnings:
+        typer.echo(f"warning: {line}", err=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from linbench.cli.common import output_format, stdout_console
+from linbench.cli.common import output_format, stdout_console, warn_left_out
 from linbench.cli.errors import CliUsageError, usage_errors
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ def compare_command(
             controls=tuple(control or []),
         )
         base_run, cur_run = read_single_run(baseline), read_single_run(current)
+        warn_left_out([*base_run.warnings, *cur_run.warnings])
         if not force:
             check_same_device(base_run, cur_run)
         comparison = compare_runs(base_run, cur_run, thresholds)

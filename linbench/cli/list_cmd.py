@@ -73,6 +73,27 @@ def variant_table(variants: list[Variant]) -> Table:
     return table
 
 
+# What each dtype rule of an extra input means, for a reader (variants/extra_inputs.py's DTYPE_RULES).
+DTYPE_WORDS = {"like_q": "q's", "fp32_or_wider": "fp32 for 16-bit q, else q's"}
+
+
+def extra_input_table(variants: list[Variant]) -> Table | None:
+    """One row per tensor a variant takes beside q, k and v (its gates, β): drawn untimed by
+    every workload; None when no variant takes one."""
+    from linbench.variants.extra_inputs import SHAPES
+
+    rows = [(variant.name, extra) for variant in variants for extra in variant.extra_inputs]
+    if not rows:
+        return None
+    table = Table(title="extra inputs (drawn untimed beside q, k and v)", title_justify="left")
+    for column in ("variant", "input", "shape", "dtype", "what", "drawn as"):
+        table.add_column(column)
+    for name, extra in rows:
+        cells = (SHAPES[extra.shape], DTYPE_WORDS[extra.dtype_rule], escape(extra.summary), escape(extra.distribution))
+        table.add_row(name, extra.name, *cells)
+    return table
+
+
 def decoder_table(variants: list[Variant]) -> Table:
     """One row per decoder: how ``linbench decode`` can generate with each variant."""
     table = Table(title="decoders (linbench decode --variant VARIANT:DECODER)", title_justify="left")
@@ -100,4 +121,7 @@ def list_command(
     console = stdout_console()
     console.print(impl_table(variants, resolved))
     console.print(variant_table(variants))
+    extra = extra_input_table(variants)
+    if extra is not None:
+        console.print(extra)
     console.print(decoder_table(variants))

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from linbench.cli.common import warn_left_out
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 
 
@@ -29,6 +30,7 @@ def plot_command(
         if unknown or not chosen:
             raise CliUsageError(f"unknown --format {', '.join(unknown) or formats!r}; use {', '.join(FORMATS)}")
         loaded = load_runs(runs)
+    warn_left_out(line for run in loaded for line in run.warnings)
     for run in loaded:
         target = run.path / "plots" if out is None else out / run.name
         blocker = next((p for p in (target, *target.parents) if p.exists() and not p.is_dir()), None)

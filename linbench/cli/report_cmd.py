@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from linbench.cli.common import REPORT_FORMATS, output_format, stdout_console
+from linbench.cli.common import REPORT_FORMATS, output_format, stdout_console, warn_left_out
 from linbench.cli.errors import CliUsageError, usage_errors
 
 # html is report's alone (compare prints table, md or json).
@@ -49,6 +49,7 @@ def report_command(
     with usage_errors():
         chosen = _report_format(output_format_flag, as_json)
         loaded = load_runs(runs)
+        warn_left_out(line for run in loaded for line in run.warnings)
         against = _compare_target(compare_to, loaded) if compare_to is not None else None
     analyses = [analyse(run, against) for run in loaded]
     if chosen == "table" and out is None:

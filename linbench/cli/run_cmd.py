@@ -38,7 +38,13 @@ HELP = {
     "cuda_graph": "Also capture one call of each point in a CUDA graph and time its replays (device_ms, "
     "the call without host launch gaps) beside the eager time_ms. CUDA only.",
     "tokens": "A fixed token budget (64k): each point's batch is tokens / seq, in place of --batch; "
-    "every seq must divide it.",
+    "every seq must divide it. With --pack or --lengths-file: the pack's tokens.",
+    "pack": "Run a pack of --tokens tokens in place of --seq and --batch, its lengths drawn from a "
+    "distribution: uniform:max=4k[,min=128], lognormal:mean=2k[,sigma=1] (or median=N), each [,seed=N].",
+    "lengths_file": "Run a pack of --tokens tokens whose lengths a file lists (whole numbers of at least 1, "
+    "whitespace or commas, # comments), in order and from the top again.",
+    "packing": "How each impl runs the pack: packed (its sequences' boundaries, cu_seqlens), padded (each "
+    "sequence padded to the longest); comma list. Default: both, where the impl can.",
 }
 
 
@@ -83,6 +89,9 @@ def run_command(
     warmup_s: Annotated[str | None, typer.Option("--warmup-s", help=HELP["warmup_s"])] = None,
     min_reps: Annotated[str | None, typer.Option("--min-reps", help=HELP["min_reps"])] = None,
     tokens: Annotated[str | None, typer.Option("--tokens", help=HELP["tokens"])] = None,
+    pack: Annotated[str | None, typer.Option("--pack", help=HELP["pack"])] = None,
+    lengths_file: Annotated[Path | None, typer.Option("--lengths-file", help=HELP["lengths_file"])] = None,
+    packing: Annotated[list[str] | None, typer.Option("--packing", help=HELP["packing"])] = None,
     processes: Annotated[str | None, typer.Option("--processes", help=HELP["processes"])] = None,
     max_processes: Annotated[str | None, typer.Option("--max-processes", help=HELP["max_processes"])] = None,
     mix: Annotated[bool, typer.Option("--mix", help=HELP["mix"])] = False,

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from linbench.cli.common import load_plugins, stdout_console
+from linbench.cli.common import load_plugins, stdout_console, warn_left_out
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from linbench.lengths import Pack
     from linbench.results.store import RunStore
     from linbench.runner.pipeline import Outcome, Prepared
     from linbench.runner.sweep_runner import Listener
@@ -102,6 +103,7 @@ def execute_sweep(
         )
     with usage_errors():
         store = start(prepared)
+    warn_left_out(store.repairs)
     _announce(prepared, store, console)
     if quiet:
         outcome = run(prepared, store)
@@ -139,9 +141,11 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         f"  points: {len(prepared.pending)} of {len(plan.points)} to run on {plan.device} ({plan.device_name})",
         f"  {what}: {names(measured)}",
         f"  baselines: {names([pair for pair in plan.targets.baselines if pair in planned])}",
-        *_axes_lines(spec.blocks, spec.command),
+        *_axes_lines(spec.blocks, spec.command, packed=spec.pack is not None),
+        *([f"  pack: {pack_line(spec.pack, spec.packing)}"] if spec.pack is not None else []),
         *(f"  note: {note}" for note in plan.targets.notes),
-        f"  estimated time: about {format_duration(prepared.estimate_s)} (a rough model: linbench/sweep/estimate.py)",
+        f"  estimated time: about {format_duration(prepared.estimate_s)}{_build_note(prepared, dry_run=True)}"
+        f"{_busy_note()} (a rough model: linbench/sweep/estimate.py)",
         f"  results would go to: {where}",
     ]
     if prepared.too_large is not None:
@@ -150,14 +154,25 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         console.print(line, markup=False, soft_wrap=True)
 
 
-def _axes_lines(blocks: tuple[Axes, ...], command: str) -> list[str]:
+def _axes_lines(blocks: tuple[Axes, ...], command: str, packed: bool = False) -> list[str]:
     if len(blocks) == 1:
-        return [f"  axes: {axes_line(blocks[0], command)}"]
-    return [f"  block {i}: {axes_line(block, command)}" for i, block in enumerate(blocks, 1)]
+        return [f"  axes: {axes_line(blocks[0], command, packed)}"]
+    return [f"  block {i}: {axes_line(block, command, packed)}" for i, block in enumerate(blocks, 1)]
 
 
-def axes_line(block: Axes, command: str) -> str:
-    """The values of each axis of one block: "seq 1k, 2k · batch 1 · heads 8 · ..."."""
+def pack_line(pack: Pack, packing: tuple[str, ...]) -> str:
+    """A pack in words: where its lengths come from, how many, the padding, how it runs."""
+    lengths = pack.lengths
+    return (
+        f"{pack.label}: {pack.sequences} sequences of {min(lengths)} to {max(lengths)} tokens "
+        f"(mean {pack.tokens / pack.sequences:.0f}); padded to the longest, {pack.padding_waste:.0%} of "
+        f"the batch is padding · run {', '.join(packing)}"
+    )
+
+
+def axes_line(block: Axes, command: str, packed: bool = False) -> str:
+    """The values of each axis of one block: "seq 1k, 2k · batch 1 · heads 8 · ..." (a pack's
+    lengths and batch are its own: pack_line)."""
     from linbench.sweep.settings import LENGTH_AXIS
     from linbench.units import format_size
 
@@ -169,6 +184,8 @@ def axes_line(block: Axes, command: str) -> str:
     parts = [f"{length} {values(block.seq)}", f"batch {batch}", f"heads {values(block.heads)}"]
     if block.kv_heads:
         parts.append(f"kv_heads {values(block.kv_heads)}")
+    if packed:
+        parts = parts[2:]
     parts.append(f"dim {values(block.dim)}" + (f" × dim_v {values(block.dim_v)}" if block.dim_v else ""))
     if block.chunk:
         parts.append(f"chunk {values(block.chunk)}")
@@ -188,12 +205,48 @@ def _announce(prepared: Prepared, store: RunStore, console: Console) -> None:
     console.print(
         f"linbench {spec.command}: {len(prepared.pending)} of {len(plan.points)} points to run "
         f"({count} {what}) on {plan.device} ({plan.device_name}), "
-        f"about {format_duration(prepared.estimate_s)} -> {store.path}",
+        f"about {format_duration(prepared.estimate_s)}{_build_note(prepared)}{_busy_note()} -> {store.path}",
         markup=False,
         soft_wrap=True,
     )
     for note in plan.targets.notes:
         console.print(f"  note: {note}", markup=False, soft_wrap=True)
+
+
+def _estimate_line(meta: dict[str, Any]) -> str | None:
+    """The run's wall time against its estimate (meta.json's ``estimate``), or None."""
+    from linbench.results.estimate_record import EstimateRecord
+
+    record = EstimateRecord.read(meta)
+    if record is None or record.actual_s is None or record.ratio is None:
+        return None
+    return (
+        f"time: took {record.actual_s:.0f} s against an estimate of {record.estimate_s:.0f} s, "
+        f"{record.ratio:.2f}× the estimate (kept in meta.json's estimate)"
+    )
+
+
+def _busy_note() -> str:
+    """The estimate is an idle machine's: say so where the machine is busy now (its 1-minute
+    load average above its cores, machine/load.py's rule), since every point then takes longer."""
+    from linbench.machine.load import cpu_cores, load_average
+
+    load, cores = load_average(), cpu_cores()
+    if load is None or load[0] <= cores:
+        return ""
+    return f" on an idle machine; this one is busy (load average {load[0]:.1f} on {cores} cores): expect longer"
+
+
+def _build_note(prepared: Prepared, dry_run: bool = False) -> str:
+    """What the estimate says of the first-use kernel build planning made (nothing without one)."""
+    from linbench.sweep.estimate import format_duration
+
+    build = prepared.build
+    if not build.built:
+        return ""
+    took = f"; it took {format_duration(build.took_s)}" if build.took_s is not None else ""
+    done = ", which this dry run has done: a run now would not" if dry_run else ""
+    return f" with the first-use kernel build (about {format_duration(build.estimate_s)}{took}{done})"
 
 
 @contextmanager
@@ -252,6 +305,8 @@ def _end(prepared: Prepared, outcome: Outcome, console: Console, quiet: bool, al
     overhead = Overhead.read(meta)
     if not quiet and overhead is not None:
         console.print(overhead_line(overhead), markup=False, soft_wrap=True)
+    if not quiet and (took := _estimate_line(meta)):
+        console.print(took, markup=False, soft_wrap=True)
     failed = failed_rows(rows)
     summary = f"{status_counts(rows)} -> {outcome.results_path}{failure_note(failed, allow_failures)}{tail}"
     console.print(summary, markup=False, soft_wrap=True)

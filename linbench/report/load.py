@@ -2,8 +2,10 @@
 
 A run folder holds results.csv (and meta.json, and processes.csv where each point was
 measured in worker processes of its own); a folder of runs holds run folders. A file that is
-missing, is not CSV, lacks columns or holds garbage raises ReportInputError naming the file
-and the problem.
+missing, is not CSV or lacks columns raises ReportInputError naming the file and the problem.
+A row no writer finished (torn mid-write, cells missing or of the wrong type: rows.py) is
+left out, and the run's ``warnings`` name it in one line per file: no report, figure or
+comparison uses it, and a point whose results row is left out is left out of all of them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from linbench.results.rows import CsvFileError, read_rows
 from linbench.results.schema import (
     COLUMNS,
     KEY_COLUMNS,
@@ -45,12 +48,14 @@ class ReportInputError(ValueError):
 @dataclass
 class Run:
     """One run: its results and, when present, its meta.json and its processes (one row per
-    worker process that measured a point; None for a run that recorded none)."""
+    worker process that measured a point; None for a run that recorded none), and a line per
+    file whose torn or malformed rows were left out."""
 
     path: Path
     results: pd.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
     processes: pd.DataFrame | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -79,7 +84,8 @@ def read_run(path: Path) -> Run:
     """The run in folder ``path`` (or the folder of the results.csv ``path``)."""
     folder = path.parent if path.is_file() else path
     csv_path = folder / RESULTS_FILE
-    results = read_results(csv_path)
+    warnings: list[str] = []
+    results = read_results(csv_path, warnings)
     meta: dict[str, Any] = {}
     if (folder / META_FILE).is_file():
         try:
@@ -89,10 +95,11 @@ def read_run(path: Path) -> Run:
     if token_budget(meta):
         results["tokens"] = results["batch"] * results["seq"]
     processes_csv = folder / PROCESSES_FILE
-    processes = read_processes(processes_csv) if processes_csv.is_file() and processes_csv.stat().st_size else None
+    has_processes = processes_csv.is_file() and processes_csv.stat().st_size
+    processes = read_processes(processes_csv, warnings) if has_processes else None
     if processes is not None and processes.empty:
         processes = None  # a header alone: no process recorded (a run made without them, or stopped early)
-    return Run(folder, results, meta, processes)
+    return Run(folder, results, meta, processes, warnings)
 
 
 def token_budget(meta: dict[str, Any]) -> int | None:
@@ -108,18 +115,20 @@ def token_budget(meta: dict[str, Any]) -> int | None:
         return None
 
 
-def read_results(csv_path: Path) -> pd.DataFrame:
-    """results.csv as a typed DataFrame; ReportInputError on anything malformed."""
-    frame = _read_csv(csv_path, REQUIRED_RESULT_COLUMNS)
+def read_results(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFrame:
+    """results.csv's whole rows as a typed DataFrame; ReportInputError for a file that is not
+    one. The rows left out are named in a line appended to ``warnings``."""
+    frame = _read_csv(csv_path, REQUIRED_RESULT_COLUMNS, warnings, "their points count as not measured")
     if frame.empty:
         raise ReportInputError(f"{str(csv_path)!r} holds no results (an empty run)")
     return _typed(frame, ALWAYS_RESULT_COLUMNS, csv_path)
 
 
-def read_processes(csv_path: Path) -> pd.DataFrame:
+def read_processes(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFrame:
     """processes.csv as a typed DataFrame (one row per worker process of a point), checked
     like results.csv; it may be empty (a run stopped before its first process finished)."""
-    return _typed(_read_csv(csv_path, PROCESS_REQUIRED_COLUMNS), ALWAYS_PROCESS_COLUMNS, csv_path)
+    frame = _read_csv(csv_path, PROCESS_REQUIRED_COLUMNS, warnings, "those processes are not used")
+    return _typed(frame, ALWAYS_PROCESS_COLUMNS, csv_path)
 
 
 def _typed(frame: pd.DataFrame, always: tuple[str, ...], csv_path: Path) -> pd.DataFrame:
@@ -149,15 +158,20 @@ def _fill_keys(frame: pd.DataFrame) -> None:
         frame.loc[empty, column] = frame.loc[empty, default] if default is not None else str(NO_CHUNK)
 
 
-def _read_csv(csv_path: Path, required: tuple[str, ...]) -> pd.DataFrame:
-    """A run's CSV file as strings, with its required columns, statuses and masking checked."""
+def _read_csv(csv_path: Path, required: tuple[str, ...], warnings: list[str] | None, outcome: str) -> pd.DataFrame:
+    """A run's CSV file's whole rows as strings (rows.py), with its required columns, statuses
+    and masking checked; the rows left out named in a line appended to ``warnings``, which
+    ends with ``outcome``."""
     where = repr(str(csv_path))
     try:
-        frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
+        read = read_rows(csv_path)
     except FileNotFoundError:
         raise ReportInputError(f"{where} does not exist") from None
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ReportInputError(f"{where} is not a linbench results CSV: {' '.join(str(exc).split())}") from None
+    except (OSError, CsvFileError) as exc:
+        raise ReportInputError(str(exc)) from None
+    if (warning := read.warning(outcome)) is not None and warnings is not None:
+        warnings.append(warning)
+    frame = pd.DataFrame(read.rows, columns=list(read.header), dtype=str)
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ReportInputError(f"{where} lacks column(s) {', '.join(missing)}")

@@ -12,7 +12,10 @@ row's dtype, per (batch, head, token):
 - ``fwdbwd``: both, each pass reading its inputs from memory afresh (nothing is assumed to
   stay in cache between the two): 6·Dk + 5·Dv elements.
 
-Bytes = B·H·S·elements·bytes(dtype). Intermediates (the S×S scores of the quadratic forms, the
+Bytes = B·H·S·elements·bytes(dtype), plus a variant's extra inputs (a gated variant's log-gates,
+the delta rule's β, in their own dtype): a run records each point's bytes (results.csv's
+``bytes``, from linbench/variants/traffic.py, the same model with the extra inputs added), and a
+row that has none (a run from before) gets the model above. Intermediates (the S×S scores of the quadratic forms, the
 per-chunk states, fp32 copies of 16-bit inputs) are not counted, so the achieved bandwidth
 is what a kernel moving nothing else would need; a fraction near 1 means memory-bound at the
 copy rate. FLOP rate is results.csv's ``tflops`` (the variant's formula) over the matmul
@@ -74,7 +77,7 @@ def roofline_rows(results: pd.DataFrame, ceilings: dict[str, Any]) -> list[dict[
     for row in results[results["status"] == "ok"].to_dict("records"):
         time_ms = _positive(row.get("time_ms"))
         shape = (int(row["batch"]), int(row["heads"]), int(row["seq"]), int(row["dim_k"]), int(row["dim_v"]))
-        nbytes = minimal_bytes(str(row["mode"]), *shape, str(row["dtype"]))
+        nbytes = _recorded_bytes(row) or minimal_bytes(str(row["mode"]), *shape, str(row["dtype"]))
         if time_ms is None or nbytes is None:
             continue
         gb_s = nbytes / (time_ms * 1e-3) / 1e9
@@ -104,6 +107,12 @@ def roofline_rows(results: pd.DataFrame, ceilings: dict[str, Any]) -> list[dict[
             }
         out.append(record)
     return out
+
+
+def _recorded_bytes(row: dict[str, Any]) -> int | None:
+    """The bytes the run recorded for the row's point (None: a run from before it recorded them)."""
+    recorded = _positive(row.get("bytes"))
+    return int(recorded) if recorded is not None else None
 
 
 def _plain(value: Any) -> Any:

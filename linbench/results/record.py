@@ -12,7 +12,7 @@ A row's key is ``row_key``, the one copy of it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from linbench.results.processes import ProcessResult, summarise
@@ -37,6 +37,8 @@ __all__ = [
 # decode step), the time per token.
 PER_SECOND = "tokens_per_s"
 PER_TOKEN = "time_per_token_ms"
+# A pack's columns (run --pack), fixed when the sweep is planned.
+PACK_COLUMNS = ("pack", "packing", "sequences", "padding_waste")
 # The columns that hold a time, empty unless the point passed its check and ran to the end.
 TIME_COLUMNS = (
     *("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops", "time_per_token_ms", "device_ms"),
@@ -70,13 +72,15 @@ class PointFacts:
     flops: float | None = None  # one call's, by the variant's count (None: not counted)
     context: int | None = None  # a decode point's context
     rate: str = PER_SECOND  # PER_SECOND or PER_TOKEN
-    tokens: int = 0  # the tokens one call processes (batch·seq), for PER_SECOND
+    tokens: int = 0  # the tokens one call processes (batch·seq; a pack's real tokens), for PER_SECOND
+    bytes: int | None = None  # the fewest bytes one call moves (None: no model, as for decode)
+    pack: Mapping[str, Any] = field(default_factory=dict)  # a pack's columns (pack, packing, ...)
     gqa: str = ""  # with fewer key/value heads than heads: "native" or "expanded"
 
     def columns(self) -> dict[str, Any]:
         """The point's own columns of its results row."""
         own = {"device_name": self.device_name, "params": self.params, "flops": self.flops, "context": self.context}
-        return dict(self.key) | own | {"gqa": self.gqa or None}
+        return dict(self.key) | own | {"bytes": self.bytes} | dict(self.pack) | {"gqa": self.gqa or None}
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], rate: str) -> PointFacts:
@@ -88,9 +92,17 @@ class PointFacts:
             flops=COLUMNS["flops"].parse(row.get("flops")),
             context=COLUMNS["context"].parse(row.get("context")),
             rate=rate,
-            tokens=int(row["batch"]) * int(row["seq"]),
+            tokens=_tokens(row),
+            bytes=COLUMNS["bytes"].parse(row.get("bytes")),
+            pack={column: row[column] for column in PACK_COLUMNS if row.get(column) not in (None, "")},
             gqa=str(row.get("gqa") or ""),
         )
+
+
+def _tokens(row: Mapping[str, Any]) -> int:
+    """The real tokens of a row's call: batch·seq, less a pack's padding."""
+    waste = COLUMNS["padding_waste"].parse(row.get("padding_waste")) or 0.0
+    return round(int(row["batch"]) * int(row["seq"]) * (1.0 - waste))
 
 
 @dataclass(frozen=True)

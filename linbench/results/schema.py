@@ -40,8 +40,10 @@ __all__ = [
 ]
 
 # 2: processes.csv, the process column of samples.csv, and the between-process columns.
-# 3: kv_heads and chunk in every file's key, gqa in results.csv.
-SCHEMA_VERSION = 3
+# 3: results.csv's bytes (the roofline's traffic, recorded per point).
+# 4: a pack's columns (pack, packing, sequences, padding_waste).
+# 5: kv_heads and chunk in every file's key, gqa in results.csv.
+SCHEMA_VERSION = 5
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -126,8 +128,18 @@ COLUMNS = {
             "point",
             ("device_name", str, "the device's model name"),
             ("flops", float, "floating-point operations of one call, by the variant's count"),
+            (
+                "bytes",
+                int,
+                "run: the fewest bytes one call moves (inputs read once, outputs written once, gates and β "
+                "included): the roofline's traffic",
+            ),
             ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
             ("params", str, "--param values of the impl that differ from its defaults (k=v;k=v)"),
+            ("pack", str, "run --pack: where the pack's lengths come from, @ its real tokens"),
+            ("packing", str, "run --pack: packed (one batch with the boundaries) or padded (to the longest)"),
+            ("sequences", int, "run --pack: the sequences in the pack"),
+            ("padding_waste", float, "run --pack: the share of the tokens computed that is padding"),
             (
                 "gqa",
                 str,
@@ -184,7 +196,7 @@ COLUMNS = {
             "rate",
             ("tflops", float, "flops / time_ms"),
             ("time_per_token_ms", float, "decode: the median time of one step"),
-            ("tokens_per_s", float, "run: batch·seq tokens processed per second"),
+            ("tokens_per_s", float, "run: batch·seq tokens processed per second (a pack's: its real tokens)"),
         ),
         # processes.csv and samples.csv only.
         *_group(
@@ -217,6 +229,10 @@ RESULT_COLUMNS = (
     *("processes", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "timing", "kernels_per_call"),
     *("graph_error", "compile_s"),
     # Schema 3.
+    "bytes",
+    # Schema 4.
+    *("pack", "packing", "sequences", "padding_waste"),
+    # Schema 5.
     *("kv_heads", "chunk", "gqa"),
 )
 # The columns every results.csv has had (later ones are optional when reading).

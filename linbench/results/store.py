@@ -3,12 +3,15 @@
 results.csv holds a row per point, processes.csv a row per worker process that measured a
 point, samples.csv a row per timed repetition (columns: linbench/results/schema.py). Every
 row is flushed as soon as it is written, so Ctrl-C or ``kill -9`` leaves valid CSV
-files holding every finished point. A run folder opened again (``--resume``) first
-repairs what a kill can leave behind: a half-written last line, and samples of a process
-whose row never made it. The processes of a point whose result row is not written yet stay:
-a resumed run measures only the processes that point still lacks. A write that fails (a
-full disk) raises RunStoreWriteError naming the file; what was written before stays, so the
-folder can be resumed.
+files holding every finished point. Rows are read back through rows.py, which keeps out a
+row no writer finished (a torn last line, a row with cells missing or of the wrong type).
+A run folder opened again (``--resume``) first repairs what a kill or an edit can leave
+behind: it drops such rows, saying so in ``repairs``, with the processes and samples of a
+point whose result row was dropped (the point is measured again), and the samples of a
+process whose row never made it. The processes of a point whose result row is not written
+yet stay: a resumed run measures only the processes that point still lacks. A write that
+fails (a full disk) raises RunStoreWriteError naming the file; what was written before
+stays, so the folder can be resumed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from linbench.results.record import row_key
+from linbench.results.rows import CsvRows, read_rows
 from linbench.results.schema import (
     KEY_COLUMNS,
     PROCESS_COLUMNS,
@@ -95,6 +99,7 @@ class RunStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.repairs: list[str] = []  # one line per file whose rows a repair dropped
 
     @classmethod
     def create(cls, out_dir: Path, name: str) -> RunStore:
@@ -199,8 +204,9 @@ class RunStore:
             raise RunStoreError(f"{str(self.path / META_FILE)!r} cannot be read: {exc}") from None
 
     def _repair(self) -> None:
-        for path in (self.results_path, self.processes_path, self.samples_path):
-            _drop_partial_line(path)
+        redo = self._drop_bad_rows(self.results_path)
+        for path in (self.processes_path, self.samples_path):
+            self._drop_bad_rows(path, redo)
         self._upgrade_header(self.results_path, RESULT_COLUMNS)
         self._upgrade_header(self.samples_path, SAMPLE_COLUMNS, fill={"process": "0"})
         if not self.processes_path.exists():  # a run from before processes.csv
@@ -216,6 +222,25 @@ class RunStore:
         ]
         _replace_text(self.samples_path, _csv_text([SAMPLE_COLUMNS, *kept]))
 
+    def _drop_bad_rows(self, path: Path, points: set[tuple[str, ...]] | None = None) -> set[tuple[str, ...]]:
+        """Rewrite ``path`` without the rows no writer finished (rows.py), and without the rows
+        of ``points``; the keys of the points whose rows were dropped as bad."""
+        if not path.exists():
+            return set()
+        try:
+            read = read_rows(path)
+        except ValueError:
+            _drop_partial_line(path)  # a header cut short: the header upgrade rewrites it
+            return set()
+        points = points or set()
+        kept = [row for row in read.rows if row_key(row) not in points] if points else read.rows
+        if not read.bad and len(kept) == len(read.rows):
+            return set()
+        if read.bad:
+            self.repairs.append(_repair_line(read))
+        _replace_text(path, _csv_text([read.header, *([row[c] for c in read.header] for row in kept)]))
+        return {bad.key for bad in read.bad if bad.key is not None}
+
     def _upgrade_header(self, path: Path, columns: tuple[str, ...], fill: Mapping[str, str] | None = None) -> None:
         """Rewrite a file from before a column was added with today's columns, so rows appended
         now land under their names (the added cells of old rows stay empty, or ``fill``)."""
@@ -230,8 +255,12 @@ class RunStore:
 
 
 def _read_rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
+    """The whole rows of ``path`` (rows.py: a torn or malformed row is never data)."""
+    return read_rows(path).rows
+
+
+def _repair_line(read: CsvRows) -> str:
+    return read.warning("dropped from the file; their points are measured again") or ""
 
 
 def _drop_partial_line(path: Path) -> None:

@@ -19,8 +19,12 @@ import torch
 
 from linbench.dtypes import torch_dtype
 from linbench.measure.memory import release_free_heap
+from linbench.runner.workload import EXTRA_SEED_OFFSET
 from linbench.sweep.points import Point
+from linbench.variants.extra_inputs import check_extra_inputs, draw_extra_inputs, split_draw_settings, take_tokens
 from linbench.variants.registry import get_variant
+
+Tokens = tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]
 
 # Tokens drawn and prefilled at a time: a 1m-token context never exists as one tensor.
 PREFILL_BLOCK = 16384
@@ -40,6 +44,10 @@ class DecodeWorkload:
     ) -> None:
         variant = get_variant(point.variant)
         self.decoder = variant.decoder(point.impl)
+        # The variant's extra inputs (gates, β) are drawn with each block of tokens, in the
+        # settings given (gate_regime), and cut per step like q, k and v.
+        self.declared, self.owner = variant.extra_inputs, variant.name
+        self.settings, params = split_draw_settings(params or {})
         self.shape = point.shape
         self.dtype = torch_dtype(point.dtype)
         self.device = device
@@ -47,28 +55,41 @@ class DecodeWorkload:
         # ``spare``: one token more than the steps, for repeatable_step (a cache has room for it).
         self.total = self.context + steps + int(spare)
         # Length-derived parameters (cosine's seq_len, cosformer's M) span the whole generation.
-        self.params = variant.length_params(self.total, params or {})
+        self.params = variant.length_params(self.total, params)
         self._gen = torch.Generator(device=device).manual_seed(seed)
+        self._extra_gen = torch.Generator().manual_seed(seed + EXTRA_SEED_OFFSET)
         self.state: Any = None
         self._tokens = self._draw(self.total - self.context)
         self._next = 0
         self._trim_heap = device.type == "cpu"
 
-    def _draw(self, length: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _draw(self, length: int) -> Tokens:
+        """q, k, v and the extra inputs of ``length`` tokens (the extra inputs checked: a draw
+        that does not fit is a one-line error before anything is timed)."""
         b, h, _, dim_k, dim_v = self.shape.sizes()
 
         def one(dim: int, heads: int = h) -> torch.Tensor:
             return torch.randn(b, heads, length, dim, generator=self._gen, device=self.device, dtype=self.dtype)
 
         # k and v with the point's key/value heads: a grouped decoder's state is that much smaller.
-        return one(dim_k), one(dim_k, self.shape.kv_heads), one(dim_v, self.shape.kv_heads)
+        q, k, v = one(dim_k), one(dim_k, self.shape.kv_heads), one(dim_v, self.shape.kv_heads)
+        extras = draw_extra_inputs(
+            self.declared,
+            (b, h, length, dim_k),
+            generator=self._extra_gen,
+            device=self.device,
+            dtype=self.dtype,
+            settings=self.settings,
+        )
+        check_extra_inputs(self.owner, self.declared, extras, q)
+        return q, k, v, extras
 
     def prefill(self) -> None:
         """Absorb the context, block by block, with the decoder's parallel form."""
         for start in range(0, self.context, PREFILL_BLOCK):
-            q, k, v = self._draw(min(PREFILL_BLOCK, self.context - start))
-            self.state = self.decoder.prefill(q, k, v, state=self.state, capacity=self.total, **self.params)
-            del q, k, v  # free the block before the next is drawn
+            q, k, v, extras = self._draw(min(PREFILL_BLOCK, self.context - start))
+            self.state = self.decoder.prefill(q, k, v, state=self.state, capacity=self.total, **self.params, **extras)
+            del q, k, v, extras  # free the block before the next is drawn
 
     def before(self) -> None:
         """Untimed set-up of a step. Before the first, whose peak memory is read, the heap the
@@ -87,19 +108,25 @@ class DecodeWorkload:
         if n >= self.total - self.context:
             raise RuntimeError(f"all {self.total - self.context} tokens were generated; no step is left")
         self._next += 1
-        q, k, v = (t[..., n : n + 1, :] for t in self._tokens)
-        _, self.state = self.decoder.step(q, k, v, state=self.state, **self.params)
+        q, k, v, extras = self._token(n)
+        _, self.state = self.decoder.step(q, k, v, state=self.state, **self.params, **extras)
+
+    def _token(self, n: int) -> Tokens:
+        """Generated token ``n``: its q, k, v and extra inputs (each cut along the sequence)."""
+        q, k, v, extras = self._tokens
+        cut = take_tokens(self.declared, extras, n, n + 1)
+        return q[..., n : n + 1, :], k[..., n : n + 1, :], v[..., n : n + 1, :], cut
 
     def repeatable_step(self) -> Callable[[], None]:
         """A step with the last drawn token from the current state, which it leaves as it is:
         calling it again repeats the same step at the same context (a recurrent state is
         replaced, not changed; a cache slot past the filled ones is written again). This is
         what a CUDA graph captures and replays."""
-        q, k, v = (t[..., -1:, :] for t in self._tokens)
+        q, k, v, extras = self._token(self._tokens[0].shape[-2] - 1)
         state, params, step = self.state, self.params, self.decoder.step
 
         def again() -> None:
-            step(q, k, v, state=state, **params)
+            step(q, k, v, state=state, **params, **extras)
 
         return again
 

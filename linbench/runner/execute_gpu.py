@@ -62,7 +62,7 @@ def capturable_call(work: Workload) -> Callable[[], None]:
     if work.point.mode != "bwd":
         return work.run
     out = work.forward()
-    inputs = (work.q, work.k, work.v)
+    inputs = work.leaves()
     grad_out = work.grad_out
 
     def backward() -> None:

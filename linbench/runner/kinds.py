@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
+from linbench.dtypes import torch_dtype
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import PER_SECOND, PER_TOKEN, PointFacts
@@ -39,6 +40,7 @@ from linbench.sweep.points import Point
 from linbench.sweep.settings import LENGTH_AXIS
 from linbench.variants.registry import Param, Variant, get_variant
 from linbench.variants.selection import Selected, select_decoders, select_impls
+from linbench.variants.traffic import minimal_bytes
 
 if TYPE_CHECKING:
     import torch
@@ -123,12 +125,19 @@ class _Shared:
         return f"--{self.words.length}, --batch, --heads or --dim"
 
     def _facts(
-        self, point: Point, device_name: str, params: str, flops: float | None, context: int | None, native: bool
+        self,
+        point: Point,
+        device_name: str,
+        params: str,
+        flops: float | None,
+        context: int | None,
+        traffic: int | None = None,
+        native: bool = False,
     ) -> PointFacts:
         tokens = point.shape.batch * point.shape.seq
         # With fewer key/value heads than heads, how the impl (decoder) took them.
         gqa = ("native" if native else "expanded") if point.shape.grouped else ""
-        return PointFacts(point.as_row(), device_name, params, flops, context, self.rate, tokens, gqa)
+        return PointFacts(point.as_row(), device_name, params, flops, context, self.rate, tokens, traffic, gqa=gqa)
 
 
 @dataclass(frozen=True)
@@ -159,8 +168,10 @@ class RunKind(_Shared):
         return get_variant(pair[0]).impl(pair[1]).unsupported_reason(dim_k, dim_v, dtype, device_type)
 
     def param_specs(self, variant: Variant, name: str) -> dict[str, Param]:
-        """The variant's parameters and the impl's own (ValueError naming the impls)."""
-        return {spec.name: spec for spec in (*variant.param_specs, *variant.impl(name).params)}
+        """The variant's parameters, the impl's own (ValueError naming the impls) and how its
+        extra inputs are drawn (gate_regime)."""
+        specs = (*variant.param_specs, *variant.impl(name).params, *variant.draw_params)
+        return {spec.name: spec for spec in specs}
 
     def timing(self, spec: SweepSpec, device: torch.device) -> TimingPolicy:
         """The device's defaults, less budget per process with several, and the spec's own."""
@@ -183,9 +194,13 @@ class RunKind(_Shared):
         return device.type == "cuda"
 
     def facts(self, point: Point, device_name: str, params: str) -> PointFacts:
+        """FLOPs by the variant's count, and the fewest bytes the call moves (its gates and β
+        included: variants/traffic.py), for GFLOP/s and the roofline."""
         variant = get_variant(point.variant)
         flops = variant.flops(*point.shape.sizes(), point.causal, point.mode)
-        return self._facts(point, device_name, params, flops, context=None, native=variant.impl(point.impl).gqa)
+        traffic = minimal_bytes(point.mode, point.shape.sizes(), torch_dtype(point.dtype), variant.extra_inputs)
+        native = variant.impl(point.impl).gqa
+        return self._facts(point, device_name, params, flops, context=None, traffic=traffic, native=native)
 
     def held_bytes(self, point: Point) -> int:
         return estimate.input_bytes(point)
@@ -206,7 +221,6 @@ class RunKind(_Shared):
         """The impl against the variant's fp64 reference at the task's shape (outputs, and
         gradients when the mode has a backward)."""
         from linbench.correctness import check_impl
-        from linbench.dtypes import torch_dtype
 
         point = task.point
         variant, dtype = get_variant(point.variant), torch_dtype(point.dtype)
@@ -280,9 +294,10 @@ class DecodeKind(_Shared):
         return None  # decoders take any head dim
 
     def param_specs(self, variant: Variant, name: str) -> dict[str, Param]:
-        """A decoder takes its variant's parameters (ValueError naming the decoders)."""
+        """A decoder takes its variant's parameters (ValueError naming the decoders) and how
+        its extra inputs are drawn (gate_regime)."""
         variant.decoder(name)
-        return {spec.name: spec for spec in variant.param_specs}
+        return {spec.name: spec for spec in (*variant.param_specs, *variant.draw_params)}
 
     def timing(self, spec: SweepSpec, device: torch.device) -> TimingPolicy:
         return TimingPolicy.for_decode(spec.tokens or 1)
@@ -321,7 +336,6 @@ class DecodeKind(_Shared):
     def check(self, task: Task) -> CaseResult:
         """Decoding against the reference's last rows, after a prefill of the point's context."""
         from linbench.correctness import check_decoder
-        from linbench.dtypes import torch_dtype
 
         point = task.point
         shape = replace(point.shape, seq=point.shape.seq + GATE_STEPS)

@@ -38,7 +38,11 @@ def resolve_params(texts: Iterable[str], pairs: Iterable[Pair], kind: Kind = RUN
                 f"it takes: {', '.join(known) or 'no parameters'}"
             )
         for pair, spec in takers:
-            resolved.setdefault(pair, {})[setting.name] = convert(setting, spec.default)
+            value = convert(setting, spec.default)
+            problem = spec.problem(value)
+            if problem:  # a value the parameter does not take (a decay of 1.5) is refused here
+                raise ParamError(f"--param {setting.text}: {problem}")
+            resolved.setdefault(pair, {})[setting.name] = value
     return resolved
 
 

@@ -8,6 +8,10 @@
 - ``run`` measures the pending points into it, and marks the run complete or interrupted in
   meta.json whatever happens (Ctrl-C, a full disk).
 
+The estimate counts the kernel build where planning made it (runner/sizing.py); meta.json's
+``estimate`` keeps it beside the wall time the command then took, from planning on, and their
+ratio (results/estimate_record.py), so every run checks the estimator.
+
 ``linbench run`` and ``linbench decode`` walk this line and print around it; a script walks
 it through ``linbench.run_sweep`` (linbench/api.py). Nothing here prints or exits: bad input
 raises a ValueError (RunSetupError, SpecError, DeviceError, ...) saying what to change.
@@ -15,14 +19,17 @@ raises a ValueError (RunSetupError, SpecError, DeviceError, ...) saying what to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from linbench.results.estimate_record import SECTION, EstimateRecord
 from linbench.results.meta import SweepRecord
 from linbench.results.store import RunStore, RunStoreWriteError
 from linbench.runner.lifecycle import RunSetupError, check_resumable, create_run, finish_run
 from linbench.runner.plan import RunPlan
+from linbench.runner.sizing import NO_BUILD, KernelBuild
 from linbench.runner.sweep_runner import Listener, SweepRunner
 from linbench.sweep.points import Point
 from linbench.sweep.request import SweepRequest
@@ -39,8 +46,16 @@ class Prepared:
     plan: RunPlan
     store: RunStore | None  # the run folder to resume; None for a new run
     pending: tuple[Point, ...]  # the plan's points without a row yet, in run order
-    estimate_s: float  # about how long they take (linbench/sweep/estimate.py's rough model)
+    estimate_s: float  # about how long they take (linbench/sweep/estimate.py's rough model), the build included
     out: Path  # where a new run's folder is made
+    build: KernelBuild = NO_BUILD  # the kernel build planning made, if any
+    began: float = field(default_factory=time.monotonic)  # when planning began (time.monotonic)
+
+    def estimate_record(self) -> EstimateRecord:
+        """meta.json's ``estimate`` as the run starts."""
+        return EstimateRecord(
+            self.estimate_s, self.build.estimate_s, len(self.pending), self.store is not None, self.build.took_s
+        )
 
     @property
     def too_large(self) -> str | None:
@@ -80,22 +95,24 @@ def prepare(
     or commit unless ``mix``; ``repair=False`` leaves the folder as it is (a dry run)."""
     from linbench.runner.sizing import fit_and_estimate
 
+    began = time.monotonic()
     spec, store = _spec(request, resume, repair)
-    plan = plan_spec(spec)
+    plan, build = KernelBuild.around(lambda: plan_spec(spec))
     if store is not None:
         check_resumable(store.read_meta(), plan, mix)
     done = store.done_keys() if store is not None else set()
     pending = tuple(point for point in plan.points if point.key not in done)
-    return Prepared(spec, plan, store, pending, fit_and_estimate(plan, pending), out)
+    estimate = fit_and_estimate(plan, pending) + build.estimate_s
+    return Prepared(spec, plan, store, pending, estimate, out, build, began)
 
 
 def start(prepared: Prepared, command: str | None = None) -> RunStore:
     """The run folder to measure into: the resumed one, or a new one under ``prepared.out``
     with its meta.json (RunSetupError when it cannot be made; nothing is left behind).
     ``command`` is what meta.json says made it (None: this process's linbench command line)."""
-    if prepared.store is not None:
-        return prepared.store
-    return create_run(prepared.out, prepared.spec, prepared.plan, command)
+    store = prepared.store or create_run(prepared.out, prepared.spec, prepared.plan, command)
+    store.update_meta({SECTION: prepared.estimate_record().section()})
+    return store
 
 
 def run(prepared: Prepared, store: RunStore, listener: Listener | None = None) -> Outcome:
@@ -116,8 +133,12 @@ def run(prepared: Prepared, store: RunStore, listener: Listener | None = None) -
     except OSError as exc:
         failure = f"{exc.strerror or exc}" + (f": {str(exc.filename)!r}" if exc.filename else "")
     finally:
+        ended = "interrupted" if ctrl_c else "failed" if failure is not None else status
+        record = prepared.estimate_record().ended(time.monotonic() - prepared.began, ended)
         try:
             meta = finish_run(store, status)
+            store.update_meta({SECTION: record.section()})
+            meta[SECTION] = record.section()
         except RunStoreWriteError as exc:  # meta.json keeps its last good state
             failure = failure or str(exc)
             meta = store.read_meta()

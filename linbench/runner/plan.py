@@ -16,11 +16,13 @@ from linbench.machine.limits import available_memory_bytes
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import PointFacts
 from linbench.runner.kinds import RUN, Kind, kind_of
+from linbench.runner.pack_kind import PackKind, drop_unpackable
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets
 from linbench.runner.task import TimingPolicy
-from linbench.sweep.points import Point, expand_points
+from linbench.sweep.points import Point, expand_pack_points, expand_points
 from linbench.sweep.spec import SweepSpec
+from linbench.variants.extra_inputs import probe_draws
 from linbench.variants.registry import get_variant
 
 Pair = tuple[str, str]
@@ -140,17 +142,28 @@ def _drop_other_maskings(points: list[Point], targets: Targets) -> tuple[list[Po
     return kept, replace(targets, notes=(*targets.notes, *notes))
 
 
+def _points(spec: SweepSpec, targets: Targets, device: torch.device, chunked: set[Pair]) -> tuple[list[Point], Targets]:
+    """The points to run: the sweep's axes (a point per chunk size for the ``chunked`` impls of
+    a --chunk sweep), or its pack run each way an impl can run it."""
+    if spec.pack is None:
+        return _drop_other_maskings(expand_points(spec.blocks, targets.pairs, str(device), chunked), targets)
+    points = expand_pack_points(spec.blocks, targets.pairs, str(device), spec.pack, spec.packing)
+    points, targets = _drop_other_maskings(points, targets)
+    return drop_unpackable(points, targets)
+
+
 def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPlan:
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
-    kind = kind_of(spec.command)
+    kind = kind_of(spec.command) if spec.pack is None else PackKind(pack=spec.pack)
     targets = resolve_targets(spec.variants, spec.baselines, device, kind)
     _check_shape_support(targets, spec, kind, device.type)
     _check_chunk_not_given_twice(spec)
     chunked = chunk_targets(spec, targets.pairs, kind, device.type)
+    for name in dict.fromkeys(variant for variant, _ in targets.pairs):
+        probe_draws(name, get_variant(name).extra_inputs)
     if spec.cuda_graph and device.type != "cuda":
         raise ValueError(f"--cuda-graph times CUDA-graph replays and needs a CUDA device, not {device}")
-    expanded = expand_points(spec.blocks, targets.pairs, str(device), chunked)
-    points, targets = _drop_other_maskings(expanded, targets)
+    points, targets = _points(spec, targets, device, chunked)
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
     return RunPlan(
         points=tuple(points),

@@ -4,15 +4,21 @@ linbench/sweep/estimate.py holds the model (what a point holds, how long it take
 kind (linbench/runner/kinds.py) feeds it what the variants declare: each impl's and decoder's
 power of the length s (``Impl.time_exponent``, ``Decoder.state_exponent`` and
 ``step_exponent``) and each point's FLOPs.
+
+The first use of linbench's compiled kernels builds csrc/ (linbench/kernels/build.py) while the
+plan checks which impls can run: a command that starts with the build cache lacking it pays the
+build too, and its estimate counts it (``KernelBuild``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from linbench.machine.facts import device_memory_bytes
 from linbench.runner.plan import RunPlan
-from linbench.sweep.estimate import check_fits, estimate_s
+from linbench.sweep.estimate import BUILD_S, check_fits, device_type, estimate_s
 from linbench.sweep.points import Point
 
 
@@ -22,3 +28,42 @@ def fit_and_estimate(plan: RunPlan, pending: Sequence[Point]) -> float:
     check_fits(plan.points, device_memory_bytes(plan.device), plan.kind)
     # Every point is measured in at least plan.processes.wanted processes (more where they disagree).
     return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind) * plan.processes.wanted
+
+
+@dataclass(frozen=True)
+class KernelBuild:
+    """Whether planning built csrc/ (the build cache lacked it when the command started, and
+    the plan asked whether a kernel impl can run), what the model says that costs, and what it
+    took with the planning around it."""
+
+    built: bool
+    estimate_s: float
+    took_s: float | None
+
+    @classmethod
+    def around(cls, planning: Callable[[], RunPlan]) -> tuple[RunPlan, KernelBuild]:
+        """The plan ``planning`` makes, and whether it built the kernels on the way."""
+        cold = not _kernels_cached()
+        started = time.monotonic()
+        plan = planning()
+        built = cold and _kernels_loaded()
+        if not built:
+            return plan, NO_BUILD
+        return plan, cls(True, BUILD_S[device_type(plan.device.type)], time.monotonic() - started)
+
+
+NO_BUILD = KernelBuild(False, 0.0, None)
+
+
+def _kernels_cached() -> bool:
+    """Whether the build cache holds csrc/'s build (or its remembered failure): a read-only look."""
+    from linbench.kernels.build import is_built
+
+    return is_built()
+
+
+def _kernels_loaded() -> bool:
+    """Whether this process has loaded (and so, from a cold cache, built) the kernels."""
+    from linbench.kernels.build import load_kernels
+
+    return load_kernels.cache_info().currsize > 0

@@ -107,4 +107,5 @@ def gate_key(point: Point) -> tuple[object, ...]:
     """Points with the same gate key share one gate run (fwd needs no gradients checked)."""
     gated = gate_point(point)
     # Each chunk size of a --chunk sweep is its own code path, checked apart.
-    return (*gated.series[:2], gated.mode != "fwd", gated.causal, gated.dtype, gated.device, gated.shape, gated.chunk)
+    point_axes = (gated.shape, gated.packing, gated.chunk)
+    return (*gated.series[:2], gated.mode != "fwd", gated.causal, gated.dtype, gated.device, *point_axes)

@@ -23,10 +23,20 @@ from typing import Any
 
 import torch
 
-from linbench.api import attention
+from linbench.api import attention_prechecked
 from linbench.dtypes import torch_dtype
 from linbench.sweep.points import Point
+from linbench.variants.extra_inputs import (
+    check_extra_inputs,
+    draw_extra_inputs,
+    seq_major,
+    split_draw_settings,
+)
 from linbench.variants.registry import get_variant
+
+# The extra inputs (gates, β) are drawn from a CPU generator of their own, seeded from the
+# workload's: the same values on every device, and q, k, v as they were before there were any.
+EXTRA_SEED_OFFSET = 7919
 
 
 class Workload:
@@ -34,12 +44,14 @@ class Workload:
 
     def __init__(self, point: Point, device: torch.device, seed: int = 0, params: dict[str, Any] | None = None) -> None:
         self.point = point
-        self.params = dict(params or {})  # --param values, passed to the impl
+        variant = get_variant(point.variant)
+        # --param values: the draw settings of the extra inputs (gate_regime), the rest for the impl.
+        settings, self.params = split_draw_settings(params or {})
         shape, dtype = point.shape, torch_dtype(point.dtype)
         gen = torch.Generator(device=device).manual_seed(seed)
         grad = point.mode != "fwd"
         # fla keeps (B, S, H, D): its inputs are made so here, untimed, and seen through views.
-        self._seq_major = get_variant(point.variant).impl(point.impl).layout == "bshd"
+        self._seq_major = variant.impl(point.impl).layout == "bshd"
 
         def draw(dim: int, heads: int = shape.heads) -> torch.Tensor:
             if self._seq_major:
@@ -52,15 +64,47 @@ class Workload:
         self.q = draw(shape.dim_k)
         self.k, self.v = draw(shape.dim_k, shape.kv_heads), draw(shape.dim_v, shape.kv_heads)
         self.grad_out = draw(shape.dim_v).detach() if grad else None
+        self.extras = self._draw_extras(settings, seed, grad)
         self._pending: torch.Tensor | None = None
         self._shuffle_layout = device.type == "cpu"
         self._layout_rng = random.Random(seed)
         self._pads: list[torch.Tensor] = []
         self._calls = 0
 
+    def _draw_extras(self, settings: Any, seed: int, grad: bool) -> dict[str, torch.Tensor]:
+        """The variant's extra inputs (gates, β), drawn and checked here, untimed, once: the
+        timed calls do not read their values again. Gradients reach the differentiable ones in
+        a backward, as in training."""
+        declared = get_variant(self.point.variant).extra_inputs
+        if not declared:
+            return {}
+        gen = torch.Generator().manual_seed(seed + EXTRA_SEED_OFFSET)
+        shape = self.point.shape
+        drawn = draw_extra_inputs(
+            declared,
+            (shape.batch, shape.heads, shape.seq, shape.dim_k),
+            generator=gen,
+            device=self.q.device,
+            dtype=self.q.dtype,
+            settings=settings,
+        )
+        check_extra_inputs(self.point.variant, declared, drawn, self.q)
+        return {
+            extra.name: (seq_major(extra, drawn[extra.name]) if self._seq_major else drawn[extra.name]).requires_grad_(
+                grad and extra.differentiable
+            )
+            for extra in declared
+        }
+
+    def leaves(self) -> tuple[torch.Tensor, ...]:
+        """What a backward differentiates: q, k, v and the extra inputs gradients reach."""
+        return (self.q, self.k, self.v, *(t for t in self.extras.values() if t.requires_grad))
+
     def forward(self) -> torch.Tensor:
         p = self.point
-        return attention(self.q, self.k, self.v, variant=p.variant, impl=p.impl, causal=p.causal, **self.params)
+        return attention_prechecked(
+            self.q, self.k, self.v, variant=p.variant, impl=p.impl, causal=p.causal, **self.params, **self.extras
+        )
 
     def before(self) -> None:
         """Untimed set-up of one repetition: a fresh memory layout (CPU), bwd's forward graph."""
@@ -82,6 +126,7 @@ class Workload:
         grad = self.point.mode != "fwd"
         # clone() keeps the strides of these dense tensors, so a "bshd" impl keeps its layout.
         self.q, self.k, self.v = (t.detach().clone().requires_grad_(grad) for t in (self.q, self.k, self.v))
+        self.extras = {name: t.detach().clone().requires_grad_(t.requires_grad) for name, t in self.extras.items()}
         if self.grad_out is not None:
             self.grad_out = self.grad_out.clone()
 
@@ -93,7 +138,7 @@ class Workload:
                 self.forward()
             return
         out = self.forward() if mode == "fwdbwd" else self._take_pending()
-        torch.autograd.grad(out, (self.q, self.k, self.v), self.grad_out)
+        torch.autograd.grad(out, self.leaves(), self.grad_out)
 
     def _take_pending(self) -> torch.Tensor:
         out, self._pending = self._pending, None

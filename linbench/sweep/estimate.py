@@ -24,6 +24,12 @@ existed, so counted without it) ``--variant cosine --seq 1k..16k`` 5 min / 4 min
 with the S×S FLOPs (linbench/runner/kinds.py counts each point's FLOPs from what its
 variant declares). The GPU constants are guesses (a fresh worker initialises CUDA), not
 measurements.
+
+**Build.** A command that builds linbench's kernels on first use (linbench/runner/sizing.py
+tells) adds ``BUILD_S``. The model is an idle machine's: on a busy one every worker start and
+call takes longer. Each run keeps its estimate, what it took and their ratio in meta.json
+(linbench/results/estimate_record.py), and tests/runner/test_estimate_record.py checks this
+model against the runs committed under results/.
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
 RATE = {"cpu": 20e9, "cuda": 20e12}
 MIN_CALL_S = {"cpu": 2e-4, "cuda": 2e-5}
 OVERHEAD_S = {"cpu": 0.6, "cuda": 2.0}
+# The first-use build of csrc/ (linbench/kernels/build.py), counted when a command makes it: the
+# CPU part took 21-26 s on two idle cores (docs/kernels.md); the CUDA build adds nvcc's, a guess.
+BUILD_S = {"cpu": 25.0, "cuda": 120.0}
 # A sweep past either limit runs only with --yes.
 MAX_POINTS = 2000
 MAX_ESTIMATE_S = 2 * 3600.0
@@ -81,8 +90,13 @@ class PointModel(Protocol):
         ...
 
 
+def device_type(device: str) -> str:
+    """The key of the constants above for a device name (cpu, cuda, cuda:1)."""
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
 def _device_type(point: Point) -> str:
-    return "cuda" if point.device.startswith("cuda") else "cpu"
+    return device_type(point.device)
 
 
 def input_bytes(point: Point) -> int:
@@ -143,7 +157,8 @@ def prefill_s(point: Point) -> float:
 
 def estimate_s(points: Sequence[Point], timing: Timing, timeout_s: float, model: PointModel) -> float:
     """Seconds the points will take by the model: each point's overhead, its set-up, its calls
-    under ``timing`` and one more for the gate, at most ``timeout_s``."""
+    under ``timing`` and one more for the gate, at most ``timeout_s`` (the longer points of a
+    series that passed it are skipped)."""
     total = 0.0
     stopped: set[tuple[object, ...]] = set()
     for point in points:

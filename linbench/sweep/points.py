@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
+from itertools import product
 from typing import Any
 
+from linbench.lengths import Pack
 from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 from linbench.shape import Shape
 from linbench.sweep.spec import Axes
 
-__all__ = ["KEY_COLUMNS", "Point", "expand_points"]
+__all__ = ["KEY_COLUMNS", "Point", "expand_pack_points", "expand_points"]
 
 
 @dataclass(frozen=True)
@@ -30,12 +32,16 @@ class Point:
     dtype: str
     device: str
     shape: Shape
+    # A pack's points (linbench/lengths.py): "packed" (one (1, H, T, D) batch with its
+    # sequences' boundaries) or "padded" (each sequence padded to the longest); "" otherwise.
+    # Not a key column: a pack's packed and padded points differ in shape.
+    packing: str = ""
     chunk: int | None = None  # a --chunk sweep's chunk_size, for an impl that takes one
 
     @property
-    def series(self) -> tuple[str, str, str, bool, str, str]:
+    def series(self) -> tuple[str, str, str, bool, str, str, str]:
         """Everything but the shape: the points that form one curve family."""
-        return (self.variant, self.impl, self.mode, self.causal, self.dtype, self.device)
+        return (self.variant, self.impl, self.mode, self.causal, self.dtype, self.device, self.packing)
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -43,14 +49,15 @@ class Point:
         return row_key(self.as_row())
 
     def as_row(self) -> dict[str, Any]:
-        row = {k: v for k, v in asdict(self).items() if k != "shape"}
+        row = {k: v for k, v in asdict(self).items() if k not in ("shape", "packing")}
         return row | asdict(self.shape)
 
     @property
     def label(self) -> str:
         masking = "causal" if self.causal else "bidir"
         chunk = f" C{self.chunk}" if self.chunk is not None else ""
-        return f"{self.variant}:{self.impl} {self.mode} {self.dtype} {masking} {self.shape.label}{chunk}"
+        packing = f" {self.packing}" if self.packing else ""
+        return f"{self.variant}:{self.impl}{packing} {self.mode} {self.dtype} {masking} {self.shape.label}{chunk}"
 
 
 def expand_points(
@@ -80,7 +87,27 @@ def expand_points(
                         for variant, impl in targets:
                             chunks = axes.chunk if axes.chunk and (variant, impl) in chunked else (None,)
                             for chunk in chunks:
-                                points[Point(variant, impl, mode, causal, dtype, device, shape, chunk)] = None
+                                points[Point(variant, impl, mode, causal, dtype, device, shape, chunk=chunk)] = None
+    return list(points)
+
+
+def expand_pack_points(
+    blocks: Iterable[Axes], targets: Iterable[tuple[str, str]], device: str, pack: Pack, packings: Iterable[str]
+) -> list[Point]:
+    """Every point of a pack run: each block's heads, dims, dtypes, maskings and modes, with
+    the pack run each of ``packings`` ways, packed (1, H, T, D) and padded (N, H, L_max, D).
+    A pack of one sequence has no padding: its padded points would be its packed ones."""
+    targets = list(targets)
+    sizes = {"packed": (1, pack.tokens), "padded": (pack.sequences, pack.longest)}
+    ways = list(packings)
+    if pack.sequences == 1 and "packed" in ways:
+        ways = ["packed"]
+    points: dict[Point, None] = {}
+    for axes in blocks:
+        grid = product(axes.dtype, axes.causal, axes.heads, axes.dims(), axes.mode, targets, ways)
+        for dtype, causal, heads, (dk, dv), mode, (variant, impl), way in grid:
+            shape = Shape(sizes[way][0], heads, sizes[way][1], dk, dv)
+            points[Point(variant, impl, mode, causal, dtype, device, shape, way)] = None
     return list(points)
 
 

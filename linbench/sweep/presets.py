@@ -7,8 +7,8 @@ that publishes the architecture's configuration. A row holds one layer's attenti
 query heads, the key/value heads (fewer: grouped-query attention; one: multi-query), the
 head dimension, and lengths up to the context the model was trained for.
 
-A Mamba2-style or Gated-DeltaNet-style hybrid joins the table once those variants are in
-the registry (linbench/variants/gated/ builds them but does not register them yet).
+The rows are softmax models' shapes; a Gated-DeltaNet-style hybrid (its gated layers' heads
+beside its softmax layers') has no row yet.
 """
 
 from __future__ import annotations

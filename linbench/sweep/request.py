@@ -65,11 +65,14 @@ class SweepRequest:
     tokens: Sizes | None = None  # run: a token budget (batch = tokens / seq); decode: tokens timed per point
     processes: int | None = None  # run: fresh worker processes per point
     max_processes: int | None = None  # run
+    pack: str | None = None  # run: a length distribution filling --tokens ("lognormal:mean=2k")
+    lengths_file: Path | None = None  # run: a file of lengths filling --tokens
+    packing: tuple[str, ...] | None = None  # run: "packed", "padded"
     preset: str | None = None  # a model's attention shape (linbench/sweep/presets.py)
 
     def __post_init__(self) -> None:
         # A script may write variants="cosine" or a list; the request keeps tuples (it is frozen).
-        for name in ("variants", "baselines", "dtypes", "modes"):
+        for name in ("variants", "baselines", "dtypes", "modes", "packing"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _strings(value))
@@ -79,8 +82,9 @@ class SweepRequest:
                 object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "params", _strings(self.params or ()))
         object.__setattr__(self, "plugins", tuple(Path(p) for p in _strings(self.plugins or ())))
-        if self.suite is not None:
-            object.__setattr__(self, "suite", Path(self.suite))
+        for name in ("suite", "lengths_file"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, Path(getattr(self, name)))
 
     @classmethod
     def from_settings(
@@ -107,6 +111,8 @@ class SweepRequest:
             key = SETTING_KEYS.get(f.name, f.name)
             if isinstance(value, tuple):  # as a suite's list, and as meta.json records it
                 value = [str(v) if isinstance(v, Path) else v for v in value]
+            elif isinstance(value, Path):
+                value = str(value)
             given[key] = value
         return given
 

@@ -13,12 +13,15 @@ AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
 # Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens,
 # --processes, --max-processes).
 RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps", "tokens", "processes", "max_processes")
+# A packed variable-length batch in place of the seq and batch axes (linbench/lengths.py).
+PACK_KEYS = ("pack", "lengths_file", "packing")
 DECODE_KNOBS = ("param", "threads")
 RUN_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "cuda_graph", "plugin"),
     "preset",
     "controls",
     *RUN_KNOBS,
+    *PACK_KEYS,
 )
 DECODE_AXIS_KEYS = ("context", "batch", "heads", "kv_heads", "dim", "dim_v", "dtype")
 DECODE_KEYS = (
@@ -55,6 +58,11 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "processes": None,  # fresh worker processes per point; None: 1
     "max_processes": None,  # None: 20 (results/protocol.py) when processes > 1, for points that disagree
     "controls": [],  # quiet impls ("softmax:sdpa") compare checks for drift of the whole machine
+    # A pack of --tokens tokens, its lengths drawn from a distribution ("lognormal:mean=2k") or
+    # read from a file, run in place of the seq and batch axes; packing: how each impl runs it.
+    "pack": None,
+    "lengths_file": None,
+    "packing": ["packed", "padded"],
     "preset": None,  # a model's attention shape (sweep/presets.py): heads, kv_heads, dim and lengths
 }
 DECODE_SETTINGS: dict[str, Any] = {

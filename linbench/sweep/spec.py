@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from linbench.dtypes import parse_dtypes, split_list
+from linbench.lengths import Pack
 from linbench.results.schema import MODES
+from linbench.sweep.packs import pack_settings
 from linbench.sweep.ranges import RangeError, parse_range
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.settings import (
@@ -124,6 +126,8 @@ class SweepSpec:
     min_reps: int | None = None  # run: replaces the device's minimum repetitions
     processes: int | None = None  # run: fresh worker processes per point (None: 1)
     max_processes: int | None = None  # run: the most per point when processes disagree
+    pack: Pack | None = None  # run: a pack of variable-length sequences in place of seq and batch
+    packing: tuple[str, ...] = ()  # run: how each impl runs the pack (packed, padded)
 
 
 def parse_sizes(key: str, value: Any) -> tuple[int, ...]:
@@ -183,7 +187,8 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
     tokens = _one_size("tokens", settings["tokens"]) if budget else None
     axis, fixed = LENGTH_AXIS[command], FIXED_AXES[command]
     seqs = parse_sizes(axis, settings[axis])
-    for seq in seqs:
+    packed = settings.get("pack") is not None or settings.get("lengths_file") is not None
+    for seq in () if packed else seqs:  # a pack's lengths fill the budget in place of seq
         if tokens is not None and tokens % seq:
             what = f"shorter than seq {seq}: the batch would be 0" if seq > tokens else f"not a multiple of seq {seq}"
             raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
@@ -308,6 +313,7 @@ def spec_from_settings(
     if not variants:
         raise SpecError("variant: no variant given")
     budget = base.get("budget_s")
+    pack, packing = pack_settings(base, blocks[0].tokens if TOKEN_BUDGET[command] else None)
     return SweepSpec(
         name=name,
         variants=variants,
@@ -328,6 +334,8 @@ def spec_from_settings(
         min_reps=_optional(positive_int, "min_reps", base.get("min_reps")),
         processes=_optional(positive_int, "processes", base.get("processes")),
         max_processes=_optional(positive_int, "max_processes", base.get("max_processes")),
+        pack=pack,
+        packing=packing,
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from linbench.variants.extra_inputs import check_extra_inputs, take_tokens
 from linbench.variants.heads import expand_call
 from linbench.variants.registry import Variant
 from linbench.variants.validation import check_qkv
@@ -59,7 +60,8 @@ def decode(
     Returns the steps' outputs, (B, H, S − context, Dv) in q's dtype, and the final state.
     k and v may have fewer heads than q (grouped-query attention): a decoder without native
     support (``Decoder.gqa``) gets them repeated to q's heads first.
-    Parameters derived from the length (cosine's seq_len, cosformer's M) are fixed to the
+    Extra inputs (a gated variant's ``g``, ``beta``) are given for the whole sequence and cut
+    per block and step. Parameters derived from the length (cosine's seq_len, cosformer's M) are fixed to the
     whole length S, so the rows equal the last rows of any impl over the whole sequence.
     """
     check_qkv(q, k, v)
@@ -68,16 +70,26 @@ def decode(
         raise ValueError(f"context must leave at least one token to generate: 0 <= {context} < {total}")
     chosen = variant.decoder(decoder)
     bound = variant.length_params(total, params)
+    if variant.extra_inputs:
+        check_extra_inputs(variant.name, variant.extra_inputs, bound, q)
     if k.shape[1] != q.shape[1] and not chosen.gqa:
         k, v, bound = expand_call(q, k, v, bound, [extra.name for extra in variant.extra_inputs])
     state = None
     size = block or max(context, 1)
     for start in range(0, context, size):
         part = slice(start, min(start + size, context))
-        state = chosen.prefill(q[..., part, :], k[..., part, :], v[..., part, :], state=state, capacity=total, **bound)
+        given = _tokens_of(variant, bound, part)
+        state = chosen.prefill(q[..., part, :], k[..., part, :], v[..., part, :], state=state, capacity=total, **given)
     rows = []
     for t in range(context, total):
         token = slice(t, t + 1)
-        row, state = chosen.step(q[..., token, :], k[..., token, :], v[..., token, :], state=state, **bound)
+        given = _tokens_of(variant, bound, token)
+        row, state = chosen.step(q[..., token, :], k[..., token, :], v[..., token, :], state=state, **given)
         rows.append(row)
     return torch.cat(rows, dim=-2).to(q.dtype), state
+
+
+def _tokens_of(variant: Variant, bound: dict[str, Any], part: slice) -> dict[str, Any]:
+    """The parameters, with the extra inputs (gates, β) cut to the tokens of ``part``, as q, k
+    and v are: a piece of the sequence takes its own gates."""
+    return take_tokens(variant.extra_inputs, bound, part.start, part.stop)

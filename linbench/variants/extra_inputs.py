@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
+
+from linbench.variants.registry import Param
 
 # Shape names and the (B, H, S, Dk) axes each keeps.
 SHAPES: Mapping[str, str] = {"per_head": "(B, H)", "per_token": "(B, H, S)", "per_token_channel": "(B, H, S, Dk)"}
@@ -43,6 +46,9 @@ class ExtraInput:
     dtype_rule: str = "like_q"
     differentiable: bool = True  # gradients reach it (the correctness gate checks them)
     distribution: str = ""  # how draw_fn draws it, per regime, for the docs
+    # A gate: its draw depends on the regime, and a constant ``log_gate`` replaces it
+    # (DRAW_PARAMS). β is not one: how much a token writes is not how fast the state forgets.
+    follows_regime: bool = True
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
@@ -80,8 +86,9 @@ class ExtraInput:
         values = self.draw_fn(self.sizes(batch, heads, seq, dim_k), generator, regime)
         return values.to(device=device, dtype=self.dtype_for(dtype))
 
-    def problem(self, value: object, q: torch.Tensor) -> str | None:
-        """None when ``value`` can go with ``q``, else one line saying what is wrong."""
+    def problem(self, value: object, q: torch.Tensor, *, read_values: bool = True) -> str | None:
+        """None when ``value`` can go with ``q``, else one line saying what is wrong. Its range
+        is checked only with ``read_values`` (reading values synchronises with the device)."""
         if not isinstance(value, torch.Tensor):
             return f"{self.name} must be a torch.Tensor, got {type(value).__name__}"
         want = self.sizes(*q.shape)
@@ -91,7 +98,7 @@ class ExtraInput:
             return f"{self.name} must be {self.dtype_for(q.dtype)} for {q.dtype} q; got {value.dtype}"
         if value.device != q.device:
             return f"{self.name} must be on q's device {q.device}; got {value.device}"
-        complaint = self.range_fn(value.detach())
+        complaint = self.range_fn(value.detach()) if read_values else None
         return f"{self.name} {complaint}" if complaint else None
 
     def tokens(self, value: torch.Tensor, start: int, stop: int) -> torch.Tensor:
@@ -104,12 +111,17 @@ class ExtraInput:
 
 
 def check_extra_inputs(
-    owner: str, declared: Iterable[ExtraInput], given: Mapping[str, object], q: torch.Tensor
+    owner: str,
+    declared: Iterable[ExtraInput],
+    given: Mapping[str, object],
+    q: torch.Tensor,
+    *,
+    read_values: bool = True,
 ) -> None:
     """Raise ValueError, one line, unless ``given`` holds every declared input, each fit for ``q``.
 
     Reading the values' range costs a device synchronisation: call it once per workload, not
-    inside a timed loop.
+    inside a timed loop (``read_values=False`` checks shapes, dtypes and devices only).
     """
     inputs = tuple(declared)
     missing = [extra for extra in inputs if given.get(extra.name) is None]
@@ -117,14 +129,34 @@ def check_extra_inputs(
         wanted = "; ".join(f"{extra.name}: {extra.summary}" for extra in missing)
         raise ValueError(f"{owner} needs the extra input(s) {wanted}")
     for extra in inputs:
-        problem = extra.problem(given[extra.name], q)
+        problem = extra.problem(given[extra.name], q, read_values=read_values)
         if problem:
             raise ValueError(f"{owner}: {problem}")
 
 
-def take_tokens(
-    declared: Iterable[ExtraInput], given: Mapping[str, object], start: int, stop: int
-) -> dict[str, object]:
+def probe_draws(owner: str, declared: Iterable[ExtraInput]) -> None:
+    """Raise ValueError, one line, when an input's ``draw_fn`` draws what its own declaration
+    refuses (the wrong shape, values out of range) or raises: drawn once per regime at a small
+    shape, before a run, so that a plugin's mistake is a refusal, not an error in every point."""
+    q = torch.zeros(1, 2, 3, 4)
+    for extra in declared:
+        for regime in REGIMES:
+            try:
+                value = extra.draw(
+                    *q.shape, generator=torch.Generator().manual_seed(0), device="cpu", dtype=q.dtype, regime=regime
+                )
+            except Exception as exc:  # a plugin's draw_fn: whatever it raises is its mistake
+                raise ValueError(
+                    f"{owner}: drawing {extra.name} ({regime} regime) raised {type(exc).__name__}: {exc}"
+                ) from exc
+            problem = extra.problem(value, q)
+            if problem:
+                raise ValueError(
+                    f"{owner}: its draw_fn for {extra.name} ({regime} regime) drew what it refuses: {problem}"
+                )
+
+
+def take_tokens(declared: Iterable[ExtraInput], given: Mapping[str, Any], start: int, stop: int) -> dict[str, Any]:
     """``given`` with every declared extra input cut to tokens start..stop−1; other entries as they are.
 
     How a decoder feeds a sequence in pieces: q, k and v are cut along S, and so must the inputs
@@ -135,3 +167,89 @@ def take_tokens(
         name: by_name[name].tokens(value, start, stop) if name in by_name and isinstance(value, torch.Tensor) else value
         for name, value in given.items()
     }
+
+
+def _regime_problem(value: Any) -> str | None:
+    return None if value in REGIMES else f"must be one of {', '.join(REGIMES)}; got {value!r}"
+
+
+def _log_gate_problem(value: Any) -> str | None:
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is None or number != number or number > 0 or number == float("-inf"):
+        return f"must be a finite number ≤ 0 (a log-gate, log of a decay in (0, 1]); got {value!r}"
+    return None
+
+
+# How a workload draws the gates, set like parameters (--param gla.gate_regime=strong) and
+# recorded in results.csv's params column, but never passed to an impl.
+GATE_REGIME = Param(
+    "gate_regime",
+    "weak",
+    "how fast the drawn gates forget: weak (log σ(x)/16, as trained GLA layers) or strong (log σ(x))",
+    check=_regime_problem,
+)
+LOG_GATE = Param(
+    "log_gate",
+    None,
+    "a number ≤ 0: every log-gate set to it instead of drawn (a constant decay e^log_gate per token)",
+    check=_log_gate_problem,
+)
+DRAW_PARAMS = (GATE_REGIME, LOG_GATE)
+
+
+@dataclass(frozen=True)
+class DrawSettings:
+    """How the extra inputs of one workload are drawn (DRAW_PARAMS' values)."""
+
+    regime: str = "weak"
+    log_gate: float | None = None  # every gate set to it; None: drawn
+
+    def describe(self) -> str:
+        """``gate_regime=strong``, ``log_gate=-0.1``: the settings that differ from the defaults."""
+        parts = [f"{GATE_REGIME.name}={self.regime}"] if self.regime != GATE_REGIME.default else []
+        return ";".join(parts + ([f"{LOG_GATE.name}={self.log_gate:g}"] if self.log_gate is not None else []))
+
+
+def draw_params(declared: Iterable[ExtraInput]) -> tuple[Param, ...]:
+    """The draw settings that mean something for these inputs: DRAW_PARAMS when one is a gate."""
+    return DRAW_PARAMS if any(extra.follows_regime for extra in declared) else ()
+
+
+def split_draw_settings(params: Mapping[str, Any]) -> tuple[DrawSettings, dict[str, Any]]:
+    """The draw settings in ``params`` (ValueError, one line, for a value they do not take),
+    and the parameters left for the impl."""
+    for spec in DRAW_PARAMS:
+        problem = spec.problem(params.get(spec.name))
+        if problem:
+            raise ValueError(problem)
+    settings = DrawSettings(params.get(GATE_REGIME.name) or GATE_REGIME.default, params.get(LOG_GATE.name))
+    return settings, {name: value for name, value in params.items() if name not in {p.name for p in DRAW_PARAMS}}
+
+
+def draw_extra_inputs(
+    declared: Iterable[ExtraInput],
+    shape: tuple[int, int, int, int],
+    *,
+    generator: torch.Generator,
+    device: torch.device | str,
+    dtype: torch.dtype,
+    settings: DrawSettings | None = None,
+) -> dict[str, torch.Tensor]:
+    """Every declared input for q of ``shape`` (B, H, S, Dk) in ``dtype``, by name: drawn in the
+    settings' regime from ``generator`` (a CPU generator), a gate set to ``log_gate`` when given."""
+    settings = settings or DrawSettings()
+    drawn = {}
+    for extra in declared:
+        value = extra.draw(*shape, generator=generator, device=device, dtype=dtype, regime=settings.regime)
+        if extra.follows_regime and settings.log_gate is not None:
+            value = torch.full_like(value, settings.log_gate)
+        drawn[extra.name] = value
+    return drawn
+
+
+def seq_major(extra: ExtraInput, value: torch.Tensor) -> torch.Tensor:
+    """``value`` with the same values, its memory laid out sequence first, (B, S, H[, Dk]), as a
+    library keeping (B, S, H, D) tensors (fla) holds it; seen as (B, H, S[, Dk]) like q."""
+    if extra.shape == "per_head":
+        return value
+    return value.transpose(1, 2).contiguous().transpose(1, 2)

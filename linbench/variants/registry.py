@@ -39,9 +39,21 @@ FlopsFn = Callable[[int, int, int, int, int, bool, str], float]
 # Causal recurrent attention continuing from a carried state: fn(q, k, v, *, state, **params)
 # -> (out, new_state). state=None starts from nothing.
 StreamFn = Callable[..., "tuple[torch.Tensor, Any]"]
+# A packed form: fn(q, k, v, *, segments, causal, **params) on a packed batch of variable-length
+# sequences, q and k (1, H, T, Dk), ``segments`` (linbench/variants/varlen.py) where each starts.
+PackedFn = Callable[..., "torch.Tensor"]
+# A padded batch whose pads' keys are masked out: fn(q, k, v, *, key_mask, causal, **params),
+# key_mask (N, S) bool, True at real tokens.
+MaskedFn = Callable[..., "torch.Tensor"]
 # Absorbs a prompt into a decoding state with a parallel form:
 # fn(q, k, v, *, state, capacity, **params) -> new_state.
 PrefillFn = Callable[..., Any]
+# Returns None when a parameter's value is acceptable, else what is wrong with it, as the end of
+# a sentence naming the parameter ("must lie in (0, 1); got 1.5").
+ValueCheck = Callable[[Any], "str | None"]
+# Draws a learnable parameter for the correctness gate: fn(heads, generator) -> an fp64 (H,)
+# tensor on the CPU, so that the gradient reaching it is checked too.
+LearnableDraw = Callable[[int, "torch.Generator"], "torch.Tensor"]
 
 
 @dataclass(frozen=True)
@@ -54,13 +66,23 @@ class Param:
     # True when the default is the sequence length S (cosine's seq_len, cosformer's M): a
     # sequence fed in pieces must fix it to the whole length, or each piece gets its own.
     from_length: bool = False
+    # The values it takes: a --param outside them is refused before anything runs (exit 2).
+    check: ValueCheck | None = None
+    # A learnable parameter (cosine's m): how the correctness gate draws a per-head tensor of it.
+    learnable: LearnableDraw | None = None
+
     # Why a value cannot be taken on a device type ("cpu", "cuda"), or None when it can: asked
     # when a sweep is planned (a --chunk size the csrc kernel cannot run), before any point runs.
-    check: Callable[[Any, str], str | None] | None = None
+    device_check: Callable[[Any, str], str | None] | None = None
+
+    def problem(self, value: Any) -> str | None:
+        """None when ``value`` is one the parameter takes, else one line saying what is wrong."""
+        complaint = self.check(value) if self.check is not None and value is not None else None
+        return f"parameter {self.name} {complaint}" if complaint else None
 
     def refusal(self, value: Any, device_type: str) -> str | None:
         """Why ``value`` cannot be taken on ``device_type``, or None."""
-        return self.check(value, device_type) if self.check is not None else None
+        return self.device_check(value, device_type) if self.device_check is not None else None
 
 
 @dataclass(frozen=True)
@@ -163,6 +185,13 @@ class Impl:
     # estimate counts an impl quadratic where its variant is not with S×S FLOPs. None (a plugin
     # that does not say): read from time_complexity (exponent_in_s).
     time_exponent: int | None = None
+    # Packed variable-length batches (linbench/variants/varlen.py). ``packed``: the impl's form
+    # for a pack (sequences back to back with their boundaries); None: it runs a pack padded to
+    # its longest sequence. ``key_masked``: its form for a padded batch whose pads' keys are
+    # masked out, which bidirectional attention needs (causal attention of a right-padded
+    # sequence needs none); None: it runs padded packs causal only.
+    packed: PackedFn | None = None
+    key_masked: MaskedFn | None = None
     # Takes k and v with fewer heads than q itself (grouped-query attention), one state or
     # cache per key/value head. False: attention() repeats k and v to q's heads first, inside
     # the call (linbench/variants/heads.py), and results say "expanded".
@@ -173,6 +202,14 @@ class Impl:
 
     def __post_init__(self) -> None:
         _derive(self, "time_exponent", self.time_complexity)
+
+    def packing_reason(self, packing: str, causal: bool) -> str | None:
+        """Why this impl cannot run a pack ``packing`` ("packed" or "padded") in this masking, or None."""
+        if packing == "packed" and self.packed is None:
+            return f"{self.name} has no packed form (sequence boundaries): it runs packs padded"
+        if packing == "padded" and not causal and self.key_masked is None:
+            return f"{self.name} takes no key-padding mask, which a padded bidirectional batch needs"
+        return None
 
     def unavailable_reason(self, device: torch.device) -> str | None:
         """Why this impl cannot run on ``device``, or None when it can."""
@@ -214,6 +251,9 @@ class Variant:
     # Tensors the impls take beside q, k and v, by keyword (a gated variant's log-gates, the
     # delta rule's β): bound like parameters, but required, and drawn by the workload.
     extra_inputs: tuple[ExtraInput, ...] = ()
+    # Settings ``linbench check`` checks every impl at besides the defaults, each a mapping of
+    # parameters or draw settings: a gated variant's strong gates ({"gate_regime": "strong"}).
+    check_params: tuple[Mapping[str, Any], ...] = ()
     _impls: Mapping[str, Impl] = field(init=False, repr=False, compare=False)
     _decoders: Mapping[str, Decoder] = field(init=False, repr=False, compare=False)
 
@@ -249,6 +289,16 @@ class Variant:
         return f"{self.name} is {self.masking[0]} only"
 
     @property
+    def draw_params(self) -> tuple[Param, ...]:
+        """How a workload draws the extra inputs, set like parameters (``--param
+        gla.gate_regime=strong``) but never passed to an impl; none without extra inputs."""
+        if not self.extra_inputs:
+            return ()
+        from linbench.variants.extra_inputs import draw_params
+
+        return draw_params(self.extra_inputs)
+
+    @property
     def impls(self) -> Mapping[str, Impl]:
         """Impl name → impl, in declaration order."""
         return self._impls
@@ -268,8 +318,10 @@ class Variant:
         raise ValueError(f"{self.name}:{name} is {what}; decoders of {self.name}: {', '.join(self._decoders)}")
 
     def length_params(self, length: int, given: Mapping[str, Any]) -> dict[str, Any]:
-        """The variant's parameters with those derived from S, when not given, fixed to ``length``."""
-        bound = self.bind_params(None, given)
+        """The variant's parameters with those derived from S, when not given, fixed to ``length``;
+        extra inputs pass through where given (a decoder's workload draws them per block)."""
+        bound = self._bind_parameters(None, given)
+        bound |= {extra.name: given[extra.name] for extra in self.extra_inputs if extra.name in given}
         for spec in self.param_specs:
             if spec.from_length and bound[spec.name] is None:
                 bound[spec.name] = length
@@ -315,7 +367,11 @@ class Variant:
 
     def bind_params(self, impl: Impl | None, given: Mapping[str, Any]) -> dict[str, Any]:
         """Every parameter ``impl`` takes (the variant's alone when None), given values over
-        defaults; unknown names raise ValueError listing the known ones."""
+        defaults, and the extra inputs; unknown names and missing extra inputs raise ValueError
+        (listing the known ones, naming the missing)."""
+        return self._bind_parameters(impl, given) | self._bind_extra_inputs(given)
+
+    def _bind_parameters(self, impl: Impl | None, given: Mapping[str, Any]) -> dict[str, Any]:
         specs = (*self.param_specs, *(impl.params if impl else ()))
         known = {p.name for p in specs} | {extra.name for extra in self.extra_inputs}
         unknown = sorted(set(given) - known)
@@ -325,7 +381,7 @@ class Variant:
                 f"unknown parameter(s) {', '.join(unknown)} for {target}; "
                 f"it takes: {', '.join(sorted(known)) or 'no parameters'}"
             )
-        return {p.name: given.get(p.name, p.default) for p in specs} | self._bind_extra_inputs(given)
+        return {p.name: given.get(p.name, p.default) for p in specs}
 
     def _bind_extra_inputs(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """The extra inputs out of ``given``; ValueError naming those missing (they have no default)."""
@@ -397,14 +453,25 @@ def unregister_variant(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-BUILTIN_VARIANTS = ("softmax", "cosine", "cosformer", "heinsen", "linear")
+BUILTIN_VARIANTS = (
+    *("softmax", "cosine", "cosformer", "heinsen", "linear"),
+    *("retention", "simple-gla", "gla", "deltanet", "gated-deltanet"),
+)
+# The package of each built-in variant whose name is not its package's (a hyphen).
+_BUILTIN_PACKAGES = {
+    "retention": "gated.retention",
+    "simple-gla": "gated.simple_gla",
+    "gla": "gated.gla",
+    "deltanet": "gated.deltanet",
+    "gated-deltanet": "gated.gated_deltanet",
+}
 
 
 def _load_builtin_variants() -> None:
     # Importing a variant's package registers it; done lazily so importing the registry
     # (and so `linbench --help`) stays cheap.
     for name in BUILTIN_VARIANTS:
-        importlib.import_module(f"linbench.variants.{name}")
+        importlib.import_module(f"linbench.variants.{_BUILTIN_PACKAGES.get(name, name)}")
 
 
 def _load_entry_point_plugins() -> None:
@@ -432,9 +499,11 @@ def _ensure_loaded() -> None:
 
 
 def list_variants() -> list[str]:
-    """Names of every registered variant, built-in and plugin."""
+    """Names of every registered variant: the built-in ones in their order (whichever was
+    imported first), then the plugins' in the order they registered."""
     _ensure_loaded()
-    return list(_REGISTRY)
+    builtin = [name for name in BUILTIN_VARIANTS if name in _REGISTRY]
+    return builtin + [name for name in _REGISTRY if name not in BUILTIN_VARIANTS]
 
 
 def optional_libraries() -> list[str]:

@@ -158,3 +158,53 @@ def test_a_causal_only_variant_is_checked_causal_only_with_a_note(invoke: Invoke
     assert "ok" in row and "skipped" in row
     assert f"{declared_causal}: causal only; its bidirectional cells are not checked" in result.stdout
     assert "1 cells checked, 0 failed, 1 skipped" in result.stdout
+
+
+def _scaled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, factor: float) -> torch.Tensor:
+    return _v(q, k, v, causal=causal) * factor
+
+
+def _ignores_factor(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, factor: float) -> torch.Tensor:
+    return _v(q, k, v, causal=causal)
+
+
+@pytest.fixture
+def checked_at_a_setting() -> Iterator[str]:
+    """A variant checked at factor=2 besides its default 1, with an impl right only at the default."""
+    from linbench.variants.registry import Param
+
+    impls = (Impl("ref", _scaled, "", "O(s)", "O(s)"), Impl("ignores", _ignores_factor, "", "O(s)", "O(s)"))
+    name = "test-cli-check-params"
+    register_variant(
+        Variant(
+            name,
+            "O = V·factor",
+            impls,
+            "ref",
+            (Param("factor", 1.0, "a factor"),),
+            lambda *a: 0.0,  # type: ignore[arg-type]
+            "O(s)",
+            "O(s)",
+            check_params=({"factor": 2.0},),
+        )
+    )
+    yield name
+    unregister_variant(name)
+
+
+def test_a_variant_is_also_checked_at_its_check_params(invoke: Invoke, checked_at_a_setting: str) -> None:
+    """CPU. An impl right at the defaults but wrong at a declared setting fails, and the line says at which."""
+    name = checked_at_a_setting
+    result = invoke("check", "--variant", name, "--dtype", "fp64", *CPU, "--quiet")
+    assert result.exit_code == 1, result.output
+    assert f"also checked at:\n{name}: factor=2.0" in result.stdout
+    assert f"{name}:ignores B1-H2-S1-Dk8-Dv8 causal float64 factor=2.0: out err" in result.stdout
+    assert f"{name}:ignores B1-H2-S1-Dk8-Dv8 causal float64: out" not in result.stdout
+    assert "4 cells checked, 2 failed" in result.stdout
+
+
+def test_the_gated_variants_are_checked_with_strong_gates(invoke: Invoke) -> None:
+    """CPU. gla's cells cover the strong regime besides the default weak one."""
+    result = invoke("check", "--variant", "gla:chunked", "--dtype", "fp64", *CPU, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert "also checked at:\ngla: gate_regime=strong" in result.stdout

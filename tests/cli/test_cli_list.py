@@ -42,6 +42,18 @@ def test_list_shows_params_with_defaults(invoke: Invoke) -> None:
             assert f"{param.name}={shown}" in result.stdout
 
 
+def test_list_shows_each_variants_extra_inputs(invoke: Invoke) -> None:
+    """CPU. One row per gate or β, with its shape and dtype; the gated variants say they are causal only."""
+    result = invoke("list", "--device", "cpu")
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines()]
+    extra = {(row[0], row[1]): row[2:4] for row in cells if len(row) == 6 and row[1] in ("g", "beta")}
+    assert extra[("gla", "g")] == ["(B, H, S, Dk)", "fp32 for 16-bit q, else q's"]
+    assert extra[("gated-deltanet", "beta")] == ["(B, H, S)", "q's"]
+    assert {name for name, _ in extra} == {"simple-gla", "gla", "deltanet", "gated-deltanet"}
+    causal_only = {row[0] for row in cells if "causal only" in row}
+    assert causal_only >= {"retention", "simple-gla", "gla", "deltanet", "gated-deltanet"}
+
+
 def test_list_says_why_an_impl_cannot_run(invoke: Invoke, planted: str) -> None:
     result = invoke("list", "--device", "cpu")
     line = next(line for line in result.stdout.splitlines() if PLANTED in line and "away" in line)

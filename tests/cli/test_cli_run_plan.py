@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,35 @@ def test_dry_run_of_decode_shows_the_contexts(invoke: Invoke, tmp_path: Path) ->
     result = invoke("decode", *args, *CPU, "--out", tmp_path, "--dry-run")
     assert result.exit_code == 0, result.output
     assert "context 1k, 2k, 4k" in result.stdout
+
+
+def _wrong_shape_gate(sizes: tuple[int, ...], generator: torch.Generator, regime: str) -> torch.Tensor:
+    return -torch.rand((*sizes, 2), generator=generator, dtype=torch.float64)
+
+
+@pytest.fixture
+def wrong_gate() -> Iterator[str]:
+    """A variant whose declared gate draws one axis too many (a plugin's mistake)."""
+    from linbench.variants.extra_inputs import ExtraInput
+
+    gate = ExtraInput("g", "per_token", "a gate ≤ 0", _wrong_shape_gate, lambda g: None)
+
+    def impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, g: torch.Tensor) -> torch.Tensor:
+        return v
+
+    name = "test-run-wrong-gate"
+    variant = Variant(
+        name, "O = V", (Impl("ref", impl, "", "O(s)", "O(s)"),), "ref", (), lambda *a: 0.0, "O(s)", "O(s)"
+    )
+    register_variant(replace(variant, extra_inputs=(gate,)))
+    yield name
+    unregister_variant(name)
+
+
+def test_a_gate_drawn_in_the_wrong_shape_is_refused_before_anything_runs(
+    invoke: Invoke, wrong_gate: str, tmp_path: Path
+) -> None:
+    """CPU. One line, exit 2, no run folder: not an error row in every point."""
+    result = invoke("run", "--variant", wrong_gate, "--no-baseline", "--seq", "64", *CPU, "--out", tmp_path / "out")
+    assert_usage_error(result, f"{wrong_gate}: its draw_fn for g (weak regime) drew what it refuses: g must have shape")
+    assert not (tmp_path / "out").exists()

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import Invoke, assert_usage_error
 
+from linbench.results.schema import SCHEMA_VERSION
+
 ONE_IMPL = ("--variant", "softmax:sdpa", "--no-baseline", "--heads", "2", "--dim", "16")
 TINY = (*ONE_IMPL, "--seq", "64")
 QUICK = ("--budget-s", "0.05", "--device", "cpu")
@@ -32,7 +34,7 @@ def test_processes_are_rows_of_their_own_and_the_protocol_is_recorded(invoke: In
         (row,) = list(csv.DictReader(handle))
     assert row["processes"] == "3" and row["timing"] == "eager"
     meta = json.loads((folder / "meta.json").read_text())
-    assert meta["schema_version"] == 3
+    assert meta["schema_version"] == SCHEMA_VERSION
     protocol = meta["timing_protocol"]
     assert (protocol["name"], protocol["processes"], protocol["max_processes"]) == ("processes-v1", 3, 3)
     overhead = meta["overhead"]

@@ -123,3 +123,25 @@ def test_resuming_a_run_from_before_processes_keeps_its_samples(tmp_path: Path) 
     assert reopened.process_rows() == []
     reopened.append_process(process_row(512, 0), [2.0])
     assert [r["seq"] for r in reopened.process_rows()] == ["512"]
+
+
+def test_reopening_drops_a_torn_and_a_malformed_result_row_with_their_processes(tmp_path: Path) -> None:
+    """The points of a torn last row and of a malformed middle row are measured again: their
+    rows, processes and samples go, the repair says so in one line, the rest stays."""
+    from torn_rows import garble_row, tear_last_row
+
+    store = RunStore.create(tmp_path, "cosine")
+    store.write_meta({"command": "linbench run"})
+    for seq, ms in ((256, 1.0), (512, 2.0), (1024, 42.5)):
+        store.append_process(process_row(seq, 0, ms), [ms])
+        store.append(row(seq, time_ms=ms))
+    garble_row(store.results_path, 2)  # 256
+    tear_last_row(store.results_path)  # 1024: "...,ok,4"
+    reopened = RunStore.open(store.path)
+    assert [r["seq"] for r in reopened.rows()] == ["512"]
+    assert [r["seq"] for r in reopened.process_rows()] == ["512"]
+    assert [s["seq"] for s in _samples(reopened)] == ["512"]
+    (repair,) = reopened.repairs
+    assert "results.csv" in repair and "line 2 " in repair and "line 4 is torn" in repair and "\n" not in repair
+    assert reopened.results_path.read_bytes().endswith(b"\r\n")
+    assert RunStore.open(store.path).repairs == []  # repaired once, whole after

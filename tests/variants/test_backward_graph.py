@@ -14,8 +14,10 @@ import pytest
 import torch
 
 import linbench
+from linbench.variants.extra_inputs import draw_extra_inputs
 
 PER_PIECE_NODES = {"SliceBackward0", "SelectBackward0", "CopySlices", "AsStridedBackward0"}
+FORMS = ("chunked", "recurrent")
 LOOP_FORMS = [
     ("cosine", "chunked"),
     ("cosine", "recurrent"),
@@ -25,6 +27,7 @@ LOOP_FORMS = [
     ("cosformer", "recurrent"),
     ("heinsen", "chunked"),
     ("heinsen", "recurrent"),
+    *((gated, form) for gated in ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet") for form in FORMS),
 ]
 
 
@@ -48,10 +51,18 @@ def _node_names(out: torch.Tensor) -> dict[str, int]:
 def test_the_backward_graph_has_no_node_per_token_or_chunk_that_costs_a_whole_gradient(
     variant: str, impl: str, causal: bool
 ) -> None:
+    spec = linbench.get_variant(variant)
+    if spec.masking_reason(causal):
+        pytest.skip(spec.masking_reason(causal))
     seq = 40  # several chunks at the chunk sizes below, many tokens
     q, k, v = (torch.randn(1, 2, seq, 8, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    # The gates and β take gradients too: their per-token pieces must not cost a whole gradient each.
+    extras = draw_extra_inputs(
+        spec.extra_inputs, (1, 2, seq, 8), generator=torch.Generator(), device="cpu", dtype=q.dtype
+    )
     params = {"chunk_size": 8} if impl == "chunked" else {}
-    out = linbench.attention(q, k, v, variant=variant, impl=impl, causal=causal, **params)
+    given = {name: t.requires_grad_() for name, t in extras.items()}
+    out = linbench.attention(q, k, v, variant=variant, impl=impl, causal=causal, **params, **given)
     counts = _node_names(out)
     costly = {name: n for name, n in counts.items() if name in PER_PIECE_NODES and n > 1}
     assert not costly, f"{variant}:{impl}: {costly}"

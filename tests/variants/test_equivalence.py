@@ -18,8 +18,9 @@ SHAPES = [
 
 
 # Tested on their own: `compiled` compiles per shape, dtype and gradient mode (tests/variants/
-# test_compiled.py), and `fla` runs only on a GPU with fla-core (a stand-in in test_fla.py).
-OWN_TESTS = ("compiled", "fla")
+# test_compiled.py), and `fla` runs only on a GPU with fla-core (stand-ins in test_fla.py and
+# test_gated_fla.py).
+OWN_TESTS = ("compiled", "fla", "fla-recurrent")
 
 
 def _impl_cases() -> list[tuple[str, str]]:
@@ -31,11 +32,16 @@ def _impl_cases() -> list[tuple[str, str]]:
 
 
 IMPLS = [pytest.param(v, i, id=f"{v}:{i}") for v, i in _impl_cases()]
+GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet")
+GATED_IMPLS = [pytest.param(v, i, id=f"{v}:{i}") for v, i in _impl_cases() if v in GATED]
 MASKS = [pytest.param(True, id="causal"), pytest.param(False, id="bidirectional")]
 
 
 def _assert_matches(variant: str, impl: str, shape: Shape, causal: bool, dtype: torch.dtype, **kwargs) -> None:
-    result = check_impl(linbench.get_variant(variant), impl, shape, causal=causal, dtype=dtype, **kwargs)
+    spec = linbench.get_variant(variant)
+    if spec.masking_reason(causal):  # a gated variant's state decays in token order: causal only
+        pytest.skip(spec.masking_reason(causal))
+    result = check_impl(spec, impl, shape, causal=causal, dtype=dtype, **kwargs)
     if result.unavailable:  # SDPA's CUDA-only backends on CPU; torch refusing a backend a shape
         pytest.skip(result.unavailable)
     assert result.ok, result.describe()
@@ -71,7 +77,20 @@ def test_chunked_long_sequence_fp32(variant: str) -> None:
     _assert_matches(variant, "chunked", Shape(1, 2, 4096, 32, 32), True, torch.float32)
 
 
-@pytest.mark.parametrize("name", ["softmax", "cosine", "cosformer", "heinsen", "linear"])
+@pytest.mark.parametrize(("variant", "impl"), GATED_IMPLS)
+@pytest.mark.parametrize("dtype", [pytest.param(torch.float64, id="fp64"), pytest.param(torch.float32, id="fp32")])
+def test_gated_impls_match_in_both_regimes_and_with_the_chunk_not_dividing_the_length(
+    variant: str, impl: str, dtype: torch.dtype
+) -> None:
+    """The gate's own check of the gated forms, gradients of q, k, v, g and β included, at the
+    variant's other check settings (strong gates, retention's γ = 0.5) and chunks of 16, 32, 64."""
+    for params in linbench.get_variant(variant).check_params:
+        for chunk in (16, 32, 64) if impl == "chunked" else (None,):
+            given = dict(params) | ({"chunk_size": chunk} if chunk else {})
+            _assert_matches(variant, impl, Shape(2, 3, 100, 16, 24), True, dtype, params=given)
+
+
+@pytest.mark.parametrize("name", ["softmax", "cosine", "cosformer", "heinsen", "linear", *GATED])
 def test_reference_in_fp32_matches_fp64(name: str) -> None:
     """The reference itself, run in fp32, is close to its fp64 self (a sanity check on tolerances)."""
     variant = linbench.get_variant(name)

@@ -11,7 +11,6 @@ from linbench.variants.gated.flops import (
     decay_quadratic_flops,
     delta_chunked_flops,
     delta_quadratic_flops,
-    extra_input_elements,
 )
 
 SHAPE = (2, 8, 1024, 64, 32)  # batch, heads, seq, Dk, Dv
@@ -48,15 +47,3 @@ def test_the_forms_own_counts() -> None:
     assert decay_chunked_flops(*SHAPE, True, "fwd", chunk_size=1) == VARIANTS["gla"].flops(*SHAPE, True, "fwd") + (
         tokens * 2 * (dim_k + dim_v)
     )
-
-
-def test_extra_input_bytes_per_token() -> None:
-    """Per (batch, head, token): read once per pass; bwd also writes a differentiable input's gradient."""
-    gated_delta = VARIANTS["gated-deltanet"].extra_inputs
-    assert extra_input_elements("fwd", gated_delta, 64) == 2
-    assert extra_input_elements("bwd", gated_delta, 64) == 4
-    assert extra_input_elements("fwdbwd", gated_delta, 64) == 6
-    assert extra_input_elements("fwd", VARIANTS["gla"].extra_inputs, 64) == 64
-    assert extra_input_elements("fwdbwd", VARIANTS["retention"].extra_inputs, 64) == 0
-    with pytest.raises(ValueError, match="unknown mode"):
-        extra_input_elements("decode", gated_delta, 64)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 from gated_cases import VARIANTS
@@ -11,7 +9,7 @@ from gated_cases import VARIANTS
 import linbench
 from linbench.variants.extra_inputs import ExtraInput, check_extra_inputs, take_tokens
 from linbench.variants.gated.gates import BETA, CHANNEL_GATE, HEAD_GATE, retention_log_decay, retnet_decays
-from linbench.variants.registry import Impl, Param, Variant, register_variant, unregister_variant
+from linbench.variants.registry import Impl, Param, Variant
 
 Q = torch.zeros(2, 3, 5, 4)
 
@@ -86,21 +84,48 @@ def test_an_extra_input_may_not_share_a_parameters_name() -> None:
         )
 
 
-@pytest.fixture
-def registered_gla() -> Iterator[str]:
-    register_variant(VARIANTS["gla"])
-    yield "gla"
-    unregister_variant("gla")
-
-
-def test_attention_takes_extra_inputs_by_keyword(registered_gla: str) -> None:
-    """Through linbench.attention, as any caller will once the variants are registered."""
+def test_attention_takes_extra_inputs_by_keyword() -> None:
+    """Through linbench.attention: gla is a built-in variant."""
     q, k, v = (torch.randn(1, 2, 9, 4, dtype=torch.bfloat16) for _ in range(3))
     g = CHANNEL_GATE.draw(1, 2, 9, 4, generator=torch.Generator().manual_seed(0), device="cpu", dtype=torch.bfloat16)
-    out = linbench.attention(q, k, v, variant=registered_gla, impl="chunked", g=g)
+    out = linbench.attention(q, k, v, variant="gla", impl="chunked", g=g)
     assert out.dtype == torch.bfloat16 and out.shape == (1, 2, 9, 4)
     with pytest.raises(ValueError, match="gla needs the extra input"):
-        linbench.attention(q, k, v, variant=registered_gla)
+        linbench.attention(q, k, v, variant="gla")
+
+
+@pytest.mark.parametrize(
+    ("variant", "given", "match"),
+    [
+        ("simple-gla", {"g": torch.full((1, 2, 9), 0.5)}, r"^simple-gla: g must be ≤ 0 \(a log-gate"),
+        (
+            "gated-deltanet",
+            {"g": torch.zeros(1, 2, 9), "beta": torch.full((1, 2, 9), 1.5)},
+            r"beta must lie in \[0, 1\]",
+        ),
+        ("deltanet", {"beta": torch.full((1, 2, 9), -0.1)}, r"^deltanet: beta must lie in \[0, 1\]"),
+        ("gla", {"g": torch.zeros(1, 2, 9)}, r"^gla: g must have shape \(B, H, S, Dk\) = \(1, 2, 9, 4\)"),
+        ("retention", {"gamma": 1.0}, r"gamma must lie in \(0, 1\)"),
+    ],
+)
+def test_attention_refuses_bad_extra_inputs_in_one_line(variant: str, given: dict, match: str) -> None:
+    """A positive log-gate, β outside [0, 1], a gate of the wrong shape, a decay of 1: ValueError."""
+    q, k, v = (torch.randn(1, 2, 9, 4) for _ in range(3))
+    for impl in ("recurrent", "chunked"):
+        with pytest.raises(ValueError, match=match) as excinfo:
+            linbench.attention(q, k, v, variant=variant, impl=impl, **given)
+        _message(excinfo)
+
+
+def test_attention_prechecked_reads_no_values_but_checks_shapes() -> None:
+    """The benchmark's timed call: a value out of range passes (it was checked once, untimed),
+    a wrong shape does not."""
+    from linbench.api import attention_prechecked
+
+    q, k, v = (torch.randn(1, 2, 9, 4) for _ in range(3))
+    attention_prechecked(q, k, v, variant="simple-gla", impl="chunked", g=torch.full((1, 2, 9), 0.5))
+    with pytest.raises(ValueError, match="g must have shape"):
+        attention_prechecked(q, k, v, variant="simple-gla", impl="chunked", g=torch.zeros(1, 2, 8))
 
 
 @pytest.mark.parametrize("extra", [HEAD_GATE, CHANNEL_GATE, BETA], ids=["g", "g-channel", "beta"])
@@ -179,3 +204,35 @@ def test_bad_retention_decays_get_one_line(gamma: object, match: str) -> None:
     with pytest.raises(ValueError, match=match) as excinfo:
         retention_log_decay(gamma, 2, torch.zeros(1))
     _message(excinfo)
+
+
+def _drawn_wide(sizes: tuple[int, ...], generator: torch.Generator, regime: str) -> torch.Tensor:
+    return -torch.rand((*sizes, 2), generator=generator, dtype=torch.float64)
+
+
+def _drawn_positive_when_strong(sizes: tuple[int, ...], generator: torch.Generator, regime: str) -> torch.Tensor:
+    return torch.full(sizes, 0.5 if regime == "strong" else -0.5, dtype=torch.float64)
+
+
+def _raises(sizes: tuple[int, ...], generator: torch.Generator, regime: str) -> torch.Tensor:
+    raise RuntimeError("no gate here")
+
+
+@pytest.mark.parametrize(
+    ("draw_fn", "match"),
+    [
+        (_drawn_wide, r"planted: its draw_fn for g \(weak regime\) drew what it refuses: g must have shape"),
+        (_drawn_positive_when_strong, r"g \(strong regime\) drew what it refuses: g must be ≤ 0"),
+        (_raises, r"planted: drawing g \(weak regime\) raised RuntimeError: no gate here"),
+    ],
+)
+def test_a_declaration_whose_draw_it_refuses_is_refused_before_a_run(draw_fn: object, match: str) -> None:
+    """A plugin's draw_fn that draws the wrong shape, out of range, or raises: one line, at plan time."""
+    from linbench.variants.extra_inputs import probe_draws
+
+    extra = ExtraInput("g", "per_token", "a gate", draw_fn, HEAD_GATE.range_fn)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=match) as excinfo:
+        probe_draws("planted", (extra,))
+    _message(excinfo)
+    probe_draws("gla", CHANNEL_GATE and (CHANNEL_GATE,))  # linbench's own draw what they accept
+    probe_draws("gated-deltanet", (HEAD_GATE, BETA))

@@ -92,3 +92,17 @@ def test_the_state_is_constant_in_size(name: str) -> None:
     long = decoder.prefill(q, k, v, state=None, capacity=SEQ, **bound)
     assert state_bytes(short) == state_bytes(long) == BATCH * HEADS * DIM_K * DIM_V * 8
     assert (decoder.state_memory, decoder.step_time) == ("O(d²)", "O(d²)")
+
+
+@pytest.mark.parametrize("name", ["retention", "gla", "gated-deltanet"])
+def test_the_recurrent_form_gives_the_same_rows_whether_autograd_records_it_or_not(name: str) -> None:
+    """CPU. Under no_grad the rows are written into one output as they come (no list of live
+    rows to fragment the heap); recorded, they are stacked. Both give the same output."""
+    leaves = draw_case(name, 37, "strong")
+    q, k, v = leaves.pop("q"), leaves.pop("k"), leaves.pop("v")
+    impl = VARIANTS[name].impl("recurrent")
+    with torch.no_grad():
+        inference = impl.fn(q, k, v, causal=True, **VARIANTS[name].bind_params(impl, leaves))
+    recorded = impl.fn(q.requires_grad_(), k, v, causal=True, **VARIANTS[name].bind_params(impl, leaves))
+    assert recorded.requires_grad and not inference.requires_grad
+    torch.testing.assert_close(inference, recorded.detach(), rtol=0, atol=0)

@@ -9,15 +9,18 @@ import torch
 
 import linbench
 from linbench.errors import ImplUnavailableError
+from linbench.variants.extra_inputs import draw_extra_inputs
 from linbench.variants.registry import Impl, Variant, exponent_in_s, register_variant, unregister_variant
 
 EXPECTED_IMPLS = {
-    "softmax": ["naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"],
+    "softmax": ["naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "varlen"],
     "cosine": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled", "fla"],
     "cosformer": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled"],
     "heinsen": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
     "linear": ["quadratic", "chunked", "recurrent", "kernel", "compiled", "fla"],
 }
+GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet")
+EXPECTED_IMPLS |= {name: ["recurrent", "quadratic", "chunked", "fla", "fla-recurrent"] for name in GATED}
 
 
 def test_every_variant_and_impl_is_registered() -> None:
@@ -92,6 +95,8 @@ def test_auto_picks_chunked_and_sdpa_on_cpu() -> None:
     cpu = torch.device("cpu")
     assert linbench.get_variant("cosine").resolve_impl("auto", cpu).name == "chunked"
     assert linbench.get_variant("softmax").resolve_impl("auto", cpu).name == "sdpa"
+    for name in GATED:
+        assert linbench.get_variant(name).resolve_impl("auto", cpu).name == "chunked", name
 
 
 def test_attention_returns_q_dtype_and_v_width() -> None:
@@ -101,8 +106,34 @@ def test_attention_returns_q_dtype_and_v_width() -> None:
         torch.randn(2, 3, 10, 12, dtype=torch.bfloat16),
     )
     for name in linbench.list_variants():
-        out = linbench.attention(q, k, v, variant=name)
+        variant = linbench.get_variant(name)
+        extras = draw_extra_inputs(
+            variant.extra_inputs, (2, 3, 10, 8), generator=torch.Generator(), device="cpu", dtype=torch.bfloat16
+        )
+        out = linbench.attention(q, k, v, variant=name, **extras)
         assert out.shape == (2, 3, 10, 12) and out.dtype == torch.bfloat16, name
+
+
+def test_the_gated_variants_are_causal_only_with_constant_state_decoders() -> None:
+    """Built-in under their hyphenated names, referenced by the recurrent form, decoding with a
+    Dk×Dv state beside softmax's KV cache."""
+    for name in GATED:
+        variant = linbench.get_variant(name)
+        assert variant.masking == ("causal",) and variant.reference == "recurrent"
+        assert variant.auto_order == ("chunked", "recurrent", "quadratic")
+        assert list(variant.decoders) == ["recurrent"] and not variant.decoder("recurrent").state_grows
+        assert variant.decoder("recurrent").step_exponent == 0
+    extras = {name: [e.name for e in linbench.get_variant(name).extra_inputs] for name in GATED}
+    assert extras == {
+        "retention": [],
+        "simple-gla": ["g"],
+        "gla": ["g"],
+        "deltanet": ["beta"],
+        "gated-deltanet": ["g", "beta"],
+    }
+    draws = {name: [p.name for p in linbench.get_variant(name).draw_params] for name in GATED}
+    assert draws["gla"] == draws["simple-gla"] == draws["gated-deltanet"] == ["gate_regime", "log_gate"]
+    assert draws["retention"] == draws["deltanet"] == []  # no gate to draw: β does not follow a regime
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import torch
+
 from linbench.variants.cosine.features import cosine_features
 from linbench.variants.cosine.kernel import kernel
 from linbench.variants.cosine.quadratic import quadratic
@@ -12,6 +14,12 @@ from linbench.variants.feature_forms.fla import COSINE_SUMMARY, cosine_fla, fla_
 from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
 from linbench.variants.registry import Impl, Param, Variant, register_variant
+
+
+def draw_norm_const(heads: int, generator: torch.Generator) -> torch.Tensor:
+    """A per-head m for the correctness gate, around the default 0.5, so its gradient is checked."""
+    return 0.5 + 0.5 * torch.randn(heads, generator=generator, dtype=torch.float64)
+
 
 VARIANT = register_variant(
     Variant(
@@ -41,7 +49,12 @@ VARIANT = register_variant(
         ),
         reference="quadratic",
         param_specs=(
-            Param("norm_const", 0.5, "m: a float or a per-head tensor of shape (H,); learnable"),
+            Param(
+                "norm_const",
+                0.5,
+                "m: a float or a per-head tensor of shape (H,); learnable",
+                learnable=draw_norm_const,
+            ),
             Param("seq_len", None, "s in s^σ(m); defaults to the sequence length S", from_length=True),
         ),
         flop_formula=partial(linear_flops, normalised=False),

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -56,8 +57,8 @@ def _tested(version: str) -> bool:
         return False
 
 
-def fla_unavailable(device: torch.device) -> str | None:
-    """Why the fla impls cannot run on ``device`` (None: they can)."""
+def fla_unavailable(device: torch.device, module: str = "fla.ops.linear_attn") -> str | None:
+    """Why the fla impls whose kernels live in ``module`` cannot run on ``device`` (None: they can)."""
     version = fla_version()
     if version is None:
         return f"fla-core is not installed ({INSTALL_HINT}); its Triton kernels also need a CUDA GPU"
@@ -70,7 +71,7 @@ def fla_unavailable(device: torch.device) -> str | None:
     if not has_triton():
         return "fla's kernels need Triton, which is not installed or finds no GPU it supports"
     try:
-        importlib.import_module("fla.ops.linear_attn")
+        importlib.import_module(module)
     except Exception as exc:  # a broken install says why, in list, instead of crashing a run
         return f"fla cannot be imported: {' '.join(str(exc).split())[:200]}"
     return None
@@ -81,11 +82,20 @@ def chunk_linear_attn() -> Callable[..., tuple[torch.Tensor, Any]]:
     return importlib.import_module("fla.ops.linear_attn").chunk_linear_attn
 
 
-def _run_fla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float, normalize: bool) -> torch.Tensor:
+def _run_fla(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float, normalize: bool, segments: Any = None
+) -> torch.Tensor:
     """fla on (B, H, S, D) tensors: (B, S, H, D) views in (contiguous when the runner drew the
-    inputs in fla's layout), the output back as a (B, H, S, D) view."""
+    inputs in fla's layout), the output back as a (B, H, S, D) view. With ``segments`` (a
+    packed batch's, linbench/variants/varlen.py), fla's own varlen path: ``cu_seqlens``."""
     fq, fk, fv = (t.transpose(1, 2) for t in (q, k, v))
-    out, _ = chunk_linear_attn()(fq, fk, fv, scale=scale, normalize=normalize)
+    kernel = chunk_linear_attn()
+    if segments is None:
+        out, _ = kernel(fq, fk, fv, scale=scale, normalize=normalize)
+        return out.transpose(1, 2)
+    if "cu_seqlens" not in inspect.signature(kernel).parameters:
+        raise ImplUnavailableError("this fla-core's chunk_linear_attn takes no cu_seqlens: it runs packs padded")
+    out, _ = kernel(fq, fk, fv, scale=scale, normalize=normalize, cu_seqlens=segments.cu_seqlens(q.device))
     return out.transpose(1, 2)
 
 
@@ -95,21 +105,30 @@ def _causal_only(name: str, causal: bool) -> None:
 
 
 def cosine_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, norm_const: Any, seq_len: Any
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    norm_const: Any,
+    seq_len: Any,
+    segments: Any = None,
 ) -> torch.Tensor:
-    """Cosine attention on fla: N(q)·N(k)ᵀ applied to v, times s^-σ(m)."""
+    """Cosine attention on fla: N(q)·N(k)ᵀ applied to v, times s^-σ(m) (a pack's: ``segments``)."""
     from linbench.variants.cosine.features import value_scale
 
     _causal_only("cosine:fla", causal)
     scale = value_scale(norm_const, seq_len, q.shape[1], q.shape[-2], v)
     nq, nk = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
     if isinstance(scale, torch.Tensor):  # a per-head m: scale v, so the gradient reaches m
-        return _run_fla(nq, nk, (v * scale).to(v.dtype), scale=1.0, normalize=False)
-    return _run_fla(nq, nk, v, scale=scale, normalize=False)
+        return _run_fla(nq, nk, (v * scale).to(v.dtype), scale=1.0, normalize=False, segments=segments)
+    return _run_fla(nq, nk, v, scale=scale, normalize=False, segments=segments)
 
 
-def linear_fla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, eps: Any) -> torch.Tensor:
-    """elu + 1 linear attention on fla, with fla's own normaliser."""
+def linear_fla(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, eps: Any, segments: Any = None
+) -> torch.Tensor:
+    """elu + 1 linear attention on fla, with fla's own normaliser (a pack's: ``segments``)."""
     from linbench.variants.linear.features import elu_plus_one
 
     _causal_only("linear:fla", causal)
@@ -119,7 +138,7 @@ def linear_fla(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: boo
             f"linear:fla cannot take eps={given:g}: fla adds its own {FLA_EPS:g} to the normaliser "
             f"(the default {LINEAR_DEFAULT_EPS:g} is accepted: it moves no output by more than rounding)"
         )
-    return _run_fla(elu_plus_one(q), elu_plus_one(k), v, scale=1.0, normalize=True)
+    return _run_fla(elu_plus_one(q), elu_plus_one(k), v, scale=1.0, normalize=True, segments=segments)
 
 
 LINEAR_DEFAULT_EPS = 1e-6
@@ -158,4 +177,5 @@ def fla_impl(fn: Callable[..., torch.Tensor], summary: str) -> Impl:
         optional=True,
         layout="bshd",
         library=DISTRIBUTION,
+        packed=fn,  # fla's cu_seqlens, where the installed fla-core takes them
     )

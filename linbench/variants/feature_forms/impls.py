@@ -11,6 +11,7 @@ import torch
 from linbench.kernels import ops as kernel_ops
 from linbench.variants.feature_forms.chunked import chunked_linear_attention, chunked_scan
 from linbench.variants.feature_forms.naive import naive_linear_attention
+from linbench.variants.feature_forms.packed import masked_form, packed_chunked, packed_recurrent
 from linbench.variants.feature_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
 from linbench.variants.impl_helpers import positive_int
 from linbench.variants.registry import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
@@ -55,7 +56,7 @@ KERNEL_CHUNK_SIZE = Param(
     "chunk_size",
     64,
     "tokens per chunk of the csrc kernel (the CUDA kernel takes 64 only)",
-    check=kernel_chunk_refusal,
+    device_check=kernel_chunk_refusal,
 )
 KERNEL_SUMMARY = "csrc/ chunked kernel (C++ on CPU, CUDA on GPU): fp32 state, recomputing backward"
 
@@ -154,7 +155,14 @@ def feature_map_impls(
     """
     makers = {
         "naive": lambda: Impl(
-            "naive", _naive(features), summaries.get("naive", ""), "O(sd²)", "O(sd²)", time_exponent=1, gqa=True
+            "naive",
+            _naive(features),
+            summaries.get("naive", ""),
+            "O(sd²)",
+            "O(sd²)",
+            time_exponent=1,
+            key_masked=masked_form(features, "naive"),
+            gqa=True,
         ),
         "chunked": lambda: Impl(
             "chunked",
@@ -164,6 +172,8 @@ def feature_map_impls(
             "O(sd)",
             time_exponent=1,
             params=(CHUNK_SIZE,),
+            packed=packed_chunked(features),
+            key_masked=masked_form(features, "chunked"),
             gqa=True,
         ),
         "recurrent": lambda: Impl(
@@ -173,6 +183,8 @@ def feature_map_impls(
             "O(sd²)",
             "O(d²)",
             time_exponent=1,
+            packed=packed_recurrent(features),
+            key_masked=masked_form(features, "recurrent"),
             gqa=True,
         ),
         "kernel": lambda: kernel_impl(

@@ -1,9 +1,7 @@
 """Gated and delta-rule linear attention: retention, simple-gla, gla, deltanet, gated-deltanet.
 
-Each family's package builds its ``VARIANT``; ``gated_variants`` imports them all. They are
-not in the registry's built-in list yet: a benchmark run, ``linbench check`` and ``decode``
-must first draw and cut their extra inputs (``Variant.extra_inputs``). Until then a caller
-registers them itself (``register_variant``) or calls their impls directly.
+Each family's package builds and registers its ``VARIANT`` (they are built-in variants:
+``linbench list`` shows them); ``gated_variants`` imports them all.
 """
 
 from __future__ import annotations
@@ -23,5 +21,5 @@ PACKAGES = {
 
 
 def gated_variants() -> tuple[Variant, ...]:
-    """Every gated variant, built (importing its package) but not registered."""
+    """Every gated variant (importing its package registers it)."""
     return tuple(importlib.import_module(f"{__name__}.{package}").VARIANT for package in PACKAGES.values())

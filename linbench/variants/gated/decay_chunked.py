@@ -64,7 +64,8 @@ def _channel_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor, factored:
     """Σ_c q_tc k_sc e^{b_tc − b_sc} (s ≤ t) inside every chunk; b: (..., N, C, Dk)."""
     if not factored:
         return _pairwise_scores(q, k, b)
-    middle = (b[..., :1, :] + b[..., -1:, :]) / 2
+    # m cancels in the product, so no gradient flows through it (and autograd keeps no slice of b for it).
+    middle = ((b[..., :1, :] + b[..., -1:, :]) / 2).detach()
     scores = (q * (b - middle).exp()) @ (k * (middle - b).exp()).transpose(-1, -2)
     # Above the diagonal the factors' product is e^{b_t − b_s} ≥ 1 and may be inf: never read.
     keep = lower_mask(q.shape[-2], q.device)

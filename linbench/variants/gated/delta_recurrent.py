@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from linbench.variants.gated.numerics import GatedState
+from linbench.variants.gated.numerics import GatedState, Rows
 
 
 def delta_step(
@@ -46,13 +46,12 @@ def delta_scan(
     """
     carried = state if state is not None else GatedState.empty(k, v)
     matrix = carried.matrix
-    rows = []
+    rows = Rows(v, q.shape[-2], q, k, v, beta, *([g] if g is not None else []), matrix)
     # unbind, not q[..., t, :]: indexing's backward writes a full-length zero gradient per
     # token, which would make the backward pass quadratic in S.
     gates = g.unbind(-1) if g is not None else (None,) * q.shape[-2]
     tokens = zip(q.unbind(-2), k.unbind(-2), v.unbind(-2), beta.unbind(-1), gates, strict=True)
     for q_t, k_t, v_t, beta_t, g_t in tokens:
         row, matrix = delta_step(matrix, q_t, k_t, v_t, beta_t, g_t)
-        rows.append(row)
-    out = torch.stack(rows, dim=-2) if rows else v.new_empty(v.shape)
-    return out, GatedState(matrix, carried.position + q.shape[-2])
+        rows.add(row)
+    return rows.stacked(v), GatedState(matrix, carried.position + q.shape[-2])

@@ -15,14 +15,12 @@ variants' linear forms (4·S·Dk·Dv):
 - delta rule (deltanet, gated-deltanet): also predict S̃ᵀ k_t before writing: 6·S·Dk·Dv.
 
 The chunked and quadratic forms' own counts (what they execute, the masked halves of their
-C×C or S×S products included) are there to compare a form's work with the recurrence's.
+C×C or S×S products included) are there to compare a form's work with the recurrence's. The
+bytes a call moves, the gates and β included, are variants/traffic.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.flops import LINEAR_BWD_FACTOR
 
 CHUNK = 64  # the chunked forms' default chunk size
@@ -81,19 +79,3 @@ def delta_quadratic_flops(batch: int, heads: int, seq: int, dim_k: int, dim_v: i
     scores times U (2·S²·Dv)."""
     del causal
     return by_mode(batch * heads * seq * seq * (4 * dim_k + 3 * dim_v), mode)
-
-
-def extra_input_elements(mode: str, inputs: Iterable[ExtraInput], dim_k: int) -> int:
-    """Elements of the extra inputs a ``mode`` pass moves at least, per (batch, head, token),
-    to add to linbench's bound for q, k, v and the output (report/roofline.py): each input is
-    read once per pass, and ``bwd`` writes the gradient of a differentiable one. Per-head
-    inputs are per sequence, not per token, and left out."""
-    passes = {"fwd": (1, 0), "bwd": (1, 1), "fwdbwd": (2, 1)}
-    if mode not in passes:
-        raise ValueError(f"unknown mode {mode!r}; modes are fwd, bwd, fwdbwd")
-    reads, writes = passes[mode]
-    total = 0
-    for extra in inputs:
-        width = {"per_token": 1, "per_token_channel": dim_k}.get(extra.shape, 0)
-        total += width * (reads + (writes if extra.differentiable else 0))
-    return total

@@ -74,6 +74,7 @@ BETA = ExtraInput(
     _draw_beta,
     _beta_problem,
     distribution="σ(x), x ~ N(0, 1), in either regime",
+    follows_regime=False,
 )
 
 
@@ -81,6 +82,16 @@ def retnet_decays(heads: int) -> list[float]:
     """RetNet's per-head decays γ_h = 1 − 2^(−5−h), h = 0..H−1 (Sun et al. 2023; the
     official torchscale code and fla's retention build exactly this)."""
     return [1.0 - 2.0 ** (-5 - h) for h in range(heads)]
+
+
+def gamma_problem(gamma: object) -> str | None:
+    """What is wrong with a decay γ given as a number (a --param), or None; a tensor's range is
+    checked when it is used (retention_log_decay)."""
+    if isinstance(gamma, numbers.Real) and not isinstance(gamma, bool):
+        return None if 0 < float(gamma) < 1 else f"must lie in (0, 1) (a decay per token); got {gamma!r}"
+    if isinstance(gamma, torch.Tensor):
+        return None
+    return f"must be a number, a tensor of shape (H,) or None; got {type(gamma).__name__}"
 
 
 def retention_log_decay(gamma: object, heads: int, like: torch.Tensor) -> torch.Tensor:

@@ -25,11 +25,20 @@ from linbench.variants.gated.decay_recurrent import decay_scan
 from linbench.variants.gated.delta_chunked import delta_chunked_scan
 from linbench.variants.gated.delta_quadratic import delta_quadratic
 from linbench.variants.gated.delta_recurrent import delta_scan
-from linbench.variants.gated.numerics import GatedState, causal_only, chunk_length
+from linbench.variants.gated.numerics import GatedState, causal_only, chunk_length, chunk_problem, scale_problem
 from linbench.variants.registry import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
 
-CHUNK_SIZE = Param("chunk_size", 64, "tokens per chunk: C×C products inside a chunk, a Dk×Dv state between chunks")
-SCALE = Param("scale", None, "the factor on q; None: Dk^-1/2, as every paper of these variants scales")
+CHUNK_SIZE = Param(
+    "chunk_size",
+    64,
+    "tokens per chunk: C×C products inside a chunk, a Dk×Dv state between chunks",
+    check=chunk_problem,
+)
+# What ``linbench check`` checks besides the default (weak) gates: gates that forget within a token.
+STRONG_GATES: tuple[dict[str, Any], ...] = ({"gate_regime": "strong"},)
+SCALE = Param(
+    "scale", None, "the factor on q; None: Dk^-1/2, as every paper of these variants scales", check=scale_problem
+)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from linbench.variants.flops import quadratic_flops
 from linbench.variants.registry import Decoder, Impl, Param, Variant, register_variant
 from linbench.variants.softmax.decode import kvcache_prefill, kvcache_step, recompute_prefill, recompute_step
-from linbench.variants.softmax.naive import naive
-from linbench.variants.softmax.sdpa import BACKENDS, backend_impls, sdpa
+from linbench.variants.softmax.naive import naive, naive_masked
+from linbench.variants.softmax.packed import sdpa_packed, varlen_impl
+from linbench.variants.softmax.sdpa import BACKENDS, backend_impls, sdpa, sdpa_masked
+from linbench.variants.varlen import per_sequence
 
 VARIANT = register_variant(
     Variant(
@@ -20,6 +22,8 @@ VARIANT = register_variant(
                 "O(s²d)",
                 "O(s²)",
                 time_exponent=2,
+                packed=per_sequence(naive),
+                key_masked=naive_masked,
                 gqa=True,
             ),
             Impl(
@@ -30,9 +34,12 @@ VARIANT = register_variant(
                 "O(sd)",
                 time_exponent=2,
                 params=(Param("backend", "auto", f"SDPA backend to pin: {', '.join(BACKENDS)}"),),
+                packed=sdpa_packed,
+                key_masked=sdpa_masked,
                 gqa=True,
             ),
             *backend_impls(),
+            varlen_impl(),
         ),
         reference="naive",
         param_specs=(),

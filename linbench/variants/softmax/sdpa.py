@@ -12,7 +12,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
-from linbench.variants.registry import Impl, ImplFn
+from linbench.variants.registry import Impl, ImplFn, MaskedFn
 
 BACKENDS: dict[str, SDPBackend | None] = {
     "auto": None,
@@ -29,8 +29,18 @@ def _backend(name: object) -> SDPBackend | None:
     return BACKENDS[name]
 
 
-def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, backend: str) -> torch.Tensor:
+def sdpa(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    backend: str,
+    key_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
     """SDPA with is_causal; ``backend`` pins flash, efficient, math or cudnn (auto: torch picks).
+    ``key_mask`` (B, S) bool, True at real tokens, keeps a padded batch's pads out of every
+    row's keys (as a boolean attn_mask, combined with the causal mask when causal).
 
     A pinned backend that cannot take these inputs (flash with Dk != Dv on CPU, say) raises
     ImplUnavailableError carrying torch's reasons instead of a bare "No available kernel";
@@ -42,7 +52,11 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, bac
     with warnings.catch_warnings(record=True) as caught, context:
         warnings.simplefilter("always")
         try:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=k.shape[1] != q.shape[1])
+            grouped = k.shape[1] != q.shape[1]  # fewer key/value heads: SDPA's grouped-query option
+            if key_mask is None:
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=grouped)
+            mask = padding_mask(key_mask, causal)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=grouped)
         except RuntimeError as exc:
             if pinned is None or is_out_of_memory(exc):
                 raise
@@ -51,6 +65,22 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, bac
                 f"SDPA's {backend} backend cannot run q {tuple(q.shape)}, v {tuple(v.shape)} "
                 f"{q.dtype} on {q.device}: {why}"
             ) from None
+
+
+def padding_mask(key_mask: torch.Tensor, causal: bool) -> torch.Tensor:
+    """A (B, 1, S or 1, S) boolean attn_mask: the keys ``key_mask`` keeps, up to the query when causal."""
+    mask = key_mask[:, None, None, :]
+    if not causal:
+        return mask
+    seq = key_mask.shape[-1]
+    return mask & torch.ones(seq, seq, dtype=torch.bool, device=key_mask.device).tril()
+
+
+def sdpa_masked(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, key_mask: torch.Tensor, causal: bool, backend: str
+) -> torch.Tensor:
+    """``sdpa`` on a padded batch, the pads' keys masked out."""
+    return sdpa(q, k, v, causal=causal, backend=backend, key_mask=key_mask)
 
 
 # One named impl per backend, so a run reports each under its own name; `sdpa` (auto) stays
@@ -95,6 +125,15 @@ def _pinned(backend: str) -> ImplFn:
     return pinned
 
 
+def _pinned_masked(backend: str) -> MaskedFn:
+    def pinned(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, key_mask: torch.Tensor, causal: bool
+    ) -> torch.Tensor:
+        return sdpa(q, k, v, causal=causal, backend=backend, key_mask=key_mask)
+
+    return pinned
+
+
 def backend_impls() -> tuple[Impl, ...]:
     """``sdpa-flash``, ``sdpa-efficient``, ``sdpa-cudnn`` and ``sdpa-math``."""
     return tuple(
@@ -106,6 +145,7 @@ def backend_impls() -> tuple[Impl, ...]:
             "O(s²)" if backend == "math" else "O(sd)",
             time_exponent=2,
             availability=functools.partial(backend_unavailable, backend),
+            key_masked=_pinned_masked(backend),
             gqa=backend in GQA_BACKENDS,
         )
         for backend, summary in _SUMMARIES.items()

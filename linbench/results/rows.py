@@ -1,0 +1,135 @@
+"""A run's CSV file read back row by row, keeping only the rows its writer finished.
+
+The writers (store.py) append whole rows, each ending with a line end, every cell written
+as schema.py declares it. A kill, a full disk or a hand edit can leave a row that is not
+that: a last line without its line end (torn mid-write: ``...,ok,4`` for a point that
+measured 42.5 ms), a row with too few or too many cells, or a cell that does not read as its
+column's type. Such a row is never data: ``read_rows`` keeps it out and names it, and every
+reader (the reports, the gate, a resumed run) goes through here, so all of them see the same
+points with the same figures.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from linbench.results.schema import COLUMNS, KEY_COLUMNS, STATUSES
+
+__all__ = ["BadRow", "CsvFileError", "CsvRows", "read_rows", "row_problem"]
+
+# What a cell of each declared type must read as, for the warning.
+KIND_WORDS = {int: "a whole number", float: "a number", bool: "True or False", str: "text"}
+# How many bad rows a warning lists by line before it only counts the rest.
+LISTED = 3
+
+
+class CsvFileError(ValueError):
+    """A file that cannot be read as CSV at all (empty, not text, no header)."""
+
+
+@dataclass(frozen=True)
+class BadRow:
+    """A row left out: its line in the file, why, and its point's key where that reads."""
+
+    line: int
+    reason: str
+    key: tuple[str, ...] | None = None
+
+
+@dataclass
+class CsvRows:
+    """The header and the whole rows of one file, and the rows left out."""
+
+    path: Path
+    header: tuple[str, ...]
+    rows: list[dict[str, str]]
+    bad: list[BadRow] = field(default_factory=list)
+
+    def warning(self, outcome: str = "their points count as not measured") -> str | None:
+        """One line naming the file, the rows left out and ``outcome``; None when every row is whole."""
+        if not self.bad:
+            return None
+        listed = "; ".join(f"line {bad.line} {bad.reason}" for bad in self.bad[:LISTED])
+        more = f"; and {len(self.bad) - LISTED} more" if len(self.bad) > LISTED else ""
+        rows = "row" if len(self.bad) == 1 else "rows"
+        return f"{str(self.path)!r}: {len(self.bad)} {rows} left out ({listed}{more}); {outcome}"
+
+
+def read_rows(path: Path) -> CsvRows:
+    """``path``'s whole rows as strings (blank lines skipped), the rest named in ``bad``;
+    CsvFileError for a file with no header or that is not text; FileNotFoundError as raised."""
+    try:
+        data = path.read_bytes().decode()
+    except UnicodeDecodeError as exc:
+        raise CsvFileError(f"{str(path)!r} is not a linbench results CSV: {exc}") from None
+    try:
+        records = _records(data)
+    except csv.Error as exc:
+        raise CsvFileError(f"{str(path)!r} is not a linbench results CSV: {exc}") from None
+    if not records:
+        raise CsvFileError(f"{str(path)!r} is not a linbench results CSV: the file is empty")
+    header = tuple(records[0][1])
+    # A writer ends every row with a line end: a last line without one was cut mid-write.
+    torn_line = records[-1][0] if len(records) > 1 and not data.endswith("\n") else None
+    result = CsvRows(path, header, [])
+    for line, cells in records[1:]:
+        if not cells:
+            continue
+        problem = "is torn (the file ends mid-row)" if line == torn_line else row_problem(header, cells)
+        if problem is None:
+            result.rows.append(dict(zip(header, cells, strict=True)))
+        else:
+            result.bad.append(BadRow(line, problem, _key(header, cells)))
+    return result
+
+
+def _records(data: str) -> list[tuple[int, list[str]]]:
+    """Each CSV record with the line it starts on (a quoted cell may span lines)."""
+    reader = csv.reader(io.StringIO(data, newline=""))
+    records, line = [], 1
+    for cells in reader:
+        records.append((line, cells))
+        line = reader.line_num + 1
+    return records
+
+
+def row_problem(header: tuple[str, ...], cells: list[str]) -> str | None:
+    """Why a row is not one a writer wrote under ``header``; None for a whole row."""
+    if len(cells) != len(header):
+        return f"has {len(cells)} cells where the header has {len(header)}"
+    for name, value in zip(header, cells, strict=True):
+        column = COLUMNS.get(name)
+        if column is None:
+            continue  # a column linbench does not declare: not its to check
+        if value == "":
+            if name in KEY_COLUMNS or name == "status":
+                return f"has no {name}"
+            continue
+        if name == "status" and value not in STATUSES:
+            return f"has status {value!r}, not one of {', '.join(STATUSES)}"
+        parsed = column.parse(value)
+        if parsed is None:
+            return f"has {name} {value!r}, not {KIND_WORDS[column.kind]}"
+        if name in KEY_COLUMNS and column.kind is int and parsed <= 0:
+            return f"has {name} {value!r}, not a positive whole number"
+    return None
+
+
+def _key(header: tuple[str, ...], cells: list[str]) -> tuple[str, ...] | None:
+    """The point's key (record.row_key's order) where every key cell of the row reads and is
+    followed by another cell (a torn row's last cell may be cut short: "1024" as "10")."""
+    if any(name not in header for name in KEY_COLUMNS):
+        return None
+    if len(cells) <= max(header.index(name) for name in KEY_COLUMNS) + 1:
+        return None
+    named = dict(zip(header, cells, strict=False))
+    values = [named.get(name, "") for name in KEY_COLUMNS]
+    if any(value == "" for value in values):
+        return None
+    for name, value in zip(KEY_COLUMNS, values, strict=True):
+        if COLUMNS[name].parse(value) is None:
+            return None
+    return tuple(values)

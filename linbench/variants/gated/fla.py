@@ -1,0 +1,217 @@
+"""fla-core's Triton kernels as impls of the gated variants: ``fla`` (chunk) and ``fla-recurrent``
+(fused_recurrent), on the ``.[fla]`` extra like cosine's and linear's ``fla``.
+
+Written against fla-core 0.6.x's signatures; they run only on a CUDA GPU with Triton, so on
+linbench's development machine they are checked against fla's own pure-PyTorch references
+(``naive.py``) standing in for the kernels, never run (tests/variants/test_gated_fla.py). Every
+kernel takes (B, S, H, D) tensors (the impls hand it views of linbench's (B, H, S, D) ones,
+which ``linbench run`` draws in fla's layout, untimed), gates and β as (B, S, H) or
+(B, S, H, Dk), and q's factor as ``scale`` (None there means Dk^-1/2, as here); every
+argument is passed by keyword, since the kernels' orders differ (chunk_gated_delta_rule takes
+g then beta, its naive reference beta then g). The mapping:
+
+- retention: chunk_retention / fused_recurrent_retention for γ = None (RetNet's schedule, which
+  fla builds itself); for a given γ, chunk_simple_gla / fused_recurrent_simple_gla with
+  g_gamma = log γ per head, which is what the retention kernels call;
+- simple-gla: chunk_simple_gla(g=g) / fused_recurrent_simple_gla(g=g);
+- gla: chunk_gla(g=g) / fused_recurrent_gla(gk=g);
+- deltanet: chunk_delta_rule / fused_recurrent_delta_rule (beta=β, use_qk_l2norm_in_kernel=True,
+  as fla's layers normalise q and k);
+- gated-deltanet: chunk_gated_delta_rule / fused_recurrent_gated_delta_rule (g=g, beta=β, the
+  same), the fused recurrent one forward only.
+
+fla takes a constant decay (g_gamma) without a gradient and has no backward for the fused
+recurrent gated delta rule: a gradient asked of either is ImplUnavailableError (the point is
+skipped with the reason). chunk_delta_rule refuses fp32 (fp16 and bf16 only); no fla kernel
+has an fp64 form.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import torch
+
+from linbench.errors import ImplUnavailableError
+from linbench.variants.feature_forms import fla as fla_common
+from linbench.variants.gated.gates import retention_log_decay
+from linbench.variants.gated.numerics import resolve_scale
+from linbench.variants.registry import Impl
+
+CHUNK, RECURRENT = "fla", "fla-recurrent"
+FP32_REFUSED = "fla's chunk_delta_rule takes fp16 and bf16 only (it asserts against fp32)"
+
+
+def fla_kernel(module: str, name: str) -> Callable[..., tuple[torch.Tensor, Any]]:
+    """fla's kernel ``name`` in ``fla.ops.<module>`` (looked up per call, so tests can stand one in)."""
+    return getattr(importlib.import_module(f"fla.ops.{module}"), name)
+
+
+def _seq_major(t: torch.Tensor) -> torch.Tensor:
+    """A (B, H, S[, D]) tensor as fla's (B, S, H[, D]) view (contiguous when drawn in fla's layout)."""
+    return t.transpose(1, 2)
+
+
+def _call(module: str, name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **given: Any) -> torch.Tensor:
+    """The kernel on seq-major views of q, k, v and the tensors in ``given``; the output back
+    as a (B, H, S, Dv) view."""
+    if q.dtype == torch.float64:
+        raise ImplUnavailableError(f"fla.ops.{module}.{name} has no fp64 form")
+    args = {key: _seq_major(value) if _per_token(value) else value for key, value in given.items()}
+    out, _ = fla_kernel(module, name)(q=_seq_major(q), k=_seq_major(k), v=_seq_major(v), **args)
+    return out.transpose(1, 2)
+
+
+def _per_token(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value.ndim >= 3
+
+
+def _needs_gradient(*tensors: torch.Tensor | None) -> bool:
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _causal_only(owner: str, causal: bool) -> None:
+    if not causal:
+        raise ImplUnavailableError(f"{owner}: fla's kernels are causal only")
+
+
+def retention_fla(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, gamma: Any, scale: Any, kernel: str
+) -> torch.Tensor:
+    """RetNet's retention: fla's own kernel for RetNet's γ schedule, its simple-GLA kernel with
+    a constant decay per head (g_gamma, exactly what the retention kernel builds) for another γ."""
+    _causal_only(f"retention:{kernel}", causal)
+    factor = resolve_scale(scale, q.shape[-1])
+    fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
+    if gamma is None:
+        return _call("retention", f"{fused}_retention", q, k, v, scale=factor)
+    if isinstance(gamma, torch.Tensor) and _needs_gradient(gamma):
+        raise ImplUnavailableError(f"retention:{kernel}: fla takes γ as a constant (g_gamma); no gradient reaches it")
+    log_decay = retention_log_decay(gamma, q.shape[1], q.float()).detach()
+    return _call("simple_gla", f"{fused}_simple_gla", q, k, v, g_gamma=log_decay, scale=factor)
+
+
+def simple_gla_fla(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, g: torch.Tensor, scale: Any, kernel: str
+) -> torch.Tensor:
+    """A scalar log-gate per head and token, as fla's ``g`` (B, S, H)."""
+    _causal_only(f"simple-gla:{kernel}", causal)
+    fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
+    return _call("simple_gla", f"{fused}_simple_gla", q, k, v, g=g, scale=resolve_scale(scale, q.shape[-1]))
+
+
+def gla_fla(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, g: torch.Tensor, scale: Any, kernel: str
+) -> torch.Tensor:
+    """A log-gate per key channel: chunk_gla's ``g``, fused_recurrent_gla's ``gk`` (B, S, H, Dk)."""
+    _causal_only(f"gla:{kernel}", causal)
+    factor = resolve_scale(scale, q.shape[-1])
+    if kernel == RECURRENT:
+        return _call("gla", "fused_recurrent_gla", q, k, v, gk=g, scale=factor)
+    return _call("gla", "chunk_gla", q, k, v, g=g, scale=factor)
+
+
+def delta_fla(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    beta: torch.Tensor,
+    scale: Any,
+    kernel: str,
+    g: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The (gated) delta rule, q and k L2-normalised inside fla's kernel (as fla's layers call it)."""
+    owner = f"{'gated-deltanet' if g is not None else 'deltanet'}:{kernel}"
+    _causal_only(owner, causal)
+    factor = resolve_scale(scale, q.shape[-1])
+    if g is None:
+        if kernel == CHUNK and q.dtype == torch.float32:
+            raise ImplUnavailableError(f"{owner}: {FP32_REFUSED}")
+        name = "fused_recurrent_delta_rule" if kernel == RECURRENT else "chunk_delta_rule"
+        return _call("delta_rule", name, q, k, v, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+    if kernel == RECURRENT and _needs_gradient(q, k, v, g, beta):
+        raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_gated_delta_rule has no backward (forward only)")
+    name = "fused_recurrent_gated_delta_rule" if kernel == RECURRENT else "chunk_gated_delta_rule"
+    return _call("gated_delta_rule", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+
+
+def _dtype_support(refuse_fp32: bool) -> Callable[[int, int, str], str | None]:
+    def support(dim_k: int, dim_v: int, dtype: str) -> str | None:
+        if refuse_fp32 and dtype == "fp32":
+            return FP32_REFUSED
+        return fla_common.fla_dtype_support(dim_k, dim_v, dtype)
+
+    return support
+
+
+def _availability(module: str) -> Callable[[torch.device], str | None]:
+    def availability(device: torch.device) -> str | None:
+        return fla_common.fla_unavailable(device, f"fla.ops.{module}")  # looked up per call: tests stand fla in
+
+    return availability
+
+
+# Per variant: fla's module, the impl function, and each kernel's summary.
+KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
+    "retention": (
+        "retention",
+        retention_fla,
+        {
+            CHUNK: "fla-core's chunk_retention (chunk_simple_gla with g_gamma = log γ for a given γ)",
+            RECURRENT: "fla-core's fused_recurrent_retention (fused_recurrent_simple_gla, g_gamma, for a given γ)",
+        },
+    ),
+    "simple-gla": (
+        "simple_gla",
+        simple_gla_fla,
+        {CHUNK: "fla-core's chunk_simple_gla (g per head)", RECURRENT: "fla-core's fused_recurrent_simple_gla"},
+    ),
+    "gla": (
+        "gla",
+        gla_fla,
+        {CHUNK: "fla-core's chunk_gla (g per key channel)", RECURRENT: "fla-core's fused_recurrent_gla (gk = g)"},
+    ),
+    "deltanet": (
+        "delta_rule",
+        delta_fla,
+        {
+            CHUNK: "fla-core's chunk_delta_rule, L2 norms in the kernel; fp16/bf16 only",
+            RECURRENT: "fla-core's fused_recurrent_delta_rule, L2 norms in the kernel",
+        },
+    ),
+    "gated-deltanet": (
+        "gated_delta_rule",
+        delta_fla,
+        {
+            CHUNK: "fla-core's chunk_gated_delta_rule, L2 norms in the kernel",
+            RECURRENT: "fla-core's fused_recurrent_gated_delta_rule: forward only (fla has no backward)",
+        },
+    ),
+}
+
+
+def gated_fla_impls(variant: str) -> tuple[Impl, ...]:
+    """The ``fla`` and ``fla-recurrent`` impls of ``variant``; they run where fla-core 0.6 and a
+    Triton GPU are, and are left out with the reason elsewhere."""
+    module, fn, summaries = KERNELS[variant]
+    return tuple(
+        Impl(
+            kernel,
+            partial(fn, kernel=kernel),
+            summary + "; fla's (B, S, H, D) layout made untimed; unverified on a GPU here",
+            "O(sd²)",
+            "O(sd)" if kernel == CHUNK else "O(d²)",
+            time_exponent=1,
+            availability=_availability(module),
+            shape_support=_dtype_support(variant == "deltanet" and kernel == CHUNK),
+            optional=True,
+            layout="bshd",
+            library=fla_common.DISTRIBUTION,
+        )
+        for kernel, summary in summaries.items()
+    )

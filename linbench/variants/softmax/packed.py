@@ -1,0 +1,101 @@
+"""Softmax attention of packed variable-length batches.
+
+- ``sdpa`` (packed): bidirectional packs as nested (jagged) tensors, one SDPA call for the
+  whole pack; causal packs one SDPA call per sequence over views of the pack, since torch's
+  nested SDPA refuses ``is_causal`` (torch 2.13: "Nested tensors for query / key are not
+  supported when is_causal=True").
+- ``varlen``: torch's own varlen kernel, ``torch.nn.attention.varlen.varlen_attn`` (flash
+  attention with cu_seqlens; a CUDA GPU, fp16 or bf16). A padded or uniform batch is handed to
+  it as a pack of equal lengths.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from linbench.errors import ImplUnavailableError
+from linbench.variants.registry import Impl
+from linbench.variants.softmax.sdpa import sdpa
+from linbench.variants.varlen import Segments
+
+
+def sdpa_packed(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool, backend: str
+) -> torch.Tensor:
+    """SDPA on a pack: nested tensors when bidirectional, one call per sequence when causal."""
+    if causal:
+        parts = zip(segments.split(q), segments.split(k), segments.split(v), strict=True)
+        return torch.cat([sdpa(qi, ki, vi, causal=True, backend=backend) for qi, ki, vi in parts], dim=2)
+    offsets = segments.cu_seqlens(q.device)
+
+    def nested(x: torch.Tensor) -> torch.Tensor:
+        # (1, H, T, D) → (T, H, D) values → (N, j, H, D) jagged → (N, H, j, D). The values must
+        # be contiguous: torch's nested SDPA finds no backend for strided ones.
+        return torch.nested.nested_tensor_from_jagged(x[0].transpose(0, 1).contiguous(), offsets).transpose(1, 2)
+
+    out = sdpa(nested(q), nested(k), nested(v), causal=False, backend=backend)
+    return out.transpose(1, 2).values().transpose(0, 1).unsqueeze(0)
+
+
+def varlen_kernel() -> Callable[..., torch.Tensor]:
+    """torch's varlen_attn (looked up per call, so tests can put a stand-in in its place)."""
+    return importlib.import_module("torch.nn.attention.varlen").varlen_attn
+
+
+def varlen_unavailable(device: torch.device) -> str | None:
+    """Why torch's varlen kernel cannot run on ``device`` (None: it can)."""
+    try:
+        importlib.import_module("torch.nn.attention.varlen")
+    except ImportError:
+        return f"this torch ({torch.__version__}) has no torch.nn.attention.varlen"
+    if device.type != "cuda":
+        return f"torch's varlen_attn is a flash-attention kernel for CUDA GPUs, not {device.type}"
+    return None
+
+
+def varlen_dtypes(dim_k: int, dim_v: int, dtype: str) -> str | None:
+    """Flash attention takes fp16 and bf16, and one head dim for q, k and v."""
+    if dtype not in ("fp16", "bf16"):
+        return f"torch's varlen_attn (flash attention) takes fp16 and bf16, not {dtype}"
+    return None if dim_k == dim_v else "torch's varlen_attn takes one head dim for q, k and v (Dk = Dv)"
+
+
+def varlen_packed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool) -> Any:
+    """varlen_attn on (1, H, T, D) packed tensors, as (T, H, D) it takes."""
+    if q.device.type != "cuda":
+        raise ImplUnavailableError(varlen_unavailable(q.device) or "varlen_attn needs a CUDA GPU")
+    cu = segments.cu_seqlens(q.device, torch.int32)
+    longest = segments.longest
+    window = (-1, 0) if causal else (-1, -1)
+    out = varlen_kernel()(*(x[0].transpose(0, 1) for x in (q, k, v)), cu, cu, longest, longest, window_size=window)
+    return out.transpose(0, 1).unsqueeze(0)
+
+
+def varlen_uniform(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> Any:
+    """varlen_attn on a (B, H, S, D) batch: B sequences of S tokens."""
+    batch, heads, seq, _ = q.shape
+    segments = Segments(tuple(range(0, batch * seq + 1, seq)))
+
+    def packed(x: torch.Tensor) -> torch.Tensor:  # (B, H, S, D) → (1, H, B·S, D)
+        return x.transpose(0, 1).reshape(heads, batch * seq, x.shape[-1]).unsqueeze(0)
+
+    out = varlen_packed(packed(q), packed(k), packed(v), segments=segments, causal=causal)
+    return out[0].reshape(heads, batch, seq, -1).transpose(0, 1)
+
+
+def varlen_impl() -> Impl:
+    return Impl(
+        "varlen",
+        varlen_uniform,
+        "torch's varlen_attn: flash attention over packed sequences with cu_seqlens (CUDA, fp16/bf16)",
+        "O(s²d)",
+        "O(sd)",
+        time_exponent=2,
+        availability=varlen_unavailable,
+        shape_support=varlen_dtypes,
+        packed=varlen_packed,
+    )

@@ -1,0 +1,147 @@
+"""Packed variable-length batches: sequence boundaries, and padding a pack to its longest sequence.
+
+A packed batch holds N sequences one after another along S: q and k are (1, H, T, Dk), v is
+(1, H, T, Dv), T the sum of the lengths, and ``cu_seqlens`` (0, L1, L1 + L2, ..., T) says where
+each one starts, as flash-attention's and fla's varlen kernels take them. Attention never
+crosses a boundary: each sequence is attended as if it were alone.
+
+An impl runs a pack one of two ways (``Impl.packed``, ``Impl.key_masked``):
+
+- packed: its ``packed`` form takes the packed tensors and the ``Segments``;
+- padded: every sequence padded at its end to the longest, an (N, H, L_max, D) batch. Causal
+  attention of a right-padded sequence gives the real tokens their true outputs (no real
+  query sees a later position); bidirectional attention needs the pads' keys masked out, which
+  an impl does with its ``key_masked`` form, given a (N, L_max) mask that is True at real tokens.
+
+Parameters derived from the length (cosine's ``seq_len``, cosFormer's ``M``) are, in a pack,
+fixed to its longest sequence: what a padded batch gives them, and what cosFormer asks of M
+(at least every length).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from linbench.variants.registry import MaskedFn, PackedFn
+
+
+@dataclass(frozen=True)
+class Segments:
+    """Where each sequence of a packed batch starts and ends (``offsets`` is cu_seqlens)."""
+
+    offsets: tuple[int, ...]
+    # Tensors made from the offsets, by what they are and the device they are on: made once
+    # per pack, not per call.
+    _cache: dict[tuple[str, str], Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        offsets = self.offsets
+        if len(offsets) < 2 or offsets[0] != 0:
+            raise ValueError(f"cu_seqlens must start at 0 and name one sequence at least; got {list(offsets)}")
+        if any(b <= a for a, b in itertools.pairwise(offsets)):
+            raise ValueError(f"cu_seqlens must increase: every sequence holds a token at least; got {list(offsets)}")
+
+    @classmethod
+    def of(cls, cu_seqlens: torch.Tensor | Sequence[int]) -> Segments:
+        """The segments of ``cu_seqlens`` (a tensor or a list of offsets)."""
+        values = cu_seqlens.tolist() if isinstance(cu_seqlens, torch.Tensor) else list(cu_seqlens)
+        return cls(tuple(int(v) for v in values))
+
+    @classmethod
+    def from_lengths(cls, lengths: Sequence[int]) -> Segments:
+        ends = [0]
+        for length in lengths:
+            ends.append(ends[-1] + int(length))
+        return cls(tuple(ends))
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        return tuple(b - a for a, b in zip(self.offsets, self.offsets[1:], strict=False))
+
+    @property
+    def count(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def total(self) -> int:
+        return self.offsets[-1]
+
+    @property
+    def longest(self) -> int:
+        return max(self.lengths)
+
+    def cached(self, what: str, device: torch.device | str, make: Callable[[], Any]) -> Any:
+        """``make()``, made once per pack, ``what`` and device: what an impl derives from the
+        boundaries (a mask, an order) is made on its first call, as a data loader makes
+        cu_seqlens once per batch."""
+        key = (what, str(device))
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def cu_seqlens(self, device: torch.device | str, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+        """The offsets as a tensor on ``device`` (made once per device and dtype)."""
+        made: torch.Tensor = self.cached(
+            f"cu_seqlens {dtype}", device, lambda: torch.tensor(self.offsets, dtype=dtype, device=device)
+        )
+        return made
+
+    def split(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """A packed tensor's sequences, as views along S (dim 2). Split, never sliced one by one:
+        under autograd split's backward is one cat, where each slice would cost a full-size
+        gradient."""
+        return x.split(list(self.lengths), dim=2)
+
+    def key_mask(self, device: torch.device | str) -> torch.Tensor:
+        """(N, L_max) bool: True at each sequence's real tokens, False at its pads."""
+
+        def make() -> torch.Tensor:
+            positions = torch.arange(self.longest, device=device)
+            return positions.unsqueeze(0) < torch.tensor(self.lengths, device=device).unsqueeze(1)
+
+        mask: torch.Tensor = self.cached("key_mask", device, make)
+        return mask
+
+    def check_packed(self, q: torch.Tensor) -> None:
+        """ValueError unless ``q`` is a packed batch of these segments: (1, H, T, D)."""
+        if q.shape[0] != 1 or q.shape[2] != self.total:
+            raise ValueError(
+                f"a packed batch is (1, H, T, D) with T = cu_seqlens[-1] = {self.total}; got {tuple(q.shape)}"
+            )
+
+
+def pad(x: torch.Tensor, segments: Segments) -> torch.Tensor:
+    """A packed (1, H, T, D) tensor as a padded (N, H, L_max, D) batch, zeros after each
+    sequence (differentiable: gradients flow back to the packed tensor)."""
+    longest = segments.longest
+    return torch.cat([F.pad(part, (0, 0, 0, longest - part.shape[2])) for part in segments.split(x)], dim=0)
+
+
+def unpad(y: torch.Tensor, segments: Segments) -> torch.Tensor:
+    """A padded (N, H, L_max, D) batch's real tokens, packed: (1, H, T, D)."""
+    parts = [row[:, :length] for row, length in zip(y.unbind(0), segments.lengths, strict=True)]
+    return torch.cat(parts, dim=1).unsqueeze(0)
+
+
+def per_sequence(fn: Callable[..., torch.Tensor]) -> PackedFn:
+    """The packed form that calls ``fn`` (an impl function) on each sequence of the pack in
+    turn, over views of the packed tensors, and joins the outputs: no token of padding is
+    computed, and each sequence starts from nothing (a linear form's state resets at every
+    boundary). The cost beside the tokens is one call per sequence."""
+
+    def packed(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool, **params: Any
+    ) -> torch.Tensor:
+        parts = zip(segments.split(q), segments.split(k), segments.split(v), strict=True)
+        return torch.cat([fn(qi, ki, vi, causal=causal, **params) for qi, ki, vi in parts], dim=2)
+
+    return packed
+
+
+__all__ = ["MaskedFn", "PackedFn", "Segments", "pad", "per_sequence", "unpad"]

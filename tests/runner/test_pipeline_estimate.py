@@ -1,0 +1,46 @@
+"""The estimate a run starts with, the first-use kernel build it counts, and meta.json's record
+of the estimate against what the run took (CPU, real worker processes at tiny sizes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from linbench import SweepRequest, run_sweep
+from linbench.results.estimate_record import EstimateRecord
+from linbench.runner import sizing
+from linbench.runner.pipeline import prepare
+from linbench.sweep.estimate import BUILD_S
+
+TINY = SweepRequest(
+    variants=("cosine:chunked",), no_baseline=True, seq="64", heads=2, dim=16, device="cpu", budget_s=0.05
+)
+
+
+def test_a_run_records_its_estimate_what_it_took_and_their_ratio(tmp_path: Path) -> None:
+    outcome = run_sweep(TINY, out=tmp_path)
+    record = EstimateRecord.read(json.loads((outcome.path / "meta.json").read_text()))
+    assert record is not None and record.status == "complete" and record.points == 1
+    assert record.estimate_s > 0 and record.actual_s is not None and record.actual_s > 0
+    assert record.ratio == pytest.approx(record.actual_s / record.estimate_s)
+    assert outcome.meta["estimate"]["ratio"] == round(record.actual_s / record.estimate_s, 2)
+
+
+def test_an_estimate_counts_the_kernel_build_that_planning_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    warm = prepare(TINY)
+    assert not warm.build.built and warm.estimate_record().build_estimate_s == 0
+    # The build cache lacked the kernels when planning began, and planning loaded them.
+    monkeypatch.setattr(sizing, "_kernels_cached", lambda: False)
+    monkeypatch.setattr(sizing, "_kernels_loaded", lambda: True)
+    cold = prepare(TINY)
+    assert cold.build.built and cold.build.took_s is not None
+    assert cold.estimate_s == pytest.approx(warm.estimate_s + BUILD_S["cpu"])
+    assert cold.estimate_record().build_estimate_s == BUILD_S["cpu"]
+
+
+def test_no_build_is_counted_where_planning_loaded_no_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sizing, "_kernels_cached", lambda: False)
+    monkeypatch.setattr(sizing, "_kernels_loaded", lambda: False)  # no kernel impl asked for
+    assert not prepare(TINY).build.built

@@ -1,0 +1,366 @@
+"""fla-core 0.6's gated kernels stood in by fla's own pure-PyTorch references (CPU).
+
+Each stand-in has its kernel's signature (its keyword names, no others) and computes what the
+kernel documents by calling fla's ``naive`` reference for it, translating the conventions the
+two differ in: the kernels take (B, T, H, ...) and ``scale``; ``delta_rule_recurrence`` takes
+(B, H, T, ...) and fixes the scale at Dk^-1/2, as ``naive_recurrent_gla`` does; the kernels
+normalise q and k when ``use_qk_l2norm_in_kernel``; chunk_gated_delta_rule takes (g, beta),
+its reference (beta, g); chunk_delta_rule asserts against fp32.
+
+Where fla is installed, the references are fla's own ``fla/ops/*/naive.py`` files, loaded by
+path (importing ``fla.ops`` would load Triton). Without it, ``TWINS`` are the same functions
+written here from fla's source, so the argument mapping is tested either way.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+def _simple_gla(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    g: Tensor,
+    scale: float | None = None,
+    initial_state: Any = None,
+    output_final_state: bool = True,
+) -> Any:
+    """fla's naive_recurrent_simple_gla: (B, T, H, ...) in, fp32 inside."""
+    dtype = q.dtype
+    q, k, v, g = (x.transpose(1, 2).float() for x in (q, k, v, g))
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
+    rows = []
+    for i in range(q.shape[2]):
+        state = state * g[:, :, i].exp()[..., None, None] + k[:, :, i, :, None] * v[:, :, i, None, :]
+        rows.append(((q[:, :, i] * scale)[..., None] * state).sum(-2))
+    return torch.stack(rows, 2).transpose(1, 2).to(dtype), state
+
+
+def _gla(
+    q: Tensor, k: Tensor, v: Tensor, gk: Tensor, initial_state: Any = None, output_final_state: bool = False
+) -> Any:
+    """fla's naive_recurrent_gla: scale fixed at Dk^-1/2."""
+    dtype = q.dtype
+    q, k, v, gk = (x.transpose(1, 2).float() for x in (q, k, v, gk))
+    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
+    rows = []
+    for i in range(q.shape[2]):
+        state = state * gk[:, :, i].exp()[..., None] + k[:, :, i, :, None] * v[:, :, i, None, :]
+        rows.append(((q[:, :, i] * q.shape[-1] ** -0.5)[..., None] * state).sum(-2))
+    return torch.stack(rows, 2).transpose(1, 2).to(dtype), None
+
+
+def _delta(
+    q: Tensor, k: Tensor, v: Tensor, beta: Tensor, initial_state: Any = None, output_final_state: bool = True
+) -> Any:
+    """fla's delta_rule_recurrence: (B, H, T, ...) in, scale fixed at Dk^-1/2."""
+    dtype = q.dtype
+    q, k, v, beta = (x.float() for x in (q, k, v, beta))
+    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
+    rows = []
+    for i in range(q.shape[2]):
+        error = (v[:, :, i] - (state * k[:, :, i, :, None]).sum(-2)) * beta[:, :, i, None]
+        state = state + k[:, :, i, :, None] * error[..., None, :]
+        rows.append(torch.einsum("bhd,bhdm->bhm", q[:, :, i] * q.shape[-1] ** -0.5, state))
+    return torch.stack(rows, 2).to(dtype), state
+
+
+def _gated_delta(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    beta: Tensor,
+    g: Tensor,
+    scale: float | None = None,
+    initial_state: Any = None,
+    output_final_state: bool = False,
+) -> Any:
+    """fla's naive_recurrent_gated_delta_rule: (B, T, H, ...) in, (beta, g) in that order."""
+    q, k, v, beta, g = (x.transpose(1, 2).float() for x in (q, k, v, beta, g))
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
+    rows = []
+    for i in range(q.shape[2]):
+        state = state * g[:, :, i].exp()[..., None, None]
+        error = (v[:, :, i] - (state * k[:, :, i, :, None]).sum(-2)) * beta[:, :, i, None]
+        state = state + k[:, :, i, :, None] * error[..., None, :]
+        rows.append(torch.einsum("bhd,bhdm->bhm", q[:, :, i] * scale, state))
+    return torch.stack(rows, 2).transpose(1, 2), None
+
+
+TWINS: dict[tuple[str, str], Callable[..., Any]] = {
+    ("simple_gla", "naive_recurrent_simple_gla"): _simple_gla,
+    ("gla", "naive_recurrent_gla"): _gla,
+    ("delta_rule", "delta_rule_recurrence"): _delta,
+    ("gated_delta_rule", "naive_recurrent_gated_delta_rule"): _gated_delta,
+}
+
+
+def fla_source() -> Path | None:
+    """The installed fla package's folder, found without importing it (None: not installed)."""
+    spec = importlib.util.find_spec("fla")
+    return Path(next(iter(spec.submodule_search_locations))) if spec and spec.submodule_search_locations else None
+
+
+def _load_naive(module: str) -> ModuleType:
+    source = fla_source()
+    assert source is not None
+    spec = importlib.util.spec_from_file_location(f"fla_naive_{module}", source / "ops" / module / "naive.py")
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def naive(module: str, name: str) -> Callable[..., Any]:
+    """fla's reference ``name`` of ``fla.ops.<module>.naive`` where fla is installed, else its twin."""
+    return getattr(_load_naive(module), name) if fla_source() is not None else TWINS[(module, name)]
+
+
+def _retnet_gamma(heads: int) -> torch.Tensor:
+    """What chunk_retention builds: log(1 − 2^(−5−h)) per head, in fp32."""
+    return (1 - torch.tensor(2.0).pow(-5.0 - torch.arange(heads, dtype=torch.float))).log()
+
+
+def _gate_of(q: torch.Tensor, g: torch.Tensor | None, g_gamma: torch.Tensor | None) -> torch.Tensor:
+    if g is not None:
+        return g
+    assert g_gamma is not None
+    return g_gamma.to(q.device).expand(*q.shape[:3])
+
+
+def _l2(q: torch.Tensor, k: torch.Tensor, norm: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    return (F.normalize(q, dim=-1), F.normalize(k, dim=-1)) if norm else (q, k)
+
+
+class Kernels:
+    """The kernels of fla-core 0.6 that linbench calls, as stand-ins; ``calls`` records each call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def _note(self, name: str, **given: Any) -> None:
+        self.calls.append(
+            (name, {key: tuple(v.shape) if isinstance(v, torch.Tensor) else v for key, v in given.items()})
+        )
+
+    def chunk_simple_gla(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: Any = None,
+        g_gamma: Any = None,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        state_v_first: bool = False,
+        cu_seqlens: Any = None,
+        cu_seqlens_cpu: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("chunk_simple_gla", q=q, g=g, g_gamma=g_gamma, scale=scale)
+        return naive("simple_gla", "naive_recurrent_simple_gla")(q, k, v, _gate_of(q, g, g_gamma), scale=scale)
+
+    def fused_recurrent_simple_gla(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: Any = None,
+        g_gamma: Any = None,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        reverse: bool = False,
+        state_v_first: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("fused_recurrent_simple_gla", q=q, g=g, g_gamma=g_gamma, scale=scale)
+        return naive("simple_gla", "naive_recurrent_simple_gla")(q, k, v, _gate_of(q, g, g_gamma), scale=scale)
+
+    def chunk_retention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("chunk_retention", q=q, scale=scale)
+        gamma = _retnet_gamma(q.shape[2])
+        return naive("simple_gla", "naive_recurrent_simple_gla")(q, k, v, _gate_of(q, None, gamma), scale=scale)
+
+    def fused_recurrent_retention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        reverse: bool = False,
+        state_v_first: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("fused_recurrent_retention", q=q, scale=scale)
+        gamma = _retnet_gamma(q.shape[2])
+        return naive("simple_gla", "naive_recurrent_simple_gla")(q, k, v, _gate_of(q, None, gamma), scale=scale)
+
+    def _gla(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gk: torch.Tensor, scale: float | None) -> Any:
+        # fla's naive GLA fixes the scale at Dk^-1/2: another scale goes onto q.
+        factor = 1.0 if scale is None else scale / q.shape[-1] ** -0.5
+        return naive("gla", "naive_recurrent_gla")(q * factor, k, v, gk)
+
+    def chunk_gla(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: Tensor,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        state_v_first: bool = False,
+        cu_seqlens: Any = None,
+        cu_seqlens_cpu: Any = None,
+    ) -> Any:
+        self._note("chunk_gla", q=q, g=g, scale=scale)
+        assert q.shape == k.shape == g.shape, "q, k, g must have the same shape."
+        return self._gla(q, k, v, g, scale)
+
+    def fused_recurrent_gla(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        gk: Any = None,
+        gv: Any = None,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        reverse: bool = False,
+        state_v_first: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("fused_recurrent_gla", q=q, gk=gk, scale=scale)
+        return self._gla(q, k, v, gk, scale)
+
+    def _delta(self, q: Tensor, k: Tensor, v: Tensor, beta: Tensor, scale: float | None, norm: bool) -> Any:
+        q, k = _l2(q, k, norm)
+        factor = 1.0 if scale is None else scale / q.shape[-1] ** -0.5
+        heads_first = (t.transpose(1, 2) for t in (q * factor, k, v, beta))
+        out, _ = naive("delta_rule", "delta_rule_recurrence")(*heads_first)
+        return out.transpose(1, 2), None
+
+    def chunk_delta_rule(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        beta: Tensor,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        use_qk_l2norm_in_kernel: bool = False,
+        cu_seqlens: Any = None,
+        cu_seqlens_cpu: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("chunk_delta_rule", q=q, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
+        assert q.dtype != torch.float32, "ChunkDeltaRuleFunction does not support float32. Please use bfloat16."
+        return self._delta(q, k, v, beta, scale, use_qk_l2norm_in_kernel)
+
+    def fused_recurrent_delta_rule(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        beta: Any = None,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        use_qk_l2norm_in_kernel: bool = False,
+        cu_seqlens: Any = None,
+    ) -> Any:
+        self._note("fused_recurrent_delta_rule", q=q, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
+        return self._delta(q, k, v, beta, scale, use_qk_l2norm_in_kernel)
+
+    def chunk_gated_delta_rule(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: Tensor,
+        beta: Tensor,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        use_qk_l2norm_in_kernel: bool = False,
+        use_beta_sigmoid_in_kernel: bool = False,
+        allow_neg_eigval: bool = False,
+        state_v_first: bool = False,
+        cu_seqlens: Any = None,
+        cu_seqlens_cpu: Any = None,
+        chunk_indices: Any = None,
+        cp_context: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("chunk_gated_delta_rule", q=q, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
+        q, k = _l2(q, k, use_qk_l2norm_in_kernel)
+        return naive("gated_delta_rule", "naive_recurrent_gated_delta_rule")(q, k, v, beta, g, scale=scale)
+
+    def fused_recurrent_gated_delta_rule(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: Any = None,
+        gk: Any = None,
+        gv: Any = None,
+        beta: Any = None,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        use_qk_l2norm_in_kernel: bool = False,
+        use_gate_in_kernel: bool = False,
+        A_log: Any = None,
+        dt_bias: Any = None,
+        use_beta_sigmoid_in_kernel: bool = False,
+        allow_neg_eigval: bool = False,
+        state_v_first: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("fused_recurrent_gated_delta_rule", q=q, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
+        q, k = _l2(q, k, use_qk_l2norm_in_kernel)
+        out, _ = naive("gated_delta_rule", "naive_recurrent_gated_delta_rule")(q, k, v, beta, g, scale=scale)
+        return out.detach(), None  # fla has no backward for it
+
+    def lookup(self, module: str, name: str) -> Callable[..., Any]:
+        """``fla_kernel``'s stand-in: fla.ops.<module>.<name>."""
+        modules = {
+            "retention": ("chunk_retention", "fused_recurrent_retention"),
+            "simple_gla": ("chunk_simple_gla", "fused_recurrent_simple_gla"),
+            "gla": ("chunk_gla", "fused_recurrent_gla"),
+            "delta_rule": ("chunk_delta_rule", "fused_recurrent_delta_rule"),
+            "gated_delta_rule": ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"),
+        }
+        assert name in modules[module], f"fla.ops.{module} has no {name}"
+        return getattr(self, name)
