@@ -216,11 +216,14 @@ KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk")
 KEY_DEFAULTS = {"kv_heads": "heads", "chunk": None}
 # The key columns every run file has had (a reader fills the rest as KEY_DEFAULTS says).
 REQUIRED_KEY_COLUMNS = _FIRST_KEYS
-# results.csv: the order of earlier versions, new columns at the end (old runs stay readable).
+# results.csv: the order of earlier versions, new columns at the end but for the key's (readers go
+# by the header, and a resumed run rewrites an older header: store.py).
 RESULT_COLUMNS = (
     *_FIRST_KEYS[:6],
     "device_name",
     *_FIRST_KEYS[6:],
+    # Schema 5: the key's last columns beside the others, so that a torn row's key still reads.
+    *KEY_COLUMNS[len(_FIRST_KEYS) :],
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
     *("nvml_peak_bytes", "flops", "tflops", "rel_err", "error", "check_seq", "sm_clock_mhz", "temp_c"),
     *("throttle_reasons", "context", "time_per_token_ms", "state_bytes", "cuda_graph", "device_ms"),
@@ -232,11 +235,11 @@ RESULT_COLUMNS = (
     "bytes",
     # Schema 4.
     *("pack", "packing", "sequences", "padding_waste"),
-    # Schema 5.
-    *("kv_heads", "chunk", "gqa"),
+    # Schema 5 (and kv_heads, chunk above).
+    "gqa",
 )
 # The columns every results.csv has had (later ones are optional when reading).
-REQUIRED_RESULT_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]
+REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
 # What one worker process measured for one point: the columns of a process's result.
 MEASURED_COLUMNS = (
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
