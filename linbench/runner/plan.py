@@ -147,6 +147,10 @@ def _points(spec: SweepSpec, targets: Targets, device: torch.device, chunked: se
     a --chunk sweep), or its pack run each way an impl can run it."""
     if spec.pack is None:
         return _drop_other_maskings(expand_points(spec.blocks, targets.pairs, str(device), chunked), targets)
+    if any(block.kv_heads or block.chunk for block in spec.blocks):
+        raise ValueError(
+            "--pack runs as many key/value heads as heads, at each impl's own chunk size: drop --kv-heads and --chunk"
+        )
     points = expand_pack_points(spec.blocks, targets.pairs, str(device), spec.pack, spec.packing)
     points, targets = _drop_other_maskings(points, targets)
     return drop_unpackable(points, targets)

@@ -44,6 +44,11 @@ def _rows(out: Path) -> list[dict[str, str]]:
             ("--chunk and --param", "give one"),
         ),
         ("run", ("--chunk", "0"), ("chunk",)),
+        (
+            "run",
+            ("--variant", "cosine:chunked", "--pack", "lognormal:mean=64", "--tokens", "1k", "--kv-heads", "1"),
+            ("--pack runs as many key/value heads as heads", "drop --kv-heads and --chunk"),
+        ),
     ],
 )
 def test_bad_shape_input_is_one_line_and_exit_2(
