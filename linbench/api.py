@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from linbench.errors import ImplUnavailableError
+from linbench.variants.heads import expand_call
 from linbench.variants.registry import Impl, Variant, get_variant, list_variants
 from linbench.variants.validation import check_qkv
 from linbench.variants.varlen import Segments
@@ -29,7 +30,10 @@ def attention(
 ) -> torch.Tensor:
     """Attention of ``variant`` computed by ``impl``.
 
-    q, k: (B, H, S, Dk); v: (B, H, S, Dv). Returns (B, H, S, Dv) in q's dtype, on q's device.
+    q: (B, H, S, Dk); k: (B, H_kv, S, Dk); v: (B, H_kv, S, Dv), H_kv dividing H (fewer is
+    grouped-query attention; a variant's extra inputs then come per key/value head too).
+    Returns (B, H, S, Dv) in q's dtype, on q's device. An impl without native grouped-query
+    support (``Impl.gqa``) gets k, v and the extra inputs repeated to H heads, in this call.
     ``impl="auto"`` picks the fastest impl available for the tensors' device. Unknown
     variants, impls or parameters, malformed shapes, a masking the variant does not
     compute (``Variant.masking``) and extra inputs (a gated variant's log-gates ``g``, the
@@ -81,6 +85,8 @@ def _attend(
         from linbench.variants.extra_inputs import check_extra_inputs
 
         check_extra_inputs(spec.name, spec.extra_inputs, bound, q, read_values=read_values)
+    if k.shape[1] != q.shape[1] and not chosen.gqa:
+        k, v, bound = expand_call(q, k, v, bound, [extra.name for extra in spec.extra_inputs])
     out = chosen.fn(q, k, v, causal=bool(causal), **bound)
     return out.to(q.dtype)
 

@@ -18,6 +18,7 @@ from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
 from linbench.variants.extra_inputs import DrawSettings, draw_extra_inputs, split_draw_settings
+from linbench.variants.heads import expand_heads
 from linbench.variants.registry import Variant
 
 # (rtol, atol) per dtype, about ten units of the last place for fp16 and bf16 (fp32 allows
@@ -203,7 +204,8 @@ def make_inputs(
     settings: DrawSettings | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     """fp64 q, k, v (Gaussian noise times ``scale``), and the keyword inputs: the variant's
-    learnable parameters and its extra inputs.
+    learnable parameters and its extra inputs;
+    k and v have ``shape.kv_heads`` heads.
 
     Learnable parameters (cosine's norm_const: ``Param.learnable``) are given as per-head
     tensors so that their gradients are checked too. Extra inputs (a gated variant's gates,
@@ -215,8 +217,8 @@ def make_inputs(
         return (torch.randn(*size, generator=gen, dtype=torch.float64) * scale).to(device)
 
     q = draw(shape.batch, shape.heads, shape.seq, shape.dim_k)
-    k = draw(shape.batch, shape.heads, shape.seq, shape.dim_k)
-    v = draw(shape.batch, shape.heads, shape.seq, shape.dim_v)
+    k = draw(shape.batch, shape.kv_heads, shape.seq, shape.dim_k)
+    v = draw(shape.batch, shape.kv_heads, shape.seq, shape.dim_v)
     keywords = {p.name: p.learnable(shape.heads, gen).to(device) for p in variant.param_specs if p.learnable}
     if variant.extra_inputs:
         sizes = (shape.batch, shape.heads, shape.seq, shape.dim_k)
@@ -248,9 +250,12 @@ def _forward_backward(
     causal: bool,
     params: dict[str, Any],
     gradients: bool,
+    expand: bool = False,
 ) -> dict[str, torch.Tensor]:
     """Output and, when asked, gradients of <out, cotangent> for q, k, v and each keyword input
-    gradients reach (learnable parameters, gates, β)."""
+    gradients reach (learnable parameters, gates, β). ``expand``: k and v are repeated to q's heads
+    inside the graph (what grouped-query attention means), so that the reference never runs a
+    grouped form of its own."""
     from linbench.api import attention
 
     q, k, v = (t.detach().to(dtype).requires_grad_(gradients) for t in inputs)
@@ -261,7 +266,8 @@ def _forward_backward(
         for name, t in keywords.items()
     }
     with torch.set_grad_enabled(gradients):
-        out = attention(q, k, v, variant=variant.name, impl=impl, causal=causal, **params, **given)
+        grouped_k, grouped_v = (expand_heads(k, q.shape[1]), expand_heads(v, q.shape[1])) if expand else (k, v)
+        out = attention(q, grouped_k, grouped_v, variant=variant.name, impl=impl, causal=causal, **params, **given)
     if not gradients or out.shape != cotangent.shape:  # a wrong shape fails on the output alone
         return {"out": out}
     learn = {name: t for name, t in given.items() if t.requires_grad}
@@ -353,7 +359,16 @@ def check_impl(
     if expected is None:
         try:
             expected = _forward_backward(
-                variant, variant.reference, inputs, learnable, cotangent, torch.float64, causal, ref_params, gradients
+                variant,
+                variant.reference,
+                inputs,
+                learnable,
+                cotangent,
+                torch.float64,
+                causal,
+                ref_params,
+                gradients,
+                expand=True,
             )
         except Exception as exc:  # a reference that cannot answer leaves nothing to judge against
             result.error = f"the reference ({variant.name}:{variant.reference}) raised {type(exc).__name__}: {exc}"
@@ -406,7 +421,8 @@ def check_decoder(
         if name not in given
     }
     params = variant.length_params(shape.seq, learnable | given)
-    expected = attention(q, k, v, variant=variant.name, impl=variant.reference, causal=True, **params)
+    k64, v64 = expand_heads(k, shape.heads), expand_heads(v, shape.heads)
+    expected = attention(q, k64, v64, variant=variant.name, impl=variant.reference, causal=True, **params)
     # The decoder's params: the keyword inputs in their dtype, and those given as they are.
     decoder_params: dict[str, Any] = {
         name: t.to(keyword_dtype(variant, name, dtype)) for name, t in learnable.items()

@@ -60,7 +60,7 @@ def _processes(row: dict[str, Any], offsets: Offsets, graph_offsets: Offsets | N
     graph = list(chosen(row) if callable(chosen) else chosen)
     out = []
     for n, offset in enumerate(eager):
-        process = {column: row[column] for column in KEY_COLUMNS}
+        process = {column: row.get(column) for column in KEY_COLUMNS}
         process.update(process=n, pid=1000 + n, status="ok", time_ms=row["time_ms"] * math.exp(offset))
         process.update(peak_bytes=row.get("peak_bytes"), kernels_per_call=row.get("kernels_per_call"))
         if row.get("device_ms") is not None:

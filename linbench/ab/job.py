@@ -20,7 +20,7 @@ from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revis
 from linbench.machine.facts import git_sha
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
-from linbench.results.schema import KEY_COLUMNS
+from linbench.results.record import row_key
 from linbench.results.store import RunStore, utc_stamp
 from linbench.sweep.spec import find_suite, read_suite
 
@@ -109,7 +109,7 @@ def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> int:
         failed: set[tuple[str, ...]] = set()
         for path in paths:
             for row in RunStore(path).rows():
-                key = tuple(str(row[column]) for column in KEY_COLUMNS)
+                key = row_key(row)
                 by_point.setdefault(key, []).append(ProcessResult.from_row(row))
                 if row.get("status") != "ok":
                     failed.add(key)

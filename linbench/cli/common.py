@@ -41,6 +41,13 @@ REPORT_FORMATS = ("table", "md", "json")
 
 
 PLUGIN_HELP = "A Python file that registers variants (repeatable)."
+KV_HEADS_HELP = (
+    "Key/value heads, each dividing every --heads (fewer: grouped-query attention, 1: multi-query). "
+    "Default: as many as --heads."
+)
+PRESET_HELP = (
+    "A model's attention shape (heads, kv-heads, dim, lengths); flags override it. linbench suites lists them."
+)
 
 
 def load_plugins(paths: list[Path] | None) -> None:

@@ -40,7 +40,8 @@ def _needs_build(impl: Impl) -> bool:
 def impl_table(variants: list[Variant], device: torch.device) -> Table:
     """One row per impl: what it costs, what it takes, and whether it can run on ``device``."""
     table = Table(title=f"variants and impls (runs here = on {device})", title_justify="left")
-    for column in ("variant", "impl", "time", "memory", "impl params", "runs here"):
+    # "kv heads": how the impl takes fewer key/value heads than heads (--kv-heads).
+    for column in ("variant", "impl", "time", "memory", "impl params", "kv heads", "runs here"):
         table.add_column(column)
     for variant in variants:
         for i, impl in enumerate(variant.impls.values()):
@@ -50,9 +51,14 @@ def impl_table(variants: list[Variant], device: torch.device) -> Table:
                 reason = impl.unavailable_reason(device)
                 runs = "[green]yes[/]" if reason is None else f"[red]no[/]: {escape(reason)}"
             label = f"{impl.name} (ref)" if impl.name == variant.reference else impl.name
-            cells = (impl.time_complexity, impl.memory_complexity, format_params(impl.params))
+            cells = (impl.time_complexity, impl.memory_complexity, format_params(impl.params), _kv_heads(impl.gqa))
             table.add_row(variant.name, label, *cells, runs, end_section=i == len(variant.impls) - 1)
     return table
+
+
+def _kv_heads(native: bool) -> str:
+    """native: one state per key/value head; expanded: k and v repeated to every head."""
+    return "native" if native else "expanded"
 
 
 def variant_table(variants: list[Variant]) -> Table:
@@ -91,12 +97,12 @@ def extra_input_table(variants: list[Variant]) -> Table | None:
 def decoder_table(variants: list[Variant]) -> Table:
     """One row per decoder: how ``linbench decode`` can generate with each variant."""
     table = Table(title="decoders (linbench decode --variant VARIANT:DECODER)", title_justify="left")
-    for column in ("variant", "decoder", "state", "per token", "how"):
+    for column in ("variant", "decoder", "state", "per token", "kv heads", "how"):
         table.add_column(column)
     for variant in variants:
         for decoder in variant.decoders.values():
             costs = (text if text != "-" else "not declared" for text in (decoder.state_memory, decoder.step_time))
-            cells = (*costs, escape(decoder.summary))
+            cells = (*costs, _kv_heads(decoder.gqa), escape(decoder.summary))
             table.add_row(variant.name, decoder.name, *cells)
     return table
 

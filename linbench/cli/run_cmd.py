@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from linbench.cli import fleet_options as fleet
-from linbench.cli.common import DEVICE_HELP, PLUGIN_HELP
+from linbench.cli.common import DEVICE_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 from linbench.results.protocol import EXTEND_ABOVE, TRUST_PROCESSES
@@ -19,6 +19,8 @@ HELP = {
     "allow_failures": "Exit 0 even when points failed (mismatch, error, crashed); without it such a run exits 1.",
     "seq": f"Sequence lengths: {RANGE_HELP}. Default: 1k..16k.",
     "dim_v": "Head dims of v, crossed with --dim. Default: the same as --dim.",
+    "chunk": "Chunk sizes (32,64,128), an axis of the impls that take chunk_size (chunked forms, kernels); "
+    "each is checked against what each impl takes. Default: each impl's own.",
     "mode": "fwd, bwd, fwdbwd (comma list). Default: fwd.",
     "timeout_s": "Limit per point, seconds. Default: 120.",
     "quiet": "No progress display; a summary line at the end.",
@@ -62,8 +64,11 @@ def run_command(
     seq: Annotated[str | None, typer.Option("--seq", help=HELP["seq"])] = None,
     batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
     heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
+    kv_heads: Annotated[str | None, typer.Option("--kv-heads", help=KV_HEADS_HELP)] = None,
     dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
     dim_v: Annotated[str | None, typer.Option("--dim-v", help=HELP["dim_v"])] = None,
+    chunk: Annotated[str | None, typer.Option("--chunk", help=HELP["chunk"])] = None,
+    preset: Annotated[str | None, typer.Option("--preset", help=PRESET_HELP)] = None,
     dtype: Annotated[
         list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list). Default: fp32.")
     ] = None,

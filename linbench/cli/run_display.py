@@ -34,6 +34,10 @@ def row_line(row: Mapping[str, Any]) -> str:
     kind = kind_of_mode(str(row["mode"]))
     length = f"{kind.words.length_label}={format_size(int(row['seq']))}"
     what = f"{row['variant']}:{row['impl']} {row['mode']} {length}"
+    if str(row.get("kv_heads") or row["heads"]) != str(row["heads"]):  # grouped-query: which way
+        what += f" KV={row['kv_heads']} ({row.get('gqa') or '-'})"
+    if row.get("chunk"):
+        what += f" C={row['chunk']}"
     style = STATUS_STYLE.get(status, "red")
     figures = FIGURES[kind.name](row) if status == "ok" else escape(str(row.get("error") or ""))
     return f"[{style}]{status:>8}[/] {escape(what)}  {figures}"
@@ -70,7 +74,9 @@ def make_progress(console: Console) -> Progress:
 
 
 def _group_key(row: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(str(row[c]) for c in ("mode", "dtype", "causal", "batch", "heads", "dim_k", "dim_v"))
+    sizes = ("mode", "dtype", "causal", "batch", "heads", "dim_k", "dim_v")
+    # kv_heads: as many as heads unless grouped-query; chunk: set only in a --chunk sweep.
+    return (*(str(row[c]) for c in sizes), str(row.get("kv_heads") or row["heads"]), str(row.get("chunk") or ""))
 
 
 def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[str, str]]) -> list[Table]:
@@ -81,9 +87,11 @@ def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[
     for row in rows:
         groups[_group_key(row)][int(row["seq"])].append(row)
     tables = []
-    for (mode, dtype, causal, batch, heads, dim_k, dim_v), by_seq in groups.items():
+    for (mode, dtype, causal, batch, heads, dim_k, dim_v, kv_heads, chunk), by_seq in groups.items():
         masking = "causal" if causal == "True" else "bidirectional"
-        title = f"{mode} {dtype} {masking}  B={batch} H={heads} Dk={dim_k} Dv={dim_v}"
+        grouped = f" KV={kv_heads}" if kv_heads != heads else ""
+        chunked = f" C={chunk}" if chunk else ""
+        title = f"{mode} {dtype} {masking}  B={batch} H={heads}{grouped} Dk={dim_k} Dv={dim_v}{chunked}"
         table = Table(title=title, title_justify="left")
         words = kind_of_mode(mode).words
         length, time = words.length, words.time

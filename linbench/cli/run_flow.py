@@ -182,9 +182,13 @@ def axes_line(block: Axes, command: str, packed: bool = False) -> str:
     length = LENGTH_AXIS[command]
     batch = f"tokens/seq ({format_size(block.tokens)} tokens)" if block.tokens else values(block.batch)
     parts = [f"{length} {values(block.seq)}", f"batch {batch}", f"heads {values(block.heads)}"]
+    if block.kv_heads:
+        parts.append(f"kv_heads {values(block.kv_heads)}")
     if packed:
         parts = parts[2:]
     parts.append(f"dim {values(block.dim)}" + (f" × dim_v {values(block.dim_v)}" if block.dim_v else ""))
+    if block.chunk:
+        parts.append(f"chunk {values(block.chunk)}")
     parts.append(f"dtype {values(block.dtype)}")
     if command != "decode":  # decode's mode is the decode step, its masking causal
         parts.append(f"mode {values(block.mode)}")

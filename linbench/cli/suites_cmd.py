@@ -94,3 +94,18 @@ def suites_command(
     named = any(where.resolve() == d.resolve() for d in SUITE_DIRS if d.is_dir())
     how = "NAME" if named else f"{where}/NAME.toml"
     console.print(f"run one with: linbench run --suite {how} (decode suites: linbench decode --suite {how})")
+    console.print(presets_table())
+    console.print("use one with: linbench run --preset NAME (or decode); --heads, --seq and the rest override it")
+
+
+def presets_table() -> Table:
+    """The model presets (linbench/sweep/presets.py): each one's attention shape and source."""
+    from linbench.sweep.presets import PRESETS
+
+    table = Table(title="presets (--preset NAME): one layer's attention shape", title_justify="left")
+    for column in ("preset", "heads", "kv heads", "dim", "lengths", "source"):
+        table.add_column(column, justify="right" if column in ("heads", "kv heads", "dim") else "left")
+    for preset in PRESETS.values():
+        cells = (preset.name, str(preset.heads), str(preset.kv_heads), str(preset.dim), preset.lengths)
+        table.add_row(*cells, escape(preset.source))
+    return table

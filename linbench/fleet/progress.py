@@ -17,7 +17,7 @@ from typing import Any
 
 from linbench.fleet.folders import attempts, read_rows
 from linbench.fleet.shards import PointKey, Shard
-from linbench.results.schema import KEY_COLUMNS
+from linbench.results.record import row_key as record_row_key
 from linbench.results.store import META_FILE, RESULTS_FILE, RunStore, RunStoreError
 
 
@@ -41,7 +41,7 @@ class Attempt:
 
 
 def row_key(row: dict[str, str]) -> PointKey:
-    return tuple(row[column] for column in KEY_COLUMNS)
+    return record_row_key(row)
 
 
 def read_attempts(run_dir: Path, shard: Shard) -> list[Attempt]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from linbench.fleet.errors import ShardSpecError
+from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 
 PointKey = tuple[str, ...]
@@ -69,7 +70,7 @@ def key_of(point: Any) -> PointKey:
     if hasattr(point, "key"):
         return tuple(point.key)
     if isinstance(point, Mapping):
-        return tuple(str(point[column]) for column in KEY_COLUMNS)
+        return row_key(point)
     key = tuple(str(v) for v in point)
     if len(key) != len(KEY_COLUMNS):
         raise ValueError(f"a point key has {len(KEY_COLUMNS)} values ({', '.join(KEY_COLUMNS)}), not {len(key)}")
@@ -90,6 +91,8 @@ def scenario_of(
     free = set(_FREE[split]) | set(along)
     if fixed_tokens and "seq" in free:
         free.add("batch")
+    if "heads" in free:  # key/value heads go with the heads (as many, or a fixed share of them)
+        free.add("kv_heads")
     fixed = [(column, value) for column, value in row.items() if column not in free]
     if fixed_tokens and "seq" in free:
         fixed.append(("tokens", str(int(row["batch"]) * int(row["seq"]))))

@@ -133,7 +133,9 @@ def analyse(run: Run, compare_to: str | None = None) -> Analysis:
     impl's speedup against it at each length."""
     results = run.results
     baselines = baseline_names(results, run.meta)
-    fits = [fit for axis in AXES for fit in _fits(results, axis)]
+    # Time against chunk size follows no power law (it trades the C×C products against the
+    # states between chunks): it is drawn, not fitted.
+    fits = [fit for axis in AXES if axis != "chunk" for fit in _fits(results, axis)]
     crossovers: list[Crossover] = []
     reach: list[Reach] = []
     for scenario, rows in scenarios(results, "seq"):

@@ -18,16 +18,27 @@ from typing import Any
 import pandas as pd
 
 from linbench.results.rows import CsvFileError, read_rows
-from linbench.results.schema import COLUMNS, KEY_COLUMNS, REQUIRED_RESULT_COLUMNS, STATUSES
+from linbench.results.schema import (
+    COLUMNS,
+    KEY_COLUMNS,
+    KEY_DEFAULTS,
+    REQUIRED_KEY_COLUMNS,
+    REQUIRED_RESULT_COLUMNS,
+    STATUSES,
+)
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
 from linbench.units import parse_size
 
 # processes.csv (PROCESSES_FILE): one row per worker process that measured a point (absent from older runs).
-PROCESS_REQUIRED_COLUMNS = (*KEY_COLUMNS, "process", "status", "time_ms")
+PROCESS_REQUIRED_COLUMNS = (*REQUIRED_KEY_COLUMNS, "process", "status", "time_ms")
 # Columns the reports read in every run, empty where an older run lacks them (results.csv:
 # those added with linbench decode; processes.csv: those the gate compares).
 ALWAYS_RESULT_COLUMNS = ("context", "time_per_token_ms", "state_bytes")
 ALWAYS_PROCESS_COLUMNS = ("device_ms", "peak_bytes", "kernels_per_call")
+
+
+# A row's chunk where no --chunk sweep set one.
+NO_CHUNK = 0
 
 
 class ReportInputError(ValueError):
@@ -127,12 +138,24 @@ def _typed(frame: pd.DataFrame, always: tuple[str, ...], csv_path: Path) -> pd.D
     for column in always:
         if column not in frame.columns:
             frame[column] = ""
+    _fill_keys(frame)
     for name in frame.columns:
         declared = COLUMNS.get(name)
         if declared is not None and declared.kind in (int, float):
             integer = name in KEY_COLUMNS  # the sizes of the point: always there, always whole
             frame[name] = _numbers(frame[name], name, repr(str(csv_path)), integer=integer)
     return frame
+
+
+def _fill_keys(frame: pd.DataFrame) -> None:
+    """The key columns a file from an older run lacks (or left empty) as KEY_DEFAULTS says:
+    kv_heads the row's heads. An empty chunk (the impl's own chunk size, or an impl without
+    one) reads as NO_CHUNK, so that every key column is a number a point can be matched on."""
+    for column, default in KEY_DEFAULTS.items():
+        if column not in frame.columns:
+            frame[column] = ""
+        empty = frame[column] == ""
+        frame.loc[empty, column] = frame.loc[empty, default] if default is not None else str(NO_CHUNK)
 
 
 def _read_csv(csv_path: Path, required: tuple[str, ...], warnings: list[str] | None, outcome: str) -> pd.DataFrame:
@@ -167,7 +190,7 @@ def _numbers(column: pd.Series, name: str, where: str, *, integer: bool) -> pd.S
     if not garbage.empty:
         raise ReportInputError(f"{where}: column {name} holds {garbage.iloc[0]!r} (row {garbage.index[0] + 2})")
     if integer:
-        if values.isna().any() or (values <= 0).any():
+        if values.isna().any() or (values < (0 if name == "chunk" else 1)).any():
             raise ReportInputError(f"{where}: column {name} must hold positive whole numbers")
         return values.astype(int)
     return values.astype(float)

@@ -112,7 +112,7 @@ def draw(
             label += fit_label(fitted[(variant, impl)], AXIS_SYMBOL[axis])
         draw_series(ax, series, x, metric, label, styles[(variant, impl)])
     slopes = []
-    if metric.name != "throughput":
+    if metric.name != "throughput" and axis != "chunk":  # time against chunk size follows no power law
         slopes = draw_reference_slopes(ax, rows, x, metric, AXIS_SYMBOL[axis], SLOPE_POWERS[axis])
     draw_crossovers(ax, rows, crossings, styles)
     strip = draw_failures(ax, rows, x, styles)

@@ -28,11 +28,13 @@ AXIS_LABEL = {
     "dim": "head dimension d",
     "batch": "batch size B",
     "heads": "heads H",
+    "chunk": "chunk size C (tokens)",
 }
-AXIS_SYMBOL = {"seq": "s", "dim": "d", "batch": "B", "heads": "H"}
+AXIS_SYMBOL = {"seq": "s", "dim": "d", "batch": "B", "heads": "H", "chunk": "C"}
 # The reference slopes of each axis: O(x) and O(x²) in length and head dim; in batch and heads,
-# which any attention is linear in, O(B) and O(1), the line a launch-bound kernel stays on.
-SLOPE_POWERS = {"seq": (1, 2), "dim": (1, 2), "batch": (0, 1), "heads": (0, 1)}
+# which any attention is linear in, O(B) and O(1), the line a launch-bound kernel stays on
+# (the chunk axis draws none: plot.py).
+SLOPE_POWERS = {"seq": (1, 2), "dim": (1, 2), "batch": (0, 1), "heads": (0, 1), "chunk": (0, 1)}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 A *scenario* is what a figure or table holds fixed for every impl in it (device, dtype,
 mode, masking, and of batch, heads, length and head dims all but the axis it runs along). A
 *series* is one impl's points along one axis of a scenario: time or memory against ``seq``,
-``dim`` (the head dim), ``batch`` or ``heads``.
+``dim`` (the head dim), ``batch``, ``heads`` or ``chunk`` (the chunk size of a --chunk sweep,
+at a fixed length: only the impls that take one). Key/value heads are held fixed like heads.
 Decode rows (mode "decode") form scenarios of their own, whose length is the context and
 whose series add a third metric, the bytes of the decoder's state.
 """
@@ -20,8 +21,8 @@ from linbench.results.schema import DECODE_MODE
 from linbench.units import format_size
 
 # Held fixed in every scenario, whichever axis it runs along.
-BASE_COLUMNS = ("device", "device_name", "dtype", "mode", "causal", "batch", "heads")
-AXES = ("seq", "dim", "batch", "heads")
+BASE_COLUMNS = ("device", "device_name", "dtype", "mode", "causal", "batch", "heads", "kv_heads")
+AXES = ("seq", "dim", "batch", "heads", "chunk")
 METRICS = ("time", "memory", "state")
 METRIC_COLUMN = {"time": "time_ms", "memory": "peak_bytes", "state": "state_bytes"}
 
@@ -59,6 +60,8 @@ class Scenario:
             sizes.append(_dims_label(f["dim_k"], f["dim_v"]))
         elif "dim_v" in f:
             sizes.append(f"Dv={f['dim_v']}")
+        if _swept_chunk(f) is not None:
+            sizes.append(f"C={_swept_chunk(f)}")
         return " ".join(parts) + " · " + " ".join(sizes)
 
     def slug(self) -> str:
@@ -70,6 +73,8 @@ class Scenario:
             sizes.append(f"S{format_size(f['seq'])}")
         if self.axis != "dim":
             sizes.append(f"D{f['dim_k']}" + (f"-Dv{f['dim_v']}" if f["dim_v"] != f["dim_k"] else ""))
+        if _swept_chunk(f) is not None:
+            sizes.append(f"C{_swept_chunk(f)}")
         masking = "" if self.decode else f"_{causal}"  # decoding is causal
         return f"{f['dtype']}_{f['mode']}{masking}_" + "_".join(sizes)
 
@@ -83,7 +88,16 @@ def _held_counts(fixed: dict[str, Any]) -> list[tuple[str, str, str]]:
     for column, letter in (("batch", "B"), ("heads", "H")):
         if column in fixed:
             held.append((letter, letter, str(fixed[column])))
+    kv_heads = fixed.get("kv_heads")
+    if kv_heads is not None and kv_heads != fixed.get("heads"):  # grouped-query: the key/value heads
+        held.append(("KV", "KV", str(kv_heads)))
     return held
+
+
+def _swept_chunk(fixed: dict[str, Any]) -> int | None:
+    """The chunk size a scenario holds, where a --chunk sweep set one (None: the impls' own)."""
+    chunk = fixed.get("chunk")
+    return None if chunk is None or pd.isna(chunk) or not chunk else int(chunk)
 
 
 def _dims_label(dim_k: int, dim_v: int) -> str:
@@ -123,12 +137,19 @@ def base_columns(results: pd.DataFrame) -> tuple[str, ...]:
 
 
 def scenario_columns(results: pd.DataFrame, axis: str) -> list[str]:
+    """The columns a scenario along ``axis`` holds fixed (those ``results`` has: frames made
+    before kv_heads and chunk existed lack them)."""
     base = base_columns(results)
     if axis == "seq":
-        return [*base, "dim_k", "dim_v"]
-    if axis == "dim":
-        return [*base, "seq"] + ([] if dim_v_tracks_dim_k(results) else ["dim_v"])
-    return [column for column in base if column != axis] + ["seq", "dim_k", "dim_v"]
+        columns = [*base, "dim_k", "dim_v", "chunk"]
+    elif axis == "dim":
+        columns = [*base, "seq", "chunk"] + ([] if dim_v_tracks_dim_k(results) else ["dim_v"])
+    elif axis == "chunk":
+        columns = [*base, "seq", "dim_k", "dim_v"]
+    else:  # along heads, the key/value heads go with them (as many, or a share of them)
+        free = (axis, "kv_heads") if axis == "heads" else (axis,)
+        columns = [column for column in base if column not in free] + ["seq", "dim_k", "dim_v", "chunk"]
+    return [column for column in columns if column in results.columns]
 
 
 def axis_column(axis: str) -> str:
@@ -139,7 +160,11 @@ def scenarios(results: pd.DataFrame, axis: str) -> Iterator[tuple[Scenario, pd.D
     """Each scenario along ``axis`` whose rows span two or more values of that axis."""
     columns = scenario_columns(results, axis)
     x = axis_column(axis)
-    for values, rows in results.groupby(columns, sort=True):
+    if x not in results.columns:
+        return
+    # An impl without a chunk size (chunk 0: load.NO_CHUNK) has no point along the chunk axis.
+    swept = results[results[x] > 0] if axis == "chunk" else results
+    for values, rows in swept.groupby(columns, sort=True):
         if rows[x].nunique() >= 2:
             yield Scenario(axis, tuple(zip(columns, values, strict=True))), rows
 
@@ -156,7 +181,7 @@ def ok_points(rows: pd.DataFrame, x: str, metric: str) -> list[tuple[float, floa
     other processes oversubscribed its threads (``oversubscribed``) is left out: it measured
     the machine's scheduler as much as the impl, so no fit or crossover is made from it."""
     column = METRIC_COLUMN[metric]
-    keep = (rows["status"] == "ok") & rows[column].notna()
+    keep = (rows["status"] == "ok") & rows[column].notna() & rows[x].notna()
     if metric == "time":
         keep &= ~oversubscribed(rows)
     ok = rows[keep]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linbench.results.processes import ProcessResult, summarise
-from linbench.results.schema import COLUMNS, KEY_COLUMNS, MEASURED_COLUMNS
+from linbench.results.schema import COLUMNS, KEY_COLUMNS, KEY_DEFAULTS, MEASURED_COLUMNS
 
 __all__ = [
     "PER_SECOND",
@@ -47,8 +47,18 @@ TIME_COLUMNS = (
 
 
 def row_key(row: Mapping[str, Any]) -> tuple[str, ...]:
-    """The point a row of any run file belongs to: its KEY_COLUMNS as text, as CSV holds them."""
-    return tuple(str(row[column]) for column in KEY_COLUMNS)
+    """The point a row of any run file belongs to: its KEY_COLUMNS as text, as CSV holds them
+    (None as an empty cell). A key column a row from an older run lacks, or left empty, reads
+    as schema.KEY_DEFAULTS says (kv_heads: the row's heads), so its points keep their keys."""
+    return tuple(_key_text(row, column) for column in KEY_COLUMNS)
+
+
+def _key_text(row: Mapping[str, Any], column: str) -> str:
+    value = row.get(column)
+    if value in (None, "") and column in KEY_DEFAULTS:
+        default = KEY_DEFAULTS[column]
+        value = row.get(default) if default is not None else None
+    return "" if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -65,17 +75,18 @@ class PointFacts:
     tokens: int = 0  # the tokens one call processes (batch·seq; a pack's real tokens), for PER_SECOND
     bytes: int | None = None  # the fewest bytes one call moves (None: no model, as for decode)
     pack: Mapping[str, Any] = field(default_factory=dict)  # a pack's columns (pack, packing, ...)
+    gqa: str = ""  # with fewer key/value heads than heads: "native" or "expanded"
 
     def columns(self) -> dict[str, Any]:
         """The point's own columns of its results row."""
         own = {"device_name": self.device_name, "params": self.params, "flops": self.flops, "context": self.context}
-        return dict(self.key) | own | {"bytes": self.bytes} | dict(self.pack)
+        return dict(self.key) | own | {"bytes": self.bytes} | dict(self.pack) | {"gqa": self.gqa or None}
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], rate: str) -> PointFacts:
         """The facts a results row recorded (cells as text, or as written)."""
         return cls(
-            key={column: row[column] for column in KEY_COLUMNS},
+            key=dict(zip(KEY_COLUMNS, row_key(row), strict=True)),
             device_name=str(row.get("device_name") or ""),
             params=str(row.get("params") or ""),
             flops=COLUMNS["flops"].parse(row.get("flops")),
@@ -84,6 +95,7 @@ class PointFacts:
             tokens=_tokens(row),
             bytes=COLUMNS["bytes"].parse(row.get("bytes")),
             pack={column: row[column] for column in PACK_COLUMNS if row.get(column) not in (None, "")},
+            gqa=str(row.get("gqa") or ""),
         )
 
 

@@ -16,7 +16,8 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from linbench.results.schema import COLUMNS, KEY_COLUMNS, STATUSES
+from linbench.results.record import row_key
+from linbench.results.schema import COLUMNS, KEY_COLUMNS, KEY_DEFAULTS, REQUIRED_KEY_COLUMNS, STATUSES
 
 __all__ = ["BadRow", "CsvFileError", "CsvRows", "read_rows", "row_problem"]
 
@@ -105,9 +106,9 @@ def row_problem(header: tuple[str, ...], cells: list[str]) -> str | None:
         if column is None:
             continue  # a column linbench does not declare: not its to check
         if value == "":
-            if name in KEY_COLUMNS or name == "status":
+            if (name in KEY_COLUMNS and name not in KEY_DEFAULTS) or name == "status":
                 return f"has no {name}"
-            continue
+            continue  # kv_heads, chunk: empty reads as KEY_DEFAULTS says
         if name == "status" and value not in STATUSES:
             return f"has status {value!r}, not one of {', '.join(STATUSES)}"
         parsed = column.parse(value)
@@ -121,15 +122,15 @@ def row_problem(header: tuple[str, ...], cells: list[str]) -> str | None:
 def _key(header: tuple[str, ...], cells: list[str]) -> tuple[str, ...] | None:
     """The point's key (record.row_key's order) where every key cell of the row reads and is
     followed by another cell (a torn row's last cell may be cut short: "1024" as "10")."""
-    if any(name not in header for name in KEY_COLUMNS):
+    if any(name not in header for name in REQUIRED_KEY_COLUMNS):
         return None
-    if len(cells) <= max(header.index(name) for name in KEY_COLUMNS) + 1:
+    if len(cells) <= max(header.index(name) for name in KEY_COLUMNS if name in header) + 1:
         return None
     named = dict(zip(header, cells, strict=False))
-    values = [named.get(name, "") for name in KEY_COLUMNS]
-    if any(value == "" for value in values):
-        return None
-    for name, value in zip(KEY_COLUMNS, values, strict=True):
-        if COLUMNS[name].parse(value) is None:
+    for name in KEY_COLUMNS:
+        value = named.get(name, "")
+        if value == "" and name in KEY_DEFAULTS:
+            continue  # a key column older runs lack: read as KEY_DEFAULTS says (row_key)
+        if value == "" or COLUMNS[name].parse(value) is None:
             return None
-    return tuple(values)
+    return row_key(named)

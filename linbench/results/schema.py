@@ -23,9 +23,11 @@ __all__ = [
     "COMBINES",
     "DECODE_MODE",
     "KEY_COLUMNS",
+    "KEY_DEFAULTS",
     "MEASURED_COLUMNS",
     "MODES",
     "PROCESS_COLUMNS",
+    "REQUIRED_KEY_COLUMNS",
     "REQUIRED_RESULT_COLUMNS",
     "RESULT_COLUMNS",
     "SAMPLE_COLUMNS",
@@ -43,7 +45,8 @@ __all__ = [
 # 4: a pack's columns (pack, packing, sequences, padding_waste).
 # 5: neighbour_cpu and oversubscribed (CPU points measured beside other processes).
 # 6: where a point was measured (host, GPU, cores, shard, attempt): the ``where`` columns.
-SCHEMA_VERSION = 6
+# 7: kv_heads and chunk in every file's key, gqa in results.csv.
+SCHEMA_VERSION = 7
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -124,6 +127,8 @@ COLUMNS = {
             ("seq", int, "sequence length (for decode: the context)"),
             ("dim_k", int, "head dimension of queries and keys"),
             ("dim_v", int, "head dimension of values"),
+            ("kv_heads", int, "key/value heads (fewer than heads: grouped-query attention; older runs: heads)"),
+            ("chunk", int, "tokens per chunk, for an impl that takes chunk_size in a --chunk sweep (else empty)"),
         ),
         *_group(
             "point",
@@ -141,6 +146,12 @@ COLUMNS = {
             ("packing", str, "run --pack: packed (one batch with the boundaries) or padded (to the longest)"),
             ("sequences", int, "run --pack: the sequences in the pack"),
             ("padding_waste", float, "run --pack: the share of the tokens computed that is padding"),
+            (
+                "gqa",
+                str,
+                "with fewer key/value heads than heads: native (one state per key/value head) or expanded "
+                "(k and v repeated to every head inside the call)",
+            ),
         ),
         # What was measured (per process in processes.csv; over processes in results.csv).
         *_group(
@@ -246,12 +257,21 @@ COLUMNS = {
 
 # Where a fleet run measured a point (the ``where`` columns, in declaration order).
 WHERE_COLUMNS = tuple(name for name, column in COLUMNS.items() if column.combine == "where")
-KEY_COLUMNS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
-# results.csv: the order of earlier versions, new columns at the end (old runs stay readable).
+_FIRST_KEYS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
+KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk")
+# What a key column of a row from before it existed reads as (record.row_key): kv_heads the
+# row's heads, chunk empty.
+KEY_DEFAULTS = {"kv_heads": "heads", "chunk": None}
+# The key columns every run file has had (a reader fills the rest as KEY_DEFAULTS says).
+REQUIRED_KEY_COLUMNS = _FIRST_KEYS
+# results.csv: the order of earlier versions, new columns at the end but for the key's (readers go
+# by the header, and a resumed run rewrites an older header: store.py).
 RESULT_COLUMNS = (
-    *KEY_COLUMNS[:6],
+    *_FIRST_KEYS[:6],
     "device_name",
-    *KEY_COLUMNS[6:],
+    *_FIRST_KEYS[6:],
+    # Schema 7: the key's last columns beside the others, so that a torn row's key still reads.
+    *KEY_COLUMNS[len(_FIRST_KEYS) :],
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
     *("nvml_peak_bytes", "flops", "tflops", "rel_err", "error", "check_seq", "sm_clock_mhz", "temp_c"),
     *("throttle_reasons", "context", "time_per_token_ms", "state_bytes", "cuda_graph", "device_ms"),
@@ -267,9 +287,11 @@ RESULT_COLUMNS = (
     *("neighbour_cpu", "oversubscribed"),
     # Schema 6.
     *WHERE_COLUMNS,
+    # Schema 7 (and kv_heads, chunk above).
+    "gqa",
 )
 # The columns every results.csv has had (later ones are optional when reading).
-REQUIRED_RESULT_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1]
+REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
 # What one worker process measured for one point: the columns of a process's result.
 MEASURED_COLUMNS = (
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),

@@ -68,10 +68,11 @@ class DecodeWorkload:
         that does not fit is a one-line error before anything is timed)."""
         b, h, _, dim_k, dim_v = self.shape.sizes()
 
-        def one(dim: int) -> torch.Tensor:
-            return torch.randn(b, h, length, dim, generator=self._gen, device=self.device, dtype=self.dtype)
+        def one(dim: int, heads: int = h) -> torch.Tensor:
+            return torch.randn(b, heads, length, dim, generator=self._gen, device=self.device, dtype=self.dtype)
 
-        q, k, v = one(dim_k), one(dim_k), one(dim_v)
+        # k and v with the point's key/value heads: a grouped decoder's state is that much smaller.
+        q, k, v = one(dim_k), one(dim_k, self.shape.kv_heads), one(dim_v, self.shape.kv_heads)
         extras = draw_extra_inputs(
             self.declared,
             (b, h, length, dim_k),

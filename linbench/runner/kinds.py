@@ -95,7 +95,9 @@ class Kind(Protocol):
     def select(self, specs: Iterable[str]) -> list[Selected]: ...
     def unavailable_reason(self, pick: Selected, device: torch.device) -> str | None: ...
     def optional(self, pick: Selected) -> bool: ...
-    def unsupported_reason(self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str) -> str | None: ...
+    def unsupported_reason(
+        self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str, device_type: str | None = None
+    ) -> str | None: ...
     def param_specs(self, variant: Variant, name: str) -> dict[str, Param]: ...
     def timing(self, spec: SweepSpec, device: torch.device) -> TimingPolicy: ...
     def protocol(self, spec: SweepSpec) -> ProcessProtocol: ...
@@ -130,9 +132,12 @@ class _Shared:
         flops: float | None,
         context: int | None,
         traffic: int | None = None,
+        native: bool = False,
     ) -> PointFacts:
         tokens = point.shape.batch * point.shape.seq
-        return PointFacts(point.as_row(), device_name, params, flops, context, self.rate, tokens, traffic)
+        # With fewer key/value heads than heads, how the impl (decoder) took them.
+        gqa = ("native" if native else "expanded") if point.shape.grouped else ""
+        return PointFacts(point.as_row(), device_name, params, flops, context, self.rate, tokens, traffic, gqa=gqa)
 
 
 @dataclass(frozen=True)
@@ -157,8 +162,10 @@ class RunKind(_Shared):
     def optional(self, pick: Selected) -> bool:
         return pick.variant.impls[pick.impl].optional
 
-    def unsupported_reason(self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str) -> str | None:
-        return get_variant(pair[0]).impl(pair[1]).unsupported_reason(dim_k, dim_v, dtype)
+    def unsupported_reason(
+        self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str, device_type: str | None = None
+    ) -> str | None:
+        return get_variant(pair[0]).impl(pair[1]).unsupported_reason(dim_k, dim_v, dtype, device_type)
 
     def param_specs(self, variant: Variant, name: str) -> dict[str, Param]:
         """The variant's parameters, the impl's own (ValueError naming the impls) and how its
@@ -192,7 +199,8 @@ class RunKind(_Shared):
         variant = get_variant(point.variant)
         flops = variant.flops(*point.shape.sizes(), point.causal, point.mode)
         traffic = minimal_bytes(point.mode, point.shape.sizes(), torch_dtype(point.dtype), variant.extra_inputs)
-        return self._facts(point, device_name, params, flops, context=None, traffic=traffic)
+        native = variant.impl(point.impl).gqa
+        return self._facts(point, device_name, params, flops, context=None, traffic=traffic, native=native)
 
     def held_bytes(self, point: Point) -> int:
         return estimate.input_bytes(point)
@@ -280,7 +288,9 @@ class DecodeKind(_Shared):
     def optional(self, pick: Selected) -> bool:
         return False
 
-    def unsupported_reason(self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str) -> str | None:
+    def unsupported_reason(
+        self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str, device_type: str | None = None
+    ) -> str | None:
         return None  # decoders take any head dim
 
     def param_specs(self, variant: Variant, name: str) -> dict[str, Param]:
@@ -301,7 +311,8 @@ class DecodeKind(_Shared):
     def facts(self, point: Point, device_name: str, params: str) -> PointFacts:
         # A variant's FLOP formula counts a whole sequence; a decode step is another thing. Its
         # length is the context the steps follow.
-        return self._facts(point, device_name, params, None, context=point.shape.seq)
+        native = get_variant(point.variant).decoder(point.impl).gqa
+        return self._facts(point, device_name, params, None, context=point.shape.seq, native=native)
 
     def held_bytes(self, point: Point) -> int:
         """The context's keys and values, for a decoder whose state grows with it."""

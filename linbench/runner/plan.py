@@ -6,7 +6,7 @@ exists: unknown names, impls that cannot run on the device or take these head di
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,6 +25,9 @@ from linbench.sweep.spec import SweepSpec
 from linbench.variants.extra_inputs import probe_draws
 from linbench.variants.registry import get_variant
 
+Pair = tuple[str, str]
+# The parameter a --chunk sweep sets: every chunked form and kernel takes its chunk size so.
+CHUNK_PARAM = "chunk_size"
 # A CPU worker may take this share of the memory available when the run starts; past it
 # an allocation fails cleanly inside the worker (status oom) instead of the machine swapping
 # or the kernel's OOM killer choosing a victim.
@@ -66,6 +69,12 @@ class RunPlan:
         """The parameters given for one impl (empty: its defaults)."""
         return dict(self.params.get((variant, impl), {}))
 
+    def point_params(self, point: Point) -> dict[str, Any]:
+        """The parameters ``point``'s impl runs with: those given for it, and the point's
+        chunk size in a --chunk sweep."""
+        given = self.impl_params(point.variant, point.impl)
+        return given if point.chunk is None else given | {CHUNK_PARAM: point.chunk}
+
     def _facts(self, point: Point) -> PointFacts:
         """The columns of ``point``'s rows that no process measures: its key, the device, the
         impl's given values that differ from its defaults, and what its kind adds."""
@@ -79,12 +88,41 @@ class RunPlan:
         return {f"{v}:{i}": dict(values) for (v, i), values in self.params.items()}
 
 
-def _check_shape_support(targets: Targets, spec: SweepSpec, kind: Kind) -> None:
+def chunk_targets(spec: SweepSpec, pairs: Iterable[tuple[str, str]], kind: Kind, device_type: str) -> set[Pair]:
+    """The impls of a --chunk sweep that take a chunk size, each checked against every size
+    swept; ValueError naming the first size an impl cannot take, or when no impl takes one."""
+    sizes = sorted({size for block in spec.blocks for size in block.chunk or ()})
+    if not sizes:
+        return set()
+    takers: set[Pair] = set()
+    for pair in pairs:
+        param = kind.param_specs(get_variant(pair[0]), pair[1]).get(CHUNK_PARAM)
+        if param is None:
+            continue
+        for size in sizes:
+            reason = param.refusal(size, device_type)
+            if reason is not None:
+                raise ValueError(f"--chunk {size}: {pair[0]}:{pair[1]} cannot take it on {device_type}: {reason}")
+        takers.add(pair)
+    if not takers:
+        raise ValueError(
+            "--chunk: no impl of this run takes a chunk size; the chunked forms, the kernels and the compiled "
+            "impls do (cosine:chunked, cosine:kernel, ...)"
+        )
+    return takers
+
+
+def _check_chunk_not_given_twice(spec: SweepSpec) -> None:
+    if any(block.chunk for block in spec.blocks) and any(f".{CHUNK_PARAM}=" in text for text in spec.params):
+        raise ValueError(f"--chunk and --param ...{CHUNK_PARAM}= both set the chunk size; give one")
+
+
+def _check_shape_support(targets: Targets, spec: SweepSpec, kind: Kind, device_type: str) -> None:
     for pair in targets.pairs:
         for block in spec.blocks:
             for dim_k, dim_v in block.dims():
                 for dtype in block.dtype:
-                    reason = kind.unsupported_reason(pair, dim_k, dim_v, dtype)
+                    reason = kind.unsupported_reason(pair, dim_k, dim_v, dtype, device_type)
                     if reason is not None:
                         what = f"dim_k={dim_k}, dim_v={dim_v}, {dtype}"
                         raise ValueError(f"{pair[0]}:{pair[1]} does not support {what}: {reason}")
@@ -106,10 +144,15 @@ def _drop_other_maskings(points: list[Point], targets: Targets) -> tuple[list[Po
     return kept, replace(targets, notes=(*targets.notes, *notes))
 
 
-def _points(spec: SweepSpec, targets: Targets, device: torch.device) -> tuple[list[Point], Targets]:
-    """The points to run: the sweep's axes, or its pack run each way an impl can run it."""
+def _points(spec: SweepSpec, targets: Targets, device: torch.device, chunked: set[Pair]) -> tuple[list[Point], Targets]:
+    """The points to run: the sweep's axes (a point per chunk size for the ``chunked`` impls of
+    a --chunk sweep), or its pack run each way an impl can run it."""
     if spec.pack is None:
-        return _drop_other_maskings(expand_points(spec.blocks, targets.pairs, str(device)), targets)
+        return _drop_other_maskings(expand_points(spec.blocks, targets.pairs, str(device), chunked), targets)
+    if any(block.kv_heads or block.chunk for block in spec.blocks):
+        raise ValueError(
+            "--pack runs as many key/value heads as heads, at each impl's own chunk size: drop --kv-heads and --chunk"
+        )
     points = expand_pack_points(spec.blocks, targets.pairs, str(device), spec.pack, spec.packing)
     points, targets = _drop_other_maskings(points, targets)
     return drop_unpackable(points, targets)
@@ -119,12 +162,14 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
     kind = kind_of(spec.command) if spec.pack is None else PackKind(pack=spec.pack)
     targets = resolve_targets(spec.variants, spec.baselines, device, kind)
-    _check_shape_support(targets, spec, kind)
+    _check_shape_support(targets, spec, kind, device.type)
+    _check_chunk_not_given_twice(spec)
+    chunked = chunk_targets(spec, targets.pairs, kind, device.type)
     for name in dict.fromkeys(variant for variant, _ in targets.pairs):
         probe_draws(name, get_variant(name).extra_inputs)
     if spec.cuda_graph and device.type != "cuda":
         raise ValueError(f"--cuda-graph times CUDA-graph replays and needs a CUDA device, not {device}")
-    points, targets = _points(spec, targets, device)
+    points, targets = _points(spec, targets, device, chunked)
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
     return RunPlan(
         points=tuple(points),
@@ -154,4 +199,5 @@ def count_points(spec: SweepSpec) -> int:
     for names in (spec.variants, spec.baselines):
         if names:  # no baseline must not read as "every variant"
             pairs += [(pick.variant.name, pick.impl) for pick in kind.select(names)]
-    return len(expand_points(spec.blocks, dict.fromkeys(pairs), "any"))
+    takers = {pair for pair in pairs if CHUNK_PARAM in kind.param_specs(get_variant(pair[0]), pair[1])}
+    return len(expand_points(spec.blocks, dict.fromkeys(pairs), "any", takers))

@@ -313,7 +313,7 @@ class SweepRunner:
             memory_limit_bytes=self.plan.memory_limit_bytes,
             cuda_graph=self.plan.cuda_graph,
             stop_after_s=stop_after_s,
-            params=self.plan.impl_params(point.variant, point.impl),
+            params=self.plan.point_params(point),
             threads=self.session.threads,
             count_launches=count_launches,
         )

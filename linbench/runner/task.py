@@ -106,4 +106,6 @@ def gate_point(point: Point) -> Point:
 def gate_key(point: Point) -> tuple[object, ...]:
     """Points with the same gate key share one gate run (fwd needs no gradients checked)."""
     gated = gate_point(point)
-    return (*gated.series[:2], gated.mode != "fwd", gated.causal, gated.dtype, gated.device, gated.shape, gated.packing)
+    # Each chunk size of a --chunk sweep is its own code path, checked apart.
+    point_axes = (gated.shape, gated.packing, gated.chunk)
+    return (*gated.series[:2], gated.mode != "fwd", gated.causal, gated.dtype, gated.device, *point_axes)

@@ -68,14 +68,16 @@ class Workload:
         # fla keeps (B, S, H, D): its inputs are made so here, untimed, and seen through views.
         self._seq_major = variant.impl(point.impl).layout == "bshd"
 
-        def draw(dim: int) -> torch.Tensor:
+        def draw(dim: int, heads: int = shape.heads) -> torch.Tensor:
             if self._seq_major:
-                size = (shape.batch, shape.seq, shape.heads, dim)
+                size = (shape.batch, shape.seq, heads, dim)
                 return torch.randn(size, generator=gen, device=device, dtype=dtype).transpose(1, 2).requires_grad_(grad)
-            size = (shape.batch, shape.heads, shape.seq, dim)
+            size = (shape.batch, heads, shape.seq, dim)
             return torch.randn(size, generator=gen, device=device, dtype=dtype).requires_grad_(grad)
 
-        self.q, self.k, self.v = draw(shape.dim_k), draw(shape.dim_k), draw(shape.dim_v)
+        # k and v have the point's key/value heads (fewer than q's: grouped-query attention).
+        self.q = draw(shape.dim_k)
+        self.k, self.v = draw(shape.dim_k, shape.kv_heads), draw(shape.dim_v, shape.kv_heads)
         self.grad_out = draw(shape.dim_v).detach() if grad else None
         self.extras = self._draw_extras(settings, seed, grad)
         self._pending: torch.Tensor | None = None

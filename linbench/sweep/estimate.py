@@ -100,15 +100,16 @@ def _device_type(point: Point) -> str:
 
 
 def input_bytes(point: Point) -> int:
-    """Bytes of a call's inputs, q, k and v."""
+    """Bytes of a call's inputs, q, k and v (k and v with the point's key/value heads)."""
     b, h, s, dk, dv = point.shape.sizes()
-    return b * h * s * (2 * dk + dv) * ELEMENT_BYTES.get(point.dtype, 4)
+    kv = point.shape.kv_heads
+    return b * s * (h * dk + kv * (dk + dv)) * ELEMENT_BYTES.get(point.dtype, 4)
 
 
 def context_bytes(point: Point) -> int:
-    """Bytes of the keys and values of a decode point's context."""
-    b, h, s, dk, dv = point.shape.sizes()
-    return b * h * s * (dk + dv) * ELEMENT_BYTES.get(point.dtype, 4)
+    """Bytes of the keys and values of a decode point's context (per key/value head)."""
+    b, _, s, dk, dv = point.shape.sizes()
+    return b * point.shape.kv_heads * s * (dk + dv) * ELEMENT_BYTES.get(point.dtype, 4)
 
 
 def check_fits(points: Iterable[Point], memory_bytes: int, model: PointModel) -> None:

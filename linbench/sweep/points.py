@@ -7,7 +7,7 @@ after the other, so impls are compared under the same machine conditions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 from itertools import product
 from typing import Any
@@ -36,6 +36,7 @@ class Point:
     # sequences' boundaries) or "padded" (each sequence padded to the longest); "" otherwise.
     # Not a key column: a pack's packed and padded points differ in shape.
     packing: str = ""
+    chunk: int | None = None  # a --chunk sweep's chunk_size, for an impl that takes one
 
     @property
     def series(self) -> tuple[str, str, str, bool, str, str, str]:
@@ -54,29 +55,39 @@ class Point:
     @property
     def label(self) -> str:
         masking = "causal" if self.causal else "bidir"
+        chunk = f" C{self.chunk}" if self.chunk is not None else ""
         packing = f" {self.packing}" if self.packing else ""
-        return f"{self.variant}:{self.impl}{packing} {self.mode} {self.dtype} {masking} {self.shape.label}"
+        return f"{self.variant}:{self.impl}{packing} {self.mode} {self.dtype} {masking} {self.shape.label}{chunk}"
 
 
-def expand_points(blocks: Iterable[Axes], targets: Iterable[tuple[str, str]], device: str) -> list[Point]:
-    """Every point of every block, each once, in run order."""
+def expand_points(
+    blocks: Iterable[Axes],
+    targets: Iterable[tuple[str, str]],
+    device: str,
+    chunked: Collection[tuple[str, str]] = (),
+) -> list[Point]:
+    """Every point of every block, each once, in run order. The targets in ``chunked`` (those
+    that take chunk_size) get a point per chunk size of a block that sweeps them."""
     targets = list(targets)
     points: dict[Point, None] = {}
     for axes in blocks:
         for dtype in axes.dtype:
             for causal in axes.causal:
                 shapes = [
-                    Shape(b, h, s, dk, dv)
+                    Shape(b, h, s, dk, dv, kv)
                     for s in axes.seq
                     for b in axes.batches(s)
                     for h in axes.heads
+                    for kv in axes.kv_heads_for(h)
                     for dk, dv in axes.dims()
                 ]
                 # Equal volumes (a --tokens sweep holds batch·seq fixed): shorter lengths first.
                 for shape in sorted(shapes, key=lambda sh: (_volume(sh), sh.seq, sh)):
                     for mode in axes.mode:
                         for variant, impl in targets:
-                            points[Point(variant, impl, mode, causal, dtype, device, shape)] = None
+                            chunks = axes.chunk if axes.chunk and (variant, impl) in chunked else (None,)
+                            for chunk in chunks:
+                                points[Point(variant, impl, mode, causal, dtype, device, shape, chunk=chunk)] = None
     return list(points)
 
 

@@ -46,8 +46,10 @@ class SweepRequest:
     context: Sizes | None = None  # decode: context lengths
     batch: Sizes | None = None
     heads: Sizes | None = None
+    kv_heads: Sizes | None = None  # key/value heads, each dividing every head count (grouped-query)
     dim: Sizes | None = None
     dim_v: Sizes | None = None
+    chunk: Sizes | None = None  # run: chunk sizes, an axis of the impls that take chunk_size
     dtypes: tuple[str, ...] | None = None  # "fp32", "bf16", "fp16"
     modes: tuple[str, ...] | None = None  # run: "fwd", "bwd", "fwdbwd"
     causal: bool | None = None  # run: True causal masking, False none
@@ -66,6 +68,7 @@ class SweepRequest:
     pack: str | None = None  # run: a length distribution filling --tokens ("lognormal:mean=2k")
     lengths_file: Path | None = None  # run: a file of lengths filling --tokens
     packing: tuple[str, ...] | None = None  # run: "packed", "padded"
+    preset: str | None = None  # a model's attention shape (linbench/sweep/presets.py)
 
     def __post_init__(self) -> None:
         # A script may write variants="cosine" or a list; the request keeps tuples (it is frozen).
@@ -73,7 +76,7 @@ class SweepRequest:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _strings(value))
-        for name in ("seq", "context", "batch", "heads", "dim", "dim_v", "tokens"):
+        for name in ("seq", "context", "batch", "heads", "kv_heads", "dim", "dim_v", "chunk", "tokens"):
             value = getattr(self, name)
             if isinstance(value, list | tuple):
                 object.__setattr__(self, name, tuple(value))

@@ -8,7 +8,7 @@ from typing import Any
 from linbench.results.schema import DECODE_MODE
 
 COMMANDS = ("run", "decode")
-SIZE_AXES = ("seq", "batch", "heads", "dim", "dim_v")
+SIZE_AXES = ("seq", "batch", "heads", "kv_heads", "dim", "dim_v", "chunk")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
 # Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens,
 # --processes, --max-processes).
@@ -18,13 +18,15 @@ PACK_KEYS = ("pack", "lengths_file", "packing")
 DECODE_KNOBS = ("param", "threads")
 RUN_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "cuda_graph", "plugin"),
+    "preset",
     "controls",
     *RUN_KNOBS,
     *PACK_KEYS,
 )
-DECODE_AXIS_KEYS = ("context", "batch", "heads", "dim", "dim_v", "dtype")
+DECODE_AXIS_KEYS = ("context", "batch", "heads", "kv_heads", "dim", "dim_v", "dtype")
 DECODE_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
+    "preset",
     *DECODE_KNOBS,
 )
 # Keys a suite's top level takes beside its command's own.
@@ -33,8 +35,10 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "seq": "1k..16k",
     "batch": 1,
     "heads": 8,
+    "kv_heads": None,  # None: as many key/value heads as heads; fewer: grouped-query attention
     "dim": 64,
     "dim_v": None,  # None: dim_v = dim_k, paired rather than crossed
+    "chunk": None,  # None: each chunked impl's own chunk_size; sizes: an axis of the impls that take one
     "dtype": "fp32",
     "mode": "fwd",
     "causal": True,
@@ -59,6 +63,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "pack": None,
     "lengths_file": None,
     "packing": ["packed", "padded"],
+    "preset": None,  # a model's attention shape (sweep/presets.py): heads, kv_heads, dim and lengths
 }
 DECODE_SETTINGS: dict[str, Any] = {
     "context": "1k..64k",
@@ -66,6 +71,7 @@ DECODE_SETTINGS: dict[str, Any] = {
     "cuda_graph": False,  # also time each step as a CUDA-graph replay (GPU only)
     "batch": 1,
     "heads": 8,
+    "kv_heads": None,
     "dim": 64,
     "dim_v": None,
     "dtype": "fp32",
@@ -77,6 +83,7 @@ DECODE_SETTINGS: dict[str, Any] = {
     "plugin": [],
     "param": [],
     "threads": None,
+    "preset": None,
 }
 DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
 TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}

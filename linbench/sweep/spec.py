@@ -83,6 +83,14 @@ class Axes:
     causal: tuple[bool, ...]
     # run --tokens: each point's batch is tokens / seq, in place of the batch axis.
     tokens: int | None = None
+    # Key/value heads (None: as many as heads), each dividing every head count.
+    kv_heads: tuple[int, ...] | None = None
+    # Chunk sizes of the impls that take chunk_size (None: each impl's own).
+    chunk: tuple[int, ...] | None = None
+
+    def kv_heads_for(self, heads: int) -> tuple[int, ...]:
+        """The key/value head counts at ``heads`` query heads."""
+        return self.kv_heads or (heads,)
 
     def batches(self, seq: int) -> tuple[int, ...]:
         """The batch sizes at length ``seq``."""
@@ -122,7 +130,9 @@ class SweepSpec:
     packing: tuple[str, ...] = ()  # run: how each impl runs the pack (packed, padded)
 
 
-def _sizes(key: str, value: Any) -> tuple[int, ...]:
+def parse_sizes(key: str, value: Any) -> tuple[int, ...]:
+    """Every size ``value`` names (range text, a number, or a list of them), sorted, each once;
+    SpecError naming ``key`` for a bad range."""
     items = value if isinstance(value, list | tuple) else [value]
     try:
         return tuple(sorted({v for item in items for v in parse_range(item)}))
@@ -166,6 +176,8 @@ def _causal(value: Any) -> tuple[bool, ...]:
 
 def _axes(settings: Mapping[str, Any], command: str) -> Axes:
     """One block of points; a decode block is causal, of mode "decode", its length the context."""
+    from linbench.sweep.model_shapes import kv_heads_axis
+
     try:
         dtypes = tuple(parse_dtypes(settings["dtype"] if isinstance(settings["dtype"], list) else [settings["dtype"]]))
     except ValueError as exc:
@@ -174,22 +186,27 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
     budget = TOKEN_BUDGET[command] and settings.get("tokens") is not None
     tokens = _one_size("tokens", settings["tokens"]) if budget else None
     axis, fixed = LENGTH_AXIS[command], FIXED_AXES[command]
-    seqs = _sizes(axis, settings[axis])
+    seqs = parse_sizes(axis, settings[axis])
     packed = settings.get("pack") is not None or settings.get("lengths_file") is not None
     for seq in () if packed else seqs:  # a pack's lengths fill the budget in place of seq
         if tokens is not None and tokens % seq:
             what = f"shorter than seq {seq}: the batch would be 0" if seq > tokens else f"not a multiple of seq {seq}"
             raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
+    heads = parse_sizes("heads", settings["heads"])
+    kv_heads = kv_heads_axis(settings.get("kv_heads"), heads)
+    chunk = settings.get("chunk")
     return Axes(
         seq=seqs,
-        batch=_sizes("batch", settings["batch"]),
-        heads=_sizes("heads", settings["heads"]),
-        dim=_sizes("dim", settings["dim"]),
-        dim_v=None if dim_v is None else _sizes("dim_v", dim_v),
+        batch=parse_sizes("batch", settings["batch"]),
+        heads=heads,
+        dim=parse_sizes("dim", settings["dim"]),
+        dim_v=None if dim_v is None else parse_sizes("dim_v", dim_v),
         dtype=dtypes,
         mode=fixed.get("mode") or _modes(settings["mode"]),
         causal=fixed.get("causal") or _causal(settings["causal"]),
         tokens=tokens,
+        kv_heads=kv_heads,
+        chunk=None if chunk is None else parse_sizes("chunk", chunk),
     )
 
 
@@ -261,11 +278,14 @@ def build_spec(request: SweepRequest) -> SweepSpec:
     base = dict(defaults)
     tables: list[dict[str, Any]] = []
     top: dict[str, Any] = {}
+    from linbench.sweep.model_shapes import preset_settings
+
     if suite is not None:
         suite = find_suite(suite)
         top, tables = load_suite(suite, command)
-        base |= top
     given = request.settings()
+    # A preset fills its axes over the defaults; the suite and the command line override it.
+    base |= preset_settings(given.get("preset", top.get("preset")), command) | top
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
@@ -380,7 +400,7 @@ def _flag(key: str, value: Any) -> bool:
 
 def _one_size(key: str, value: Any) -> int:
     """A single positive size (``32``, ``1k``); SpecError naming ``key`` otherwise."""
-    sizes = _sizes(key, value)
+    sizes = parse_sizes(key, value)
     if len(sizes) != 1:
         raise SpecError(f"{key}: give one number, not {value!r}")
     return sizes[0]

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from linbench.variants.extra_inputs import check_extra_inputs, take_tokens
+from linbench.variants.heads import expand_call
 from linbench.variants.registry import Variant
 from linbench.variants.validation import check_qkv
 
@@ -57,6 +58,8 @@ def decode(
     step through the rest one token at a time.
 
     Returns the steps' outputs, (B, H, S − context, Dv) in q's dtype, and the final state.
+    k and v may have fewer heads than q (grouped-query attention): a decoder without native
+    support (``Decoder.gqa``) gets them repeated to q's heads first.
     Extra inputs (a gated variant's ``g``, ``beta``) are given for the whole sequence and cut
     per block and step. Parameters derived from the length (cosine's seq_len, cosformer's M) are fixed to the
     whole length S, so the rows equal the last rows of any impl over the whole sequence.
@@ -69,6 +72,8 @@ def decode(
     bound = variant.length_params(total, params)
     if variant.extra_inputs:
         check_extra_inputs(variant.name, variant.extra_inputs, bound, q)
+    if k.shape[1] != q.shape[1] and not chosen.gqa:
+        k, v, bound = expand_call(q, k, v, bound, [extra.name for extra in variant.extra_inputs])
     state = None
     size = block or max(context, 1)
     for start in range(0, context, size):

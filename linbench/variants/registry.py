@@ -71,10 +71,18 @@ class Param:
     # A learnable parameter (cosine's m): how the correctness gate draws a per-head tensor of it.
     learnable: LearnableDraw | None = None
 
+    # Why a value cannot be taken on a device type ("cpu", "cuda"), or None when it can: asked
+    # when a sweep is planned (a --chunk size the csrc kernel cannot run), before any point runs.
+    device_check: Callable[[Any, str], str | None] | None = None
+
     def problem(self, value: Any) -> str | None:
         """None when ``value`` is one the parameter takes, else one line saying what is wrong."""
         complaint = self.check(value) if self.check is not None and value is not None else None
         return f"parameter {self.name} {complaint}" if complaint else None
+
+    def refusal(self, value: Any, device_type: str) -> str | None:
+        """Why ``value`` cannot be taken on ``device_type``, or None."""
+        return self.device_check(value, device_type) if self.device_check is not None else None
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,10 @@ class Decoder:
     # 2. None (a plugin that does not say): read from the strings above (exponent_in_s).
     state_exponent: int | None = None
     step_exponent: int | None = None
+    # Keeps its state (cache) per key/value head when k and v have fewer heads than q; False:
+    # decode() repeats k and v to q's heads before prefill and step, and the state is as large
+    # as with a key/value head per query head.
+    gqa: bool = False
 
     def __post_init__(self) -> None:
         _derive(self, "state_exponent", self.state_memory)
@@ -114,6 +126,7 @@ class Decoder:
         *,
         state_exponent: int | None = None,
         step_exponent: int | None = None,
+        gqa: bool = False,
     ) -> Decoder:
         """A decoder that prefills through ``stream`` too (a recurrent form has no faster
         prefill to offer), with its state and step costs declared."""
@@ -133,6 +146,7 @@ class Decoder:
             step_time,
             state_exponent=state_exponent,
             step_exponent=step_exponent,
+            gqa=gqa,
         )
 
     @property
@@ -178,6 +192,13 @@ class Impl:
     # sequence needs none); None: it runs padded packs causal only.
     packed: PackedFn | None = None
     key_masked: MaskedFn | None = None
+    # Takes k and v with fewer heads than q itself (grouped-query attention), one state or
+    # cache per key/value head. False: attention() repeats k and v to q's heads first, inside
+    # the call (linbench/variants/heads.py), and results say "expanded".
+    gqa: bool = False
+    # Returns None when the impl takes these head dims on a device type ("cpu", "cuda"), else
+    # why not: limits of one device's kernel (the CUDA kernel's tiles), asked at plan time.
+    device_shape_support: Callable[[int, int, str], str | None] | None = None
 
     def __post_init__(self) -> None:
         _derive(self, "time_exponent", self.time_complexity)
@@ -194,9 +215,13 @@ class Impl:
         """Why this impl cannot run on ``device``, or None when it can."""
         return self.availability(device) if self.availability else None
 
-    def unsupported_reason(self, dim_k: int, dim_v: int, dtype: str) -> str | None:
-        """Why this impl cannot take these head dims or this dtype, or None when it can."""
-        return self.shape_support(dim_k, dim_v, dtype) if self.shape_support else None
+    def unsupported_reason(self, dim_k: int, dim_v: int, dtype: str, device_type: str | None = None) -> str | None:
+        """Why this impl cannot take these head dims or this dtype (on ``device_type``, when
+        given), or None when it can."""
+        reason = self.shape_support(dim_k, dim_v, dtype) if self.shape_support else None
+        if reason is None and device_type is not None and self.device_shape_support is not None:
+            reason = self.device_shape_support(dim_k, dim_v, device_type)
+        return reason
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ def _shapes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str:
 
 
 def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """Raise ValueError unless q, k: (B, H, S, Dk) and v: (B, H, S, Dv) agree.
+    """Raise ValueError unless q: (B, H, S, Dk), k: (B, H_kv, S, Dk) and v: (B, H_kv, S, Dv)
+    agree, H_kv dividing H (grouped-query attention when smaller: linbench/variants/heads.py).
 
     Also rejects mixed dtypes, mixed devices, non-floating tensors and empty dimensions,
     since each of those would otherwise be cast or broadcast behind the caller's back.
@@ -25,8 +26,10 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if not (q.ndim == k.ndim == v.ndim == 4):
         raise ValueError(f"q, k, v must be 4-D (B, H, S, D); got {_shapes(q, k, v)}")
-    if not (q.shape[:3] == k.shape[:3] == v.shape[:3]):
-        raise ValueError(f"q, k, v must agree in batch, heads and sequence (B, H, S); got {_shapes(q, k, v)}")
+    if not (q.shape[0] == k.shape[0] == v.shape[0] and q.shape[2] == k.shape[2] == v.shape[2]):
+        raise ValueError(f"q, k, v must agree in batch and sequence (B, S); got {_shapes(q, k, v)}")
+    if k.shape[1] != v.shape[1] or k.shape[1] < 1 or q.shape[1] % k.shape[1]:
+        raise ValueError(f"k and v must have one number of heads H_kv dividing q's heads H; got {_shapes(q, k, v)}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same head dimension Dk; got {_shapes(q, k, v)}")
     if 0 in q.shape or 0 in v.shape:

@@ -81,7 +81,8 @@ def sweep_keys(
         for seq in seqs:
             for h in heads:
                 for impl in impls:
-                    keys.append(("cosine", impl, "fwd", "True", dtype, device, "1", str(h), str(seq), "64", "64"))
+                    sizes = ("1", str(h), str(seq), "64", "64", str(h), "")  # kv_heads = heads, no chunk
+                    keys.append(("cosine", impl, "fwd", "True", dtype, device, *sizes))
     return keys
 
 

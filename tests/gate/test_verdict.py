@@ -107,3 +107,29 @@ def test_a_point_three_times_slower_among_points_that_scattered_as_far_is_not_gr
         read_run(write_run(tmp_path / "b2", rows)), read_run(write_run(tmp_path / "c2", quiet)), Thresholds()
     )
     assert comparison.verdict == "regression" and [p.gross for p in comparison.points] == [True] + [False] * 5
+
+
+def _without_schema_3_columns(run: Path) -> Path:
+    """The run's files as a run of schema 2 wrote them: no kv_heads, chunk or gqa column."""
+    import csv
+
+    for name in ("results.csv", "processes.csv", "samples.csv"):
+        with (run / name).open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            rows = list(reader)
+        columns = [c for c in reader.fieldnames or () if c not in ("kv_heads", "chunk", "gqa")]
+        with (run / name).open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+    return run
+
+
+def test_a_baseline_from_before_kv_heads_and_chunk_matches_every_point(tmp_path: Path) -> None:
+    """An older baseline's rows read as kv_heads = heads and no chunk: the same points."""
+    old = read_run(_without_schema_3_columns(write_process_run(tmp_path / "base", _rows(), QUIET)))
+    assert list(old.results["kv_heads"]) == list(old.results["heads"]) and set(old.results["chunk"]) == {0}
+    current = read_run(write_process_run(tmp_path / "cur", _rows(), QUIET))
+    comparison = compare_runs(old, current, Thresholds())
+    assert comparison.verdict == "pass" and len(comparison.points) == len(SEQS)
+    assert not comparison.baseline_only and not comparison.current_only

@@ -114,3 +114,33 @@ def test_a_small_speedup_keeps_its_digits_in_the_table(tmp_path: Path) -> None:
     (table,) = report_tables(analyse(read_run(write_run(tmp_path, rows))))
     cells = {row[0]: row for row in table.rows}
     assert cells["cosine:recurrent"][4] == "0.0021x vs softmax:sdpa at 16k"  # not 0.00x
+
+
+def _chunk_run(tmp_path: Path):
+    """A --chunk sweep at one length (two chunked impls over three chunk sizes) beside an impl
+    that takes no chunk size, and the same impls at 4 of 8 key/value heads."""
+    rows = []
+    for chunk in (32, 64, 128):
+        for impl in ("chunked", "kernel"):
+            rows += series("cosine", impl, lambda s, c=chunk: 0.001 * s + 0.01 * c, seqs=(4096,), chunk=chunk)
+    rows += series("cosine", "recurrent", lambda s: 0.05 * s, seqs=(4096,))
+    rows += series("cosine", "chunked", lambda s: 0.002 * s, seqs=(1024, 4096), kv_heads=4, gqa="native")
+    return read_run(write_run(tmp_path, rows))
+
+
+def test_time_against_chunk_size_is_drawn_for_the_impls_that_take_one(tmp_path: Path) -> None:
+    run = _chunk_run(tmp_path / "run")
+    written = {path.name for path in plot_run(run, tmp_path / "plots")}
+    assert "time-vs-chunk_fp32_fwd_causal_B1_H8_S4k_D64.png" in written
+    ((scenario, rows),) = scenarios(run.results, "chunk")
+    assert set(rows["impl"]) == {"chunked", "kernel"}  # recurrent takes no chunk size
+    ax = draw(rows, scenario, metrics("cpu")["time"], analyse(run)).axes[0]
+    assert ax.get_xlabel() == "chunk size C (tokens)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["32", "64", "128"]
+    assert not any(fit.axis == "chunk" for fit in analyse(run).fits)  # drawn, not fitted
+
+
+def test_grouped_heads_are_a_scenario_of_their_own_and_say_so(tmp_path: Path) -> None:
+    run = _chunk_run(tmp_path)
+    ((scenario, rows),) = scenarios(run.results, "seq")
+    assert set(rows["kv_heads"]) == {4} and "H=8 KV=4" in scenario.label() and "_H8_KV4_" in scenario.slug()

@@ -9,7 +9,13 @@ import pytest
 from result_rows import process_row
 from result_rows import result_row as row
 
-from linbench.results.schema import PROCESS_COLUMNS, RESULT_COLUMNS, SAMPLE_COLUMNS, UnknownColumnError
+from linbench.results.schema import (
+    PROCESS_COLUMNS,
+    REQUIRED_KEY_COLUMNS,
+    RESULT_COLUMNS,
+    SAMPLE_COLUMNS,
+    UnknownColumnError,
+)
 from linbench.results.store import RunStore, RunStoreError
 
 
@@ -110,7 +116,7 @@ def test_resuming_a_run_from_before_processes_keeps_its_samples(tmp_path: Path) 
     store.append(row(256))
     store.processes_path.unlink()
     key = "cosine,chunked,fwd,True,fp32,cpu,1,8,256,64,64"
-    old_header = ",".join(c for c in SAMPLE_COLUMNS if c != "process")
+    old_header = ",".join((*REQUIRED_KEY_COLUMNS, "time_ms"))  # schema 1: no process, kv_heads or chunk
     store.samples_path.write_text(f"{old_header}\n{key},1.5\n")
     reopened = RunStore.open(store.path)
     assert [(s["seq"], s["process"], s["time_ms"]) for s in _samples(reopened)] == [("256", "0", "1.5")]

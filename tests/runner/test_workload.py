@@ -64,3 +64,12 @@ def test_placed_inputs_keep_their_values_strides_and_gradients_extras_included(m
         assert torch.equal(tensor.detach(), made[name]) and tensor.stride() == made[name].stride(), name
     assert work.q.requires_grad == (mode == "bwd")
     assert {name: t.requires_grad for name, t in work.extras.items()} == grads
+
+
+@pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])
+def test_a_grouped_point_draws_k_and_v_with_its_key_value_heads(mode: str) -> None:
+    point = Point("cosine", "chunked", mode, True, "fp32", "cpu", Shape(1, 6, 40, 8, 4, kv_heads=2), chunk=16)
+    work = Workload(point, CPU, params={"chunk_size": 16})
+    assert (work.q.shape, work.k.shape, work.v.shape) == ((1, 6, 40, 8), (1, 2, 40, 8), (1, 2, 40, 4))
+    work.before()
+    work.run()

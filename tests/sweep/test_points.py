@@ -32,7 +32,7 @@ def test_overlapping_tables_do_not_repeat_points(tmp_path) -> None:
 
 def test_key_matches_the_csv_columns() -> None:
     (point,) = expand_points(build_spec(SweepRequest(seq=8)).blocks, [("cosine", "chunked")], "cpu")
-    assert point.key == ("cosine", "chunked", "fwd", "True", "fp32", "cpu", "1", "8", "8", "64", "64")
+    assert point.key == ("cosine", "chunked", "fwd", "True", "fp32", "cpu", "1", "8", "8", "64", "64", "8", "")
     assert len(point.key) == len(KEY_COLUMNS)
 
 
@@ -41,3 +41,28 @@ def test_dominance_is_along_every_axis() -> None:
     assert large.dominates(small) and small.dominates(small)
     assert not small.dominates(large)
     assert not Shape(1, 8, 4096, 32, 32).dominates(Shape(1, 8, 1024, 64, 64))
+
+
+def test_kv_heads_give_a_point_per_count_at_each_head_count() -> None:
+    spec = build_spec(SweepRequest(seq=64, heads="4,8", kv_heads="1,4"))
+    points = expand_points(spec.blocks, [("cosine", "chunked")], "cpu")
+    assert sorted((p.shape.heads, p.shape.kv_heads) for p in points) == [(4, 1), (4, 4), (8, 1), (8, 4)]
+    assert {p.shape.label for p in points if p.shape.grouped} == {
+        "B1-H4-KV1-S64-Dk64-Dv64",
+        "B1-H8-KV1-S64-Dk64-Dv64",
+        "B1-H8-KV4-S64-Dk64-Dv64",
+    }
+
+
+def test_without_kv_heads_every_head_has_its_own() -> None:
+    (point,) = expand_points(build_spec(SweepRequest(seq=64, heads=6)).blocks, [("cosine", "chunked")], "cpu")
+    assert point.shape.kv_heads == 6 and not point.shape.grouped
+
+
+def test_chunk_sizes_reach_only_the_impls_that_take_one() -> None:
+    spec = build_spec(SweepRequest(seq=64, chunk="32,64"))
+    targets = [("cosine", "chunked"), ("cosine", "recurrent")]
+    points = expand_points(spec.blocks, targets, "cpu", chunked={("cosine", "chunked")})
+    assert [(p.impl, p.chunk) for p in points] == [("chunked", 32), ("chunked", 64), ("recurrent", None)]
+    assert points[0].as_row()["chunk"] == 32 and points[2].as_row()["chunk"] is None
+    assert points[0].key[-2:] == ("8", "32") and points[2].key[-2:] == ("8", "")

@@ -35,6 +35,7 @@ VARIANT = register_variant(
                     "recurrent": "RNN form over the cos/sin features, one token at a time",
                     "kernel": "csrc/ chunked kernel over the width-2·Dk cos/sin features, normaliser in the same pass",
                 },
+                feature_width=2,
             ),
             compiled_impl(cosformer_features, length_params=("M",)),
         ),

@@ -49,8 +49,13 @@ def value_scale(
 def cosine_features(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, offset: int, norm_const: Any, seq_len: Any
 ) -> Features:
-    """N(q), N(k) and v / s^sigmoid(m): cosine attention as an unnormalised linear attention."""
+    """N(q), N(k) and v / s^sigmoid(m): cosine attention as an unnormalised linear attention.
+    A per-head m with fewer key/value heads than query heads scales the outputs instead of v
+    (the same product: the scale is constant along the sequence)."""
     del offset  # cosine attention has no positional term
     q, k, v = upcast(q, k, v)
     scale = value_scale(norm_const, seq_len, q.shape[1], q.shape[-2], v)
-    return Features(F.normalize(q, dim=-1), F.normalize(k, dim=-1), v * scale, eps=None)
+    nq, nk = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+    if isinstance(scale, torch.Tensor) and v.shape[1] != q.shape[1]:
+        return Features(nq, nk, v, eps=None, out_scale=scale)
+    return Features(nq, nk, v * scale, eps=None)

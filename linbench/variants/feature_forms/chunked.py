@@ -3,6 +3,8 @@
 Memory beyond the inputs and output is one state, one key sum and one chunk's C x C
 scores, so the forward pass is O(S·D) with no S x S and no S x Dk x Dv tensor. Under
 autograd each chunk's state is saved for the backward: (S/C)·Dk·Dv, still linear in S.
+With fewer key/value heads than query heads (``per_kv_head``) the state is one per key/value
+head, read by the query heads of its group.
 The causal scan can start from a carried state and returns the state after its last
 token, which is how a decoder absorbs a prompt before generating token by token.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from linbench.variants.feature_forms.recurrent import LinearState
+from linbench.variants.heads import per_kv_head
 
 
 def _bidirectional(fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, eps: float | None) -> torch.Tensor:
@@ -23,6 +26,7 @@ def _bidirectional(fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, eps: fl
     return num / (den + eps)
 
 
+@per_kv_head
 def chunked_scan(
     fq: torch.Tensor,
     fk: torch.Tensor,
@@ -35,7 +39,7 @@ def chunked_scan(
     """Causal sum_{j<=i} (fq_i . fk_j) fv_j chunk by chunk, continuing from ``state``; the
     outputs and the state after the last token. Normalised when eps is given."""
     if state is None:
-        state = LinearState.empty(fq, fv, normalised=eps is not None)
+        state = LinearState.empty(fk, fv, normalised=eps is not None)
     elif (state.key_sum is None) != (eps is None):
         raise ValueError("a carried state has a key sum exactly when the scan is normalised (eps given)")
     kv = state.kv
@@ -55,10 +59,11 @@ def chunked_scan(
         outs.append(num)
         kv = kv + k_c.transpose(-1, -2) @ v_c
     new_key_sum = key_sum.squeeze(-1) if key_sum is not None else None
-    out = torch.cat(outs, dim=-2) if outs else fv.new_empty(*fv.shape)
+    out = torch.cat(outs, dim=-2) if outs else fq.new_empty(*fq.shape[:-1], fv.shape[-1])
     return out, LinearState(kv=kv, key_sum=new_key_sum, position=state.position + seq)
 
 
+@per_kv_head
 def chunked_linear_attention(
     fq: torch.Tensor,
     fk: torch.Tensor,

@@ -66,7 +66,7 @@ def _body(features: FeatureMap) -> Callable[..., torch.Tensor]:
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, chunk_size: int, params: dict[str, Any]
     ) -> torch.Tensor:
         f = features(q, k, v, offset=0, **params)
-        return parallel_chunked_attention(f.q, f.k, f.v, causal=causal, eps=f.eps, chunk_size=chunk_size)
+        return f.finish(parallel_chunked_attention(f.q, f.k, f.v, causal=causal, eps=f.eps, chunk_size=chunk_size))
 
     return body
 

@@ -17,7 +17,47 @@ from linbench.variants.impl_helpers import positive_int
 from linbench.variants.registry import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
 
 CHUNK_SIZE = Param("chunk_size", 128, "tokens per chunk: the C x C masked product inside a chunk")
-KERNEL_CHUNK_SIZE = Param("chunk_size", 64, "tokens per chunk of the csrc kernel (the CUDA kernel takes 64 only)")
+# The chunk sizes csrc/ takes (csrc/op_checks.cpp, csrc/linear_attention_launch.h): any of
+# 1..1024 on the CPU, 64 alone on CUDA (its tiles are laid out for it).
+KERNEL_MAX_CHUNK = 1024
+KERNEL_CUDA_CHUNK = 64
+
+
+def kernel_chunk_refusal(size: Any, device_type: str) -> str | None:
+    """Why the csrc kernel cannot run chunks of ``size`` tokens on ``device_type``, or None."""
+    if device_type == "cuda" and size != KERNEL_CUDA_CHUNK:
+        return f"the CUDA kernel runs chunks of {KERNEL_CUDA_CHUNK} tokens only; chunk sizes it takes: 64"
+    if not 1 <= size <= KERNEL_MAX_CHUNK:
+        return f"the kernel takes chunks of 1..{KERNEL_MAX_CHUNK} tokens"
+    return None
+
+
+# The widest q/k features and v the CUDA kernel's tiles hold (csrc/linear_attention_launch.h:
+# kMaxDimK, kMaxDimV); the CPU kernel takes any.
+KERNEL_CUDA_MAX_FEATURES = 512
+KERNEL_CUDA_MAX_DIM_V = 256
+
+
+def kernel_dims_refusal(feature_width: int) -> Callable[[int, int, str], str | None]:
+    """Why the kernel of features ``feature_width``·Dk wide cannot take (Dk, Dv) on a device type."""
+
+    def refusal(dim_k: int, dim_v: int, device_type: str) -> str | None:
+        if device_type != "cuda":
+            return None
+        if dim_k * feature_width <= KERNEL_CUDA_MAX_FEATURES and dim_v <= KERNEL_CUDA_MAX_DIM_V:
+            return None
+        widest = KERNEL_CUDA_MAX_FEATURES // feature_width
+        return f"the CUDA kernel takes Dk up to {widest} and Dv up to {KERNEL_CUDA_MAX_DIM_V} (the CPU kernel any)"
+
+    return refusal
+
+
+KERNEL_CHUNK_SIZE = Param(
+    "chunk_size",
+    64,
+    "tokens per chunk of the csrc kernel (the CUDA kernel takes 64 only)",
+    device_check=kernel_chunk_refusal,
+)
 KERNEL_SUMMARY = "csrc/ chunked kernel (C++ on CPU, CUDA on GPU): fp32 state, recomputing backward"
 
 
@@ -29,6 +69,13 @@ class Features:
     k: torch.Tensor
     v: torch.Tensor
     eps: float | None  # None: no row normaliser
+    # A factor on the outputs, per query head (1, H, 1, 1), where it cannot go on v: cosine's
+    # per-head 1 / s^σ(m) when v has fewer heads than q (grouped-query attention).
+    out_scale: torch.Tensor | None = None
+
+    def finish(self, out: torch.Tensor) -> torch.Tensor:
+        """The form's outputs with ``out_scale`` applied."""
+        return out if self.out_scale is None else out * self.out_scale
 
 
 # Maps inputs to features: called as ``features(q, k, v, offset=..., **params)``, where ``offset``
@@ -42,7 +89,7 @@ FeatureMap = Callable[..., Features]
 def _naive(features: FeatureMap) -> ImplFn:
     def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, **params: Any) -> torch.Tensor:
         f = features(q, k, v, offset=0, **params)
-        return naive_linear_attention(f.q, f.k, f.v, causal=causal, eps=f.eps)
+        return f.finish(naive_linear_attention(f.q, f.k, f.v, causal=causal, eps=f.eps))
 
     return naive
 
@@ -53,7 +100,7 @@ def _chunked(features: FeatureMap) -> ImplFn:
     ) -> torch.Tensor:
         size = positive_int("chunk_size", chunk_size)
         f = features(q, k, v, offset=0, **params)
-        return chunked_linear_attention(f.q, f.k, f.v, causal=causal, eps=f.eps, chunk_size=size)
+        return f.finish(chunked_linear_attention(f.q, f.k, f.v, causal=causal, eps=f.eps, chunk_size=size))
 
     return chunked
 
@@ -62,8 +109,8 @@ def _recurrent(features: FeatureMap) -> ImplFn:
     def recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, **params: Any) -> torch.Tensor:
         f = features(q, k, v, offset=0, **params)
         if causal:
-            return recurrent_scan(f.q, f.k, f.v, eps=f.eps)[0]
-        return recurrent_bidirectional(f.q, f.k, f.v, eps=f.eps)
+            return f.finish(recurrent_scan(f.q, f.k, f.v, eps=f.eps)[0])
+        return f.finish(recurrent_bidirectional(f.q, f.k, f.v, eps=f.eps))
 
     return recurrent
 
@@ -82,8 +129,9 @@ def _kernel(features: FeatureMap) -> ImplFn:
     return kernel
 
 
-def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY) -> Impl:
-    """The ``kernel`` impl: ``fn`` runs the csrc op, which is built on first use."""
+def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY, feature_width: int = 1) -> Impl:
+    """The ``kernel`` impl: ``fn`` runs the csrc op, which is built on first use, on features
+    ``feature_width``·Dk wide (cosformer's cos and sin halves: 2)."""
     return Impl(
         "kernel",
         fn,
@@ -93,11 +141,12 @@ def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY) -> Impl:
         time_exponent=1,
         params=(KERNEL_CHUNK_SIZE,),
         availability=kernel_ops.unavailable_reason,
+        device_shape_support=kernel_dims_refusal(feature_width),
     )
 
 
 def feature_map_impls(
-    features: FeatureMap, summaries: Mapping[str, str], kernel: ImplFn | None = None
+    features: FeatureMap, summaries: Mapping[str, str], kernel: ImplFn | None = None, feature_width: int = 1
 ) -> tuple[Impl, ...]:
     """The impls named in ``summaries`` (naive, chunked, recurrent, kernel), computing ``features``.
 
@@ -113,6 +162,7 @@ def feature_map_impls(
             "O(sd²)",
             time_exponent=1,
             key_masked=masked_form(features, "naive"),
+            gqa=True,
         ),
         "chunked": lambda: Impl(
             "chunked",
@@ -124,6 +174,7 @@ def feature_map_impls(
             params=(CHUNK_SIZE,),
             packed=packed_chunked(features),
             key_masked=masked_form(features, "chunked"),
+            gqa=True,
         ),
         "recurrent": lambda: Impl(
             "recurrent",
@@ -134,8 +185,11 @@ def feature_map_impls(
             time_exponent=1,
             packed=packed_recurrent(features),
             key_masked=masked_form(features, "recurrent"),
+            gqa=True,
         ),
-        "kernel": lambda: kernel_impl(kernel or _kernel(features), summaries.get("kernel") or KERNEL_SUMMARY),
+        "kernel": lambda: kernel_impl(
+            kernel or _kernel(features), summaries.get("kernel") or KERNEL_SUMMARY, feature_width
+        ),
     }
     unknown = set(summaries) - set(makers)
     if unknown:
@@ -150,7 +204,8 @@ def feature_map_stream(features: FeatureMap) -> StreamFn:
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: LinearState | None = None, **params: Any
     ) -> tuple[torch.Tensor, LinearState]:
         f = features(q, k, v, offset=state.position if state is not None else 0, **params)
-        return recurrent_scan(f.q, f.k, f.v, eps=f.eps, state=state)
+        out, new_state = recurrent_scan(f.q, f.k, f.v, eps=f.eps, state=state)
+        return f.finish(out), new_state
 
     return stream
 
@@ -179,4 +234,5 @@ def feature_map_decoder(features: FeatureMap) -> Decoder:
         step_time="O(d²)",
         state_exponent=0,
         step_exponent=0,
+        gqa=True,
     )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from linbench.variants.heads import per_kv_head
+
 
 def _prefix(x: torch.Tensor, causal: bool) -> torch.Tensor:
     """Sum over positions j <= i (causal) or over all j, along dim -3."""
@@ -40,11 +42,13 @@ class CumsumOuterProduct(torch.autograd.Function):
         states = _prefix(v.unsqueeze(-1) * k.unsqueeze(-2), causal)
         grad_q = (states * grad_out.unsqueeze(-1)).sum(-2)
         reverse = _suffix(grad_out.unsqueeze(-1) * q.unsqueeze(-2), causal)  # (B, H, S, Dv, Dk)
-        grad_k = (reverse * v.unsqueeze(-1)).sum(-2)
-        grad_v = (reverse * k.unsqueeze(-2)).sum(-1)
+        # Keys and values shared by a group of query heads (per_kv_head) sum their gradients over it.
+        grad_k = (reverse * v.unsqueeze(-1)).sum(-2).sum_to_size(k.shape)
+        grad_v = (reverse * k.unsqueeze(-2)).sum(-1).sum_to_size(v.shape)
         return grad_q, grad_k, grad_v, None
 
 
+@per_kv_head
 def naive_linear_attention(
     fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, *, causal: bool, eps: float | None
 ) -> torch.Tensor:

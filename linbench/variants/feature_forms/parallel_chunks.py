@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from linbench.variants.feature_forms.chunked import chunked_linear_attention
+from linbench.variants.heads import per_kv_head
 
 
 def _chunks(x: torch.Tensor, size: int) -> torch.Tensor:
@@ -27,12 +28,13 @@ def _chunks(x: torch.Tensor, size: int) -> torch.Tensor:
     return padded.reshape(*x.shape[:-2], padded.shape[-2] // size, size, x.shape[-1])
 
 
-def _before_each_chunk(per_chunk: torch.Tensor) -> torch.Tensor:
-    """The exclusive prefix sum over the chunk axis (dim 2): what every earlier chunk added."""
-    total = per_chunk.cumsum(2)
-    return torch.cat((torch.zeros_like(total[:, :, :1]), total[:, :, :-1]), dim=2)
+def _before_each_chunk(per_chunk: torch.Tensor, axis: int) -> torch.Tensor:
+    """The exclusive prefix sum over the chunk axis: what every earlier chunk added."""
+    total = per_chunk.cumsum(axis)
+    return torch.cat((torch.zeros_like(total.narrow(axis, 0, 1)), total.narrow(axis, 0, total.shape[axis] - 1)), axis)
 
 
+@per_kv_head
 def parallel_chunked_attention(
     fq: torch.Tensor,
     fk: torch.Tensor,
@@ -49,9 +51,10 @@ def parallel_chunked_attention(
     q, k, v = (_chunks(t, chunk_size) for t in (fq, fk, fv))
     mask = torch.ones(chunk_size, chunk_size, dtype=torch.bool, device=fq.device).tril()
     scores = (q @ k.transpose(-1, -2)).masked_fill(~mask, 0.0)
-    states = _before_each_chunk(k.transpose(-1, -2) @ v)  # (B, H, S/C, Dk, Dv)
+    axis = fq.ndim - 2  # the chunk axis of (B, H, S/C, C, D), a group axis (per_kv_head) included
+    states = _before_each_chunk(k.transpose(-1, -2) @ v, axis)  # (B, H, S/C, Dk, Dv)
     num = scores @ v + q @ states
     if eps is not None:
-        key_sums = _before_each_chunk(k.sum(-2)).unsqueeze(-1)  # (B, H, S/C, Dk, 1)
+        key_sums = _before_each_chunk(k.sum(-2), axis).unsqueeze(-1)  # (B, H, S/C, Dk, 1)
         num = num / (scores.sum(-1, keepdim=True) + q @ key_sums + eps)
-    return num.reshape(*fv.shape[:-2], -1, fv.shape[-1])[..., :seq, :]
+    return num.reshape(*num.shape[:-3], -1, fv.shape[-1])[..., :seq, :]

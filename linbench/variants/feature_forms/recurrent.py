@@ -11,20 +11,23 @@ from dataclasses import dataclass
 
 import torch
 
+from linbench.variants.heads import per_kv_head
+
 
 @dataclass
 class LinearState:
     """What a linear attention remembers of the tokens it has seen."""
 
-    kv: torch.Tensor  # (B, H, Dk, Dv): sum of fk_j fv_j^T
-    key_sum: torch.Tensor | None  # (B, H, Dk): sum of fk_j, when normalised
+    kv: torch.Tensor  # (B, H_kv, Dk, Dv): sum of fk_j fv_j^T, one per key/value head
+    key_sum: torch.Tensor | None  # (B, H_kv, Dk): sum of fk_j, when normalised
     position: int  # tokens consumed so far (the offset of the next token)
 
     @classmethod
-    def empty(cls, fq: torch.Tensor, fv: torch.Tensor, normalised: bool) -> LinearState:
-        batch, heads, _, dim_k = fq.shape
-        kv = fq.new_zeros(batch, heads, dim_k, fv.shape[-1])
-        key_sum = fq.new_zeros(batch, heads, dim_k) if normalised else None
+    def empty(cls, fk: torch.Tensor, fv: torch.Tensor, normalised: bool) -> LinearState:
+        """Nothing absorbed: a state for keys ``fk`` (..., S, Dk) and values ``fv`` (..., S, Dv)."""
+        lead, dim_k = fk.shape[:-2], fk.shape[-1]
+        kv = fk.new_zeros(*lead, dim_k, fv.shape[-1])
+        key_sum = fk.new_zeros(*lead, dim_k) if normalised else None
         return cls(kv=kv, key_sum=key_sum, position=0)
 
 
@@ -44,14 +47,15 @@ def _absorb(state: LinearState, k_t: torch.Tensor, v_t: torch.Tensor) -> LinearS
     return LinearState(kv=kv, key_sum=key_sum, position=state.position + 1)
 
 
+@per_kv_head
 def recurrent_scan(
     fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, *, eps: float | None, state: LinearState | None = None
 ) -> tuple[torch.Tensor, LinearState]:
     """Causal outputs for the given tokens, continuing from ``state``, and the new state."""
     if state is None:
-        state = LinearState.empty(fq, fv, normalised=eps is not None)
+        state = LinearState.empty(fk, fv, normalised=eps is not None)
     if fq.shape[-2] == 0:
-        return fv.new_empty(*fv.shape), state
+        return fq.new_empty(*fq.shape[:-1], fv.shape[-1]), state
     # Tokens by unbind and outputs joined by stack, never indexed or written in place: under
     # autograd each index or slice write costs a full-size gradient, which made the backward
     # quadratic in S (1.3 s at 1k tokens, 4.5 s at 2k).
@@ -62,11 +66,12 @@ def recurrent_scan(
     return torch.stack(outs, dim=-2), state
 
 
+@per_kv_head
 def recurrent_bidirectional(fq: torch.Tensor, fk: torch.Tensor, fv: torch.Tensor, *, eps: float | None) -> torch.Tensor:
     """Absorb the whole sequence into the state first, then read it out for every query."""
-    state = LinearState.empty(fq, fv, normalised=eps is not None)
+    state = LinearState.empty(fk, fv, normalised=eps is not None)
     if fq.shape[-2] == 0:
-        return fv.new_empty(*fv.shape)
+        return fq.new_empty(*fq.shape[:-1], fv.shape[-1])
     for k_t, v_t in zip(fk.unbind(-2), fv.unbind(-2), strict=True):
         state = _absorb(state, k_t, v_t)
     return torch.stack([_read(q_t, state, eps) for q_t in fq.unbind(-2)], dim=-2)

@@ -37,6 +37,7 @@ VARIANT = register_variant(
                 "O(sd²)",
                 "O(sd²)",
                 time_exponent=1,
+                gqa=True,
             ),
             Impl(
                 "chunked",
@@ -46,6 +47,7 @@ VARIANT = register_variant(
                 "O(sd)",
                 time_exponent=1,
                 params=(CHUNK_SIZE,),
+                gqa=True,
             ),
             Impl(
                 "recurrent",
@@ -54,6 +56,7 @@ VARIANT = register_variant(
                 "O(sd²)",
                 "O(d²)",
                 time_exponent=1,
+                gqa=True,
             ),
             kernel_impl(kernel, "csrc/ chunked kernel on shifted exponential features, maxima carried with the state"),
         ),
@@ -76,6 +79,7 @@ VARIANT = register_variant(
                 step_time="O(d²)",
                 state_exponent=0,
                 step_exponent=0,
+                gqa=True,
             ),
         ),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from linbench.variants.feature_forms.impls import CHUNK_SIZE
+from linbench.variants.heads import per_kv_head
 from linbench.variants.heinsen.logspace import log_matmul_exp
 from linbench.variants.heinsen.recurrent import LogState
 from linbench.variants.impl_helpers import causal_mask, positive_int, upcast
@@ -23,6 +24,7 @@ def _bidirectional(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor) -> tor
     return log_matmul_exp(q, log_kv) - log_matmul_exp(q, log_z)
 
 
+@per_kv_head
 def chunked_scan(
     q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, chunk_size: int, state: LogState | None = None
 ) -> tuple[torch.Tensor, LogState]:
@@ -51,13 +53,14 @@ def chunked_scan(
         chunk_z = torch.logsumexp(k_c, dim=-2).unsqueeze(-1)
         log_kv = chunk_kv if log_kv is None else torch.logaddexp(log_kv, chunk_kv)
         log_z = chunk_z if log_z is None else torch.logaddexp(log_z, chunk_z)
-    out = torch.cat(outs, dim=-2) if outs else log_v.new_empty(log_v.shape)
+    out = torch.cat(outs, dim=-2) if outs else q.new_empty(*q.shape[:-1], log_v.shape[-1])
     position = (state.position if state is not None else 0) + seq
     if log_kv is None or log_z is None:  # no token at all: the state stays empty
-        return out, state if state is not None else LogState.empty(q, log_v)
+        return out, state if state is not None else LogState.empty(k, log_v)
     return out, LogState(log_kv, log_z.squeeze(-1), position)
 
 
+@per_kv_head
 def chunked(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, causal: bool, chunk_size: int) -> torch.Tensor:
     """log Y chunk by chunk; no S x S and no S x Dk x Dv tensor."""
     if not causal:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from linbench.variants.heads import per_kv_head
 from linbench.variants.impl_helpers import upcast
 
 
@@ -16,6 +17,7 @@ def _scan(x: torch.Tensor, causal: bool) -> torch.Tensor:
     return torch.logcumsumexp(x, dim=-3) if causal else torch.logsumexp(x, dim=-3, keepdim=True)
 
 
+@per_kv_head
 def naive(q: torch.Tensor, k: torch.Tensor, log_v: torch.Tensor, *, causal: bool) -> torch.Tensor:
     """log S − log Z with H_S = LCSE(K + log V), H_Z = LCSE(K), log S = LSE(Q + H_S)."""
     q, k, log_v = upcast(q, k, log_v)

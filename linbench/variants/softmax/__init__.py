@@ -24,6 +24,7 @@ VARIANT = register_variant(
                 time_exponent=2,
                 packed=per_sequence(naive),
                 key_masked=naive_masked,
+                gqa=True,
             ),
             Impl(
                 "sdpa",
@@ -35,6 +36,7 @@ VARIANT = register_variant(
                 params=(Param("backend", "auto", f"SDPA backend to pin: {', '.join(BACKENDS)}"),),
                 packed=sdpa_packed,
                 key_masked=sdpa_masked,
+                gqa=True,
             ),
             *backend_impls(),
             varlen_impl(),
@@ -59,6 +61,7 @@ VARIANT = register_variant(
                 step_time="O(sd)",
                 state_exponent=1,
                 step_exponent=1,
+                gqa=True,
             ),
             Decoder(
                 "recompute",
@@ -69,6 +72,7 @@ VARIANT = register_variant(
                 step_time="O(s²d)",
                 state_exponent=1,
                 step_exponent=2,
+                gqa=True,
             ),
         ),
     )

@@ -43,8 +43,8 @@ class KVCache:
     through the cache; decoding runs without autograd).
     """
 
-    keys: torch.Tensor  # (B, H, capacity, Dk)
-    values: torch.Tensor  # (B, H, capacity, Dv)
+    keys: torch.Tensor  # (B, H_kv, capacity, Dk): one per key/value head
+    values: torch.Tensor  # (B, H_kv, capacity, Dv)
     queries: torch.Tensor | None  # (B, H, capacity, Dk) when the decoder recomputes
     length: int
 
@@ -103,7 +103,8 @@ def kvcache_step(
     # One query sees every cached key; several new queries see the cache and the new keys up to their own.
     mask = None if new == 1 else causal_mask(new, state.length, q.device, offset=state.length - new)
     with sdpa_kernel(STEP_BACKENDS):
-        return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask), state
+        grouped = keys.shape[1] != q.shape[1]  # a cache of fewer key/value heads than query heads
+        return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=grouped), state
 
 
 def recompute_prefill(

@@ -6,9 +6,11 @@ import math
 
 import torch
 
+from linbench.variants.heads import per_kv_head
 from linbench.variants.impl_helpers import causal_mask
 
 
+@per_kv_head
 def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
     """softmax(Q K^T / sqrt(Dk) + mask) V; the softmax runs in fp32 for fp16/bf16 inputs."""
     scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))

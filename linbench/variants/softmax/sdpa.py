@@ -45,15 +45,18 @@ def sdpa(
     A pinned backend that cannot take these inputs (flash with Dk != Dv on CPU, say) raises
     ImplUnavailableError carrying torch's reasons instead of a bare "No available kernel";
     an allocation failure is raised as it is, so that the point reads as out of memory.
+    k and v with fewer heads than q go to SDPA as they are, with ``enable_gqa``.
     """
     pinned = _backend(backend)
     context = sdpa_kernel(pinned) if pinned is not None else contextlib.nullcontext()
     with warnings.catch_warnings(record=True) as caught, context:
         warnings.simplefilter("always")
         try:
+            grouped = k.shape[1] != q.shape[1]  # fewer key/value heads: SDPA's grouped-query option
             if key_mask is None:
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=padding_mask(key_mask, causal))
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=grouped)
+            mask = padding_mask(key_mask, causal)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=grouped)
         except RuntimeError as exc:
             if pinned is None or is_out_of_memory(exc):
                 raise
@@ -89,6 +92,11 @@ _SUMMARIES = {
     "math": "SDPA pinned to its math backend (plain ATen ops, the S×S scores in memory)",
 }
 NAMED_BACKENDS = tuple(_SUMMARIES)
+# The backends handed k and v with fewer heads as they are (SDPA's enable_gqa): flash and math
+# take them (tested here on the CPU); the memory-efficient and cuDNN backends are given k and v
+# repeated to q's heads (results say "expanded"), since whether they accept enable_gqa depends
+# on the torch version and was not measured on a GPU here.
+GQA_BACKENDS = ("auto", "flash", "math")
 
 
 def backend_unavailable(backend: str, device: torch.device) -> str | None:
@@ -138,6 +146,7 @@ def backend_impls() -> tuple[Impl, ...]:
             time_exponent=2,
             availability=functools.partial(backend_unavailable, backend),
             key_masked=_pinned_masked(backend),
+            gqa=backend in GQA_BACKENDS,
         )
         for backend, summary in _SUMMARIES.items()
     )

@@ -1,0 +1,36 @@
+"""The axes of a sweep that model shapes add: key/value heads, and presets that fill them.
+
+spec.py asks these when it reads a sweep's settings; each refuses a bad value with a
+SpecError naming the setting and the values it takes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from linbench.sweep.presets import get_preset
+from linbench.sweep.spec import SpecError, parse_sizes
+
+
+def kv_heads_axis(value: Any, heads: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The key/value head counts, each dividing every head count; SpecError listing the
+    counts that would when one does not."""
+    if value is None:
+        return None
+    kv_heads = parse_sizes("kv_heads", value)
+    for count in heads:
+        bad = [kv for kv in kv_heads if count % kv]
+        if bad:
+            valid = ", ".join(str(d) for d in range(1, count + 1) if count % d == 0)
+            raise SpecError(f"kv_heads: {bad[0]} does not divide heads {count}; kv_heads that do: {valid}")
+    return kv_heads
+
+
+def preset_settings(name: Any, command: str) -> dict[str, Any]:
+    """The settings preset ``name`` fills (none for None); SpecError listing the presets."""
+    if name is None:
+        return {}
+    try:
+        return get_preset(str(name)).settings(command) | {"preset": str(name)}
+    except ValueError as exc:
+        raise SpecError(f"preset: {exc}") from None

@@ -1,0 +1,130 @@
+"""``--kv-heads``, ``--chunk`` and ``--preset`` on the command line (CPU): the points they add,
+the columns they fill, and bad input refused in one line, exit 2, naming the valid choices."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from cli_helpers import Invoke, assert_usage_error
+
+from linbench.sweep.presets import PRESETS
+
+SMALL = ("--dim", "16", "--budget-s", "0.02", "--warmup-s", "0.01", "--device", "cpu", "--quiet")
+
+
+def _rows(out: Path) -> list[dict[str, str]]:
+    (folder,) = out.iterdir()
+    with (folder / "results.csv").open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "fragments"),
+    [
+        ("run", ("--heads", "8", "--kv-heads", "3"), ("kv_heads: 3 does not divide heads 8", "1, 2, 4, 8")),
+        ("run", ("--heads", "6,8", "--kv-heads", "2,3"), ("kv_heads: 3 does not divide heads 8", "1, 2, 4, 8")),
+        ("decode", ("--heads", "4", "--kv-heads", "8"), ("kv_heads: 8 does not divide heads 4", "1, 2, 4")),
+        ("run", ("--preset", "llama9"), ("unknown preset 'llama9'", "presets: llama3-8b", "falcon-7b")),
+        ("decode", ("--preset", "llama9"), ("unknown preset 'llama9'", "presets: llama3-8b")),
+        (
+            "run",
+            ("--variant", "cosine:kernel", "--no-baseline", "--chunk", "2048"),
+            ("--chunk 2048", "cosine:kernel cannot take it on cpu", "chunks of 1..1024 tokens"),
+        ),
+        (
+            "run",
+            ("--variant", "cosine:naive,cosine:recurrent", "--no-baseline", "--chunk", "64"),
+            ("--chunk: no impl of this run takes a chunk size", "cosine:chunked"),
+        ),
+        (
+            "run",
+            ("--variant", "cosine:chunked", "--no-baseline", "--chunk", "64", "--param", "cosine.chunk_size=32"),
+            ("--chunk and --param", "give one"),
+        ),
+        ("run", ("--chunk", "0"), ("chunk",)),
+        (
+            "run",
+            ("--variant", "cosine:chunked", "--pack", "lognormal:mean=64", "--tokens", "1k", "--kv-heads", "1"),
+            ("--pack runs as many key/value heads as heads", "drop --kv-heads and --chunk"),
+        ),
+    ],
+)
+def test_bad_shape_input_is_one_line_and_exit_2(
+    invoke: Invoke, tmp_path: Path, command: str, args: tuple[str, ...], fragments: tuple[str, ...]
+) -> None:
+    out = tmp_path / "out"
+    assert_usage_error(invoke(command, *args, "--device", "cpu", "--out", out), *fragments)
+    assert not out.exists()
+
+
+def test_the_cuda_kernel_refuses_a_chunk_other_than_64_at_plan_time() -> None:
+    from linbench.variants.feature_forms.impls import KERNEL_CHUNK_SIZE
+
+    assert KERNEL_CHUNK_SIZE.refusal(64, "cuda") is None
+    assert "chunks of 64 tokens only" in str(KERNEL_CHUNK_SIZE.refusal(128, "cuda"))
+    assert KERNEL_CHUNK_SIZE.refusal(128, "cpu") is None
+
+
+def test_kv_heads_run_records_the_key_value_heads_and_how_each_impl_took_them(invoke: Invoke, tmp_path: Path) -> None:
+    args = ("run", "--variant", "cosine:chunked,cosine:kernel", "--baseline", "softmax:sdpa", "--seq", "32")
+    result = invoke(*args, "--heads", "4", "--kv-heads", "4,1", *SMALL, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    seen = {(row["impl"], row["kv_heads"]): (row["gqa"], row["status"]) for row in _rows(tmp_path)}
+    assert seen == {
+        ("chunked", "4"): ("", "ok"),
+        ("kernel", "4"): ("", "ok"),
+        ("sdpa", "4"): ("", "ok"),
+        ("chunked", "1"): ("native", "ok"),
+        ("kernel", "1"): ("expanded", "ok"),
+        ("sdpa", "1"): ("native", "ok"),
+    }
+
+
+def test_decode_state_shrinks_with_the_key_value_heads(invoke: Invoke, tmp_path: Path) -> None:
+    args = ("decode", "--variant", "cosine", "--baseline", "softmax:kvcache", "--context", "32", "--tokens", "2")
+    result = invoke(*args, "--heads", "4", "--kv-heads", "4,1", "--dim", "16", "--device", "cpu", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    state = {(row["impl"], row["kv_heads"]): int(row["state_bytes"]) for row in _rows(tmp_path)}
+    assert state[("recurrent", "1")] * 4 == state[("recurrent", "4")]
+    assert state[("kvcache", "1")] * 4 == state[("kvcache", "4")]
+    assert "KV=1" in result.stdout  # the summary tells the two apart
+
+
+def test_chunk_sweep_gives_a_point_per_chunk_size_to_the_impls_that_take_one(invoke: Invoke, tmp_path: Path) -> None:
+    args = ("run", "--variant", "cosine:chunked,cosine:kernel,cosine:recurrent", "--no-baseline", "--seq", "64")
+    result = invoke(*args, "--heads", "2", "--chunk", "16,32", *SMALL, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    seen = sorted((row["impl"], row["chunk"], row["status"]) for row in _rows(tmp_path))
+    assert seen == [
+        ("chunked", "16", "ok"),
+        ("chunked", "32", "ok"),
+        ("kernel", "16", "ok"),
+        ("kernel", "32", "ok"),
+        ("recurrent", "", "ok"),
+    ]
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_plans_its_shape(invoke: Invoke, tmp_path: Path, name: str) -> None:
+    """The dry run of each preset shows its heads, key/value heads and head dim."""
+    preset = PRESETS[name]
+    result = invoke("run", "--preset", name, "--variant", "cosine:chunked", "--dry-run", "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    axes = f"heads {preset.heads} · kv_heads {preset.kv_heads} · dim {preset.dim}"
+    assert axes in result.stdout, result.stdout
+
+
+def test_flags_override_a_preset(invoke: Invoke) -> None:
+    result = invoke("run", "--preset", "llama3-8b", "--seq", "256", "--kv-heads", "32", "--dry-run", "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert "seq 256 · batch 1 · heads 32 · kv_heads 32 · dim 128" in result.stdout
+
+
+def test_suites_lists_the_presets_with_their_sources(invoke: Invoke) -> None:
+    result = invoke("suites")
+    assert result.exit_code == 0, result.output
+    for name in PRESETS:
+        assert name in result.stdout
+    assert "Llama 3 Herd of Models" in result.stdout
