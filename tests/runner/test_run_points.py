@@ -81,7 +81,7 @@ def test_a_refused_point_gets_a_skipped_row_with_the_reason(tmp_path: Path) -> N
 def test_history_teaches_the_skip_rules_and_stray_keys_are_refused(tmp_path: Path) -> None:
     agent = prepare(TINY)
     short, long = [p for p in agent.plan.points if p.impl == "chunked"]
-    oom = {c: str(v) for c, v in short.as_row().items()} | {"status": "oom"}
+    oom = {c: "" if v is None else str(v) for c, v in short.as_row().items()} | {"status": "oom"}  # as CSV reads
     store = start(agent, at=tmp_path / "run")
     run_points(agent, [long.key], store, history=[oom])  # an earlier attempt ran out of memory shorter
     (row,) = store.rows()
