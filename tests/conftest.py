@@ -44,7 +44,53 @@ def _piped_console(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+# The tests run in parallel worker processes (pytest-xdist: `-n auto --dist loadgroup` in
+# pyproject.toml) when the machine has cores to spare. Tests that share one machine-wide thing
+# run one after the other in a single worker: the Slurm tests share the session's one-node Slurm
+# (its daemons and fixed ports), and the Ray tests each start a local Ray cluster, which two at
+# once would fight over.
+SERIAL_GROUPS = ("slurm", "ray")
+# At most this many workers: each imports torch (a few hundred MB) and many tests start
+# processes of their own, so more buy memory use rather than time.
+MOST_WORKERS = 4
+# How long the cores are watched before the workers are chosen.
+IDLE_WINDOW_S = 1.0
+
+
+WORKERS_CHOICE = pytest.StashKey[str]()
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: one worker per core idle when the suite starts (at most MOST_WORKERS), as
+    linbench picks its own threads; none, the tests then running in this process, when fewer
+    than two cores are idle: on two cores with other work on one, two workers took longer than
+    none (their start and the reports they send cost more than the share of a core they got).
+    PYTEST_XDIST_AUTO_NUM_WORKERS, or ``-n N``, sets the count by hand."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    from linbench.machine.cpu_use import idle_core_count, usable_cpus
+    from linbench.runner.threads import measure_idle_cores
+
+    cores = len(usable_cpus())
+    idle = measure_idle_cores(IDLE_WINDOW_S)
+    workers = min(MOST_WORKERS, cores if idle is None else idle_core_count(idle))
+    workers = workers if workers >= 2 else 0
+    measured = "not measured" if idle is None else f"{idle:.1f} of {cores}"
+    config.stash[WORKERS_CHOICE] = f"{workers} ({measured} cores idle at the start)"
+    return workers
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    choice = config.stash.get(WORKERS_CHOICE, None)
+    return None if choice is None else f"test workers: {choice}"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for group in SERIAL_GROUPS:
+            if item.get_closest_marker(group) is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device; none is available here")

@@ -29,7 +29,19 @@ from linbench.cli import ab_cmd
 from linbench.results.store import RunStore
 
 ROUNDS = 3
-SWEEP = ["--device", "cpu", "--variant", "softmax:sdpa", "--no-baseline", "--seq", "256,512", "--budget-s", "0.1"]
+SWEEP = [
+    "--device",
+    "cpu",
+    "--variant",
+    "softmax:sdpa",
+    "--no-baseline",
+    "--seq",
+    "256,512",
+    "--budget-s",
+    "0.1",
+    "--warmup-s",
+    "0",
+]
 
 
 @pytest.fixture

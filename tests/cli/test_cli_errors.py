@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import Invoke, assert_usage_error
 
 PLANTED_FILE = Path(__file__).parents[1] / "plugins" / "planted.py"
-SMALL = ("--heads", "2", "--dim", "16", "--budget-s", "0.05", "--device", "cpu")
+SMALL = ("--heads", "2", "--dim", "16", "--budget-s", "0.05", "--warmup-s", "0", "--device", "cpu")
 TINY = ("--seq", "64", *SMALL)
 TINY_DECODE = ("--context", "64", "--tokens", "2", "--heads", "2", "--dim", "16", "--device", "cpu")
 

@@ -22,7 +22,7 @@ PLANTED_FILE = Path(__file__).parents[1] / "plugins" / "planted.py"
 STALL_MARKER_ENV = "LINBENCH_PLANTED_STALL"  # planted.py's
 WAIT_S = 120.0  # a bound on waiting for a process, never a measured duration
 CPU = ("--device", "cpu")
-TINY = ("--seq", "64,128", "--heads", "2", "--dim", "16", "--budget-s", "0.05", *CPU)
+TINY = ("--seq", "64,128", "--heads", "2", "--dim", "16", "--budget-s", "0.05", "--warmup-s", "0", *CPU)
 
 
 def run_folder(out: Path) -> Path:
@@ -144,7 +144,7 @@ def test_a_plugin_file_shows_in_list_and_runs(invoke: Invoke, tmp_path: Path) ->
 # mid-sweep by construction, never by a race with the clock.
 STALL_SEQS = ("64", "128", "256", "512", "1024")
 STALL_RUN = ("--plugin", PLANTED_FILE, "--variant", "planted:stall", "--no-baseline", *CPU, "-q")
-STALL_RUN += ("--seq", ",".join(STALL_SEQS), "--heads", "2", "--dim", "16", "--budget-s", "0.05")
+STALL_RUN += ("--seq", ",".join(STALL_SEQS), "--heads", "2", "--dim", "16", "--budget-s", "0.05", "--warmup-s", "0")
 
 
 def start_stalling_run(tmp_path: Path, **popen: Any) -> tuple[subprocess.Popen[str], int]:

@@ -11,7 +11,7 @@ from cli_helpers import Invoke
 from linbench.machine import load
 
 TINY = ("--variant", "cosine:chunked", "--no-baseline", "--seq", "64", "--heads", "2", "--dim", "16")
-FAST = ("--budget-s", "0.05", "--device", "cpu")
+FAST = ("--budget-s", "0.05", "--warmup-s", "0", "--device", "cpu")
 
 
 def _machine(monkeypatch: pytest.MonkeyPatch, load_1m: float) -> None:

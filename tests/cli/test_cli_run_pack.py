@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import Invoke, assert_usage_error
 
-TINY = ("--no-baseline", "--heads", "2", "--dim", "8", "--budget-s", "0.05", "--device", "cpu")
+TINY = ("--no-baseline", "--heads", "2", "--dim", "8", "--budget-s", "0.05", "--warmup-s", "0", "--device", "cpu")
 
 
 def read_rows(out: Path) -> list[dict[str, str]]:

@@ -8,7 +8,19 @@ from pathlib import Path
 import pytest
 from cli_helpers import Invoke, assert_usage_error
 
-TINY = ("--variant", "cosine:chunked", "--no-baseline", "--heads", "2", "--dim", "16", "--budget-s", "0.05")
+TINY = (
+    "--variant",
+    "cosine:chunked",
+    "--no-baseline",
+    "--heads",
+    "2",
+    "--dim",
+    "16",
+    "--budget-s",
+    "0.05",
+    "--warmup-s",
+    "0",
+)
 
 
 def read_rows(out: Path) -> list[dict[str, str]]:

@@ -16,7 +16,7 @@ from torn_rows import garble_row, tear_last_row
 
 from linbench.results.rows import read_rows
 
-SMALL = ("--heads", "2", "--dim", "16", "--budget-s", "0.05", "--device", "cpu")
+SMALL = ("--heads", "2", "--dim", "16", "--budget-s", "0.05", "--warmup-s", "0", "--device", "cpu")
 # results.csv: softmax 1k..16k on lines 2-6, cosine 1k..16k on lines 7-11; cosine 16k (16.384
 # ms) is the last row, torn to "1" ms, and softmax 2k's time (line 3) is garbled.
 TORN_LINE, GARBLED_LINE = 11, 3
