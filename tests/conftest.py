@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -45,16 +46,38 @@ def _piped_console(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # The tests run in parallel worker processes (pytest-xdist: `-n auto --dist loadgroup` in
-# pyproject.toml) when the machine has cores to spare. Tests that share one machine-wide thing
-# run one after the other in a single worker: the Slurm tests share the session's one-node Slurm
-# (its daemons and fixed ports), and the Ray tests each start a local Ray cluster, which two at
-# once would fight over.
-SERIAL_GROUPS = ("slurm", "ray")
+# pyproject.toml) when the machine has cores to spare. The tests of these modules run one after
+# the other in a single worker: the Slurm tests share the session's one-node Slurm (its daemons
+# and fixed ports) and the Ray tests each start a local Ray cluster, which two at once would
+# fight over; the others make their subject once for the whole module (a module fixture).
+# By module path, since xdist 3.8's own xdist_group marker has no effect under pytest 9.
+SHARED_MODULES = {
+    "tests/fleet/test_slurm.py": "clusters",
+    "tests/fleet/test_slurm_executor.py": "clusters",
+    "tests/fleet/test_ray.py": "clusters",
+    "tests/cli/test_cli_fleet_executors.py": "clusters",
+    "tests/cli/test_cli_compare_real.py": "compare-real",
+    "tests/doctor/test_doctor_cpu.py": "doctor-cpu",
+}
 # At most this many workers: each imports torch (a few hundred MB) and many tests start
 # processes of their own, so more buy memory use rather than time.
 MOST_WORKERS = 4
 # How long the cores are watched before the workers are chosen.
 IDLE_WINDOW_S = 1.0
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`: each test on the first free worker, the tests of SHARED_MODULES'
+    groups on one worker, one after the other."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedModulesScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return SHARED_MODULES.get(nodeid.split("::", 1)[0], nodeid)
+
+    return SharedModulesScheduling(config, log)
 
 
 WORKERS_CHOICE = pytest.StashKey[str]()
@@ -80,17 +103,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return workers
 
 
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     choice = config.stash.get(WORKERS_CHOICE, None)
     return None if choice is None else f"test workers: {choice}"
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        for group in SERIAL_GROUPS:
-            if item.get_closest_marker(group) is not None:
-                item.add_marker(pytest.mark.xdist_group(group))
+    if hasattr(config, "workerinput"):  # a worker: the long tests first, so none is left to run alone at the end
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None and _module(item) not in SHARED_MODULES)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device; none is available here")

@@ -181,6 +181,7 @@ def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
     assert (protocol["processes"], protocol["max_processes"]) == (3, 3)
 
 
+@pytest.mark.slow
 def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_verdict(
     tmp_path: Path, ab_temp: Path
 ) -> None:

@@ -73,6 +73,7 @@ def test_devices_spreads_a_sweep_and_merges_it(invoke: Invoke, tmp_path: Path, m
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
 
 
+@pytest.mark.slow
 def test_shard_parts_under_any_launcher_then_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_gpus(tmp_path, monkeypatch)
     run = tmp_path / "run"
@@ -90,6 +91,7 @@ def test_shard_parts_under_any_launcher_then_merge(tmp_path: Path, monkeypatch: 
     assert len(table) == 4 and {r["gpu_uuid"] for r in table} == {"GPU-fake-0", "GPU-fake-1"}
 
 
+@pytest.mark.slow
 def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -161,6 +161,7 @@ def start_stalling_run(tmp_path: Path, **popen: Any) -> tuple[subprocess.Popen[s
     return process, int(marker.read_text())
 
 
+@pytest.mark.slow
 def test_kill_9_leaves_valid_csv_and_resume_finishes_without_duplicates(tmp_path: Path) -> None:
     process, worker = start_stalling_run(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     os.kill(process.pid, signal.SIGKILL)

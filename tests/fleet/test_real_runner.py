@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from fleet_helpers import FakeInventory
 
 from linbench import SweepRequest
@@ -59,6 +60,7 @@ def key(row: dict[str, str]) -> tuple[str, ...]:
     return tuple(row[c] for c in KEY_COLUMNS)
 
 
+@pytest.mark.slow
 def test_four_fake_gpus_give_the_rows_of_one_with_the_real_runner(fake_gpus: FakeInventory, tmp_path: Path) -> None:
     inventory = fake_gpus(4)
     plan = fleet_plan(tmp_path)
@@ -84,6 +86,7 @@ def test_four_fake_gpus_give_the_rows_of_one_with_the_real_runner(fake_gpus: Fak
     assert sorted(map(key, processes)) == sorted(map(key, four))  # each row's own process, once
 
 
+@pytest.mark.slow
 def test_an_agent_killed_mid_shard_with_the_real_runner(fake_gpus: FakeInventory, tmp_path: Path) -> None:
     marker = tmp_path / "stalled"
     inventory = fake_gpus(2, stall={"seq": "32", "marker": str(marker)})
