@@ -1,7 +1,8 @@
 """The five gated families' declarations, field by field, against a record of them (CPU).
 
-This pins what each family registers: every variant's names, impls, parameters, masking,
-exponents, decoders and extra inputs. A deliberate change to a family rewrites the record:
+Each family declares what is its own (a ``GatedFamily``) and one shared function registers it
+(linbench/variants/gated/family.py); this pins what that registers: every variant's names,
+impls, parameters, masking, exponents, decoders and extra inputs. A deliberate change to a family rewrites the record:
 ``python tests/variants/test_gated_declarations.py > tests/variants/gated_declarations.json``.
 """
 
