@@ -19,7 +19,7 @@ from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
 from linbench.variants.extra_inputs import DrawSettings, draw_extra_inputs, split_draw_settings
 from linbench.variants.heads import expand_heads
-from linbench.variants.registry import Variant
+from linbench.variants.variant import Variant
 
 # (rtol, atol) per dtype, about ten units of the last place for fp16 and bf16 (fp32 allows
 # for long accumulations); atol is scaled by the RMS of the reference tensor, so one

@@ -20,7 +20,7 @@ from linbench.correctness import CaseResult, _rms, compare, make_inputs
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
-from linbench.variants.registry import Variant
+from linbench.variants.variant import Variant
 from linbench.variants.varlen import Segments, pad, unpad
 
 PACKINGS = ("packed", "padded")

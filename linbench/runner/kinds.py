@@ -38,9 +38,11 @@ from linbench.runner.task import GATE_STEPS, Task, TimingPolicy
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
 from linbench.sweep.settings import LENGTH_AXIS
-from linbench.variants.registry import Param, Variant, get_variant
+from linbench.variants.declarations import Param
+from linbench.variants.registry import get_variant
 from linbench.variants.selection import Selected, select_decoders, select_impls
 from linbench.variants.traffic import minimal_bytes
+from linbench.variants.variant import Variant
 
 if TYPE_CHECKING:
     import torch

@@ -13,7 +13,9 @@ from typing import Any
 
 from linbench.runner.kinds import RUN, Kind
 from linbench.sweep.params import ParamError, ParamSetting, convert, format_params, parse_param
-from linbench.variants.registry import Param, Variant, get_variant
+from linbench.variants.declarations import Param
+from linbench.variants.registry import get_variant
+from linbench.variants.variant import Variant
 
 Pair = tuple[str, str]
 

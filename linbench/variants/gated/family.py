@@ -14,10 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from linbench.variants.declarations import FlopsFn, Param
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.gated.fla import gated_fla_impls
 from linbench.variants.gated.impls import SCALE, Prepare, gated_decoder, gated_impls, gated_stream
-from linbench.variants.registry import FlopsFn, Param, Variant, register_variant
+from linbench.variants.registry import register_variant
+from linbench.variants.variant import Variant
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ from typing import Any
 
 import torch
 
+from linbench.variants.declarations import Param
 from linbench.variants.gated.family import GatedFamily, register_family
 from linbench.variants.gated.flops import decay_flops
 from linbench.variants.gated.gates import gamma_problem, retention_log_decay
 from linbench.variants.gated.impls import SCALE, DecayInputs
 from linbench.variants.gated.numerics import resolve_scale, upcast
-from linbench.variants.registry import Param
 
 GAMMA = Param(
     "gamma",
