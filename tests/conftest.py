@@ -63,7 +63,7 @@ SHARED_MODULES = {
 # processes of their own, so more buy memory use rather than time.
 MOST_WORKERS = 4
 # How long the cores are watched before the workers are chosen.
-IDLE_WINDOW_S = 1.0
+IDLE_WINDOW_S = 0.5
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import tempfile
 from collections import Counter
@@ -45,16 +46,18 @@ SWEEP = [
 
 
 @pytest.fixture
-def ab_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def ab_temp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The temporary folder an A/B makes its baseline's worktree in, for this test alone: the
     machine-wide one (and the checkout's other worktrees) hold whatever other work on the
     machine made there. In this process (tempfile's cached folder) and in the subprocesses
-    it starts (TMPDIR)."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+    it starts (TMPDIR). A folder of its own in the temporary folder, not under tmp_path: the runs'
+    worker sockets go under TMPDIR, and a socket's path must fit in 107 bytes, which
+    tmp_path's depth (deeper still in a parallel worker's) can leave too little room for."""
+    temp = Path(tempfile.mkdtemp(prefix="lb-ab-"))
     monkeypatch.setenv("TMPDIR", str(temp))
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    return temp
+    yield temp
+    shutil.rmtree(temp, ignore_errors=True)  # made by this fixture, removed by it
 
 
 def _left_behind(temp: Path) -> set[Path]:
