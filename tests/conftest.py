@@ -46,7 +46,7 @@ def _piped_console(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # The tests run in parallel worker processes (pytest-xdist: `-n auto --dist loadgroup` in
-# pyproject.toml) when the machine has cores to spare. The tests of these modules run one after
+# pyproject.toml), one per core. The tests of these modules run one after
 # the other in a single worker: the Slurm tests share the session's one-node Slurm (its daemons
 # and fixed ports) and the Ray tests each start a local Ray cluster, which two at once would
 # fight over; the others make their subject once for the whole module (a module fixture).
@@ -62,8 +62,18 @@ SHARED_MODULES = {
 # At most this many workers: each imports torch (a few hundred MB) and many tests start
 # processes of their own, so more buy memory use rather than time.
 MOST_WORKERS = 4
-# How long the cores are watched before the workers are chosen.
-IDLE_WINDOW_S = 0.5
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: one worker per core this process may run on, at most MOST_WORKERS; none (the
+    tests run in this process) on one core. Not fewer on a busy machine: the long tests wait on
+    processes of their own (workers, agents, Slurm, Ray, compilers), and on two cores shared with
+    other jobs the suite took 9.6 minutes in two workers and 11.7 minutes for its first sixth in
+    one process. PYTEST_XDIST_AUTO_NUM_WORKERS, or ``-n N``, sets the count by hand."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(MOST_WORKERS, cores) if cores >= 2 else 0
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -80,36 +90,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return SharedModulesScheduling(config, log)
 
 
-WORKERS_CHOICE = pytest.StashKey[str]()
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto``: one worker per core idle when the suite starts (at most MOST_WORKERS), as
-    linbench picks its own threads; none, the tests then running in this process, when fewer
-    than two cores are idle: on two cores with other work on one, two workers took longer than
-    none (their start and the reports they send cost more than the share of a core they got).
-    PYTEST_XDIST_AUTO_NUM_WORKERS, or ``-n N``, sets the count by hand."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None  # xdist's own hook reads it
-    from linbench.machine.cpu_use import idle_core_count, usable_cpus
-    from linbench.runner.threads import measure_idle_cores
-
-    cores = len(usable_cpus())
-    idle = measure_idle_cores(IDLE_WINDOW_S)
-    workers = min(MOST_WORKERS, cores if idle is None else idle_core_count(idle))
-    workers = workers if workers >= 2 else 0
-    measured = "not measured" if idle is None else f"{idle:.1f} of {cores}"
-    config.stash[WORKERS_CHOICE] = f"{workers} ({measured} cores idle at the start)"
-    return workers
-
-
 def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
-
-
-def pytest_report_header(config: pytest.Config) -> str | None:
-    choice = config.stash.get(WORKERS_CHOICE, None)
-    return None if choice is None else f"test workers: {choice}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
