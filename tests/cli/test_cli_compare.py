@@ -59,7 +59,7 @@ def test_a_run_that_moved_as_a_whole_is_inconclusive_unless_a_control_stayed_put
     assert "every point moved together by +20.0% (the median of 10 points)" in result.stdout
     assert "--control" in result.stdout and "linbench ab" in result.stdout
     # softmax:sdpa did not move: the change slowed cosine:kernel, and the gate says so.
-    kernel_only = [row | {"time_ms": row["time_ms"] * 1.2} if row["variant"] == "cosine" else row for row in _suite()]
+    kernel_only = [scaled([row], time=1.2)[0] if row["variant"] == "cosine" else row for row in _suite()]
     _, kernel_slow = _pair(tmp_path / "kernel", kernel_only)
     failed = invoke("compare", base, kernel_slow, "--control", "softmax:sdpa", "--json")
     assert failed.exit_code == 1, failed.output
