@@ -134,7 +134,7 @@ def exponent_table(checks: list[ExponentCheck]) -> ReportTable:
     for check in checks:
         fixed = check.fixed
         size = f"B={fixed['batch']}" if "batch" in fixed else f"tokens={fixed.get('tokens')}"
-        where = f"{fixed['dtype']} {fixed['mode']} {size} H={fixed['heads']} D={fixed['dim_k']}"
+        where = f"{fixed['dtype']} {fixed['mode']} {size} H={fixed['heads']} D={fixed['dim_k']}, {check.statistic}s"
         verdict = "regression" if check.regressed else "ok"
         rows.append(
             [
