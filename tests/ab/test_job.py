@@ -73,11 +73,13 @@ def test_max_rounds_below_rounds_is_refused_and_its_default_is_the_protocols(tmp
     assert (job.protocol.wanted, job.protocol.most, job.protocol.order) == (5, 20, AB_ROUNDS)
 
 
-def _rounds_of(folder: Path, times: list[float], status: str = "ok") -> list[Path]:
+def _rounds_of(folder: Path, times: list[float], status: str = "ok", p20s: list[float] | None = None) -> list[Path]:
     paths = []
     for index, time_ms in enumerate(times):
         store = RunStore.create(folder / str(index), "round")
         row = result_row(1024, time_ms=time_ms) | {"device_name": "Test CPU", "samples": 10}
+        if p20s is not None:
+            row["time_ms_p20"] = p20s[index]
         store.append(row | {"status": status if index == len(times) - 1 else "ok"})
         store.write_meta({"status": "complete"})
         paths.append(store.path)
@@ -95,3 +97,12 @@ def test_a_point_whose_rounds_disagree_on_either_side_needs_another(tmp_path: Pa
     assert points_needing_more({"baseline": steady, "current": spread}, ProcessProtocol.rounds(3, 3)) == 0
     failed = _rounds_of(tmp_path / "failed", [10.0, 11.0, 9.5], status="mismatch")
     assert points_needing_more({"baseline": steady, "current": failed}, protocol) == 0
+
+
+def test_rounds_are_extended_on_the_p20s_compare_judges_not_on_their_medians(tmp_path: Path) -> None:
+    protocol = ProcessProtocol.rounds(3, 20)
+    # A busy CPU: medians on either mode of preemption (1.85 to 81 ms), p20s within 1%.
+    preempted = _rounds_of(tmp_path / "preempted", [1.85, 81.0, 40.0], p20s=[1.80, 1.81, 1.805])
+    assert points_needing_more({"baseline": preempted, "current": preempted}, protocol) == 0
+    apart = _rounds_of(tmp_path / "apart", [1.85, 1.86, 1.85], p20s=[1.80, 2.2, 1.805])
+    assert points_needing_more({"baseline": preempted, "current": apart}, protocol) == 1
