@@ -1,6 +1,6 @@
 """One point of two runs compared: its time (by the rule of rule.py, on the statistic of
 statistic.py: the CUDA-graph replay time where both sides have one, with the eager time
-beside it, else each process's p20, else its median), its memory and its
+beside it, else on a CPU each process's p20, else its median), its memory and its
 kernel launches per call, each with a verdict. A CPU point whose threads other processes
 oversubscribed on either side (results.csv's ``oversubscribed``) has its time not judged:
 its verdict is ``oversubscribed``: not judged (so never a pass, rule.py's UNJUDGED), not
@@ -91,8 +91,10 @@ class PointDiff:
 
     @property
     def fell_back(self) -> bool:
-        """Judged on CPU process medians only because a side recorded no p20."""
-        return fell_back(self.key["device_type"] == "cpu", self.statistic)
+        """Judged on CPU process medians only because a side recorded no p20 (a point with
+        a side not ok has no time judged, so none)."""
+        both_ok = self.base_status == self.status == "ok"
+        return both_ok and fell_back(self.key["device_type"] == "cpu", self.statistic)
 
     @property
     def time_regressed(self) -> bool:

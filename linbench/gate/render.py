@@ -116,9 +116,10 @@ POINT_COLUMNS = [
 
 def points_table(comparison: Comparison) -> ReportTable:
     """A row per compared point. Baseline and current are the median across a side's
-    processes of each process's statistic, named beside it (p20, graph median, or median
-    where a side recorded no p20); K is the worker processes per side, threshold the change
-    the point had to pass (the larger of --max-slowdown and its noise)."""
+    processes of each process's statistic, named beside it (p20 on a CPU, graph median, or
+    median: a GPU's eager time, or a CPU's where a side recorded no p20); K is the worker
+    processes per side, threshold the change the point had to pass (the larger of
+    --max-slowdown and its noise)."""
     changed = comparison.environment_changed
     rows = [
         [point_label(p.key), *_time_cells(p, changed), *_memory_cells(p), _launch_cell(p)] for p in comparison.points
