@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     from linbench.errors import ImplUnavailableError
     from linbench.runner.api import plan_sweep, run_sweep
     from linbench.sweep.request import SweepRequest
+    from linbench.variants.declarations import Decoder, Impl, Param
     from linbench.variants.extra_inputs import ExtraInput
-    from linbench.variants.registry import Decoder, Impl, Param, Variant, register_variant
+    from linbench.variants.registry import register_variant
+    from linbench.variants.variant import Variant
 
 
 def __getattr__(name: str) -> Any:

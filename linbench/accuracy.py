@@ -26,7 +26,7 @@ import torch
 from linbench.api import attention
 from linbench.correctness import make_inputs
 from linbench.shape import Shape
-from linbench.variants.registry import Variant
+from linbench.variants.variant import Variant
 
 REFERENCE_BYTES = 1 << 30
 _REFERENCE_COPIES = 4

@@ -10,9 +10,11 @@ from typing import Any
 import torch
 
 from linbench.errors import ImplUnavailableError
+from linbench.variants.declarations import Impl
 from linbench.variants.heads import expand_call
-from linbench.variants.registry import Impl, Variant, get_variant, list_variants
+from linbench.variants.registry import get_variant, list_variants
 from linbench.variants.validation import check_qkv
+from linbench.variants.variant import Variant
 from linbench.variants.varlen import Segments
 
 __all__ = ["attention", "attention_packed", "attention_padded", "get_variant", "list_variants"]

@@ -16,11 +16,12 @@ from typing import Any
 import torch
 
 from linbench.api import attention, attention_packed, attention_padded
-from linbench.correctness import CaseResult, _rms, compare, make_inputs
+from linbench.comparison import compare, rms
+from linbench.correctness import CaseResult, make_inputs
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
-from linbench.variants.registry import Variant
+from linbench.variants.variant import Variant
 from linbench.variants.varlen import Segments, pad, unpad
 
 PACKINGS = ("packed", "padded")
@@ -129,6 +130,6 @@ def check_packed(
         result.error = f"{type(exc).__name__}: {exc}"
         result.out_of_memory = is_out_of_memory(exc)
         return result
-    floor = max(_rms(t) for t in expected.values()) / 100
+    floor = max(rms(t) for t in expected.values()) / 100
     result.comparisons = [compare(n, got[n], expected[n], dtype, floor) for n in expected if n in got]
     return result

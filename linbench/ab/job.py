@@ -22,7 +22,7 @@ from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import row_key
 from linbench.results.store import RunStore, utc_stamp
-from linbench.sweep.spec import find_suite, read_suite
+from linbench.sweep.suites import find_suite, read_suite
 
 Progress = Callable[[str], None]
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import torch
 
     from linbench.correctness import CaseResult
-    from linbench.variants.registry import Variant
+    from linbench.variants.variant import Variant
 
 # (batch, heads, seq, dim_k, dim_v); Shape itself lives with torch, so it is built late.
 SHAPES = ((1, 2, 1, 8, 8), (2, 3, 100, 16, 24), (1, 2, 257, 32, 32))

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import torch
 
     from linbench.accuracy import ErrorAtLength
-    from linbench.variants.registry import Variant
+    from linbench.variants.variant import Variant
 
 COLUMNS = ("variant", "impl", "dtype", "causal", "seq", "rel_err", "normwise_err", "reference", "error")
 

@@ -17,7 +17,8 @@ from linbench.cli.errors import usage_errors
 if TYPE_CHECKING:
     import torch
 
-    from linbench.variants.registry import Impl, Param, Variant
+    from linbench.variants.declarations import Impl, Param
+    from linbench.variants.variant import Variant
 
 
 def format_params(params: Iterable[Param]) -> str:

@@ -49,7 +49,7 @@ def sweep_request(command: str, options: Mapping[str, Any], **fields: Any) -> Sw
     from dataclasses import fields as fields_of
 
     from linbench.sweep.request import SETTING_KEYS, SweepRequest
-    from linbench.sweep.spec import nonnegative_float, positive_int
+    from linbench.sweep.values import nonnegative_float, positive_int
 
     plural = {key: name for name, key in SETTING_KEYS.items()}  # "variant" -> "variants"
     known = {f.name for f in fields_of(SweepRequest)}

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from linbench.cli.common import load_plugins, stdout_console
 from linbench.cli.errors import CliUsageError, usage_errors
-from linbench.sweep.spec import SUITE_DIRS
+from linbench.sweep.suites import SUITE_DIRS
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,8 @@ def describe_suite(path: Path) -> SuiteInfo:
     """Name, summary, command and point count of one suite; ValueError naming what is wrong."""
     from linbench.runner.plan import count_points
     from linbench.sweep.request import SweepRequest
-    from linbench.sweep.spec import build_spec, read_suite, suite_command
+    from linbench.sweep.spec import build_spec
+    from linbench.sweep.suites import read_suite, suite_command
 
     command = suite_command(path, read_suite(path))
     spec = build_spec(SweepRequest(suite=path, command=command))

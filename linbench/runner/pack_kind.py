@@ -26,7 +26,8 @@ import torch
 from linbench.api import attention_packed, attention_padded
 from linbench.lengths import Pack
 from linbench.results.record import PointFacts
-from linbench.runner.kinds import RunKind, Work, call_flops
+from linbench.runner.kind_protocol import Work
+from linbench.runner.run_kind import RunKind, call_flops
 from linbench.runner.targets import Targets
 from linbench.runner.task import Task
 from linbench.runner.workload import Workload, warm_up

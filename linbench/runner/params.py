@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from linbench.runner.kinds import RUN, Kind
+from linbench.runner.kind_protocol import Kind
+from linbench.runner.kinds import RUN
 from linbench.sweep.params import ParamError, ParamSetting, convert, format_params, parse_param
-from linbench.variants.registry import Param, Variant, get_variant
+from linbench.variants.declarations import Param
+from linbench.variants.registry import get_variant
+from linbench.variants.variant import Variant
 
 Pair = tuple[str, str]
 

@@ -15,7 +15,8 @@ import torch
 from linbench.machine.limits import available_memory_bytes
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import PointFacts
-from linbench.runner.kinds import RUN, Kind, kind_of
+from linbench.runner.kind_protocol import Kind
+from linbench.runner.kinds import RUN, kind_of
 from linbench.runner.pack_kind import PackKind, drop_unpackable
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets

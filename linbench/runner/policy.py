@@ -44,7 +44,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from linbench.runner.kinds import RUN, Kind
+from linbench.runner.kind_protocol import Kind
+from linbench.runner.kinds import RUN
 from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point
 

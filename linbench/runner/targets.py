@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from linbench.runner.kinds import RUN, Kind
+from linbench.runner.kind_protocol import Kind
+from linbench.runner.kinds import RUN
 
 
 @dataclass(frozen=True)

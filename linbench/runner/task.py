@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from linbench.sweep.points import Point
 
 if TYPE_CHECKING:
-    from linbench.runner.kinds import Kind
+    from linbench.runner.kind_protocol import Kind
 
 # The decode gate compares this many steps after its prefill with the reference's last rows.
 GATE_STEPS = 4

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from linbench.sweep.presets import get_preset
-from linbench.sweep.spec import SpecError, parse_sizes
+from linbench.sweep.values import SpecError, parse_sizes
 
 
 def kv_heads_axis(value: Any, heads: tuple[int, ...]) -> tuple[int, ...] | None:

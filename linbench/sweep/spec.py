@@ -14,59 +14,46 @@ sweep's points are ordinary points of mode "decode" whose length is the context.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from linbench.dtypes import parse_dtypes, split_list
+from linbench.dtypes import parse_dtypes
 from linbench.lengths import Pack
 from linbench.results.schema import MODES
+from linbench.sweep.model_shapes import kv_heads_axis, preset_settings
 from linbench.sweep.packs import pack_settings
-from linbench.sweep.ranges import RangeError, parse_range
+from linbench.sweep.params import parse_param
 from linbench.sweep.request import SweepRequest
-from linbench.sweep.settings import (
-    COMMANDS,
-    DEFAULT_SETTINGS,
-    DEFAULTS,
-    FIXED_AXES,
-    LENGTH_AXIS,
-    SUITE_KEYS,
-    TABLE_KEYS,
-    TOKEN_BUDGET,
-    TOP_KEYS,
+from linbench.sweep.settings import COMMANDS, DEFAULT_SETTINGS, DEFAULTS, FIXED_AXES, LENGTH_AXIS, TOKEN_BUDGET
+from linbench.sweep.suites import find_suite, load_suite, read_suite, suite_command
+from linbench.sweep.values import (
+    SpecError,
+    as_list,
+    flag,
+    name_list,
+    nonnegative_float,
+    one_size,
+    optional,
+    parse_sizes,
+    positive_float,
+    positive_int,
 )
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
-
-# Where a suite named without a path (``--suite ci-cpu``) is looked for: ./suites, then the
-# suites of the checkout linbench runs from. ``linbench suites`` lists the same folders.
-CHECKOUT_SUITES = Path(__file__).resolve().parents[2] / "suites"
-SUITE_DIRS = (Path("suites"), CHECKOUT_SUITES)
-
-
-class SpecError(ValueError):
-    """A sweep setting that makes no sense; the message names the setting."""
-
-
-def find_suite(path: Path) -> Path:
-    """The suite file ``path`` names: the file itself, or, for a bare name such as ``ci-cpu``
-    (as ``linbench suites`` lists it), ``NAME.toml`` in ./suites or linbench's own suites/.
-    SpecError naming the known suites when there is none."""
-    if path.is_file() or len(path.parts) != 1:
-        return path
-    name = path.name if path.suffix == ".toml" else f"{path.name}.toml"
-    for folder in SUITE_DIRS:
-        if (folder / name).is_file():
-            return folder / name
-    known = sorted({p.stem for folder in SUITE_DIRS if folder.is_dir() for p in folder.glob("*.toml")})
-    listed = f"; suites: {', '.join(known)}" if known else ""
-    raise SpecError(f"suite file {str(path)!r} does not exist and names no suite of linbench suites{listed}")
+# SpecError and the suite readers are imported from here too (docs/python-api.md names
+# linbench.sweep.spec.SpecError).
+__all__ = [
+    "Axes",
+    "SpecError",
+    "SweepSpec",
+    "build_spec",
+    "read_suite",
+    "short_name",
+    "spec_from_settings",
+    "suite_command",
+    "with_timeout",
+]
 
 
 @dataclass(frozen=True)
@@ -130,28 +117,8 @@ class SweepSpec:
     packing: tuple[str, ...] = ()  # run: how each impl runs the pack (packed, padded)
 
 
-def parse_sizes(key: str, value: Any) -> tuple[int, ...]:
-    """Every size ``value`` names (range text, a number, or a list of them), sorted, each once;
-    SpecError naming ``key`` for a bad range."""
-    items = value if isinstance(value, list | tuple) else [value]
-    try:
-        return tuple(sorted({v for item in items for v in parse_range(item)}))
-    except RangeError as exc:
-        raise SpecError(f"{key}: {exc}") from None
-
-
-def _names(key: str, value: Any) -> list[str]:
-    """The names of a comma-list setting; SpecError naming ``key`` for an empty item."""
-    try:
-        return split_list(_as_list(value))
-    except ValueError as exc:
-        if all(not str(item).strip() for item in _as_list(value)):
-            raise SpecError(f"{key}: no {key} given (an empty value)") from None
-        raise SpecError(f"{key}: {exc}") from None
-
-
 def _modes(value: Any) -> tuple[str, ...]:
-    modes = _names("mode", value)
+    modes = name_list("mode", value)
     for mode in modes:
         if mode not in MODES:
             raise SpecError(f"mode: unknown mode {mode!r}; modes: {', '.join(MODES)}")
@@ -176,15 +143,13 @@ def _causal(value: Any) -> tuple[bool, ...]:
 
 def _axes(settings: Mapping[str, Any], command: str) -> Axes:
     """One block of points; a decode block is causal, of mode "decode", its length the context."""
-    from linbench.sweep.model_shapes import kv_heads_axis
-
     try:
         dtypes = tuple(parse_dtypes(settings["dtype"] if isinstance(settings["dtype"], list) else [settings["dtype"]]))
     except ValueError as exc:
         raise SpecError(f"dtype: {exc}") from None
     dim_v = settings.get("dim_v")
     budget = TOKEN_BUDGET[command] and settings.get("tokens") is not None
-    tokens = _one_size("tokens", settings["tokens"]) if budget else None
+    tokens = one_size("tokens", settings["tokens"]) if budget else None
     axis, fixed = LENGTH_AXIS[command], FIXED_AXES[command]
     seqs = parse_sizes(axis, settings[axis])
     packed = settings.get("pack") is not None or settings.get("lengths_file") is not None
@@ -210,53 +175,6 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
     )
 
 
-def suite_command(path: Path, data: Mapping[str, Any]) -> str:
-    """The command a suite is for (``command = "decode"``; "run" when it does not say)."""
-    command = data.get("command", "run")
-    if command not in COMMANDS:
-        raise SpecError(f"suite file {str(path)!r}: command {command!r} is not one of {', '.join(COMMANDS)}")
-    return str(command)
-
-
-def read_suite(path: Path) -> dict[str, Any]:
-    """A suite file's TOML as a dict; SpecError naming the file when it is missing or malformed."""
-    if not path.is_file():
-        raise SpecError(f"suite file {str(path)!r} does not exist")
-    try:
-        return tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(f"suite file {str(path)!r} is not valid TOML: {exc}") from None
-
-
-def load_suite(path: Path, command: str = "run") -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The top-level settings and the ``[[sweep]]`` tables of a suite file for ``command``."""
-    data = read_suite(path)
-    written_for = suite_command(path, data)
-    if written_for != command:
-        raise SpecError(
-            f"suite file {str(path)!r} is a {written_for} suite; run it with linbench {written_for} --suite {path}"
-        )
-    data.pop("command", None)
-    tables = data.pop("sweep", [])
-    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-        raise SpecError(f"suite file {str(path)!r}: 'sweep' must be an array of tables ([[sweep]])")
-    _check_keys(path, data, (*TOP_KEYS[command], *SUITE_KEYS))
-    if data.get("no_baseline") is True and "baseline" in data:
-        raise SpecError(f"suite file {str(path)!r}: baseline and no_baseline = true contradict each other; keep one")
-    for table in tables:
-        _check_keys(path, table, TABLE_KEYS[command])
-    # Plugin paths in a suite are relative to the suite file, not to where linbench runs.
-    plugins = data.get("plugin", [])
-    data["plugin"] = [str((path.parent / p).resolve()) for p in ([plugins] if isinstance(plugins, str) else plugins)]
-    return data, tables
-
-
-def _check_keys(path: Path, table: Mapping[str, Any], allowed: Iterable[str]) -> None:
-    unknown = sorted(set(table) - set(allowed))
-    if unknown:
-        raise SpecError(f"suite file {str(path)!r}: unknown key(s) {', '.join(unknown)}; keys: {', '.join(allowed)}")
-
-
 def short_name(variants: Iterable[str], suite: Path | None) -> str:
     """The folder suffix: the suite's name, else the variants asked for."""
     if suite is not None:
@@ -278,8 +196,6 @@ def build_spec(request: SweepRequest) -> SweepSpec:
     base = dict(defaults)
     tables: list[dict[str, Any]] = []
     top: dict[str, Any] = {}
-    from linbench.sweep.model_shapes import preset_settings
-
     if suite is not None:
         suite = find_suite(suite)
         top, tables = load_suite(suite, command)
@@ -297,7 +213,7 @@ def build_spec(request: SweepRequest) -> SweepSpec:
     tables = [{k: v for k, v in table.items() if k not in given} for table in tables]
     if TOKEN_BUDGET[command]:
         base, tables = _token_budget(base, tables, given, top)
-    name = str(base.get("name") or short_name(_as_list(given.get("variant", base["variant"])), suite))
+    name = str(base.get("name") or short_name(as_list(given.get("variant", base["variant"])), suite))
     return spec_from_settings(base | given, tables, name=name, suite=str(suite) if suite else None, command=command)
 
 
@@ -308,8 +224,8 @@ def spec_from_settings(
     defaults = DEFAULTS[command]
     base = dict(defaults) | {k: v for k, v in settings.items() if k in defaults}
     blocks = [_axes(base | table, command) for table in tables or [{}]]
-    variants = tuple(_names("variant", base["variant"]))
-    baselines = () if base["no_baseline"] else tuple(_names("baseline", base["baseline"]))
+    variants = tuple(name_list("variant", base["variant"]))
+    baselines = () if base["no_baseline"] else tuple(name_list("baseline", base["baseline"]))
     if not variants:
         raise SpecError("variant: no variant given")
     budget = base.get("budget_s")
@@ -320,20 +236,20 @@ def spec_from_settings(
         baselines=baselines,
         blocks=tuple(blocks),
         device=str(base["device"]),
-        timeout_s=_positive_float("timeout_s", base["timeout_s"]),
-        budget_s=None if budget is None else _positive_float("budget_s", budget),
-        plugins=tuple(str(Path(p).resolve()) for p in _as_list(base["plugin"])),
+        timeout_s=positive_float("timeout_s", base["timeout_s"]),
+        budget_s=None if budget is None else positive_float("budget_s", budget),
+        plugins=tuple(str(Path(p).resolve()) for p in as_list(base["plugin"])),
         suite=suite,
         settings={k: base[k] for k in defaults} | {"sweep": tables},
         command=command,
-        tokens=None if TOKEN_BUDGET[command] else _one_size("tokens", base["tokens"]),
-        cuda_graph=_flag("cuda_graph", base.get("cuda_graph", False)),
+        tokens=None if TOKEN_BUDGET[command] else one_size("tokens", base["tokens"]),
+        cuda_graph=flag("cuda_graph", base.get("cuda_graph", False)),
         params=_param_texts(base.get("param") or []),
-        threads=_optional(positive_int, "threads", base.get("threads")),
-        warmup_s=_optional(nonnegative_float, "warmup_s", base.get("warmup_s")),
-        min_reps=_optional(positive_int, "min_reps", base.get("min_reps")),
-        processes=_optional(positive_int, "processes", base.get("processes")),
-        max_processes=_optional(positive_int, "max_processes", base.get("max_processes")),
+        threads=optional(positive_int, "threads", base.get("threads")),
+        warmup_s=optional(nonnegative_float, "warmup_s", base.get("warmup_s")),
+        min_reps=optional(positive_int, "min_reps", base.get("min_reps")),
+        processes=optional(positive_int, "processes", base.get("processes")),
+        max_processes=optional(positive_int, "max_processes", base.get("max_processes")),
         pack=pack,
         packing=packing,
     )
@@ -358,9 +274,7 @@ def _token_budget(
 
 def _param_texts(value: Any) -> tuple[str, ...]:
     """``--param`` settings, each checked for its form TARGET.NAME=VALUE."""
-    from linbench.sweep.params import parse_param
-
-    texts = tuple(str(item) for item in _as_list(value))
+    texts = tuple(str(item) for item in as_list(value))
     for text in texts:
         try:
             parse_param(text)
@@ -369,57 +283,6 @@ def _param_texts(value: Any) -> tuple[str, ...]:
     return texts
 
 
-def _optional(parse: Any, key: str, value: Any) -> Any:
-    return None if value is None else parse(key, value)
-
-
-def positive_int(key: str, value: Any) -> int:
-    """``value`` (a number or its text) as a whole number of at least 1; SpecError naming ``key``."""
-    text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
-        raise SpecError(f"{key}: {value!r} is not a positive whole number")
-    return int(text)
-
-
-def nonnegative_float(key: str, value: Any) -> float:
-    """``value`` (a number or its text) as a finite number of at least 0; SpecError naming ``key``."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise SpecError(f"{key}: {value!r} is not a number") from None
-    if not number >= 0 or number == float("inf"):
-        raise SpecError(f"{key}: {value!r} must be zero or more")
-    return number
-
-
-def _flag(key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise SpecError(f"{key}: {value!r} is not true or false")
-    return value
-
-
-def _one_size(key: str, value: Any) -> int:
-    """A single positive size (``32``, ``1k``); SpecError naming ``key`` otherwise."""
-    sizes = parse_sizes(key, value)
-    if len(sizes) != 1:
-        raise SpecError(f"{key}: give one number, not {value!r}")
-    return sizes[0]
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else [value]
-
-
-def _positive_float(key: str, value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise SpecError(f"{key}: {value!r} is not a number") from None
-    if not number > 0:
-        raise SpecError(f"{key}: {value!r} must be positive")
-    return number
-
-
 def with_timeout(spec: SweepSpec, timeout_s: float | None) -> SweepSpec:
     """``spec`` with its per-point time limit replaced (resume may change it)."""
-    return spec if timeout_s is None else replace(spec, timeout_s=_positive_float("timeout_s", timeout_s))
+    return spec if timeout_s is None else replace(spec, timeout_s=positive_float("timeout_s", timeout_s))

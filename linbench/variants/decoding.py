@@ -14,8 +14,8 @@ import torch
 
 from linbench.variants.extra_inputs import check_extra_inputs, take_tokens
 from linbench.variants.heads import expand_call
-from linbench.variants.registry import Variant
 from linbench.variants.validation import check_qkv
+from linbench.variants.variant import Variant
 
 
 def _tensors(state: Any) -> Iterator[torch.Tensor]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from linbench.variants.registry import Param
+from linbench.variants.declarations import Param
 
 # Shape names and the (B, H, S, Dk) axes each keeps.
 SHAPES: Mapping[str, str] = {"per_head": "(B, H)", "per_token": "(B, H, S)", "per_token_channel": "(B, H, S, Dk)"}

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from linbench.variants.registry import Variant, get_variant, list_variants
+from linbench.variants.registry import get_variant, list_variants
+from linbench.variants.variant import Variant
 
 
 @dataclass(frozen=True)

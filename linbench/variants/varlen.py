@@ -28,7 +28,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.registry import MaskedFn, PackedFn
+from linbench.variants.declarations import MaskedFn, PackedFn
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from linbench.variants.cosformer.features import cosformer_features, quadratic
+from linbench.variants.declarations import Impl, Param
 from linbench.variants.feature_forms.compiled import compiled_impl
 from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
-from linbench.variants.registry import Impl, Param, Variant, register_variant
+from linbench.variants.registry import register_variant
+from linbench.variants.variant import Variant
 
 
 def cosformer_flops(batch: int, heads: int, seq: int, dim_k: int, dim_v: int, causal: bool, mode: str) -> float:

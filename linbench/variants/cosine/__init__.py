@@ -9,11 +9,13 @@ import torch
 from linbench.variants.cosine.features import cosine_features
 from linbench.variants.cosine.kernel import kernel
 from linbench.variants.cosine.quadratic import quadratic
+from linbench.variants.declarations import Impl, Param
 from linbench.variants.feature_forms.compiled import compiled_impl
 from linbench.variants.feature_forms.fla import COSINE_SUMMARY, cosine_fla, fla_impl
 from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
-from linbench.variants.registry import Impl, Param, Variant, register_variant
+from linbench.variants.registry import register_variant
+from linbench.variants.variant import Variant
 
 
 def draw_norm_const(heads: int, generator: torch.Generator) -> torch.Tensor:

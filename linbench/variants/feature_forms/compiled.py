@@ -24,10 +24,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from linbench.variants.declarations import Impl, ImplFn
 from linbench.variants.feature_forms.impls import CHUNK_SIZE, FeatureMap
 from linbench.variants.feature_forms.parallel_chunks import parallel_chunked_attention
 from linbench.variants.impl_helpers import positive_int
-from linbench.variants.registry import Impl, ImplFn
 
 MODE = "default"
 MIN_CHUNKS = 3

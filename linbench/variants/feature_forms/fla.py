@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 
 from linbench.errors import ImplUnavailableError
+from linbench.variants.declarations import Impl
 from linbench.variants.impl_helpers import positive_number
-from linbench.variants.registry import Impl
 
 DISTRIBUTION = "fla-core"
 # The range linbench's fla impls were written and checked against (fla-core's API moves).

@@ -9,12 +9,12 @@ from typing import Any
 import torch
 
 from linbench.kernels import ops as kernel_ops
+from linbench.variants.declarations import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
 from linbench.variants.feature_forms.chunked import chunked_linear_attention, chunked_scan
 from linbench.variants.feature_forms.naive import naive_linear_attention
 from linbench.variants.feature_forms.packed import masked_form, packed_chunked, packed_recurrent
 from linbench.variants.feature_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
 from linbench.variants.impl_helpers import positive_int
-from linbench.variants.registry import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
 
 CHUNK_SIZE = Param("chunk_size", 128, "tokens per chunk: the C x C masked product inside a chunk")
 # The chunk sizes csrc/ takes (csrc/op_checks.cpp, csrc/linear_attention_launch.h): any of

@@ -21,11 +21,11 @@ from typing import Any
 
 import torch
 
+from linbench.variants.declarations import MaskedFn, PackedFn
 from linbench.variants.feature_forms.chunked import chunked_linear_attention
 from linbench.variants.feature_forms.naive import naive_linear_attention
 from linbench.variants.feature_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
 from linbench.variants.impl_helpers import positive_int
-from linbench.variants.registry import MaskedFn, PackedFn
 from linbench.variants.varlen import Segments
 
 # One form on features: (fq, fk, fv, eps, causal, params) -> output.

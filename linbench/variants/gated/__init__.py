@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from linbench.variants.registry import Variant
+from linbench.variants.variant import Variant
 
 # Package of each variant, in the order the families build on each other.
 PACKAGES = {

@@ -36,10 +36,10 @@ from typing import Any
 import torch
 
 from linbench.errors import ImplUnavailableError
+from linbench.variants.declarations import Impl
 from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.gated.gates import retention_log_decay
 from linbench.variants.gated.numerics import resolve_scale
-from linbench.variants.registry import Impl
 
 CHUNK, RECURRENT = "fla", "fla-recurrent"
 FP32_REFUSED = "fla's chunk_delta_rule takes fp16 and bf16 only (it asserts against fp32)"

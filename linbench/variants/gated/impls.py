@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from linbench.variants.declarations import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
 from linbench.variants.gated.decay_chunked import decay_chunked_scan
 from linbench.variants.gated.decay_quadratic import channel_decay_quadratic, scalar_decay_quadratic
 from linbench.variants.gated.decay_recurrent import decay_scan
@@ -26,7 +27,6 @@ from linbench.variants.gated.delta_chunked import delta_chunked_scan
 from linbench.variants.gated.delta_quadratic import delta_quadratic
 from linbench.variants.gated.delta_recurrent import delta_scan
 from linbench.variants.gated.numerics import GatedState, causal_only, chunk_length, chunk_problem, scale_problem
-from linbench.variants.registry import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
 
 CHUNK_SIZE = Param(
     "chunk_size",

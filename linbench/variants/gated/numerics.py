@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.registry import ImplUnavailableError
+from linbench.errors import ImplUnavailableError
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from linbench.variants.declarations import Decoder, Impl
 from linbench.variants.feature_forms.impls import CHUNK_SIZE, kernel_impl
 from linbench.variants.flops import linear_flops
 from linbench.variants.heinsen.chunked import chunked, prefill
@@ -15,7 +16,8 @@ from linbench.variants.heinsen.kernel import kernel
 from linbench.variants.heinsen.naive import naive
 from linbench.variants.heinsen.quadratic import quadratic
 from linbench.variants.heinsen.recurrent import recurrent, stream
-from linbench.variants.registry import Decoder, Impl, Variant, register_variant
+from linbench.variants.registry import register_variant
+from linbench.variants.variant import Variant
 
 VARIANT = register_variant(
     Variant(

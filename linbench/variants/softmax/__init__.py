@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from linbench.variants.declarations import Decoder, Impl, Param
 from linbench.variants.flops import quadratic_flops
-from linbench.variants.registry import Decoder, Impl, Param, Variant, register_variant
+from linbench.variants.registry import register_variant
 from linbench.variants.softmax.decode import kvcache_prefill, kvcache_step, recompute_prefill, recompute_step
 from linbench.variants.softmax.naive import naive, naive_masked
 from linbench.variants.softmax.packed import sdpa_packed, varlen_impl
 from linbench.variants.softmax.sdpa import BACKENDS, backend_impls, sdpa, sdpa_masked
+from linbench.variants.variant import Variant
 from linbench.variants.varlen import per_sequence
 
 VARIANT = register_variant(

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from linbench.errors import ImplUnavailableError
-from linbench.variants.registry import Impl
+from linbench.variants.declarations import Impl
 from linbench.variants.softmax.sdpa import sdpa
 from linbench.variants.varlen import Segments
 

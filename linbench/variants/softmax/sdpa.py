@@ -12,7 +12,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
-from linbench.variants.registry import Impl, ImplFn, MaskedFn
+from linbench.variants.declarations import Impl, ImplFn, MaskedFn
 
 BACKENDS: dict[str, SDPBackend | None] = {
     "auto": None,

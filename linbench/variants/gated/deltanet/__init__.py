@@ -12,12 +12,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.gated.fla import gated_fla_impls
+from linbench.variants.gated.family import GatedFamily, register_family
 from linbench.variants.gated.flops import delta_flops
 from linbench.variants.gated.gates import BETA
-from linbench.variants.gated.impls import SCALE, DeltaInputs, gated_decoder, gated_impls, gated_stream
+from linbench.variants.gated.impls import DeltaInputs
 from linbench.variants.gated.numerics import resolve_scale, upcast
-from linbench.variants.registry import Variant, register_variant
 
 
 def prepare(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, beta: torch.Tensor, scale: Any) -> DeltaInputs:
@@ -27,34 +26,19 @@ def prepare(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, beta: torch.Te
     return DeltaInputs(q, F.normalize(k, dim=-1), v, beta.to(q.dtype), None)
 
 
-VARIANT = register_variant(
-    Variant(
+VARIANT = register_family(
+    GatedFamily(
         name="deltanet",
         summary="S_t = (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ, o_t = S_tᵀ q_t; q, k L2-normalised",
-        impl_list=(
-            *gated_impls(
-                "deltanet",
-                prepare,
-                {
-                    "recurrent": ("the delta rule token by token (the reference, in fp64)", "O(d²)"),
-                    "quadratic": ("the UT transform over the whole sequence: one S×S triangular solve", "O(s²)"),
-                    "chunked": ("the WY/UT form in chunks (one C×C triangular solve each), a Dk×Dv state", "O(sd)"),
-                },
-            ),
-            *gated_fla_impls("deltanet"),
-        ),
-        reference="recurrent",
-        param_specs=(SCALE,),
-        flop_formula=delta_flops,
-        time_complexity="O(sd²)",
-        memory_complexity="O(sd)",
-        auto_order=("chunked", "recurrent", "quadratic"),
+        prepare=prepare,
+        forms={
+            "recurrent": ("the delta rule token by token (the reference, in fp64)", "O(d²)"),
+            "quadratic": ("the UT transform over the whole sequence: one S×S triangular solve", "O(s²)"),
+            "chunked": ("the WY/UT form in chunks (one C×C triangular solve each), a Dk×Dv state", "O(sd)"),
+        },
+        flops=delta_flops,
         source="DeltaNet (Schlag et al., 2021), arXiv:2102.11174; chunked by Yang et al. (2024), arXiv:2406.06484",
-        stream=gated_stream(prepare),
-        decoder_list=(
-            gated_decoder(prepare, "chunked prefill into a Dk×Dv state, then one delta-rule step per token"),
-        ),
+        decoder_summary="chunked prefill into a Dk×Dv state, then one delta-rule step per token",
         extra_inputs=(BETA,),
-        masking=("causal",),
     )
 )

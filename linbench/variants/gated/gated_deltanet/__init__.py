@@ -11,12 +11,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.gated.fla import gated_fla_impls
+from linbench.variants.gated.family import GatedFamily, register_family
 from linbench.variants.gated.flops import delta_flops
 from linbench.variants.gated.gates import BETA, HEAD_GATE
-from linbench.variants.gated.impls import SCALE, STRONG_GATES, DeltaInputs, gated_decoder, gated_impls, gated_stream
+from linbench.variants.gated.impls import STRONG_GATES, DeltaInputs
 from linbench.variants.gated.numerics import resolve_scale, upcast
-from linbench.variants.registry import Variant, register_variant
 
 
 def prepare(
@@ -28,35 +27,20 @@ def prepare(
     return DeltaInputs(q, F.normalize(k, dim=-1), v, beta.to(q.dtype), g.to(q.dtype))
 
 
-VARIANT = register_variant(
-    Variant(
+VARIANT = register_family(
+    GatedFamily(
         name="gated-deltanet",
         summary="S_t = e^{g_t}(I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ, o_t = S_tᵀ q_t; q, k L2-normalised",
-        impl_list=(
-            *gated_impls(
-                "gated-deltanet",
-                prepare,
-                {
-                    "recurrent": ("the gated delta rule token by token (the reference, in fp64)", "O(d²)"),
-                    "quadratic": ("the UT transform over the whole sequence, decays e^{G_t − G_s} per pair", "O(s²)"),
-                    "chunked": ("the WY/UT form in chunks, gates cumulated from each chunk's start", "O(sd)"),
-                },
-            ),
-            *gated_fla_impls("gated-deltanet"),
-        ),
-        reference="recurrent",
-        param_specs=(SCALE,),
-        flop_formula=delta_flops,
-        time_complexity="O(sd²)",
-        memory_complexity="O(sd)",
-        auto_order=("chunked", "recurrent", "quadratic"),
+        prepare=prepare,
+        forms={
+            "recurrent": ("the gated delta rule token by token (the reference, in fp64)", "O(d²)"),
+            "quadratic": ("the UT transform over the whole sequence, decays e^{G_t − G_s} per pair", "O(s²)"),
+            "chunked": ("the WY/UT form in chunks, gates cumulated from each chunk's start", "O(sd)"),
+        },
+        flops=delta_flops,
         source="Gated DeltaNet (Yang, Kautz and Hatamizadeh, 2024), arXiv:2412.06464",
-        stream=gated_stream(prepare),
-        decoder_list=(
-            gated_decoder(prepare, "chunked prefill into a Dk×Dv state, then one gated delta step per token"),
-        ),
+        decoder_summary="chunked prefill into a Dk×Dv state, then one gated delta step per token",
         extra_inputs=(HEAD_GATE, BETA),
-        masking=("causal",),
         check_params=STRONG_GATES,
     )
 )

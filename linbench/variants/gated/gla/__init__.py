@@ -10,12 +10,11 @@ from typing import Any
 
 import torch
 
-from linbench.variants.gated.fla import gated_fla_impls
+from linbench.variants.gated.family import GatedFamily, register_family
 from linbench.variants.gated.flops import decay_flops
 from linbench.variants.gated.gates import CHANNEL_GATE
-from linbench.variants.gated.impls import SCALE, STRONG_GATES, DecayInputs, gated_decoder, gated_impls, gated_stream
+from linbench.variants.gated.impls import STRONG_GATES, DecayInputs
 from linbench.variants.gated.numerics import resolve_scale, upcast
-from linbench.variants.registry import Variant, register_variant
 
 
 def prepare(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, g: torch.Tensor, scale: Any) -> DecayInputs:
@@ -24,35 +23,20 @@ def prepare(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, g: torch.Tenso
     return DecayInputs(q * resolve_scale(scale, q.shape[-1]), k, v, g.to(q.dtype))
 
 
-VARIANT = register_variant(
-    Variant(
+VARIANT = register_family(
+    GatedFamily(
         name="gla",
         summary="S_t = diag(e^{g_t}) S_{t−1} + k_t v_tᵀ, o_t = S_tᵀ q_t: a data-dependent decay per key channel",
-        impl_list=(
-            *gated_impls(
-                "gla",
-                prepare,
-                {
-                    "recurrent": ("the recurrence token by token (the reference, in fp64)", "O(d²)"),
-                    "quadratic": ("Σ_c q_tc k_sc e^{G_tc − G_sc} per pair in log space, then times V", "O(s²d)"),
-                    "chunked": ("GLA's chunkwise form: factored decays within bounded ranges, a Dk×Dv state", "O(sd)"),
-                },
-            ),
-            *gated_fla_impls("gla"),
-        ),
-        reference="recurrent",
-        param_specs=(SCALE,),
-        flop_formula=decay_flops,
-        time_complexity="O(sd²)",
-        memory_complexity="O(sd)",
-        auto_order=("chunked", "recurrent", "quadratic"),
+        prepare=prepare,
+        forms={
+            "recurrent": ("the recurrence token by token (the reference, in fp64)", "O(d²)"),
+            "quadratic": ("Σ_c q_tc k_sc e^{G_tc − G_sc} per pair in log space, then times V", "O(s²d)"),
+            "chunked": ("GLA's chunkwise form: factored decays within bounded ranges, a Dk×Dv state", "O(sd)"),
+        },
+        flops=decay_flops,
         source="Gated Linear Attention (Yang et al., 2023), arXiv:2312.06635",
-        stream=gated_stream(prepare),
-        decoder_list=(
-            gated_decoder(prepare, "chunked prefill into a Dk×Dv state, then S_t = diag(e^{g_t}) S_{t−1} + k_t v_tᵀ"),
-        ),
+        decoder_summary="chunked prefill into a Dk×Dv state, then S_t = diag(e^{g_t}) S_{t−1} + k_t v_tᵀ",
         extra_inputs=(CHANNEL_GATE,),
-        masking=("causal",),
         check_params=STRONG_GATES,
     )
 )

@@ -9,12 +9,12 @@ from typing import Any
 
 import torch
 
-from linbench.variants.gated.fla import gated_fla_impls
+from linbench.variants.declarations import Param
+from linbench.variants.gated.family import GatedFamily, register_family
 from linbench.variants.gated.flops import decay_flops
 from linbench.variants.gated.gates import gamma_problem, retention_log_decay
-from linbench.variants.gated.impls import SCALE, DecayInputs, gated_decoder, gated_impls, gated_stream
+from linbench.variants.gated.impls import SCALE, DecayInputs
 from linbench.variants.gated.numerics import resolve_scale, upcast
-from linbench.variants.registry import Param, Variant, register_variant
 
 GAMMA = Param(
     "gamma",
@@ -33,32 +33,20 @@ def prepare(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, gamma: Any, sc
     return DecayInputs(q * resolve_scale(scale, dim_k), k, v, gate)
 
 
-VARIANT = register_variant(
-    Variant(
+VARIANT = register_family(
+    GatedFamily(
         name="retention",
         summary="S_t = γ_h S_{t−1} + k_t v_tᵀ, o_t = S_tᵀ q_t: linear attention with a fixed decay per head",
-        impl_list=(
-            *gated_impls(
-                "retention",
-                prepare,
-                {
-                    "recurrent": ("the recurrence token by token (the reference, in fp64)", "O(d²)"),
-                    "quadratic": ("(Q Kᵀ ⊙ D) V with D_ts = γ^{t−s} (RetNet's parallel form)", "O(s²)"),
-                    "chunked": ("RetNet's chunkwise form: decayed C×C blocks, a Dk×Dv state between chunks", "O(sd)"),
-                },
-            ),
-            *gated_fla_impls("retention"),
-        ),
-        reference="recurrent",
-        param_specs=(GAMMA, SCALE),
-        flop_formula=decay_flops,
-        time_complexity="O(sd²)",
-        memory_complexity="O(sd)",
-        auto_order=("chunked", "recurrent", "quadratic"),
+        prepare=prepare,
+        forms={
+            "recurrent": ("the recurrence token by token (the reference, in fp64)", "O(d²)"),
+            "quadratic": ("(Q Kᵀ ⊙ D) V with D_ts = γ^{t−s} (RetNet's parallel form)", "O(s²)"),
+            "chunked": ("RetNet's chunkwise form: decayed C×C blocks, a Dk×Dv state between chunks", "O(sd)"),
+        },
+        flops=decay_flops,
         source="RetNet (Sun et al., 2023), arXiv:2307.08621",
-        stream=gated_stream(prepare),
-        decoder_list=(gated_decoder(prepare, "chunked prefill into a Dk×Dv state, then S_t = γ S_{t−1} + k_t v_tᵀ"),),
-        masking=("causal",),
+        decoder_summary="chunked prefill into a Dk×Dv state, then S_t = γ S_{t−1} + k_t v_tᵀ",
+        params=(GAMMA, SCALE),
         # the strong regime: γ = 0.5, forgotten within a few tokens
         check_params=({"gamma": 0.5},),
     )

@@ -11,12 +11,11 @@ from typing import Any
 
 import torch
 
-from linbench.variants.gated.fla import gated_fla_impls
+from linbench.variants.gated.family import GatedFamily, register_family
 from linbench.variants.gated.flops import decay_flops
 from linbench.variants.gated.gates import HEAD_GATE
-from linbench.variants.gated.impls import SCALE, STRONG_GATES, DecayInputs, gated_decoder, gated_impls, gated_stream
+from linbench.variants.gated.impls import STRONG_GATES, DecayInputs
 from linbench.variants.gated.numerics import resolve_scale, upcast
-from linbench.variants.registry import Variant, register_variant
 
 
 def prepare(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, g: torch.Tensor, scale: Any) -> DecayInputs:
@@ -25,38 +24,20 @@ def prepare(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, g: torch.Tenso
     return DecayInputs(q * resolve_scale(scale, q.shape[-1]), k, v, g.to(q.dtype).unsqueeze(-1))
 
 
-VARIANT = register_variant(
-    Variant(
+VARIANT = register_family(
+    GatedFamily(
         name="simple-gla",
         summary="S_t = e^{g_t} S_{t−1} + k_t v_tᵀ, o_t = S_tᵀ q_t: a data-dependent scalar decay per head and token",
-        impl_list=(
-            *gated_impls(
-                "simple-gla",
-                prepare,
-                {
-                    "recurrent": ("the recurrence token by token (the reference, in fp64)", "O(d²)"),
-                    "quadratic": ("(Q Kᵀ ⊙ D) V with D_ts = e^{G_t − G_s}, G the cumulative log-gate", "O(s²)"),
-                    "chunked": (
-                        "chunkwise: gates cumulated from each chunk's start, a Dk×Dv state between chunks",
-                        "O(sd)",
-                    ),
-                },
-            ),
-            *gated_fla_impls("simple-gla"),
-        ),
-        reference="recurrent",
-        param_specs=(SCALE,),
-        flop_formula=decay_flops,
-        time_complexity="O(sd²)",
-        memory_complexity="O(sd)",
-        auto_order=("chunked", "recurrent", "quadratic"),
+        prepare=prepare,
+        forms={
+            "recurrent": ("the recurrence token by token (the reference, in fp64)", "O(d²)"),
+            "quadratic": ("(Q Kᵀ ⊙ D) V with D_ts = e^{G_t − G_s}, G the cumulative log-gate", "O(s²)"),
+            "chunked": ("chunkwise: gates cumulated from each chunk's start, a Dk×Dv state between chunks", "O(sd)"),
+        },
+        flops=decay_flops,
         source="Mamba2 SSD (Dao and Gu, 2024), arXiv:2405.21060; Gated RFA, arXiv:2103.02143",
-        stream=gated_stream(prepare),
-        decoder_list=(
-            gated_decoder(prepare, "chunked prefill into a Dk×Dv state, then S_t = e^{g_t} S_{t−1} + k_t v_tᵀ"),
-        ),
+        decoder_summary="chunked prefill into a Dk×Dv state, then S_t = e^{g_t} S_{t−1} + k_t v_tᵀ",
         extra_inputs=(HEAD_GATE,),
-        masking=("causal",),
         check_params=STRONG_GATES,
     )
 )

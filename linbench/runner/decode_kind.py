@@ -1,0 +1,158 @@
+"""``linbench decode``'s kind of point: one generated token a call, after a prefilled context.
+
+What a kind supplies is runner/kind_protocol.py's ``Kind``; this one's rows are of mode
+"decode", its length the context, its rate per token, and its gate the decoder's steps
+against the fp64 reference's last rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from linbench.dtypes import torch_dtype
+from linbench.results.processes import ProcessResult
+from linbench.results.protocol import ProcessProtocol
+from linbench.results.record import PER_TOKEN, PointFacts
+from linbench.results.schema import DECODE_MODE
+from linbench.runner.kind_protocol import SharedKind, Words, Work
+from linbench.runner.task import GATE_STEPS, Task, TimingPolicy
+from linbench.sweep import estimate
+from linbench.sweep.points import Point
+from linbench.sweep.settings import LENGTH_AXIS
+from linbench.variants.declarations import Param
+from linbench.variants.registry import get_variant
+from linbench.variants.selection import Selected, select_decoders
+from linbench.variants.variant import Variant
+
+if TYPE_CHECKING:
+    import torch
+
+    from linbench.correctness import CaseResult
+    from linbench.sweep.spec import SweepSpec
+
+
+DECODE_WORDS = Words("step", "token", "contexts", "decoders", LENGTH_AXIS["decode"], "context", "time/token")
+
+
+@dataclass(frozen=True)
+class DecodeKind(SharedKind):
+    """``linbench decode``: one generated token a call, after a prefilled context."""
+
+    name: str = "decode"
+    modes: tuple[str, ...] = (DECODE_MODE,)
+    rate: str = PER_TOKEN
+    words: Words = DECODE_WORDS
+    # A KV cache's step is linear in the context, a recurrent one constant; the naive
+    # recompute's quadratic step shows its exponent from its second context on.
+    default_exponent: float = 1.0
+    single_point_range: tuple[float, float] = (0.0, 2.0)
+
+    def select(self, specs: Iterable[str]) -> list[Selected]:
+        return select_decoders(specs)
+
+    def unavailable_reason(self, pick: Selected, device: torch.device) -> str | None:
+        return None  # decoders run wherever torch does
+
+    def optional(self, pick: Selected) -> bool:
+        return False
+
+    def unsupported_reason(
+        self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str, device_type: str | None = None
+    ) -> str | None:
+        return None  # decoders take any head dim
+
+    def param_specs(self, variant: Variant, name: str) -> dict[str, Param]:
+        """A decoder takes its variant's parameters (ValueError naming the decoders) and how
+        its extra inputs are drawn (gate_regime)."""
+        variant.decoder(name)
+        return {spec.name: spec for spec in (*variant.param_specs, *variant.draw_params)}
+
+    def timing(self, spec: SweepSpec, device: torch.device) -> TimingPolicy:
+        return TimingPolicy.for_decode(spec.tokens or 1)
+
+    def protocol(self, spec: SweepSpec) -> ProcessProtocol:
+        return ProcessProtocol(1, 1)
+
+    def shares_workers(self, device: torch.device) -> bool:
+        return False
+
+    def facts(self, point: Point, device_name: str, params: str) -> PointFacts:
+        # A variant's FLOP formula counts a whole sequence; a decode step is another thing. Its
+        # length is the context the steps follow.
+        native = get_variant(point.variant).decoder(point.impl).gqa
+        return self._facts(point, device_name, params, None, context=point.shape.seq, native=native)
+
+    def held_bytes(self, point: Point) -> int:
+        """The context's keys and values, for a decoder whose state grows with it."""
+        decoder = get_variant(point.variant).decoders.get(point.impl)
+        return estimate.context_bytes(point) if decoder is None or decoder.state_grows else 0
+
+    def refusal(self, point: Point, held: str, device: str) -> str:
+        return (
+            f"{point.variant}:{point.impl} at {point.shape.label} {point.dtype} keeps {held} of keys and "
+            f"values; {device}: lower {self.lower}, or drop the decoder"
+        )
+
+    def call_s(self, point: Point) -> float:
+        decoder = get_variant(point.variant).decoders.get(point.impl)
+        exponent = decoder.step_exponent if decoder is not None else None
+        return estimate.call_seconds(point, estimate.step_flops(point, exponent))
+
+    def setup_s(self, point: Point) -> float:
+        return estimate.prefill_s(point)
+
+    def check(self, task: Task) -> CaseResult:
+        """Decoding against the reference's last rows, after a prefill of the point's context."""
+        from linbench.correctness import check_decoder
+
+        point = task.point
+        shape = replace(point.shape, seq=point.shape.seq + GATE_STEPS)
+        variant, dtype = get_variant(point.variant), torch_dtype(point.dtype)
+        return check_decoder(
+            variant,
+            point.impl,
+            shape,
+            steps=GATE_STEPS,
+            dtype=dtype,
+            device=point.device,
+            seed=task.seed,
+            params=task.params,
+        )
+
+    def measuring(self) -> AbstractContextManager[object]:
+        import torch
+
+        return torch.no_grad()
+
+    def workload(self, task: Task, device: torch.device) -> tuple[Work, int | None]:
+        """The steps after an untimed prefill, and the bytes the state holds then (``cuda_graph``
+        reserves the spare token a repeatable step needs)."""
+        from linbench.runner.decode_workload import DecodeWorkload, warm_up
+        from linbench.variants.decoding import state_bytes
+
+        warm_up(task.point, device, params=task.params)
+        work = DecodeWorkload(
+            task.point, device, task.timing.calls, task.seed, spare=task.cuda_graph, params=task.params
+        )
+        work.prefill()
+        return work, state_bytes(work.state)
+
+    def after_eager(self, task: Task, work: Work, device: torch.device, result: ProcessResult) -> ProcessResult:
+        """With ``cuda_graph``, the replays of one captured step, then its launches."""
+        from linbench.runner import execute_gpu
+        from linbench.runner.decode_workload import DecodeWorkload
+
+        assert isinstance(work, DecodeWorkload)
+        if not task.cuda_graph:
+            return result
+        step = work.repeatable_step()
+        result = execute_gpu.with_graph(result, lambda: step, device, self.graph_policy(task.timing))
+        return execute_gpu.with_launches(result, step, device) if task.count_launches else result
+
+    def graph_policy(self, timing: TimingPolicy) -> TimingPolicy:
+        from linbench.runner.execute_gpu import decode_graph_policy
+
+        return decode_graph_policy(timing)

@@ -1,0 +1,133 @@
+"""What a kind of point is: everything that differs between the kinds a sweep measures.
+
+A ``run`` point times one attention call (a forward, a backward, or both) over a sequence;
+a ``decode`` point prefills a context and times the tokens it generates, one step a call.
+The kind is resolved once, from the sweep's command (``kind_of``), and carried on the plan
+and on every task: the planner, the skip policy, the estimate and the worker ask their kind
+what to do instead of testing the mode. execute.py calls a kind; a kind never calls it back.
+
+A kind supplies (``Kind``):
+
+- who it is: ``name`` (the command), the ``modes`` of its rows, the ``rate`` its rows derive
+  from their time, and ``words`` for what it says;
+- planning: which registry entries its names ``select`` and which cannot run here
+  (``unavailable_reason``, ``optional``, ``unsupported_reason``), the ``param_specs`` an entry
+  takes, the ``timing`` policy, the process ``protocol``, whether curves may share workers
+  (``shares_workers``), and each point's row ``facts`` (FLOPs, context);
+- the skip policy's guesses from one length: ``default_exponent`` and ``single_point_range``;
+- the estimate (sweep/estimate.py's PointModel): ``held_bytes``, ``refusal``, ``call_s``, ``setup_s``;
+- the worker: the correctness ``check``, the ``measuring`` context, the ``workload`` it times,
+  what it measures ``after_eager`` on a GPU, and the ``graph_policy`` of CUDA-graph replays.
+
+A third kind (prefill only, say) is one more class with these members, listed in ``KINDS``
+(runner/kinds.py); ``run`` is runner/run_kind.py, ``decode`` runner/decode_kind.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from linbench.results.processes import ProcessResult
+from linbench.results.protocol import ProcessProtocol
+from linbench.results.record import PointFacts
+from linbench.runner.task import Task, TimingPolicy
+from linbench.sweep.points import Point
+from linbench.variants.declarations import Param
+from linbench.variants.selection import Selected
+from linbench.variants.variant import Variant
+
+if TYPE_CHECKING:
+    import torch
+
+    from linbench.correctness import CaseResult
+    from linbench.sweep.spec import SweepSpec
+
+
+class Work(Protocol):
+    """What a kind's workload gives the timers: untimed ``before`` and timed ``run`` of one
+    repetition."""
+
+    def before(self) -> None: ...
+
+    def run(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Words:
+    """What a kind's messages call things."""
+
+    call: str  # one timed call ("stopped after its first call")
+    per: str  # what a time is per ("0.5 s per call")
+    lengths: str  # its lengths ("fitted to 3 shorter lengths")
+    targets: str  # what its names select ("3 impls")
+    length: str  # the setting of its length axis (sweep/settings.py), and its column header
+    length_label: str  # a length in a line ("S=1k")
+    time: str  # the header of its time
+
+
+class Kind(Protocol):
+    """What differs between the kinds of point (module doc)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def modes(self) -> tuple[str, ...]: ...
+    @property
+    def rate(self) -> str: ...
+    @property
+    def words(self) -> Words: ...
+    @property
+    def default_exponent(self) -> float: ...
+    @property
+    def single_point_range(self) -> tuple[float, float]: ...
+    @property
+    def lower(self) -> str: ...
+    def select(self, specs: Iterable[str]) -> list[Selected]: ...
+    def unavailable_reason(self, pick: Selected, device: torch.device) -> str | None: ...
+    def optional(self, pick: Selected) -> bool: ...
+    def unsupported_reason(
+        self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str, device_type: str | None = None
+    ) -> str | None: ...
+    def param_specs(self, variant: Variant, name: str) -> dict[str, Param]: ...
+    def timing(self, spec: SweepSpec, device: torch.device) -> TimingPolicy: ...
+    def protocol(self, spec: SweepSpec) -> ProcessProtocol: ...
+    def shares_workers(self, device: torch.device) -> bool: ...
+    def facts(self, point: Point, device_name: str, params: str) -> PointFacts: ...
+    def held_bytes(self, point: Point) -> int: ...
+    def refusal(self, point: Point, held: str, device: str) -> str: ...
+    def call_s(self, point: Point) -> float: ...
+    def setup_s(self, point: Point) -> float: ...
+    def check(self, task: Task) -> CaseResult: ...
+    def measuring(self) -> AbstractContextManager[object]: ...
+    def workload(self, task: Task, device: torch.device) -> tuple[Work, int | None]: ...
+    def after_eager(self, task: Task, work: Work, device: torch.device, result: ProcessResult) -> ProcessResult: ...
+    def graph_policy(self, timing: TimingPolicy) -> TimingPolicy: ...
+
+
+class SharedKind:
+    """What the kinds share: the options that shrink a point, and its row's facts."""
+
+    rate: str
+    words: Words
+
+    @property
+    def lower(self) -> str:
+        return f"--{self.words.length}, --batch, --heads or --dim"
+
+    def _facts(
+        self,
+        point: Point,
+        device_name: str,
+        params: str,
+        flops: float | None,
+        context: int | None,
+        traffic: int | None = None,
+        native: bool = False,
+    ) -> PointFacts:
+        tokens = point.shape.batch * point.shape.seq
+        # With fewer key/value heads than heads, how the impl (decoder) took them.
+        gqa = ("native" if native else "expanded") if point.shape.grouped else ""
+        return PointFacts(point.as_row(), device_name, params, flops, context, self.rate, tokens, traffic, gqa=gqa)

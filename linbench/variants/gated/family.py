@@ -1,0 +1,68 @@
+"""A gated family as data, and the one function that turns it into a registered variant.
+
+The five families share everything but their maths: each reduces its inputs to a decaying or a
+delta-rule recurrence (``prepare``, linbench/variants/gated/impls.py), and from there the
+three PyTorch forms, fla's two kernels, the stream, the decoder, the reference (the recurrent
+form, in fp64), the impl tried first by ``auto`` (chunked), the variant's complexity and its
+masking (causal only: a state that decays or is overwritten in token order has no
+bidirectional form) are the same for all. A family declares only what is its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from linbench.variants.declarations import FlopsFn, Param
+from linbench.variants.extra_inputs import ExtraInput
+from linbench.variants.gated.fla import gated_fla_impls
+from linbench.variants.gated.impls import SCALE, Prepare, gated_decoder, gated_impls, gated_stream
+from linbench.variants.registry import register_variant
+from linbench.variants.variant import Variant
+
+
+@dataclass(frozen=True)
+class GatedFamily:
+    """What one gated family declares; ``gated_variant`` makes the rest."""
+
+    name: str
+    summary: str
+    # Reduces q, k, v, the parameters and the extra inputs to the recurrence's inputs.
+    prepare: Prepare
+    # Each PyTorch form ("recurrent", "quadratic", "chunked", in that order) → (summary, memory).
+    forms: Mapping[str, tuple[str, str]]
+    flops: FlopsFn
+    source: str
+    decoder_summary: str
+    params: tuple[Param, ...] = (SCALE,)
+    extra_inputs: tuple[ExtraInput, ...] = ()
+    # Settings ``linbench check`` checks at besides the defaults (Variant.check_params).
+    check_params: tuple[Mapping[str, Any], ...] = ()
+
+
+def gated_variant(family: GatedFamily) -> Variant:
+    """The variant ``family`` declares: its forms and fla's kernels, stream and decoder."""
+    prepare = family.prepare
+    return Variant(
+        name=family.name,
+        summary=family.summary,
+        impl_list=(*gated_impls(family.name, prepare, dict(family.forms)), *gated_fla_impls(family.name)),
+        reference="recurrent",
+        param_specs=family.params,
+        flop_formula=family.flops,
+        time_complexity="O(sd²)",
+        memory_complexity="O(sd)",
+        auto_order=("chunked", "recurrent", "quadratic"),
+        source=family.source,
+        stream=gated_stream(prepare),
+        decoder_list=(gated_decoder(prepare, family.decoder_summary),),
+        extra_inputs=family.extra_inputs,
+        masking=("causal",),
+        check_params=family.check_params,
+    )
+
+
+def register_family(family: GatedFamily) -> Variant:
+    """Register the variant ``family`` declares (a built-in: ``linbench list`` shows it)."""
+    return register_variant(gated_variant(family))
