@@ -45,7 +45,7 @@ def gate_result(case: CaseResult) -> ProcessResult:
     return ProcessResult(status, rel_err=case.rel_error, error="" if case.ok else case.describe())
 
 
-# A long first call (TimingPolicy.first_timed_from_s) kept as a repetition may be this much
+# A long first call (TimingPolicy.long_first_call_timed) kept as a repetition may be this much
 # slower than the slowest later one: a call past it had not reached its steady speed.
 FIRST_CALL_SLACK = 0.1
 

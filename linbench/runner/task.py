@@ -30,11 +30,11 @@ class TimingPolicy:
     warmup_calls: int = 0  # untimed calls after the measured first one, whatever the warm-up time
     # GPU: overwrite L2 before each timed call, so no call reads the last one's data from cache.
     flush_l2: bool = True
-    # CPU: a measured first call at least this long is timed as a repetition too (None: never),
-    # kept unless it was slower than every later one by more than FIRST_CALL_SLACK (then one
+    # CPU: a measured first call at least as long as the warm-up time is timed as a repetition
+    # too, kept unless it was slower than every later one by more than FIRST_CALL_SLACK (then one
     # more repetition is timed in its place). Such a call is its own warm-up (the warm-up time
     # is over when it returns), and lazy start-up ran in the tiny call before it.
-    first_timed_from_s: float | None = None
+    long_first_call_timed: bool = False
 
     @classmethod
     def for_device(cls, device_type: str, budget_s: float | None = None) -> TimingPolicy:
@@ -43,12 +43,10 @@ class TimingPolicy:
             policy = cls(warmup_s=0.1, budget_s=0.5, min_reps=10, max_reps=1000)
         else:
             # CPU points are long and noisy at once: three repetitions at least, a second of budget.
-            policy = cls(warmup_s=0.2, budget_s=1.0, min_reps=3, max_reps=100, first_timed_from_s=0.2)
+            policy = cls(warmup_s=0.2, budget_s=1.0, min_reps=3, max_reps=100, long_first_call_timed=True)
         if budget_s is None:
             return policy
-        warmup_s = min(policy.warmup_s, budget_s)
-        first = None if policy.first_timed_from_s is None else warmup_s
-        return cls(warmup_s, budget_s, policy.min_reps, policy.max_reps, first_timed_from_s=first)
+        return replace(policy, warmup_s=min(policy.warmup_s, budget_s), budget_s=budget_s)
 
     @classmethod
     def for_decode(cls, tokens: int) -> TimingPolicy:
@@ -67,7 +65,7 @@ class TimingPolicy:
 
     def first_is_timed(self, first_s: float) -> bool:
         """Whether a measured first call of ``first_s`` seconds counts as a repetition."""
-        return self.first_timed_from_s is not None and first_s >= self.first_timed_from_s and self.max_reps > 1
+        return self.long_first_call_timed and first_s >= self.warmup_s and self.max_reps > 1
 
     def predicted_s(self, call_s: float) -> float:
         """Wall time of a point whose single call takes ``call_s``: the measured first call,

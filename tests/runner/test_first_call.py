@@ -9,6 +9,7 @@ timed, how many calls run) holds however busy the machine is.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 import torch
@@ -73,12 +74,14 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedClock]:
     unregister_variant(SCRIPTED)
 
 
-def _measure(clock: ScriptedClock, first_ms: float, later_ms: float, *, warm_curve: bool = False) -> tuple[float, ...]:
+def _measure(
+    clock: ScriptedClock, first_ms: float, later_ms: float, *, warm_curve: bool = False, timing: TimingPolicy = CPU
+) -> tuple[float, ...]:
     """The samples of a point whose first full-size call takes ``first_ms`` and every later
     one ``later_ms`` (the tiny warm-up call before them takes 1 ms)."""
     clock.script, clock.rest_ms = [1.0, first_ms], later_ms
     point = Point(SCRIPTED, "scripted", "fwd", True, "fp32", "cpu", Shape(1, 1, 32, 4, 4))
-    result = run_measure(Task(job="measure", point=point, timing=CPU, kind=RUN), warm_curve=warm_curve)
+    result = run_measure(Task(job="measure", point=point, timing=timing, kind=RUN), warm_curve=warm_curve)
     assert result.status == "ok", result.error
     return result.samples_ms
 
@@ -108,3 +111,10 @@ def test_a_warm_workers_later_point_of_a_curve_has_no_warm_up_beyond_its_first_c
     samples = _measure(clock, first_ms=60.0, later_ms=50.0, warm_curve=True)
     assert 60.0 not in samples
     assert clock.calls == 1 + 1 + len(samples)
+
+
+def test_a_first_call_shorter_than_a_longer_warm_up_asked_for_is_warm_up(clock: ScriptedClock) -> None:
+    # --warmup-s 0.5: a 300 ms first call leaves 200 ms of warm-up, so it is not timed.
+    samples = _measure(clock, first_ms=300.0, later_ms=250.0, timing=replace(CPU, warmup_s=0.5))
+    assert 300.0 not in samples
+    assert clock.calls == 1 + 1 + 1 + len(samples)  # one more call of warm-up
