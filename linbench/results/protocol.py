@@ -75,16 +75,17 @@ class ProcessProtocol:
             raise ValueError(f"--max-rounds {most} is fewer than --rounds {count}")
         return cls(wanted=count, most=most, order=AB_ROUNDS)
 
-    def needs_more(self, processes: Sequence[ProcessResult]) -> bool:
-        """Whether a point measured in ``processes`` needs another: fewer than ``wanted``, or as
-        many but disagreeing by more than ``extend_above`` (in log(max/min) of the gated times)
-        and fewer than ``most``."""
+    def needs_more(self, processes: Sequence[ProcessResult], cpu: bool = False) -> bool:
+        """Whether a point measured in ``processes`` (on a CPU: ``cpu``) needs another: fewer
+        than ``wanted``, or as many but disagreeing by more than ``extend_above`` (in
+        log(max/min) of the times the gate judges: on a CPU each process's p20) and fewer than
+        ``most``."""
         count = len(processes)
         if count < self.wanted:
             return True
         if count >= self.most:
             return False
-        return log_range([g for p in processes if (g := gated_ms(p)) is not None]) > self.extend_above
+        return log_range([g for p in processes if (g := gated_ms(p, cpu)) is not None]) > self.extend_above
 
     def can_judge(self, count: int) -> bool:
         """Whether a side with ``count`` processes has a spread to judge time with."""

@@ -42,6 +42,15 @@ def test_more_processes_when_too_few_or_when_they_disagree() -> None:
     assert not ProcessProtocol(3, 3).needs_more(noisy)
 
 
+def test_on_a_cpu_processes_extend_on_their_p20s_as_the_gate_judges_them() -> None:
+    """Medians on two modes of a preempted machine, p20s together: a CPU point is settled."""
+    preempted = [ProcessResult("ok", time_ms=ms, time_ms_p20=1.0) for ms in (1.0, 1.8, 1.1)]
+    assert not ProcessProtocol(3, 20).needs_more(preempted, cpu=True)
+    assert ProcessProtocol(3, 20).needs_more(preempted)  # a GPU's eager times: the medians
+    apart = [ProcessResult("ok", time_ms=1.0, time_ms_p20=p20) for p20 in (1.0, 1.3, 1.0)]
+    assert ProcessProtocol(3, 20).needs_more(apart, cpu=True)
+
+
 def test_several_processes_extend_up_to_what_the_gate_trusts() -> None:
     assert (ProcessProtocol.of(None, None).wanted, ProcessProtocol.of(None, None).most) == (1, 1)
     assert ProcessProtocol.of(5, None).most == TRUST_PROCESSES
