@@ -1,10 +1,11 @@
 """One point of two runs compared: its time (by the rule of rule.py, on the statistic of
 statistic.py: the CUDA-graph replay time where both sides have one, with the eager time
 beside it, else on a CPU each process's p20, else its median), its memory and its
-kernel launches per call, each with a verdict. A CPU point whose threads other processes
-oversubscribed on either side (results.csv's ``oversubscribed``) has its time not judged:
-its verdict is ``oversubscribed``: not judged (so never a pass, rule.py's UNJUDGED), not
-even by the gross rule; its memory still is. A point measured with other torch thread counts
+kernel launches per call, each with a verdict. A CPU process whose threads other processes
+oversubscribed (processes.csv's ``oversubscribed``) is left out where at least MIN_TO_JUDGE
+others of its side remain; a side with fewer (or with no processes recorded, and its
+results row marked) has its time not judged: its verdict is ``oversubscribed``: not judged
+(so never a pass, rule.py's UNJUDGED), not even by the gross rule; its memory still is. A point measured with other torch thread counts
 on the two sides (``threads``) is ``other threads``: neither its time nor its memory is
 judged."""
 
@@ -20,7 +21,7 @@ from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_
 from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, TimeJudgement, TimeRule, judge
 from linbench.gate.statistic import COLUMN, GRAPH, P20, all_positive, chosen, fell_back
 from linbench.report.series import plain
-from linbench.results.protocol import ProcessProtocol
+from linbench.results.protocol import MIN_TO_JUDGE, ProcessProtocol
 from linbench.units import as_number
 
 TIME_FAILURES = ("regression",)
@@ -88,6 +89,8 @@ class PointDiff:
     # (- where there is none).
     statistic: str = P20
     eager_statistic: str = "-"
+    # Oversubscribed processes left out of the judgement, both sides together (Side.of).
+    left_out: int = 0
 
     @property
     def fell_back(self) -> bool:
@@ -112,10 +115,27 @@ class PointDiff:
 
 @dataclass(frozen=True)
 class Side:
-    """One run's view of a point: its results row and its ok processes (None: none recorded)."""
+    """One run's view of a point: its results row and its ok processes (None: none recorded);
+    ``left_out``: its oversubscribed processes not judged (``Side.of``)."""
 
     row: pd.Series
     processes: pd.DataFrame | None
+    left_out: int = 0
+
+    @classmethod
+    def of(cls, row: pd.Series, processes: pd.DataFrame | None) -> Side:
+        """The side, without its oversubscribed processes where at least MIN_TO_JUDGE others
+        remain: a process whose cores other processes took while it was timed is slower by
+        what the scheduler did (on a loaded 2-core machine, softmax:sdpa's 19 ms call had a p20
+        near 28 ms in such processes, 19.1-19.3 ms in the others), and the clean ones of the
+        same point say what its code does."""
+        if processes is None or "oversubscribed" not in processes.columns:
+            return cls(row, processes)
+        crowded = processes["oversubscribed"].astype(str) == "True"
+        clean = processes[~crowded]
+        if not crowded.any() or len(clean) < MIN_TO_JUDGE:
+            return cls(row, processes)
+        return cls(row, clean, left_out=int(crowded.sum()))
 
     @property
     def ok(self) -> bool:
@@ -123,8 +143,9 @@ class Side:
 
     @property
     def oversubscribed(self) -> bool:
-        """Other processes took cores this side's worker threads needed while it was timed."""
-        return str(self.row.get("oversubscribed")) == "True"
+        """Other processes took cores this side's worker threads needed while it was timed (in
+        a process it still judges: none where those were left out)."""
+        return not self.left_out and str(self.row.get("oversubscribed")) == "True"
 
     @property
     def threads(self) -> int | None:
@@ -246,6 +267,7 @@ def diff_point(
         gross=time.gross,
         statistic=statistic,
         eager_statistic=eager_statistic if eager else "-",
+        left_out=base.left_out + cur.left_out,
     )
 
 

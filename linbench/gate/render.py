@@ -9,6 +9,7 @@ from linbench.gate.compare import Comparison, ExponentCheck, PointDiff
 from linbench.gate.statistic import P20
 from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.report.render import ReportTable
+from linbench.results.protocol import MIN_TO_JUDGE
 from linbench.units import format_bytes, format_ms, format_size
 
 P20_MEANING = "the median across processes of each process's 20th percentile of its repetitions, not a median"
@@ -180,11 +181,20 @@ def advice_lines(comparison: Comparison, max_slowdown: float) -> list[str]:
 
 
 def statistic_lines(comparison: Comparison) -> list[str]:
-    """The CPU points judged on process medians for want of a p20 (never silently)."""
+    """The CPU points judged on process medians for want of a p20, and the oversubscribed
+    processes left out of judgements (never silently)."""
+    lines = []
+    crowded = [p for p in comparison.points if p.left_out]
+    if crowded:
+        lines.append(
+            f"{sum(p.left_out for p in crowded)} oversubscribed process(es) of {len(crowded)} point(s) left out: "
+            "other processes took their cores while they were timed; each of those points was judged on the "
+            f"{MIN_TO_JUDGE} or more processes per side that ran with their cores free"
+        )
     fallback = [p for p in comparison.points if p.fell_back]
     if not fallback:
-        return []
-    return [
+        return lines
+    return lines + [
         f"{len(fallback)} CPU point(s) judged on process medians, not p20s: a side recorded no p20 of its "
         "repetitions (a run made before the column, or without processes.csv); on a busy CPU a median moves "
         "with preemption, so these are more often noisy: " + "; ".join(point_label(p.key) for p in fallback)
