@@ -17,7 +17,7 @@ from pathlib import Path
 from linbench.ab.merge import merge_rounds
 from linbench.ab.rounds import SIDES, Folders, RoundResult, Side, run_rounds
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
-from linbench.gate.statistic import process_times
+from linbench.gate.statistic import judged_processes, process_times
 from linbench.machine.facts import git_sha
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
@@ -126,12 +126,14 @@ def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> int:
 def needs_another(rounds: Sequence[ProcessResult], protocol: ProcessProtocol, cpu: bool) -> bool:
     """Whether a point (on a CPU: ``cpu``) measured in ``rounds`` (one side's) needs another
     round: fewer than ``protocol`` wants, or fewer than its most and a spread it does not trust
-    yet in the time compare judges."""
+    yet in the time compare judges, of the rounds it judges (oversubscribed ones left out
+    where 3 others remain)."""
     if len(rounds) < protocol.wanted:
         return True
     if len(rounds) >= protocol.most:
         return False
-    _, times = process_times(rounds, cpu)
+    kept = judged_processes([bool(r.oversubscribed) for r in rounds])
+    _, times = process_times([r for r, keep in zip(rounds, kept, strict=True) if keep], cpu)
     return not protocol.trusts_spread(times)
 
 

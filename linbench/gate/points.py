@@ -5,9 +5,9 @@ kernel launches per call, each with a verdict. A CPU process whose threads other
 oversubscribed (processes.csv's ``oversubscribed``) is left out where at least MIN_TO_JUDGE
 others of its side remain; a side with fewer (or with no processes recorded, and its
 results row marked) has its time not judged: its verdict is ``oversubscribed``: not judged
-(so never a pass, rule.py's UNJUDGED), not even by the gross rule; its memory still is. A point measured with other torch thread counts
-on the two sides (``threads``) is ``other threads``: neither its time nor its memory is
-judged."""
+(so never a pass, rule.py's UNJUDGED), not even by the gross rule; its memory still is. A
+point measured with other torch thread counts on the two sides (``threads``) is ``other
+threads``: neither its time nor its memory is judged."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import pandas as pd
 from linbench.gate.between import BetweenRuns
 from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_memory
 from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, TimeJudgement, TimeRule, judge
-from linbench.gate.statistic import COLUMN, GRAPH, P20, all_positive, chosen, fell_back
+from linbench.gate.statistic import COLUMN, GRAPH, P20, all_positive, chosen, fell_back, judged_processes
 from linbench.report.series import plain
-from linbench.results.protocol import MIN_TO_JUDGE, ProcessProtocol
+from linbench.results.protocol import ProcessProtocol
 from linbench.units import as_number
 
 TIME_FAILURES = ("regression",)
@@ -124,18 +124,17 @@ class Side:
 
     @classmethod
     def of(cls, row: pd.Series, processes: pd.DataFrame | None) -> Side:
-        """The side, without its oversubscribed processes where at least MIN_TO_JUDGE others
-        remain: a process whose cores other processes took while it was timed is slower by
+        """The side, without its oversubscribed processes where at least 3 others remain
+        (statistic.judged_processes): a process whose cores other processes took while it was timed is slower by
         what the scheduler did (on a loaded 2-core machine, softmax:sdpa's 19 ms call had a p20
         near 28 ms in such processes, 19.1-19.3 ms in the others), and the clean ones of the
         same point say what its code does."""
         if processes is None or "oversubscribed" not in processes.columns:
             return cls(row, processes)
-        crowded = processes["oversubscribed"].astype(str) == "True"
-        clean = processes[~crowded]
-        if not crowded.any() or len(clean) < MIN_TO_JUDGE:
+        kept = judged_processes(list(processes["oversubscribed"].astype(str) == "True"))
+        if all(kept):
             return cls(row, processes)
-        return cls(row, clean, left_out=int(crowded.sum()))
+        return cls(row, processes[kept], left_out=kept.count(False))
 
     @property
     def ok(self) -> bool:

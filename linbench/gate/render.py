@@ -194,10 +194,11 @@ def statistic_lines(comparison: Comparison) -> list[str]:
     fallback = [p for p in comparison.points if p.fell_back]
     if not fallback:
         return lines
-    return lines + [
+    return [
+        *lines,
         f"{len(fallback)} CPU point(s) judged on process medians, not p20s: a side recorded no p20 of its "
         "repetitions (a run made before the column, or without processes.csv); on a busy CPU a median moves "
-        "with preemption, so these are more often noisy: " + "; ".join(point_label(p.key) for p in fallback)
+        "with preemption, so these are more often noisy: " + "; ".join(point_label(p.key) for p in fallback),
     ]
 
 
