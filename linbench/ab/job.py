@@ -17,10 +17,10 @@ from pathlib import Path
 from linbench.ab.merge import merge_rounds
 from linbench.ab.rounds import SIDES, Folders, RoundResult, Side, run_rounds
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
-from linbench.gate.statistic import judged_processes, process_times
+from linbench.gate.statistic import process_times
 from linbench.machine.facts import git_sha
 from linbench.results.processes import ProcessResult
-from linbench.results.protocol import ProcessProtocol
+from linbench.results.protocol import ProcessProtocol, judged_processes
 from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore, utc_stamp

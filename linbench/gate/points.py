@@ -19,9 +19,9 @@ import pandas as pd
 from linbench.gate.between import BetweenRuns
 from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_memory
 from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, TimeJudgement, TimeRule, judge
-from linbench.gate.statistic import COLUMN, GRAPH, P20, all_positive, chosen, fell_back, judged_processes
+from linbench.gate.statistic import COLUMN, GRAPH, P20, all_positive, chosen, fell_back
 from linbench.report.series import plain
-from linbench.results.protocol import ProcessProtocol
+from linbench.results.protocol import ProcessProtocol, judged_processes
 from linbench.units import as_number
 
 TIME_FAILURES = ("regression",)
@@ -125,10 +125,10 @@ class Side:
     @classmethod
     def of(cls, row: pd.Series, processes: pd.DataFrame | None) -> Side:
         """The side, without its oversubscribed processes where at least 3 others remain
-        (statistic.judged_processes): a process whose cores other processes took while it was timed is slower by
-        what the scheduler did (on a loaded 2-core machine, softmax:sdpa's 19 ms call had a p20
-        near 28 ms in such processes, 19.1-19.3 ms in the others), and the clean ones of the
-        same point say what its code does."""
+        (results/protocol.py's judged_processes): a process whose cores other processes took
+        while it was timed is slower by what the scheduler did (on a loaded 2-core machine,
+        softmax:sdpa's 19 ms call had a p20 near 28 ms in such processes, 19.25-19.28 ms in
+        the others), and the clean ones of the same point say what its code does."""
         if processes is None or "oversubscribed" not in processes.columns:
             return cls(row, processes)
         kept = judged_processes(list(processes["oversubscribed"].astype(str) == "True"))

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from linbench.results.processes import ProcessResult
-from linbench.results.protocol import MIN_TO_JUDGE
 from linbench.units import as_number
 
 P20 = "p20"  # each CPU process's 20th percentile of its timed repetitions: what preemption cannot move
@@ -60,11 +59,3 @@ def process_times(processes: Sequence[ProcessResult], cpu: bool) -> tuple[str, l
     statistic = chosen(cpu, graph, all_positive([p.time_ms_p20 for p in processes]))
     values = [as_number(getattr(p, COLUMN[statistic])) for p in processes]
     return statistic, [float(v) for v in values if v is not None and v > 0]
-
-
-def judged_processes(oversubscribed: Sequence[bool]) -> list[bool]:
-    """Which of a side's processes of a point the gate judges, by whether each was
-    oversubscribed: all of them, or only the others where at least MIN_TO_JUDGE others remain
-    (a process whose cores other processes took is slower by the scheduler's share, docs/gate.md)."""
-    clean = [not crowded for crowded in oversubscribed]
-    return clean if any(oversubscribed) and sum(clean) >= MIN_TO_JUDGE else [True] * len(clean)

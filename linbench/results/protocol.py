@@ -78,14 +78,16 @@ class ProcessProtocol:
     def needs_more(self, processes: Sequence[ProcessResult], cpu: bool = False) -> bool:
         """Whether a point measured in ``processes`` (on a CPU: ``cpu``) needs another: fewer
         than ``wanted``, or as many but disagreeing by more than ``extend_above`` (in
-        log(max/min) of the times the gate judges: on a CPU each process's p20) and fewer than
-        ``most``."""
+        log(max/min) of the times the gate judges: on a CPU each process's p20, of the processes
+        it judges) and fewer than ``most``."""
         count = len(processes)
         if count < self.wanted:
             return True
         if count >= self.most:
             return False
-        return log_range([g for p in processes if (g := gated_ms(p, cpu)) is not None]) > self.extend_above
+        kept = judged_processes([bool(p.oversubscribed) for p in processes])
+        judged = [p for p, keep in zip(processes, kept, strict=True) if keep]
+        return log_range([g for p in judged if (g := gated_ms(p, cpu)) is not None]) > self.extend_above
 
     def can_judge(self, count: int) -> bool:
         """Whether a side with ``count`` processes has a spread to judge time with."""
@@ -164,3 +166,11 @@ def _fraction(record: Mapping[str, Any], key: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
         raise ProtocolError(f"meta.json's timing_protocol has {key} {value!r}: expected a number >= 0")
     return float(value)
+
+
+def judged_processes(oversubscribed: Sequence[bool]) -> list[bool]:
+    """Which of a side's processes of a point the gate judges, by whether each was
+    oversubscribed: all of them, or only the others where at least MIN_TO_JUDGE others remain
+    (a process whose cores other processes took is slower by the scheduler's share, docs/gate.md)."""
+    clean = [not crowded for crowded in oversubscribed]
+    return clean if any(oversubscribed) and sum(clean) >= MIN_TO_JUDGE else [True] * len(clean)

@@ -15,6 +15,7 @@ from linbench.results.protocol import (
     TRUST_PROCESSES,
     ProcessProtocol,
     ProtocolError,
+    judged_processes,
     log_range,
 )
 
@@ -103,3 +104,13 @@ def test_two_protocols_judge_together_by_the_stricter_numbers() -> None:
     both = lax.stricter(ProcessProtocol())
     assert (both.extend_above, both.trust_processes, both.min_to_judge) == (0.02, 20, 3)
     assert ProcessProtocol().stricter(lax) == both
+
+
+def test_oversubscribed_processes_are_left_out_of_whether_a_point_needs_another() -> None:
+    """Three clean processes that agree settle a point whatever the crowded ones took."""
+    clean = [ProcessResult("ok", time_ms=19.2, time_ms_p20=19.25 + d) for d in (0.0, 0.01, 0.02)]
+    crowded = [ProcessResult("ok", time_ms=30.0, time_ms_p20=28.0, oversubscribed=True)] * 2
+    assert not ProcessProtocol(5, 20).needs_more([*clean, *crowded], cpu=True)
+    assert ProcessProtocol(5, 20).needs_more([*clean[:2], *crowded, *crowded[:1]], cpu=True)  # 2 clean: all judged
+    assert judged_processes([False, True, False, False]) == [True, False, True, True]
+    assert judged_processes([True, True, False, False]) == [True, True, True, True]
