@@ -169,11 +169,36 @@ class _ReferenceCache:
 
 
 _REFERENCES = _ReferenceCache()
+# The fp64 draws of the last checks (inputs, learnable parameters, cotangent): the impls of one
+# variant at one shape are checked on the same ones, and drawing them cost as much as checking
+# a fast impl.
+_DRAWS = _ReferenceCache(size=2)
+_LEARNABLE = "learnable:"
 
 
 def forget_references() -> None:
-    """Drop the fp64 references kept for the next checks (a worker about to measure memory)."""
+    """Drop the fp64 references and draws kept for the next checks (a worker about to measure memory)."""
     _REFERENCES.clear()
+    _DRAWS.clear()
+
+
+def _draws(
+    variant: Variant, shape: Shape, device: torch.device | str, seed: int, scale: float, settings: DrawSettings
+) -> dict[str, torch.Tensor]:
+    """q, k, v, the cotangent and the learnable parameters (``learnable:NAME``) a check of
+    ``variant`` at ``shape`` runs on, drawn once for the checks of its impls; each check
+    gets copies, so no impl sees what another did to them."""
+    key = (variant.name, shape, str(device), seed, scale, settings)
+    drawn = _DRAWS.get(key)
+    if drawn is None:
+        q, k, v, learnable = make_inputs(variant, shape, device, seed, scale, settings)
+        gen = torch.Generator(device="cpu").manual_seed(seed + 1)
+        size = (shape.batch, shape.heads, shape.seq, shape.dim_v)
+        cotangent = torch.randn(*size, generator=gen, dtype=torch.float64).to(device)
+        drawn = {"q": q, "k": k, "v": v, "cotangent": cotangent}
+        drawn |= {_LEARNABLE + name: t for name, t in learnable.items()}
+        _DRAWS.put(key, drawn)
+    return {name: t.clone() for name, t in drawn.items()}
 
 
 def check_impl(
@@ -196,13 +221,16 @@ def check_impl(
     """
     settings, params = split_draw_settings(params or {})
     result = CaseResult(variant.name, impl, shape, causal, dtype, setting=_setting(settings, params))
-    q, k, v, learnable = make_inputs(variant, shape, device, seed, scale, settings)
+    drawn = _draws(variant, shape, device, seed, scale, settings)
+    q, k, v = drawn["q"], drawn["k"], drawn["v"]
     # A parameter given a value (norm_const=0.3) is checked at that value, not as a learnable tensor.
-    learnable = {name: t for name, t in learnable.items() if name not in params}
-    gen = torch.Generator(device="cpu").manual_seed(seed + 1)
-    cotangent = torch.randn(shape.batch, shape.heads, shape.seq, shape.dim_v, generator=gen, dtype=torch.float64)
+    learnable = {
+        name.removeprefix(_LEARNABLE): t
+        for name, t in drawn.items()
+        if name.startswith(_LEARNABLE) and name.removeprefix(_LEARNABLE) not in params
+    }
     # The gradient reaching the impl's output is in its dtype; give the reference the same one.
-    cotangent = cotangent.to(device).to(dtype).to(torch.float64)
+    cotangent = drawn["cotangent"].to(dtype).to(torch.float64)
     # Impl-only parameters (chunk_size, backend) mean nothing to the reference.
     ref_params = {key: value for key, value in params.items() if key in variant.params}
     # Both sides see the inputs rounded to ``dtype``: what is judged is the impl's

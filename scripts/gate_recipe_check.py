@@ -18,10 +18,17 @@ one point multiplied by ``--plant`` (1.3: +30%; results.csv, processes.csv and s
 regression. This plants the change in the numbers, not in the code: it measures the rule on the
 noise this machine made, not a slower impl's own noise.
 
+``--rejudge`` measures nothing: it judges again, and plants again in, the reruns already in
+``--out`` (each rerun-N holding the baseline/ and current/ run folders of one rerun; work on a
+copy: the planted copies and rejudged.json are written beside them), so a change to the rule
+can be tried on the noise a machine made before. The linbench it judges with is the one this
+script's checkout imports.
+
 Prints markdown tables for docs/ci.md and writes every number to OUT/summary.json.
 
     python scripts/gate_recipe_check.py --reruns 20 --busy --out /tmp/recipe-check
     python scripts/gate_recipe_check.py --reruns 3 --busy --out /tmp/recipe-check   # a small check
+    python scripts/gate_recipe_check.py --rejudge --out /tmp/copy-of-recipe-check
 """
 
 from __future__ import annotations
@@ -168,8 +175,42 @@ def one_rerun(args: argparse.Namespace, index: int) -> Rerun:
     load, started = load_average(), time.monotonic()
     base, cur, judged = measure(args, where)
     seconds = time.monotonic() - started
-    report = json.loads(judged.stdout) if judged.stdout.strip() else {}
     (where / "judgement.json").write_text(judged.stdout)  # to look into a false alarm afterwards
+    return judged_rerun(args, index, where, (base, cur), judged, seconds, load)
+
+
+def rejudged_rerun(args: argparse.Namespace, where: Path) -> Rerun:
+    """A rerun already in ``where`` judged again (``--rejudge``): nothing is measured."""
+    base, cur = where / "baseline", where / "current"
+    started = time.monotonic()
+    judged = linbench("compare", base, cur, "--json")
+    (where / "rejudged.json").write_text(judged.stdout)
+    index = int(where.name.removeprefix("rerun-"))
+    return judged_rerun(args, index, where, (base, cur), judged, time.monotonic() - started, recorded_load(cur))
+
+
+def recorded_load(run: Path) -> str:
+    """The range of the 1-minute load average a run recorded in its meta.json ("?" without one)."""
+    try:
+        samples = json.loads((run / "meta.json").read_text()).get("load", {}).get("samples", [])
+        loads = [float(sample["load_avg"][0]) for sample in samples]
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return "?"
+    return f"{min(loads):.1f}-{max(loads):.1f}" if loads else "?"
+
+
+def judged_rerun(
+    args: argparse.Namespace,
+    index: int,
+    where: Path,
+    sides: tuple[Path, Path],
+    judged: subprocess.CompletedProcess[str],
+    seconds: float,
+    load: str,
+) -> Rerun:
+    """The rerun's verdict and, for each point, whether a planted change was caught."""
+    base, cur = sides
+    report = json.loads(judged.stdout) if judged.stdout.strip() else {}
     if judged.returncode == 2 or not report:
         raise SystemExit(f"rerun {index}: the recipe did not reach a verdict: {judged.stderr.strip()[-500:]}")
     rerun = Rerun(index, judged.returncode, report["verdict"], seconds, load)
@@ -185,7 +226,7 @@ def one_rerun(args: argparse.Namespace, index: int) -> Rerun:
 
 HEADER = (
     "| reruns | false alarms (exit 1) | inconclusive (exit 4) | pass (exit 0) | other exits "
-    "| minutes per rerun (median) | rounds per rerun (median) |"
+    "| points judged | minutes per rerun (median) | rounds per rerun (median) |"
 )
 
 
@@ -205,6 +246,7 @@ def table(args: argparse.Namespace, reruns: list[Rerun]) -> str:
         len(reruns),
         *counts,
         len(exits) - sum(counts),
+        f"{sum(r.points - r.unjudged for r in reruns)} / {sum(r.points for r in reruns)}",
         f"{minutes:.1f}",
         statistics.median(rounds) if rounds else "-",
     ]
@@ -213,7 +255,7 @@ def table(args: argparse.Namespace, reruns: list[Rerun]) -> str:
         f"load average (1 min) at the start of each rerun: {loads}.",
         "",
         HEADER,
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
         "| " + " | ".join(map(str, cells)) + " |",
         "",
         f"| +{(args.plant - 1) * 100:.0f}% planted on one point (in the current side's results) | caught |",
@@ -238,8 +280,12 @@ def main() -> None:
     parser.add_argument("--plant", type=float, default=1.3)
     parser.add_argument("--busy", action="store_true", help="run beside a busy torch neighbour")
     parser.add_argument("--out", required=True, help="a folder for the reruns (made; must not hold reruns)")
+    parser.add_argument("--rejudge", action="store_true", help="judge the reruns already in --out again")
     args = parser.parse_args()
     out = Path(args.out)
+    if args.rejudge:
+        rejudge(args, out)
+        return
     if out.exists() and any(out.glob("rerun-*")):
         raise SystemExit(f"{out} already holds reruns; give another --out")
     out.mkdir(parents=True, exist_ok=True)
@@ -254,6 +300,16 @@ def main() -> None:
         if neighbour is not None:
             neighbour.terminate()
             neighbour.wait(timeout=30)
+    print(table(args, reruns))
+
+
+def rejudge(args: argparse.Namespace, out: Path) -> None:
+    """``--rejudge``: every rerun-N in ``out`` judged again, in order of N."""
+    folders = sorted(out.glob("rerun-*"), key=lambda p: int(p.name.removeprefix("rerun-")))
+    if not folders:
+        raise SystemExit(f"{out} holds no rerun-N folder to judge again")
+    reruns = [rejudged_rerun(args, where) for where in folders]
+    write_summary(args, reruns, out)
     print(table(args, reruns))
 
 

@@ -37,9 +37,10 @@ def write_process_run(
     meta: dict[str, Any] | None = None,
 ) -> Path:
     """A run of ``rows`` (results.csv) and their processes: each ok row gets one process per
-    offset, its median ``time_ms·e^offset``; a row with ``device_ms`` gets that time spread by
-    ``graph_offsets`` (default: ``offsets``) in the same processes; ``kernels_per_call`` of a
-    row goes to each of its processes. ``meta`` is merged into meta.json's sweep settings."""
+    offset, its median ``time_ms·e^offset`` (its p20 and p80 the row's times e^offset); a row
+    with ``device_ms`` gets that time spread by ``graph_offsets`` (default: ``offsets``) in the
+    same processes; ``kernels_per_call`` of a row goes to each of its processes. ``meta`` is
+    merged into meta.json's sweep settings."""
     path = write_run(folder, rows)
     store = RunStore(path)
     for row in rows:
@@ -62,6 +63,9 @@ def _processes(row: dict[str, Any], offsets: Offsets, graph_offsets: Offsets | N
     for n, offset in enumerate(eager):
         process = {column: row.get(column) for column in KEY_COLUMNS}
         process.update(process=n, pid=1000 + n, status="ok", time_ms=row["time_ms"] * math.exp(offset))
+        for column in ("time_ms_p20", "time_ms_p80"):  # each process's repetitions spread as the row's
+            if row.get(column) is not None:
+                process[column] = row[column] * math.exp(offset)
         process.update(peak_bytes=row.get("peak_bytes"), kernels_per_call=row.get("kernels_per_call"))
         if row.get("device_ms") is not None:
             process["device_ms"] = row["device_ms"] * math.exp(graph[n % len(graph)])
@@ -70,8 +74,13 @@ def _processes(row: dict[str, Any], offsets: Offsets, graph_offsets: Offsets | N
 
 
 def planted(rows: list[dict[str, Any]], index: int, **factors: float) -> list[dict[str, Any]]:
-    """``rows`` with row ``index``'s columns multiplied (time_ms=1.3, peak_bytes=1.1, ...)."""
+    """``rows`` with row ``index``'s columns multiplied (time_ms=1.3, peak_bytes=1.1, ...); a
+    factor on ``time_ms`` moves its p20 and p80 with it where they have none of their own (a
+    slower call is slower throughout)."""
     out = [dict(row) for row in rows]
     for column, factor in factors.items():
-        out[index][column] = out[index][column] * factor
+        moved = [column, *(c for c in ("time_ms_p20", "time_ms_p80") if column == "time_ms" and c not in factors)]
+        for name in moved:
+            if out[index].get(name) is not None:
+                out[index][name] = out[index][name] * factor
     return out

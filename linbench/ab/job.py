@@ -17,10 +17,12 @@ from pathlib import Path
 from linbench.ab.merge import merge_rounds
 from linbench.ab.rounds import SIDES, Folders, RoundResult, Side, run_rounds
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
+from linbench.gate.statistic import process_times
 from linbench.machine.facts import git_sha
 from linbench.results.processes import ProcessResult
-from linbench.results.protocol import ProcessProtocol
+from linbench.results.protocol import ProcessProtocol, judged_processes
 from linbench.results.record import row_key
+from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore, utc_stamp
 from linbench.sweep.suites import find_suite, read_suite
 
@@ -79,7 +81,8 @@ class AbJob:
             open_points = points_needing_more(folders, protocol)
             if open_points:
                 spread = f"{protocol.extend_above:.0%}"
-                on_progress(f"{open_points} point(s) whose rounds disagree by more than {spread}: another round")
+                what = f"{open_points} point(s) whose rounds' judged times (p20s on a CPU) differ by more than {spread}"
+                on_progress(f"{what}: another round")
             return bool(open_points)
 
         with detached_worktree(self.root, self.sha) as tree:
@@ -101,8 +104,10 @@ class AbJob:
 
 def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> int:
     """How many points need another round by ``protocol`` on either side: their rounds so far
-    (each a process) disagree by more than it trusts and number fewer than its most. A point
-    that failed in a round needs none: it is broken whatever more rounds say."""
+    (each a process) number fewer than it wants, or disagree by more than it trusts and number
+    fewer than its most. Disagree in the time compare judges (gate/statistic.py: each round's
+    p20 on a CPU), so a point is extended exactly while the verdict would find its side
+    unsettled. A point that failed in a round needs none: it is broken whatever more rounds say."""
     needing: set[tuple[str, ...]] = set()
     for paths in folders.values():
         by_point: dict[tuple[str, ...], list[ProcessResult]] = {}
@@ -113,8 +118,27 @@ def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> int:
                 by_point.setdefault(key, []).append(ProcessResult.from_row(row))
                 if row.get("status") != "ok":
                     failed.add(key)
-        needing |= {key for key, rows in by_point.items() if key not in failed and protocol.needs_more(rows)}
+        cpu = {key for key in by_point if _on_cpu(key)}
+        needing |= {k for k, rows in by_point.items() if k not in failed and needs_another(rows, protocol, k in cpu)}
     return len(needing)
+
+
+def needs_another(rounds: Sequence[ProcessResult], protocol: ProcessProtocol, cpu: bool) -> bool:
+    """Whether a point (on a CPU: ``cpu``) measured in ``rounds`` (one side's) needs another
+    round: fewer than ``protocol`` wants, or fewer than its most and a spread it does not trust
+    yet in the time compare judges, of the rounds it judges (oversubscribed ones left out
+    where 3 others remain)."""
+    if len(rounds) < protocol.wanted:
+        return True
+    if len(rounds) >= protocol.most:
+        return False
+    kept = judged_processes([bool(r.oversubscribed) for r in rounds])
+    _, times = process_times([r for r, keep in zip(rounds, kept, strict=True) if keep], cpu)
+    return not protocol.trusts_spread(times)
+
+
+def _on_cpu(key: tuple[str, ...]) -> bool:
+    return key[KEY_COLUMNS.index("device")].split(":")[0] == "cpu"
 
 
 def ab_folder(out: Path | None) -> Path:

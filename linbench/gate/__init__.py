@@ -1,6 +1,7 @@
 """The regression gate (``linbench compare``): two runs judged point by point.
 
-rule.py is the time rule on each side's process medians, points.py one point's time, memory
+statistic.py is which time of each process is judged (a CPU process's p20, a GPU's median),
+rule.py the time rule on each side's process times, points.py one point's time, memory
 and kernel-launch verdicts, drift.py whether the machine rather than the code changed,
 compare.py two runs matched and judged, render.py the verdict as tables and lines. How many
 processes a point needs and when they are trusted is the repeated-process protocol

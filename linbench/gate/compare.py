@@ -222,8 +222,8 @@ def _sides(
     return [
         (
             dict(zip(MATCH_COLUMNS, key, strict=True)),
-            Side(base.loc[key], base_procs.get(key)),
-            Side(cur.loc[key], cur_procs.get(key)),
+            Side.of(base.loc[key], base_procs.get(key)),
+            Side.of(cur.loc[key], cur_procs.get(key)),
         )
         for key in common
     ]

@@ -1,11 +1,13 @@
-"""One point of two runs compared: its time (by the rule of rule.py, on the CUDA-graph
-replay time where both sides have one, with the eager time beside it), its memory and its
-kernel launches per call, each with a verdict. A CPU point whose threads other processes
-oversubscribed on either side (results.csv's ``oversubscribed``) has its time not judged:
-its verdict is ``oversubscribed``: not judged (so never a pass, rule.py's UNJUDGED), not
-even by the gross rule; its memory still is. A point measured with other torch thread counts
-on the two sides (``threads``) is ``other threads``: neither its time nor its memory is
-judged."""
+"""One point of two runs compared: its time (by the rule of rule.py, on the statistic of
+statistic.py: the CUDA-graph replay time where both sides have one, with the eager time
+beside it, else on a CPU each process's p20, else its median), its memory and its
+kernel launches per call, each with a verdict. A CPU process whose threads other processes
+oversubscribed (processes.csv's ``oversubscribed``) is left out where at least MIN_TO_JUDGE
+others of its side remain; a side with fewer (or with no processes recorded, and its
+results row marked) has its time not judged: its verdict is ``oversubscribed``: not judged
+(so never a pass, rule.py's UNJUDGED), not even by the gross rule; its memory still is. A
+point measured with other torch thread counts on the two sides (``threads``) is ``other
+threads``: neither its time nor its memory is judged."""
 
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ import pandas as pd
 from linbench.gate.between import BetweenRuns
 from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_memory
 from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, TimeJudgement, TimeRule, judge
+from linbench.gate.statistic import COLUMN, GRAPH, P20, all_positive, chosen, fell_back
 from linbench.report.series import plain
-from linbench.results.protocol import ProcessProtocol
+from linbench.results.protocol import ProcessProtocol, judged_processes
 from linbench.units import as_number
 
 TIME_FAILURES = ("regression",)
@@ -55,7 +58,7 @@ class PointDiff:
     key: dict[str, Any]
     base_status: str
     status: str
-    base_ms: float | None  # the judged time: the median of the process medians
+    base_ms: float | None  # the judged time: the median across processes of ``statistic``
     ms: float | None
     ratio: float | None
     timing: str  # graph (CUDA-graph replays judged) or eager
@@ -81,6 +84,20 @@ class PointDiff:
     kernels: float | None
     launch_verdict: str  # same, fewer, more, regression, -
     gross: bool = False  # a time regression too large for any noise, found where the rule could not judge
+    # What each process's time is (statistic.py): p20 on a CPU, graph median, or median (a
+    # GPU's eager time, or a CPU's where a side recorded no p20); the eager time's beside it
+    # (- where there is none).
+    statistic: str = P20
+    eager_statistic: str = "-"
+    # Oversubscribed processes left out of the judgement, both sides together (Side.of).
+    left_out: int = 0
+
+    @property
+    def fell_back(self) -> bool:
+        """Judged on CPU process medians only because a side recorded no p20 (a point with
+        a side not ok has no time judged, so none)."""
+        both_ok = self.base_status == self.status == "ok"
+        return both_ok and fell_back(self.key["device_type"] == "cpu", self.statistic)
 
     @property
     def time_regressed(self) -> bool:
@@ -98,10 +115,26 @@ class PointDiff:
 
 @dataclass(frozen=True)
 class Side:
-    """One run's view of a point: its results row and its ok processes (None: none recorded)."""
+    """One run's view of a point: its results row and its ok processes (None: none recorded);
+    ``left_out``: its oversubscribed processes not judged (``Side.of``)."""
 
     row: pd.Series
     processes: pd.DataFrame | None
+    left_out: int = 0
+
+    @classmethod
+    def of(cls, row: pd.Series, processes: pd.DataFrame | None) -> Side:
+        """The side, without its oversubscribed processes where at least 3 others remain
+        (results/protocol.py's judged_processes): a process whose cores other processes took
+        while it was timed is slower by what the scheduler did (on a loaded 2-core machine,
+        softmax:sdpa's 19 ms call had a p20 near 28 ms in such processes, 19.25-19.28 ms in
+        the others), and the clean ones of the same point say what its code does."""
+        if processes is None or "oversubscribed" not in processes.columns:
+            return cls(row, processes)
+        kept = judged_processes(list(processes["oversubscribed"].astype(str) == "True"))
+        if all(kept):
+            return cls(row, processes)
+        return cls(row, processes[kept], left_out=kept.count(False))
 
     @property
     def ok(self) -> bool:
@@ -109,8 +142,9 @@ class Side:
 
     @property
     def oversubscribed(self) -> bool:
-        """Other processes took cores this side's worker threads needed while it was timed."""
-        return str(self.row.get("oversubscribed")) == "True"
+        """Other processes took cores this side's worker threads needed while it was timed (in
+        a process it still judges: none where those were left out)."""
+        return not self.left_out and str(self.row.get("oversubscribed")) == "True"
 
     @property
     def threads(self) -> int | None:
@@ -124,10 +158,17 @@ class Side:
     def has_graph_times(self) -> bool:
         return self.processes is not None and bool((self.processes["device_ms"] > 0).all())
 
-    def medians(self, column: str) -> list[float]:
-        """The process medians of ``column``; the results row's own where no process was recorded."""
+    def has_p20(self) -> bool:
+        """Whether every process recorded the p20 of its repetitions (the results row, where
+        no process was recorded)."""
         if self.processes is not None:
-            return [float(v) for v in self.processes[column]]
+            return "time_ms_p20" in self.processes.columns and all_positive(list(self.processes["time_ms_p20"]))
+        return all_positive([self.row.get("time_ms_p20")])
+
+    def per_process(self, column: str) -> list[float]:
+        """Each process's ``column``; the results row's own where no process was recorded."""
+        if self.processes is not None:
+            return [float(v) for v in pd.to_numeric(self.processes[column], errors="coerce")]
         value = as_number(self.row.get(column))
         return [value] if value is not None and value > 0 else []
 
@@ -179,13 +220,16 @@ def diff_point(
     key = {c: plain(v) for c, v in key.items()}
     both_ok = base.ok and cur.ok
     graph = base.has_graph_times() and cur.has_graph_times()
-    column = "device_ms" if graph else "time_ms"
+    eager_statistic = chosen(key["device_type"] == "cpu", False, base.has_p20() and cur.has_p20())
+    statistic = GRAPH if graph else eager_statistic
+    column = COLUMN[statistic]
     rule = thresholds.time_rule(protocol, gross_bar, between)
     time = TimeJudgement("-", None)
     if both_ok:
         within = _widest(base.widest_within(), cur.widest_within())
-        time = judge(base.medians(column), cur.medians(column), rule, within)
-    eager = judge(base.medians("time_ms"), cur.medians("time_ms"), rule) if both_ok and graph else None
+        time = judge(base.per_process(column), cur.per_process(column), rule, within)
+    eager_column = COLUMN[eager_statistic]
+    eager = judge(base.per_process(eager_column), cur.per_process(eager_column), rule) if both_ok and graph else None
     unjudged = _not_comparable(base, cur) if both_ok else None
     if unjudged is not None:
         # Not judged, not even as gross: a pool that waited for the scheduler ran 50x slow, and
@@ -199,8 +243,8 @@ def diff_point(
         key=key,
         base_status=str(base.row["status"]),
         status=str(cur.row["status"]),
-        base_ms=_median(base.medians(column)) if base.ok else None,
-        ms=_median(cur.medians(column)) if cur.ok else None,
+        base_ms=_median(base.per_process(column)) if base.ok else None,
+        ms=_median(cur.per_process(column)) if cur.ok else None,
         ratio=time.ratio,
         timing="graph" if graph else "eager",
         base_processes=base.count(),
@@ -220,6 +264,9 @@ def diff_point(
         kernels=kernels if both_ok else None,
         launch_verdict=_launch_verdict(base_kernels, kernels, thresholds.max_launch_growth) if both_ok else "-",
         gross=time.gross,
+        statistic=statistic,
+        eager_statistic=eager_statistic if eager else "-",
+        left_out=base.left_out + cur.left_out,
     )
 
 

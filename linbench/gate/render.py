@@ -6,10 +6,13 @@ import math
 from typing import Any
 
 from linbench.gate.compare import Comparison, ExponentCheck, PointDiff
+from linbench.gate.statistic import P20
 from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.report.render import ReportTable
+from linbench.results.protocol import MIN_TO_JUDGE
 from linbench.units import format_bytes, format_ms, format_size
 
+P20_MEANING = "the median across processes of each process's 20th percentile of its repetitions, not a median"
 ENVIRONMENT = "regression (environment)"
 GROSS = "regression (gross)"
 NOT_JUDGED = ("noisy", "unverified", "oversubscribed", "other threads")
@@ -69,16 +72,18 @@ def _shown_verdict(verdict: str, environment_changed: bool, gross: bool = False)
 
 
 def _time_cells(point: PointDiff, environment_changed: bool) -> list[str]:
+    # Each time names its statistic: a p20 read as a median would look 20-80% too fast.
     base = format_ms(point.base_ms) if point.base_status == "ok" else point.base_status
     cur = format_ms(point.ms) if point.status == "ok" else point.status
     processes = f"{point.base_processes}/{point.processes}" if point.base_processes or point.processes else "-"
-    timing = " (graph)" if point.timing == "graph" else ""
+    statistic = f" ({point.statistic})"
     eager = "-"
     if point.eager_verdict != "-":
-        eager = f"{_ratio(point.eager_ratio)} {_shown_verdict(point.eager_verdict, environment_changed)}"
+        shown = _shown_verdict(point.eager_verdict, environment_changed)
+        eager = f"{_ratio(point.eager_ratio)} {shown} ({point.eager_statistic})"
     return [
-        base + timing,
-        cur + timing,
+        base + (statistic if point.base_status == "ok" else ""),
+        cur + (statistic if point.status == "ok" else ""),
         _ratio(point.ratio),
         processes,
         _percent(point.threshold, signed=False) + (" (unsettled)" if point.settled is False else ""),
@@ -111,13 +116,19 @@ POINT_COLUMNS = [
 
 
 def points_table(comparison: Comparison) -> ReportTable:
-    """A row per compared point. K is the worker processes per side, threshold the change the
-    point had to pass (the larger of --max-slowdown and its noise)."""
+    """A row per compared point. Baseline and current are the median across a side's
+    processes of each process's statistic, named beside it (p20 on a CPU, graph median, or
+    median: a GPU's eager time, or a CPU's where a side recorded no p20); K is the worker
+    processes per side, threshold the change the point had to pass (the larger of
+    --max-slowdown and its noise)."""
     changed = comparison.environment_changed
     rows = [
         [point_label(p.key), *_time_cells(p, changed), *_memory_cells(p), _launch_cell(p)] for p in comparison.points
     ]
-    return ReportTable(f"{comparison.current} against {comparison.baseline}", POINT_COLUMNS, rows)
+    title = f"{comparison.current} against {comparison.baseline}"
+    if any(P20 in (p.statistic, p.eager_statistic) for p in comparison.points):
+        title += f" (a time marked p20: {P20_MEANING})"
+    return ReportTable(title, POINT_COLUMNS, rows)
 
 
 def exponent_table(checks: list[ExponentCheck]) -> ReportTable:
@@ -125,7 +136,7 @@ def exponent_table(checks: list[ExponentCheck]) -> ReportTable:
     for check in checks:
         fixed = check.fixed
         size = f"B={fixed['batch']}" if "batch" in fixed else f"tokens={fixed.get('tokens')}"
-        where = f"{fixed['dtype']} {fixed['mode']} {size} H={fixed['heads']} D={fixed['dim_k']}"
+        where = f"{fixed['dtype']} {fixed['mode']} {size} H={fixed['heads']} D={fixed['dim_k']}, {check.statistic}s"
         verdict = "regression" if check.regressed else "ok"
         rows.append(
             [
@@ -158,14 +169,37 @@ def unmatched_lines(comparison: Comparison) -> list[str]:
 
 
 def advice_lines(comparison: Comparison, max_slowdown: float) -> list[str]:
-    """Once per kind, not per point: what the noisy and unverified points need."""
+    """Once per kind, not per point: what the noisy and unverified points need, and which
+    time was judged where it was not the one meant."""
     protocol = comparison.protocol
     lines = []
     for verdict, text in ADVICE.items():
         n = comparison.count(verdict)
         if n:
             lines.append(text.format(n=n, floor=f"{max_slowdown * 100:g}%", k=protocol.min_to_judge))
-    return lines
+    return lines + statistic_lines(comparison)
+
+
+def statistic_lines(comparison: Comparison) -> list[str]:
+    """The CPU points judged on process medians for want of a p20, and the oversubscribed
+    processes left out of judgements (never silently)."""
+    lines = []
+    crowded = [p for p in comparison.points if p.left_out]
+    if crowded:
+        lines.append(
+            f"{sum(p.left_out for p in crowded)} oversubscribed process(es) of {len(crowded)} point(s) left out: "
+            "other processes took their cores while they were timed; each of those points was judged on the "
+            f"{MIN_TO_JUDGE} or more processes per side that ran with their cores free"
+        )
+    fallback = [p for p in comparison.points if p.fell_back]
+    if not fallback:
+        return lines
+    return [
+        *lines,
+        f"{len(fallback)} CPU point(s) judged on process medians, not p20s: a side recorded no p20 of its "
+        "repetitions (a run made before the column, or without processes.csv); on a busy CPU a median moves "
+        "with preemption, so these are more often noisy: " + "; ".join(point_label(p.key) for p in fallback),
+    ]
 
 
 def drift_lines(comparison: Comparison) -> list[str]:

@@ -3,14 +3,16 @@ worker processes?
 
 Repetitions inside one worker process share that process's host state and move together, so
 their spread says nothing of how far another process (another run) lands. The unit of
-replication is the process: each side's estimate is the median of its process medians, and
-the noise is the spread between those medians, pooled from both sides (1.4826·MAD of the log
-medians, a robust standard deviation). The standard error of a difference of two medians is
-1.2533·σ̂·√(1/K_b + 1/K_c), and a change must pass both ``z`` of them (N = e^{z·SE} − 1) and
-the effect-size floor ``max_slowdown``. A point whose N alone passes ``max_noise`` cannot
-resolve the change the gate is asked about: it is ``noisy`` and never fails. With fewer than
-the protocol's ``min_to_judge`` processes on a side (a run made before processes.csv) there is
-no spread to judge with: ``unverified``.
+replication is the process: each process gives one time (statistic.py: its median
+CUDA-graph replay time where both sides have one; else on a CPU its p20 of its timed
+repetitions, what preemption cannot move; else its median), each side's estimate is the
+median of those, and the noise is the spread between them, pooled from both sides
+(1.4826·MAD of their logs, a robust standard deviation). Below, "medians" are those per-process times. The
+standard error of a difference of two medians is 1.2533·σ̂·√(1/K_b + 1/K_c), and a change
+must pass both ``z`` of them (N = e^{z·SE} − 1) and the effect-size floor ``max_slowdown``.
+A point whose N alone passes ``max_noise`` cannot resolve the change the gate is asked about:
+it is ``noisy`` and never fails. With fewer than the protocol's ``min_to_judge`` processes on
+a side (a run made before processes.csv) there is no spread to judge with: ``unverified``.
 
 A spread estimated from a few processes is itself unreliable: from 5 processes (10 pooled
 deviations, two of them zero) the MAD often comes out small while the medians sit far apart,
@@ -97,7 +99,7 @@ class TimeJudgement:
 
 
 def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule, within: float | None = None) -> TimeJudgement:
-    """The verdict on one point from each side's process medians (all > 0); ``within`` is the
+    """The verdict on one point from each side's process times (all > 0; statistic.py); ``within`` is the
     largest p80/p20 of any process's repetitions on either side (None: not known), which the
     gross rule needs."""
     judgement = _judge(base, cur, rule)
@@ -132,7 +134,7 @@ def _judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJ
     if not k_b or not k_c:
         return TimeJudgement("unverified", None)
     log_b, log_c = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(cur, dtype=float))
-    # The median of the process medians (for an even count, the mean of the middle two), in log.
+    # The median of the process times (for an even count, the mean of the middle two), in log.
     m_b, m_c = math.log(np.median(base)), math.log(np.median(cur))
     log_ratio = m_c - m_b
     ratio = math.exp(log_ratio)

@@ -44,7 +44,16 @@ def draw_error_length(rows: Iterable[Mapping[str, Any]], metric: str = "rel_err"
         ax.set_xlabel("sequence length s (tokens)")
         ax.set_ylabel(METRICS.get(metric, metric))
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize="small", title="impl, dtype (grey: unit roundoff)", title_fontsize="small")
+        # Below the panel: the lines fill the panel's whole height at one length or another.
+        ax.legend(
+            fontsize="small",
+            title="impl, dtype (grey: unit roundoff)",
+            title_fontsize="small",
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.14),
+            ncol=min(3, max(len(ax.get_lines()) - 1, 1)),
+            frameon=False,
+        )
     return figure
 
 

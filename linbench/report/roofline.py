@@ -42,6 +42,8 @@ DTYPE_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
 # Elements moved per (batch, head, token): (times Dk, times Dv).
 ELEMENTS = {"fwd": (2, 2), "bwd": (4, 3), "fwdbwd": (6, 5)}
 SERIES = ("variant", "impl", "mode", "causal", "dtype", "batch", "heads", "dim_k", "dim_v")
+# Marks a share past 100% of its ceiling in the table.
+ABOVE = "*"
 
 
 def minimal_bytes(mode: str, batch: int, heads: int, seq: int, dim_k: int, dim_v: int, dtype: str) -> int | None:
@@ -96,6 +98,7 @@ def roofline_rows(results: pd.DataFrame, ceilings: dict[str, Any]) -> list[dict[
             "intensity": None,
             "bound": None,
             "roofline_fraction": None,
+            "above_ceiling": gb_s > copy_gb_s or bool(tflops and ceiling and tflops > ceiling),
         }
         if tflops and ceiling:
             intensity = tflops * 1e12 * (time_ms * 1e-3) / nbytes  # FLOPs per byte
@@ -141,11 +144,12 @@ def _rate(tflops: float | None, gpu: bool) -> str:
 
 
 def _share(fraction: float | None) -> str:
-    """95%, 4.2%, 0.031%: small fractions keep two significant figures."""
+    """95%, 4.2%, 0.031%: small fractions keep two significant figures; past 100% marked."""
     if fraction is None:
         return "-"
     percent = 100 * fraction
-    return f"{percent:.0f}%" if percent >= 10 else f"{percent:.1f}%" if percent >= 1 else f"{percent:.2g}%"
+    text = f"{percent:,.0f}%" if percent >= 10 else f"{percent:.1f}%" if percent >= 1 else f"{percent:.2g}%"
+    return f"{text} {ABOVE}" if fraction > 1 else text
 
 
 def roofline_tables(run: Run) -> list[ReportTable]:
@@ -185,6 +189,13 @@ def roofline_tables(run: Run) -> list[ReportTable]:
                 _share(r["flops_fraction"]),
                 r["bound"] or "-",
             ]
+        )
+    if any(r["above_ceiling"] for r in longest.values()):
+        # A point cannot outrun the machine: a rate past its ceiling says the ceiling was
+        # measured low (other work on the machine at the run's start), not that the point is fast.
+        title += (
+            f"; {ABOVE} past its ceiling: the ceiling was measured low (the machine was busy "
+            "at the run's start), so these fractions overstate; `linbench doctor` measures it again"
         )
     columns = ["impl", "mode", "dtype", "shape", "time", "bandwidth", "of copy", "FLOP rate", "of matmul", "bound"]
     return [ReportTable(title, columns, rows)]

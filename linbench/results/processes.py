@@ -85,10 +85,11 @@ def log_spread(medians: Sequence[float]) -> float | None:
     return MAD_TO_SIGMA * statistics.median(abs(x - centre) for x in logs)
 
 
-def gated_ms(process: ProcessResult) -> float | None:
+def gated_ms(process: ProcessResult, cpu: bool = False) -> float | None:
     """The time a gate judges for one process: its CUDA-graph replay time where it has one,
+    else on a CPU (``cpu``) its p20, which preemption cannot move (linbench/gate/statistic.py),
     else its eager median."""
-    for value in (process.device_ms, process.time_ms):
+    for value in (process.device_ms, process.time_ms_p20 if cpu else None, process.time_ms):
         number = as_number(value)
         if number is not None and number > 0:
             return number

@@ -75,16 +75,19 @@ class ProcessProtocol:
             raise ValueError(f"--max-rounds {most} is fewer than --rounds {count}")
         return cls(wanted=count, most=most, order=AB_ROUNDS)
 
-    def needs_more(self, processes: Sequence[ProcessResult]) -> bool:
-        """Whether a point measured in ``processes`` needs another: fewer than ``wanted``, or as
-        many but disagreeing by more than ``extend_above`` (in log(max/min) of the gated times)
-        and fewer than ``most``."""
+    def needs_more(self, processes: Sequence[ProcessResult], cpu: bool = False) -> bool:
+        """Whether a point measured in ``processes`` (on a CPU: ``cpu``) needs another: fewer
+        than ``wanted``, or as many but disagreeing by more than ``extend_above`` (in
+        log(max/min) of the times the gate judges: on a CPU each process's p20, of the processes
+        it judges) and fewer than ``most``."""
         count = len(processes)
         if count < self.wanted:
             return True
         if count >= self.most:
             return False
-        return log_range([g for p in processes if (g := gated_ms(p)) is not None]) > self.extend_above
+        kept = judged_processes([bool(p.oversubscribed) for p in processes])
+        judged = [p for p, keep in zip(processes, kept, strict=True) if keep]
+        return log_range([g for p in judged if (g := gated_ms(p, cpu)) is not None]) > self.extend_above
 
     def can_judge(self, count: int) -> bool:
         """Whether a side with ``count`` processes has a spread to judge time with."""
@@ -163,3 +166,11 @@ def _fraction(record: Mapping[str, Any], key: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
         raise ProtocolError(f"meta.json's timing_protocol has {key} {value!r}: expected a number >= 0")
     return float(value)
+
+
+def judged_processes(oversubscribed: Sequence[bool]) -> list[bool]:
+    """Which of a side's processes of a point the gate judges, by whether each was
+    oversubscribed: all of them, or only the others where at least MIN_TO_JUDGE others remain
+    (a process whose cores other processes took is slower by the scheduler's share, docs/gate.md)."""
+    clean = [not crowded for crowded in oversubscribed]
+    return clean if any(oversubscribed) and sum(clean) >= MIN_TO_JUDGE else [True] * len(clean)

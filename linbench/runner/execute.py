@@ -45,13 +45,20 @@ def gate_result(case: CaseResult) -> ProcessResult:
     return ProcessResult(status, rel_err=case.rel_error, error="" if case.ok else case.describe())
 
 
+# A long first call (TimingPolicy.long_first_call_timed) kept as a repetition may be this much
+# slower than the slowest later one: a call past it had not reached its steady speed.
+FIRST_CALL_SLACK = 0.1
+
+
 class StopEarlyError(Exception):
     """A point on probation whose first call says it cannot finish within its limit."""
 
 
-def run_measure(task: Task) -> ProcessResult:
+def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
     """Peak memory of the first full-size call, then the timed repetitions; on a GPU then what
-    the kind times after them. ``state_bytes``: what the point's state holds once prepared."""
+    the kind times after them. ``state_bytes``: what the point's state holds once prepared.
+    ``warm_curve``: this worker has just measured the point's curve at another size (a warm
+    CPU worker), so the first call at this size is all the warm-up the point needs."""
     started = time.perf_counter()
     compiled_before = compile_seconds()
     forget_references()  # the fp64 references of checks this worker ran: not the point's memory
@@ -63,7 +70,7 @@ def run_measure(task: Task) -> ProcessResult:
     try:
         with kind.measuring():
             work, held = kind.workload(task, device)
-            result = replace(_measure(task, work, device, started), state_bytes=held)
+            result = replace(_measure(task, work, device, started, warm_curve), state_bytes=held)
             if device.type == "cuda":
                 result = kind.after_eager(task, work, device, result)
         return replace(result, compile_s=_compiled(compiled_before))
@@ -97,35 +104,40 @@ def _check_probation(task: Task, first_s: float, started: float) -> None:
         )
 
 
-def _measure(task: Task, work: Work, device: torch.device, started: float) -> ProcessResult:
+def _measure(task: Task, work: Work, device: torch.device, started: float, warm_curve: bool) -> ProcessResult:
     if device.type == "cuda":
         return _measure_cuda(task, work, device, started)
-    return _measure_cpu(task, work, started)
+    return _measure_cpu(task, work, started, warm_curve)
 
 
-def _measure_cpu(task: Task, work: Work, started: float) -> ProcessResult:
+def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> ProcessResult:
     policy = task.timing
     # In a warm worker, memory an earlier point or check freed stays in malloc's heap and would
     # be reused unseen by the RSS window: hand it back first, as a fresh fork holds none.
     release_free_heap()
     work.before()
-    start = time.perf_counter()
     with PeakRSS() as peak:
+        start = time.perf_counter_ns()
         work.run()
-    first_s = time.perf_counter() - start
-    _check_probation(task, first_s, started)
+        first_ms = (time.perf_counter_ns() - start) / 1e6
+    _check_probation(task, first_ms / 1e3, started)
+    keep_first = policy.first_is_timed(first_ms / 1e3)
     neighbours = NeighbourWindow()
-    # The measured call was the first warm-up call; only the rest of the warm-up budget remains.
+    # The measured call was the first warm-up call; only the rest of the warm-up time remains,
+    # none where it was that long itself or the worker is warm from this curve's last point.
+    warmup_s = 0.0 if keep_first or warm_curve else max(policy.warmup_s - first_ms / 1e3, 0.0)
     timing = time_cpu(
         work.run,
         before=work.before,
-        warmup_s=max(policy.warmup_s - first_s, 0.0),
+        warmup_s=warmup_s,
         min_warmup_calls=policy.warmup_calls,
-        budget_s=policy.budget_s,
-        min_reps=policy.min_reps,
-        max_reps=policy.max_reps,
+        budget_s=policy.budget_s - (first_ms / 1e3 if keep_first else 0.0),
+        min_reps=policy.min_reps - int(keep_first),
+        max_reps=policy.max_reps - int(keep_first),
         timed_window=neighbours,
     )
+    if keep_first:
+        timing = _with_first_call(timing, first_ms, work)
     threads = torch.get_num_threads()
     return replace(
         _timed(timing),
@@ -133,6 +145,16 @@ def _measure_cpu(task: Task, work: Work, started: float) -> ProcessResult:
         neighbour_cpu=None if neighbours.cores is None else round(neighbours.cores, 2),
         oversubscribed=neighbours.oversubscribed(threads) if neighbours.cores is not None else None,
     )
+
+
+def _with_first_call(timing: Timing, first_ms: float, work: Work) -> Timing:
+    """The repetitions with the measured first call among them when it was steady (no slower
+    than the slowest of them by more than FIRST_CALL_SLACK); else with one more repetition
+    timed in its place, so a point keeps its count of repetitions."""
+    if first_ms <= max(timing.samples_ms) * (1 + FIRST_CALL_SLACK):
+        return Timing((first_ms, *timing.samples_ms))
+    more = time_cpu(work.run, before=work.before, warmup_s=0.0, min_warmup_calls=0, budget_s=0.0, min_reps=1)
+    return Timing((*timing.samples_ms, *more.samples_ms))
 
 
 def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) -> ProcessResult:

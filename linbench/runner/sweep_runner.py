@@ -216,7 +216,7 @@ class SweepRunner:
             index = processes.index(failed)
             where = f"process {index + 1} of {len(processes)}" if index else None
             return self._finish(point, failure_row(facts, failed, checked, processes=len(processes), where=where))
-        if self.plan.processes.needs_more(processes):
+        if self.plan.processes.needs_more(processes, cpu=self.plan.device.type == "cpu"):
             return False
         return self._finish(point, point_row(facts, checked, processes))
 

@@ -30,6 +30,11 @@ class TimingPolicy:
     warmup_calls: int = 0  # untimed calls after the measured first one, whatever the warm-up time
     # GPU: overwrite L2 before each timed call, so no call reads the last one's data from cache.
     flush_l2: bool = True
+    # CPU: a measured first call at least as long as the warm-up time is timed as a repetition
+    # too, kept unless it was slower than every later one by more than FIRST_CALL_SLACK (then one
+    # more repetition is timed in its place). Such a call is its own warm-up (the warm-up time
+    # is over when it returns), and lazy start-up ran in the tiny call before it.
+    long_first_call_timed: bool = False
 
     @classmethod
     def for_device(cls, device_type: str, budget_s: float | None = None) -> TimingPolicy:
@@ -38,10 +43,10 @@ class TimingPolicy:
             policy = cls(warmup_s=0.1, budget_s=0.5, min_reps=10, max_reps=1000)
         else:
             # CPU points are long and noisy at once: three repetitions at least, a second of budget.
-            policy = cls(warmup_s=0.2, budget_s=1.0, min_reps=3, max_reps=100)
+            policy = cls(warmup_s=0.2, budget_s=1.0, min_reps=3, max_reps=100, long_first_call_timed=True)
         if budget_s is None:
             return policy
-        return cls(min(policy.warmup_s, budget_s), budget_s, policy.min_reps, policy.max_reps)
+        return replace(policy, warmup_s=min(policy.warmup_s, budget_s), budget_s=budget_s)
 
     @classmethod
     def for_decode(cls, tokens: int) -> TimingPolicy:
@@ -58,11 +63,17 @@ class TimingPolicy:
         """The most calls a point makes: the measured first, the warm-up calls, the repetitions."""
         return 1 + self.warmup_calls + self.max_reps
 
+    def first_is_timed(self, first_s: float) -> bool:
+        """Whether a measured first call of ``first_s`` seconds counts as a repetition."""
+        return self.long_first_call_timed and first_s >= self.warmup_s and self.max_reps > 1
+
     def predicted_s(self, call_s: float) -> float:
         """Wall time of a point whose single call takes ``call_s``: the measured first call,
-        the rest of the warm-up, then the timed repetitions."""
+        the rest of the warm-up, then the timed repetitions (one fewer where the first counts)."""
         warmup = max(self.warmup_s - call_s, 0.0) + self.warmup_calls * call_s
         reps = max(self.min_reps * call_s, min(self.budget_s, self.max_reps * call_s))
+        if self.first_is_timed(call_s):
+            reps = max(reps - call_s, call_s)
         return call_s + warmup + reps
 
 

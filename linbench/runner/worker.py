@@ -27,9 +27,17 @@ from linbench.oom import is_out_of_memory
 from linbench.results.processes import ProcessResult
 from linbench.runner.task import Task
 from linbench.variants.plugins import load_plugin_file
+from linbench.variants.registry import load_builtin_variants
+
+# The fork server imports this module once per run: the built-in variants' modules (about 70)
+# are imported here too, not again in every worker it forks.
+load_builtin_variants()
 
 # torch's own thread count, read when a worker starts: a task that names none runs with it.
 _default_threads: list[int] = []
+# The curves (Point.series) this worker has measured a point of: a later point of one of them
+# meets warm pools, caches and clock, and needs no warm-up time beyond its first call.
+_measured_curves: set[tuple[object, ...]] = set()
 
 
 def main(tasks: Task | list[Task], conn: Connection, log_path: str) -> None:
@@ -102,7 +110,12 @@ def _run(task: Task) -> ProcessResult:
     torch.set_num_threads(task.threads or _default_threads[0])
     for plugin in task.plugins:
         load_plugin_file(plugin)
-    return run_gate(task) if task.job == "gate" else run_measure(task)
+    if task.job == "gate":
+        return run_gate(task)
+    result = run_measure(task, warm_curve=task.point.series in _measured_curves)
+    if result.status == "ok":
+        _measured_curves.add(task.point.series)
+    return result
 
 
 def _failure(exc: BaseException) -> ProcessResult:

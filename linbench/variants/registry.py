@@ -86,9 +86,10 @@ _BUILTIN_PACKAGES = {
 }
 
 
-def _load_builtin_variants() -> None:
-    # Importing a variant's package registers it; done lazily so importing the registry
-    # (and so `linbench --help`) stays cheap.
+def load_builtin_variants() -> None:
+    """Import every built-in variant's package, which registers it. Done lazily so importing
+    the registry (and so `linbench --help`) stays cheap; a worker's fork server calls it once,
+    so that the workers it forks hold the variants from their start."""
     for name in BUILTIN_VARIANTS:
         importlib.import_module(f"linbench.variants.{_BUILTIN_PACKAGES.get(name, name)}")
 
@@ -111,7 +112,7 @@ def _load_entry_point_plugins() -> None:
 
 def _ensure_loaded() -> None:
     global _plugins_loaded
-    _load_builtin_variants()
+    load_builtin_variants()
     if not _plugins_loaded:
         _plugins_loaded = True
         _load_entry_point_plugins()

@@ -73,11 +73,21 @@ def test_max_rounds_below_rounds_is_refused_and_its_default_is_the_protocols(tmp
     assert (job.protocol.wanted, job.protocol.most, job.protocol.order) == (5, 20, AB_ROUNDS)
 
 
-def _rounds_of(folder: Path, times: list[float], status: str = "ok") -> list[Path]:
+def _rounds_of(
+    folder: Path,
+    times: list[float],
+    status: str = "ok",
+    p20s: list[float] | None = None,
+    crowded: tuple[int, ...] = (),
+) -> list[Path]:
     paths = []
     for index, time_ms in enumerate(times):
         store = RunStore.create(folder / str(index), "round")
         row = result_row(1024, time_ms=time_ms) | {"device_name": "Test CPU", "samples": 10}
+        if p20s is not None:
+            row["time_ms_p20"] = p20s[index]
+        if index in crowded:  # other processes took the worker's cores in this round
+            row |= {"oversubscribed": True, "neighbour_cpu": 1.9}
         store.append(row | {"status": status if index == len(times) - 1 else "ok"})
         store.write_meta({"status": "complete"})
         paths.append(store.path)
@@ -95,3 +105,22 @@ def test_a_point_whose_rounds_disagree_on_either_side_needs_another(tmp_path: Pa
     assert points_needing_more({"baseline": steady, "current": spread}, ProcessProtocol.rounds(3, 3)) == 0
     failed = _rounds_of(tmp_path / "failed", [10.0, 11.0, 9.5], status="mismatch")
     assert points_needing_more({"baseline": steady, "current": failed}, protocol) == 0
+
+
+def test_rounds_are_extended_on_the_p20s_compare_judges_not_on_their_medians(tmp_path: Path) -> None:
+    protocol = ProcessProtocol.rounds(3, 20)
+    # A busy CPU: medians on either mode of preemption (1.85 to 81 ms), p20s within 1%.
+    preempted = _rounds_of(tmp_path / "preempted", [1.85, 81.0, 40.0], p20s=[1.80, 1.81, 1.805])
+    assert points_needing_more({"baseline": preempted, "current": preempted}, protocol) == 0
+    apart = _rounds_of(tmp_path / "apart", [1.85, 1.86, 1.85], p20s=[1.80, 2.2, 1.805])
+    assert points_needing_more({"baseline": preempted, "current": apart}, protocol) == 1
+
+
+def test_oversubscribed_rounds_are_left_out_of_the_decision_where_three_others_remain(tmp_path: Path) -> None:
+    """A round slowed by the scheduler does not keep a point going when 3 clean rounds agree."""
+    protocol = ProcessProtocol.rounds(3, 20)
+    p20s = [19.25, 28.0, 19.27, 29.8, 19.26]
+    crowded = _rounds_of(tmp_path / "crowded", p20s, p20s=p20s, crowded=(1, 3))
+    assert points_needing_more({"baseline": crowded, "current": crowded}, protocol) == 0
+    unmarked = _rounds_of(tmp_path / "unmarked", p20s, p20s=p20s)
+    assert points_needing_more({"baseline": unmarked, "current": unmarked}, protocol) == 1

@@ -59,7 +59,7 @@ def test_a_run_that_moved_as_a_whole_is_inconclusive_unless_a_control_stayed_put
     assert "every point moved together by +20.0% (the median of 10 points)" in result.stdout
     assert "--control" in result.stdout and "linbench ab" in result.stdout
     # softmax:sdpa did not move: the change slowed cosine:kernel, and the gate says so.
-    kernel_only = [row | {"time_ms": row["time_ms"] * 1.2} if row["variant"] == "cosine" else row for row in _suite()]
+    kernel_only = [scaled([row], time=1.2)[0] if row["variant"] == "cosine" else row for row in _suite()]
     _, kernel_slow = _pair(tmp_path / "kernel", kernel_only)
     failed = invoke("compare", base, kernel_slow, "--control", "softmax:sdpa", "--json")
     assert failed.exit_code == 1, failed.output
@@ -204,3 +204,19 @@ def test_the_real_h100_rerun_pair_is_unverified_inconclusive_and_no_regression(i
     assert report["advice"][-1].endswith(
         "--quiet --processes 5 --max-processes 20; or gate in one job with linbench ab (docs/ci.md)"
     )
+
+
+def test_the_output_names_the_time_judged_and_a_run_without_p20_is_judged_on_medians(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    cpu = [row | {"device": "cpu", "device_name": "Test CPU"} for row in _suite()]
+    base, cur = (write_process_run(tmp_path / name, cpu) for name in ("base", "cur"))
+    judged = invoke("compare", base, cur, "--format", "md")
+    assert judged.exit_code == 0 and "(p20) |" in judged.stdout and "not a median" in judged.stdout
+    assert "not p20s" not in judged.stdout
+    without = [{k: v for k, v in row.items() if k not in ("time_ms_p20", "time_ms_p80")} for row in cpu]
+    old = write_process_run(tmp_path / "old", without)
+    fallback = invoke("compare", old, cur, "--json")
+    report = json.loads(fallback.stdout)
+    assert fallback.exit_code == 0 and {p["statistic"] for p in report["points"]} == {"median"}
+    assert any(line.startswith("10 CPU point(s) judged on process medians, not p20s") for line in report["advice"])

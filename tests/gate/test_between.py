@@ -32,7 +32,7 @@ def _moved(shift: float, planted: dict[int, float] | None = None) -> list[dict]:
     rows = []
     for index, row in enumerate(SUITE):
         factor = math.exp(shift + SCATTER[index]) * (planted or {}).get(index, 1.0)
-        rows.append(row | {"time_ms": row["time_ms"] * factor})
+        rows.append(row | {c: row[c] * factor for c in ("time_ms", "time_ms_p20", "time_ms_p80")})
     return rows
 
 

@@ -89,3 +89,24 @@ def test_a_run_with_ceilings_gets_a_table_of_its_longest_points(tmp_path: Path) 
     assert "of copy" in table.columns and "of matmul" in table.columns
     records = roofline_json([run])
     assert len(records) == 5 and {r["run"] for r in records} == {folder.name}
+
+
+def test_a_rate_past_its_ceiling_is_marked_as_a_ceiling_measured_low(tmp_path: Path) -> None:
+    """17x the matmul rate cannot be the point's speed: the ceiling was measured on a busy machine."""
+    (fast,) = roofline_rows(frame(row(tflops=34.0)), CEILINGS)
+    (plain,) = roofline_rows(frame(row()), CEILINGS)
+    assert fast["above_ceiling"] is True and plain["above_ceiling"] is False
+    folder = write_run(tmp_path, [row(tflops=34.0)])
+    store = RunStore(folder)
+    store.write_meta(store.read_meta() | {"ceilings": CEILINGS})
+    (table,) = roofline_tables(read_run(folder))
+    assert table.rows[0][8] == "1,700% *"
+    assert "* past its ceiling: the ceiling was measured low" in table.title
+
+
+def test_rates_within_their_ceilings_carry_no_mark(tmp_path: Path) -> None:
+    folder = write_run(tmp_path, [row()])
+    store = RunStore(folder)
+    store.write_meta(store.read_meta() | {"ceilings": CEILINGS})
+    (table,) = roofline_tables(read_run(folder))
+    assert table.rows[0][8] == "50%" and "past its ceiling" not in table.title

@@ -15,6 +15,7 @@ from linbench.results.protocol import (
     TRUST_PROCESSES,
     ProcessProtocol,
     ProtocolError,
+    judged_processes,
     log_range,
 )
 
@@ -40,6 +41,15 @@ def test_more_processes_when_too_few_or_when_they_disagree() -> None:
     assert not ProcessProtocol(3, 20).needs_more(quiet)
     assert ProcessProtocol(3, 20).needs_more(noisy)
     assert not ProcessProtocol(3, 3).needs_more(noisy)
+
+
+def test_on_a_cpu_processes_extend_on_their_p20s_as_the_gate_judges_them() -> None:
+    """Medians on two modes of a preempted machine, p20s together: a CPU point is settled."""
+    preempted = [ProcessResult("ok", time_ms=ms, time_ms_p20=1.0) for ms in (1.0, 1.8, 1.1)]
+    assert not ProcessProtocol(3, 20).needs_more(preempted, cpu=True)
+    assert ProcessProtocol(3, 20).needs_more(preempted)  # a GPU's eager times: the medians
+    apart = [ProcessResult("ok", time_ms=1.0, time_ms_p20=p20) for p20 in (1.0, 1.3, 1.0)]
+    assert ProcessProtocol(3, 20).needs_more(apart, cpu=True)
 
 
 def test_several_processes_extend_up_to_what_the_gate_trusts() -> None:
@@ -94,3 +104,13 @@ def test_two_protocols_judge_together_by_the_stricter_numbers() -> None:
     both = lax.stricter(ProcessProtocol())
     assert (both.extend_above, both.trust_processes, both.min_to_judge) == (0.02, 20, 3)
     assert ProcessProtocol().stricter(lax) == both
+
+
+def test_oversubscribed_processes_are_left_out_of_whether_a_point_needs_another() -> None:
+    """Three clean processes that agree settle a point whatever the crowded ones took."""
+    clean = [ProcessResult("ok", time_ms=19.2, time_ms_p20=19.25 + d) for d in (0.0, 0.01, 0.02)]
+    crowded = [ProcessResult("ok", time_ms=30.0, time_ms_p20=28.0, oversubscribed=True)] * 2
+    assert not ProcessProtocol(5, 20).needs_more([*clean, *crowded], cpu=True)
+    assert ProcessProtocol(5, 20).needs_more([*clean[:2], *crowded, *crowded[:1]], cpu=True)  # 2 clean: all judged
+    assert judged_processes([False, True, False, False]) == [True, False, True, True]
+    assert judged_processes([True, True, False, False]) == [True, True, True, True]

@@ -68,8 +68,10 @@ def test_one_length_extrapolates_quadratically_and_none_does_not_guess() -> None
 
 
 def test_predicted_point_time_follows_the_timing_policy() -> None:
-    # A 10 s call: the measured first call, no more warm-up, three repetitions.
-    assert CPU.predicted_s(10.0) == pytest.approx(40.0)
+    # A 10 s call: the measured first call is its own warm-up and one of three repetitions.
+    assert CPU.predicted_s(10.0) == pytest.approx(30.0)
+    # Without that (a policy that never times its first call): the first call, then three.
+    assert replace(CPU, long_first_call_timed=False).predicted_s(10.0) == pytest.approx(40.0)
     # A 1 ms call: warm-up budget, then the repetition cap.
     assert CPU.predicted_s(0.001) == pytest.approx(0.001 + 0.199 + 0.1)
 

@@ -1,0 +1,61 @@
+"""Which of a process's times the gate judges: the statistic, chosen once for compare and ab.
+
+A wall-clock call on a CPU is preempted: on a busy machine a call loses tens of milliseconds
+to another process now and then, and a process's *median* lands on whichever mode most of
+its repetitions fell in, so the processes of one point disagree far more than the code does.
+The lower part of a process's repetitions is what preemption cannot move: each process's p20
+(the 20th percentile of its timed repetitions, processes.csv's ``time_ms_p20``) spreads far
+less between processes on a busy CPU (docs/gate.md, "Which time is judged"). So a CPU process
+is represented by its p20, and the rule (rule.py) takes the median of those and their spread,
+as it took the medians'.
+
+GPU times keep the median. CUDA-graph replay times (``device_ms``) are timed on the device's
+clock, a replay is not preempted by the host's scheduler, and processes.csv records no p20 of
+them. An eager GPU time is the host issuing launches; on the one GPU pair measured, its p20
+moved between runs a little more than its median did (docs/gate.md), so nothing supports
+changing it. A CPU run that recorded no p20 (one made before the column, or a results row
+without processes.csv and its p20) is judged on the medians it has, and the comparison says
+so (``fell_back``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from linbench.results.processes import ProcessResult
+from linbench.units import as_number
+
+P20 = "p20"  # each CPU process's 20th percentile of its timed repetitions: what preemption cannot move
+MEDIAN = "median"  # each process's median: eager GPU times, and CPU times where a side recorded no p20
+GRAPH = "graph median"  # each process's median CUDA-graph replay time (device_ms)
+
+COLUMN = {P20: "time_ms_p20", MEDIAN: "time_ms", GRAPH: "device_ms"}
+
+
+def chosen(cpu: bool, graph: bool, p20: bool) -> str:
+    """The statistic of a point on a CPU (``cpu``) or a GPU whose sides all have CUDA-graph
+    replay times (``graph``) or all have p20s (``p20``): graph replays first, then on a CPU
+    the p20, else the median."""
+    if graph:
+        return GRAPH
+    return P20 if cpu and p20 else MEDIAN
+
+
+def fell_back(cpu: bool, statistic: str) -> bool:
+    """Whether a point was judged on medians only because a side recorded no p20."""
+    return cpu and statistic == MEDIAN
+
+
+def all_positive(values: Sequence[object]) -> bool:
+    """Whether there are values and every one is a number above 0."""
+    numbers = [as_number(v) for v in values]
+    return bool(numbers) and all(n is not None and n > 0 for n in numbers)
+
+
+def process_times(processes: Sequence[ProcessResult], cpu: bool) -> tuple[str, list[float]]:
+    """The statistic one side's ``processes`` of a point (on a CPU: ``cpu``) are judged on,
+    and each process's value of it: what ``linbench ab`` asks for another round on."""
+    graph = all_positive([p.device_ms for p in processes])
+    statistic = chosen(cpu, graph, all_positive([p.time_ms_p20 for p in processes]))
+    values = [as_number(getattr(p, COLUMN[statistic])) for p in processes]
+    return statistic, [float(v) for v in values if v is not None and v > 0]

@@ -1,0 +1,120 @@
+"""A CPU point's first full-size call (device: cpu): a long one is timed as a repetition when it
+was steady, and a warm worker's later point of a curve adds no warm-up time to it.
+
+The impl moves a clock these tests drive (each call "takes" the milliseconds its script says),
+and the timer and the measurement read that clock, so what is asserted (which calls are
+timed, how many calls run) holds however busy the machine is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+import torch
+
+from linbench.measure import timer
+from linbench.runner import execute
+from linbench.runner.execute import FIRST_CALL_SLACK, run_measure
+from linbench.runner.kinds import RUN
+from linbench.runner.task import Task, TimingPolicy
+from linbench.shape import Shape
+from linbench.sweep.points import Point
+from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant
+
+SCRIPTED = "scripted_for_first_call_tests"
+CPU = TimingPolicy.for_device("cpu")  # 0.2 s warm-up, 1 s budget, 3 repetitions at least
+
+
+class ScriptedClock:
+    """The ``time`` module of the timer and of the measurement: each impl call advances it by
+    the next duration of its script (then by ``rest_ms`` once the script is spent)."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+        self.script: list[float] = []
+        self.rest_ms = 1.0
+        self.calls = 0
+
+    def perf_counter(self) -> float:
+        return self.ns / 1e9
+
+    def perf_counter_ns(self) -> int:
+        return self.ns
+
+    def call(self) -> None:
+        self.calls += 1
+        self.ns += round((self.script.pop(0) if self.script else self.rest_ms) * 1e6)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedClock]:
+    fake = ScriptedClock()
+    monkeypatch.setattr(timer, "time", fake)
+    monkeypatch.setattr(execute, "time", fake)
+
+    def scripted(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+        fake.call()
+        return v.clone()
+
+    register_variant(
+        Variant(
+            name=SCRIPTED,
+            summary="v, in scripted time",
+            impl_list=(Impl("scripted", scripted, "takes what its script says", "O(1)", "O(1)"),),
+            reference="scripted",
+            param_specs=(),
+            flop_formula=lambda *args: 0.0,
+            time_complexity="O(1)",
+            memory_complexity="O(1)",
+        )
+    )
+    yield fake
+    unregister_variant(SCRIPTED)
+
+
+def _measure(
+    clock: ScriptedClock, first_ms: float, later_ms: float, *, warm_curve: bool = False, timing: TimingPolicy = CPU
+) -> tuple[float, ...]:
+    """The samples of a point whose first full-size call takes ``first_ms`` and every later
+    one ``later_ms`` (the tiny warm-up call before them takes 1 ms)."""
+    clock.script, clock.rest_ms = [1.0, first_ms], later_ms
+    point = Point(SCRIPTED, "scripted", "fwd", True, "fp32", "cpu", Shape(1, 1, 32, 4, 4))
+    result = run_measure(Task(job="measure", point=point, timing=timing, kind=RUN), warm_curve=warm_curve)
+    assert result.status == "ok", result.error
+    return result.samples_ms
+
+
+def test_a_long_steady_first_call_is_one_of_the_repetitions(clock: ScriptedClock) -> None:
+    samples = _measure(clock, first_ms=300.0, later_ms=300.0)
+    # Its own warm-up, and the first of the repetitions: 1 s of budget is 300 ms + 3 more.
+    assert samples == (300.0, 300.0, 300.0, 300.0)
+    assert clock.calls == 1 + 4  # the tiny call, then no call that is not timed
+
+
+def test_a_long_first_call_slower_than_its_slack_is_replaced_by_one_more_repetition(clock: ScriptedClock) -> None:
+    slow_first = 300.0 * (1 + FIRST_CALL_SLACK) * 1.05
+    samples = _measure(clock, first_ms=slow_first, later_ms=300.0)
+    assert slow_first not in samples
+    assert samples == (300.0, 300.0, 300.0, 300.0)  # the point keeps its count
+
+
+def test_a_short_first_call_is_warm_up_and_the_warm_up_time_runs_out(clock: ScriptedClock) -> None:
+    samples = _measure(clock, first_ms=60.0, later_ms=50.0)
+    assert 60.0 not in samples
+    # After the 60 ms first call, 140 ms of warm-up remain: three more 50 ms calls untimed.
+    assert clock.calls == 1 + 1 + 3 + len(samples)
+
+
+def test_a_warm_workers_later_point_of_a_curve_has_no_warm_up_beyond_its_first_call(clock: ScriptedClock) -> None:
+    samples = _measure(clock, first_ms=60.0, later_ms=50.0, warm_curve=True)
+    assert 60.0 not in samples
+    assert clock.calls == 1 + 1 + len(samples)
+
+
+def test_a_first_call_shorter_than_a_longer_warm_up_asked_for_is_warm_up(clock: ScriptedClock) -> None:
+    # --warmup-s 0.5: a 300 ms first call leaves 200 ms of warm-up, so it is not timed.
+    samples = _measure(clock, first_ms=300.0, later_ms=250.0, timing=replace(CPU, warmup_s=0.5))
+    assert 300.0 not in samples
+    assert clock.calls == 1 + 1 + 1 + len(samples)  # one more call of warm-up
