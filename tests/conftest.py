@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,14 @@ SHARED_MODULES = {
 # At most this many workers: each imports torch (a few hundred MB) and many tests start
 # processes of their own, so more buy memory use rather than time.
 MOST_WORKERS = 4
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In a parallel worker, Ctrl-C as in a plain pytest process: xdist's workers ignore SIGINT
+    (their controller handles it), and an ignored signal is inherited by every process a test
+    starts, so a `linbench run` a test interrupts would never see its Ctrl-C."""
+    if hasattr(config, "workerinput"):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
