@@ -1,5 +1,14 @@
 // Host emulation of the few CUDA device features the linear-attention kernels use, so that the
-// .cu sources compile with g++ and run on a CPU (one OS thread per CUDA thread). Test-only.
+// .cu sources compile with g++ and run on a CPU. Test-only.
+//
+// A block's 256 CUDA threads are fibers (ucontext) taking turns on one OS thread: a barrier
+// parks the fiber that reaches it until every fiber of the barrier has, so the kernels run in
+// the same order of phases as with one OS thread per CUDA thread, without hundreds of threads
+// contending for the machine's cores at every __syncthreads (those made the test take minutes
+// and the machine's load average pass 50). A barrier that can never complete (a thread that
+// left early) is reported and aborts instead of hanging. The sanitizer builds (run.sh asan,
+// tsan) define EMU_OS_THREADS: one OS thread per CUDA thread with std::barrier, which the
+// sanitizers understand and where ThreadSanitizer sees a missing barrier as a data race.
 //
 // Emulated: threadIdx/blockIdx/gridDim, __syncthreads (a block barrier), __shfl_xor_sync (a warp
 // exchange: every lane of the warp must take part, as in the real thing), atomicMax, the bit
@@ -36,9 +45,46 @@ namespace emu {
 
 constexpr int kMaxThreads = 256;
 
+struct Barrier {
+  virtual void arrive_and_wait() = 0;
+  virtual ~Barrier() = default;
+};
+
+#ifdef EMU_OS_THREADS
+// One OS thread per CUDA thread.
+struct ThreadBarrier final : Barrier {
+  explicit ThreadBarrier(int count) : barrier(count) {}
+  void arrive_and_wait() override { barrier.arrive_and_wait(); }
+  std::barrier<> barrier;
+};
+using BlockBarrier = ThreadBarrier;
+#else
+// Fibers on one OS thread: the running fiber hands the OS thread back to the block's scheduler.
+void yield_fiber();
+void made_progress();
+
+struct FiberBarrier final : Barrier {
+  explicit FiberBarrier(int count) : expected(count) {}
+  void arrive_and_wait() override {
+    const unsigned long mine = generation;
+    made_progress();
+    if (++arrived == expected) {
+      arrived = 0;
+      ++generation;
+      return;
+    }
+    while (generation == mine) yield_fiber();
+  }
+  int expected;
+  int arrived = 0;
+  unsigned long generation = 0;
+};
+using BlockBarrier = FiberBarrier;
+#endif
+
 struct Block {
-  std::barrier<>* block_barrier;
-  std::barrier<>* warp_barrier[kMaxThreads / 32];
+  Barrier* block_barrier;
+  Barrier* warp_barrier[kMaxThreads / 32];
   float exchange[kMaxThreads / 32][32];
   unsigned char* smem;
 };

@@ -12,9 +12,13 @@
 #include "../linear_attention_backward.cu"
 #include "../linear_attention_forward.cu"
 
+#include <ucontext.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -37,12 +41,86 @@ int g_scratch_allocs = 0;
 size_t g_scratch_bytes = 0;
 bool g_fail_malloc = false;
 
+#ifndef EMU_OS_THREADS
+// The fibers of the block being run, and its scheduler's own context.
+struct Fibers {
+  ucontext_t scheduler;
+  std::vector<ucontext_t> contexts = std::vector<ucontext_t>(emu::kMaxThreads);
+  std::vector<char> done = std::vector<char>(emu::kMaxThreads);
+  // 256 KiB of stack each (a wmma fragment is 1 KiB, a few of them in one frame), made once.
+  std::vector<char> stacks = std::vector<char>(size_t{emu::kMaxThreads} << 18);
+  unsigned current = 0;
+  unsigned long progress = 0;  // barrier arrivals and finished fibers: what a pass must change
+  std::function<void()> body;  // the kernel call each fiber makes
+};
+Fibers g_fibers;
+
+void fiber_main() {
+  g_fibers.body();
+  g_fibers.done[g_fibers.current] = 1;
+  ++g_fibers.progress;
+}  // returns to uc_link: the scheduler
+}  // namespace
+
+void emu::yield_fiber() { swapcontext(&g_fibers.contexts[g_fibers.current], &g_fibers.scheduler); }
+void emu::made_progress() { ++g_fibers.progress; }
+
+namespace {
 template <class Args>
 void run_block(void (*kernel)(Args), const Args& args, dim3 grid, uint3 block_index, size_t smem_bytes) {
   emu::Block block{};
-  std::barrier<> block_barrier(emu::kMaxThreads);
-  std::vector<std::barrier<>*> warp_barriers;
-  for (int w = 0; w < emu::kMaxThreads / 32; ++w) block.warp_barrier[w] = new std::barrier<>(32);
+  emu::FiberBarrier block_barrier(emu::kMaxThreads);
+  std::vector<emu::FiberBarrier> warp_barriers(emu::kMaxThreads / 32, emu::FiberBarrier(32));
+  for (int w = 0; w < emu::kMaxThreads / 32; ++w) block.warp_barrier[w] = &warp_barriers[w];
+  block.block_barrier = &block_barrier;
+  // Exactly the launch's size (so ASan flags an overrun), filled with NaN bytes so that reading
+  // shared memory before writing it shows up in the results.
+  block.smem = smem_bytes > 0 ? static_cast<unsigned char*>(aligned_alloc(128, smem_bytes)) : nullptr;
+  if (smem_bytes > 0) memset(block.smem, 0xff, smem_bytes);
+  Fibers& f = g_fibers;
+  f.body = [&] { kernel(args); };
+  const size_t stack_bytes = f.stacks.size() / emu::kMaxThreads;
+  for (unsigned t = 0; t < emu::kMaxThreads; ++t) {
+    f.done[t] = 0;
+    getcontext(&f.contexts[t]);
+    f.contexts[t].uc_stack.ss_sp = f.stacks.data() + t * stack_bytes;
+    f.contexts[t].uc_stack.ss_size = stack_bytes;
+    f.contexts[t].uc_link = &f.scheduler;
+    makecontext(&f.contexts[t], fiber_main, 0);
+  }
+  emu::block_idx = block_index;
+  emu::grid_dim = grid;
+  emu::block = &block;
+  // Round robin: each unfinished fiber runs until it waits at a barrier or ends. A whole pass
+  // in which none arrives anywhere nor ends can never finish (a barrier some thread left).
+  for (unsigned remaining = emu::kMaxThreads; remaining > 0;) {
+    const unsigned long before = f.progress;
+    remaining = 0;
+    for (unsigned t = 0; t < emu::kMaxThreads; ++t) {
+      if (f.done[t]) continue;
+      f.current = t;
+      emu::thread_idx = uint3{t, 0, 0};
+      swapcontext(&f.scheduler, &f.contexts[t]);
+      remaining += !f.done[t];
+    }
+    if (remaining > 0 && f.progress == before) {
+      std::fprintf(stderr, "emulation: block (%u,%u,%u) deadlocked: %u threads wait at a barrier the others left\n",
+                   block_index.x, block_index.y, block_index.z, remaining);
+      std::abort();
+    }
+  }
+  free(block.smem);
+}
+#else
+template <class Args>
+void run_block(void (*kernel)(Args), const Args& args, dim3 grid, uint3 block_index, size_t smem_bytes) {
+  emu::Block block{};
+  emu::ThreadBarrier block_barrier(emu::kMaxThreads);
+  std::vector<std::unique_ptr<emu::ThreadBarrier>> warp_barriers;
+  for (int w = 0; w < emu::kMaxThreads / 32; ++w) {
+    warp_barriers.push_back(std::make_unique<emu::ThreadBarrier>(32));
+    block.warp_barrier[w] = warp_barriers.back().get();
+  }
   block.block_barrier = &block_barrier;
   // Exactly the launch's size (so ASan flags an overrun), filled with NaN bytes so that reading
   // shared memory before writing it shows up in the results.
@@ -60,8 +138,8 @@ void run_block(void (*kernel)(Args), const Args& args, dim3 grid, uint3 block_in
     });
   for (auto& th : threads) th.join();
   free(block.smem);
-  for (int w = 0; w < emu::kMaxThreads / 32; ++w) delete block.warp_barrier[w];
 }
+#endif
 // The feature-map backward kernel of element type T, if `func` is one (it takes its own args).
 template <class T>
 bool is_map_backward(const void* func) {

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Builds and runs the host emulation test of the CUDA kernels (no GPU needed): plain, then with
-# AddressSanitizer, then with ThreadSanitizer (barrier bugs show up as data races).
+# Builds and runs the host emulation test of the CUDA kernels (no GPU needed): plain (a block's
+# threads as fibers on one OS thread), then with AddressSanitizer, then with ThreadSanitizer
+# (one OS thread per CUDA thread there: barrier bugs show up as data races).
 # Usage: csrc/cuda/emulation/run.sh [plain|asan|tsan|all] [full|basic|quick|maps|split|plans]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,5 +15,6 @@ build() {  # name, extra flags
 what=${1:-all}
 suite=${2:-basic}
 if [ "$what" = plain ] || [ "$what" = all ]; then build plain "" && "$out/plain" "$suite"; fi
-if [ "$what" = asan ] || [ "$what" = all ]; then build asan "-fsanitize=address,undefined" && "$out/asan" quick; fi
-if [ "$what" = tsan ] || [ "$what" = all ]; then build tsan "-fsanitize=thread" && "$out/tsan" quick; fi
+# The sanitizers follow OS threads, not fibers: their builds run one OS thread per CUDA thread.
+if [ "$what" = asan ] || [ "$what" = all ]; then build asan "-DEMU_OS_THREADS -fsanitize=address,undefined" && "$out/asan" quick; fi
+if [ "$what" = tsan ] || [ "$what" = all ]; then build tsan "-DEMU_OS_THREADS -fsanitize=thread" && "$out/tsan" quick; fi

@@ -89,7 +89,7 @@ inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 16, 
   (void)layout;
   // Warp-collective, as the real one: no lane writes before every lane is done with its earlier
   // loads (an accumulate reads the tile it then stores), and every lane sees the tile after.
-  std::barrier<>* warp = emu::block->warp_barrier[threadIdx.x / 32];
+  emu::Barrier* warp = emu::block->warp_barrier[threadIdx.x / 32];
   warp->arrive_and_wait();
   if (threadIdx.x % 32 == 0)
     for (int r = 0; r < 16; ++r)
