@@ -49,8 +49,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 KEY = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
 TIME_COLUMNS = {
-    "results.csv": ("time_ms", "time_ms_p20", "time_ms_p80", "time_ms_proc_lo", "time_ms_proc_hi", "device_ms"),
-    "processes.csv": ("time_ms", "time_ms_p20", "time_ms_p80", "device_ms"),
+    "results.csv": (
+        "time_ms",
+        "time_ms_p20",
+        "time_ms_p80",
+        "time_ms_proc_lo",
+        "time_ms_proc_hi",
+        "device_ms",
+        "cpu_ms_p20",
+    ),
+    "processes.csv": ("time_ms", "time_ms_p20", "time_ms_p80", "device_ms", "cpu_ms_p20"),
     "samples.csv": ("time_ms",),
 }
 # A neighbour that keeps torch's thread pool busy in bursts of 0.5-5 s with pauses of up to 2 s:

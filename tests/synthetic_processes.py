@@ -35,17 +35,19 @@ def write_process_run(
     offsets: Offsets = QUIET,
     graph_offsets: Offsets | None = None,
     meta: dict[str, Any] | None = None,
+    cpu_offsets: Offsets | None = None,
 ) -> Path:
     """A run of ``rows`` (results.csv) and their processes: each ok row gets one process per
     offset, its median ``time_ms·e^offset`` (its p20 and p80 the row's times e^offset); a row
     with ``device_ms`` gets that time spread by ``graph_offsets`` (default: ``offsets``) in the
-    same processes; ``kernels_per_call`` of a row goes to each of its processes. ``meta`` is
+    same processes, and one with ``cpu_ms_p20`` that by ``cpu_offsets`` (default: ``offsets``);
+    ``kernels_per_call`` and ``threads`` of a row go to each of its processes. ``meta`` is
     merged into meta.json's sweep settings."""
     path = write_run(folder, rows)
     store = RunStore(path)
     for row in rows:
         if row["status"] == "ok":
-            for process in _processes(row, offsets, graph_offsets):
+            for process in _processes(row, offsets, graph_offsets, cpu_offsets):
                 store.append_process(process)
     if meta:
         meta_path = path / "meta.json"
@@ -55,10 +57,11 @@ def write_process_run(
     return path
 
 
-def _processes(row: dict[str, Any], offsets: Offsets, graph_offsets: Offsets | None) -> list[dict[str, Any]]:
+def _processes(
+    row: dict[str, Any], offsets: Offsets, graph_offsets: Offsets | None, cpu_offsets: Offsets | None
+) -> list[dict[str, Any]]:
     eager = list(offsets(row) if callable(offsets) else offsets)
-    chosen = graph_offsets if graph_offsets is not None else offsets
-    graph = list(chosen(row) if callable(chosen) else chosen)
+    graph, cpu = (_offsets(row, other if other is not None else offsets) for other in (graph_offsets, cpu_offsets))
     out = []
     for n, offset in enumerate(eager):
         process = {column: row.get(column) for column in KEY_COLUMNS}
@@ -67,19 +70,27 @@ def _processes(row: dict[str, Any], offsets: Offsets, graph_offsets: Offsets | N
             if row.get(column) is not None:
                 process[column] = row[column] * math.exp(offset)
         process.update(peak_bytes=row.get("peak_bytes"), kernels_per_call=row.get("kernels_per_call"))
+        process["threads"] = row.get("threads")
         if row.get("device_ms") is not None:
             process["device_ms"] = row["device_ms"] * math.exp(graph[n % len(graph)])
+        if row.get("cpu_ms_p20") is not None:
+            process["cpu_ms_p20"] = row["cpu_ms_p20"] * math.exp(cpu[n % len(cpu)])
         out.append(process)
     return out
 
 
+def _offsets(row: dict[str, Any], offsets: Offsets) -> list[float]:
+    return list(offsets(row) if callable(offsets) else offsets)
+
+
 def planted(rows: list[dict[str, Any]], index: int, **factors: float) -> list[dict[str, Any]]:
     """``rows`` with row ``index``'s columns multiplied (time_ms=1.3, peak_bytes=1.1, ...); a
-    factor on ``time_ms`` moves its p20 and p80 with it where they have none of their own (a
-    slower call is slower throughout)."""
+    factor on ``time_ms`` moves its p20, p80 and CPU time with it where they have none of their
+    own (a slower call is slower throughout)."""
     out = [dict(row) for row in rows]
     for column, factor in factors.items():
-        moved = [column, *(c for c in ("time_ms_p20", "time_ms_p80") if column == "time_ms" and c not in factors)]
+        alongside = ("time_ms_p20", "time_ms_p80", "cpu_ms_p20")
+        moved = [column, *(c for c in alongside if column == "time_ms" and c not in factors)]
         for name in moved:
             if out[index].get(name) is not None:
                 out[index][name] = out[index][name] * factor

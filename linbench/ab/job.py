@@ -20,7 +20,7 @@ from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revis
 from linbench.gate.statistic import process_times
 from linbench.machine.facts import git_sha
 from linbench.results.processes import ProcessResult
-from linbench.results.protocol import ProcessProtocol, judged_processes
+from linbench.results.protocol import ProcessProtocol, judged
 from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore, utc_stamp
@@ -126,14 +126,13 @@ def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> int:
 def needs_another(rounds: Sequence[ProcessResult], protocol: ProcessProtocol, cpu: bool) -> bool:
     """Whether a point (on a CPU: ``cpu``) measured in ``rounds`` (one side's) needs another
     round: fewer than ``protocol`` wants, or fewer than its most and a spread it does not trust
-    yet in the time compare judges, of the rounds it judges (oversubscribed ones left out
-    where 3 others remain)."""
+    yet in the time compare judges, of the rounds it judges (results/protocol.py's judged:
+    oversubscribed ones left out where 3 others remain, unless judged on their CPU time)."""
     if len(rounds) < protocol.wanted:
         return True
     if len(rounds) >= protocol.most:
         return False
-    kept = judged_processes([bool(r.oversubscribed) for r in rounds])
-    _, times = process_times([r for r, keep in zip(rounds, kept, strict=True) if keep], cpu)
+    _, times = process_times(judged(rounds, cpu), cpu)
     return not protocol.trusts_spread(times)
 
 

@@ -1,8 +1,9 @@
 """One point of two runs compared: its time (by the rule of rule.py, on the statistic of
 statistic.py: the CUDA-graph replay time where both sides have one, with the eager time
-beside it, else on a CPU each process's p20, else its median), its memory and its
-kernel launches per call, each with a verdict. A CPU process whose threads other processes
-oversubscribed (processes.csv's ``oversubscribed``) is left out where at least MIN_TO_JUDGE
+beside it, else on a CPU each one-thread process's CPU time, else its p20, else its median),
+its memory and its
+kernel launches per call, each with a verdict. Judged on the wall clock, a CPU process whose
+threads other processes oversubscribed (processes.csv's ``oversubscribed``) is left out where at least MIN_TO_JUDGE
 others of its side remain; a side with fewer (or with no processes recorded, and its
 results row marked) has its time not judged: its verdict is ``oversubscribed``: not judged
 (so never a pass, rule.py's UNJUDGED), not even by the gross rule; its memory still is. A
@@ -19,7 +20,7 @@ import pandas as pd
 from linbench.gate.between import BetweenRuns
 from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_memory
 from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, TimeJudgement, TimeRule, judge
-from linbench.gate.statistic import COLUMN, GRAPH, P20, all_positive, chosen, fell_back
+from linbench.gate.statistic import COLUMN, CPU_TIME, GRAPH, P20, all_positive, chosen, fell_back
 from linbench.report.series import plain
 from linbench.results.protocol import ProcessProtocol, judged_processes
 from linbench.units import as_number
@@ -128,8 +129,9 @@ class Side:
         (results/protocol.py's judged_processes): a process whose cores other processes took
         while it was timed is slower by what the scheduler did (on a loaded 2-core machine,
         softmax:sdpa's 19 ms call had a p20 near 28 ms in such processes, 19.25-19.28 ms in
-        the others), and the clean ones of the same point say what its code does."""
-        if processes is None or "oversubscribed" not in processes.columns:
+        the others), and the clean ones of the same point say what its code does. None is left
+        out where every process is judged on its CPU time, to which preemption adds nothing."""
+        if processes is None or "oversubscribed" not in processes.columns or _on_cpu_clock(row, processes):
             return cls(row, processes)
         kept = judged_processes(list(processes["oversubscribed"].astype(str) == "True"))
         if all(kept):
@@ -157,6 +159,11 @@ class Side:
 
     def has_graph_times(self) -> bool:
         return self.processes is not None and bool((self.processes["device_ms"] > 0).all())
+
+    def has_cpu_time(self) -> bool:
+        """Whether every process ran one torch thread and recorded its CPU time (the results
+        row, where no process was recorded): statistic.py's "cpu time"."""
+        return _on_cpu_clock(self.row, self.processes)
 
     def has_p20(self) -> bool:
         """Whether every process recorded the p20 of its repetitions (the results row, where
@@ -220,7 +227,8 @@ def diff_point(
     key = {c: plain(v) for c, v in key.items()}
     both_ok = base.ok and cur.ok
     graph = base.has_graph_times() and cur.has_graph_times()
-    eager_statistic = chosen(key["device_type"] == "cpu", False, base.has_p20() and cur.has_p20())
+    cpu_time = base.has_cpu_time() and cur.has_cpu_time()
+    eager_statistic = chosen(key["device_type"] == "cpu", False, base.has_p20() and cur.has_p20(), cpu_time)
     statistic = GRAPH if graph else eager_statistic
     column = COLUMN[statistic]
     rule = thresholds.time_rule(protocol, gross_bar, between)
@@ -230,7 +238,7 @@ def diff_point(
         time = judge(base.per_process(column), cur.per_process(column), rule, within)
     eager_column = COLUMN[eager_statistic]
     eager = judge(base.per_process(eager_column), cur.per_process(eager_column), rule) if both_ok and graph else None
-    unjudged = _not_comparable(base, cur) if both_ok else None
+    unjudged = _not_comparable(base, cur, statistic) if both_ok else None
     if unjudged is not None:
         # Not judged, not even as gross: a pool that waited for the scheduler ran 50x slow, and
         # one thread against two is another configuration, not a change of code.
@@ -270,15 +278,28 @@ def diff_point(
     )
 
 
-def _not_comparable(base: Side, cur: Side) -> str | None:
+def _not_comparable(base: Side, cur: Side, statistic: str) -> str | None:
     """Why the two sides' times cannot be judged against each other (None: they can): measured
     with other thread counts (default CPU runs take the idle cores, so a quiet baseline and a
-    busy current run differ), or oversubscribed on a side."""
+    busy current run differ), or oversubscribed on a side where the wall clock is judged (a
+    process's CPU time holds no preemption)."""
     if base.threads is not None and cur.threads is not None and base.threads != cur.threads:
         return OTHER_THREADS
-    if base.oversubscribed or cur.oversubscribed:
+    if statistic != CPU_TIME and (base.oversubscribed or cur.oversubscribed):
         return OVERSUBSCRIBED
     return None
+
+
+def _on_cpu_clock(row: pd.Series, processes: pd.DataFrame | None) -> bool:
+    """Every process (the results row, where none was recorded) ran one torch thread and
+    recorded its CPU time (results/processes.py's timed_on_cpu_clock)."""
+    if processes is None:
+        cells = [(row.get("cpu_ms_p20"), row.get("threads"))]
+    elif {"cpu_ms_p20", "threads"} <= set(processes.columns) and len(processes):
+        cells = list(zip(processes["cpu_ms_p20"], processes["threads"], strict=True))
+    else:
+        return False
+    return all((c := as_number(cpu)) is not None and c > 0 and as_number(threads) == 1 for cpu, threads in cells)
 
 
 def _widest(base: float | None, cur: float | None) -> float | None:

@@ -6,13 +6,17 @@ import math
 from typing import Any
 
 from linbench.gate.compare import Comparison, ExponentCheck, PointDiff
-from linbench.gate.statistic import P20
+from linbench.gate.statistic import CPU_TIME, P20
 from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.report.render import ReportTable
 from linbench.results.protocol import MIN_TO_JUDGE
 from linbench.units import format_bytes, format_ms, format_size
 
 P20_MEANING = "the median across processes of each process's 20th percentile of its repetitions, not a median"
+CPU_TIME_MEANING = (
+    "the median across processes of each one-thread process's median CPU time of a call: the work it did, "
+    "to which waiting for a core adds nothing"
+)
 ENVIRONMENT = "regression (environment)"
 GROSS = "regression (gross)"
 NOT_JUDGED = ("noisy", "unverified", "oversubscribed", "other threads")
@@ -117,8 +121,8 @@ POINT_COLUMNS = [
 
 def points_table(comparison: Comparison) -> ReportTable:
     """A row per compared point. Baseline and current are the median across a side's
-    processes of each process's statistic, named beside it (p20 on a CPU, graph median, or
-    median: a GPU's eager time, or a CPU's where a side recorded no p20); K is the worker
+    processes of each process's statistic, named beside it (cpu time or p20 on a CPU, graph
+    median, or median: a GPU's eager time, or a CPU's where a side recorded no p20); K is the worker
     processes per side, threshold the change the point had to pass (the larger of
     --max-slowdown and its noise)."""
     changed = comparison.environment_changed
@@ -126,8 +130,11 @@ def points_table(comparison: Comparison) -> ReportTable:
         [point_label(p.key), *_time_cells(p, changed), *_memory_cells(p), _launch_cell(p)] for p in comparison.points
     ]
     title = f"{comparison.current} against {comparison.baseline}"
-    if any(P20 in (p.statistic, p.eager_statistic) for p in comparison.points):
+    marked = {s for p in comparison.points for s in (p.statistic, p.eager_statistic)}
+    if P20 in marked:
         title += f" (a time marked p20: {P20_MEANING})"
+    if CPU_TIME in marked:
+        title += f" (a time marked cpu time: {CPU_TIME_MEANING})"
     return ReportTable(title, POINT_COLUMNS, rows)
 
 

@@ -9,6 +9,15 @@ less between processes on a busy CPU (docs/gate.md, "Which time is judged"). So 
 is represented by its p20, and the rule (rule.py) takes the median of those and their spread,
 as it took the medians'.
 
+Better still, where a CPU process ran one torch thread and recorded its CPU time (``cpu_ms_p20``, the
+median over its repetitions of the process's CPU time, measure/timer.py): preemption adds no CPU
+time at all, so the processes of one point agree however busy the machine is, where even their
+p20s spread once most calls are preempted (calls of 10 ms and more on a loaded 2-core machine,
+docs/gate.md). That is the statistic then ("cpu time"). It is not taken with several threads: a
+pool's threads spin while they wait for a preempted sibling, and that spinning is CPU time. What
+it cannot see is a call that waits without working (sleeping, blocked on a lock or on I/O); an
+attention impl on a CPU computes, and the wall-clock columns stay in the results beside it.
+
 GPU times keep the median. CUDA-graph replay times (``device_ms``) are timed on the device's
 clock, a replay is not preempted by the host's scheduler, and processes.csv records no p20 of
 them. An eager GPU time is the host issuing launches; on the one GPU pair measured, its p20
@@ -22,22 +31,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from linbench.results.processes import ProcessResult
+from linbench.results.processes import ProcessResult, timed_on_cpu_clock
 from linbench.units import as_number
 
+CPU_TIME = "cpu time"  # each one-thread CPU process's median CPU time of a call: preemption adds none
 P20 = "p20"  # each CPU process's 20th percentile of its timed repetitions: what preemption cannot move
 MEDIAN = "median"  # each process's median: eager GPU times, and CPU times where a side recorded no p20
 GRAPH = "graph median"  # each process's median CUDA-graph replay time (device_ms)
 
-COLUMN = {P20: "time_ms_p20", MEDIAN: "time_ms", GRAPH: "device_ms"}
+COLUMN = {CPU_TIME: "cpu_ms_p20", P20: "time_ms_p20", MEDIAN: "time_ms", GRAPH: "device_ms"}
 
 
-def chosen(cpu: bool, graph: bool, p20: bool) -> str:
+def chosen(cpu: bool, graph: bool, p20: bool, cpu_time: bool = False) -> str:
     """The statistic of a point on a CPU (``cpu``) or a GPU whose sides all have CUDA-graph
-    replay times (``graph``) or all have p20s (``p20``): graph replays first, then on a CPU
-    the p20, else the median."""
+    replay times (``graph``), all CPU times of one-thread processes (``cpu_time``) or all p20s
+    (``p20``): graph replays first, then on a CPU the CPU time, then the p20, else the median."""
     if graph:
         return GRAPH
+    if cpu and cpu_time:
+        return CPU_TIME
     return P20 if cpu and p20 else MEDIAN
 
 
@@ -56,6 +68,7 @@ def process_times(processes: Sequence[ProcessResult], cpu: bool) -> tuple[str, l
     """The statistic one side's ``processes`` of a point (on a CPU: ``cpu``) are judged on,
     and each process's value of it: what ``linbench ab`` asks for another round on."""
     graph = all_positive([p.device_ms for p in processes])
-    statistic = chosen(cpu, graph, all_positive([p.time_ms_p20 for p in processes]))
+    cpu_time = bool(processes) and all(timed_on_cpu_clock(p) for p in processes)
+    statistic = chosen(cpu, graph, all_positive([p.time_ms_p20 for p in processes]), cpu_time)
     values = [as_number(getattr(p, COLUMN[statistic])) for p in processes]
     return statistic, [float(v) for v in values if v is not None and v > 0]

@@ -60,6 +60,7 @@ class ProcessResult:
     timed_s: float | None = None
     neighbour_cpu: float | None = None
     oversubscribed: bool | None = None
+    cpu_ms_p20: float | None = None
     # The timed repetitions, for samples.csv; a recorded process keeps none.
     samples_ms: tuple[float, ...] = ()
 
@@ -85,11 +86,20 @@ def log_spread(medians: Sequence[float]) -> float | None:
     return MAD_TO_SIGMA * statistics.median(abs(x - centre) for x in logs)
 
 
+def timed_on_cpu_clock(process: ProcessResult) -> bool:
+    """Whether a CPU process's CPU time stands for its work: it has one, and ran one torch thread
+    (several threads wait for each other in a spinning pool, which counts as CPU time and grows
+    when a sibling is preempted; linbench/gate/statistic.py)."""
+    cpu_ms = as_number(process.cpu_ms_p20)
+    return cpu_ms is not None and cpu_ms > 0 and as_number(process.threads) == 1
+
+
 def gated_ms(process: ProcessResult, cpu: bool = False) -> float | None:
     """The time a gate judges for one process: its CUDA-graph replay time where it has one,
-    else on a CPU (``cpu``) its p20, which preemption cannot move (linbench/gate/statistic.py),
-    else its eager median."""
-    for value in (process.device_ms, process.time_ms_p20 if cpu else None, process.time_ms):
+    else on a CPU (``cpu``) its CPU time where that stands for its work, else its p20, which
+    preemption moves least (linbench/gate/statistic.py), else its eager median."""
+    cpu_time = process.cpu_ms_p20 if cpu and timed_on_cpu_clock(process) else None
+    for value in (process.device_ms, cpu_time, process.time_ms_p20 if cpu else None, process.time_ms):
         number = as_number(value)
         if number is not None and number > 0:
             return number

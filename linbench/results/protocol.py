@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from linbench.results.processes import ProcessResult, gated_ms
+from linbench.results.processes import ProcessResult, gated_ms, timed_on_cpu_clock
 
 NAME = "processes-v1"
 # A point whose processes disagree by more than this (log of slowest over fastest) gets more.
@@ -85,9 +85,7 @@ class ProcessProtocol:
             return True
         if count >= self.most:
             return False
-        kept = judged_processes([bool(p.oversubscribed) for p in processes])
-        judged = [p for p, keep in zip(processes, kept, strict=True) if keep]
-        return log_range([g for p in judged if (g := gated_ms(p, cpu)) is not None]) > self.extend_above
+        return log_range([g for p in judged(processes, cpu) if (g := gated_ms(p, cpu)) is not None]) > self.extend_above
 
     def can_judge(self, count: int) -> bool:
         """Whether a side with ``count`` processes has a spread to judge time with."""
@@ -166,6 +164,16 @@ def _fraction(record: Mapping[str, Any], key: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
         raise ProtocolError(f"meta.json's timing_protocol has {key} {value!r}: expected a number >= 0")
     return float(value)
+
+
+def judged(processes: Sequence[ProcessResult], cpu: bool) -> list[ProcessResult]:
+    """The processes of one side of a point (on a CPU: ``cpu``) that the gate judges: every one
+    where each is judged on its CPU time (preemption adds none to it: processes.timed_on_cpu_clock),
+    else as judged_processes says."""
+    if cpu and processes and all(timed_on_cpu_clock(p) for p in processes):
+        return list(processes)
+    kept = judged_processes([bool(p.oversubscribed) for p in processes])
+    return [p for p, keep in zip(processes, kept, strict=True) if keep]
 
 
 def judged_processes(oversubscribed: Sequence[bool]) -> list[bool]:

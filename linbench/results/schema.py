@@ -46,7 +46,8 @@ __all__ = [
 # 5: neighbour_cpu and oversubscribed (CPU points measured beside other processes).
 # 6: where a point was measured (host, GPU, cores, shard, attempt): the ``where`` columns.
 # 7: kv_heads and chunk in every file's key, gqa in results.csv.
-SCHEMA_VERSION = 7
+# 8: cpu_ms_p20 (the 20th percentile of the repetitions' process CPU times on a CPU).
+SCHEMA_VERSION = 8
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -173,6 +174,12 @@ COLUMNS = {
             ),
             ("time_ms_p20", float, "20th percentile of the repetitions (results.csv: median over processes)"),
             ("time_ms_p80", float, "80th percentile of the repetitions (results.csv: median over processes)"),
+            (
+                "cpu_ms_p20",
+                float,
+                "CPU: 20th percentile of the repetitions' process CPU times, every thread of the worker (what "
+                "preemption by another process does not add to; results.csv: median over processes)",
+            ),
             ("sm_clock_mhz", float, "CUDA: SM clock while the point ran"),
         ),
         *_group("sum", ("samples", int, "timed repetitions (results.csv: over all processes)")),
@@ -289,6 +296,8 @@ RESULT_COLUMNS = (
     *WHERE_COLUMNS,
     # Schema 7 (and kv_heads, chunk above).
     "gqa",
+    # Schema 8.
+    "cpu_ms_p20",
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
@@ -297,7 +306,7 @@ MEASURED_COLUMNS = (
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
     *("nvml_peak_bytes", "sm_clock_mhz", "temp_c", "throttle_reasons", "cuda_graph", "device_ms"),
     *("graph_error", "kernels_per_call", "threads", "state_bytes", "compile_s", "rel_err", "error"),
-    *("neighbour_cpu", "oversubscribed"),
+    *("neighbour_cpu", "oversubscribed", "cpu_ms_p20"),
 )
 PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s")
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")

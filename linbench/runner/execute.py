@@ -117,9 +117,10 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
     release_free_heap()
     work.before()
     with PeakRSS() as peak:
-        start = time.perf_counter_ns()
+        cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
         work.run()
         first_ms = (time.perf_counter_ns() - start) / 1e6
+        first_cpu_ms = (time.process_time_ns() - cpu_start) / 1e6
     _check_probation(task, first_ms / 1e3, started)
     keep_first = policy.first_is_timed(first_ms / 1e3)
     neighbours = NeighbourWindow()
@@ -137,7 +138,7 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
         timed_window=neighbours,
     )
     if keep_first:
-        timing = _with_first_call(timing, first_ms, work)
+        timing = _with_first_call(timing, first_ms, first_cpu_ms, work)
     threads = torch.get_num_threads()
     return replace(
         _timed(timing),
@@ -147,14 +148,14 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
     )
 
 
-def _with_first_call(timing: Timing, first_ms: float, work: Work) -> Timing:
+def _with_first_call(timing: Timing, first_ms: float, first_cpu_ms: float, work: Work) -> Timing:
     """The repetitions with the measured first call among them when it was steady (no slower
     than the slowest of them by more than FIRST_CALL_SLACK); else with one more repetition
     timed in its place, so a point keeps its count of repetitions."""
     if first_ms <= max(timing.samples_ms) * (1 + FIRST_CALL_SLACK):
-        return Timing((first_ms, *timing.samples_ms))
+        return Timing((first_ms, *timing.samples_ms), (first_cpu_ms, *timing.cpu_samples_ms))
     more = time_cpu(work.run, before=work.before, warmup_s=0.0, min_warmup_calls=0, budget_s=0.0, min_reps=1)
-    return Timing((*timing.samples_ms, *more.samples_ms))
+    return Timing((*timing.samples_ms, *more.samples_ms), (*timing.cpu_samples_ms, *more.cpu_samples_ms))
 
 
 def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) -> ProcessResult:
@@ -193,6 +194,7 @@ def _timed(timing: Timing) -> ProcessResult:
         time_ms=timing.median_ms,
         time_ms_p20=timing.percentile_ms(20),
         time_ms_p80=timing.percentile_ms(80),
+        cpu_ms_p20=timing.cpu_percentile_ms(20),
         samples=timing.count,
         samples_ms=tuple(timing.samples_ms),
     )

@@ -79,6 +79,7 @@ def _rounds_of(
     status: str = "ok",
     p20s: list[float] | None = None,
     crowded: tuple[int, ...] = (),
+    cpu_times: list[float] | None = None,
 ) -> list[Path]:
     paths = []
     for index, time_ms in enumerate(times):
@@ -86,6 +87,8 @@ def _rounds_of(
         row = result_row(1024, time_ms=time_ms) | {"device_name": "Test CPU", "samples": 10}
         if p20s is not None:
             row["time_ms_p20"] = p20s[index]
+        if cpu_times is not None:  # one torch thread, its CPU time recorded
+            row |= {"cpu_ms_p20": cpu_times[index], "threads": 1}
         if index in crowded:  # other processes took the worker's cores in this round
             row |= {"oversubscribed": True, "neighbour_cpu": 1.9}
         store.append(row | {"status": status if index == len(times) - 1 else "ok"})
@@ -124,3 +127,16 @@ def test_oversubscribed_rounds_are_left_out_of_the_decision_where_three_others_r
     assert points_needing_more({"baseline": crowded, "current": crowded}, protocol) == 0
     unmarked = _rounds_of(tmp_path / "unmarked", p20s, p20s=p20s)
     assert points_needing_more({"baseline": unmarked, "current": unmarked}, protocol) == 1
+
+
+def test_rounds_judged_on_their_cpu_time_need_no_more_however_their_wall_clock_spreads(tmp_path: Path) -> None:
+    """One-thread rounds are extended on their CPU time, as compare judges them; oversubscribed
+    ones are not left out of it (preemption adds no CPU time)."""
+    protocol = ProcessProtocol.rounds(3, 20)
+    walls = [19.25, 28.0, 19.27, 29.8, 24.0]
+    steady = _rounds_of(
+        tmp_path / "steady", walls, p20s=walls, crowded=(1, 3), cpu_times=[19.0, 19.1, 19.0, 19.05, 19.1]
+    )
+    assert points_needing_more({"baseline": steady, "current": steady}, protocol) == 0
+    apart = _rounds_of(tmp_path / "apart", walls, p20s=walls, cpu_times=[19.0, 19.1, 19.0, 22.0, 19.1])
+    assert points_needing_more({"baseline": steady, "current": apart}, protocol) == 1

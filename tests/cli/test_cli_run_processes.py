@@ -23,16 +23,19 @@ def _folder(out: Path) -> Path:
 
 
 def test_processes_are_rows_of_their_own_and_the_protocol_is_recorded(invoke: Invoke, tmp_path: Path) -> None:
-    result = invoke("run", *TINY, *QUICK, "--processes", "3", "--max-processes", "3", "--out", tmp_path)
+    args = ("--processes", "3", "--max-processes", "3", "--threads", "1", "--out", tmp_path)
+    result = invoke("run", *TINY, *QUICK, *args)
     assert result.exit_code == 0, result.output
     assert "harness:" in result.stdout and "wall timed" in result.stdout
     folder = _folder(tmp_path)
     with (folder / "processes.csv").open() as handle:
         processes = list(csv.DictReader(handle))
     assert [p["process"] for p in processes] == ["0", "1", "2"] and len({p["pid"] for p in processes}) == 3
+    # Each process's CPU time of a call, which the gate judges for one-thread CPU processes.
+    assert all(p["threads"] == "1" and float(p["cpu_ms_p20"]) > 0 for p in processes), processes
     with (folder / "results.csv").open() as handle:
         (row,) = list(csv.DictReader(handle))
-    assert row["processes"] == "3" and row["timing"] == "eager"
+    assert row["processes"] == "3" and row["timing"] == "eager" and float(row["cpu_ms_p20"]) > 0
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["schema_version"] == SCHEMA_VERSION
     protocol = meta["timing_protocol"]

@@ -1,7 +1,7 @@
 """The CPU timer: warm-up, repetition bounds, and the summary statistics (CPU).
 
-The timer reads a clock that these tests drive themselves, so what they assert (which calls
-are timed, how many) holds however busy the machine is.
+The timer reads clocks (wall and CPU) that these tests drive themselves, so what they assert
+(which calls are timed, how many, for how long) holds however busy the machine is.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ class FakeClock:
 
     def __init__(self) -> None:
         self.ns = 0
+        self.cpu_ns = 0  # the process's CPU time: what its calls worked, not what they waited
 
     def perf_counter(self) -> float:
         return self.ns / 1e9
@@ -24,8 +25,13 @@ class FakeClock:
     def perf_counter_ns(self) -> int:
         return self.ns
 
-    def advance_ms(self, ms: float) -> None:
-        self.ns += round(ms * 1e6)
+    def process_time_ns(self) -> int:
+        return self.cpu_ns
+
+    def advance_ms(self, ms: float, waiting_ms: float = 0.0) -> None:
+        """``ms`` of work, then ``waiting_ms`` waiting for a core (wall time only)."""
+        self.ns += round((ms + waiting_ms) * 1e6)
+        self.cpu_ns += round(ms * 1e6)
 
 
 @pytest.fixture
@@ -65,6 +71,14 @@ def test_samples_measure_the_closure_and_not_its_preparation(clock: FakeClock) -
         min_reps=3,
     )
     assert timing.samples_ms == (10.0,) * 5  # 50 ms of timed calls: the budget
+
+
+def test_each_repetition_is_also_timed_in_cpu_time_which_waiting_does_not_add_to(clock: FakeClock) -> None:
+    waits = iter([0.0, 0.0, 30.0, 0.0, 55.0])  # the warm-up call, then four timed ones, two preempted
+    timing = time_cpu(lambda: clock.advance_ms(2.0, next(waits)), warmup_s=0.0, budget_s=0.0, min_reps=4)
+    assert timing.samples_ms == (2.0, 32.0, 2.0, 57.0)
+    assert timing.cpu_samples_ms == (2.0,) * 4 and timing.cpu_percentile_ms(20) == 2.0
+    assert Timing((1.0,)).cpu_percentile_ms(20) is None  # a GPU timing has none
 
 
 def test_summary_statistics() -> None:

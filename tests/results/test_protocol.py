@@ -4,6 +4,7 @@ the gate may judge and trust a side, and its record in meta.json read back."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -114,3 +115,17 @@ def test_oversubscribed_processes_are_left_out_of_whether_a_point_needs_another(
     assert ProcessProtocol(5, 20).needs_more([*clean[:2], *crowded, *crowded[:1]], cpu=True)  # 2 clean: all judged
     assert judged_processes([False, True, False, False]) == [True, False, True, True]
     assert judged_processes([True, True, False, False]) == [True, True, True, True]
+
+
+def test_one_thread_processes_extend_on_their_cpu_time_with_none_left_out() -> None:
+    # Preempted: p20s 19-30 ms; CPU times within 1%, oversubscribed ones among them.
+    steady = [
+        ProcessResult("ok", time_ms=ms, time_ms_p20=ms, cpu_ms_p20=cpu, threads=1, oversubscribed=ms > 25)
+        for ms, cpu in ((19.2, 19.0), (28.0, 19.1), (19.3, 19.05), (29.8, 19.08), (24.0, 19.02))
+    ]
+    assert not ProcessProtocol(5, 20).needs_more(steady, cpu=True)
+    assert ProcessProtocol(5, 20).needs_more(steady)  # a GPU's processes: no CPU time is judged
+    apart = [*steady[:4], replace(steady[4], cpu_ms_p20=22.0)]
+    assert ProcessProtocol(5, 20).needs_more(apart, cpu=True)
+    pooled = [replace(p, threads=2) for p in steady]  # a spinning pool's CPU time is not its work
+    assert ProcessProtocol(5, 20).needs_more(pooled, cpu=True)

@@ -43,6 +43,9 @@ class ScriptedClock:
     def perf_counter_ns(self) -> int:
         return self.ns
 
+    def process_time_ns(self) -> int:  # every scripted millisecond is work
+        return self.ns
+
     def call(self) -> None:
         self.calls += 1
         self.ns += round((self.script.pop(0) if self.script else self.rest_ms) * 1e6)
