@@ -1,14 +1,14 @@
 """One point of two runs compared: its time (by the rule of rule.py, on the statistic of
 statistic.py: the CUDA-graph replay time where both sides have one, with the eager time
 beside it, else on a CPU each one-thread process's CPU time, else its p20, else its median),
-its memory and its
-kernel launches per call, each with a verdict. Judged on the wall clock, a CPU process whose
-threads other processes oversubscribed (processes.csv's ``oversubscribed``) is left out where at least MIN_TO_JUDGE
-others of its side remain; a side with fewer (or with no processes recorded, and its
-results row marked) has its time not judged: its verdict is ``oversubscribed``: not judged
-(so never a pass, rule.py's UNJUDGED), not even by the gross rule; its memory still is. A
-point measured with other torch thread counts on the two sides (``threads``) is ``other
-threads``: neither its time nor its memory is judged."""
+its memory and its kernel launches per call, each with a verdict. Judged on the wall clock, a
+CPU process whose threads other processes oversubscribed (processes.csv's ``oversubscribed``)
+is left out where at least MIN_TO_JUDGE others of its side remain; a side with fewer (or with
+no processes recorded, and its results row marked) has its time not judged: its verdict is
+``oversubscribed``: not judged (so never a pass, rule.py's UNJUDGED), not even by the gross
+rule; its memory still is. Judged on CPU time, no process is left out: waiting for a core adds
+none. A point measured with other torch thread counts on the two sides (``threads``) is
+``other threads``: neither its time nor its memory is judged."""
 
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ worker processes?
 Repetitions inside one worker process share that process's host state and move together, so
 their spread says nothing of how far another process (another run) lands. The unit of
 replication is the process: each process gives one time (statistic.py: its median
-CUDA-graph replay time where both sides have one; else on a CPU its p20 of its timed
-repetitions, what preemption cannot move; else its median), each side's estimate is the
+CUDA-graph replay time where both sides have one; else on a CPU the p20 of its repetitions'
+CPU times where it ran one thread, else their wall-clock p20, what preemption moves least;
+else its median), each side's estimate is the
 median of those, and the noise is the spread between them, pooled from both sides
 (1.4826·MAD of their logs, a robust standard deviation). Below, "medians" are those per-process times. The
 standard error of a difference of two medians is 1.2533·σ̂·√(1/K_b + 1/K_c), and a change
