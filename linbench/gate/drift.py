@@ -1,11 +1,11 @@
 """Did the machine change, rather than the code? The drift check of ``linbench compare``.
 
 A baseline committed weeks ago was measured on another day, perhaps another driver or host:
-shifts the spread inside either run cannot see. Control points (impls named with
-``--control`` or a suite's ``controls``, chosen because the code under test does not touch
-them) answer it: when every judged control moved the same way and their median moved past
-``max_slowdown``, the environment changed, and the time verdicts of the comparison say more
-about the machine than about the code.
+shifts the spread inside either run cannot see. Control points (impls named with ``--control``
+or a suite's ``controls``, chosen because the code under test does not touch them) answer it:
+when every judged control moved the same way and their median moved past ``max_slowdown``,
+whichever one of them is left out, the environment changed, and the time verdicts of the
+comparison say more about the machine than about the code.
 """
 
 from __future__ import annotations
@@ -74,7 +74,12 @@ def check_drift(
     logs = [math.log(p.ratio) for p in judged]
     centre = statistics.median(logs)
     same_side = all(x > 0 for x in logs) or all(x < 0 for x in logs)
-    changed = same_side and abs(centre) > math.log1p(max_slowdown)
+    floor = math.log1p(max_slowdown)
+    # No one control decides: the others' median moved past the floor too, whichever is left
+    # out (one control that regressed on its own is that impl's change, not the machine's;
+    # with two controls the median is their mean, which one of them alone could carry).
+    others = [logs[:i] + logs[i + 1 :] for i in range(len(logs))] if len(logs) > 1 else []
+    changed = same_side and abs(centre) > floor and all(abs(statistics.median(rest)) > floor for rest in others)
     return DriftCheck(names, judged, math.exp(centre), changed, max_slowdown)
 
 

@@ -225,6 +225,7 @@ def diff_point(
     """One point of two runs judged, its processes by the numbers of ``protocol`` (and the
     comparison's ``gross_bar``, rule.py, and between-run term, between.py)."""
     key = {c: plain(v) for c, v in key.items()}
+    between = between.without(key) if between is not None else None
     both_ok = base.ok and cur.ok
     graph = base.has_graph_times() and cur.has_graph_times()
     cpu_time = base.has_cpu_time() and cur.has_cpu_time()

@@ -90,3 +90,20 @@ def test_the_output_says_what_the_whole_run_moved(tmp_path: Path) -> None:
     assert line.startswith("runs measured apart: the whole current run moved +7.8% (every point's median, 9 points)")
     assert verdict_line(moved).endswith("; the whole run moved +7.8%")
     assert verdict_line(moved).startswith("INCONCLUSIVE: 9 points compared: 9 same")
+
+
+@pytest.mark.parametrize("index", [4, 5])
+def test_a_planted_30_percent_on_one_of_two_control_points_is_caught(tmp_path: Path, index: int) -> None:
+    """One control that moved on its own is its impl's change, not the machine's: neither the
+    drift check (environment changed, which excuses time regressions) nor the run's shift may
+    rest on it. With two controls the median is their mean, which the planted one would carry."""
+    rows = [row for row in SUITE if row["seq"] != 4096]  # cosine:kernel, cosine:chunked, softmax:sdpa at 1k, 2k
+    cur = [row | {c: row[c] * 1.01 * (1.3 if i == index else 1.0) for c in ("time_ms", "time_ms_p20", "time_ms_p80")}
+           for i, row in enumerate(rows)]  # fmt: skip
+    base = read_run(write_process_run(tmp_path / "base", rows, QUIET))
+    comparison = compare_runs(base, read_run(write_process_run(tmp_path / "cur", cur, QUIET)),
+                              Thresholds(controls=("softmax:sdpa",)))  # fmt: skip
+    assert comparison.between is not None and comparison.between.source == "controls"
+    assert comparison.drift is not None and not comparison.drift.changed
+    assert [i for i, p in enumerate(comparison.points) if p.time_verdict == "regression"] == [index]
+    assert comparison.failed and comparison.verdict == "regression"
