@@ -81,7 +81,8 @@ class AbJob:
             open_points = points_needing_more(folders, protocol)
             if open_points:
                 spread = f"{protocol.extend_above:.0%}"
-                what = f"{open_points} point(s) whose rounds' judged times (p20s on a CPU) differ by more than {spread}"
+                judged = "judged times (on a CPU: CPU times or p20s)"
+                what = f"{open_points} point(s) whose rounds' {judged} differ by more than {spread}"
                 on_progress(f"{what}: another round")
             return bool(open_points)
 
