@@ -14,8 +14,8 @@ from linbench.units import format_bytes, format_ms, format_size
 
 P20_MEANING = "the median across processes of each process's 20th percentile of its repetitions, not a median"
 CPU_TIME_MEANING = (
-    "the median across processes of each one-thread process's median CPU time of a call: the work it did, "
-    "to which waiting for a core adds nothing"
+    "the median across processes of each one-thread process's 20th percentile of its calls' CPU times: the "
+    "work a call did, to which waiting for a core adds nothing"
 )
 ENVIRONMENT = "regression (environment)"
 GROSS = "regression (gross)"

@@ -9,9 +9,9 @@ less between processes on a busy CPU (docs/gate.md, "Which time is judged"). So 
 is represented by its p20, and the rule (rule.py) takes the median of those and their spread,
 as it took the medians'.
 
-Better still, where a CPU process ran one torch thread and recorded its CPU time (``cpu_ms_p20``, the
-median over its repetitions of the process's CPU time, measure/timer.py): preemption adds no CPU
-time at all, so the processes of one point agree however busy the machine is, where even their
+Better still, where a CPU process ran one torch thread and recorded its CPU time (``cpu_ms_p20``:
+the p20 of its repetitions' process CPU times, measure/timer.py): preemption adds no CPU time at
+all, so the processes of one point stay together on a busy machine, where even their wall-clock
 p20s spread once most calls are preempted (calls of 10 ms and more on a loaded 2-core machine,
 docs/gate.md). That is the statistic then ("cpu time"). It is not taken with several threads: a
 pool's threads spin while they wait for a preempted sibling, and that spinning is CPU time. What
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from linbench.results.processes import ProcessResult, timed_on_cpu_clock
 from linbench.units import as_number
 
-CPU_TIME = "cpu time"  # each one-thread CPU process's median CPU time of a call: preemption adds none
+CPU_TIME = "cpu time"  # each one-thread CPU process's p20 of its calls' CPU times: preemption adds none
 P20 = "p20"  # each CPU process's 20th percentile of its timed repetitions: what preemption cannot move
 MEDIAN = "median"  # each process's median: eager GPU times, and CPU times where a side recorded no p20
 GRAPH = "graph median"  # each process's median CUDA-graph replay time (device_ms)
