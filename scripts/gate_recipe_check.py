@@ -189,18 +189,14 @@ def one_rerun(args: argparse.Namespace, index: int) -> Rerun:
 
 def rejudged_rerun(args: argparse.Namespace, where: Path) -> Rerun:
     """A rerun already in ``where`` judged again (``--rejudge``): nothing is measured."""
-    base, cur = (side if (side / "meta.json").is_file() else run_folder(side) for side in sides_of(where))
+    # ab's sides are the run folders; --recipe runs' sides hold them (each side's `run --out`).
+    sides = (where / "baseline", where / "current")
+    base, cur = (side if (side / "meta.json").is_file() else run_folder(side) for side in sides)
     started = time.monotonic()
     judged = linbench("compare", base, cur, "--json")
     (where / "rejudged.json").write_text(judged.stdout)
     index = int(where.name.removeprefix("rerun-"))
     return judged_rerun(args, index, where, (base, cur), judged, time.monotonic() - started, recorded_load(cur))
-
-
-def sides_of(where: Path) -> tuple[Path, Path]:
-    """A rerun's baseline/ and current/: the run folders themselves (ab), or the folders that
-    hold them (``--recipe runs``: each side's ``linbench run --out``)."""
-    return where / "baseline", where / "current"
 
 
 def recorded_load(run: Path) -> str:

@@ -22,6 +22,7 @@ from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_
 from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, TimeJudgement, TimeRule, judge
 from linbench.gate.statistic import COLUMN, CPU_TIME, GRAPH, P20, all_positive, chosen, fell_back
 from linbench.report.series import plain
+from linbench.results.processes import cpu_time_stands
 from linbench.results.protocol import ProcessProtocol, judged_processes
 from linbench.units import as_number
 
@@ -300,7 +301,7 @@ def _on_cpu_clock(row: pd.Series, processes: pd.DataFrame | None) -> bool:
         cells = list(zip(processes["cpu_ms_p20"], processes["threads"], strict=True))
     else:
         return False
-    return all((c := as_number(cpu)) is not None and c > 0 and as_number(threads) == 1 for cpu, threads in cells)
+    return all(cpu_time_stands(cpu, threads) for cpu, threads in cells)
 
 
 def _widest(base: float | None, cur: float | None) -> float | None:

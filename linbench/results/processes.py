@@ -87,11 +87,16 @@ def log_spread(medians: Sequence[float]) -> float | None:
 
 
 def timed_on_cpu_clock(process: ProcessResult) -> bool:
-    """Whether a CPU process's CPU time stands for its work: it has one, and ran one torch thread
-    (several threads wait for each other in a spinning pool, which counts as CPU time and grows
-    when a sibling is preempted; linbench/gate/statistic.py)."""
-    cpu_ms = as_number(process.cpu_ms_p20)
-    return cpu_ms is not None and cpu_ms > 0 and as_number(process.threads) == 1
+    """Whether a CPU process's CPU time stands for its work (cpu_time_stands)."""
+    return cpu_time_stands(process.cpu_ms_p20, process.threads)
+
+
+def cpu_time_stands(cpu_ms_p20: object, threads: object) -> bool:
+    """Whether a process (or a results row) with these cells is judged on its CPU time: it has
+    one, and ran one torch thread (several threads wait for each other in a spinning pool, which
+    counts as CPU time and grows when a sibling is preempted; linbench/gate/statistic.py)."""
+    cpu_ms = as_number(cpu_ms_p20)
+    return cpu_ms is not None and cpu_ms > 0 and as_number(threads) == 1
 
 
 def gated_ms(process: ProcessResult, cpu: bool = False) -> float | None:

@@ -41,6 +41,15 @@ int g_scratch_allocs = 0;
 size_t g_scratch_bytes = 0;
 bool g_fail_malloc = false;
 
+// A block's dynamic shared memory: exactly the launch's size (so ASan flags an overrun), filled
+// with NaN bytes so that reading shared memory before writing it shows up in the results.
+unsigned char* shared_memory(size_t smem_bytes) {
+  if (smem_bytes == 0) return nullptr;
+  auto* smem = static_cast<unsigned char*>(aligned_alloc(128, smem_bytes));
+  memset(smem, 0xff, smem_bytes);
+  return smem;
+}
+
 #ifndef EMU_OS_THREADS
 // The fibers of the block being run, and its scheduler's own context.
 struct Fibers {
@@ -73,10 +82,7 @@ void run_block(void (*kernel)(Args), const Args& args, dim3 grid, uint3 block_in
   std::vector<emu::FiberBarrier> warp_barriers(emu::kMaxThreads / 32, emu::FiberBarrier(32));
   for (int w = 0; w < emu::kMaxThreads / 32; ++w) block.warp_barrier[w] = &warp_barriers[w];
   block.block_barrier = &block_barrier;
-  // Exactly the launch's size (so ASan flags an overrun), filled with NaN bytes so that reading
-  // shared memory before writing it shows up in the results.
-  block.smem = smem_bytes > 0 ? static_cast<unsigned char*>(aligned_alloc(128, smem_bytes)) : nullptr;
-  if (smem_bytes > 0) memset(block.smem, 0xff, smem_bytes);
+  block.smem = shared_memory(smem_bytes);
   Fibers& f = g_fibers;
   f.body = [&] { kernel(args); };
   const size_t stack_bytes = f.stacks.size() / emu::kMaxThreads;
@@ -122,10 +128,7 @@ void run_block(void (*kernel)(Args), const Args& args, dim3 grid, uint3 block_in
     block.warp_barrier[w] = warp_barriers.back().get();
   }
   block.block_barrier = &block_barrier;
-  // Exactly the launch's size (so ASan flags an overrun), filled with NaN bytes so that reading
-  // shared memory before writing it shows up in the results.
-  block.smem = smem_bytes > 0 ? static_cast<unsigned char*>(aligned_alloc(128, smem_bytes)) : nullptr;
-  if (smem_bytes > 0) memset(block.smem, 0xff, smem_bytes);
+  block.smem = shared_memory(smem_bytes);
   std::vector<std::thread> threads;
   threads.reserve(emu::kMaxThreads);
   for (unsigned t = 0; t < emu::kMaxThreads; ++t)
