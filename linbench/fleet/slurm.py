@@ -45,7 +45,11 @@ SUBMITIT_DIR = "slurm"  # under the run folder: submitit's scripts, logs and pic
 # A task's time limit: the estimate of its shards times this, plus the set-up, unless given.
 TIME_MARGIN = 3.0
 SETUP_MIN = 10
-POLL_S = 5.0  # how often the coordinator asks Slurm about its tasks
+# How often the coordinator asks Slurm about its tasks: first after FIRST_POLL_S, then twice as
+# long each time up to POLL_S, so a short sweep ends within a second of its last task and a
+# long one asks squeue every few seconds, not many times a second.
+FIRST_POLL_S = 0.5
+POLL_S = 5.0
 # How long a task gone from squeue may take to show its result file (written on its node, read
 # here through a shared filesystem) before it counts as lost.
 RESULT_GRACE_S = 10.0
@@ -107,7 +111,7 @@ def run_slurm(run_dir: Path, plan: FleetPlan, options: SlurmOptions) -> SlurmOut
     return outcome
 
 
-def wait_for(jobs: Sequence[Any], ids: Sequence[str], outcome: SlurmOutcome, poll_s: float = POLL_S) -> None:
+def wait_for(jobs: Sequence[Any], ids: Sequence[str], outcome: SlurmOutcome, poll_s: float = FIRST_POLL_S) -> None:
     """Wait for every task; each that fails goes into ``outcome`` with its shards.
 
     A task is over once it has written its result file, or once ``squeue`` lists it no more.
@@ -128,14 +132,15 @@ def wait_for(jobs: Sequence[Any], ids: Sequence[str], outcome: SlurmOutcome, pol
                     outcome.failed.append((group.split(","), why))
         if left:
             time.sleep(poll_s)
+            poll_s = min(2 * poll_s, POLL_S)
 
 
-def _failure(job: Any, grace_s: float = RESULT_GRACE_S) -> str | None:
+def _failure(job: Any) -> str | None:
     """None for a task that succeeded; else one line on why not (the task's own words, or
     that it left no result). submitit's own wait would ask sacct, so it is left to the end."""
-    deadline = time.monotonic() + grace_s
+    deadline = time.monotonic() + RESULT_GRACE_S
     while not job.paths.result_pickle.exists() and time.monotonic() < deadline:
-        time.sleep(1.0)
+        time.sleep(0.2)
     if not job.paths.result_pickle.exists():
         return f"task {job.job_id} {LOST}"
     try:

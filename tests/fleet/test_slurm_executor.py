@@ -19,6 +19,7 @@ import pytest
 from fleet_attempts import new_plan
 from fleet_helpers import FakeInventory, on_stall, sweep_keys
 
+from linbench.fleet import slurm as slurm_executor
 from linbench.fleet.errors import MergeError
 from linbench.fleet.merge import merge_run
 from linbench.fleet.plan import read_fleet_plan
@@ -36,6 +37,9 @@ ONE_GPU_A_TASK = SlurmOptions(cpus_per_gpu=1, runner="fake")
 def slurm(slurm_conf: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """The test Slurm for this test and the tasks it submits (which import linbench as it does)."""
     monkeypatch.setenv("SLURM_CONF", slurm_conf)
+    # The tasks write their results on this machine, not through a shared filesystem that could
+    # hold one back: a lost task's result is waited for 2 s rather than the default 10 s.
+    monkeypatch.setattr(slurm_executor, "RESULT_GRACE_S", 2.0)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))
     return slurm_conf
 
