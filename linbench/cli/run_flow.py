@@ -83,6 +83,10 @@ def execute_sweep(
     makes no folder. A resumed run is refused on another device, torch or commit unless
     ``mix``. Exits 1 when a point failed (mismatch, error, crashed: a wrong or broken
     impl) unless ``allow_failures``; oom, timeout and skipped are the sweep's reach and exit 0."""
+    if not dry_run:
+        from linbench.runner.supervisor import start_worker_server
+
+        start_worker_server()  # its imports run beside this process's own, just below
     from linbench.runner.pipeline import prepare, run, start
 
     console = stdout_console()

@@ -27,7 +27,7 @@ GPU_COPY_BYTES = GIB
 GPU_MATMUL_N = 8192
 CPU_COPY_MIN_BYTES, CPU_COPY_MAX_BYTES = 128 * MIB, 512 * MIB
 CPU_MATMUL_START_N, CPU_MATMUL_MAX_N = 256, 4096
-# CPU matmul size: doubled until one call takes this long.
+# CPU matmul size: doubled while the rate rises, until one call takes this long.
 CPU_MATMUL_STOP_S = 0.05
 
 
@@ -125,10 +125,13 @@ def matmul_rate(
     """Matmul rate of ``device`` in TFLOP/s for ``dtype`` (n×n by n×n, 2·n³ FLOPs).
 
     GPU: n = 8192 unless given; ``min_s`` keeps it busy that long (a sustained load). CPU,
-    unless n is given: n doubles from 256 while a call takes under 50 ms, and the best rate
-    is kept. A small matmul is slow on a CPU whose cores are busy elsewhere (its thread pool
-    waits for the slowest thread), and a dtype without hardware support (bf16 on most CPUs)
-    is slow at every size, so this reaches the rate without spending seconds on it.
+    unless n is given: n doubles from 256 while the rate still rises and a call takes under
+    50 ms, and the best rate is kept. A small matmul is slow on a CPU whose cores are busy
+    elsewhere (its thread pool waits for the slowest thread), and a dtype without hardware
+    support (bf16 on most CPUs) is slow at every size, so this reaches the rate without
+    spending seconds on it. A doubling that gains nothing has reached the plateau: on a
+    quiet 2-core EPYC the fp32 rate peaked at n = 512 (0.19-0.20 TFLOP/s), 1024 and 2048
+    gave 0.97-0.99 of it, and the 2048 step alone took 0.4-0.5 s of a run's start.
     """
     gpu = device.type == "cuda"
     if gpu or n is not None:
@@ -136,8 +139,10 @@ def matmul_rate(
     size, best, tried = CPU_MATMUL_START_N, None, []
     while True:
         rate = _matmul_at(device, dtype, size, reps or 3, 0.0)
-        best = rate if best is None or rate.value > best.value else best
         tried.append(size)
+        if best is not None and rate.value <= best.value:  # a doubling that gained nothing
+            return replace(best, tried=tuple(tried))
+        best = rate
         if rate.median_ms >= CPU_MATMUL_STOP_S * 1e3 or size >= CPU_MATMUL_MAX_N:
             return replace(best, tried=tuple(tried))
         size *= 2

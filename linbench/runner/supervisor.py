@@ -13,6 +13,8 @@ are reported); one that runs past the time limit is killed and reported as a tim
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.forkserver
+import os
 import signal
 import sys
 import threading
@@ -33,6 +35,20 @@ START_GRACE_S = 5.0
 # Warm workers kept at once (idle ones wait on their pipe and use no CPU); past it the one
 # used longest ago is stopped.
 MAX_WARM = 16
+
+
+def start_worker_server() -> None:
+    """Start the fork server now instead of at the first worker.
+
+    It imports torch and the worker module in a process of its own, seconds of work. Started
+    before the caller imports torch itself (``linbench run`` does at its start), the two
+    imports run side by side on a machine with an idle core, not one after the other.
+    ``Supervisor.ready`` waits for it before anything is measured; a server already running
+    is kept."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([WORKER_MODULE])
+    with _main_module_hidden():
+        multiprocessing.forkserver.ensure_running()
 
 
 @contextmanager
@@ -90,6 +106,15 @@ class Supervisor:
         self._ctx.set_forkserver_preload([WORKER_MODULE])
         self._current: Any = None
         self._warm: dict[Hashable, _Warm] = {}  # least recently used first
+
+    def ready(self) -> None:
+        """Return once the fork server forks workers (its imports done), starting it if need
+        be: a fork of a no-op. The machine's idle cores are measured after it, not while
+        the server's imports still take a core."""
+        process = self._ctx.Process(target=os.getpid, daemon=True)
+        with _sigint_deferred(), _main_module_hidden():
+            process.start()
+        process.join()
 
     def run(self, task: Task, timeout_s: float, worker: Hashable | None = None) -> ProcessResult:
         """The worker's result for ``task``, or a crashed/timeout result in its place: in a

@@ -107,6 +107,7 @@ class SweepRunner:
         SAMPLE_INTERVAL_S at most) and after, into meta.json, and so is where the time went."""
         self.ledger.start()
         try:
+            self.supervisor.ready()
             self.session.begin()
             self._check_ahead(points)
             open_points = [point for point in points if not self._first(point)]

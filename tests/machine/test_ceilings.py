@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from linbench.machine import probes
 from linbench.machine.ceilings import measure_ceilings, run_ceilings
-from linbench.machine.probes import copy_rate, matmul_rate
+from linbench.machine.probes import Rate, copy_rate, matmul_rate
 
 CPU = torch.device("cpu")
 
@@ -24,6 +25,26 @@ def test_probes_count_read_and_write_bytes_and_two_n_cubed_flops() -> None:
     sized = matmul_rate(CPU, "fp32")  # sized by itself: n a power of two from 256
     assert sized.size >= 256 and sized.size & (sized.size - 1) == 0 and sized.value > 0
     assert sized.tried[0] == 256 and sized.size in sized.tried
+
+
+@pytest.mark.parametrize(
+    ("tflops", "tried", "kept"),
+    [
+        ({256: 0.16, 512: 0.20, 1024: 0.19, 2048: 0.18}, [256, 512, 1024], 512),  # past the peak: stop
+        ({256: 0.02, 512: 0.05, 1024: 0.09, 2048: 0.12, 4096: 0.13}, [256, 512, 1024, 2048], 2048),  # 50 ms
+        ({256: 0.10, 512: 0.10}, [256, 512], 256),  # a doubling that gains nothing is the plateau
+    ],
+)
+def test_the_cpu_matmul_doubles_while_its_rate_rises_and_a_call_is_short(
+    monkeypatch: pytest.MonkeyPatch, tflops: dict[int, float], tried: list[int], kept: int
+) -> None:
+    def scripted(device: torch.device, dtype: str, size: int, reps: int, min_s: float) -> Rate:
+        rate = tflops[size]
+        return Rate(rate, 2 * size**3 / (rate * 1e12) * 1e3, reps, size)
+
+    monkeypatch.setattr(probes, "_matmul_at", scripted)
+    measured = matmul_rate(CPU, "fp32")
+    assert (list(measured.tried), measured.size, measured.value) == (tried, kept, tflops[kept])
 
 
 def test_run_ceilings_on_cpu_in_process_and_in_a_child() -> None:
