@@ -5,7 +5,7 @@ measured at the start of every run rather than read from a cache that ``linbench
 might have left: a ceiling describes the machine as it is during the sweep (its clocks,
 power cap, driver, the other processes on it), a cached figure may be days old and from
 another driver, and a results folder has to stand on its own when copied elsewhere. The
-measurement is cheap: about a second on a GPU (once the process is up) and on a CPU.
+measurement is cheap: about a second on a GPU (once the process is up), 0.2-0.5 s on a CPU.
 
 On a GPU it runs in a short-lived child process (``python -m linbench.machine.ceilings``),
 so the sweep's own process never holds a CUDA context, cuBLAS workspaces or cached blocks
