@@ -45,10 +45,16 @@ def start_worker_server() -> None:
     imports run side by side on a machine with an idle core, not one after the other.
     ``Supervisor.ready`` waits for it before anything is measured; a server already running
     is kept."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([WORKER_MODULE])
+    _worker_context()
     with _main_module_hidden():
         multiprocessing.forkserver.ensure_running()
+
+
+def _worker_context() -> Any:
+    """multiprocessing's fork-server context, its server set to import the worker module."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([WORKER_MODULE])
+    return context
 
 
 @contextmanager
@@ -102,8 +108,7 @@ class Supervisor:
 
     def __init__(self, log_path: Path) -> None:
         self.log_path = log_path
-        self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload([WORKER_MODULE])
+        self._ctx = _worker_context()
         self._current: Any = None
         self._warm: dict[Hashable, _Warm] = {}  # least recently used first
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from linbench.machine.load import read_processes
 from linbench.runner.supervisor import WORKER_MODULE, Supervisor, _sigint_deferred, start_worker_server
 
 
@@ -29,14 +30,15 @@ def test_no_ctrl_c_means_nothing_is_raised() -> None:
 def _fork_servers() -> dict[int, bytes]:
     """This process's children that are multiprocessing fork servers, with their command lines."""
     found = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for stat in read_processes().values():
+        if stat.ppid != os.getpid():
+            continue
         try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            command = (stat.parent / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue  # a process that ended while it was read
-        if parent == os.getpid() and b"multiprocessing.forkserver" in command:
-            found[int(stat.parent.name)] = command
+            command = Path(f"/proc/{stat.pid}/cmdline").read_bytes()
+        except OSError:
+            continue  # it ended after the table was read
+        if b"multiprocessing.forkserver" in command:
+            found[stat.pid] = command
     return found
 
 
