@@ -1,14 +1,15 @@
 // Host emulation of the few CUDA device features the linear-attention kernels use, so that the
 // .cu sources compile with g++ and run on a CPU. Test-only.
 //
-// A block's 256 CUDA threads are fibers (ucontext) taking turns on one OS thread: a barrier
-// parks the fiber that reaches it until every fiber of the barrier has, so the kernels run in
-// the same order of phases as with one OS thread per CUDA thread, without hundreds of threads
-// contending for the machine's cores at every __syncthreads (those made the test take minutes
-// and the machine's load average pass 50). A barrier that can never complete (a thread that
-// left early) is reported and aborts instead of hanging. The sanitizer builds (run.sh asan,
-// tsan) define EMU_OS_THREADS: one OS thread per CUDA thread with std::barrier, which the
-// sanitizers understand and where ThreadSanitizer sees a missing barrier as a data race.
+// A block's 256 CUDA threads are fibers taking turns on one OS thread (started with ucontext,
+// switched with GCC's __builtin_setjmp: host_emulation_test.cc): a barrier parks the fiber that
+// reaches it until every fiber of the barrier has, so the kernels run in the same order of
+// phases as with one OS thread per CUDA thread, without hundreds of threads contending for the
+// machine's cores at every __syncthreads (those made the test take minutes and the machine's
+// load average pass 50). A barrier that can never complete (a thread that left early) is
+// reported and aborts instead of hanging. The sanitizer builds (run.sh asan, tsan) define
+// EMU_OS_THREADS: one OS thread per CUDA thread with std::barrier, which the sanitizers
+// understand and where ThreadSanitizer sees a missing barrier as a data race.
 //
 // Emulated: threadIdx/blockIdx/gridDim, __syncthreads (a block barrier), __shfl_xor_sync (a warp
 // exchange: every lane of the warp must take part, as in the real thing), atomicMax, the bit
