@@ -79,9 +79,17 @@ def test_an_agent_killed_in_its_actor_is_a_crashed_row_and_the_actor_goes_on(
     fake_gpus(2, stall={"seq": "256", "marker": str(marker)})
     run = tmp_path / "run"
     new_plan(run, sweep_keys())
-    killer = on_stall(marker, lambda pid: os.kill(pid, signal.SIGKILL), WAIT_S)
+    niceness: list[int] = []
+
+    def kill(pid: int) -> None:
+        niceness.append(os.getpriority(os.PRIO_PROCESS, pid))
+        os.kill(pid, signal.SIGKILL)
+
+    killer = on_stall(marker, kill, WAIT_S)
     outcome = run_ray(run, read_fleet_plan(run), RayOptions(oversubscribe=True, runner="fake"))
     killer.join()
+    # The agent measures at a normal priority, not at Ray's worker niceness of 15.
+    assert niceness == [0]
     assert outcome.failed == [] and outcome.lost == []
     summary = merge_run(run)
     table = rows(run)
