@@ -45,8 +45,8 @@ INSTALL = "pip install 'linbench[ray]'"
 # (a four-point CPU sweep beside two busy processes: 136 s under Ray, 13 s under the local
 # executor). A Ray this executor starts runs its workers at 0, and an agent is set back to 0
 # wherever the node lets a process raise its priority (root, or CAP_SYS_NICE).
-LOCAL_RAY_CONFIG = {"worker_niceness": 0}
 AGENT_NICENESS = 0
+LOCAL_RAY_CONFIG = {"worker_niceness": AGENT_NICENESS}
 MAX_TRIES = 3  # a shard whose agents fail this often is given up (its points stay missing)
 
 
