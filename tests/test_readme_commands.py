@@ -30,8 +30,7 @@ def test_ci_installs_linbench_as_the_readme_s_set_up_line_does() -> None:
     set_up = [part.strip() for part in _block_after("Set-up and the main job").split("&&")]
     install = next(part for part in set_up if part.startswith("pip install"))
     ci_install = next(line for line in _ci_lines() if line.startswith("pip install"))
-    # Flags that change how pip works, not what it installs: quieter, and no byte-compiling.
-    assert ci_install.replace(" --quiet", "").replace(" --no-compile", "") == install
+    assert ci_install.replace(" --quiet", "") == install
     assert "python3 -m venv .venv" in set_up and "python3 -m venv .venv" in _ci_lines()
 
 
