@@ -47,7 +47,7 @@ def _piped_console(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # The tests run in parallel worker processes (pytest-xdist: `-n auto --dist loadgroup` in
-# pyproject.toml), one per core. The tests of these modules run one after
+# pyproject.toml), one more than the cores. The tests of these modules run one after
 # the other in a single worker: the Slurm tests share the session's one-node Slurm (its daemons
 # and fixed ports) and the Ray tests each start a local Ray cluster, which two at once would
 # fight over; the others make their subject once for the whole module (a module fixture).
@@ -74,15 +74,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto``: one worker per core this process may run on, at most MOST_WORKERS; none (the
-    tests run in this process) on one core. Not fewer on a busy machine: the long tests wait on
-    processes of their own (workers, agents, Slurm, Ray, compilers), and on two cores shared with
-    other jobs the suite took 9.6 minutes in two workers and 11.7 minutes for its first sixth in
-    one process. PYTEST_XDIST_AUTO_NUM_WORKERS, or ``-n N``, sets the count by hand."""
+    """``-n auto``: one worker more than the cores this process may run on, at most MOST_WORKERS;
+    none (the tests run in this process) on one core. The long tests wait on what no core of
+    theirs is busy with (Slurm's scheduler, Ray's daemons, a process starting, a kill's grace),
+    and the extra worker fills those waits: on two cores the suite took 3 min 53 s in three
+    workers against 4 min 11 s in two, and beside a process spinning on one core 5 min 5 s
+    against 5 min 33 s (back to back, 2026-11-25). Not fewer on a busy machine: on two cores
+    shared with other jobs the suite took 9.6 minutes in two workers and 11.7 minutes for its
+    first sixth in one process. PYTEST_XDIST_AUTO_NUM_WORKERS, or ``-n N``, sets the count by
+    hand."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return min(MOST_WORKERS, cores) if cores >= 2 else 0
+    return min(MOST_WORKERS, cores + 1) if cores >= 2 else 0
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
