@@ -20,7 +20,7 @@ from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revis
 from linbench.gate.statistic import process_times
 from linbench.machine.facts import git_sha
 from linbench.results.processes import ProcessResult
-from linbench.results.protocol import ProcessProtocol, judged
+from linbench.results.protocol import ProcessProtocol, judged, log_range
 from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore, utc_stamp
@@ -126,15 +126,18 @@ def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> int:
 
 def needs_another(rounds: Sequence[ProcessResult], protocol: ProcessProtocol, cpu: bool) -> bool:
     """Whether a point (on a CPU: ``cpu``) measured in ``rounds`` (one side's) needs another
-    round: fewer than ``protocol`` wants, or fewer than its most and a spread it does not trust
-    yet in the time compare judges, of the rounds it judges (results/protocol.py's judged:
-    oversubscribed ones left out where 3 others remain, unless judged on their CPU time)."""
+    round: fewer than ``protocol`` wants, or fewer than its most while they disagree by more than
+    its ``extend_above`` in the time compare judges, of the rounds it judges (results/protocol.py's
+    judged: oversubscribed ones left out where 3 others remain, unless judged on their CPU time).
+    As ``run`` extends a point's processes: past the ``trust_processes`` at which compare trusts
+    a spread, a disagreeing point goes on to ``--max-rounds``, so the rounds an inconclusive
+    comparison asks for (gate/advice.py) are the rounds it gets."""
     if len(rounds) < protocol.wanted:
         return True
     if len(rounds) >= protocol.most:
         return False
     _, times = process_times(judged(rounds, cpu), cpu)
-    return not protocol.trusts_spread(times)
+    return log_range(times) > protocol.extend_above
 
 
 def _on_cpu(key: tuple[str, ...]) -> bool:

@@ -110,6 +110,20 @@ def test_a_point_whose_rounds_disagree_on_either_side_needs_another(tmp_path: Pa
     assert points_needing_more({"baseline": steady, "current": failed}, protocol) == 0
 
 
+def test_rounds_that_still_disagree_at_twenty_go_on_to_the_most_asked_for(tmp_path: Path) -> None:
+    """--max-rounds past the 20 at which compare trusts a spread: a noisy point gets them, as
+    run's --max-processes gives a point its processes (the advice of an inconclusive A/B asks
+    for such counts)."""
+    spread = [10.0 * (1 + 0.1 * (index % 3)) for index in range(25)]
+    twenty, more = _rounds_of(tmp_path / "twenty", spread[:20]), _rounds_of(tmp_path / "more", spread)
+    assert points_needing_more({"baseline": twenty, "current": twenty}, ProcessProtocol.rounds(5, 25)) == 1
+    assert points_needing_more({"baseline": twenty, "current": twenty}, ProcessProtocol.rounds(5)) == 0  # most 5
+    assert points_needing_more({"baseline": twenty, "current": twenty}, ProcessProtocol.rounds(5, 20)) == 0
+    assert points_needing_more({"baseline": more, "current": more}, ProcessProtocol.rounds(5, 25)) == 0
+    steady = _rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98] * 7)  # 21 rounds within 2%
+    assert points_needing_more({"baseline": steady, "current": steady}, ProcessProtocol.rounds(5, 25)) == 0
+
+
 def test_rounds_are_extended_on_the_p20s_compare_judges_not_on_their_medians(tmp_path: Path) -> None:
     protocol = ProcessProtocol.rounds(3, 20)
     # A busy CPU: medians on either mode of preemption (1.85 to 81 ms), p20s within 1%.
