@@ -87,6 +87,7 @@ class Rerun:
     points: int = 0
     unjudged: int = 0
     planted: dict[str, bool] = field(default_factory=dict)  # point label -> caught
+    planted_exits: dict[str, int] = field(default_factory=dict)  # point label -> compare's exit with it planted
 
 
 def linbench(*args: object, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
@@ -156,9 +157,10 @@ def label(point: tuple[str, ...]) -> str:
     return f"{values['variant']}:{values['impl']} {values['mode']} S={values['seq']}"
 
 
-def plant_each(base: Path, cur: Path, where: Path, factor: float) -> dict[str, bool]:
-    """Each point of ``cur`` made ``factor`` times slower on its own: caught or not."""
-    caught = {}
+def plant_each(base: Path, cur: Path, where: Path, factor: float) -> tuple[dict[str, bool], dict[str, int]]:
+    """Each point of ``cur`` made ``factor`` times slower on its own: caught or not, and the exit
+    status ``compare`` gave (so a miss says whether it was inconclusive or a pass)."""
+    caught, exits = {}, {}
     for index, point in enumerate(points_of(cur)):
         planted = where / f"planted-{index}"
         shutil.copytree(cur, planted)
@@ -169,8 +171,9 @@ def plant_each(base: Path, cur: Path, where: Path, factor: float) -> dict[str, b
         mine = ident(dict(zip(KEY, point, strict=True)))
         verdicts = [p["time_verdict"] for p in report["points"] if ident(p) == mine]
         caught[label(point)] = judged.returncode == 1 and verdicts == ["regression"]
+        exits[label(point)] = judged.returncode
         shutil.rmtree(planted)
-    return caught
+    return caught, exits
 
 
 def ident(point: dict[str, Any]) -> tuple[str, ...]:
@@ -227,13 +230,14 @@ def judged_rerun(
     rerun.points, rerun.unjudged = len(report["points"]), len(report.get("unjudged", []))
     meta = json.loads((cur / "meta.json").read_text())
     rerun.rounds = meta.get("ab", {}).get("rounds")
-    rerun.planted = plant_each(base, cur, where, args.plant)
+    rerun.planted, rerun.planted_exits = plant_each(base, cur, where, args.plant)
     caught = f"{sum(rerun.planted.values())}/{len(rerun.planted)}"
     print(f"rerun {index}: exit {rerun.exit_status} ({rerun.verdict}) in {seconds / 60:.1f} min, load {load}; "
           f"planted caught {caught}", file=sys.stderr, flush=True)  # fmt: skip
     return rerun
 
 
+MEANING = "0 pass, 1 a regression elsewhere, 4 inconclusive; None: not recorded"
 HEADER = (
     "| reruns | false alarms (exit 1) | inconclusive (exit 4) | pass (exit 0) | other exits "
     "| points judged | minutes per rerun (median) | rounds per rerun (median) |"
@@ -276,6 +280,10 @@ def table(args: argparse.Namespace, reruns: list[Rerun]) -> str:
         lines.append(f"| {name} | {sum(hits)} / {len(hits)} |")
     total = [hit for r in reruns for hit in r.planted.values()]
     lines.append(f"| **every point** | **{sum(total)} / {len(total)}** |")
+    missed = [r.planted_exits.get(name) for r in reruns for name, hit in r.planted.items() if not hit]
+    if missed:
+        by_exit = ", ".join(f"exit {code}: {missed.count(code)}" for code in sorted(set(missed), key=str))
+        lines += ["", f"The missed plants by the exit `compare` gave them ({MEANING}): {by_exit}."]
     return "\n".join(lines)
 
 
