@@ -20,7 +20,7 @@ from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revis
 from linbench.gate.statistic import process_times
 from linbench.machine.facts import git_sha
 from linbench.results.processes import ProcessResult
-from linbench.results.protocol import ProcessProtocol, judged, log_range
+from linbench.results.protocol import ProcessProtocol, judged
 from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore, utc_stamp
@@ -132,12 +132,7 @@ def needs_another(rounds: Sequence[ProcessResult], protocol: ProcessProtocol, cp
     As ``run`` extends a point's processes: past the ``trust_processes`` at which compare trusts
     a spread, a disagreeing point goes on to ``--max-rounds``, so the rounds an inconclusive
     comparison asks for (gate/advice.py) are the rounds it gets."""
-    if len(rounds) < protocol.wanted:
-        return True
-    if len(rounds) >= protocol.most:
-        return False
-    _, times = process_times(judged(rounds, cpu), cpu)
-    return log_range(times) > protocol.extend_above
+    return protocol.extends(len(rounds), lambda: process_times(judged(rounds, cpu), cpu)[1])
 
 
 def _on_cpu(key: tuple[str, ...]) -> bool:

@@ -15,7 +15,7 @@ it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -80,12 +80,17 @@ class ProcessProtocol:
         than ``wanted``, or as many but disagreeing by more than ``extend_above`` (in
         log(max/min) of the times the gate judges: on a CPU each process's p20, of the processes
         it judges) and fewer than ``most``."""
-        count = len(processes)
+        return self.extends(
+            len(processes), lambda: [g for p in judged(processes, cpu) if (g := gated_ms(p, cpu)) is not None]
+        )
+
+    def extends(self, count: int, times: Callable[[], Sequence[float]]) -> bool:
+        """Whether a point with ``count`` processes (or ab rounds) gets another: fewer than
+        ``wanted``, or fewer than ``most`` while ``times()`` (the ones judged) disagree by more
+        than ``extend_above``. The one rule for run's processes and ab's rounds."""
         if count < self.wanted:
             return True
-        if count >= self.most:
-            return False
-        return log_range([g for p in judged(processes, cpu) if (g := gated_ms(p, cpu)) is not None]) > self.extend_above
+        return count < self.most and log_range(times()) > self.extend_above
 
     def can_judge(self, count: int) -> bool:
         """Whether a side with ``count`` processes has a spread to judge time with."""
