@@ -29,7 +29,7 @@ import typer
 from linbench.cli.compare_cmd import compare_command
 from linbench.cli.errors import exit_usage_error, usage_errors
 from linbench.cli.run_cmd import run_command
-from linbench.results.protocol import EXTEND_ABOVE, MIN_TO_JUDGE, TRUST_PROCESSES
+from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, MIN_TO_JUDGE, TRUST_PROCESSES
 
 DEFAULT_ROUNDS = 5
 INTERRUPTED_EXIT = 130
@@ -47,7 +47,8 @@ HELP = {
     "rounds": f"Rounds: each runs every point once per side, in ABBA order. Default: {DEFAULT_ROUNDS} "
     f"(compare needs {MIN_TO_JUDGE} processes per point to judge time).",
     "max_rounds": f"The most rounds: after --rounds, more run while a point's rounds disagree by more than "
-    f"{EXTEND_ABOVE:.0%} (as run's --max-processes). Default: {TRUST_PROCESSES} when --rounds > 1.",
+    f"{EXTEND_ABOVE:.0%} (past {TRUST_PROCESSES}, while too spread to judge within {ENOUGH_THRESHOLD:.0%}; as run's "
+    f"--max-processes). Default: {TRUST_PROCESSES} when --rounds > 1.",
     "out": "The A/B folder: baseline/ and current/ run folders, each with its rounds. Default: results/ab/<UTC time>.",
 }
 

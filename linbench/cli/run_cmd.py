@@ -11,7 +11,7 @@ from linbench.cli import fleet_options as fleet
 from linbench.cli.common import DEVICE_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
-from linbench.results.protocol import EXTEND_ABOVE, TRUST_PROCESSES
+from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, TRUST_PROCESSES
 
 HELP = {
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
@@ -33,7 +33,8 @@ HELP = {
     "min_reps": "Fewest timed repetitions per point. Default: 3 on CPU, 10 on GPU.",
     "processes": "Fresh worker processes per point, in interleaved rounds (5 for a regression gate: the "
     "noise that separates runs is between processes, not within one). Default: 1.",
-    "max_processes": f"The most processes per point when its first ones disagree by more than {EXTEND_ABOVE:.0%}. "
+    "max_processes": f"The most processes per point when its first ones disagree by more than {EXTEND_ABOVE:.0%}; "
+    f"past {TRUST_PROCESSES}, only while they are too spread for compare to judge within {ENOUGH_THRESHOLD:.0%}. "
     f"Default: {TRUST_PROCESSES} when --processes > 1.",
     "mix": "With --resume: go on although this machine's device, torch or linbench commit differs from "
     "the run's (the run then mixes them).",

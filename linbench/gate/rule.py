@@ -47,11 +47,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from linbench.results.processes import MAD_TO_SIGMA
+from linbench.results.processes import MAD_TO_SIGMA, MEDIAN_SE_FACTOR
 from linbench.results.protocol import GATE_PROCESSES, ProcessProtocol
 
-# The standard error of a median is √(π/2) ≈ 1.2533 times that of a mean (normal data).
-MEDIAN_SE_FACTOR = 1.2533
 # A gross regression: a ratio past the largest between-process offset ever measured (1.87x on
 # an H100, docs/gate.md), of processes each steady within itself (p80/p20 of its repetitions).
 GROSS_RATIO = 2.5

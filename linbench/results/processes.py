@@ -21,6 +21,8 @@ from linbench.units import as_number
 
 # 1.4826·MAD estimates a normal distribution's standard deviation robustly.
 MAD_TO_SIGMA = 1.4826
+# The standard error of a median is √(π/2) ≈ 1.2533 times that of a mean (normal data).
+MEDIAN_SE_FACTOR = 1.2533
 # A process's own columns of processes.csv: all but the point's key.
 PROCESS_FIELDS = PROCESS_COLUMNS[len(KEY_COLUMNS) :]
 

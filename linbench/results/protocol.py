@@ -4,7 +4,9 @@ a point gets more, and when ``linbench compare`` trusts what its processes say.
 Repetitions inside one process share that process's host state and move together, so the
 process is the unit of replication (docs/gate.md). The runner measures each point in
 ``wanted`` processes and adds more, up to ``most``, while they span more than
-``extend_above``. The gate judges time only with ``min_to_judge`` processes or more on a side,
+``extend_above``; past ``trust_processes``, only while the standard error they would give a
+comparison is still above ``enough_se`` (a point gets the processes it needs, not ``most``).
+The gate judges time only with ``min_to_judge`` processes or more on a side,
 and trusts a side's spread when its processes span at most ``extend_above`` (the runner saw no
 need for more) or number ``trust_processes`` (a MAD from fewer, spread wider, is itself too
 unreliable). meta.json records the protocol as ``timing_protocol`` (``meta()``), and compare
@@ -17,9 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
 
-from linbench.results.processes import ProcessResult, gated_ms, timed_on_cpu_clock
+from linbench.results.processes import MEDIAN_SE_FACTOR, ProcessResult, gated_ms, log_spread, timed_on_cpu_clock
 
 NAME = "processes-v1"
 # A point whose processes disagree by more than this (log of slowest over fastest) gets more.
@@ -27,6 +29,14 @@ EXTEND_ABOVE = 0.02
 # As many processes as this are trusted whatever they span; a run with several processes per
 # point extends up to it unless told otherwise.
 TRUST_PROCESSES = 20
+# Past TRUST_PROCESSES a disagreeing point gets another process only while the standard error
+# of a comparison of two sides like it (1.2533·σ̂·√(2/K), gate/rule.py) is above this. The gate
+# fails a change past 5 standard errors; 5 + 2.33 of them (2.33: the 99th percentile of its
+# own noise) fit in log 1.3 at 0.0358, so a point settled here shows +30% in 99 of 100 trials,
+# at a threshold near 19%.
+ENOUGH_SE = 0.035
+# The threshold that standard error gives the gate's 5-standard-error rule: about 19%.
+ENOUGH_THRESHOLD = math.expm1(5 * ENOUGH_SE)
 # Fewer processes than this on a side: no spread to judge time with (unverified).
 MIN_TO_JUDGE = 3
 # What a gate asks for (a gate suite's ``processes``, linbench ab's ``--rounds``): enough for
@@ -50,6 +60,9 @@ class ProcessProtocol:
     extend_above: float = EXTEND_ABOVE
     trust_processes: int = TRUST_PROCESSES
     min_to_judge: int = MIN_TO_JUDGE
+    # Past trust_processes, extend only while the comparison's standard error is above this;
+    # None: to ``most`` while the processes disagree (runs recorded before it).
+    enough_se: float | None = ENOUGH_SE
     seed: int = 0  # of the shuffled order of each round
     order: str = SHUFFLED_ROUNDS
     name: str = NAME
@@ -87,10 +100,16 @@ class ProcessProtocol:
     def extends(self, count: int, times: Callable[[], Sequence[float]]) -> bool:
         """Whether a point with ``count`` processes (or ab rounds) gets another: fewer than
         ``wanted``, or fewer than ``most`` while ``times()`` (the ones judged) disagree by more
-        than ``extend_above``. The one rule for run's processes and ab's rounds."""
+        than ``extend_above`` and, from ``trust_processes`` on, would still give a comparison a
+        standard error above ``enough_se``. The one rule for run's processes and ab's rounds."""
         if count < self.wanted:
             return True
-        return count < self.most and log_range(times()) > self.extend_above
+        if count >= self.most:
+            return False
+        judged_times = times()
+        if log_range(judged_times) <= self.extend_above:
+            return False
+        return count < self.trust_processes or self.enough_se is None or comparison_se(judged_times) > self.enough_se
 
     def can_judge(self, count: int) -> bool:
         """Whether a side with ``count`` processes has a spread to judge time with."""
@@ -123,6 +142,8 @@ class ProcessProtocol:
             "min_to_judge": self.min_to_judge,
             "order": self.order,
         }
+        if self.enough_se is not None:
+            record["enough_se"] = self.enough_se
         if self.order == SHUFFLED_ROUNDS:  # the one order that has a seed
             record["seed"] = self.seed
         return record
@@ -141,10 +162,18 @@ class ProcessProtocol:
             extend_above=_fraction(record, "extend_above", EXTEND_ABOVE),
             trust_processes=_count(record, "trust_processes", TRUST_PROCESSES, least=0),
             min_to_judge=_count(record, "min_to_judge", MIN_TO_JUDGE, least=0),
+            enough_se=_fraction(record, "enough_se", None),
             seed=_count(record, "seed", 0, least=0),
             order=str(record.get("order", record.get("source", SHUFFLED_ROUNDS))),
             name=str(record.get("name", NAME)),
         )
+
+
+def comparison_se(times: Sequence[float]) -> float:
+    """The standard error of the log ratio of two sides each measured like these process
+    ``times`` (as many, spread as widely): 1.2533·σ̂·√(2/K), as gate/rule.py judges it."""
+    spread = log_spread(times)
+    return 0.0 if spread is None else MEDIAN_SE_FACTOR * spread * math.sqrt(2 / len(times))
 
 
 def log_range(medians: Sequence[float]) -> float:
@@ -162,7 +191,11 @@ def _count(record: Mapping[str, Any], key: str, default: int, least: int) -> int
     return value
 
 
-def _fraction(record: Mapping[str, Any], key: str, default: float) -> float:
+@overload
+def _fraction(record: Mapping[str, Any], key: str, default: float) -> float: ...
+@overload
+def _fraction(record: Mapping[str, Any], key: str, default: None) -> float | None: ...
+def _fraction(record: Mapping[str, Any], key: str, default: float | None) -> float | None:
     value = record.get(key, default)
     if value is None:
         return default

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from linbench.gate.rule import TimeRule, gross_bar, judge, processes_to_judge
-from linbench.results.protocol import ProcessProtocol
+from linbench.results.protocol import ENOUGH_SE, ENOUGH_THRESHOLD, ProcessProtocol, comparison_se
 
 RULE = TimeRule()
 
@@ -168,3 +168,22 @@ def test_the_rule_takes_arrays_as_it_takes_lists() -> None:
     base, cur = np.asarray(_medians(2.0, QUIET)), np.asarray(_medians(6.0, QUIET))
     assert judge(base, cur, STILL, within=1.1).verdict == "regression"
     assert judge(np.asarray([2.0]), np.asarray([6.0]), STILL, within=1.1).gross
+
+
+def test_a_point_the_protocol_settles_past_twenty_is_judged_within_its_promise() -> None:
+    """The protocol extends a point past 20 until the standard error its processes give is at
+    most ENOUGH_SE (results/protocol.py); two such sides get a threshold of ENOUGH_THRESHOLD at
+    most, so a +30% change fails. NOISY's 22% spread stops being noisy at that count."""
+    protocol = ProcessProtocol(5, 200)
+    count = next(k for k in range(20, 200) if not protocol.extends(k, lambda k=k: _spread(0.22, k)))
+    assert comparison_se(_spread(0.22, count)) <= ENOUGH_SE < comparison_se(_spread(0.22, count - 1))
+    same = judge(_spread(0.22, count), _spread(0.22, count), RULE)
+    assert same.verdict == "same" and same.threshold is not None and same.threshold <= ENOUGH_THRESHOLD + 1e-9
+    assert math.expm1(RULE.noise_z * ENOUGH_SE) == pytest.approx(ENOUGH_THRESHOLD)
+    slower = [t * 1.3 for t in _spread(0.22, count)]
+    assert judge(_spread(0.22, count), slower, RULE).verdict == "regression"
+
+
+def _spread(sigma: float, count: int) -> list[float]:
+    """``count`` process times whose logs sit at the normal quantiles of spread ``sigma``."""
+    return _medians(10.0, tuple(sigma * NormalDist().inv_cdf((n + 0.5) / count) for n in range(count)))

@@ -11,11 +11,13 @@ import pytest
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import (
     AB_ROUNDS,
+    ENOUGH_SE,
     EXTEND_ABOVE,
     MIN_TO_JUDGE,
     TRUST_PROCESSES,
     ProcessProtocol,
     ProtocolError,
+    comparison_se,
     judged_processes,
     log_range,
 )
@@ -61,6 +63,36 @@ def test_several_processes_extend_up_to_what_the_gate_trusts() -> None:
         ProcessProtocol.of(5, 3)
 
 
+def _spread_by(mad: float, count: int) -> list[ProcessResult]:
+    """``count`` processes whose log times lie evenly from -2·mad to 2·mad (a MAD near ``mad``)."""
+    return [_process(math.exp(-2 * mad + 4 * mad * i / (count - 1))) for i in range(count)]
+
+
+def _se(processes: list[ProcessResult]) -> float:
+    return comparison_se([p.time_ms for p in processes if p.time_ms])
+
+
+def test_the_standard_error_a_comparison_of_two_such_sides_would_have() -> None:
+    times = [math.exp(x) for x in (-0.1, 0.1, -0.1, 0.1)]  # log MAD 0.1
+    assert comparison_se(times) == pytest.approx(1.2533 * 1.4826 * 0.1 * math.sqrt(2 / 4))
+    assert comparison_se([2.0]) == 0.0
+
+
+def test_past_the_trusted_count_a_point_extends_only_while_its_standard_error_is_too_wide() -> None:
+    """The gate suite asks for up to 100: a point that would judge within about 19% stops at
+    20, one spread three times as widely goes on until it would, and none passes ``most``."""
+    protocol = ProcessProtocol(5, 100)
+    tight, wide = _spread_by(0.04, TRUST_PROCESSES), _spread_by(0.12, TRUST_PROCESSES)
+    assert _se(tight) < ENOUGH_SE < _se(wide)
+    assert not protocol.needs_more(tight) and protocol.needs_more(wide)
+    assert protocol.needs_more(_spread_by(0.04, TRUST_PROCESSES - 1))  # below 20: the 2% rule alone
+    enough = next(k for k in range(TRUST_PROCESSES, 100) if _se(_spread_by(0.12, k)) <= ENOUGH_SE)
+    assert 40 < enough < 100
+    assert protocol.needs_more(_spread_by(0.12, enough - 1)) and not protocol.needs_more(_spread_by(0.12, enough))
+    assert protocol.needs_more(_spread_by(0.3, 99)) and not protocol.needs_more(_spread_by(0.3, 100))
+    assert replace(protocol, enough_se=None).needs_more(tight)  # runs before the rule: to most
+
+
 def test_a_side_is_judged_from_three_and_trusted_when_it_agrees_or_is_many() -> None:
     protocol = ProcessProtocol()
     assert not protocol.can_judge(2) and protocol.can_judge(3)
@@ -85,7 +117,7 @@ def test_an_ab_record_has_no_seed_and_reads_back() -> None:
 
 
 def test_older_records_take_the_defaults() -> None:
-    assert ProcessProtocol.from_meta(None) == ProcessProtocol()
+    assert ProcessProtocol.from_meta(None) == ProcessProtocol(enough_se=None)  # extended to most
     older = ProcessProtocol.from_meta({"name": "processes-v1", "processes": 3, "source": AB_ROUNDS})
     assert (older.wanted, older.most, older.trust_processes, older.min_to_judge) == (3, 3, 20, 3)
     assert older.extend_above == 0.02 and older.order == AB_ROUNDS
@@ -93,7 +125,10 @@ def test_older_records_take_the_defaults() -> None:
 
 @pytest.mark.parametrize(
     "record",
-    [{"min_to_judge": "3"}, {"trust_processes": -1}, {"extend_above": float("nan")}, {"processes": True}],
+    [
+        *({"min_to_judge": "3"}, {"trust_processes": -1}, {"extend_above": float("nan")}),
+        *({"processes": True}, {"enough_se": "0.035"}),
+    ],
 )
 def test_a_record_that_is_not_numbers_is_one_error(record: dict[str, object]) -> None:
     with pytest.raises(ProtocolError, match=r"meta\.json's timing_protocol has"):
