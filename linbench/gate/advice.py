@@ -29,7 +29,8 @@ AB_COUNTS = ("--rounds", "--max-rounds")
 DROPPED = {"run": ("--resume",), "ab": ("--out",)}
 DROPPED_SWITCHES = ("--dry-run",)
 SHOWN_POINTS = 12
-# Past this many processes per point, more will not settle a point in reasonable time: the
+# Past this many processes per point (or the most the runs already allowed, where that is more:
+# suites/gate-cpu.toml allows 100), more will not settle a point in reasonable time: the
 # machine must get quieter (a dedicated runner, one thread per worker) instead.
 MOST_WORTH_ASKING = 60
 
@@ -40,7 +41,8 @@ class Rerun:
 
     first: int  # --processes / --rounds
     most: int  # --max-processes / --max-rounds
-    beyond: int = 0  # points that would need more than MOST_WORTH_ASKING
+    beyond: int = 0  # points that would need more than ``worth``
+    worth: int = MOST_WORTH_ASKING  # the most worth asking for here
 
     def flags(self, ab: bool) -> list[str]:
         first, most = AB_COUNTS if ab else RUN_COUNTS
@@ -52,9 +54,10 @@ def rerun_of(comparison: Comparison, thresholds: Thresholds) -> Rerun:
     rule = thresholds.time_rule(comparison.protocol)
     first = max(GATE_PROCESSES, comparison.protocol.min_to_judge)
     needed = [processes_to_judge(p.spread, rule) for p in comparison.unjudged]
-    most = max([first, comparison.protocol.trust_processes, *needed])
-    beyond = sum(n > MOST_WORTH_ASKING for n in needed)
-    return Rerun(first, min(most, max(MOST_WORTH_ASKING, comparison.protocol.trust_processes)), beyond)
+    protocol = comparison.protocol
+    most = max([first, protocol.trust_processes, *needed])
+    worth = max(MOST_WORTH_ASKING, protocol.trust_processes, protocol.most)
+    return Rerun(first, min(most, worth), sum(n > worth for n in needed), worth)
 
 
 def rerun_command(command: str | None, rerun: Rerun) -> str | None:
@@ -125,7 +128,7 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
         )
     if rerun.beyond:
         lines.append(
-            f"{rerun.beyond} of them spread so widely that more than {MOST_WORTH_ASKING} processes per point "
+            f"{rerun.beyond} of them spread so widely that more than {rerun.worth} processes per point "
             "would be needed: more processes will not settle them; measure on a quieter machine (a runner of its "
             "own, no other jobs; on a CPU, one torch thread per worker, --threads 1, as suites/gate-cpu.toml sets)"
         )

@@ -14,6 +14,7 @@ from synthetic_runs import scaled, series, write_run
 from linbench.gate.advice import Rerun, judging_lines, rerun_command
 from linbench.gate.compare import Thresholds, compare_runs
 from linbench.report.load import read_run
+from linbench.results.protocol import ProcessProtocol
 
 LINEAR = lambda s: 0.01 * s  # noqa: E731
 
@@ -96,3 +97,21 @@ def test_points_too_noisy_for_any_practical_count_are_told_to_quieten_the_machin
     assert "--processes 5 --max-processes 60" in lines[-2]
     assert lines[-1].startswith("1 of them spread so widely that more than 60 processes per point would be needed")
     assert "--threads 1" in lines[-1]
+
+
+def test_runs_that_already_allowed_more_than_sixty_are_not_told_to_ask_for_fewer(tmp_path: Path) -> None:
+    """The gate suite extends up to 100: a point still too spread there is told so at 100."""
+    rows = series("cosine", "chunked", LINEAR, seqs=(1024,))
+    wild = tuple(3 * o for o in NOISY)
+    runs = [_with_protocol(write_process_run(tmp_path / side, rows, wild), most=100) for side in ("b", "c")]
+    lines = judging_lines(compare_runs(read_run(runs[0]), read_run(runs[1]), Thresholds()), Thresholds())
+    assert "--processes 5 --max-processes 100" in lines[-2]
+    assert lines[-1].startswith("1 of them spread so widely that more than 100 processes per point would be needed")
+
+
+def _with_protocol(run: Path, most: int) -> Path:
+    meta_path = run / "meta.json"
+    data = json.loads(meta_path.read_text())
+    data["timing_protocol"] = ProcessProtocol.of(5, most).meta()
+    meta_path.write_text(json.dumps(data))
+    return run
