@@ -62,13 +62,15 @@ TIME_COLUMNS = {
     "samples.csv": ("time_ms",),
 }
 # A neighbour that keeps torch's thread pool busy in bursts of 0.5-5 s with pauses of up to 2 s:
-# the contention of another job's worker threads, which comes and goes.
+# the contention of another job's worker threads, which comes and goes. It ends with the
+# script, however the script ends (a kill skips the ``finally`` that terminates it).
 BUSY = """
-import random, time, torch
+import os, random, sys, time, torch
+parent = int(sys.argv[1])  # the script's pid, read before torch's slow import could outlast it
 torch.set_num_threads(2)
 a = torch.randn(384, 384)
 rng = random.Random(0)
-while True:
+while os.getppid() == parent:
     end = time.monotonic() + rng.uniform(0.5, 5.0)
     while time.monotonic() < end:
         a = torch.tanh(a @ a / 384.0)
@@ -96,7 +98,8 @@ def linbench(*args: object, timeout: float | None = None) -> subprocess.Complete
 
 
 def start_neighbour() -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", BUSY], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    argv = [sys.executable, "-c", BUSY, str(os.getpid())]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def load_average() -> str:
