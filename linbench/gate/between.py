@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from linbench.gate.rule import MEDIAN_SE_FACTOR
-from linbench.results.processes import MAD_TO_SIGMA
+from linbench.results.processes import MAD_TO_SIGMA, median_difference_se
 
 if TYPE_CHECKING:
     from linbench.gate.points import PointDiff
@@ -116,4 +115,4 @@ def _standard_error(point: PointDiff) -> float | None:
     they were too few to give one."""
     if point.spread is None or not point.base_processes or not point.processes:
         return None
-    return MEDIAN_SE_FACTOR * point.spread * math.sqrt(1 / point.base_processes + 1 / point.processes)
+    return median_difference_se(point.spread, point.base_processes, point.processes)

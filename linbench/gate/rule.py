@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from linbench.results.processes import MAD_TO_SIGMA, MEDIAN_SE_FACTOR
+from linbench.results.processes import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, median_difference_se
 from linbench.results.protocol import GATE_PROCESSES, ProcessProtocol
 
 # A gross regression: a ratio past the largest between-process offset ever measured (1.87x on
@@ -141,7 +141,7 @@ def _judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJ
         return TimeJudgement("unverified", ratio)
     deviations = np.concatenate([np.abs(log_b - m_b), np.abs(log_c - m_c)])
     spread = MAD_TO_SIGMA * float(np.median(deviations))
-    se = MEDIAN_SE_FACTOR * spread * math.sqrt(1 / k_b + 1 / k_c)
+    se = median_difference_se(spread, k_b, k_c)
     noise = math.expm1(rule.noise_z * math.hypot(se, rule.run_scatter))
     threshold = max(rule.max_slowdown, noise)
     settled = rule.protocol.trusts_spread(base) and rule.protocol.trusts_spread(cur)

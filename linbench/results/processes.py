@@ -88,6 +88,12 @@ def log_spread(medians: Sequence[float]) -> float | None:
     return MAD_TO_SIGMA * statistics.median(abs(x - centre) for x in logs)
 
 
+def median_difference_se(spread: float, base_count: int, count: int) -> float:
+    """The standard error of the log ratio of two sides' medians, ``base_count`` and ``count``
+    processes spread ``spread`` (σ̂, in log): 1.2533·σ̂·√(1/K_b + 1/K_c)."""
+    return MEDIAN_SE_FACTOR * spread * math.sqrt(1 / base_count + 1 / count)
+
+
 def timed_on_cpu_clock(process: ProcessResult) -> bool:
     """Whether a CPU process's CPU time stands for its work (cpu_time_stands)."""
     return cpu_time_stands(process.cpu_ms_p20, process.threads)

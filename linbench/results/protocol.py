@@ -21,7 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, overload
 
-from linbench.results.processes import MEDIAN_SE_FACTOR, ProcessResult, gated_ms, log_spread, timed_on_cpu_clock
+from linbench.results.processes import (
+    ProcessResult,
+    gated_ms,
+    log_spread,
+    median_difference_se,
+    timed_on_cpu_clock,
+)
 
 NAME = "processes-v1"
 # A point whose processes disagree by more than this (log of slowest over fastest) gets more.
@@ -173,7 +179,7 @@ def comparison_se(times: Sequence[float]) -> float:
     """The standard error of the log ratio of two sides each measured like these process
     ``times`` (as many, spread as widely): 1.2533·σ̂·√(2/K), as gate/rule.py judges it."""
     spread = log_spread(times)
-    return 0.0 if spread is None else MEDIAN_SE_FACTOR * spread * math.sqrt(2 / len(times))
+    return 0.0 if spread is None else median_difference_se(spread, len(times), len(times))
 
 
 def log_range(medians: Sequence[float]) -> float:
