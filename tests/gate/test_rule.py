@@ -1,4 +1,4 @@
-"""The time rule on process medians: the noise between processes sets the threshold, the
+"""The time rule on process medians (CPU, no device: numbers only): the noise between processes sets the threshold, the
 floor keeps tiny shifts from failing, and points too noisy or too thin to judge say so."""
 
 from __future__ import annotations
