@@ -36,6 +36,8 @@ HELP = {
     "max_processes": f"The most processes per point when its first ones disagree by more than {EXTEND_ABOVE:.0%}; "
     f"past {TRUST_PROCESSES}, only while they are too spread for compare to judge within {ENOUGH_THRESHOLD:.0%}. "
     f"Default: {TRUST_PROCESSES} when --processes > 1.",
+    "only_points": "Measure only the points of the sweep that this CSV names by their key columns (a results.csv "
+    "or rows of one); a point it names that the sweep lacks is refused. linbench ab's extra rounds use it.",
     "mix": "With --resume: go on although this machine's device, torch or linbench commit differs from "
     "the run's (the run then mixes them).",
     "cuda_graph": "Also capture one call of each point in a CUDA graph and time its replays (device_ms, "
@@ -97,6 +99,7 @@ def run_command(
     packing: Annotated[list[str] | None, typer.Option("--packing", help=HELP["packing"])] = None,
     processes: Annotated[str | None, typer.Option("--processes", help=HELP["processes"])] = None,
     max_processes: Annotated[str | None, typer.Option("--max-processes", help=HELP["max_processes"])] = None,
+    only_points: Annotated[Path | None, typer.Option("--only-points", help=HELP["only_points"])] = None,
     mix: Annotated[bool, typer.Option("--mix", help=HELP["mix"])] = False,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
@@ -123,6 +126,8 @@ def run_command(
     if spread.given or (resume is not None and (resume / "fleet.json").is_file()):
         from linbench.cli.fleet_flow import execute_fleet
 
+        if only_points is not None:
+            exit_usage_error("--only-points measures some points on one device; drop it for a run over several GPUs")
         if mix:
             exit_usage_error("--mix resumes a run made on one device; a run over several GPUs never mixes them")
         execute_fleet(
@@ -145,6 +150,7 @@ def run_command(
         yes=yes,
         dry_run=dry_run,
         mix=mix,
+        only_points=only_points,
     )
 
 

@@ -17,6 +17,7 @@ import typer
 
 from linbench.cli.common import load_plugins, stdout_console, warn_left_out
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
+from linbench.results.point_list import read_point_list
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -75,6 +76,7 @@ def execute_sweep(
     yes: bool = False,
     dry_run: bool = False,
     mix: bool = False,
+    only_points: Path | None = None,
 ) -> None:
     """Check everything, make (or reopen) the run folder, run the points, print the summary.
 
@@ -82,7 +84,8 @@ def execute_sweep(
     MAX_ESTIMATE_S by the estimate runs only with ``yes``. ``dry_run`` prints the plan and
     makes no folder. A resumed run is refused on another device, torch or commit unless
     ``mix``. Exits 1 when a point failed (mismatch, error, crashed: a wrong or broken
-    impl) unless ``allow_failures``; oom, timeout and skipped are the sweep's reach and exit 0."""
+    impl) unless ``allow_failures``; oom, timeout and skipped are the sweep's reach and exit 0.
+    ``only_points``: a CSV naming the points of the sweep to measure (results/point_list.py)."""
     if not dry_run:
         from linbench.runner.supervisor import start_worker_server
 
@@ -93,10 +96,13 @@ def execute_sweep(
     with usage_errors():
         if resume is None:
             _check_out(out)
+        elif only_points is not None:
+            raise CliUsageError("--resume measures the points the run was started with; drop --only-points")
+        only = read_point_list(only_points) if only_points is not None else None
         # Loaded here first, so a plugin's error names its file as given, as list's and check's do
         # (the spec holds resolved paths); prepare then finds it loaded.
         load_plugins(list(request.plugins))
-        prepared = prepare(request, out, resume=resume, mix=mix, repair=not dry_run)
+        prepared = prepare(request, out, resume=resume, mix=mix, repair=not dry_run, only=only)
     if dry_run:
         _print_plan(prepared, console)
         return

@@ -25,13 +25,15 @@ raises a ValueError (RunSetupError, SpecError, DeviceError, ...) saying what to 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from linbench.results.estimate_record import SECTION, EstimateRecord
 from linbench.results.meta import SweepRecord
+from linbench.results.record import row_key
+from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore, RunStoreWriteError
 from linbench.runner.hooks import NO_HOOKS, PointHooks
 from linbench.runner.lifecycle import RunSetupError, check_resumable, create_run, finish_run
@@ -43,6 +45,7 @@ from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import SweepSpec
 
 DEFAULT_OUT = Path("results")
+ONLY_POINTS = "only_points"  # meta.json: the points a run measures, where not all of its sweep's
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class Prepared:
     out: Path  # where a new run's folder is made
     build: KernelBuild = NO_BUILD  # the kernel build planning made, if any
     began: float = field(default_factory=time.monotonic)  # when planning began (time.monotonic)
+    only: frozenset[tuple[str, ...]] | None = None  # the plan's points to measure (--only-points); None: all
 
     def estimate_record(self) -> EstimateRecord:
         """meta.json's ``estimate`` as the run starts."""
@@ -103,11 +107,14 @@ def prepare(
     resume: Path | None = None,
     mix: bool = False,
     repair: bool = True,
+    only: frozenset[tuple[str, ...]] | None = None,
 ) -> Prepared:
     """Check and plan the sweep ``request`` asks for, or, with ``resume``, the one recorded in
     that run folder (the request may then change only ``timeout_s``, and names the command it
     expects: None takes the recorded one). A resumed run is refused on another device, torch
-    or commit unless ``mix``; ``repair=False`` leaves the folder as it is (a dry run)."""
+    or commit unless ``mix``; ``repair=False`` leaves the folder as it is (a dry run).
+    ``only``: measure just these points of the plan (record.row_key's; RunSetupError for one
+    the plan lacks); a resumed run keeps the ones it was started with (meta.json)."""
     from linbench.runner.sizing import fit_and_estimate
 
     began = time.monotonic()
@@ -115,10 +122,40 @@ def prepare(
     plan, build = KernelBuild.around(lambda: plan_spec(spec))
     if store is not None:
         check_resumable(store.read_meta(), plan, mix)
+        only = recorded_only(store.read_meta())
+    if only is not None:
+        check_planned(only, plan, "")
     done = store.done_keys() if store is not None else set()
-    pending = tuple(point for point in plan.points if point.key not in done)
+    pending = tuple(p for p in plan.points if p.key not in done and (only is None or p.key in only))
     estimate = fit_and_estimate(plan, pending) + build.estimate_s
-    return Prepared(spec, plan, store, pending, estimate, out, build, began)
+    return Prepared(spec, plan, store, pending, estimate, out, build, began, only)
+
+
+def check_planned(keys: Collection[tuple[str, ...]], plan: RunPlan, why: str) -> None:
+    """RunSetupError when a point of ``keys`` (record.row_key's) is not one of ``plan``'s;
+    ``why`` ends the message: what would make it so."""
+    planned = {point.key for point in plan.points}
+    stray = sorted(tuple(key) for key in keys if tuple(key) not in planned)
+    if stray:
+        raise RunSetupError(
+            f"{len(stray)} of the {len(keys)} points asked for are not in the sweep as planned here "
+            f"(first: {', '.join(stray[0])}){why}"
+        )
+
+
+def recorded_only(meta: Mapping[str, Any]) -> frozenset[tuple[str, ...]] | None:
+    """The points a run was started to measure (meta.json's ``only_points``); None: all."""
+    listed = meta.get(ONLY_POINTS)
+    if not isinstance(listed, list):
+        return None
+    return frozenset(row_key(point) for point in listed if isinstance(point, dict))
+
+
+def only_section(only: frozenset[tuple[str, ...]] | None) -> dict[str, Any]:
+    """meta.json's ``only_points``: each point asked for as its key columns (none: empty)."""
+    if only is None:
+        return {}
+    return {ONLY_POINTS: [dict(zip(KEY_COLUMNS, key, strict=True)) for key in sorted(only)]}
 
 
 def prepare_recorded(sweep: Mapping[str, Any], out: Path = DEFAULT_OUT) -> Prepared:
@@ -153,8 +190,9 @@ def start(
     nothing is left behind). ``command`` is what meta.json says made it (None: this
     process's linbench command line); ``meta`` adds the caller's sections; ``ceilings``
     are used as given instead of measured (lifecycle.create_run)."""
+    sections = only_section(prepared.only) | dict(meta or {})
     store = prepared.store or create_run(
-        prepared.out, prepared.spec, prepared.plan, command, at=at, meta=meta, ceilings=ceilings
+        prepared.out, prepared.spec, prepared.plan, command, at=at, meta=sections, ceilings=ceilings
     )
     store.update_meta({SECTION: prepared.estimate_record().section()})
     return store
@@ -167,7 +205,8 @@ def run(prepared: Prepared, store: RunStore, listener: Listener | None = None) -
     runner = SweepRunner(prepared.plan, store)
     if listener is not None:
         runner.listener = listener
-    return _drive(prepared, store, runner, runner.pending())
+    only = prepared.only
+    return _drive(prepared, store, runner, [p for p in runner.pending() if only is None or p.key in only])
 
 
 def run_points(
@@ -187,13 +226,7 @@ def run_points(
     runner = SweepRunner(prepared.plan, store, hooks=hooks)
     if listener is not None:
         runner.listener = listener
-    planned = {point.key for point in prepared.plan.points}
-    stray = [key for key in keys if tuple(key) not in planned]
-    if stray:
-        raise RunSetupError(
-            f"{len(stray)} of the {len(keys)} points asked for are not in the sweep as planned here "
-            f"(first: {', '.join(stray[0])}); its device, plugins or linbench version differ"
-        )
+    check_planned(keys, prepared.plan, "; its device, plugins or linbench version differ")
     runner.learn(history)
     wanted = {tuple(key) for key in keys}
     return _drive(prepared, store, runner, [point for point in runner.pending() if point.key in wanted])
