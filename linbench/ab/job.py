@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from linbench.ab.merge import merge_rounds
-from linbench.ab.rounds import SIDES, Folders, RoundResult, Side, run_rounds
+from linbench.ab.rounds import SIDES, Folders, Key, RoundResult, Side, can_narrow, run_rounds
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
 from linbench.gate.statistic import process_times
 from linbench.machine.facts import git_sha
@@ -67,7 +67,8 @@ class AbJob:
     def measure(self, run_args: Sequence[str], on_progress: Progress) -> Folders:
         """Every round, the baseline in a worktree of ``sha`` that is gone when this returns;
         each side's round run folders, in round order. After ``rounds`` rounds, another while a
-        point needs one by the protocol (on either side), up to ``max_rounds``."""
+        point needs one by the protocol (on either side), up to ``max_rounds``: a round of
+        those points only, where both revisions' ``linbench run`` takes ``--only-points``."""
         protocol = self.protocol
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
         more = f" (up to {protocol.most} where a point's rounds disagree)" if protocol.most > protocol.wanted else ""
@@ -77,18 +78,23 @@ class AbJob:
             line = f"round {index}/{protocol.wanted if index <= protocol.wanted else protocol.most}: "
             on_progress(line + "; ".join(result.summary() for result in results))
 
-        def another(folders: Folders) -> bool:
-            open_points = points_needing_more(folders, protocol)
-            if open_points:
-                spread = f"{protocol.extend_above:.0%}"
-                judged = "judged times (on a CPU: CPU times or p20s)"
-                what = f"{open_points} point(s) whose rounds' {judged} differ by more than {spread}"
-                on_progress(f"{what}: another round")
-            return bool(open_points)
-
         with detached_worktree(self.root, self.sha) as tree:
             sides = {"baseline": Side("baseline", tree), "current": Side("current", self.root)}
-            return run_rounds(sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another)
+            narrow = protocol.most > protocol.wanted and all(can_narrow(side) for side in sides.values())
+
+            def another(folders: Folders) -> set[Key]:
+                needed = points_needing_more(folders, protocol)
+                if needed:
+                    spread = f"{protocol.extend_above:.0%}"
+                    judged = "judged times (on a CPU: CPU times or p20s)"
+                    what = f"{len(needed)} point(s) whose rounds' {judged} differ by more than {spread}"
+                    which = " of those points" if narrow else " of every point (the baseline cannot narrow one)"
+                    on_progress(f"{what}: another round{which}")
+                return needed
+
+            return run_rounds(
+                sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another, narrow
+            )
 
     def merge(self, folders: Mapping[str, Sequence[Path]], command: str) -> dict[str, Path]:
         """Each side's rounds as one run folder, out_dir/<side>, whose meta.json records the
@@ -103,13 +109,13 @@ class AbJob:
         return merged
 
 
-def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> int:
-    """How many points need another round by ``protocol`` on either side: their rounds so far
+def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> set[Key]:
+    """The points (record.row_key's) that need another round by ``protocol`` on either side: their rounds so far
     (each a process) number fewer than it wants, or disagree by more than it trusts and number
     fewer than its most. Disagree in the time compare judges (gate/statistic.py: each round's
     p20 on a CPU), so a point is extended exactly while the verdict would find its side
     unsettled. A point that failed in a round needs none: it is broken whatever more rounds say."""
-    needing: set[tuple[str, ...]] = set()
+    needing: set[Key] = set()
     for paths in folders.values():
         by_point: dict[tuple[str, ...], list[ProcessResult]] = {}
         failed: set[tuple[str, ...]] = set()
@@ -121,7 +127,7 @@ def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> int:
                     failed.add(key)
         cpu = {key for key in by_point if _on_cpu(key)}
         needing |= {k for k, rows in by_point.items() if k not in failed and needs_another(rows, protocol, k in cpu)}
-    return len(needing)
+    return needing
 
 
 def needs_another(rounds: Sequence[ProcessResult], protocol: ProcessProtocol, cpu: bool) -> bool:

@@ -7,7 +7,10 @@ even ones, so a drift of the machine over the job (warming up, a neighbour start
 both sides alike instead of on whichever side always runs second. Each round measures every
 point in one fresh process; the merge (merge.py) makes the rounds a point's processes. After
 the rounds asked for, more follow while the caller says a point needs them (job.py asks the
-repeated-process protocol, as the runner does for a run's processes), up to a most.
+repeated-process protocol, as the runner does for a run's processes), up to a most. Such a
+round measures only the points that need it (``linbench run --only-points``) where both
+revisions can be told so: on a busy CPU one spread point would otherwise keep every point
+going, and a round of one point costs a fraction of a round of all of them.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from linbench.results.point_list import write_point_list
 from linbench.results.store import RunStore, RunStoreError
 
 SIDES = ("baseline", "current")
@@ -69,6 +73,8 @@ def rounds_dir(out_dir: Path, side: str) -> Path:
 
 
 Folders = dict[str, list[Path]]
+Key = tuple[str, ...]
+ONLY_POINTS = "--only-points"
 
 
 def run_rounds(
@@ -78,17 +84,22 @@ def run_rounds(
     out_dir: Path,
     on_round: Callable[[int, list[RoundResult]], None] = lambda index, results: None,
     most: int | None = None,
-    another: Callable[[Folders], bool] = lambda folders: False,
+    another: Callable[[Folders], Collection[Key]] = lambda folders: (),
+    narrow: bool = False,
 ) -> Folders:
     """Run ``rounds`` rounds, then more, up to ``most`` (default: ``rounds``), while
-    ``another`` says the round folders so far need one; each side's round run folders, in
-    round order. ``on_round`` hears each finished round. RoundError stops at the first round
-    that did not measure."""
+    ``another`` names points (record.row_key's) that the round folders so far leave needing
+    one; each side's round run folders, in round order. With ``narrow``, those rounds measure
+    only the points named. ``on_round`` hears each finished round. RoundError stops at the
+    first round that did not measure."""
     folders: Folders = {name: [] for name in sides}
     index = 0
-    while index < rounds or (index < (most or rounds) and another(folders)):
+    while index < rounds or (index < (most or rounds) and (needed := another(folders))):
         index += 1
-        results = [run_one(sides[name], index, run_args, out_dir) for name in round_order(index)]
+        args = list(run_args)
+        if index > rounds and narrow:
+            args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", needed))]
+        results = [run_one(sides[name], index, args, out_dir) for name in round_order(index)]
         for result in results:
             folders[result.side].append(result.folder)
         on_round(index, results)
@@ -113,6 +124,15 @@ def run_one(side: Side, index: int, run_args: Sequence[str], out_dir: Path) -> R
     folder = _measured_folder(side, index, code, made, log)
     statuses = Counter(row["status"] for row in RunStore(folder).rows())
     return RoundResult(side.name, index, folder, seconds, dict(statuses))
+
+
+def can_narrow(side: Side) -> bool:
+    """Whether ``side``'s ``linbench run`` takes ``--only-points`` (a revision from before it
+    does not): its help, asked once, names the flag."""
+    env = side_env(side.tree) | {"COLUMNS": "200", "NO_COLOR": "1"}
+    argv = [sys.executable, "-m", "linbench", "run", "--help"]
+    found = subprocess.run(argv, cwd=side.tree, env=env, capture_output=True, text=True)
+    return found.returncode == 0 and ONLY_POINTS in found.stdout
 
 
 def side_env(tree: Path) -> dict[str, str]:

@@ -13,6 +13,7 @@ from result_rows import result_row
 import linbench.ab
 from linbench.ab.job import AbError, AbJob, ab_folder, one_process_per_round, points_needing_more
 from linbench.results.protocol import AB_ROUNDS, ProcessProtocol
+from linbench.results.record import row_key
 from linbench.results.store import RunStore
 
 
@@ -101,13 +102,13 @@ def test_a_point_whose_rounds_disagree_on_either_side_needs_another(tmp_path: Pa
     protocol = ProcessProtocol.rounds(3, 20)
     steady = _rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98])  # within 2%
     spread = _rounds_of(tmp_path / "spread", [10.0, 11.0, 9.5])
-    assert points_needing_more({"baseline": steady, "current": steady}, protocol) == 0
-    assert points_needing_more({"baseline": steady, "current": spread}, protocol) == 1
-    assert points_needing_more({"baseline": steady[:2], "current": steady[:2]}, protocol) == 1  # fewer than asked
+    assert len(points_needing_more({"baseline": steady, "current": steady}, protocol)) == 0
+    assert len(points_needing_more({"baseline": steady, "current": spread}, protocol)) == 1
+    assert len(points_needing_more({"baseline": steady[:2], "current": steady[:2]}, protocol)) == 1  # fewer than asked
     # At the most, or failed in a round (broken whatever more rounds say): no more.
-    assert points_needing_more({"baseline": steady, "current": spread}, ProcessProtocol.rounds(3, 3)) == 0
+    assert len(points_needing_more({"baseline": steady, "current": spread}, ProcessProtocol.rounds(3, 3))) == 0
     failed = _rounds_of(tmp_path / "failed", [10.0, 11.0, 9.5], status="mismatch")
-    assert points_needing_more({"baseline": steady, "current": failed}, protocol) == 0
+    assert len(points_needing_more({"baseline": steady, "current": failed}, protocol)) == 0
 
 
 def test_rounds_that_still_disagree_at_twenty_go_on_to_the_most_asked_for(tmp_path: Path) -> None:
@@ -116,21 +117,21 @@ def test_rounds_that_still_disagree_at_twenty_go_on_to_the_most_asked_for(tmp_pa
     for such counts)."""
     spread = [10.0 * (1 + 0.1 * (index % 3)) for index in range(25)]
     twenty, more = _rounds_of(tmp_path / "twenty", spread[:20]), _rounds_of(tmp_path / "more", spread)
-    assert points_needing_more({"baseline": twenty, "current": twenty}, ProcessProtocol.rounds(5, 25)) == 1
-    assert points_needing_more({"baseline": twenty, "current": twenty}, ProcessProtocol.rounds(5)) == 0  # most 5
-    assert points_needing_more({"baseline": twenty, "current": twenty}, ProcessProtocol.rounds(5, 20)) == 0
-    assert points_needing_more({"baseline": more, "current": more}, ProcessProtocol.rounds(5, 25)) == 0
+    assert len(points_needing_more({"baseline": twenty, "current": twenty}, ProcessProtocol.rounds(5, 25))) == 1
+    assert len(points_needing_more({"baseline": twenty, "current": twenty}, ProcessProtocol.rounds(5))) == 0  # most 5
+    assert len(points_needing_more({"baseline": twenty, "current": twenty}, ProcessProtocol.rounds(5, 20))) == 0
+    assert len(points_needing_more({"baseline": more, "current": more}, ProcessProtocol.rounds(5, 25))) == 0
     steady = _rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98] * 7)  # 21 rounds within 2%
-    assert points_needing_more({"baseline": steady, "current": steady}, ProcessProtocol.rounds(5, 25)) == 0
+    assert len(points_needing_more({"baseline": steady, "current": steady}, ProcessProtocol.rounds(5, 25))) == 0
 
 
 def test_rounds_are_extended_on_the_p20s_compare_judges_not_on_their_medians(tmp_path: Path) -> None:
     protocol = ProcessProtocol.rounds(3, 20)
     # A busy CPU: medians on either mode of preemption (1.85 to 81 ms), p20s within 1%.
     preempted = _rounds_of(tmp_path / "preempted", [1.85, 81.0, 40.0], p20s=[1.80, 1.81, 1.805])
-    assert points_needing_more({"baseline": preempted, "current": preempted}, protocol) == 0
+    assert len(points_needing_more({"baseline": preempted, "current": preempted}, protocol)) == 0
     apart = _rounds_of(tmp_path / "apart", [1.85, 1.86, 1.85], p20s=[1.80, 2.2, 1.805])
-    assert points_needing_more({"baseline": preempted, "current": apart}, protocol) == 1
+    assert len(points_needing_more({"baseline": preempted, "current": apart}, protocol)) == 1
 
 
 def test_oversubscribed_rounds_are_left_out_of_the_decision_where_three_others_remain(tmp_path: Path) -> None:
@@ -138,9 +139,9 @@ def test_oversubscribed_rounds_are_left_out_of_the_decision_where_three_others_r
     protocol = ProcessProtocol.rounds(3, 20)
     p20s = [19.25, 28.0, 19.27, 29.8, 19.26]
     crowded = _rounds_of(tmp_path / "crowded", p20s, p20s=p20s, crowded=(1, 3))
-    assert points_needing_more({"baseline": crowded, "current": crowded}, protocol) == 0
+    assert len(points_needing_more({"baseline": crowded, "current": crowded}, protocol)) == 0
     unmarked = _rounds_of(tmp_path / "unmarked", p20s, p20s=p20s)
-    assert points_needing_more({"baseline": unmarked, "current": unmarked}, protocol) == 1
+    assert len(points_needing_more({"baseline": unmarked, "current": unmarked}, protocol)) == 1
 
 
 def test_rounds_judged_on_their_cpu_time_need_no_more_however_their_wall_clock_spreads(tmp_path: Path) -> None:
@@ -151,6 +152,20 @@ def test_rounds_judged_on_their_cpu_time_need_no_more_however_their_wall_clock_s
     steady = _rounds_of(
         tmp_path / "steady", walls, p20s=walls, crowded=(1, 3), cpu_times=[19.0, 19.1, 19.0, 19.05, 19.1]
     )
-    assert points_needing_more({"baseline": steady, "current": steady}, protocol) == 0
+    assert len(points_needing_more({"baseline": steady, "current": steady}, protocol)) == 0
     apart = _rounds_of(tmp_path / "apart", walls, p20s=walls, cpu_times=[19.0, 19.1, 19.0, 22.0, 19.1])
-    assert points_needing_more({"baseline": steady, "current": apart}, protocol) == 1
+    assert len(points_needing_more({"baseline": steady, "current": apart}, protocol)) == 1
+
+
+def test_the_points_needing_another_round_are_named_so_that_round_measures_only_them(tmp_path: Path) -> None:
+    """Of two points in the same rounds, only the one whose rounds disagree is named."""
+    protocol = ProcessProtocol.rounds(3, 20)
+    paths = []
+    for index, (steady, spread) in enumerate([(10.0, 10.0), (10.05, 11.0), (9.98, 9.5)]):
+        store = RunStore.create(tmp_path / str(index), "round")
+        store.append(result_row(1024, time_ms=steady) | {"device_name": "Test CPU", "samples": 10})
+        store.append(result_row(2048, time_ms=spread) | {"device_name": "Test CPU", "samples": 10})
+        store.write_meta({"status": "complete"})
+        paths.append(store.path)
+    (needed,) = points_needing_more({"baseline": paths, "current": paths}, protocol)
+    assert needed == row_key(result_row(2048))

@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from linbench.ab.rounds import RoundError, Side, round_order, run_rounds, side_env
+from linbench.ab.rounds import RoundError, Side, can_narrow, round_order, run_rounds, side_env
 
 # A stand-in for `linbench run`: it notes which tree ran it and with what, then makes a run
 # folder under --out the way the real one does (results.csv, samples.csv, meta.json).
 FAKE_RUN = """
 import json, os, sys, pathlib
 args = sys.argv[1:]
+if "--help" in args:  # a tree with a NARROWS file takes --only-points, as today's linbench does
+    print("--only-points FILE" if pathlib.Path("NARROWS").exists() else "--seq R")
+    sys.exit(0)
 if "--refuse" in args:
     print("linbench: error: No such option: --refuse; see linbench run --help", file=sys.stderr)
     sys.exit(2)
@@ -98,14 +101,34 @@ def test_a_side_finds_its_own_package_first(tmp_path: Path, monkeypatch: pytest.
 def test_more_rounds_follow_while_asked_for_up_to_the_most(sides: dict[str, Side], tmp_path: Path) -> None:
     asked: list[int] = []
 
-    def another(folders: dict[str, list[Path]]) -> bool:
+    def another(folders: dict[str, list[Path]]) -> list[tuple[str, ...]]:
         asked.append(len(folders["baseline"]))
-        return len(folders["current"]) < 4
+        return [("cosine", "kernel")] if len(folders["current"]) < 4 else []
 
     folders = run_rounds(sides, 2, [], tmp_path / "ab", most=6, another=another)
     assert [len(folders[side]) for side in ("baseline", "current")] == [4, 4]
     assert asked == [2, 3, 4]  # asked after the rounds given, never before
     calls = (tmp_path / "calls.log").read_text().splitlines()
     assert [call.split()[0] for call in calls][4:] == ["baseline", "current", "current", "baseline"]  # still ABBA
-    capped = run_rounds(sides, 1, [], tmp_path / "capped", most=3, another=lambda folders: True)
+    assert "--only-points" not in (tmp_path / "calls.log").read_text()  # not asked to narrow
+    capped = run_rounds(sides, 1, [], tmp_path / "capped", most=3, another=lambda folders: [("cosine", "kernel")])
     assert len(capped["baseline"]) == 3
+
+
+def test_narrowed_rounds_past_those_asked_for_measure_only_the_points_named(
+    sides: dict[str, Side], tmp_path: Path
+) -> None:
+    needed = [("cosine", "kernel", "2048"), ("softmax", "sdpa", "1024")]
+    run_rounds(sides, 1, ["--seq", "1k"], tmp_path / "ab", most=2, another=lambda folders: needed, narrow=True)
+    first, _, third, _ = (tmp_path / "calls.log").read_text().splitlines()
+    assert "--only-points" not in first  # a round asked for measures every point
+    args = third.split()[1:]
+    points = Path(args[args.index("--only-points") + 1])
+    assert points == tmp_path / "ab" / "round-2-points.csv" and args[1:3] == ["--seq", "1k"]
+    assert points.read_text().splitlines()[1:] == ["cosine,kernel,2048", "softmax,sdpa,1024"]
+
+
+def test_a_side_can_narrow_where_its_run_names_the_flag(sides: dict[str, Side]) -> None:
+    assert not can_narrow(sides["baseline"])  # a revision from before --only-points
+    (sides["current"].tree / "NARROWS").touch()
+    assert can_narrow(sides["current"])
