@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from linbench.ab.merge import merge_rounds
-from linbench.ab.rounds import SIDES, Folders, Key, RoundResult, Side, can_narrow, run_rounds
+from linbench.ab.rounds import SIDES, Folders, RoundResult, Side, can_narrow, run_rounds
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
 from linbench.gate.statistic import process_times
 from linbench.machine.facts import git_sha
+from linbench.results.point_list import Key
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol, judged
 from linbench.results.record import row_key
@@ -110,15 +111,16 @@ class AbJob:
 
 
 def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> set[Key]:
-    """The points (record.row_key's) that need another round by ``protocol`` on either side: their rounds so far
-    (each a process) number fewer than it wants, or disagree by more than it trusts and number
-    fewer than its most. Disagree in the time compare judges (gate/statistic.py: each round's
-    p20 on a CPU), so a point is extended exactly while the verdict would find its side
-    unsettled. A point that failed in a round needs none: it is broken whatever more rounds say."""
+    """The points (record.row_key's) that need another round by ``protocol`` on either side:
+    their rounds so far (each a process) number fewer than it wants, or disagree by more than
+    it trusts and number fewer than its most. Disagree in the time compare judges
+    (gate/statistic.py: each round's p20 on a CPU), so a point is extended exactly while the
+    verdict would find its side unsettled. A point that failed in a round needs none: it is
+    broken whatever more rounds say."""
     needing: set[Key] = set()
     for paths in folders.values():
-        by_point: dict[tuple[str, ...], list[ProcessResult]] = {}
-        failed: set[tuple[str, ...]] = set()
+        by_point: dict[Key, list[ProcessResult]] = {}
+        failed: set[Key] = set()
         for path in paths:
             for row in RunStore(path).rows():
                 key = row_key(row)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from linbench.results.point_list import write_point_list
+from linbench.results.point_list import Key, write_point_list
 from linbench.results.store import RunStore, RunStoreError
 
 SIDES = ("baseline", "current")
@@ -73,7 +73,6 @@ def rounds_dir(out_dir: Path, side: str) -> Path:
 
 
 Folders = dict[str, list[Path]]
-Key = tuple[str, ...]
 ONLY_POINTS = "--only-points"
 
 
