@@ -105,13 +105,16 @@ class ProcessProtocol:
 
     def extends(self, count: int, times: Callable[[], Sequence[float]]) -> bool:
         """Whether a point with ``count`` processes (or ab rounds) gets another: fewer than
-        ``wanted``, or fewer than ``most`` while ``times()`` (the ones judged) disagree by more
+        ``wanted``, or fewer than ``most`` while they are too few to judge (``min_to_judge``:
+        two that agree still cannot be judged) or ``times()`` (the ones judged) disagree by more
         than ``extend_above`` and, from ``trust_processes`` on, would still give a comparison a
         standard error above ``enough_se``. The one rule for run's processes and ab's rounds."""
         if count < self.wanted:
             return True
         if count >= self.most:
             return False
+        if count < self.min_to_judge:
+            return True
         judged_times = times()
         if log_range(judged_times) <= self.extend_above:
             return False

@@ -63,6 +63,17 @@ def test_several_processes_extend_up_to_what_the_gate_trusts() -> None:
         ProcessProtocol.of(5, 3)
 
 
+def test_processes_too_few_to_judge_extend_to_what_the_gate_judges_with_even_when_they_agree() -> None:
+    """Two agreeing processes (or ab rounds, --rounds 2) cannot be judged (min_to_judge 3):
+    where the most allows, the point gets a third rather than an unjudged verdict."""
+    agree = [10.0, 10.01]
+    protocol = ProcessProtocol.of(2, 20)
+    assert protocol.min_to_judge == 3
+    assert protocol.extends(2, lambda: agree)
+    assert not protocol.extends(3, lambda: [*agree, 10.0])  # enough to judge, and they agree
+    assert not ProcessProtocol.of(2, 2).extends(2, lambda: agree)  # no more than the most asked for
+
+
 def _spread_by(mad: float, count: int) -> list[ProcessResult]:
     """``count`` processes whose log times lie evenly from -2·mad to 2·mad (a MAD near ``mad``)."""
     return [_process(math.exp(-2 * mad + 4 * mad * i / (count - 1))) for i in range(count)]
