@@ -88,7 +88,8 @@ class AbJob:
                 if needed:
                     spread = f"{protocol.extend_above:.0%}"
                     judged = "judged times (on a CPU: CPU times or p20s)"
-                    what = f"{len(needed)} point(s) whose rounds' {judged} differ by more than {spread}"
+                    few = f"rounds are fewer than {protocol.min_to_judge} or whose"
+                    what = f"{len(needed)} point(s) whose {few} {judged} differ by more than {spread}"
                     which = " of those points" if narrow else " of every point (the baseline cannot narrow one)"
                     on_progress(f"{what}: another round{which}")
                 return needed
