@@ -254,9 +254,9 @@ def table(args: argparse.Namespace, reruns: list[Rerun]) -> str:
     rounds = [r.rounds for r in reruns if r.rounds]
     minutes = statistics.median(r.seconds for r in reruns) / 60
     if args.recipe == "ab":
-        rounds = [f" --rounds {args.rounds}"] if args.rounds else []
-        most = [f" --max-rounds {args.max_rounds}"] if args.max_rounds else []
-        recipe = f"linbench ab --baseline {args.baseline} --suite {args.suite}{''.join(rounds + most)}"
+        flags = [f" --rounds {args.rounds}"] if args.rounds else []
+        flags += [f" --max-rounds {args.max_rounds}"] if args.max_rounds else []
+        recipe = f"linbench ab --baseline {args.baseline} --suite {args.suite}{''.join(flags)}"
     else:
         recipe = f"linbench run --suite {args.suite} twice, then linbench compare"
     beside = " beside a busy torch neighbour" if args.busy else ""
