@@ -69,7 +69,7 @@ class AbJob:
         """Every round, the baseline in a worktree of ``sha`` that is gone when this returns;
         each side's round run folders, in round order. After ``rounds`` rounds, another while a
         point needs one by the protocol (on either side), up to ``max_rounds``: a round of
-        those points only, where both revisions' ``linbench run`` takes ``--only-points``."""
+        those points only, where the baseline's ``linbench run`` takes ``--only-points``."""
         protocol = self.protocol
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
         more = f" (up to {protocol.most} where a point's rounds disagree)" if protocol.most > protocol.wanted else ""
@@ -81,7 +81,8 @@ class AbJob:
 
         with detached_worktree(self.root, self.sha) as tree:
             sides = {"baseline": Side("baseline", tree), "current": Side("current", self.root)}
-            narrow = protocol.most > protocol.wanted and all(can_narrow(side) for side in sides.values())
+            # The current side is this code, which takes --only-points; only the baseline is asked.
+            narrow = protocol.most > protocol.wanted and can_narrow(sides["baseline"])
 
             def another(folders: Folders) -> set[Key]:
                 needed = points_needing_more(folders, protocol)

@@ -8,9 +8,10 @@ both sides alike instead of on whichever side always runs second. Each round mea
 point in one fresh process; the merge (merge.py) makes the rounds a point's processes. After
 the rounds asked for, more follow while the caller says a point needs them (job.py asks the
 repeated-process protocol, as the runner does for a run's processes), up to a most. Such a
-round measures only the points that need it (``linbench run --only-points``) where both
-revisions can be told so: on a busy CPU one spread point would otherwise keep every point
-going, and a round of one point costs a fraction of a round of all of them.
+round measures only the points that need it (``linbench run --only-points``) where the
+baseline revision can be told so (the current one is this code): on a busy CPU one spread
+point would otherwise keep every point going, and a round of one point costs a fraction of a
+round of all of them.
 """
 
 from __future__ import annotations

@@ -121,8 +121,9 @@ def prepare(
     spec, store = _spec(request, resume, repair)
     plan, build = KernelBuild.around(lambda: plan_spec(spec))
     if store is not None:
-        check_resumable(store.read_meta(), plan, mix)
-        only = recorded_only(store.read_meta())
+        meta = store.read_meta()
+        check_resumable(meta, plan, mix)
+        only = recorded_only(meta)
     if only is not None:
         check_planned(only, plan, "")
     done = store.done_keys() if store is not None else set()
