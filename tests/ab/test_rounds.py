@@ -1,6 +1,7 @@
 """The rounds of an A/B, run against stand-in trees whose ``python -m linbench`` writes a tiny
 run folder (or refuses, as an older revision does an unknown flag): the order, the
-environment each side gets and the errors, in well under a second per round."""
+environment each side gets and the errors, in well under a second per round (no device:
+the stand-ins measure nothing)."""
 
 from __future__ import annotations
 
