@@ -1,0 +1,15 @@
+"""One forward and backward of cosine:kernel at the standard point, for Nsight Compute to profile.
+
+Usage: ncu --clock-control none -k regex:linear_attention python scripts/gpu/ncu_kernel.py
+(B2 H16 S16k D64, bf16, causal: B·H = 32.) The first call builds and warms the library; ncu's
+--launch-skip passes over it.
+"""
+
+import torch
+
+import linbench
+
+q, k, v = (torch.randn(2, 16, 16384, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+for _ in range(2):
+    linbench.attention(q, k, v, variant="cosine", impl="kernel", causal=True).sum().backward()
+torch.cuda.synchronize()
