@@ -24,7 +24,14 @@ class Cell:
 
     @property
     def failures(self) -> list[CaseResult]:
-        return [] if self.unavailable or self.skipped else [case for case in self.cases if not case.ok]
+        if self.unavailable or self.skipped:
+            return []
+        return [case for case in self.cases if not case.ok and not case.unavailable]
+
+    @property
+    def not_run(self) -> list[CaseResult]:
+        """The shapes this impl declared or proved it cannot take, in a cell judged on the rest."""
+        return [case for case in self.cases if case.unavailable]
 
     @property
     def worst_ratio(self) -> float:
@@ -63,9 +70,11 @@ def render_cell(cell: Cell) -> str:
         return "[dim]skipped[/]"
     if any(case.error for case in cell.cases):
         return "[red]error[/]"
+    # "(2/3)": judged on two of the three shapes; the third is named under "unavailable here".
+    part = f" ({len(cell.cases) - len(cell.not_run)}/{len(cell.cases)})" if cell.not_run else ""
     if cell.failures:
-        return f"[bold red]FAIL {cell.problem or format_ratio(cell.worst_ratio)}[/]"
-    return f"[green]ok {format_ratio(cell.worst_ratio)}[/]"
+        return f"[bold red]FAIL {cell.problem or format_ratio(cell.worst_ratio)}{part}[/]"
+    return f"[green]ok {format_ratio(cell.worst_ratio)}{part}[/]"
 
 
 def matrix_table(rows: list[Row], columns: list[tuple[str, bool]], device: torch.device) -> Table:
@@ -104,8 +113,15 @@ def failure_lines(rows: list[Row]) -> list[str]:
 
 
 def unavailable_lines(rows: list[Row]) -> list[str]:
-    """Why each impl that could not run here could not, once per impl."""
+    """Why each impl that could not run here could not, once per impl; and, for a cell judged
+    on some of its shapes, which shapes it could not take and why."""
     lines = {f"{row.variant}:{row.impl}: {cell.unavailable}" for row in rows for cell in row.cells if cell.unavailable}
+    lines |= {
+        f"{row.variant}:{row.impl} {case.shape.label} {str(case.dtype).removeprefix('torch.')}: {case.unavailable}"
+        for row in rows
+        for cell in row.cells
+        for case in cell.not_run
+    }
     return sorted(lines)
 
 

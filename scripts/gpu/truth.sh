@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # GPU checks in parts, most valuable first, for one or two calls of a lent GPU machine.
 #
-#   truth.sh quick        = setup correct kernel backends decodebatch gate (about 8 min on a GPU)
+#   truth.sh quick        = setup correct kernel backends decodebatch gate (more than one 10-minute
+#                           call on a fresh GPU machine: split it, most valuable parts first)
 #   truth.sh PART...      any parts, in the order given
 #
 # Parts (each with its own time limit, writing its own file under $OUT, so what finished comes
 # back even when a later part is cut off; at most 8 files come back from a device call):
 #   setup        versions, fla-core's dispatch settings, the kernel library built   -> summary.txt
-#   check        linbench check over every impl, fp32 and bf16, one process per
-#                variant, five at a time                                          -> check.txt
-#   cudatests    pytest -m cuda (8 workers)                                         -> tests.txt
-#   correct      check and cudatests side by side (neither is timed: 16 cores share the compiles)
+#   check        linbench check over every impl, fp32 and bf16: a process for each fla and
+#                compiled impl (their first compiles take minutes), one for the rest of
+#                each variant, fourteen at a time                                  -> check.txt
+#   cudatests    pytest -m cuda (12 workers, a line a test)                        -> tests.txt
+#   correct      check, then cudatests
 #   kernel       cosine:kernel against cosine:fla and SDPA's backends at B2 H16 S16k
 #                D64 bf16, fwd and fwd+bwd, time and peak memory; one ncu summary    -> kernel.tgz
 #   backends     Gated DeltaNet's three forms, gla:fla and cosine:fla at 4k and 16k,
@@ -73,43 +75,68 @@ EOF
   note "kernel library built in $((SECONDS - start)) s"
 }
 
+# The impls whose first call compiles: fla's Triton kernels (autotuned: every config compiled,
+# for each dtype and head dim check draws) and torch.compile. On the H200 of 2026-11-27 these
+# took minutes between them; each gets a process of its own, all at once, so one slow compile
+# holds up no other table.
+list_impls() {  # heavy: every fla and compiled impl, one a line; light V: the rest of V's, as V:A,V:B
+  "$PY" - "$@" <<'EOF'
+import sys
+from linbench.variants.registry import get_variant, list_variants
+heavy = lambda impl: impl.startswith(("fla", "compiled"))
+if sys.argv[1] == "heavy":
+    print("\n".join(f"{v}:{i}" for v in list_variants() for i in get_variant(v).impls if heavy(i)))
+else:
+    variant = get_variant(sys.argv[2])
+    print(",".join(f"{variant.name}:{i}" for i in variant.impls if not heavy(i)))
+EOF
+}
+
 part_check() {
-  local variants
+  local variants jobs=() heavy
   variants=$("$PY" -c "from linbench.variants.registry import list_variants; print(' '.join(list_variants()))")
   mkdir -p "$WORK/check"
-  local running=0
-  for variant in $variants; do
-    timeout -s INT -k 10 "${CHECK_LIMIT:-150}" "$PY" -m linbench check --variant "$variant" --device "$DEVICE" \
-      --dtype fp32,bf16 -q >"$WORK/check/$variant.txt" 2>&1 &
+  heavy=$(list_impls heavy)
+  for job in $heavy; do jobs+=("$job"); done
+  for variant in $variants; do jobs+=("$(list_impls light "$variant")"); done
+  local running=0 name
+  for job in "${jobs[@]}"; do
+    name=${job%%,*}
+    timeout -s INT -k 10 "${CHECK_LIMIT:-240}" "$PY" -m linbench check --variant "$job" --device "$DEVICE" \
+      --dtype fp32,bf16 -q >"$WORK/check/${name/:/-}.txt" 2>&1 &
     running=$((running + 1))
-    if [ "$running" -ge 5 ]; then wait -n; running=$((running - 1)); fi
+    if [ "$running" -ge "${CHECK_JOBS:-14}" ]; then wait -n; running=$((running - 1)); fi
   done
   wait
-  for variant in $variants; do
-    echo "### $variant (exit code in the last line)" >>"$OUT/check.txt"
-    cat "$WORK/check/$variant.txt" >>"$OUT/check.txt"
-    note "check $variant: $(grep -E 'cells checked|Error|error:' "$WORK/check/$variant.txt" | tail -1)"
+  for job in "${jobs[@]}"; do
+    name=${job%%,*}
+    echo "### $job" >>"$OUT/check.txt"
+    cat "$WORK/check/${name/:/-}.txt" >>"$OUT/check.txt"
+    note "check $job: $(grep -E 'cells checked|error:' "$WORK/check/${name/:/-}.txt" | tail -1)"
   done
 }
 
 part_cudatests() {
   local start=$SECONDS
+  # -v: one line a test as it ends, so a run cut off at its limit still names its failures.
   # shellcheck disable=SC2086  # PYTEST_SEL is a list of paths, or nothing
-  timeout -s INT -k 10 "${TESTS_LIMIT:-140}" "$PY" -m pytest -q -p no:cacheprovider -n "${TESTS_WORKERS:-8}" \
-    -m "$PYTEST_MARK" $PYTEST_SEL >"$OUT/tests.txt" 2>&1
+  timeout -s INT -k 10 "${TESTS_LIMIT:-180}" "$PY" -m pytest -v -rfE -p no:cacheprovider \
+    -n "${TESTS_WORKERS:-12}" -m "$PYTEST_MARK" $PYTEST_SEL >"$OUT/tests.txt" 2>&1
   note "pytest -m '$PYTEST_MARK': exit $? in $((SECONDS - start)) s: $(tail -1 "$OUT/tests.txt")"
+  grep -E " FAILED | ERROR " "$OUT/tests.txt" | sed 's/^/  /' | head -30 | tee -a "$OUT/summary.txt"
 }
 
+# check, then the tests: side by side they shared 16 cores between thirteen processes compiling
+# the same kernels, and neither finished.
 part_correct() {
-  part_cudatests &
   part_check
-  wait
+  part_cudatests
 }
 
 part_kernel() {
   rm -rf "$WORK/kernel" && mkdir -p "$WORK/kernel"
   # shellcheck disable=SC2086  # GRAPH is one flag or nothing
-  timeout -s INT -k 10 "${KERNEL_LIMIT:-75}" "$PY" -m linbench run --variant cosine:kernel,cosine:fla,cosine:chunked \
+  timeout -s INT -k 10 "${KERNEL_LIMIT:-150}" "$PY" -m linbench run --variant cosine:kernel,cosine:fla,cosine:chunked \
     --baseline "$SDPA_ALL" \
     --batch 2 --heads 16 --dim 64 --seq "$SEQ_STD" --dtype bf16 --mode fwd,fwdbwd --device "$DEVICE" $GRAPH \
     --allow-failures --out "$WORK/kernel" -q 2>&1 | tail -4 | tee -a "$OUT/summary.txt"
@@ -124,9 +151,10 @@ part_kernel() {
 
 part_backends() {
   rm -rf "$WORK/backends" && mkdir -p "$WORK/backends"
-  # About 3.5 s a point on a GPU (a fresh worker each): seven impls at two lengths and two modes.
+  # 5-8 s a point on the H200 (a fresh worker each, its fla kernels autotuned): seven impls at two
+  # lengths and two modes.
   local impls=gated-deltanet:chunked,gated-deltanet:fla,gated-deltanet:fla-recurrent,gla:fla,cosine:fla
-  timeout -s INT -k 10 "${BACKENDS_LIMIT:-110}" "$PY" -m linbench run --variant "$impls" \
+  timeout -s INT -k 10 "${BACKENDS_LIMIT:-200}" "$PY" -m linbench run --variant "$impls" \
     --baseline "$SDPA_PINNED" --batch 1 --heads "$HEADS_BIG" --dim "$DIM_BIG" \
     --seq "$SEQ_BACK" --dtype bf16 --mode fwd,fwdbwd --device "$DEVICE" --budget-s 0.3 \
     --allow-failures --out "$WORK/backends" -q 2>&1 | tail -4 | tee -a "$OUT/summary.txt"
@@ -140,11 +168,11 @@ part_decodebatch() {
   timeout -s INT -k 10 "${DECODE_LIMIT:-60}" "$PY" -m linbench decode --variant gated-deltanet,cosine \
     --baseline softmax:kvcache --context "$DECODE_CTX" --batch "$BATCHES" --dtype bf16 --device "$DEVICE" \
     --tokens 50 $GRAPH --allow-failures --out "$WORK/decode" -q 2>&1 | tail -3 | tee -a "$OUT/summary.txt"
-  if [ "$DEVICE" = cuda ]; then
-    for run in "$WORK"/decode/*/; do
-      timeout "${VERIFY_LIMIT:-45}" "$PY" scripts/gpu/verify_decode.py "$run" 2>&1 | tee "$WORK/decode/verify.txt" | tail -12
-    done
-  fi
+  local verify=()
+  [ "$DEVICE" = cpu ] && verify=(--rehearse)
+  for run in "$WORK"/decode/*/; do
+    timeout "${VERIFY_LIMIT:-45}" "$PY" scripts/gpu/verify_decode.py "${verify[@]}" "$run" 2>&1 | tee "$WORK/decode/verify.txt" | tail -12
+  done
   tar czf "$OUT/decode.tgz" -C "$WORK" decode
 }
 

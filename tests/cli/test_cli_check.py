@@ -8,6 +8,7 @@ import pytest
 import torch
 from cli_helpers import Invoke, assert_usage_error
 
+from linbench.errors import ImplUnavailableError
 from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant
 
 CPU = ("--device", "cpu")
@@ -208,3 +209,53 @@ def test_the_gated_variants_are_checked_with_strong_gates(invoke: Invoke) -> Non
     result = invoke("check", "--variant", "gla:chunked", "--dtype", "fp64", *CPU, "--quiet")
     assert result.exit_code == 0, result.output
     assert "also checked at:\ngla: gate_regime=strong" in result.stdout
+
+
+def _one_head_dim(dim_k: int, dim_v: int, dtype: str) -> str | None:
+    return None if dim_k == dim_v else "takes one head dim for q, k and v"
+
+
+def _refuses_long(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    if q.shape[-2] > 200:
+        raise ImplUnavailableError("no room for 257 tokens")
+    return _v(q, k, v, causal=causal)
+
+
+@pytest.fixture
+def partly_runnable() -> Iterator[str]:
+    """A variant whose impls each take only some of check's shapes: one declares it, one finds out."""
+    impls = (
+        Impl("ref", _v, "", "O(s)", "O(s)"),
+        Impl("samedim", _v, "", "O(s)", "O(s)", shape_support=_one_head_dim),
+        Impl("short", _refuses_long, "", "O(s)", "O(s)"),
+    )
+    yield from _plant("test-cli-partly", impls)
+
+
+def test_an_impl_that_takes_some_shapes_is_judged_on_those(invoke: Invoke, partly_runnable: str) -> None:
+    # Flash attention takes one head dim: its cells were all "unavailable" on a GPU because one
+    # of check's three shapes has Dv != Dk; now the other two are checked and the third named.
+    result = invoke("check", "--variant", partly_runnable, "--dtype", "fp64", *CPU, "--quiet")
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith(f"│ {partly_runnable}:")}
+    for impl in ("samedim", "short"):
+        assert "ok" in rows[f"{partly_runnable}:{impl}"] and "(2/3)" in rows[f"{partly_runnable}:{impl}"]
+    assert f"{partly_runnable}:samedim B2-H3-S100-Dk16-Dv24 float64: takes one head dim" in result.stdout
+    assert f"{partly_runnable}:short B1-H2-S257-Dk32-Dv32 float64: no room for 257 tokens" in result.stdout
+    assert "6 cells checked, 0 failed" in result.stdout
+
+
+def test_a_wrong_impl_is_still_a_failure_on_the_shapes_it_takes(invoke: Invoke) -> None:
+    wrong = Impl("wrong", lambda q, k, v, *, causal: _v(q, k, v, causal=causal) * 1.1, "", "O(s)", "O(s)")
+    impls = (
+        Impl("ref", _v, "", "O(s)", "O(s)"),
+        Impl("samedim", wrong.fn, "", "O(s)", "O(s)", shape_support=_one_head_dim),
+    )
+    name = "test-cli-partly-wrong"
+    register_variant(Variant(name, "O = V", impls, "ref", (), lambda *a: 0.0, "O(s)", "O(s)"))
+    try:
+        result = invoke("check", "--variant", f"{name}:samedim", "--dtype", "fp64", *CPU, "--quiet")
+    finally:
+        unregister_variant(name)
+    assert result.exit_code == 1, result.output
+    assert "FAIL" in result.stdout and "(2/3)" in result.stdout

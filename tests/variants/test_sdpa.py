@@ -7,7 +7,7 @@ import torch
 
 import linbench
 from linbench.errors import ImplUnavailableError
-from linbench.variants.softmax.sdpa import backend_unavailable
+from linbench.variants.softmax.sdpa import backend_refusal, backend_unavailable
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 
@@ -66,3 +66,17 @@ def test_a_pinned_backend_that_runs_out_of_memory_reads_as_out_of_memory(
     assert caught.value is failure and not isinstance(caught.value, ImplUnavailableError)
     case = check_impl(linbench.get_variant("softmax"), "sdpa-math", Shape(1, 1, 8, 4, 4), causal=True)
     assert case.unavailable is None and case.out_of_memory, case.describe()
+
+
+def test_a_refusal_keeps_torchs_reasons_and_drops_its_source_locations() -> None:
+    # What SDPA's cuDNN backend warned on an H200 (torch 2.11) when pinned for a one-token key.
+    where = " (Triggered internally at /pytorch/aten/src/ATen/native/transformers/cuda/sdp_utils.cpp:986.)"
+    caught = [
+        "Memory efficient kernel not used because:" + where,
+        "Memory Efficient attention has been runtime disabled." + where,
+        "Flash attention has been runtime disabled." + where,
+        "cuDNN attention kernel not used because:" + where,
+        "cudnn SDPA does not support key/value sequence length 1." + where,
+        "cudnn SDPA does not support key/value sequence length 1." + where,
+    ]
+    assert backend_refusal(caught) == "cudnn SDPA does not support key/value sequence length 1."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import warnings
 
 import torch
@@ -21,6 +22,9 @@ BACKENDS: dict[str, SDPBackend | None] = {
     "math": SDPBackend.MATH,
     "cudnn": SDPBackend.CUDNN_ATTENTION,
 }
+
+
+_TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
 
 
 def _backend(name: object) -> SDPBackend | None:
@@ -60,11 +64,24 @@ def sdpa(
         except RuntimeError as exc:
             if pinned is None or is_out_of_memory(exc):
                 raise
-            why = "; ".join(str(w.message).strip() for w in caught) or str(exc).strip()
+            why = backend_refusal([str(w.message) for w in caught]) or str(exc).strip()
             raise ImplUnavailableError(
                 f"SDPA's {backend} backend cannot run q {tuple(q.shape)}, v {tuple(v.shape)} "
                 f"{q.dtype} on {q.device}: {why}"
             ) from None
+
+
+def backend_refusal(messages: list[str]) -> str:
+    """torch's reasons for refusing a pinned backend, from the warnings it raised: without the
+    "(Triggered internally at …)" source locations, and without the lines about the backends
+    pinning turned off ("… has been runtime disabled", "… not used because:"), which say
+    nothing about these inputs."""
+    reasons: list[str] = []
+    for message in messages:
+        text = _TRIGGERED.sub("", message).strip()
+        if text and not text.endswith("because:") and "runtime disabled" not in text and text not in reasons:
+            reasons.append(text)
+    return "; ".join(reasons)
 
 
 def padding_mask(key_mask: torch.Tensor, causal: bool) -> torch.Tensor:
