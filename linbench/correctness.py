@@ -15,7 +15,6 @@ from typing import Any
 import torch
 
 from linbench.comparison import Comparison, compare, rms
-from linbench.dtypes import DTYPE_ALIASES
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
@@ -222,14 +221,6 @@ def check_impl(
     """
     settings, params = split_draw_settings(params or {})
     result = CaseResult(variant.name, impl, shape, causal, dtype, setting=_setting(settings, params))
-    # An impl that declares it cannot take these head dims or this dtype (flash attention in
-    # fp32, one head dim for q, k and v) is not run at this shape; the others still are.
-    declared = variant.impls[impl].unsupported_reason(
-        shape.dim_k, shape.dim_v, DTYPE_ALIASES[str(dtype).removeprefix("torch.")], torch.device(device).type
-    )
-    if declared is not None:
-        result.unavailable = declared
-        return result
     drawn = _draws(variant, shape, device, seed, scale, settings)
     q, k, v = drawn["q"], drawn["k"], drawn["v"]
     # A parameter given a value (norm_const=0.3) is checked at that value, not as a learnable tensor.

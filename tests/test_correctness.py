@@ -218,17 +218,3 @@ def test_an_all_zero_reference_is_judged_without_dividing_by_zero() -> None:
     zero = torch.zeros(4, 8, dtype=torch.float64)
     assert compare("grad q", zero, zero, torch.bfloat16).ok
     assert not compare("grad q", zero + 1e-3, zero, torch.bfloat16).ok
-
-
-@pytest.mark.parametrize(
-    ("dtype", "dims", "reason"),
-    [(torch.float32, (2, 3, 100, 16, 16), "fp16 and bf16"), (torch.bfloat16, (2, 3, 100, 16, 24), "Dk = Dv")],
-)
-def test_a_shape_an_impl_declares_it_cannot_take_is_unavailable_not_an_error(
-    dtype: torch.dtype, dims: tuple[int, ...], reason: str
-) -> None:
-    # softmax:varlen raised on an H200 in fp32 and at Dv != Dk, failing its cells, although it
-    # declares both (flash attention); the declaration is read before anything runs.
-    case = check_impl(get_variant("softmax"), "varlen", Shape(*dims), causal=True, dtype=dtype, device="cuda")
-    assert case.unavailable is not None and reason in case.unavailable
-    assert case.error is None

@@ -52,7 +52,7 @@ SHAPES = ((1, 2, 1, 8, 8), (2, 3, 100, 16, 24), (1, 2, 257, 32, 32))
 def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device: torch.device) -> Cell:
     """Every shape for one impl, dtype and masking; unavailable impls, and maskings the
     variant does not compute, are not run."""
-    from linbench.correctness import Shape, check_impl
+    from linbench.correctness import CaseResult, Shape, check_impl
 
     reason = variant.impls[impl].unavailable_reason(device)
     if reason is not None:
@@ -66,6 +66,12 @@ def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device:
     for params in ({}, *variant.check_params):
         for dims in SHAPES:
             shape, dtype = Shape(*dims), torch_dtype(dtype_name)
+            # Head dims or a dtype the impl declares it cannot take (flash attention: fp16 and
+            # bf16, one head dim) are not run at all; the other shapes still are.
+            declared = variant.impls[impl].unsupported_reason(shape.dim_k, shape.dim_v, dtype_name, device.type)
+            if declared is not None:
+                cases.append(CaseResult(variant.name, impl, shape, causal, dtype, unavailable=declared))
+                continue
             cases.append(
                 check_impl(variant, impl, shape, causal=causal, dtype=dtype, device=device, params=dict(params))
             )

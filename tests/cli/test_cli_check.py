@@ -8,6 +8,8 @@ import pytest
 import torch
 from cli_helpers import Invoke, assert_usage_error
 
+import linbench
+from linbench.cli.check_cmd import run_cell
 from linbench.errors import ImplUnavailableError
 from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant
 
@@ -259,3 +261,11 @@ def test_a_wrong_impl_is_still_a_failure_on_the_shapes_it_takes(invoke: Invoke) 
         unregister_variant(name)
     assert result.exit_code == 1, result.output
     assert "FAIL" in result.stdout and "(2/3)" in result.stdout
+
+
+def test_a_dtype_an_impl_declares_it_cannot_take_is_unavailable_not_an_error() -> None:
+    # softmax:varlen raised in fp32 on an H200, failing its cells, although it declares that
+    # flash attention takes fp16 and bf16 only: the declaration is read before anything runs.
+    cell = run_cell(linbench.get_variant("softmax"), "varlen", "fp32", True, torch.device("cuda"))
+    assert cell.unavailable is not None and "fp16 and bf16" in cell.unavailable
+    assert not cell.failures
