@@ -86,6 +86,11 @@ def registered_worktrees(root: Path) -> list[Path]:
     return [Path(line.split(" ", 1)[1]) for line in listing.splitlines() if line.startswith("worktree ")]
 
 
+def git_lines(root: Path, *args: str) -> list[str]:
+    """The lines ``git -C root ARGS`` prints; WorktreeError with git's first error line."""
+    return _git(root, *args).splitlines()
+
+
 def _git(root: Path, *args: str) -> str:
     """``git -C root ARGS``'s stdout, stripped; WorktreeError with git's first error line."""
     try:

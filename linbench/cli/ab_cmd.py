@@ -39,7 +39,8 @@ RUN_OPTIONS_NOT_FORWARDED = (
     *("out", "quiet", "yes"),
     *("resume", "dry_run", "processes", "max_processes", "mix", "allow_failures"),
 )
-COMPARE_ARGUMENTS = ("baseline", "current")
+# ab gives compare --changed-since itself: the baseline revision.
+COMPARE_ARGUMENTS = ("baseline", "current", "changed_since")
 # run's --baseline names baseline impls; ab's --baseline is the revision.
 RENAMED = {"baseline": ("baseline_impl", "--baseline-impl")}
 HELP = {
@@ -49,6 +50,9 @@ HELP = {
     "max_rounds": f"The most rounds: after --rounds, more run while a point's rounds disagree by more than "
     f"{EXTEND_ABOVE:.0%} (past {TRUST_PROCESSES}, while too spread to judge within {ENOUGH_THRESHOLD:.0%}; as run's "
     f"--max-processes). Default: {TRUST_PROCESSES} when --rounds > 1.",
+    "no_widen": "Measure the sweep as given: an impl whose code changed since the baseline (git diff, mapped by "
+    "the import graph) and that the sweep does not measure is not added, and the verdict is inconclusive "
+    "(exit 4), naming it.",
     "out": "The A/B folder: baseline/ and current/ run folders, each with its rounds. Default: results/ab/<UTC time>.",
 }
 
@@ -114,9 +118,14 @@ def ab_command(**values: Any) -> None:
     Exit status, the first that applies:
     1 regression;
     4 inconclusive: some time was not judged (noisy or unverified points) even after the extra
-    rounds; the output names the points and the --rounds and --max-rounds that would judge them;
+    rounds, or a changed impl was not measured; the output names the points and the --rounds and
+    --max-rounds that would judge them, and the impls;
     3 environment changed: only with --control, when the control points all moved;
-    0 pass: every point was judged, and none regressed;
+    Before the rounds, each impl whose code changed since the baseline (git diff, mapped by the
+    import graph; docs/gate.md) is added to the points where the sweep does not measure it; one
+    that cannot be (it cannot run on the device, or --no-widen) makes the verdict inconclusive.
+
+    0 pass: every point was judged, none regressed, and every changed impl was measured;
     2 usage error (also a revision that refuses the sweep); 130 interrupted.
     """
     from linbench.ab.job import AbJob, one_process_per_round, suite_file
@@ -124,13 +133,14 @@ def ab_command(**values: Any) -> None:
     from linbench.ab.worktree import WorktreeError
 
     revision, rounds, out = values.pop("baseline"), values.pop("rounds"), values.pop("out")
-    max_rounds = values.pop("max_rounds")
+    max_rounds, no_widen = values.pop("max_rounds"), values.pop("no_widen")
     compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
     with usage_errors():
         _check_compare_flags(compare_flags)
         job = AbJob.prepare(revision, rounds, out, max_rounds)  # AbError, WorktreeError: one line and exit 2
         if values.get("suite") is not None:
             values["suite"] = suite_file(values["suite"])
+        _widen(job, values, not no_widen)
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
     try:
         folders = job.measure(run_args, _note)
@@ -141,11 +151,36 @@ def ab_command(**values: Any) -> None:
         raise typer.Exit(INTERRUPTED_EXIT) from None
     merged = job.merge(folders, shlex.join(["linbench", *sys.argv[1:]]))
     try:
-        compare_command(baseline=merged["baseline"], current=merged["current"], **compare_flags)
+        compare_command(baseline=merged["baseline"], current=merged["current"], changed_since=job.sha, **compare_flags)
     finally:
         _note(
             f"linbench ab: baseline {revision} ({job.sha[:12]}) -> {merged['baseline']}; current -> {merged['current']}"
         )
+
+
+def _widen(job: Any, values: dict[str, Any], enabled: bool) -> None:
+    """Add to the rounds' ``--variant`` each impl whose code changed since the baseline and
+    that the sweep (the suite's, or the flags') does not measure, unless it cannot run on the
+    sweep's device or ``enabled`` is False; say what was done."""
+    from linbench.ab.changes import changes_since, sweep_widening, widened_variants
+    from linbench.sweep.suites import read_suite
+
+    suite = read_suite(values["suite"]) if values.get("suite") is not None else {}
+    variants = values.get("variant") or _as_list(suite.get("variant")) or ["all"]
+    baselines = values.get("baseline_impl") or _as_list(suite.get("baseline"))
+    device = values.get("device") or str(suite.get("device", "auto"))
+    widening = sweep_widening(changes_since(job.root, job.sha), variants, baselines, device, enabled)
+    for line in widening.lines():
+        _note(line)
+    if widening.added:
+        values["variant"] = widened_variants(variants, widening.added)
+
+
+def _as_list(value: Any) -> list[str]:
+    """A suite key that takes a name or a list of names, as a list."""
+    if value is None:
+        return []
+    return [str(item) for item in value] if isinstance(value, list) else [str(value)]
 
 
 def _check_compare_flags(flags: dict[str, Any]) -> None:
@@ -185,6 +220,12 @@ _OWN = [
         inspect.Parameter.KEYWORD_ONLY,
         default=None,
         annotation=Annotated[int | None, typer.Option("--max-rounds", help=HELP["max_rounds"], show_default=False)],
+    ),
+    inspect.Parameter(
+        "no_widen",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=False,
+        annotation=Annotated[bool, typer.Option("--no-widen", help=HELP["no_widen"])],
     ),
     inspect.Parameter(
         "out",

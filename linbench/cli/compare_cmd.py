@@ -17,6 +17,7 @@ from linbench.cli.errors import CliUsageError, usage_errors
 
 if TYPE_CHECKING:
     from linbench.gate.compare import Comparison, Thresholds
+    from linbench.gate.verdict import ChangedCode
 
 # The exit status of each verdict (gate/verdict.py); 2 is a usage error (cli/errors.py).
 EXIT_STATUS = {"pass": 0, "regression": 1, "environment changed": 3, "inconclusive": 4}
@@ -37,6 +38,9 @@ HELP = {
     "exponent": "VARIANT=X or VARIANT:IMPL=X: fail when a fitted time-in-length exponent of CURRENT exceeds X "
     "(repeatable).",
     "force": "Compare runs from different devices.",
+    "changed_since": "A git revision of this checkout: the impls whose code changed since it (git diff, untracked "
+    "files included, mapped by the import graph) must be measured by a run, or the comparison is inconclusive "
+    "(exit 4) and names them.",
 }
 
 
@@ -52,6 +56,9 @@ def compare_command(
     max_launch_growth: Annotated[str, typer.Option("--max-launch-growth", help=HELP["launches"])] = "0%",
     control: Annotated[list[str] | None, typer.Option("--control", help=HELP["control"])] = None,
     force: Annotated[bool, typer.Option("--force", help=HELP["force"])] = False,
+    changed_since: Annotated[
+        str | None, typer.Option("--changed-since", metavar="REV", help=HELP["changed_since"], show_default=False)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (the same as --format json).")] = False,
     output_format_flag: Annotated[str, typer.Option("--format", help="table (the default), md or json.")] = "table",
 ) -> None:
@@ -59,8 +66,9 @@ def compare_command(
 
     Exit status, the first that applies:
     1 regression: time, memory, launches, a broken point or an exponent bound;
-    4 inconclusive: some time was not judged (noisy or unverified points), or the runs do not
-    match; the output names the points and the command that would judge them;
+    4 inconclusive: some time was not judged (noisy or unverified points), the runs do not
+    match, or (with --changed-since) an impl whose code changed was measured by neither run;
+    the output names the points and the command that would judge them;
     3 environment changed: the control points all moved, and nothing else failed;
     0 pass: every point with a time on both sides was judged, and none regressed;
     2 usage error.
@@ -85,10 +93,28 @@ def compare_command(
         if not force:
             check_same_device(base_run, cur_run)
         comparison = compare_runs(base_run, cur_run, thresholds)
+        if changed_since is not None:
+            comparison.changed = changed_code(changed_since)
     _print(comparison, chosen, _load_lines(base_run.meta, cur_run.meta), thresholds)
     status = EXIT_STATUS[comparison.verdict]
     if status:
         raise typer.Exit(status)
+
+
+def changed_code(revision: str) -> ChangedCode:
+    """The code of this checkout changed since ``revision`` (ab/changes.py); a ValueError
+    (a usage error) when it is no revision of the checkout."""
+    from linbench.ab.changes import changes_since
+    from linbench.ab.worktree import WorktreeError, checkout_root, resolve_revision
+    from linbench.gate.verdict import ChangedCode
+
+    root = checkout_root()
+    try:
+        sha = resolve_revision(root, revision)
+    except WorktreeError:
+        raise ValueError(f"--changed-since {revision!r} is not a commit of {root}") from None
+    changes = changes_since(root, sha)
+    return ChangedCode(revision, changes.names, changes.infrastructure)
 
 
 def _load_lines(baseline: dict, current: dict) -> list[str]:
@@ -115,7 +141,15 @@ def _print(comparison: Comparison, chosen: str, load_lines: list[str], threshold
 
     tables = [points_table(comparison)] + ([exponent_table(comparison.exponents)] if comparison.exponents else [])
     advice = [*advice_lines(comparison, thresholds.max_slowdown), *judging_lines(comparison, thresholds)]
-    notes = [*unmatched_lines(comparison), *drift_lines(comparison), *between_lines(comparison), *advice, *load_lines]
+    changed = comparison.changed.lines(comparison.covered()) if comparison.changed is not None else []
+    notes = [
+        *unmatched_lines(comparison),
+        *changed,
+        *drift_lines(comparison),
+        *between_lines(comparison),
+        *advice,
+        *load_lines,
+    ]
     if chosen == "json":
         report = comparison.to_json() | {"exit_status": EXIT_STATUS[comparison.verdict]}
         typer.echo(json.dumps(report | {"advice": advice, "load_warnings": load_lines}, indent=2))

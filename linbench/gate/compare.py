@@ -30,7 +30,7 @@ from linbench.gate.drift import DriftCheck, check_drift
 from linbench.gate.exponents import ExponentCheck, ExponentError, check_exponents
 from linbench.gate.points import PointDiff, Side, Thresholds, diff_point
 from linbench.gate.rule import UNJUDGED, gross_bar
-from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, Coverage
+from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, ChangedCode, Coverage
 from linbench.report.load import Run
 from linbench.report.series import plain
 from linbench.results.meta import timing_protocol
@@ -65,6 +65,7 @@ class Comparison:
     ab: bool = False  # the two sides of one linbench ab
     between: BetweenRuns | None = None  # runs measured apart: what the whole run moved (between.py)
     run_moved: bool = False  # every point moved past the floor, and no control says it was the machine
+    changed: ChangedCode | None = None  # the code changed since a revision (compare --changed-since, ab)
 
     def covered(self) -> Coverage:
         """How far the two runs measured the same things."""
@@ -95,9 +96,15 @@ class Comparison:
 
     @property
     def inconclusive(self) -> bool:
-        """Some time could not be judged, the runs did not measure the same things, or the
-        whole run moved and nothing says whether the machine or the code did."""
-        return bool(self.unjudged) or self.covered().mismatched or self.run_moved
+        """Some time could not be judged, the runs did not measure the same things, the
+        whole run moved and nothing says whether the machine or the code did, or an impl whose
+        code changed was not measured."""
+        return bool(self.unjudged) or self.covered().mismatched or self.run_moved or bool(self.unmeasured)
+
+    @property
+    def unmeasured(self) -> tuple[str, ...]:
+        """The impls whose code changed (``changed``) that neither run measured."""
+        return self.changed.unmeasured(self.covered()) if self.changed is not None else ()
 
     @property
     def verdict(self) -> str:
@@ -124,6 +131,7 @@ class Comparison:
             "mismatched": self.covered().reasons(),
             "between_runs": self.between.to_json() if self.between is not None else None,
             "run_moved": self.run_moved,
+            "changed_code": self.changed.to_json(self.covered()) if self.changed is not None else None,
             "points": [{**p.key, **{k: v for k, v in asdict(p).items() if k != "key"}} for p in self.points],
             "baseline_only": self.baseline_only,
             "current_only": self.current_only,

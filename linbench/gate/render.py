@@ -259,6 +259,8 @@ def verdict_line(comparison: Comparison) -> str:
         summary += f"; {exponents} of {len(comparison.exponents)} exponent bound(s) exceeded"
     if comparison.covered().mismatched:
         summary += "; the runs do not match"
+    if comparison.unmeasured:
+        summary += f"; {len(comparison.unmeasured)} changed impl(s) not measured"
     if comparison.run_moved and comparison.between is not None:
         summary += f"; the whole run moved {math.expm1(comparison.between.shift):+.1%}"
     return f"{comparison.verdict.upper()}: {summary}"

@@ -70,3 +70,47 @@ class Coverage:
             total = self.matched + self.unmatched
             lines.append(f"{self.unmatched} of {total} points are in one run only: the runs are not of one sweep")
         return lines
+
+
+@dataclass(frozen=True)
+class ChangedCode:
+    """The code that changed since ``revision`` (ab/changes.py): ``impls`` whose own code
+    changed, and ``infrastructure``, changed files that widen nothing (no impl runs them, or
+    most variants' impls do), which every measured point runs."""
+
+    revision: str
+    impls: tuple[str, ...]
+    infrastructure: tuple[str, ...] = ()
+
+    def unmeasured(self, coverage: Coverage) -> tuple[str, ...]:
+        """The changed impls neither run measured: a comparison without them cannot pass."""
+        measured = coverage.baseline_impls | coverage.current_impls
+        return tuple(name for name in self.impls if name not in measured)
+
+    def lines(self, coverage: Coverage) -> list[str]:
+        """What the comparison says of the changed code, one line each."""
+        lines = []
+        missing = self.unmeasured(coverage)
+        if missing:
+            lines.append(
+                f"{len(missing)} changed impl(s) since {self.revision} were measured by neither run: "
+                f"{', '.join(missing)} (their code changed; a pass needs them measured)"
+            )
+        measured = [name for name in self.impls if name not in missing]
+        if measured:
+            lines.append(f"changed impl(s) since {self.revision} measured: {', '.join(measured)}")
+        if self.infrastructure:
+            files = ", ".join(self.infrastructure)
+            lines.append(
+                f"{len(self.infrastructure)} changed file(s) that no impl runs, or that most variants' impls run, "
+                f"widen nothing (the points measured are what measure them): {files}"
+            )
+        return lines
+
+    def to_json(self, coverage: Coverage) -> dict[str, object]:
+        return {
+            "revision": self.revision,
+            "impls": list(self.impls),
+            "unmeasured": list(self.unmeasured(coverage)),
+            "infrastructure": list(self.infrastructure),
+        }

@@ -186,6 +186,10 @@ class Impl:
     # Returns None when the impl takes these head dims on a device type ("cpu", "cuda"), else
     # why not: limits of one device's kernel (the CUDA kernel's tiles), asked at plan time.
     device_shape_support: Callable[[int, int, str], str | None] | None = None
+    # Files outside the linbench package that the impl runs, relative to the repository root
+    # (a folder ends in /): no import leads to them, so a change to them is tied to the impl
+    # here. The impls on the compiled kernels say "csrc/" (linbench/impl_code.py).
+    sources: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         derive_exponent(self, "time_exponent", self.time_complexity)

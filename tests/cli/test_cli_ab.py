@@ -24,9 +24,11 @@ from cli_helpers import Invoke, assert_usage_error, linbench_argv
 from result_rows import result_row
 
 import linbench
+from linbench.ab import changes
 from linbench.ab.job import AbJob
 from linbench.ab.worktree import checkout_root, registered_worktrees
 from linbench.cli import ab_cmd
+from linbench.impl_code import Touched
 from linbench.results.store import RunStore
 
 ROUNDS = 3
@@ -43,6 +45,13 @@ SWEEP = [
     "--warmup-s",
     "0",
 ]
+
+
+@pytest.fixture(autouse=True)
+def unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checkout as the baseline's code: what ab does about changed code is tested below
+    with changes the test plants, never with whatever this checkout holds uncommitted."""
+    monkeypatch.setattr(changes, "changes_since", lambda root, sha: Touched({}, (), ()))
 
 
 @pytest.fixture
@@ -162,6 +171,52 @@ def test_ab_exits_as_compare_does_on_the_merged_rounds(
     assert (protocol["name"], protocol["processes"], protocol["max_processes"]) == ("processes-v1", 3, 20)
 
 
+GATED_CHANGE = Touched({"gated-deltanet:chunked": ("linbench/variants/gated/triangular.py",)}, (), ())
+
+
+@pytest.mark.parametrize(("flags", "status"), [((), 0), (("--no-widen",), 4)])
+def test_a_changed_impl_the_suite_does_not_measure_is_added_or_stops_a_pass(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: tuple[str, ...], status: int
+) -> None:
+    """gated-deltanet:chunked's code changed (planted) and the sweep measures softmax:sdpa
+    only: ab adds it to every round's --variant, or, with --no-widen, says it was not measured
+    and exits 4, not 0."""
+    monkeypatch.setattr(changes, "changes_since", lambda root, sha: GATED_CHANGE)
+    given: list[list[str]] = []
+    base = (10.0, 10.05, 9.95)
+
+    def measured(job: AbJob, run_args: list[str], on_progress: object) -> dict[str, list[Path]]:
+        given.append(run_args)
+        if "gated-deltanet:chunked" in run_args:
+            return _gated_rounds(tmp_path, base)
+        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", base)}
+
+    monkeypatch.setattr(AbJob, "measure", measured)
+    args = ("--variant", "softmax:sdpa", "--rounds", "3", "--out", tmp_path / "ab", "--device", "cpu", "--json")
+    result = invoke("ab", "--baseline", "HEAD", *args, *flags)
+    assert result.exit_code == status, result.output
+    report = json.loads(result.stdout)
+    widened = "gated-deltanet:chunked" in given[0]
+    assert widened == (not flags)
+    assert report["changed_code"]["impls"] == ["gated-deltanet:chunked"]
+    assert report["changed_code"]["unmeasured"] == ([] if widened else ["gated-deltanet:chunked"])
+    said = "added 1 impl(s) to the points: gated-deltanet:chunked" if widened else "not measured: --no-widen"
+    assert said in result.stderr
+
+
+def _gated_rounds(tmp_path: Path, times: tuple[float, ...]) -> dict[str, list[Path]]:
+    """Rounds of the sweep widened to gated-deltanet:chunked: _rounds' point and that impl's."""
+    sides = {}
+    for side in ("baseline", "current"):
+        folders = _rounds(tmp_path / side, times)
+        for folder in folders:
+            row = result_row(1024, time_ms=times[0]) | {"device_name": "Test CPU", "samples": 10, "flops": 1e9}
+            row |= {"variant": "gated-deltanet", "impl": "chunked"}
+            RunStore(folder).append(row | {"time_ms_p20": times[0] * 0.99, "time_ms_p80": times[0] * 1.01})
+        sides[side] = folders
+    return sides
+
+
 def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
     invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,7 +244,8 @@ def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_ver
     tmp_path: Path, ab_temp: Path
 ) -> None:
     rounds = ("--rounds", ROUNDS, "--max-rounds", ROUNDS)  # no extra rounds: the test's time stays bounded
-    argv = linbench_argv("ab", "--baseline", "HEAD", *rounds, *SWEEP, "--out", tmp_path / "ab", "--json")
+    # --no-widen: the points stay this sweep's whatever this checkout holds uncommitted.
+    argv = linbench_argv("ab", "--baseline", "HEAD", *rounds, *SWEEP, "--no-widen", "--out", tmp_path / "ab", "--json")
     result = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
     # 0 pass, 1 regression (noise should not, but may, make one), 4 inconclusive (a point whose
     # 3 rounds disagree is too noisy to judge); never 2 or a crash.
@@ -233,7 +289,8 @@ def test_ab_takes_every_compare_option_and_none_of_run_s_that_a_round_must_not_g
     group = typer.main.get_command(app)
     ab = {opt for param in group.commands["ab"].params for opt in param.opts}
     compare = {opt for param in group.commands["compare"].params for opt in param.opts if opt.startswith("-")}
-    assert compare <= ab
+    assert compare - {"--changed-since"} <= ab  # ab gives compare the baseline revision itself
+    assert "--changed-since" not in ab
     assert not {"--processes", "--max-processes", "--resume", "--dry-run", "--mix", "--allow-failures"} & ab
     assert {"--baseline", "--baseline-impl", "--rounds", "--out", "--suite", "--device", "--variant"} <= ab
 

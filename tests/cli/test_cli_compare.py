@@ -220,3 +220,24 @@ def test_the_output_names_the_time_judged_and_a_run_without_p20_is_judged_on_med
     report = json.loads(fallback.stdout)
     assert fallback.exit_code == 0 and {p["statistic"] for p in report["points"]} == {"median"}
     assert any(line.startswith("10 CPU point(s) judged on process medians, not p20s") for line in report["advice"])
+
+
+def test_changed_since_a_revision_that_is_none_is_one_line(invoke: Invoke, tmp_path: Path) -> None:
+    base, same = _pair(tmp_path, _suite())
+    result = invoke("compare", base, same, "--changed-since", "no-such-revision")
+    assert_usage_error(result, "--changed-since 'no-such-revision' is not a commit of")
+
+
+def test_changed_since_names_the_changed_impls_neither_run_measured(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from linbench.ab import changes
+    from linbench.impl_code import Touched
+
+    planted = Touched({"gated-deltanet:chunked": ("linbench/variants/gated/triangular.py",)}, (), ())
+    monkeypatch.setattr(changes, "changes_since", lambda root, sha: planted)
+    base, same = _pair(tmp_path, _suite())
+    result = invoke("compare", base, same, "--changed-since", "HEAD")
+    assert result.exit_code == 4, result.output
+    assert "measured by neither run: gated-deltanet:chunked" in result.stdout
+    assert "1 changed impl(s) not measured" in result.stdout

@@ -58,6 +58,8 @@ KERNEL_CHUNK_SIZE = Param(
     "tokens per chunk of the csrc kernel (the CUDA kernel takes 64 only)",
     device_check=kernel_chunk_refusal,
 )
+# The sources of the compiled library the kernel impls load (linbench/kernels/build.py builds it).
+COMPILED_SOURCES = "csrc/"
 KERNEL_SUMMARY = "csrc/ chunked kernel (C++ on CPU, CUDA on GPU): fp32 state, recomputing backward"
 
 
@@ -142,6 +144,7 @@ def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY, feature_width: int = 
         params=(KERNEL_CHUNK_SIZE,),
         availability=kernel_ops.unavailable_reason,
         device_shape_support=kernel_dims_refusal(feature_width),
+        sources=(COMPILED_SOURCES,),
     )
 
 

@@ -1,0 +1,104 @@
+"""What changed since the baseline revision, and which impls ``linbench ab`` adds for it.
+
+A gate that passes must have measured the code that changed. ``changes_since`` reads the diff
+between a revision and the checkout (tracked changes, staged or not, and untracked files git
+does not ignore) and maps the changed files to the impls that run them (linbench/impl_code.py).
+``widen`` then decides, for a sweep's impls: each changed impl the sweep does not measure is
+added to its points, at the sweep's shapes, unless it cannot run on the sweep's device or
+widening is off (``--no-widen``); those are left out, and the comparison names them and is
+inconclusive (exit 4), never a pass.
+
+Changed files that no impl runs (the runner, the measurement code, the reports) or that the
+impls of most variants run (the variant machinery) widen nothing: every point the suite
+measures runs them, so the suite's points are what measure them, and the verdict says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from linbench.ab.worktree import git_lines
+from linbench.impl_code import Touched, impl_code, touched
+
+
+def changed_files(root: Path, sha: str) -> list[str]:
+    """The files of the checkout at ``root`` that differ from ``sha``: tracked ones changed
+    (committed since, staged or not, deleted included) and untracked ones git does not ignore,
+    relative to ``root``."""
+    tracked = git_lines(root, "diff", "--name-only", "--no-renames", sha, "--")
+    untracked = git_lines(root, "ls-files", "--others", "--exclude-standard")
+    return sorted({path for path in (*tracked, *untracked) if path})
+
+
+def changes_since(root: Path, sha: str) -> Touched:
+    """The impls, shared files and other files the changes since ``sha`` touch."""
+    return touched(changed_files(root, sha), impl_code())
+
+
+@dataclass(frozen=True)
+class Widening:
+    """What ``ab`` does about the changed impls: ``measured`` the sweep measures already,
+    ``added`` it adds to the sweep, ``left_out`` (impl: why) it cannot measure."""
+
+    changes: Touched
+    measured: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    left_out: Mapping[str, str] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """What the widening did, one line each, for the job's progress."""
+        lines = []
+        if self.added:
+            lines.append(f"changed code: added {len(self.added)} impl(s) to the points: {', '.join(self.added)}")
+        if self.measured:
+            lines.append(f"changed code: the sweep measures {', '.join(self.measured)}")
+        for impl, why in self.left_out.items():
+            lines.append(f"changed code: {impl} is not measured: {why}")
+        return lines
+
+
+def widen(changes: Touched, swept: Iterable[str], refusals: Mapping[str, str | None], enabled: bool) -> Widening:
+    """The widening of a sweep whose impls are ``swept`` (``variant:impl``) for ``changes``;
+    ``refusals`` says, for each changed impl, why it cannot run on the sweep's device (None:
+    it can). With ``enabled`` False (``--no-widen``) nothing is added."""
+    swept = set(swept)
+    measured = tuple(name for name in changes.names if name in swept)
+    added: list[str] = []
+    left_out: dict[str, str] = {}
+    for name in changes.names:
+        if name in swept:
+            continue
+        why = refusals.get(name)
+        if why is not None:
+            left_out[name] = f"it cannot run here ({why})"
+        elif not enabled:
+            left_out[name] = "--no-widen"
+        else:
+            added.append(name)
+    return Widening(changes, measured, tuple(added), left_out)
+
+
+def widened_variants(given: Sequence[str], added: Sequence[str]) -> list[str]:
+    """The ``--variant`` list of the widened sweep: the sweep's own, then the added impls."""
+    return [*given, *(name for name in added if name not in given)]
+
+
+def sweep_widening(
+    changes: Touched, variants: Sequence[str], baselines: Sequence[str], device: str, enabled: bool
+) -> Widening:
+    """``widen`` for a sweep of the impls ``variants`` and ``baselines`` name (``--variant``'s
+    forms) on ``device`` (``--device``'s forms, ``auto`` included)."""
+    from linbench.devices import resolve_device
+    from linbench.variants.registry import get_variant
+    from linbench.variants.selection import select_impls
+
+    specs = [part for spec in (*variants, *baselines) for part in spec.split(",") if part.strip()]
+    swept = {f"{chosen.variant.name}:{chosen.impl}" for chosen in select_impls(specs)}
+    target = resolve_device(device)
+    refusals = {}
+    for name in changes.names:
+        variant, impl = name.split(":", 1)
+        refusals[name] = get_variant(variant).impl(impl).unavailable_reason(target)
+    return widen(changes, swept, refusals, enabled)

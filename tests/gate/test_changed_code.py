@@ -1,0 +1,31 @@
+"""A comparison that knows which impls' code changed: one neither run measured keeps it from
+passing, and the verdict names it."""
+
+from __future__ import annotations
+
+from linbench.gate.compare import Comparison
+from linbench.gate.render import verdict_line
+from linbench.gate.verdict import ChangedCode, Coverage
+
+
+def _comparison(changed: ChangedCode | None) -> Comparison:
+    coverage = Coverage.of(2, 0, 0, {"cosine:chunked"}, {"cosine:chunked"})
+    return Comparison("base", "cur", [], [], [], [], coverage=coverage, changed=changed)
+
+
+def test_a_changed_impl_neither_run_measured_makes_the_comparison_inconclusive() -> None:
+    changed = ChangedCode("main", ("cosine:chunked", "gated-deltanet:chunked"), ("linbench/runner/worker.py",))
+    comparison = _comparison(changed)
+    assert comparison.unmeasured == ("gated-deltanet:chunked",)
+    assert comparison.verdict == "inconclusive"
+    assert "1 changed impl(s) not measured" in verdict_line(comparison)
+    lines = changed.lines(comparison.covered())
+    assert lines[0].startswith("1 changed impl(s) since main were measured by neither run: gated-deltanet:chunked")
+    assert "measured: cosine:chunked" in lines[1] and "linbench/runner/worker.py" in lines[2]
+    assert comparison.to_json()["changed_code"]["unmeasured"] == ["gated-deltanet:chunked"]
+
+
+def test_changed_impls_that_were_measured_or_no_changes_at_all_let_it_pass() -> None:
+    assert _comparison(ChangedCode("main", ("cosine:chunked",))).verdict == "pass"
+    assert _comparison(ChangedCode("main", ())).verdict == "pass"
+    assert _comparison(None).verdict == "pass"
