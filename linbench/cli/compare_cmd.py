@@ -33,8 +33,9 @@ HELP = {
     "read from CURRENT's meta.json): when all of them moved the same way past --max-slowdown, the "
     "machine changed and the exit status is 3, not 1, for time.",
     "memory": "Largest tolerated growth of peak memory, percent.",
-    "floor": "Memory growth below this many bytes ('1MiB', '0') is never a regression. Default: 1MiB on CPU, "
-    "whose peak RSS moves by allocator pages between identical runs; 0 on GPUs.",
+    "floor": "Memory growth below this many bytes ('1MiB', '0') is never a regression. Default: 2MiB where a "
+    "CPU point is judged on peak RSS, which moves by allocator pages between identical runs; 0 where it is "
+    "an allocator's count (GPUs, and a CPU's alloc_peak_bytes).",
     "exponent": "VARIANT=X or VARIANT:IMPL=X: fail when a fitted time-in-length exponent of CURRENT exceeds X "
     "(repeatable).",
     "force": "Compare runs from different devices.",

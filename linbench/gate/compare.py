@@ -6,8 +6,9 @@ change must pass both the noise those processes show and ``max_slowdown``; a poi
 to judge is ``noisy`` and a run without process data ``unverified``, and neither fails.
 Where a point was timed as CUDA-graph replays on both sides, that is the time judged, and
 the eager time is judged beside it by the same rule. Memory readings and kernel launches per
-call are exact and compared against their thresholds alone (memory above a floor for CPU
-peak RSS, which moves by allocator pages between identical runs). A point that was ok and
+call are exact and compared against their thresholds alone (a CPU's memory is torch's count of
+what a call allocated, alloc_peak_bytes; peak RSS, where a run lacks it, only above a floor, for
+it moves by allocator pages between identical runs). A point that was ok and
 now is not (oom, mismatch, crash...) is a regression too. Control points that all moved the
 same way say the machine changed, not the code (drift.py).
 

@@ -4,12 +4,15 @@ where it is not.
 On a GPU, peak_bytes is the CUDA caching allocator's own count of the bytes a call allocated:
 the same for the same code, shape and library in every process (the H100 rerun pair of
 docs/gate.md was byte-identical), so each side's largest process is compared and any growth
-past ``max_memory_growth`` fails. On a CPU it is the peak resident set of the worker above
-what it held before (measure/memory.py): pages touched, which the allocator's arenas and the
-kernel's page accounting move between identical processes. There each side's median process
-is compared, and a growth fails only past ``max_memory_growth``, past the CPU floor (the
-between-process spread measured on a busy 2-core machine, CPU_MEMORY_FLOOR_BYTES) and with
-every current process above every baseline one.
+past ``max_memory_growth`` fails. On a CPU a run point records alloc_peak_bytes, torch's own
+count of the live bytes a call allocated (measure/allocations.py): exact in the same way, and
+judged so where both sides have it. A CPU run without it (made before it was recorded, or a
+decode step) is judged on peak_bytes, the peak resident set of the worker above what it held
+before (measure/memory.py): pages touched, which the allocator's arenas and the kernel's page
+accounting move between identical processes. There each side's median process is compared,
+and a growth fails only past ``max_memory_growth``, past the CPU floor (the between-process
+spread measured on a busy 2-core machine, CPU_MEMORY_FLOOR_BYTES) and with every current
+process above every baseline one.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ class MemoryJudgement:
 def judge_memory(
     base: Sequence[float], cur: Sequence[float], exact: bool, max_growth: float, floor: float
 ) -> MemoryJudgement:
-    """The verdict on each side's per-process peaks (``exact``: the allocator's count, else
+    """The verdict on each side's per-process peaks (``exact``: an allocator's count, else
     peak RSS); ``-`` where a side has none."""
     if not base or not cur:
         return MemoryJudgement(_pick(base, exact), _pick(cur, exact), None, "-")

@@ -27,23 +27,27 @@ from linbench.results.protocol import ProcessProtocol, judged_processes
 from linbench.units import as_number
 
 TIME_FAILURES = ("regression",)
+# A CPU call's peak of the live bytes it allocated through torch (exact, like a GPU's peak_bytes).
+ALLOC_COLUMN = "alloc_peak_bytes"
 
 
 @dataclass(frozen=True)
 class Thresholds:
     max_slowdown: float = 0.05
     max_memory_growth: float = 0.02
-    memory_floor_bytes: int | None = None  # None: CPU_MEMORY_FLOOR_BYTES on CPU, 0 on GPUs
+    memory_floor_bytes: int | None = None  # None: CPU_MEMORY_FLOOR_BYTES for peak RSS, 0 for exact counts
     max_exponents: dict[str, float] = field(default_factory=dict)  # "cosine" or "cosine:chunked"
     noise_z: float = 5.0
     max_noise: float = 0.30
     max_launch_growth: float = 0.0  # kernel launches per call are exact: any growth fails
     controls: tuple[str, ...] = ()  # "variant:impl" of the drift check's control points
 
-    def floor_for(self, device_type: str) -> int:
+    def floor_for(self, exact: bool) -> int:
+        """The least growth of peak memory that fails: ``exact`` readings (an allocator's count)
+        have no noise to stay above."""
         if self.memory_floor_bytes is not None:
             return self.memory_floor_bytes
-        return CPU_MEMORY_FLOOR_BYTES if device_type == "cpu" else 0
+        return 0 if exact else CPU_MEMORY_FLOOR_BYTES
 
     def time_rule(
         self, protocol: ProcessProtocol, gross_bar: float | None = None, between: BetweenRuns | None = None
@@ -266,8 +270,8 @@ def diff_point(
         time_verdict=_status_verdict(base, cur) or time.verdict,
         eager_ratio=eager.ratio if eager else None,
         eager_verdict=eager.verdict if eager else "-",
-        base_bytes=memory.base_bytes if memory else base.largest("peak_bytes"),
-        bytes=memory.bytes if memory else cur.largest("peak_bytes"),
+        base_bytes=memory.base_bytes if memory else base.largest(memory_column(base, cur, key["device_type"])),
+        bytes=memory.bytes if memory else cur.largest(memory_column(base, cur, key["device_type"])),
         memory_growth=memory.growth if memory else None,
         memory_verdict=memory.verdict if memory else "-",
         base_kernels=base_kernels if both_ok else None,
@@ -321,12 +325,21 @@ def _status_verdict(base: Side, cur: Side) -> str | None:
     return None
 
 
+def memory_column(base: Side, cur: Side, device_type: str) -> str:
+    """The memory figure a point is judged on: on a CPU, what its calls allocated through torch
+    where both sides recorded it (alloc_peak_bytes), else peak RSS; on a GPU the allocator's peak."""
+    if device_type == "cpu" and base.readings(ALLOC_COLUMN) and cur.readings(ALLOC_COLUMN):
+        return ALLOC_COLUMN
+    return "peak_bytes"
+
+
 def _memory(base: Side, cur: Side, thresholds: Thresholds, device_type: str) -> MemoryJudgement:
-    """Peak memory judged exactly on GPUs (the allocator's count) and against the measured
-    spread of peak RSS on CPUs (memory.py)."""
-    exact = device_type != "cpu"
-    readings = base.readings("peak_bytes"), cur.readings("peak_bytes")
-    return judge_memory(*readings, exact, thresholds.max_memory_growth, thresholds.floor_for(device_type))
+    """Peak memory judged exactly where it is an allocator's count (a GPU's, torch's on a CPU)
+    and against the measured spread of peak RSS on a CPU run that lacks the count (memory.py)."""
+    column = memory_column(base, cur, device_type)
+    exact = device_type != "cpu" or column == ALLOC_COLUMN
+    readings = base.readings(column), cur.readings(column)
+    return judge_memory(*readings, exact, thresholds.max_memory_growth, thresholds.floor_for(exact))
 
 
 def _launch_verdict(base: float | None, cur: float | None, max_growth: float) -> str:

@@ -36,7 +36,15 @@ from linbench.report.plot_parts import (
 )
 from linbench.report.plot_slopes import draw_reference_slopes
 from linbench.report.plot_speedup import draw_speedup
-from linbench.report.series import AXES, Scenario, axis_column, baseline_names, impl_series, scenarios
+from linbench.report.series import (
+    AXES,
+    Scenario,
+    axis_column,
+    baseline_names,
+    impl_series,
+    memory_column,
+    scenarios,
+)
 from linbench.report.styles import SeriesStyle, series_styles
 
 FORMATS = ("png", "svg", "pdf")
@@ -55,7 +63,7 @@ def figures(run: Run) -> Iterator[tuple[str, Figure]]:
                 yield f"decode-vs-context_{scenario.slug()}", draw_decode(rows, scenario, analysis, styles, busy)
                 continue
             device_type = str(scenario.get("device")).split(":")[0]
-            for metric in metrics(device_type).values():
+            for metric in metrics(device_type, memory_column(rows)).values():
                 if axis != "seq" and metric.name == "throughput":
                     continue
                 if (rows[metric.column] > 0).any():  # a throughput needs a FLOP formula, a plugin may lack one

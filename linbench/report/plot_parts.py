@@ -19,6 +19,7 @@ from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from linbench.report.analysis import Crossover, FitResult
 from linbench.report.fit import FLAT, NONE, quality_text
+from linbench.report.series import ALLOC_COLUMN
 from linbench.report.styles import SeriesStyle
 from linbench.report.ticks import ReadableLogLocator
 from linbench.units import format_bytes, format_ms, format_size
@@ -46,12 +47,15 @@ class Metric:
     formatter: Callable[[float], str]
 
 
-def metrics(device_type: str) -> dict[str, Metric]:
+def metrics(device_type: str, memory_column: str = "peak_bytes") -> dict[str, Metric]:
+    """The panels of a run figure; ``memory_column``: the rows' memory figure (series.memory_column)."""
     gpu = device_type != "cpu"
+    allocated = memory_column == ALLOC_COLUMN
+    memory_label = "peak of torch's live allocations above the inputs" if allocated else "peak memory above the inputs"
     rate_unit, rate_scale = ("TFLOP/s", 1.0) if gpu else ("GFLOP/s", 1000.0)
     return {
         "time": Metric("time", "time_ms", "time per call (median; bars p20–p80)", "Time", format_ms),
-        "memory": Metric("memory", "peak_bytes", "peak memory above the inputs", "Peak memory", tick_bytes),
+        "memory": Metric("memory", memory_column, memory_label, "Peak memory", tick_bytes),
         "throughput": Metric(
             "throughput",
             "tflops",
@@ -248,7 +252,11 @@ def _status_runs(series: pd.DataFrame, x: str) -> str:
 
 def format_axes(ax: Axes, rows: pd.DataFrame, x: str, metric: Metric, axis: str) -> None:
     ax.set_xscale("log", base=2)
-    binary = metric.column in ("peak_bytes", "state_bytes")  # bytes read best at powers of two: 1, 4, 16 MiB
+    binary = metric.column in (
+        "peak_bytes",
+        ALLOC_COLUMN,
+        "state_bytes",
+    )  # bytes read best at powers of two: 1, 4, 16 MiB
     ax.set_yscale("log", base=2 if binary else 10)
     ax.yaxis.set_major_locator(ReadableLogLocator(binary=binary))  # labelled however short the span
     ticks = sorted(set(rows[x].astype(int)))

@@ -25,6 +25,17 @@ BASE_COLUMNS = ("device", "device_name", "dtype", "mode", "causal", "batch", "he
 AXES = ("seq", "dim", "batch", "heads", "chunk")
 METRICS = ("time", "memory", "state")
 METRIC_COLUMN = {"time": "time_ms", "memory": "peak_bytes", "state": "state_bytes"}
+# A CPU run point's memory figure: the peak of what one call allocated through torch (exact,
+# where peak RSS, peak_bytes, counts the process's history). Runs before it have peak RSS alone.
+ALLOC_COLUMN = "alloc_peak_bytes"
+
+
+def memory_column(rows: pd.DataFrame) -> str:
+    """The column ``rows`` show memory by: alloc_peak_bytes where they recorded it (CPU run
+    points), else peak_bytes (GPU points, CPU decode steps, older runs)."""
+    if ALLOC_COLUMN in rows.columns and rows[ALLOC_COLUMN].notna().any():
+        return ALLOC_COLUMN
+    return METRIC_COLUMN["memory"]
 
 
 @dataclass(frozen=True)
@@ -180,7 +191,7 @@ def ok_points(rows: pd.DataFrame, x: str, metric: str) -> list[tuple[float, floa
     """(x, value) of the ok rows with a value for ``metric``; a time of a point measured while
     other processes oversubscribed its threads (``oversubscribed``) is left out: it measured
     the machine's scheduler as much as the impl, so no fit or crossover is made from it."""
-    column = METRIC_COLUMN[metric]
+    column = memory_column(rows) if metric == "memory" else METRIC_COLUMN[metric]
     keep = (rows["status"] == "ok") & rows[column].notna() & rows[x].notna()
     if metric == "time":
         keep &= ~oversubscribed(rows)

@@ -63,6 +63,7 @@ class ProcessResult:
     neighbour_cpu: float | None = None
     oversubscribed: bool | None = None
     cpu_ms_p20: float | None = None
+    alloc_peak_bytes: int | None = None
     # The timed repetitions, for samples.csv; a recorded process keeps none.
     samples_ms: tuple[float, ...] = ()
 

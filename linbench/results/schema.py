@@ -47,7 +47,8 @@ __all__ = [
 # 6: where a point was measured (host, GPU, cores, shard, attempt): the ``where`` columns.
 # 7: kv_heads and chunk in every file's key, gqa in results.csv.
 # 8: cpu_ms_p20 (the 20th percentile of the repetitions' process CPU times on a CPU).
-SCHEMA_VERSION = 8
+# 9: alloc_peak_bytes (a CPU call's peak of live bytes allocated through torch).
+SCHEMA_VERSION = 9
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -185,7 +186,19 @@ COLUMNS = {
         *_group("sum", ("samples", int, "timed repetitions (results.csv: over all processes)")),
         *_group(
             "max",
-            ("peak_bytes", int, "peak memory of one call above the inputs (results.csv: the largest process's)"),
+            (
+                "peak_bytes",
+                int,
+                "peak memory of one call above the inputs (CUDA: torch's allocator peak; CPU: peak RSS, which "
+                "counts the process's history; results.csv: the largest process's)",
+            ),
+            (
+                "alloc_peak_bytes",
+                int,
+                "CPU: peak of the live bytes one call allocated through torch, above what was live before it "
+                "(torch.profiler's memory events, in an untimed call): the same in every process; the CPU's "
+                "memory figure",
+            ),
             ("reserved_bytes", int, "CUDA: the caching allocator's reserved peak"),
             ("nvml_peak_bytes", int, "CUDA: the device memory NVML saw in use at the peak"),
             ("temp_c", float, "CUDA: GPU temperature while the point ran"),
@@ -298,6 +311,8 @@ RESULT_COLUMNS = (
     "gqa",
     # Schema 8.
     "cpu_ms_p20",
+    # Schema 9.
+    "alloc_peak_bytes",
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
@@ -306,7 +321,7 @@ MEASURED_COLUMNS = (
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
     *("nvml_peak_bytes", "sm_clock_mhz", "temp_c", "throttle_reasons", "cuda_graph", "device_ms"),
     *("graph_error", "kernels_per_call", "threads", "state_bytes", "compile_s", "rel_err", "error"),
-    *("neighbour_cpu", "oversubscribed", "cpu_ms_p20"),
+    *("neighbour_cpu", "oversubscribed", "cpu_ms_p20", "alloc_peak_bytes"),
 )
 PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s")
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")

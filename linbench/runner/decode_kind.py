@@ -49,6 +49,9 @@ class DecodeKind(SharedKind):
     # recompute's quadratic step shows its exponent from its second context on.
     default_exponent: float = 1.0
     single_point_range: tuple[float, float] = (0.0, 2.0)
+    # The workload holds one token per timed step (and a spare for a CUDA graph's): no step is
+    # left to count allocations in, so a CPU step's memory is its peak RSS alone.
+    calls_again: bool = False
 
     def select(self, specs: Iterable[str]) -> list[Selected]:
         return select_decoders(specs)

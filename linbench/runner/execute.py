@@ -20,6 +20,7 @@ import torch
 
 from linbench.correctness import CaseResult, forget_references
 from linbench.machine.cpu_use import NeighbourWindow
+from linbench.measure.allocations import allocated_peak_bytes
 from linbench.measure.compile_time import compile_seconds
 from linbench.measure.memory import PeakRSS, release_free_heap
 from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
@@ -55,8 +56,9 @@ class StopEarlyError(Exception):
 
 
 def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
-    """Peak memory of the first full-size call, then the timed repetitions; on a GPU then what
-    the kind times after them. ``state_bytes``: what the point's state holds once prepared.
+    """Peak memory of the first full-size call, then the timed repetitions; on a CPU then one
+    more call, untimed, that counts what it allocates through torch; on a GPU then what the
+    kind times after them. ``state_bytes``: what the point's state holds once prepared.
     ``warm_curve``: this worker has just measured the point's curve at another size (a warm
     CPU worker), so the first call at this size is all the warm-up the point needs."""
     started = time.perf_counter()
@@ -143,9 +145,19 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
     return replace(
         _timed(timing),
         peak_bytes=peak.peak_bytes,
+        alloc_peak_bytes=_allocated_peak(task, work),
         neighbour_cpu=None if neighbours.cores is None else round(neighbours.cores, 2),
         oversubscribed=neighbours.oversubscribed(threads) if neighbours.cores is not None else None,
     )
+
+
+def _allocated_peak(task: Task, work: Work) -> int | None:
+    """The peak of what one more call, untimed and profiled, allocates through torch
+    (measure/allocations.py); None for a kind with no call to spare (a decoder's steps)."""
+    if not task.kind.calls_again:
+        return None
+    work.before()
+    return allocated_peak_bytes(work.run)
 
 
 def _with_first_call(timing: Timing, first_ms: float, first_cpu_ms: float, work: Work) -> Timing:

@@ -51,6 +51,9 @@ class RunKind(SharedKind):
     # families), optimistically as seq, pessimistically as seq³ (runner/policy.py).
     default_exponent: float = 2.0
     single_point_range: tuple[float, float] = (1.0, 3.0)
+    # A call can run once more after the timed ones: on a CPU, untimed, to count what it
+    # allocates through torch (alloc_peak_bytes).
+    calls_again: bool = True
 
     def select(self, specs: Iterable[str]) -> list[Selected]:
         return select_impls(specs)

@@ -62,3 +62,27 @@ def test_cpu_memory_compares_the_median_process_and_gpu_the_largest() -> None:
     readings = [10 * MIB, 11 * MIB, 30 * MIB]
     assert judge_memory(readings, readings, False, 0.02, 0).base_bytes == 11 * MIB
     assert judge_memory(readings, readings, True, 0.02, 0).base_bytes == 30 * MIB
+
+
+def _cpu_alloc(tmp_path: Path, base_alloc: float | None, cur_alloc: float | None) -> list[str]:
+    """One CPU point whose peak RSS is the same on both sides (within the RSS floor) and whose
+    alloc_peak_bytes (torch's count) is ``base_alloc`` and ``cur_alloc`` (None: not recorded)."""
+    rows = series("cosine", "recurrent", lambda s: 0.01 * s, peak_bytes=lambda s: LOW, seqs=(1024,))
+    base = [dict(row, alloc_peak_bytes=base_alloc) for row in rows]
+    cur = [dict(row, peak_bytes=LOW + MIB, alloc_peak_bytes=cur_alloc) for row in rows]
+    base_run, cur_run = read_run(write_run(tmp_path / "base", base)), read_run(write_run(tmp_path / "cur", cur))
+    compared = compare_runs(base_run, cur_run, Thresholds())
+    return [p.memory_verdict for p in compared.points]
+
+
+def test_cpu_memory_is_judged_exactly_on_what_a_call_allocated_through_torch(tmp_path: Path) -> None:
+    ten_mib = 10 * MIB
+    # +10% of a 10 MiB point is 1 MiB: inside peak RSS's 2 MiB floor, yet an exact count.
+    assert _cpu_alloc(tmp_path / "grown", ten_mib, ten_mib * 1.10) == ["regression"]
+    # Peak RSS grew by 1 MiB on the current side; the count did not move: no growth at all.
+    assert _cpu_alloc(tmp_path / "same", ten_mib, ten_mib) == ["same"]
+
+
+def test_a_cpu_run_without_the_count_is_judged_on_peak_rss(tmp_path: Path) -> None:
+    # The baseline predates alloc_peak_bytes: peak RSS, +1 MiB, below the floor.
+    assert _cpu_alloc(tmp_path, None, 20 * MIB) == ["larger"]
