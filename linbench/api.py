@@ -130,17 +130,62 @@ def attention_packed(
     q, k: (1, H, T, Dk); v: (1, H, T, Dv); ``cu_seqlens`` (a tensor or list, N + 1 offsets from
     0 to T, or linbench's ``Segments``, which keeps what is made from them between calls) says
     where each sequence starts, as flash-attention and fla take it. No sequence
-    attends to another. Returns (1, H, T, Dv) in q's dtype. Parameters derived from the length
-    (cosine's seq_len, cosformer's M) default to the longest sequence. An impl with no packed
-    form raises ImplUnavailableError (run it padded: ``attention_padded``).
+    attends to another. A variant's extra inputs (gates, β) are the pack's, (1, H, T) like q,
+    cut at the same boundaries; they are checked as ``attention`` checks them. Returns
+    (1, H, T, Dv) in q's dtype. Parameters derived from the length (cosine's seq_len,
+    cosformer's M) default to the longest sequence. An impl with no packed form raises
+    ImplUnavailableError (run it padded: ``attention_padded``).
     """
+    return _packed(q, k, v, cu_seqlens, variant, impl, causal, params, read_values=True)
+
+
+def _packed(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    cu_seqlens: torch.Tensor | Sequence[int] | Segments,
+    variant: str,
+    impl: str,
+    causal: bool,
+    params: dict[str, Any],
+    *,
+    read_values: bool,
+) -> torch.Tensor:
     spec, chosen = _resolve(variant, impl, q, k, v, causal)
     segments = cu_seqlens if isinstance(cu_seqlens, Segments) else Segments.of(cu_seqlens)
     segments.check_packed(q)
     if chosen.packed is None:
         raise ImplUnavailableError(f"{spec.name}:{chosen.name} has no packed form; run it padded (attention_padded)")
-    bound = spec.bind_params(chosen, _length_fixed(spec, segments.longest, params))
+    bound = _bound(spec, chosen, segments, params, q, read_values)
     return chosen.packed(q, k, v, segments=segments, causal=bool(causal), **bound).to(q.dtype)
+
+
+def _bound(
+    spec: Variant, chosen: Impl, segments: Segments, params: dict[str, Any], q: torch.Tensor, read_values: bool
+) -> dict[str, Any]:
+    """The impl's parameters, length-derived ones fixed to the longest sequence, and the extra
+    inputs, checked against q (their values only with ``read_values``)."""
+    bound = spec.bind_params(chosen, _length_fixed(spec, segments.longest, params))
+    if spec.extra_inputs:
+        from linbench.variants.extra_inputs import check_extra_inputs
+
+        check_extra_inputs(spec.name, spec.extra_inputs, bound, q, read_values=read_values)
+    return bound
+
+
+def attention_packed_prechecked(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    segments: Segments,
+    *,
+    variant: str,
+    impl: str = "auto",
+    causal: bool = True,
+    **params: Any,
+) -> torch.Tensor:
+    """``attention_packed`` without reading the extra inputs' values (``attention_prechecked``)."""
+    return _packed(q, k, v, segments, variant, impl, causal, params, read_values=False)
 
 
 def attention_padded(
@@ -155,17 +200,48 @@ def attention_padded(
     **params: Any,
 ) -> torch.Tensor:
     """Attention of a padded batch: row i of q, k, v (N, H, S, D) holds a sequence of
-    ``lengths[i]`` tokens, then padding. Causal attention needs no mask (no real query sees a
-    later position); bidirectional attention runs the impl's ``key_masked`` form, which
-    keeps the pads' keys out, and raises ImplUnavailableError for an impl without one. The
-    outputs at the pads are whatever the impl leaves there. Parameters derived from the length
-    default to the longest sequence, as in ``attention_packed``.
+    ``lengths[i]`` tokens, then padding; so do a variant's extra inputs (gates, β: (N, H, S)).
+    Causal attention needs no mask (no real query sees a later position); bidirectional
+    attention runs the impl's ``key_masked`` form, which keeps the pads' keys out, and raises
+    ImplUnavailableError for an impl without one. The outputs at the pads are whatever the
+    impl leaves there. Parameters derived from the length default to the longest sequence, as
+    in ``attention_packed``.
     """
+    return _padded(q, k, v, lengths, variant, impl, causal, params, read_values=True)
+
+
+def attention_padded_prechecked(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    segments: Segments,
+    *,
+    variant: str,
+    impl: str = "auto",
+    causal: bool = True,
+    **params: Any,
+) -> torch.Tensor:
+    """``attention_padded`` without reading the extra inputs' values (``attention_prechecked``)."""
+    return _padded(q, k, v, segments, variant, impl, causal, params, read_values=False)
+
+
+def _padded(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    lengths: Sequence[int] | Segments,
+    variant: str,
+    impl: str,
+    causal: bool,
+    params: dict[str, Any],
+    *,
+    read_values: bool,
+) -> torch.Tensor:
     spec, chosen = _resolve(variant, impl, q, k, v, causal)
     segments = lengths if isinstance(lengths, Segments) else Segments.from_lengths(lengths)
     if segments.count != q.shape[0] or segments.longest > q.shape[2]:
         raise ValueError(f"lengths {list(segments.lengths)} do not fit a padded batch of shape {tuple(q.shape)}")
-    bound = spec.bind_params(chosen, _length_fixed(spec, segments.longest, params))
+    bound = _bound(spec, chosen, segments, params, q, read_values)
     if causal:
         return chosen.fn(q, k, v, causal=True, **bound).to(q.dtype)
     if chosen.key_masked is None:

@@ -15,14 +15,15 @@ from typing import Any
 
 import torch
 
-from linbench.api import attention, attention_packed, attention_padded
+from linbench.api import attention, attention_packed, attention_padded, get_variant
 from linbench.comparison import compare, rms
 from linbench.correctness import CaseResult, make_inputs
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
+from linbench.variants.extra_inputs import take_tokens
 from linbench.variants.variant import Variant
-from linbench.variants.varlen import Segments, pad, unpad
+from linbench.variants.varlen import Segments, pad, pad_extra_inputs, unpad
 
 PACKINGS = ("packed", "padded")
 
@@ -47,7 +48,8 @@ def run_packing(
     if packing != "padded":
         raise ValueError(f"packing {packing!r} is not one of {', '.join(PACKINGS)}")
     pq, pk, pv = (pad(x, segments) for x in (q, k, v))
-    out = attention_padded(pq, pk, pv, segments, variant=variant, impl=impl, causal=causal, **params)
+    padded = pad_extra_inputs(get_variant(variant).extra_inputs, params, segments)
+    out = attention_padded(pq, pk, pv, segments, variant=variant, impl=impl, causal=causal, **padded)
     return unpad(out, segments)
 
 
@@ -58,10 +60,11 @@ def _reference(
     from the length takes the longest sequence's, as in a pack (linbench/variants/varlen.py)."""
     fixed = {p.name: segments.longest for p in variant.param_specs if p.from_length and params.get(p.name) is None}
     q, k, v = (segments.split(x) for x in inputs)
-    outs = [
-        attention(qi, ki, vi, variant=variant.name, impl=variant.reference, causal=causal, **(params | fixed))
-        for qi, ki, vi in zip(q, k, v, strict=True)
-    ]
+    outs = []
+    for qi, ki, vi, start, stop in zip(q, k, v, segments.offsets, segments.offsets[1:], strict=False):
+        # each sequence its own gates and β, as its own q, k and v
+        own = take_tokens(variant.extra_inputs, params | fixed, start, stop)
+        outs.append(attention(qi, ki, vi, variant=variant.name, impl=variant.reference, causal=causal, **own))
     return torch.cat(outs, dim=2)
 
 

@@ -1,5 +1,6 @@
 """Every impl with a packed form, and impls run padded, against the per-sequence fp64
-reference on a pack of lengths 1, 7, 100 and 513: outputs and gradients. CPU."""
+reference on a pack of lengths 1, 7, 100 and 513: outputs and gradients (of the gated
+variants' gates and β too, drawn for the whole pack and cut at its boundaries). CPU."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def _cases(packing: str) -> list[tuple[str, str, bool]]:
     for name in list_variants():
         variant = get_variant(name)
         for impl_name, impl in variant.impls.items():
-            if impl.unavailable_reason(torch.device("cpu")) is not None or variant.extra_inputs:
+            if impl.unavailable_reason(torch.device("cpu")) is not None:
                 continue
             for causal in (True, False):
                 if variant.masking_reason(causal) is not None or impl.packing_reason(packing, causal) is not None:
@@ -37,6 +38,35 @@ PACKED = _cases("packed")
 def test_the_packed_forms_cover_softmax_and_the_linear_forms() -> None:
     names = {f"{v}:{i}" for v, i, _ in PACKED}
     assert {"softmax:sdpa", "softmax:naive", "cosine:chunked", "cosine:recurrent", "linear:chunked"} <= names
+    gated = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet")
+    assert {f"{v}:{form}" for v in gated for form in ("chunked", "quadratic", "recurrent")} <= names
+
+
+@pytest.mark.parametrize("variant", ["gla", "gated-deltanet"])
+def test_a_packed_gated_form_is_checked_on_the_gradients_of_its_per_token_inputs(variant: str) -> None:
+    result = check_packed(get_variant(variant), "recurrent", LENGTHS, 2, 8, 6, packing="packed", causal=True)
+    names = {f"grad {extra.name}" for extra in get_variant(variant).extra_inputs}
+    assert result.ok, result.describe()
+    assert names and names <= {c.name for c in result.comparisons}
+
+
+def test_a_gated_pack_whose_gates_are_not_cut_at_the_boundaries_fails() -> None:
+    """The check catches a state carried across a boundary: the gated recurrence run over the
+    whole pack as one sequence is not each sequence alone."""
+    variant = get_variant("gated-deltanet")
+    segments = Segments.from_lengths((3, 5))
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 8, 4, generator=gen, dtype=torch.float64) for _ in range(3))
+    extras = {
+        "g": torch.full((1, 2, 8), -0.1, dtype=torch.float64),
+        "beta": torch.full((1, 2, 8), 0.5, dtype=torch.float64),
+    }
+    packed = run_packing(
+        q, k, v, segments, variant=variant.name, impl="recurrent", packing="packed", causal=True, **extras
+    )
+    whole = variant.impls["recurrent"].fn(q, k, v, causal=True, scale=None, **extras)
+    assert torch.allclose(packed[:, :, :3], whole[:, :, :3])
+    assert not torch.allclose(packed[:, :, 3:], whole[:, :, 3:])
 
 
 @pytest.mark.parametrize("case", PACKED, ids=_id)
@@ -47,7 +77,7 @@ def test_packed_impl_equals_the_reference_per_sequence(case: tuple[str, str, boo
     assert {c.name for c in result.comparisons} >= {"out", "grad q", "grad k", "grad v"}
 
 
-PADDED = [c for c in _cases("padded") if c[1] in ("naive", "sdpa", "chunked", "recurrent", "kernel")]
+PADDED = [c for c in _cases("padded") if c[1] in ("naive", "sdpa", "chunked", "recurrent", "quadratic", "kernel")]
 
 
 @pytest.mark.parametrize("case", PADDED, ids=_id)

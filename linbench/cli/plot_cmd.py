@@ -19,7 +19,8 @@ def plot_command(
     formats: Annotated[str, typer.Option("--format", help="Comma list of png, svg, pdf.")] = "png",
 ) -> None:
     """Plot time, peak memory, throughput and the speedup over softmax against length (time and
-    memory against head dim, batch and heads when swept; decode runs: the decode figure)."""
+    memory against head dim, batch and heads when swept; decode runs: the decode figure; pack
+    runs: tokens/s packed against padded)."""
     from linbench.dtypes import split_list
     from linbench.report.load import load_runs
     from linbench.report.plot import FORMATS, plot_run

@@ -76,7 +76,9 @@ def make_progress(console: Console) -> Progress:
 def _group_key(row: Mapping[str, Any]) -> tuple[str, ...]:
     sizes = ("mode", "dtype", "causal", "batch", "heads", "dim_k", "dim_v")
     # kv_heads: as many as heads unless grouped-query; chunk: set only in a --chunk sweep.
-    return (*(str(row[c]) for c in sizes), str(row.get("kv_heads") or row["heads"]), str(row.get("chunk") or ""))
+    # packing: a pack of one sequence has the same shape packed and padded.
+    extra = (str(row.get("kv_heads") or row["heads"]), str(row.get("chunk") or ""), str(row.get("packing") or ""))
+    return (*(str(row[c]) for c in sizes), *extra)
 
 
 def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[str, str]]) -> list[Table]:
@@ -87,11 +89,12 @@ def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[
     for row in rows:
         groups[_group_key(row)][int(row["seq"])].append(row)
     tables = []
-    for (mode, dtype, causal, batch, heads, dim_k, dim_v, kv_heads, chunk), by_seq in groups.items():
+    for (mode, dtype, causal, batch, heads, dim_k, dim_v, kv_heads, chunk, _), by_seq in groups.items():
         masking = "causal" if causal == "True" else "bidirectional"
         grouped = f" KV={kv_heads}" if kv_heads != heads else ""
         chunked = f" C={chunk}" if chunk else ""
         title = f"{mode} {dtype} {masking}  B={batch} H={heads}{grouped} Dk={dim_k} Dv={dim_v}{chunked}"
+        title += _packing_words(by_seq)
         table = Table(title=title, title_justify="left")
         words = kind_of_mode(mode).words
         length, time = words.length, words.time
@@ -102,6 +105,16 @@ def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[
             table.add_row(format_size(seq), *_summary_cells(by_seq[seq], base))
         tables.append(table)
     return tables
+
+
+def _packing_words(by_seq: Mapping[int, list[Mapping[str, Any]]]) -> str:
+    """``  packed`` or ``  padded (N sequences to the longest)`` for a pack run's table, which
+    the shape alone does not tell (1 × T or N × L_max); nothing for another run."""
+    first = next(iter(by_seq.values()))[0]
+    packing = first.get("packing") or ""
+    if packing == "padded":
+        return f"  padded ({first.get('sequences')} sequences to the longest)"
+    return f"  {packing}" if packing else ""
 
 
 def _summary_cells(rows: list[Mapping[str, Any]], base: set[str]) -> tuple[str, ...]:

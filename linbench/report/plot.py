@@ -1,6 +1,7 @@
 """Figures of one run: time, peak memory and throughput against length, the speedup over the
 fastest softmax impl (plot_speedup.py), time and memory against head dim, batch and heads where
-the run swept them, and for a decode run the decode figure (plot_decode.py).
+the run swept them, for a decode run the decode figure (plot_decode.py), and for a pack run
+each impl's throughput packed against padded (plot_pack.py).
 
 Every scenario (what the run held fixed, see series.py) gets its own figures: log-log
 lines per impl (a hue and a marker of its own, its variant's line style; see styles.py), the
@@ -21,6 +22,7 @@ from linbench.report.analysis import Analysis, analyse
 from linbench.report.load import Run
 from linbench.report.plot_decode import draw_decode
 from linbench.report.plot_load import busy_line
+from linbench.report.plot_pack import is_pack_run, pack_figures
 from linbench.report.plot_parts import (
     AXIS_LABEL,
     AXIS_SYMBOL,
@@ -57,6 +59,8 @@ def figures(run: Run) -> Iterator[tuple[str, Figure]]:
     baselines = baseline_names(run.results, run.meta)
     styles = series_styles(run.results)  # the run's: an impl looks the same in all its figures
     busy = busy_line(run.meta)
+    if is_pack_run(run.results):  # one pack: no axis to draw along, packed against padded
+        yield from pack_figures(run.results, busy)
     for axis in AXES:
         for scenario, rows in scenarios(run.results, axis):
             if scenario.decode and axis == "seq":

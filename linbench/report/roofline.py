@@ -86,6 +86,8 @@ def roofline_rows(results: pd.DataFrame, ceilings: dict[str, Any]) -> list[dict[
         tflops = _positive(row.get("tflops"))
         ceiling = _positive(matmul.get(str(row["dtype"])))
         record: dict[str, Any] = {column: _plain(row[column]) for column in (*SERIES[:7], "seq", *SERIES[7:])}
+        if row.get("packing"):  # a pack run's: its shape is 1 × T packed, N × L_max padded
+            record["packing"] = str(row["packing"])
         record |= {
             "time_ms": time_ms,
             "bytes": nbytes,
@@ -130,6 +132,12 @@ def roofline_json(runs: list[Run]) -> list[dict[str, Any]]:
         if ceilings is not None:
             records += [{"run": run.name, **record} for record in roofline_rows(run.results, ceilings)]
     return records
+
+
+def _packing(row: Any) -> str:
+    """`` packed`` or `` padded`` after a pack run's shape (1 × T or N × L_max), else nothing."""
+    packing = row.get("packing")
+    return f" {packing}" if isinstance(packing, str) and packing else ""
 
 
 def _sig(value: float) -> str:
@@ -181,7 +189,7 @@ def roofline_tables(run: Run) -> list[ReportTable]:
                 f"{r['variant']}:{r['impl']}",
                 mode,
                 r["dtype"],
-                f"B{r['batch']} H{r['heads']} S{format_size(r['seq'])} {dims}",
+                f"B{r['batch']} H{r['heads']} S{format_size(r['seq'])} {dims}{_packing(r)}",
                 format_ms(r["time_ms"]),
                 f"{_sig(r['gb_per_s'])} GB/s",
                 _share(r["bandwidth_fraction"]),

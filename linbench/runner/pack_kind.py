@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from linbench.api import attention_packed, attention_padded
+from linbench.api import attention_packed_prechecked, attention_padded_prechecked
 from linbench.lengths import Pack
 from linbench.results.record import PointFacts
 from linbench.runner.kind_protocol import Work
@@ -58,9 +58,12 @@ class PackWorkload(Workload):
         self.segments = segments
 
     def forward(self) -> torch.Tensor:
+        # The extra inputs (gates, β) were drawn and checked once, for the point's shape: the
+        # pack's (1, H, T) packed, the padded batch's (N, H, L_max) padded.
         p, qkv = self.point, (self.q, self.k, self.v)
-        run = attention_packed if p.packing == "packed" else attention_padded
-        return run(*qkv, self.segments, variant=p.variant, impl=p.impl, causal=p.causal, **self.params)
+        run = attention_packed_prechecked if p.packing == "packed" else attention_padded_prechecked
+        params = self.params | self.extras
+        return run(*qkv, self.segments, variant=p.variant, impl=p.impl, causal=p.causal, **params)
 
 
 @dataclass(frozen=True)
@@ -132,11 +135,7 @@ class PackKind(RunKind):
 
 def unpackable_reason(point: Point) -> str | None:
     """Why ``point``'s impl cannot run the pack its way (None: it can)."""
-    variant = get_variant(point.variant)
-    if variant.extra_inputs:
-        names = ", ".join(extra.name for extra in variant.extra_inputs)
-        return f"{variant.name} takes per-token inputs ({names}) that a pack does not carry"
-    return variant.impl(point.impl).packing_reason(point.packing, point.causal)
+    return get_variant(point.variant).impl(point.impl).packing_reason(point.packing, point.causal)
 
 
 def drop_unpackable(points: list[Point], targets: Targets) -> tuple[list[Point], Targets]:

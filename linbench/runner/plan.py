@@ -159,6 +159,21 @@ def _points(spec: SweepSpec, targets: Targets, device: torch.device, chunked: se
     return drop_unpackable(points, targets)
 
 
+def _keep_planned(points: list[Point], targets: Targets) -> Targets:
+    """The targets whose impls have a point left; ValueError, naming why, when none of the
+    impls --variant asked for has one (the run would measure its baseline alone)."""
+    planned = {(point.variant, point.impl) for point in points}
+    if targets.chosen and not planned & set(targets.chosen):
+        asked = list(dict.fromkeys(variant for variant, _ in targets.chosen))
+        why = [note for note in targets.notes if any(name in note for name in asked)]
+        raise ValueError(f"nothing to run of {', '.join(asked)}: {'; '.join(why) or 'no point is left'}")
+
+    def kept(pairs: tuple[Pair, ...]) -> tuple[Pair, ...]:
+        return tuple(pair for pair in pairs if pair in planned)
+
+    return replace(targets, pairs=kept(targets.pairs), baselines=kept(targets.baselines), chosen=kept(targets.chosen))
+
+
 def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPlan:
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
     kind = kind_of(spec.command) if spec.pack is None else PackKind(pack=spec.pack)
@@ -171,6 +186,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     if spec.cuda_graph and device.type != "cuda":
         raise ValueError(f"--cuda-graph times CUDA-graph replays and needs a CUDA device, not {device}")
     points, targets = _points(spec, targets, device, chunked)
+    targets = _keep_planned(points, targets)
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
     return RunPlan(
         points=tuple(points),

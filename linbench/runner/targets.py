@@ -22,6 +22,8 @@ class Targets:
     pairs: tuple[tuple[str, str], ...]
     baselines: tuple[tuple[str, str], ...]
     notes: tuple[str, ...]
+    # The pairs --variant asked for (a baseline may be among them, as softmax against softmax).
+    chosen: tuple[tuple[str, str], ...] = ()
 
 
 def _expand(specs: Iterable[str], device: torch.device, notes: list[str], kind: Kind) -> list[tuple[str, str]]:
@@ -53,4 +55,6 @@ def resolve_targets(
     if not pairs:
         why = f" ({'; '.join(dict.fromkeys(notes))})" if notes else ""
         raise ValueError(f"no impl of {', '.join(variants)} can run on {device}{why}")
-    return Targets(pairs=pairs, baselines=tuple(baseline_pairs), notes=tuple(dict.fromkeys(notes)))
+    return Targets(
+        pairs=pairs, baselines=tuple(baseline_pairs), notes=tuple(dict.fromkeys(notes)), chosen=tuple(chosen)
+    )

@@ -21,7 +21,7 @@ fixed to its longest sequence: what a padded batch gives them, and what cosForme
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from linbench.variants.declarations import MaskedFn, PackedFn
+from linbench.variants.extra_inputs import ExtraInput, take_tokens
 
 
 @dataclass(frozen=True)
@@ -123,25 +124,78 @@ def pad(x: torch.Tensor, segments: Segments) -> torch.Tensor:
     return torch.cat([F.pad(part, (0, 0, 0, longest - part.shape[2])) for part in segments.split(x)], dim=0)
 
 
+def pad_extra_inputs(declared: Iterable[ExtraInput], given: dict[str, Any], segments: Segments) -> dict[str, Any]:
+    """``given`` with every declared extra input of a pack (gates, β: batch 1, the pack's T
+    tokens) made the padded batch's, as ``pad`` makes q's: per-token values cut at the
+    boundaries and zero-padded to the longest sequence (a zero log-gate keeps the state, a zero
+    β writes nothing; causal attention never reads the pads anyway), a per-head value repeated
+    for every sequence. Other entries are as they are."""
+    longest, padded = segments.longest, dict(given)
+    for extra in declared:
+        value = given.get(extra.name)
+        if not isinstance(value, torch.Tensor):
+            continue
+        if extra.shape == "per_head":
+            padded[extra.name] = value.expand(segments.count, *value.shape[1:])
+        elif extra.shape == "per_token":
+            parts = value.split(list(segments.lengths), dim=2)
+            padded[extra.name] = torch.cat([F.pad(part, (0, longest - part.shape[2])) for part in parts], dim=0)
+        else:
+            padded[extra.name] = pad(value, segments)
+    return padded
+
+
 def unpad(y: torch.Tensor, segments: Segments) -> torch.Tensor:
     """A padded (N, H, L_max, D) batch's real tokens, packed: (1, H, T, D)."""
     parts = [row[:, :length] for row, length in zip(y.unbind(0), segments.lengths, strict=True)]
     return torch.cat(parts, dim=1).unsqueeze(0)
 
 
-def per_sequence(fn: Callable[..., torch.Tensor]) -> PackedFn:
+def lockstep_order(segments: Segments, device: torch.device) -> tuple[torch.Tensor, list[int], torch.Tensor]:
+    """(the packed position of each token in step order, how many sequences run at each step,
+    the step-order position of each packed token). Step t holds token t of every sequence
+    longer than t, longest sequences first."""
+
+    def make() -> tuple[torch.Tensor, list[int], torch.Tensor]:
+        lengths, starts = segments.lengths, segments.offsets
+        order = sorted(range(segments.count), key=lambda i: (-lengths[i], i))
+        index: list[int] = []
+        counts: list[int] = []
+        running = segments.count
+        for step in range(segments.longest):
+            while lengths[order[running - 1]] <= step:
+                running -= 1
+            counts.append(running)
+            index.extend(starts[i] + step for i in order[:running])
+        positions = torch.tensor(index, dtype=torch.int64, device=device)
+        inverse = torch.empty_like(positions)
+        inverse[positions] = torch.arange(len(index), device=device)
+        return positions, counts, inverse
+
+    made: tuple[torch.Tensor, list[int], torch.Tensor] = segments.cached("lockstep", device, make)
+    return made
+
+
+def per_sequence(fn: Callable[..., torch.Tensor], extra_inputs: Iterable[ExtraInput] = ()) -> PackedFn:
     """The packed form that calls ``fn`` (an impl function) on each sequence of the pack in
     turn, over views of the packed tensors, and joins the outputs: no token of padding is
     computed, and each sequence starts from nothing (a linear form's state resets at every
-    boundary). The cost beside the tokens is one call per sequence."""
+    boundary). The ``extra_inputs`` given (gates, β) are cut at the boundaries as q, k and v
+    are. The cost beside the tokens is one call per sequence."""
+    declared = tuple(extra_inputs)
 
     def packed(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool, **params: Any
     ) -> torch.Tensor:
         parts = zip(segments.split(q), segments.split(k), segments.split(v), strict=True)
-        return torch.cat([fn(qi, ki, vi, causal=causal, **params) for qi, ki, vi in parts], dim=2)
+        starts = zip(segments.offsets, segments.offsets[1:], strict=False)
+        outs = [
+            fn(qi, ki, vi, causal=causal, **take_tokens(declared, params, start, stop))
+            for (qi, ki, vi), (start, stop) in zip(parts, starts, strict=True)
+        ]
+        return torch.cat(outs, dim=2)
 
     return packed
 
 
-__all__ = ["MaskedFn", "PackedFn", "Segments", "pad", "per_sequence", "unpad"]
+__all__ = ["MaskedFn", "PackedFn", "Segments", "lockstep_order", "pad", "pad_extra_inputs", "per_sequence", "unpad"]

@@ -95,3 +95,43 @@ def test_a_bad_pack_exits_2_before_any_folder(
     out = tmp_path / "out"
     assert_usage_error(invoke("run", "--variant", "cosine:chunked", *TINY, *args, "--out", out), *fragments)
     assert not out.exists()
+
+
+def test_a_gated_variant_runs_its_forms_packed_and_padded(invoke: Invoke, tmp_path: Path) -> None:
+    """Its gates and β travel with the pack: every PyTorch form runs both ways, against softmax."""
+    out = tmp_path / "out"
+    args = ("--heads", "2", "--dim", "8", "--budget-s", "0.02", "--warmup-s", "0", "--device", "cpu")
+    pack = ("--lengths-file", tmp_path / "lengths.txt", "--tokens", "40")
+    (tmp_path / "lengths.txt").write_text("5 17 3 15\n")
+    result = invoke("run", "--variant", "gated-deltanet", "--baseline", "softmax:naive", *args, *pack, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "(4 impls)" in result.output  # three gated forms and the baseline
+    ran = {(row["impl"], row["packing"]): row for row in read_rows(out) if row["variant"] == "gated-deltanet"}
+    assert set(ran) == {(form, way) for form in ("chunked", "quadratic", "recurrent") for way in ("packed", "padded")}
+    for row in ran.values():
+        assert row["status"] == "ok", row["error"]
+
+
+@pytest.mark.parametrize("baseline", [("--no-baseline",), ("--baseline", "softmax:naive"), ()])
+@pytest.mark.parametrize("dry_run", [(), ("--dry-run",)])
+def test_a_variant_with_no_point_left_is_refused_whatever_the_baseline(
+    invoke: Invoke, tmp_path: Path, baseline: tuple[str, ...], dry_run: tuple[str, ...]
+) -> None:
+    """heinsen has no packed form: asked to run packed only, it has nothing to run, and the
+    run must not measure its baseline alone."""
+    out = tmp_path / "out"
+    args = ("--heads", "2", "--dim", "8", "--device", "cpu", *baseline, *dry_run)
+    pack = ("--pack", "uniform:min=8,max=32", "--tokens", "64", "--packing", "packed")
+    result = invoke("run", "--variant", "heinsen", *args, *pack, "--out", out)
+    assert_usage_error(result, "nothing to run", "heinsen:chunked runs no causal pack packed")
+    assert not out.exists()
+
+
+def test_the_start_line_counts_the_impls_that_will_run(invoke: Invoke, tmp_path: Path) -> None:
+    """heinsen:chunked has no packed form: it is left out with a note, and not counted."""
+    out = tmp_path / "out"
+    pack = ("--pack", "uniform:min=8,max=32", "--tokens", "64", "--packing", "packed")
+    result = invoke("run", "--variant", "cosine:chunked,heinsen:chunked", *TINY, *pack, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "1 of 1 points to run (1 impl)" in result.output
+    assert "heinsen:chunked runs no causal pack packed" in result.output

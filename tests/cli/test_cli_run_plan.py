@@ -29,15 +29,14 @@ def causal_only() -> Iterator[str]:
     unregister_variant(CAUSAL_ONLY)
 
 
-def test_a_causal_only_variant_s_bidirectional_points_are_left_out_with_a_note(
+def test_a_causal_only_variant_with_no_point_left_is_refused_though_a_baseline_would_run(
     invoke: Invoke, causal_only: str, tmp_path: Path
 ) -> None:
+    """The run would measure softmax:naive alone: refused, in a dry run too, naming why."""
     args = ("--variant", causal_only, "--baseline", "softmax:naive", "--seq", "64", "--bidirectional", *CPU)
     result = invoke("run", *args, "--out", tmp_path / "out", "--dry-run")
-    assert result.exit_code == 0, result.output
-    assert "points: 1 of 1 to run" in result.stdout  # softmax:naive's alone
-    assert "impls: none" in result.stdout and "baselines: softmax:naive" in result.stdout
-    assert f"note: {causal_only} is causal only: its bidirectional points are left out" in result.stdout
+    assert_usage_error(result, f"nothing to run of {causal_only}: {causal_only} is causal only")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_sweep_of_nothing_but_a_masking_the_variant_lacks_is_refused(

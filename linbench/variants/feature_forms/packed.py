@@ -26,7 +26,7 @@ from linbench.variants.feature_forms.chunked import chunked_linear_attention
 from linbench.variants.feature_forms.naive import naive_linear_attention
 from linbench.variants.feature_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
 from linbench.variants.impl_helpers import positive_int
-from linbench.variants.varlen import Segments
+from linbench.variants.varlen import Segments, lockstep_order
 
 # One form on features: (fq, fk, fv, eps, causal, params) -> output.
 Form = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, "float | None", bool, dict[str, Any]], torch.Tensor]
@@ -103,31 +103,6 @@ def packed_recurrent(features: Any) -> PackedFn:
         return lockstep_scan(fq, fk, fv, segments, eps=parts[0].eps, causal=causal)
 
     return recurrent
-
-
-def lockstep_order(segments: Segments, device: torch.device) -> tuple[torch.Tensor, list[int], torch.Tensor]:
-    """(the packed position of each token in step order, how many sequences run at each step,
-    the step-order position of each packed token). Step t holds token t of every sequence
-    longer than t, longest sequences first."""
-
-    def make() -> tuple[torch.Tensor, list[int], torch.Tensor]:
-        lengths, starts = segments.lengths, segments.offsets
-        order = sorted(range(segments.count), key=lambda i: (-lengths[i], i))
-        index: list[int] = []
-        counts: list[int] = []
-        running = segments.count
-        for step in range(segments.longest):
-            while lengths[order[running - 1]] <= step:
-                running -= 1
-            counts.append(running)
-            index.extend(starts[i] + step for i in order[:running])
-        positions = torch.tensor(index, dtype=torch.int64, device=device)
-        inverse = torch.empty_like(positions)
-        inverse[positions] = torch.arange(len(index), device=device)
-        return positions, counts, inverse
-
-    made: tuple[torch.Tensor, list[int], torch.Tensor] = segments.cached("lockstep", device, make)
-    return made
 
 
 def _read(q_t: torch.Tensor, state: LinearState, eps: float | None) -> torch.Tensor:

@@ -47,7 +47,10 @@ def gated_variant(family: GatedFamily) -> Variant:
     return Variant(
         name=family.name,
         summary=family.summary,
-        impl_list=(*gated_impls(family.name, prepare, dict(family.forms)), *gated_fla_impls(family.name)),
+        impl_list=(
+            *gated_impls(family.name, prepare, dict(family.forms)),
+            *gated_fla_impls(family.name, family.extra_inputs),
+        ),
         reference="recurrent",
         param_specs=family.params,
         flop_formula=family.flops,

@@ -29,7 +29,7 @@ has an fp64 form.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
@@ -37,9 +37,11 @@ import torch
 
 from linbench.errors import ImplUnavailableError
 from linbench.variants.declarations import Impl
+from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.gated.gates import retention_log_decay
 from linbench.variants.gated.numerics import resolve_scale
+from linbench.variants.varlen import per_sequence
 
 CHUNK, RECURRENT = "fla", "fla-recurrent"
 FP32_REFUSED = "fla's chunk_delta_rule takes fp16 and bf16 only (it asserts against fp32)"
@@ -195,10 +197,13 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
 }
 
 
-def gated_fla_impls(variant: str) -> tuple[Impl, ...]:
+def gated_fla_impls(variant: str, extra_inputs: Iterable[ExtraInput] = ()) -> tuple[Impl, ...]:
     """The ``fla`` and ``fla-recurrent`` impls of ``variant``; they run where fla-core 0.6 and a
-    Triton GPU are, and are left out with the reason elsewhere."""
+    Triton GPU are, and are left out with the reason elsewhere. A pack runs as one kernel call
+    per sequence, ``extra_inputs`` cut at the boundaries (fla's cu_seqlens path for these
+    kernels is not wired: it could not be checked without a GPU)."""
     module, fn, summaries = KERNELS[variant]
+    declared = tuple(extra_inputs)
     return tuple(
         Impl(
             kernel,
@@ -212,6 +217,7 @@ def gated_fla_impls(variant: str) -> tuple[Impl, ...]:
             optional=True,
             layout="bshd",
             library=fla_common.DISTRIBUTION,
+            packed=per_sequence(partial(fn, kernel=kernel), declared),
         )
         for kernel, summary in summaries.items()
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from linbench.variants.declarations import Decoder, Impl, ImplFn, Param, PrefillFn, StreamFn
+from linbench.variants.declarations import Decoder, Impl, ImplFn, PackedFn, Param, PrefillFn, StreamFn
 from linbench.variants.gated.decay_chunked import decay_chunked_scan
 from linbench.variants.gated.decay_quadratic import channel_decay_quadratic, scalar_decay_quadratic
 from linbench.variants.gated.decay_recurrent import decay_scan
@@ -27,6 +27,8 @@ from linbench.variants.gated.delta_chunked import delta_chunked_scan
 from linbench.variants.gated.delta_quadratic import delta_quadratic
 from linbench.variants.gated.delta_recurrent import delta_scan
 from linbench.variants.gated.numerics import GatedState, causal_only, chunk_length, chunk_problem, scale_problem
+from linbench.variants.gated.packed import decay_lockstep, delta_lockstep, per_sequence_form
+from linbench.variants.varlen import Segments
 
 CHUNK_SIZE = Param(
     "chunk_size",
@@ -114,10 +116,56 @@ def _chunked_impl(owner: str, prepare: Prepare) -> ImplFn:
     return chunked
 
 
+def _lockstep(x: DecayInputs | DeltaInputs, segments: Segments) -> torch.Tensor:
+    if isinstance(x, DecayInputs):
+        return decay_lockstep(x.q, x.k, x.v, x.g, segments)
+    return delta_lockstep(x.q, x.k, x.v, x.beta, x.g, segments)
+
+
+def _packed_recurrent(owner: str, prepare: Prepare) -> PackedFn:
+    def recurrent(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool, **params: Any
+    ) -> torch.Tensor:
+        causal_only(f"{owner}:recurrent", causal)
+        return _lockstep(prepare(q, k, v, **params), segments)
+
+    return recurrent
+
+
+def _packed_quadratic(owner: str, prepare: Prepare) -> PackedFn:
+    def quadratic(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool, **params: Any
+    ) -> torch.Tensor:
+        causal_only(f"{owner}:quadratic", causal)
+        return per_sequence_form(_quadratic, prepare(q, k, v, **params), segments)
+
+    return quadratic
+
+
+def _packed_chunked(owner: str, prepare: Prepare) -> PackedFn:
+    def chunked(
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        *,
+        segments: Segments,
+        causal: bool,
+        chunk_size: int,
+        **params: Any,
+    ) -> torch.Tensor:
+        causal_only(f"{owner}:chunked", causal)
+        size = chunk_length(chunk_size)
+        return per_sequence_form(lambda x: _chunked_scan(x, size, None)[0], prepare(q, k, v, **params), segments)
+
+    return chunked
+
+
 def gated_impls(owner: str, prepare: Prepare, summaries: dict[str, tuple[str, str]]) -> tuple[Impl, ...]:
     """The recurrent, quadratic and chunked impls of ``owner``; ``summaries`` maps each form
     to (summary, memory complexity)."""
     makers = {"recurrent": _recurrent_impl, "quadratic": _quadratic_impl, "chunked": _chunked_impl}
+    # Their packed forms (linbench/variants/gated/packed.py): the state resets at every boundary.
+    packed = {"recurrent": _packed_recurrent, "quadratic": _packed_quadratic, "chunked": _packed_chunked}
     time = {"recurrent": "O(sd²)", "quadratic": "O(s²d)", "chunked": "O(sd²)"}
     return tuple(
         Impl(
@@ -127,6 +175,7 @@ def gated_impls(owner: str, prepare: Prepare, summaries: dict[str, tuple[str, st
             time[name],
             memory,
             params=(CHUNK_SIZE,) if name == "chunked" else (),
+            packed=packed[name](owner, prepare),
         )
         for name, (summary, memory) in summaries.items()
     )
