@@ -66,7 +66,7 @@ def draw_decode(
         for variant, impl, series in impl_series(rows):
             label = f"{variant}:{impl}"
             if (variant, impl) in fitted:
-                label += fit_label(fitted[(variant, impl)], "s")
+                label += fit_label(fitted[(variant, impl)], "s", busy is not None and metric.name == "time")
             draw_series(ax, series, "seq", metric, label, styles[(variant, impl)])
         pages = cpu and metric.name == "memory"  # peak RSS: resolved to a few pages only
         slopes = draw_reference_slopes(ax, rows, "seq", metric, "s", (0, 1), RSS_RESOLUTION if pages else 0.0)
