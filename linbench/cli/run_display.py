@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.table import Table
 
 from linbench.runner.kinds import kind_of_mode
+from linbench.runner.threads import BY_HAND
 from linbench.units import format_bytes, format_ms, format_size
 
 # Statuses that mean a wrong or broken impl: run and decode exit 1 when a point ends so. oom,
@@ -144,6 +145,24 @@ def _summary_cells(rows: list[Mapping[str, Any]], base: set[str]) -> tuple[str, 
         speedup,
         escape(", ".join(left_out) or "-"),
         escape(", ".join(failed) or "-"),
+    )
+
+
+def threads_line(meta: Mapping[str, Any]) -> str | None:
+    """``  threads: 1 torch thread per worker (0.8 of 2 cores idle) ...`` from meta.json's
+    ``timing.threads_choice``; None where no choice was made (a GPU run keeps torch's default)."""
+    choice = (meta.get("timing") or {}).get("threads_choice")
+    if not isinstance(choice, Mapping) or "threads" not in choice:
+        return None
+    count = int(choice["threads"])
+    if choice.get("by") == BY_HAND:
+        why = BY_HAND
+    else:
+        idle = choice.get("idle_cores")
+        why = f"{'?' if idle is None else f'{idle:g}'} of {choice.get('cores')} cores idle at the start"
+    return (
+        f"  threads: {count} torch thread{'s' if count != 1 else ''} per worker ({why}); its times compare "
+        "only with runs on as many threads (each row records its threads)"
     )
 
 
