@@ -37,7 +37,6 @@ from linbench.cli.common import (
     torch_dtype,
 )
 from linbench.cli.errors import usage_errors
-from linbench.variants.extra_inputs import probe_draws
 from linbench.variants.selection import select_impls
 
 if TYPE_CHECKING:
@@ -168,6 +167,8 @@ def check_command(
         dtypes = parse_dtypes(dtype)
         columns = [(name, causal) for name in dtypes for causal in (True, False)]
         selection = [(pick.variant, pick.impl) for pick in select_impls(split_list(variant))]
+        from linbench.variants.extra_inputs import probe_draws
+
         # A plugin's draw_fn that draws what its own declaration refuses is the cause, named as
         # run names it; left to the cells, the reference would take the blame for it.
         for checked in dict.fromkeys(v for v, _ in selection):
