@@ -171,8 +171,9 @@ def check_command(
 
         # A plugin's draw_fn that draws what its own declaration refuses is the cause, named as
         # run names it; left to the cells, the reference would take the blame for it.
-        for checked in dict.fromkeys(v for v, _ in selection):
-            probe_draws(checked.name, checked.extra_inputs)
+        declared = {v.name: v.extra_inputs for v, _ in selection}  # a Variant is not hashable
+        for name, extra_inputs in declared.items():
+            probe_draws(name, extra_inputs)
         lengths = _lengths(seq, out, plot)
     if lengths:
         _error_against_length(selection, dtypes, lengths, heads, dim, resolved, out, plot)
