@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from linbench.runner.targets import Targets
-from linbench.sweep.estimate import working_set_bytes
+from linbench.sweep.estimate import input_bytes, working_set_bytes
 from linbench.sweep.points import Point
 from linbench.units import format_bytes, format_size
 from linbench.variants.declarations import powers_in_s_and_d
@@ -28,7 +28,9 @@ def leave_out_oversized(points: list[Point], targets: Targets, memory_bytes: int
     for point in points:
         pair = (point.variant, point.impl)
         need = _need(point)
-        if pair in targets.named or need <= memory_bytes:
+        # A point whose inputs alone pass the memory is no form's to leave out: the sweep is
+        # refused for it (linbench/sweep/estimate.py check_fits), in words of its own.
+        if pair in targets.named or need <= memory_bytes or input_bytes(point) > memory_bytes:
             kept.append(point)
         else:
             left_out.setdefault(pair, []).append((point, need))
