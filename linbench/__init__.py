@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = [
+    "BETA",
+    "CHANNEL_GATE",
+    "HEAD_GATE",
     "Decoder",
     "ExtraInput",
     "Impl",
@@ -29,6 +32,8 @@ _API_NAMES = ("attention", "get_variant", "list_variants")
 _SWEEP_NAMES = ("plan_sweep", "run_sweep")
 # What a plugin needs to declare a variant (docs/plugins.md).
 _REGISTRY_NAMES = ("Decoder", "Impl", "Param", "Variant", "register_variant")
+# The built-in gated variants' extra inputs, for a plugin to declare the same ones with.
+_GATE_NAMES = ("BETA", "CHANNEL_GATE", "HEAD_GATE")
 
 if TYPE_CHECKING:
     from linbench.api import attention, get_variant, list_variants
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
     from linbench.sweep.request import SweepRequest
     from linbench.variants.declarations import Decoder, Impl, Param
     from linbench.variants.extra_inputs import ExtraInput
+    from linbench.variants.gated.gates import BETA, CHANNEL_GATE, HEAD_GATE
     from linbench.variants.registry import register_variant
     from linbench.variants.variant import Variant
 
@@ -62,6 +68,10 @@ def __getattr__(name: str) -> Any:
         from linbench.variants.extra_inputs import ExtraInput
 
         return ExtraInput
+    if name in _GATE_NAMES:
+        from linbench.variants.gated import gates
+
+        return getattr(gates, name)
     if name in _REGISTRY_NAMES:
         from linbench.variants import registry
 

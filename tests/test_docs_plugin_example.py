@@ -95,3 +95,21 @@ def test_the_documented_gated_variant_checks_its_gate_decodes_and_refuses_a_bad_
             linbench.attention(q, q, q, variant="gate", g=torch.zeros(1, 2, 6, 4))
     finally:
         unload_plugin_file(plugin)
+
+
+def test_a_plugin_can_declare_the_built_in_gate(tmp_path: Path) -> None:
+    """CPU. The documented import runs, and gate.py with the built-in HEAD_GATE in place of its
+    own G registers and passes its check, gradients of g included."""
+    snippet = _example("builtin_gates.py", tmp_path)
+    exec(compile(snippet.read_text(), str(PLUGINS_DOC), "exec"), {})  # the documented lines themselves
+    plugin = _example("gate.py", tmp_path)
+    text = plugin.read_text().replace("extra_inputs=(G,)", "extra_inputs=(HEAD_GATE,)")
+    plugin.write_text("from linbench import HEAD_GATE\n" + text)
+    try:
+        assert load_plugin_file(plugin) == ["gate"]
+        gate = get_variant("gate")
+        assert gate.extra_inputs == (get_variant("simple-gla").extra_inputs[0],)
+        result = check_impl(gate, "recurrent", Shape(1, 2, 33, 8, 8), causal=True)
+        assert result.ok and "grad g" in {c.name for c in result.comparisons}, result.describe()
+    finally:
+        unload_plugin_file(plugin)

@@ -173,6 +173,13 @@ def check_command(
         dtypes = parse_dtypes(dtype)
         columns = [(name, causal) for name in dtypes for causal in (True, False)]
         selection = [(pick.variant, pick.impl) for pick in select_impls(split_list(variant))]
+        from linbench.variants.extra_inputs import probe_draws
+
+        # A plugin's draw_fn that draws what its own declaration refuses is the cause, named as
+        # run names it; left to the cells, the reference would take the blame for it.
+        declared = {v.name: v.extra_inputs for v, _ in selection}  # a Variant is not hashable
+        for name, extra_inputs in declared.items():
+            probe_draws(name, extra_inputs)
         lengths = _lengths(seq, out, plot)
     if lengths:
         _error_against_length(selection, dtypes, lengths, heads, dim, resolved, out, plot)

@@ -93,7 +93,7 @@ def _new(request: SweepRequest, fleet: FleetOptions, out: Path) -> Started:
     if mode == "shard":
         _check_part(fleet.shard or "")
     prepared = prepare(request, out)
-    _check_device(request, prepared)
+    _check_device(request, prepared, fleet.devices)
     command = shlex.join(["linbench", *sys.argv[1:]])
     # fleet.json keeps the options, so that --resume goes on as the run was started.
     plan = plan_fleet(prepared, command, executor=mode, devices=fleet.devices, options=asdict(fleet))
@@ -147,9 +147,11 @@ def _check_extra(mode: str) -> None:
         load_ray()
 
 
-def _check_device(request: SweepRequest, prepared: Prepared) -> None:
+def _check_device(request: SweepRequest, prepared: Prepared, devices: str | None) -> None:
     """The agents each measure on their own GPU: the sweep must be a GPU sweep (a CPU one on the
     test suite's fake inventory, whose fake GPUs measure on the CPU)."""
+    import torch
+
     from linbench.fleet.inventory import FAKE_DEVICES_ENV
 
     wanted = (request.device or "auto").strip().lower()
@@ -159,6 +161,13 @@ def _check_device(request: SweepRequest, prepared: Prepared) -> None:
     if os.environ.get(FAKE_DEVICES_ENV):
         if device.type != "cpu":
             raise CliUsageError(f"{FAKE_DEVICES_ENV} (a test-only inventory) measures on the CPU; use --device cpu")
+    elif device.type != "cuda" and not torch.cuda.is_available():
+        build = "; this torch is a CPU-only build" if torch.version.cuda is None else ""
+        what = f"--devices {devices}" if devices else "a sweep over several GPUs"
+        raise CliUsageError(
+            f"{what}: no CUDA device is here (torch sees none{build}); "
+            "plan it where linbench sees a GPU of the kind the agents have"
+        )
     elif device.type != "cuda":
         raise CliUsageError(
             f"this sweep runs on {device}: several GPUs take a GPU sweep (a CPU sweep runs alone on its host); "

@@ -77,7 +77,7 @@ def report_command(
             notes = [f"\n\n**warning:** {busy}"] if busy else []
             notes += [f"\n\n**note:** {note}" for note in run_notes(run.results.to_dict("records"), run.meta)]
             title = f"linbench report: {analysis.run}" + "".join(notes)
-            sections.append(markdown(report_tables(analysis) + roofline_tables(run), title))
+            sections.append(markdown(report_tables(analysis, bool(busy)) + roofline_tables(run), title))
         text = "\n".join(sections)
     else:  # the tables, as plain text for a file
         buffer = io.StringIO()
@@ -101,7 +101,7 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
             console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
         for note in run_notes(run.results.to_dict("records"), run.meta):
             console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
-        for table in report_tables(analysis) + roofline_tables(run):
+        for table in report_tables(analysis, bool(busy)) + roofline_tables(run):
             console.print(rich_table(table))
 
 

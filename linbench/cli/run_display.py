@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.table import Table
 
 from linbench.runner.kinds import kind_of_mode
+from linbench.runner.threads import BY_HAND
 from linbench.units import format_bytes, format_ms, format_size
 
 # Statuses that mean a wrong or broken impl: run and decode exit 1 when a point ends so. oom,
@@ -82,8 +83,9 @@ def _group_key(row: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[str, str]]) -> list[Table]:
-    """Per mode/dtype/masking/shape: for each length, the fastest impl, the fastest
-    baseline, the speedup, and the points that did not end ok or were oversubscribed."""
+    """Per mode/dtype/masking/shape: for each length, the fastest impl and the fastest baseline
+    among the points measured and judged, the speedup, the points that looked faster but were
+    left out (and why), and the points that did not end ok."""
     base = {f"{v}:{i}" for v, i in baselines}
     groups: dict[tuple[str, ...], dict[int, list[Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
@@ -98,11 +100,16 @@ def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[
         table = Table(title=title, title_justify="left")
         words = kind_of_mode(mode).words
         length, time = words.length, words.time
-        for column in (length, "fastest", time, "fastest baseline", f"{time} ", "speedup", "not ok"):
+        columns = (length, "fastest", time, "fastest baseline", f"{time} ", "speedup", "faster, left out", "not ok")
+        for column in columns:
             right = column in (length, time, f"{time} ", "speedup")
             table.add_column(column, justify="right" if right else "left")
-        for seq in sorted(by_seq):
-            table.add_row(format_size(seq), *_summary_cells(by_seq[seq], base))
+        cells = {seq: _summary_cells(by_seq[seq], base) for seq in sorted(by_seq)}
+        for seq, row_cells in cells.items():
+            table.add_row(format_size(seq), *row_cells)
+        if any(row_cells[5] != "-" for row_cells in cells.values()):
+            table.caption = LEFT_OUT_CAPTION
+            table.caption_justify = "left"
         tables.append(table)
     return tables
 
@@ -117,27 +124,58 @@ def _packing_words(by_seq: Mapping[int, list[Mapping[str, Any]]]) -> str:
     return f"  {packing}" if packing else ""
 
 
+# Why a point that ran ok can still be left out of the summary: its time measured the scheduler.
+LEFT_OUT_CAPTION = (
+    "faster, left out: points timed faster than the fastest judged point but measured while other "
+    "processes oversubscribed their worker's cores, so their times are not judged (rerun on a quiet machine)"
+)
+
+
 def _summary_cells(rows: list[Mapping[str, Any]], base: set[str]) -> tuple[str, ...]:
     measured = [r for r in rows if r["status"] == "ok" and r.get("time_ms") not in (None, "")]
-    # A time other processes oversubscribed measured the scheduler: named, never the fastest.
+    # A time other processes oversubscribed measured the scheduler: never the fastest, but
+    # named (with its time) where it looked faster than what is named, so nobody is misled.
     crowded = [r for r in measured if str(r.get("oversubscribed")) == "True"]
-    ok = [r for r in measured if r not in crowded]
+    judged = [r for r in measured if r not in crowded]
     name = lambda r: f"{r['variant']}:{r['impl']}"  # noqa: E731 - a one-line label
-    others = [r for r in ok if name(r) not in base] or ok
-    best = min(others, key=lambda r: float(r["time_ms"]), default=None)
-    best_base = min((r for r in ok if name(r) in base), key=lambda r: float(r["time_ms"]), default=None)
+    time = lambda r: float(r["time_ms"])  # noqa: E731
+    # The fastest impl is never a baseline unless the run measured nothing else.
+    only_baselines = all(name(r) in base for r in rows)
+    best = min((r for r in judged if only_baselines or name(r) not in base), key=time, default=None)
+    best_base = min((r for r in judged if name(r) in base), key=time, default=None)
     speedup = "-"
     if best is not None and best_base is not None and best is not best_base:
-        speedup = f"{float(best_base['time_ms']) / float(best['time_ms']):.2f}x"
+        speedup = f"{time(best_base) / time(best):.2f}x"
+    fastest_judged = min((time(r) for r in judged), default=float("inf"))
+    left_out = [f"{name(r)} {format_ms(r['time_ms'])} oversubscribed" for r in crowded if time(r) < fastest_judged]
     failed = [f"{name(r)} {r['status']}" for r in rows if r["status"] != "ok"]
-    failed += [f"{name(r)} oversubscribed" for r in crowded]
+    failed += [f"{name(r)} oversubscribed" for r in crowded if time(r) >= fastest_judged]
     return (
         escape(name(best)) if best else "-",
         format_ms(best["time_ms"]) if best else "-",
         escape(name(best_base)) if best_base else "-",
         format_ms(best_base["time_ms"]) if best_base else "-",
         speedup,
+        escape(", ".join(left_out) or "-"),
         escape(", ".join(failed) or "-"),
+    )
+
+
+def threads_line(meta: Mapping[str, Any]) -> str | None:
+    """``  threads: 1 torch thread per worker (0.8 of 2 cores idle) ...`` from meta.json's
+    ``timing.threads_choice``; None where no choice was made (a GPU run keeps torch's default)."""
+    choice = (meta.get("timing") or {}).get("threads_choice")
+    if not isinstance(choice, Mapping) or "threads" not in choice:
+        return None
+    count = int(choice["threads"])
+    if choice.get("by") == BY_HAND:
+        why = BY_HAND
+    else:
+        idle = choice.get("idle_cores")
+        why = f"{'?' if idle is None else f'{idle:g}'} of {choice.get('cores')} cores idle at the start"
+    return (
+        f"  threads: {count} torch thread{'s' if count != 1 else ''} per worker ({why}); its times compare "
+        "only with runs on as many threads (each row records its threads)"
     )
 
 

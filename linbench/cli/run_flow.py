@@ -118,7 +118,7 @@ def execute_sweep(
     if quiet:
         outcome = run(prepared, store)
     else:
-        with _progress(console, len(prepared.pending)) as listen:
+        with _progress(console, len(prepared.pending), store) as listen:
             outcome = run(prepared, store, listen)
     end_run(prepared, outcome, console, quiet, allow_failures)
 
@@ -260,15 +260,23 @@ def _build_note(prepared: Prepared, dry_run: bool = False) -> str:
 
 
 @contextmanager
-def _progress(console: Console, total: int) -> Iterator[Listener]:
+def _progress(console: Console, total: int, store: RunStore) -> Iterator[Listener]:
     """A progress bar over ``total`` points, and the listener that moves it: the point being
-    measured, and a line per finished point above the bar."""
-    from linbench.cli.run_display import make_progress, row_line
+    measured, and a line per finished point above the bar. Before the first point, the torch
+    threads the session chose (recorded in ``store``'s meta.json once the session began)."""
+    from linbench.cli.run_display import make_progress, row_line, threads_line
 
     with make_progress(console) as progress:
         bar = progress.add_task("starting", total=total)
+        told = False
 
         def listen(event: str, point: Point, row: dict[str, Any] | None) -> None:
+            nonlocal told
+            if not told:  # the session chooses the threads after the start line is printed
+                told = True
+                line = threads_line(store.read_meta())
+                if line is not None:
+                    progress.console.print(line, markup=False, soft_wrap=True)
             if event == "start":
                 progress.update(bar, description=point.label)
             elif row is not None:

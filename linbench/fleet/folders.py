@@ -56,12 +56,26 @@ def write_plan(run_dir: Path, shards: Sequence[Shard], plan_hash: str, settings:
 def read_plan(run_dir: Path) -> tuple[tuple[Shard, ...], str, dict[str, Any]]:
     """(shards, plan hash, settings) of fleet.json; MergeError when it is missing or broken."""
     path = run_dir / FLEET_FILE
+    if not path.is_file():
+        raise MergeError(_not_a_fleet_run(run_dir))
     try:
         data = json.loads(path.read_text())
         shards = tuple(Shard.from_json(entry) for entry in data["shards"])
         return shards, str(data["plan_hash"]), dict(data.get("settings", {}))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise MergeError(f"{path} cannot be read ({type(exc).__name__}: {exc}); is {run_dir} a fleet run?") from None
+        raise MergeError(f"{path} is not a fleet plan linbench wrote ({type(exc).__name__}: {exc})") from None
+
+
+def _not_a_fleet_run(run_dir: Path) -> str:
+    """Why a folder without fleet.json has nothing to merge, in words."""
+    if not run_dir.exists():
+        return f"{run_dir} does not exist"
+    if (run_dir / "results.csv").is_file():
+        return (
+            f"{run_dir} is a run on one device, not one spread over several GPUs (--devices, --shard): "
+            "its results.csv is already whole, with nothing to merge"
+        )
+    return f"{run_dir} is not a run spread over several GPUs (--devices, --shard): it holds no {FLEET_FILE}"
 
 
 def claim_attempt(run_dir: Path, shard_id: str) -> tuple[int, Path]:

@@ -23,7 +23,8 @@ The rule, on the points sorted by x (positive, finite; one per x):
 
    Three points line up with R² ≥ 0.98 by chance in ~9% of draws; with b and d, flat data
    scattered by up to 10% never shows a power law, scattered by 30% in ≤ 0.5% of series of 5 to 11
-   points (in ~4% of series of only 3 points: three points are little evidence).
+   points (in ~4% of series of only 3 points: three points are little evidence, and a law on
+   fewer than ``FEW_POINTS`` is shown as "too few to trust").
 
    ``left_out`` says how many of the shortest points were left out as overhead-bound.
 2. **Flat.** Otherwise, with ``MIN_FIT_POINTS`` points or more, when the line through all of them
@@ -44,6 +45,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 MIN_FIT_POINTS = 3
+# A power law on fewer points is shown with a warning: three points line up by chance too often.
+FEW_POINTS = 4
 MIN_R2 = 0.98
 # Data that changes less than this factor over its range, give or take as much scatter, is flat.
 FLAT_CHANGE = 2.0
@@ -159,11 +162,15 @@ def crossover(candidate: Mapping[int, float], baseline: Mapping[int, float]) -> 
     return found
 
 
-def quality_text(law: str, r2: float, points: int) -> str:
-    """What backs an exponent, to print beside it: ``R² 0.998, 5 points`` for a power law,
-    ``2 points only``, and the point count alone where R² says nothing (flat data, no law)."""
+def quality_text(law: str, r2: float, points: int, busy: bool = False) -> str:
+    """What backs an exponent, to print beside it: ``R² 0.998, 5 points`` for a power law
+    (``R² 0.996, 3 points: too few to trust`` under ``FEW_POINTS``), ``2 points only``, and the
+    point count alone where R² says nothing (flat data, no law); ``busy`` (times measured on a
+    busy machine) adds ``; busy machine``."""
     if law == TWO_POINTS:
-        return "2 points only"
-    if law == POWER:
-        return f"R² {r2:.3f}, {points} points"
-    return f"{points} points"
+        text = "2 points only"
+    elif law == POWER:
+        text = f"R² {r2:.3f}, {points} points" + (": too few to trust" if points < FEW_POINTS else "")
+    else:
+        text = f"{points} points"
+    return text + ("; busy machine" if busy else "")

@@ -24,7 +24,7 @@ from linbench.report.html_table import key_values, table_html
 from linbench.report.load import Run
 from linbench.report.render import AXIS_NAME, AXIS_SYMBOL, ReportTable, report_tables, speedup_text
 from linbench.report.roofline import roofline_tables
-from linbench.results.machine_load import run_notes
+from linbench.results.machine_load import load_warning, run_notes
 from linbench.units import format_bytes, format_size
 
 FIGURE_DPI = 110
@@ -75,7 +75,7 @@ def _run_section(n: int, run: Run, analysis: Analysis, figures: bool) -> list[st
     notes = run_notes(run.results.to_dict("records"), run.meta)
     parts += [f'<div class="warning">{escape(note)}.</div>' for note in notes]
     parts += _headline(analysis.crossovers)
-    tables = report_tables(analysis)
+    tables = report_tables(analysis, bool(load_warning(run.meta)))
     if tables:
         parts.append("<h3>Scaling, crossovers and speedups</h3>")
         parts += [table_html(table) for table in tables]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from linbench.results.rows import CsvFileError, read_rows
+from linbench.results.rows import CsvFileError, CsvRows, read_rows
 from linbench.results.schema import (
     COLUMNS,
     KEY_COLUMNS,
@@ -118,7 +118,9 @@ def token_budget(meta: dict[str, Any]) -> int | None:
 def read_results(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFrame:
     """results.csv's whole rows as a typed DataFrame; ReportInputError for a file that is not
     one. The rows left out are named in a line appended to ``warnings``."""
-    frame = _read_csv(csv_path, REQUIRED_RESULT_COLUMNS, warnings, "their points count as not measured")
+    frame, read = _read_csv(csv_path, REQUIRED_RESULT_COLUMNS, warnings, "their points count as not measured")
+    if frame.empty and read.bad:  # rows there were, but none whole: say why, not "empty"
+        raise ReportInputError(f"{str(csv_path)!r} holds no usable results: {read.summary()}")
     if frame.empty:
         raise ReportInputError(f"{str(csv_path)!r} holds no results (an empty run)")
     return _typed(frame, ALWAYS_RESULT_COLUMNS, csv_path)
@@ -127,7 +129,7 @@ def read_results(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFr
 def read_processes(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFrame:
     """processes.csv as a typed DataFrame (one row per worker process of a point), checked
     like results.csv; it may be empty (a run stopped before its first process finished)."""
-    frame = _read_csv(csv_path, PROCESS_REQUIRED_COLUMNS, warnings, "those processes are not used")
+    frame, _ = _read_csv(csv_path, PROCESS_REQUIRED_COLUMNS, warnings, "those processes are not used")
     return _typed(frame, ALWAYS_PROCESS_COLUMNS, csv_path)
 
 
@@ -158,10 +160,12 @@ def _fill_keys(frame: pd.DataFrame) -> None:
         frame.loc[empty, column] = frame.loc[empty, default] if default is not None else str(NO_CHUNK)
 
 
-def _read_csv(csv_path: Path, required: tuple[str, ...], warnings: list[str] | None, outcome: str) -> pd.DataFrame:
+def _read_csv(
+    csv_path: Path, required: tuple[str, ...], warnings: list[str] | None, outcome: str
+) -> tuple[pd.DataFrame, CsvRows]:
     """A run's CSV file's whole rows as strings (rows.py), with its required columns, statuses
-    and masking checked; the rows left out named in a line appended to ``warnings``, which
-    ends with ``outcome``."""
+    and masking checked, and what was read (the rows left out among it); the rows left out
+    named in a line appended to ``warnings``, which ends with ``outcome``."""
     where = repr(str(csv_path))
     try:
         read = read_rows(csv_path)
@@ -181,7 +185,7 @@ def _read_csv(csv_path: Path, required: tuple[str, ...], warnings: list[str] | N
     frame["causal"] = frame["causal"].map({"True": True, "False": False})
     if frame["causal"].isna().any():
         raise ReportInputError(f"{where}: column causal must be True or False")
-    return frame
+    return frame, read
 
 
 def _numbers(column: pd.Series, name: str, where: str, *, integer: bool) -> pd.Series:

@@ -73,7 +73,8 @@ def figures(run: Run) -> Iterator[tuple[str, Figure]]:
                 if (rows[metric.column] > 0).any():  # a throughput needs a FLOP formula, a plugin may lack one
                     yield (
                         f"{metric.name}-vs-{axis}_{scenario.slug()}",
-                        draw(rows, scenario, metric, analysis, styles, busy),
+                        # A busy machine slows times; a memory figure does not speak of them.
+                        draw(rows, scenario, metric, analysis, styles, busy if metric.name != "memory" else None),
                     )
             if axis == "seq" and not scenario.decode:
                 speedup = draw_speedup(rows, scenario, analysis, baselines, styles, busy)
@@ -121,7 +122,7 @@ def draw(
     for variant, impl, series in impl_series(rows):
         label = f"{variant}:{impl}"
         if (variant, impl) in fitted:
-            label += fit_label(fitted[(variant, impl)], AXIS_SYMBOL[axis])
+            label += fit_label(fitted[(variant, impl)], AXIS_SYMBOL[axis], busy is not None and metric.name == "time")
         draw_series(ax, series, x, metric, label, styles[(variant, impl)])
     slopes = []
     if metric.name != "throughput" and axis != "chunk":  # time against chunk size follows no power law

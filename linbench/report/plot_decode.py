@@ -12,6 +12,10 @@ nothing (a KV cache step writes into its preallocated cache) reads 4 or 8 KiB, i
 from a step that allocates a few KiB. The middle panel says it shows RSS, shades the band up to
 ``RSS_RESOLUTION`` and draws the points inside it hollow: they are not told apart from zero or
 from each other. What such a decoder holds is the first panel's state (``state_bytes``).
+
+A log axis has no place for 0 B (a GPU KV-cache step that allocates nothing): a decoder whose ok
+points read 0 B in a panel gets a legend entry there, its marker hollow, saying so, instead of
+vanishing from the panel unremarked.
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from linbench.report.analysis import Analysis
 from linbench.report.plot_parts import (
     Dashes,
+    Metric,
     decode_metrics,
     draw_crossovers,
     draw_failures,
@@ -35,6 +41,7 @@ from linbench.report.plot_parts import (
 from linbench.report.plot_slopes import draw_reference_slopes
 from linbench.report.series import Scenario, impl_series
 from linbench.report.styles import SeriesStyle, series_styles
+from linbench.units import format_size
 
 CONTEXT_LABEL = "context length s (tokens prefilled)"
 PAGE_BYTES = 4096
@@ -66,11 +73,12 @@ def draw_decode(
         for variant, impl, series in impl_series(rows):
             label = f"{variant}:{impl}"
             if (variant, impl) in fitted:
-                label += fit_label(fitted[(variant, impl)], "s")
+                label += fit_label(fitted[(variant, impl)], "s", busy is not None and metric.name == "time")
             draw_series(ax, series, "seq", metric, label, styles[(variant, impl)])
         pages = cpu and metric.name == "memory"  # peak RSS: resolved to a few pages only
         slopes = draw_reference_slopes(ax, rows, "seq", metric, "s", (0, 1), RSS_RESOLUTION if pages else 0.0)
         unresolved = _mark_unresolved(ax, rows, styles) if pages else []
+        unresolved += _zero_entries(rows, metric, styles)
         timed = metric.name == "time"
         draw_crossovers(ax, rows, crossings if timed else [], styles)
         strip = draw_failures(ax, rows, "seq", styles)
@@ -108,6 +116,25 @@ def _mark_unresolved(
                 gid=f"under resolution: {variant}:{impl}")  # fmt: skip
     text = f"≤ {RSS_RESOLUTION // 1024} KiB ({RESOLUTION_PAGES} pages): below what peak RSS resolves (hollow)"
     return [(band, text)]
+
+
+def _zero_entries(
+    rows: pd.DataFrame, metric: Metric, styles: dict[tuple[str, str], SeriesStyle]
+) -> list[tuple[Artist, str]]:
+    """A legend entry for each decoder with ok points at 0 in ``metric``, which the log axis
+    cannot show: ``softmax:kvcache: 0 B at every context (no place on a log axis)``."""
+    ok = rows[(rows["status"] == "ok") & rows[metric.column].notna()]
+    entries: list[tuple[Artist, str]] = []
+    for variant, impl, series in impl_series(ok):
+        zero = series[series[metric.column] <= 0].sort_values("seq")
+        if zero.empty:
+            continue
+        style = styles[(variant, impl)]
+        handle = Line2D([], [], linestyle="none", marker=style.marker, markersize=5,
+                        markerfacecolor="white", markeredgecolor=style.colour)  # fmt: skip
+        where = "every context" if len(zero) == len(series) else ", ".join(format_size(s) for s in zero["seq"])
+        entries.append((handle, f"{variant}:{impl}: {metric.formatter(0)} at {where} (no place on a log axis)"))
+    return entries
 
 
 def _legend_below(

@@ -84,13 +84,14 @@ def decode_metrics(device_type: str = "cuda") -> dict[str, Metric]:
     }
 
 
-def fit_label(fit: FitResult, symbol: str) -> str:
+def fit_label(fit: FitResult, symbol: str, busy: bool = False) -> str:
     """What a legend entry says of an impl's fit, with what backs it: `` ∝ s^1.02 (R² 0.999, 5
     points)`` (`` from 16k`` when the shorter points were left out as overhead-bound), ``flat (∝
     s^0.00, 11 points)``, `` ∝ s^2.16 (2 points only)`` or ``no power law found (7 points)``; a
-    flat fit reads 0.00, never -0.00."""
+    flat fit reads 0.00, never -0.00. A law on too few points, or on times from a busy machine
+    (``busy``), says so (linbench/report/fit.py quality_text)."""
     exponent = None if fit.exponent is None else f"{round(fit.exponent, 2) + 0.0:.2f}"
-    quality = quality_text(fit.law, fit.r2, fit.points)
+    quality = quality_text(fit.law, fit.r2, fit.points, busy)
     if fit.law == NONE or exponent is None:
         return f"  no power law found ({quality})"
     power = rf"$\propto {symbol}^{{{exponent}}}$"

@@ -28,9 +28,10 @@ class ReportTable:
     rows: list[list[str]]
 
 
-def report_tables(analysis: Analysis) -> list[ReportTable]:
+def report_tables(analysis: Analysis, busy: bool = False) -> list[ReportTable]:
     """A table per scenario: scaling in length (with crossovers and reach), then in head dim,
-    batch and heads where the run swept them."""
+    batch and heads where the run swept them. ``busy``: the run measured on a busy machine, which
+    every time fit says."""
     fits: dict[Scenario, dict[tuple[str, str], dict[str, FitResult]]] = defaultdict(lambda: defaultdict(dict))
     for fit in analysis.fits:
         fits[fit.scenario][(fit.variant, fit.impl)][fit.metric] = fit
@@ -49,13 +50,17 @@ def report_tables(analysis: Analysis) -> list[ReportTable]:
         if scenario.axis == "seq":
             rows = [
                 _seq_row(
-                    v, i, fits[scenario][(v, i)], metrics, crossings.get((scenario, v, i)), reach.get((scenario, v, i))
+                    v,
+                    i,
+                    _fit_cells(fits[scenario][(v, i)], metrics, busy),
+                    crossings.get((scenario, v, i)),
+                    reach.get((scenario, v, i)),
                 )
                 for v, i in impls
             ]
             extra = ["faster than softmax from", "speedup", "longest ok"]
         else:
-            rows = [[f"{v}:{i}", *_fit_cells(fits[scenario][(v, i)], metrics)] for v, i in impls]
+            rows = [[f"{v}:{i}", *_fit_cells(fits[scenario][(v, i)], metrics, busy)] for v, i in impls]
             extra = []
         first = "decoder" if scenario.decode else "impl"
         tables.append(ReportTable(_title(scenario), [first, *metrics.values(), *extra], rows))
@@ -90,17 +95,20 @@ def _title(scenario: Scenario) -> str:
     return f"Scaling in {AXIS_NAME[scenario.axis]} — {where} · {scenario.label()}"
 
 
-def _fit_cells(by_metric: dict[str, FitResult], metrics: Mapping[str, str]) -> list[str]:
-    return [_fit_cell(by_metric.get(metric)) for metric in metrics]
+def _fit_cells(by_metric: dict[str, FitResult], metrics: Mapping[str, str], busy: bool) -> list[str]:
+    # A busy machine slows times, not memory: only a time fit warns of it.
+    return [_fit_cell(by_metric.get(metric), busy and metric == "time") for metric in metrics]
 
 
-def _fit_cell(fit: FitResult | None) -> str:
+def _fit_cell(fit: FitResult | None, busy: bool = False) -> str:
     """``s^1.02 (R² 0.999, 5 points, 2k–64k)``; the range starts past the points left out as
-    overhead-bound. Flat data, two points and no power law at all say so."""
+    overhead-bound. Flat data, two points and no power law at all say so; so do too few points
+    and (``busy``) times from a busy machine."""
     if fit is None:
         return "-"
     symbol = AXIS_SYMBOL[fit.axis]
-    backing = f"{quality_text(fit.law, fit.r2, fit.points)}, {_size(fit.x_min, fit.axis)}–{_size(fit.x_max, fit.axis)}"
+    quality = quality_text(fit.law, fit.r2, fit.points, busy)
+    backing = f"{quality}, {_size(fit.x_min, fit.axis)}–{_size(fit.x_max, fit.axis)}"
     if fit.law == NONE or fit.exponent is None:
         return f"no power law found ({backing})"
     power = f"{symbol}^{round(fit.exponent, 2) + 0.0:.2f}"  # a flat fit reads 0.00, never -0.00
@@ -114,14 +122,9 @@ def _size(value: int, axis: str) -> str:
 
 
 def _seq_row(
-    variant: str,
-    impl: str,
-    fits: dict[str, FitResult],
-    metrics: Mapping[str, str],
-    crossing: Crossover | None,
-    reach: Reach | None,
+    variant: str, impl: str, fit_cells: list[str], crossing: Crossover | None, reach: Reach | None
 ) -> list[str]:
-    return [f"{variant}:{impl}", *_fit_cells(fits, metrics), *_crossing_cells(crossing), _reach_cell(reach)]
+    return [f"{variant}:{impl}", *fit_cells, *_crossing_cells(crossing), _reach_cell(reach)]
 
 
 def _crossing_cells(crossing: Crossover | None) -> list[str]:

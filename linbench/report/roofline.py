@@ -19,10 +19,13 @@ row that has none (a run from before) gets the model above. Intermediates (the S
 per-chunk states, fp32 copies of 16-bit inputs) are not counted, so the achieved bandwidth
 is what a kernel moving nothing else would need; a fraction near 1 means memory-bound at the
 copy rate. FLOP rate is results.csv's ``tflops`` (the variant's formula) over the matmul
-ceiling of the row's dtype. ``bound`` says which ceiling limits the point on the roofline:
+ceiling of the row's dtype. ``roof`` says which ceiling would limit the point on the roofline:
 memory when its arithmetic intensity (FLOPs / bytes) is below the machine's balance (matmul
 rate / copy bandwidth), else compute; ``roofline_fraction`` is the achieved FLOP rate over
-min(matmul rate, intensity × copy bandwidth).
+min(matmul rate, intensity × copy bandwidth). ``bound`` is that roof only where the point
+reaches at least NEAR_ROOF of it; below, it is "neither": a point at 0.1% of both ceilings is
+limited by neither of them but by something the model does not count (launch and framework
+overhead, intermediates, a poor schedule), and calling it compute-bound would mislead.
 
 Pure pandas: the reports never import torch.
 """
@@ -44,6 +47,8 @@ ELEMENTS = {"fwd": (2, 2), "bwd": (4, 3), "fwdbwd": (6, 5)}
 SERIES = ("variant", "impl", "mode", "causal", "dtype", "batch", "heads", "dim_k", "dim_v")
 # Marks a share past 100% of its ceiling in the table.
 ABOVE = "*"
+# The share of its roof a point must reach to be called bound by it; under it, "neither".
+NEAR_ROOF = 0.1
 
 
 def minimal_bytes(mode: str, batch: int, heads: int, seq: int, dim_k: int, dim_v: int, dtype: str) -> int | None:
@@ -98,6 +103,7 @@ def roofline_rows(results: pd.DataFrame, ceilings: dict[str, Any]) -> list[dict[
             "matmul_tflops": ceiling,
             "flops_fraction": tflops / ceiling if tflops and ceiling else None,
             "intensity": None,
+            "roof": None,
             "bound": None,
             "roofline_fraction": None,
             "above_ceiling": gb_s > copy_gb_s or bool(tflops and ceiling and tflops > ceiling),
@@ -105,10 +111,13 @@ def roofline_rows(results: pd.DataFrame, ceilings: dict[str, Any]) -> list[dict[
         if tflops and ceiling:
             intensity = tflops * 1e12 * (time_ms * 1e-3) / nbytes  # FLOPs per byte
             attainable = min(ceiling, intensity * copy_gb_s / 1e3)  # TFLOP/s
+            roof = "memory" if intensity * copy_gb_s / 1e3 < ceiling else "compute"
+            fraction = tflops / attainable
             record |= {
                 "intensity": intensity,
-                "bound": "memory" if intensity * copy_gb_s / 1e3 < ceiling else "compute",
-                "roofline_fraction": tflops / attainable,
+                "roof": roof,
+                "bound": roof if fraction >= NEAR_ROOF else "neither",
+                "roofline_fraction": fraction,
             }
         out.append(record)
     return out
@@ -198,6 +207,8 @@ def roofline_tables(run: Run) -> list[ReportTable]:
                 r["bound"] or "-",
             ]
         )
+    if any(r["bound"] == "neither" for r in longest.values()):
+        title += f"; bound neither: under {NEAR_ROOF:.0%} of the ceiling that would limit it, so something else does"
     if any(r["above_ceiling"] for r in longest.values()):
         # A point cannot outrun the machine: a rate past its ceiling says the ceiling was
         # measured low (other work on the machine at the run's start), not that the point is fast.

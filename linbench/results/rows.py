@@ -53,10 +53,14 @@ class CsvRows:
         """One line naming the file, the rows left out and ``outcome``; None when every row is whole."""
         if not self.bad:
             return None
+        return f"{str(self.path)!r}: {self.summary()}; {outcome}"
+
+    def summary(self) -> str:
+        """``2 rows left out (line 2 ...; line 3 ...)``: how many rows were left out, and why."""
         listed = "; ".join(f"line {bad.line} {bad.reason}" for bad in self.bad[:LISTED])
         more = f"; and {len(self.bad) - LISTED} more" if len(self.bad) > LISTED else ""
         rows = "row" if len(self.bad) == 1 else "rows"
-        return f"{str(self.path)!r}: {len(self.bad)} {rows} left out ({listed}{more}); {outcome}"
+        return f"{len(self.bad)} {rows} left out ({listed}{more})"
 
 
 def read_rows(path: Path) -> CsvRows:

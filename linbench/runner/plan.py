@@ -12,11 +12,13 @@ from typing import Any
 
 import torch
 
+from linbench.machine.facts import device_memory_bytes
 from linbench.machine.limits import available_memory_bytes
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import PointFacts
 from linbench.runner.kind_protocol import Kind
 from linbench.runner.kinds import RUN, kind_of
+from linbench.runner.oversized import leave_out_oversized
 from linbench.runner.pack_kind import PackKind, drop_unpackable
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets
@@ -188,6 +190,8 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     points, targets = _points(spec, targets, device, chunked)
     targets = _keep_planned(points, targets)
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
+    if kind is RUN:  # a decoder's state is not a call's working set; a pack's impls run padded
+        points, targets = leave_out_oversized(points, targets, memory or device_memory_bytes(device))
     return RunPlan(
         points=tuple(points),
         targets=targets,

@@ -24,10 +24,15 @@ class Targets:
     notes: tuple[str, ...]
     # The pairs --variant asked for (a baseline may be among them, as softmax against softmax).
     chosen: tuple[tuple[str, str], ...] = ()
+    # The pairs named as VARIANT:IMPL (not by a bare variant name): they run wherever asked.
+    named: frozenset[tuple[str, str]] = frozenset()
 
 
-def _expand(specs: Iterable[str], device: torch.device, notes: list[str], kind: Kind) -> list[tuple[str, str]]:
-    """``V`` → every impl (decoder) of V that runs on ``device``; ``V:IMPL`` → that one, which must run."""
+def _expand(
+    specs: Iterable[str], device: torch.device, notes: list[str], kind: Kind, named: set[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """``V`` → every impl (decoder) of V that runs on ``device``; ``V:IMPL`` → that one, which
+    must run (and is added to ``named``)."""
     specs = list(specs)
     if not specs:  # no baseline; selecting would read "nothing given" as "all"
         return []
@@ -36,6 +41,8 @@ def _expand(specs: Iterable[str], device: torch.device, notes: list[str], kind: 
         reason = kind.unavailable_reason(pick, device)
         if reason is None:
             pairs.append((pick.variant.name, pick.impl))
+            if pick.explicit:
+                named.add((pick.variant.name, pick.impl))
         elif pick.explicit and not kind.optional(pick):
             raise ValueError(f"{pick.variant.name}:{pick.impl} cannot run on {device}: {reason}")
         else:
@@ -49,12 +56,17 @@ def resolve_targets(
     """Every impl (decoder, for the decode kind) to run on ``device``; ValueError naming an
     unknown variant or impl."""
     notes: list[str] = []
-    chosen = _expand(variants, device, notes, kind)
-    baseline_pairs = _expand(baselines, device, notes, kind)
+    named: set[tuple[str, str]] = set()
+    chosen = _expand(variants, device, notes, kind, named)
+    baseline_pairs = _expand(baselines, device, notes, kind, named)
     pairs = tuple(dict.fromkeys([*chosen, *baseline_pairs]))
     if not pairs:
         why = f" ({'; '.join(dict.fromkeys(notes))})" if notes else ""
         raise ValueError(f"no impl of {', '.join(variants)} can run on {device}{why}")
     return Targets(
-        pairs=pairs, baselines=tuple(baseline_pairs), notes=tuple(dict.fromkeys(notes)), chosen=tuple(chosen)
+        pairs=pairs,
+        baselines=tuple(baseline_pairs),
+        notes=tuple(dict.fromkeys(notes)),
+        chosen=tuple(chosen),
+        named=frozenset(named),
     )

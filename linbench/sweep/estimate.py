@@ -25,6 +25,11 @@ with the S×S FLOPs (linbench/runner/kinds.py counts each point's FLOPs from wha
 variant declares). The GPU constants are guesses (a fresh worker initialises CUDA), not
 measurements.
 
+**Memory of a form.** An impl declares how its memory grows (``memory_complexity``: the
+quadratic forms ``O(s²)`` or ``O(s²d)``); ``working_set_bytes`` turns that into the least a call
+holds (WORKING_COPIES tensors of that size). A sweep of bare variant names leaves out the points
+where that passes the memory a worker may take (linbench/runner/oversized.py).
+
 **Build.** A command that builds linbench's kernels on first use (linbench/runner/sizing.py
 tells) adds ``BUILD_S``. The model is an idle machine's: on a busy one every worker start and
 call takes longer. Each run keeps its estimate, what it took and their ratio in meta.json
@@ -48,6 +53,11 @@ OVERHEAD_S = {"cpu": 0.6, "cuda": 2.0}
 # The first-use build of csrc/ (linbench/kernels/build.py), counted when a command makes it: the
 # CPU part took 21-26 s on two idle cores (docs/kernels.md); the CUDA build adds nvcc's, a guess.
 BUILD_S = {"cpu": 25.0, "cuda": 120.0}
+# The fewest tensors of its declared size (memory_complexity) a form held at its peak, measured
+# on the CPU in fwd fp32 at 512 and 1k tokens: cosine:quadratic 2 of S×S, softmax:naive 2.3,
+# retention:quadratic 3.2, deltanet:quadratic 4.3; gla:quadratic 4 of S×S×Dk (8 GiB at 1k, B1
+# H8 D64). The fewest, so that a form is never left out where it would have fitted.
+WORKING_COPIES = 2
 # A sweep past either limit runs only with --yes.
 MAX_POINTS = 2000
 MAX_ESTIMATE_S = 2 * 3600.0
@@ -110,6 +120,16 @@ def context_bytes(point: Point) -> int:
     """Bytes of the keys and values of a decode point's context (per key/value head)."""
     b, _, s, dk, dv = point.shape.sizes()
     return b * point.shape.kv_heads * s * (dk + dv) * ELEMENT_BYTES.get(point.dtype, 4)
+
+
+def working_set_bytes(point: Point, s_power: int, d_power: int) -> int:
+    """The least memory a call of an impl holds by its memory declaration (``O(s²d)``: s_power
+    2, d_power 1): WORKING_COPIES tensors of B·H·s^s_power·d^d_power elements of the point's
+    dtype (d: the smaller head dim). A lower bound: a form that needs more than the machine
+    has by it would run out of memory, so a sweep can leave it out before it runs."""
+    b, h, s, dk, dv = point.shape.sizes()
+    elements = b * h * s**s_power * min(dk, dv) ** d_power
+    return elements * ELEMENT_BYTES.get(point.dtype, 4) * WORKING_COPIES
 
 
 def check_fits(points: Iterable[Point], memory_bytes: int, model: PointModel) -> None:

@@ -225,6 +225,15 @@ def exponent_in_s(complexity: str) -> int:
     return 1 if "s" in text else 0
 
 
+def powers_in_s_and_d(complexity: str) -> tuple[int, int]:
+    """The powers of the length s and the head dim d in a complexity string: ``O(s²d)`` is
+    (2, 1), ``O(s²)`` (2, 0), ``O(sd)`` (1, 1), ``O(d²)`` (0, 2); what a memory declaration
+    says an impl holds, in elements per batch and head."""
+    text = complexity.replace(" ", "").lower()
+    d_power = 2 if ("d²" in text or "d^2" in text) else 1 if "d" in text else 0
+    return exponent_in_s(complexity), d_power
+
+
 def derive_exponent(declared: object, name: str, complexity: str) -> None:
     """Fill the exponent ``name`` from ``complexity`` when it was not declared (frozen dataclass)."""
     if getattr(declared, name) is None:

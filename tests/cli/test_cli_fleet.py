@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from cli_helpers import Invoke, linbench_argv
 
 from linbench.results.schema import KEY_COLUMNS
@@ -162,14 +163,38 @@ def test_devices_on_a_cpu_sweep_without_the_fake_inventory_is_refused(
     invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(FAKE, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU host asked for a CPU sweep
     result = invoke("run", *SWEEP, "--devices", "all", "--out", tmp_path / "out")
     assert result.exit_code == 2 and "this sweep runs on cpu: several GPUs take a GPU sweep" in result.stderr
+
+
+def test_devices_on_a_host_without_cuda_says_no_cuda_device_is_here(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(FAKE, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    result = invoke("run", *SWEEP, "--devices", "cuda:0", "--out", tmp_path / "out")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("linbench: error: --devices cuda:0: no CUDA device is here (torch sees none")
+    assert "several GPUs take a GPU sweep" not in result.stderr
 
 
 def test_merge_refuses_a_folder_that_is_no_fleet_run(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("merge", tmp_path)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
-    assert "fleet.json cannot be read" in result.stderr and f"is {tmp_path} a fleet run?" in result.stderr
+    assert result.stderr == (
+        f"linbench: error: {tmp_path} is not a run spread over several GPUs (--devices, --shard): "
+        "it holds no fleet.json\n"
+    )
+    assert "Errno" not in invoke("merge", tmp_path / "nowhere").stderr
+
+
+def test_merge_of_a_plain_run_says_it_has_nothing_to_merge(invoke: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "results.csv").write_text("status\n")
+    result = invoke("merge", tmp_path)
+    assert result.exit_code == 2 and "Error" not in result.stderr
+    assert f"{tmp_path} is a run on one device, not one spread over several GPUs" in result.stderr
+    assert "its results.csv is already whole, with nothing to merge" in result.stderr
 
 
 @pytest.mark.parametrize(

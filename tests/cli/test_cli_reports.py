@@ -93,6 +93,19 @@ def test_an_empty_run_is_refused(invoke: Invoke, tmp_path: Path) -> None:
     assert_usage_error(invoke("report", folder), "holds no results (an empty run)")
 
 
+def test_a_run_whose_every_row_is_rejected_says_why_not_empty(invoke: Invoke, run_dir: Path) -> None:
+    csv_path = run_dir / "results.csv"
+    header, *rows = csv_path.read_text().splitlines()
+    at = header.split(",").index("peak_bytes")
+    broken = [",".join(cell if i != at else "1.5" for i, cell in enumerate(row.split(","))) for row in rows]
+    csv_path.write_text("\n".join([header, *broken]) + "\n")
+    result = invoke("report", run_dir)
+    assert_usage_error(
+        result, f"{str(csv_path)!r} holds no usable results: {len(rows)} rows left out (line 2 has peak_bytes '1.5'"
+    )
+    assert "an empty run" not in result.stderr
+
+
 @pytest.mark.parametrize(
     ("extra", "fragments"),
     [

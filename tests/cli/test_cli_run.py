@@ -62,6 +62,27 @@ def test_a_tiny_sweep_writes_results_samples_and_meta(invoke: Invoke, tmp_path: 
     assert "fastest" in result.stdout and "4 ok" in result.stdout
 
 
+def test_the_start_says_how_many_torch_threads_the_workers_run_with(invoke: Invoke, tmp_path: Path) -> None:
+    result = invoke("run", "--variant", "cosine:chunked", "--no-baseline", *TINY, "--threads", "1", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if "points to run" in line)
+    assert lines[start + 1] == (
+        "  threads: 1 torch thread per worker (--threads); its times compare only with runs on as many "
+        "threads (each row records its threads)"
+    )
+
+
+def test_the_threads_line_says_the_idle_cores_chose_them() -> None:
+    from linbench.cli.run_display import threads_line
+
+    choice = {"threads": 1, "by": "idle cores", "cores": 2, "most": 2, "idle_cores": 0.8}
+    line = threads_line({"timing": {"threads_choice": choice}})
+    assert line is not None
+    assert line.startswith("  threads: 1 torch thread per worker (0.8 of 2 cores idle at the start)")
+    assert threads_line({"timing": {"threads": None}}) is None  # a GPU run: torch's default, no choice
+
+
 def test_quiet_prints_only_the_plan_and_the_summary_line(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("run", "--variant", "cosine:chunked", "--no-baseline", *TINY, "--out", tmp_path, "--quiet")
     assert result.exit_code == 0, result.output

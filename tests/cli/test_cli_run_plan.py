@@ -128,3 +128,10 @@ def test_a_gate_drawn_in_the_wrong_shape_is_refused_before_anything_runs(
     result = invoke("run", "--variant", wrong_gate, "--no-baseline", "--seq", "64", *CPU, "--out", tmp_path / "out")
     assert_usage_error(result, f"{wrong_gate}: its draw_fn for g (weak regime) drew what it refuses: g must have shape")
     assert not (tmp_path / "out").exists()
+
+
+def test_check_names_a_gate_drawn_in_the_wrong_shape_as_run_does(invoke: Invoke, wrong_gate: str) -> None:
+    """CPU. The draw is the cause, not the reference that the drawn gate was handed to."""
+    result = invoke("check", "--variant", wrong_gate, *CPU, "--dtype", "fp32")
+    assert_usage_error(result, f"{wrong_gate}: its draw_fn for g (weak regime) drew what it refuses: g must have shape")
+    assert "reference" not in result.stderr

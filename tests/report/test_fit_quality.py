@@ -77,3 +77,22 @@ def test_compare_shows_the_points_behind_an_exponent_it_gates(tmp_path: Path) ->
     assert check.points == 5 and comparison.to_json()["exponents"][0]["points"] == 5
     (row,) = exponent_table(comparison.exponents).rows
     assert row[2] == "s^1.00 (R² 1.000, 5 points)"
+
+
+def test_a_law_on_fewer_than_four_points_warns_in_the_legend_and_the_table(tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", lambda s: 1e-4 * s**1.5, seqs=(1024, 2048, 4096))
+    rows += series("softmax", "sdpa", lambda s: 2e-8 * s * s, seqs=(1024, 2048, 4096, 8192))
+    run = read_run(write_run(tmp_path, rows))
+    analysis = analyse(run)
+    ((scenario, frame),) = scenarios(run.results, "seq")
+    ax = draw(frame, scenario, metrics("cpu")["time"], analysis).axes[0]
+    legend = {t.get_text().split("  ")[0]: t.get_text() for t in ax.get_legend().get_texts()}
+    assert legend["cosine:chunked"].endswith("(R² 1.000, 3 points: too few to trust)")
+    assert legend["softmax:sdpa"].endswith("(R² 1.000, 4 points)")
+    (table,) = report_tables(analysis)
+    cells = {row[0]: row[1] for row in table.rows}
+    assert cells["cosine:chunked"] == "s^1.50 (R² 1.000, 3 points: too few to trust, 1k–4k)"
+    (busy,) = report_tables(analysis, busy=True)
+    cells = {row[0]: row[1:3] for row in busy.rows}
+    assert cells["softmax:sdpa"][0] == "s^2.00 (R² 1.000, 4 points; busy machine, 1k–8k)"
+    assert "busy" not in cells["softmax:sdpa"][1]  # memory: a busy machine does not move it

@@ -1,6 +1,6 @@
 """A point measured while other processes oversubscribed its worker's threads is kept in
-results.csv but left out of fits, crossovers, speedups and the run's summary table (device:
-cpu; synthetic rows, nothing measured)."""
+results.csv but left out of fits, crossovers, speedups and the run's summary table, which names
+it where it looked faster than what it names (device: cpu; synthetic rows, nothing measured)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from synthetic_runs import series, write_run
 
-from linbench.cli.run_display import _summary_cells
+from linbench.cli.run_display import _summary_cells, summary_tables
 from linbench.report.analysis import analyse
 from linbench.report.load import read_run
 
@@ -56,6 +56,53 @@ def test_the_run_summary_never_names_an_oversubscribed_point_fastest(tmp_path: P
     for row in rows:  # marked, but still the fastest time of the length
         if row["impl"] == "chunked":
             row["time_ms"] = "0.5"
-    fastest, _, baseline, _, speedup, noted = _summary_cells(rows, {"softmax:sdpa"})
-    assert fastest == baseline == "softmax:sdpa" and speedup == "-"
-    assert "cosine:chunked oversubscribed" in noted
+    fastest, _, baseline, _, speedup, left_out, not_ok = _summary_cells(rows, {"softmax:sdpa"})
+    # No linear impl was judged: none is named fastest, and the baseline is not crowned in its place.
+    assert fastest == "-" and baseline == "softmax:sdpa" and speedup == "-"
+    assert left_out == "cosine:chunked 0.5 ms oversubscribed" and not_ok == "-"
+
+
+def _point(impl: str, time_ms: float, oversubscribed: bool) -> dict[str, str]:
+    variant = "softmax" if impl == "sdpa" else "cosine"
+    return {
+        "variant": variant,
+        "impl": impl,
+        "status": "ok",
+        "time_ms": str(time_ms),
+        "oversubscribed": str(oversubscribed),
+    }
+
+
+def test_the_run_summary_names_the_fastest_judged_impl_and_the_faster_points_left_out() -> None:
+    # At 2k two linear impls looked faster than SDPA but were oversubscribed; a third was judged.
+    rows = [
+        _point("chunked", 7.0, True),
+        _point("kernel", 6.8, True),
+        _point("recurrent", 40.0, False),
+        _point("naive", 900.0, True),
+        _point("sdpa", 23.0, False),
+    ]
+    fastest, time_cell, baseline, _, speedup, left_out, not_ok = _summary_cells(rows, {"softmax:sdpa"})
+    assert (fastest, time_cell, baseline, speedup) == ("cosine:recurrent", "40 ms", "softmax:sdpa", "0.57x")
+    assert left_out == "cosine:chunked 7 ms oversubscribed, cosine:kernel 6.8 ms oversubscribed"
+    assert not_ok == "cosine:naive oversubscribed"  # slower than what is named: nobody is misled
+
+
+def test_the_run_summary_explains_the_points_it_left_out() -> None:
+    rows = [
+        {
+            **row,
+            "mode": "fwd",
+            "dtype": "fp32",
+            "causal": "True",
+            "batch": "1",
+            "heads": "8",
+            "dim_k": "64",
+            "dim_v": "64",
+            "seq": "2048",
+        }
+        for row in (_point("chunked", 7.0, True), _point("sdpa", 23.0, False))
+    ]
+    (table,) = summary_tables(rows, [("softmax", "sdpa")])
+    assert "faster, left out" in [column.header for column in table.columns]
+    assert "oversubscribed their worker's cores" in str(table.caption)

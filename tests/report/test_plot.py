@@ -153,6 +153,20 @@ def test_on_a_gpu_the_step_peak_panel_marks_nothing(tmp_path: Path) -> None:
     assert "O(1) reference from softmax:kvcache at 1k" in legend
 
 
+def test_a_decoder_whose_step_peak_is_zero_is_named_in_the_legend_not_dropped(tmp_path: Path) -> None:
+    # A GPU KV-cache step writes into its preallocated cache: 0 B, which a log axis cannot show.
+    from linbench.report.plot_decode import draw_decode
+
+    rows = decode_series("cosine", "recurrent", lambda c: 0.3, lambda c: 131072.0, lambda c: 270336.0)
+    rows += decode_series("softmax", "kvcache", lambda c: 1e-4 * c, lambda c: 1024.0 * c, lambda c: 0.0)
+    run = read_run(write_run(tmp_path, [{**row, "device": "cuda:0"} for row in rows], baselines=["softmax:kvcache"]))
+    ((scenario, decode_rows),) = scenarios(run.results, "seq")
+    state, peak, _ = draw_decode(decode_rows, scenario, analyse(run)).axes
+    legend = [t.get_text() for t in peak.get_legend().get_texts()]
+    assert "softmax:kvcache: 0 B at every context (no place on a log axis)" in legend
+    assert not any("no place" in t.get_text() for t in state.get_legend().get_texts())  # its state is drawn
+
+
 GPU_SEQS = tuple(1024 * 2**n for n in range(7))  # 1k .. 64k
 
 

@@ -46,15 +46,31 @@ def _run(tmp_path: Path, load: dict):
     return read_run(folder)
 
 
-def test_every_figure_of_a_busy_run_says_so_in_its_title(tmp_path: Path) -> None:
+def test_every_figure_of_times_from_a_busy_run_says_so_in_its_title(tmp_path: Path) -> None:
     drawn = dict(figures(_run(tmp_path / "busy", _load(QUIET, LOADED))))
     assert {name.split("_")[0] for name in drawn} == {
         "time-vs-seq", "memory-vs-seq", "throughput-vs-seq", "speedup-vs-seq", "decode-vs-context",
     }  # fmt: skip
     for name, figure in drawn.items():
         (title,) = _titles(figure)
+        if name.startswith("memory-vs-seq"):  # a memory figure speaks of memory, not of times
+            assert "Busy" not in title and "time" not in title, title
+            continue
         assert title.endswith(
             "\nBusy machine (1 of 2 load samples; load average up to 4.6 on 2 cores): times may be slow"
         ), name
     quiet = dict(figures(_run(tmp_path / "quiet", _load(QUIET))))
     assert not any("Busy" in title for figure in quiet.values() for title in _titles(figure))
+
+
+def test_a_time_fit_from_a_busy_run_says_so_in_its_legend(tmp_path: Path) -> None:
+    drawn = dict(figures(_run(tmp_path, _load(QUIET, LOADED))))
+    legends = {
+        name.split("_")[0]: [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+        for name, figure in drawn.items()
+        if name.split("_")[0] in ("time-vs-seq", "memory-vs-seq")
+    }
+    (chunked_time,) = [text for text in legends["time-vs-seq"] if text.startswith("cosine:chunked  ")]
+    (chunked_memory,) = [text for text in legends["memory-vs-seq"] if text.startswith("cosine:chunked  ")]
+    assert chunked_time.endswith("(R² 1.000, 5 points; busy machine)")
+    assert "busy" not in chunked_memory

@@ -54,6 +54,27 @@ def test_fractions_of_the_ceilings() -> None:
     assert compute["bound"] == "compute" and compute["roofline_fraction"] == pytest.approx(0.5)
 
 
+def test_a_point_far_under_both_ceilings_is_bound_by_neither() -> None:
+    # 1e9 FLOPs in 1 s: 0.001 TFLOP/s is 0.05% of matmul; 8.39 MB/s is 0.08% of copy.
+    (record,) = roofline_rows(frame(row(time_ms=1000.0, tflops=0.001)), CEILINGS)
+    assert record["roof"] == "memory" and record["roofline_fraction"] < 0.01
+    assert record["bound"] == "neither"
+    # The memory roof here is 1e9 FLOPs / 8.39 MB x 10 GB/s = 1.19 TFLOP/s: 0.2 reaches 17% of it, 0.1 8.4%.
+    (near,) = roofline_rows(frame(row(time_ms=5.0, tflops=0.2)), CEILINGS)
+    (under,) = roofline_rows(frame(row(time_ms=10.0, tflops=0.1)), CEILINGS)
+    assert near["roofline_fraction"] == pytest.approx(0.168, abs=1e-3) and near["bound"] == "memory"
+    assert under["roofline_fraction"] == pytest.approx(0.084, abs=1e-3) and under["bound"] == "neither"
+
+
+def test_the_roofline_table_says_why_a_point_is_bound_by_neither(tmp_path: Path) -> None:
+    folder = write_run(tmp_path, [row(time_ms=1000.0, tflops=0.001)])
+    store = RunStore(folder)
+    store.write_meta(store.read_meta() | {"ceilings": CEILINGS})
+    (table,) = roofline_tables(read_run(folder))
+    assert table.rows[0][-1] == "neither"
+    assert "bound neither: under 10% of the ceiling that would limit it" in table.title
+
+
 def test_rows_without_a_model_a_time_or_a_ceiling() -> None:
     rows = frame(
         row(seq=512, status="oom", time_ms=None, tflops=None),

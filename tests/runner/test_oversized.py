@@ -1,0 +1,93 @@
+"""A sweep of bare variant names leaves out the points of a form whose declared working set
+cannot fit the memory a worker may take; a form named explicitly still runs (CPU, nothing runs)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import linbench.runner.plan as plan_module
+from linbench.runner.plan import make_plan
+from linbench.shape import Shape
+from linbench.sweep.estimate import working_set_bytes
+from linbench.sweep.points import Point
+from linbench.sweep.request import SweepRequest
+from linbench.sweep.spec import build_spec
+from linbench.variants.declarations import Impl, powers_in_s_and_d
+from linbench.variants.registry import register_variant, unregister_variant
+from linbench.variants.variant import Variant
+
+GIB = 1 << 30
+
+
+def _plan(variants: tuple[str, ...], available_bytes: int, monkeypatch: pytest.MonkeyPatch):
+    # The worker's share of what is available when the plan is made (plan.CPU_MEMORY_SHARE).
+    monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: available_bytes)
+    request = SweepRequest(command="run", variants=variants, no_baseline=True, seq="1k..4k", device="cpu")
+    return make_plan(build_spec(request), torch.device("cpu"), "test cpu")
+
+
+def _lengths(plan, impl: str) -> list[int]:
+    return [point.shape.seq for point in plan.points if point.impl == impl]
+
+
+def test_the_declarations_give_the_powers_of_s_and_d() -> None:
+    assert powers_in_s_and_d("O(s²d)") == (2, 1)
+    assert powers_in_s_and_d("O(s²)") == (2, 0)
+    assert powers_in_s_and_d("O(sd)") == (1, 1)
+    assert powers_in_s_and_d("O(d²)") == (0, 2)
+
+
+def test_a_quadratic_form_s_least_working_set() -> None:
+    point = Point("gla", "quadratic", "fwd", True, "fp32", "cpu", Shape(1, 8, 2048, 64, 64))
+    # Two fp32 tensors of B·H·S²·Dk: 16 GiB at 2k (gla:quadratic measured 8 GiB at 1k, 4 such tensors).
+    assert working_set_bytes(point, 2, 1) == 2 * 8 * 2048**2 * 64 * 4 == 16 * GIB
+
+
+def test_a_bare_variant_name_leaves_out_a_form_that_cannot_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = _plan(("gla",), 19 * GIB, monkeypatch)  # a worker may take 15.2 GiB: 4 GiB at 1k fits, 16 at 2k not
+    assert _lengths(plan, "quadratic") == [1024]
+    assert _lengths(plan, "chunked") == [1024, 2048, 4096]  # O(sd): a few MiB
+    (note,) = [note for note in plan.targets.notes if "gla:quadratic" in note]
+    assert note.startswith("gla:quadratic left out at 2k, 4k: its O(s²d) working set needs at least 16.0 GiB there")
+    assert note.endswith("name it (--variant gla:quadratic) to run it anyway")
+
+
+def test_a_form_named_explicitly_runs_wherever_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = _plan(("gla:quadratic", "gla:chunked"), 20 * GIB, monkeypatch)
+    assert _lengths(plan, "quadratic") == [1024, 2048, 4096]
+    assert not any("left out at" in note for note in plan.targets.notes)
+
+
+def test_a_bare_name_keeps_the_forms_that_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    request = SweepRequest(command="run", variants=("softmax:naive",), no_baseline=True, seq="4k", device="cpu")
+    spec = build_spec(request)
+    monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: 128 << 20)  # a worker may take 102 MiB
+    assert [point.impl for point in make_plan(spec, torch.device("cpu"), "test cpu").points] == ["naive"]
+    bare = build_spec(SweepRequest(command="run", variants=("softmax",), no_baseline=True, seq="4k", device="cpu"))
+    plan = make_plan(bare, torch.device("cpu"), "test cpu")
+    assert "naive" not in {point.impl for point in plan.points} and "sdpa" in {point.impl for point in plan.points}
+
+
+def test_a_bare_name_with_nothing_left_that_fits_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    def scores(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+        return (q @ k.transpose(-1, -2)).softmax(-1) @ v
+
+    impl = Impl("scores", scores, "S×S scores", "O(s²d)", "O(s²)")
+    register_variant(Variant("test-all-s-by-s", "softmax", (impl,), "scores", (), lambda *a: 0.0, "O(s²d)", "O(s²)"))
+    try:
+        request = SweepRequest(command="run", variants=("test-all-s-by-s",), no_baseline=True, seq="4k", device="cpu")
+        # 64 MiB: a worker may take 51 MiB; q, k and v take 24 MiB, two S×S tensors 1 GiB.
+        monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: 64 << 20)
+        with pytest.raises(ValueError, match=r"^nothing to run: test-all-s-by-s:scores left out at 4k"):
+            make_plan(build_spec(request), torch.device("cpu"), "test cpu")
+    finally:
+        unregister_variant("test-all-s-by-s")
+
+
+def test_a_point_whose_inputs_alone_cannot_fit_is_left_to_the_sweep_s_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 1 MiB: softmax:naive's S×S does not fit at 4k, but neither do q, k and v (3 MiB): check_fits says so.
+    request = SweepRequest(command="run", variants=("softmax",), no_baseline=True, seq="16k", device="cpu")
+    monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: 1 << 20)
+    plan = make_plan(build_spec(request), torch.device("cpu"), "test cpu")
+    assert {point.impl for point in plan.points} >= {"naive", "sdpa"}
