@@ -42,7 +42,9 @@ def collect_meta(argv: list[str], device: torch.device) -> dict[str, Any]:
 
 def optional_library_versions() -> dict[str, str]:
     """Versions of the optional libraries the registered impls declare (``Impl.library``),
-    where installed: ``{"fla_core": "0.6.0"}`` for the ``fla`` impls' fla-core."""
+    where installed: ``{"fla_core": "0.6.0"}`` for the ``fla`` impls' fla-core, with whether
+    fla's hand-off to other kernel libraries was off (``fla_backend_dispatch``) and those
+    libraries' versions where installed (``flash_qla``, ``flash_kda``)."""
     from linbench.variants.registry import optional_libraries
 
     versions = {}
@@ -50,6 +52,10 @@ def optional_library_versions() -> dict[str, str]:
         version = installed_version(library)
         if version is not None:
             versions[library.replace("-", "_")] = version
+    if "fla_core" in versions:  # whether an `fla` number is fla's own kernel, or another library's
+        from linbench.variants.feature_forms.fla import dispatch_record
+
+        versions |= dispatch_record()
     return versions
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,42 @@ TESTED_MAJOR_MINOR = (0, 6)
 TESTED_RANGE = "0.6.x"
 FLA_EPS = 1e-10  # added to the normaliser inside fla's chunk_linear_attn
 INSTALL_HINT = "pip install -e '.[fla]'"
+
+
+# fla-core 0.6 hands some of its ops to other libraries wherever they are installed:
+# chunk_gated_delta_rule to FlashQLA (SM90/SM100, K = V = 128), chunk_kda to FlashKDA. A number
+# labelled `fla` must be fla's own Triton kernel, so linbench turns that dispatch off before fla
+# is first imported, unless the user set these variables themselves; meta.json says which held.
+DISPATCH_SWITCHES = {"FLA_DISABLE_BACKEND_DISPATCH": "1", "FLA_FLASH_KDA": "0"}
+DISPATCH_TARGETS = ("flash-qla", "flash-kda")
+
+
+def pin_fla_dispatch() -> None:
+    """Turn fla's hand-off to other kernel libraries off, where the user has not set it (fla
+    reads these when its modules are first imported, so this runs before any fla import)."""
+    for name, value in DISPATCH_SWITCHES.items():
+        os.environ.setdefault(name, value)
+
+
+def import_fla(module: str) -> Any:
+    """``module`` (an fla module), imported with the dispatch pinned off first."""
+    pin_fla_dispatch()
+    return importlib.import_module(module)
+
+
+def dispatch_record() -> dict[str, str]:
+    """What meta.json keeps about fla's dispatch: whether it was off (fla's own kernels ran)
+    and the versions of the libraries it could have handed ops to, where installed."""
+    disabled = os.environ.get("FLA_DISABLE_BACKEND_DISPATCH", DISPATCH_SWITCHES["FLA_DISABLE_BACKEND_DISPATCH"]) == "1"
+    record = {
+        "fla_backend_dispatch": "off (fla's own kernels)" if disabled else "on (FLA_DISABLE_BACKEND_DISPATCH unset)"
+    }
+    for target in DISPATCH_TARGETS:
+        try:
+            record[target.replace("-", "_")] = importlib.metadata.version(target)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return record
 
 
 def fla_version() -> str | None:
@@ -71,7 +108,7 @@ def fla_unavailable(device: torch.device, module: str = "fla.ops.linear_attn") -
     if not has_triton():
         return "fla's kernels need Triton, which is not installed or finds no GPU it supports"
     try:
-        importlib.import_module(module)
+        import_fla(module)
     except Exception as exc:  # a broken install says why, in list, instead of crashing a run
         return f"fla cannot be imported: {' '.join(str(exc).split())[:200]}"
     return None
@@ -79,7 +116,7 @@ def fla_unavailable(device: torch.device, module: str = "fla.ops.linear_attn") -
 
 def chunk_linear_attn() -> Callable[..., tuple[torch.Tensor, Any]]:
     """fla's chunk kernel (looked up per call, so tests can put a stand-in in its place)."""
-    return importlib.import_module("fla.ops.linear_attn").chunk_linear_attn
+    return import_fla("fla.ops.linear_attn").chunk_linear_attn
 
 
 def _run_fla(

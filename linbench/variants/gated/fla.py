@@ -28,7 +28,6 @@ has an fp64 form.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
@@ -49,7 +48,7 @@ FP32_REFUSED = "fla's chunk_delta_rule takes fp16 and bf16 only (it asserts agai
 
 def fla_kernel(module: str, name: str) -> Callable[..., tuple[torch.Tensor, Any]]:
     """fla's kernel ``name`` in ``fla.ops.<module>`` (looked up per call, so tests can stand one in)."""
-    return getattr(importlib.import_module(f"fla.ops.{module}"), name)
+    return getattr(fla_common.import_fla(f"fla.ops.{module}"), name)
 
 
 def _seq_major(t: torch.Tensor) -> torch.Tensor:
