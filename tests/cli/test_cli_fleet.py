@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -237,3 +238,28 @@ def test_doctor_devices_bad_input_is_one_line_and_exit_2(
     fake_gpus(tmp_path, monkeypatch)
     result = invoke("doctor", *args)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and words in result.stderr
+
+
+@pytest.mark.slow
+def test_the_advice_after_sharded_runs_runs_as_printed(invoke: Invoke, tmp_path: Path) -> None:
+    sweep = [*SWEEP[:3], "--seq", "32", *SWEEP[5:], "--processes", "1", "--max-processes", "1"]  # too few to judge
+    for side in ("base", "cur"):
+        for part in range(2):
+            argv = linbench_argv("run", *sweep, "--shard", f"{part}/2", "--devices", "cpu", "--out", tmp_path / side)
+            done = subprocess.run(argv, capture_output=True, text=True)  # records its command, as a user's would
+            assert done.returncode == 0, done.stderr
+        assert invoke("merge", tmp_path / side / "cosine-chunked").exit_code == 0
+    compared = invoke("compare", tmp_path / "base" / "cosine-chunked", tmp_path / "cur" / "cosine-chunked")
+    sides = [line.split(": ", 1)[1] for line in compared.output.splitlines() if line.startswith("  the ")]
+    assert len(sides) == 2, compared.output  # the baseline side and the current one
+    for commands in sides:
+        printed = commands.split(" && ")
+        assert len(printed) == 3 and printed[-1].startswith("linbench merge ")  # both parts, then the merge
+        for command in printed:
+            words = shlex.split(command)
+            assert words[0] == "linbench"
+            argv = linbench_argv(*words[1:]) if words[1] == "run" else [sys.executable, "-m", *words]
+            done = subprocess.run(argv, capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+        merged = Path(shlex.split(printed[-1])[-1])
+        assert len(rows(merged)) == 2 and {r["status"] for r in rows(merged)} == {"ok"}
