@@ -3,8 +3,10 @@ the executor asked for, merge the shards into RUN's results, report as a run doe
 
 * ``--devices SPEC``: the local executor on this host (standard library only);
 * ``--executor slurm`` / ``--executor ray``: a job array, or an actor per GPU;
-* ``--shard K/N --out RUN``: part K here, under a launcher that gave this process one GPU;
-  ``linbench merge RUN`` once every part is done;
+* ``--shard K/N --out OUT``: part K here, under a launcher that gave this process one GPU (or,
+  ``--devices cpu``, as a CPU agent on this process's cores), into the run folder
+  ``OUT/<sweep name>`` every part shares; ``linbench merge OUT/<sweep name>`` once every part
+  is done;
 * ``--resume RUN`` of a fleet run: the points its attempts lack, on the devices given (or
   those it was started with).
 
@@ -27,6 +29,7 @@ from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.fleet_options import FleetOptions
 
 if TYPE_CHECKING:
+    from linbench.fleet.inventory import Inventory
     from linbench.fleet.placement import Placement
     from linbench.fleet.plan import FleetPlan
     from linbench.runner.pipeline import Prepared
@@ -91,24 +94,32 @@ def _new(request: SweepRequest, fleet: FleetOptions, out: Path) -> Started:
     mode = fleet.mode
     _check_extra(mode)
     if mode == "shard":
-        _check_part(fleet.shard or "")
+        _check_part(fleet)
     prepared = prepare(request, out)
     _check_device(request, prepared, fleet.devices)
     command = shlex.join(["linbench", *sys.argv[1:]])
     # fleet.json keeps the options, so that --resume goes on as the run was started.
     plan = plan_fleet(prepared, command, executor=mode, devices=fleet.devices, options=asdict(fleet))
-    run_dir = out if mode == "shard" else _new_folder(out, prepared.spec.name)
+    run_dir = _part_folder(out, prepared.spec.name) if mode == "shard" else _new_folder(out, prepared.spec.name)
     return Started(run_dir, plan, prepared, mode, resumed=False, options=fleet, part=fleet.shard)
 
 
-def _check_part(part: str) -> None:
-    """--shard K/N: a part, and this process given exactly one GPU to run it on."""
+def _check_part(fleet: FleetOptions) -> None:
+    """--shard K/N: a part, and this process given exactly one GPU (or told, --devices cpu, to
+    be a CPU agent) to run it on."""
     from linbench.fleet.agent import visible_spec
-    from linbench.fleet.inventory import read_inventory
+
+    visible_spec(_part_inventory(fleet), "linbench", 0.0)
+
+
+def _part_inventory(fleet: FleetOptions) -> Inventory:
+    """A part's inventory: one CPU agent, CPU-<K>, for --devices cpu; else this host's GPUs."""
+    from linbench.fleet.device_spec import cpu_agents
+    from linbench.fleet.inventory import cpu_inventory, read_inventory
     from linbench.fleet.shards import parse_shard_spec
 
-    parse_shard_spec(part)
-    visible_spec(read_inventory(), "linbench", 0.0)
+    part, _parts = parse_shard_spec(fleet.shard or "")
+    return cpu_inventory(1, first=part) if cpu_agents(fleet.devices) else read_inventory()
 
 
 def _resumed(request: SweepRequest, fleet: FleetOptions, run_dir: Path) -> Started:
@@ -148,17 +159,21 @@ def _check_extra(mode: str) -> None:
 
 
 def _check_device(request: SweepRequest, prepared: Prepared, devices: str | None) -> None:
-    """The agents each measure on their own GPU: the sweep must be a GPU sweep (a CPU one on the
-    test suite's fake inventory, whose fake GPUs measure on the CPU)."""
+    """The agents each measure on their own GPU: the sweep must be a GPU sweep (a CPU one for CPU
+    agents, and on the test suite's fake inventory, whose fake GPUs measure on the CPU)."""
     import torch
 
+    from linbench.fleet.device_spec import cpu_agents
     from linbench.fleet.inventory import FAKE_DEVICES_ENV
 
     wanted = (request.device or "auto").strip().lower()
     if wanted not in ("auto", "cuda", "cpu"):
         raise CliUsageError(f"--device {request.device}: each agent measures on its own GPU; leave --device out")
     device = prepared.plan.device
-    if os.environ.get(FAKE_DEVICES_ENV):
+    if cpu_agents(devices) is not None:
+        if device.type != "cpu":
+            raise CliUsageError(f"--devices {devices}: CPU agents measure a CPU sweep; add --device cpu")
+    elif os.environ.get(FAKE_DEVICES_ENV):
         if device.type != "cpu":
             raise CliUsageError(f"{FAKE_DEVICES_ENV} (a test-only inventory) measures on the CPU; use --device cpu")
     elif device.type != "cuda" and not torch.cuda.is_available():
@@ -175,6 +190,19 @@ def _check_device(request: SweepRequest, prepared: Prepared, devices: str | None
         )
 
 
+def _part_folder(out: Path, name: str) -> Path:
+    """The run folder every --shard part shares: ``out/<sweep name>``, the same path for every
+    part (a plain run's name has a time stamp, which the parts would not agree on)."""
+    from linbench.fleet.folders import FLEET_FILE
+
+    if (out / FLEET_FILE).exists():  # --out used to name the run folder itself
+        raise CliUsageError(
+            f"--out {out} is a run folder (it holds {FLEET_FILE}); --out names the folder the run folder goes in, "
+            "as for a plain run: give its parent folder to go on with it, or a new folder"
+        )
+    return out / name
+
+
 def _new_folder(out: Path, name: str) -> Path:
     """A new run folder's path under ``out`` (RUN/fleet.json makes it), named as a run's is."""
     from linbench.results.store import utc_stamp
@@ -189,11 +217,11 @@ def _new_folder(out: Path, name: str) -> Path:
 
 def _placements(fleet: FleetOptions) -> tuple[Placement, ...]:
     """One agent per GPU of --devices, each on cores of its own."""
-    from linbench.fleet.device_spec import select_devices
+    from linbench.fleet.device_spec import inventory_for, select_devices
     from linbench.fleet.inventory import read_inventory
     from linbench.fleet.placement import plan_placement, read_siblings
 
-    inventory = read_inventory()
+    inventory = inventory_for(fleet.devices, read_inventory)
     choices = select_devices(fleet.devices or "", inventory, os.environ, allow_shared=fleet.allow_shared_gpu)
     cpus = os.sched_getaffinity(0)
     return plan_placement(
@@ -244,7 +272,8 @@ def _run_part(started: Started, fleet: FleetOptions, heard: Any) -> list[str]:
     from linbench.fleet.errors import FleetError
 
     try:
-        run_part(started.run_dir, fleet.shard, "linbench", 0.0, Events(heard=lambda event: heard("", event)))
+        events = Events(heard=lambda event: heard("", event))
+        run_part(started.run_dir, fleet.shard, "linbench", 0.0, events, inventory=_part_inventory(fleet))
     except FleetError as exc:
         exit_usage_error(str(exc))
     return []

@@ -15,9 +15,11 @@ EXECUTORS = ("local", "slurm", "ray")
 PANEL = "Several GPUs (docs/scale-out.md)"
 HELP = {
     "devices": "Spread the sweep over these GPUs of this host, one agent each: cuda:0-7, cuda:0,2, "
-    "GPU-<uuid>,... or all (the local executor).",
+    "GPU-<uuid>,... or all (the local executor); cpu:N for N CPU agents on cores of their own "
+    "(a CPU sweep, to try this without GPUs). With --shard, only cpu: run the part on this process's cores.",
     "shard": "Run part K of N (K from 0) of the sweep here, on the one GPU this process was given "
-    "(a Slurm array task, a Kubernetes Indexed Job); --out names the run folder every part shares.",
+    "(a Slurm array task, a Kubernetes Indexed Job); --out names the folder the run folder every "
+    "part shares goes in, as for a plain run.",
     "executor": "Who starts the agents: local (--devices), slurm (a job array; pip install "
     "'linbench\\[slurm]') or ray (one actor per GPU; pip install 'linbench\\[ray]').",
     "node_exclusive": "slurm: a whole node per task (--exclusive), the local executor on all its GPUs: "
@@ -74,10 +76,11 @@ class FleetOptions:
         if executor is not None and executor not in EXECUTORS:
             raise CliUsageError(f"--executor {self.executor!r}: use {', '.join(EXECUTORS)}")
         if self.shard is not None:
-            if self.devices is not None or executor is not None:
+            cpu_part = (self.devices or "").strip().lower() in ("cpu", "cpu:1")
+            if (self.devices is not None and not cpu_part) or executor is not None:
                 raise CliUsageError(
-                    "--shard K/N runs one part here, on the GPU a launcher gave this process; "
-                    "it takes neither --devices nor --executor"
+                    "--shard K/N runs one part here, on the GPU a launcher gave this process (or, with "
+                    "--devices cpu, on this process's cores); it takes no other --devices and no --executor"
                 )
             return "shard"
         if executor in ("slurm", "ray") and self.devices is not None:

@@ -22,10 +22,15 @@ Heard = Callable[[str, dict[str, Any]], None]
 
 def print_plan(started: Started, placements: tuple[Placement, ...], console: Console, announce: bool = False) -> None:
     """The sweep, its shards and where they run; for --dry-run, with nothing made."""
+    from linbench.fleet.device_spec import cpu_agents
     from linbench.sweep.estimate import format_duration
 
     plan = started.plan
     where = {"local": f"{len(placements)} GPUs of this host", "slurm": "a Slurm job array", "ray": "a Ray cluster"}
+    if cpu_agents(started.options.devices) is not None:  # asked for by name: said on the start line
+        agents = f"{len(placements)} CPU agents" if placements else "one CPU agent"
+        where = where | {"local": f"{agents} of this host (--devices {started.options.devices}: no GPU)"}
+        where = where | {"shard": "one CPU agent on this process's cores (--devices cpu: no GPU)"}
     on = where.get(started.mode, f"the one GPU this process was given (part {started.part})")
     shards = f"{len(plan.shards)} shard{'s' if len(plan.shards) != 1 else ''}"
     estimate = format_duration(sum(s.cost for s in plan.shards))
@@ -35,7 +40,7 @@ def print_plan(started: Started, placements: tuple[Placement, ...], console: Con
         mine = select_part(plan.shards, started.part or "0/1")
         ids = ", ".join(s.id for s in mine) or "none"
         points = sum(len(s.points) for s in mine)
-        head = f"linbench run: part {started.part}, {points} of {plan.points} points (shards {ids})"
+        head = f"linbench run: part {started.part}, {points} of {plan.points} points (shards {ids}) on {on}"
         lines = [f"{head} -> {started.run_dir}"]
     elif announce:
         verb = "resuming" if started.resumed else "running"

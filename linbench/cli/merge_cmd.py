@@ -14,6 +14,7 @@ import typer
 from linbench.cli.errors import usage_errors
 
 HELP = {
+    "run": "The run folder the --shard parts shared, OUT/<sweep name> (it holds fleet.json).",
     "allow_mixed": "Merge although a scenario was measured on two GPU models or cards, or the shards ran "
     "different software (its comparisons then mix them).",
     "allow_partial": "Merge although some points have no row yet (meta.json then says partial).",
@@ -21,7 +22,7 @@ HELP = {
 
 
 def merge_command(
-    run: Annotated[Path, typer.Argument(help="The run folder the --shard parts shared (it holds fleet.json).")],
+    run: Annotated[Path, typer.Argument(help=HELP["run"])],
     allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help=HELP["allow_mixed"])] = False,
     allow_partial: Annotated[bool, typer.Option("--allow-partial", help=HELP["allow_partial"])] = False,
 ) -> None:

@@ -96,7 +96,7 @@ def die_with(parent_pid: int | None) -> None:
 
 def check_device(spec: AgentSpec, inventory: Inventory) -> None:
     """FleetError unless this process sees exactly the GPU of ``spec``."""
-    seen = seen_by_fake(inventory, os.environ) if inventory.fake else seen_by_torch()
+    seen = seen_by_fake(inventory, os.environ) if inventory.simulated else seen_by_torch()
     check_sees_only(spec.visible_id, seen, also=[spec.gpu_uuid])
 
 
@@ -110,6 +110,8 @@ class AgentHooks:
         self._started: dict[PointKey, tuple[str, int]] = {}  # when its first process began, the most foreign
 
     def _on_gpu(self) -> list[int]:
+        if self.inventory.cpu:  # no card to share: its cores are its own (placement.py)
+            return []
         if self.inventory.fake:  # read again: a test may have put a process on the card meanwhile
             fresh = read_fake_inventory(Path(os.environ["LINBENCH_FAKE_DEVICES"]))
             return list(fresh.fake_processes.get(self.spec.gpu_uuid, ()))
@@ -203,7 +205,10 @@ def serve(spec: AgentSpec, events: Events, commands: IO[str]) -> int:
 def visible_spec(inventory: Inventory, runner_name: str, busy_wait_s: float) -> AgentSpec:
     """The spec of an agent whose launcher chose its GPU (CUDA_VISIBLE_DEVICES) and cores
     (its affinity): FleetError unless it sees exactly one GPU of this host's inventory."""
-    seen = seen_by_fake(inventory, os.environ) if inventory.fake else seen_by_torch()
+    if inventory.cpu:  # --shard K/N --devices cpu: this process is the part's one CPU agent
+        seen = [inventory.devices[0].uuid]
+    else:
+        seen = seen_by_fake(inventory, os.environ) if inventory.fake else seen_by_torch()
     if len(seen) != 1:
         shown = ", ".join(seen) or "CUDA_VISIBLE_DEVICES names none"
         raise FleetError(f"a --shard agent needs exactly one visible GPU; it sees {len(seen)} ({shown})")
@@ -219,11 +224,18 @@ def visible_spec(inventory: Inventory, runner_name: str, busy_wait_s: float) -> 
 
 
 def run_part(
-    run_dir: Path, part: str | None, runner_name: str, busy_wait_s: float, events: Events, ids: str | None = None
+    run_dir: Path,
+    part: str | None,
+    runner_name: str,
+    busy_wait_s: float,
+    events: Events,
+    ids: str | None = None,
+    inventory: Inventory | None = None,
 ) -> int:
     """Run part K/N of the plan in ``run_dir`` (or the shards ``ids``, comma-separated) on the
-    one GPU this process was given; each shard's missing points, longest shard first."""
-    inventory = read_inventory()
+    one GPU this process was given (or the one CPU agent of ``inventory``); each shard's missing
+    points, longest shard first."""
+    inventory = inventory or read_inventory()
     spec = visible_spec(inventory, runner_name, busy_wait_s)
     shards, plan_hash, settings = read_plan(run_dir)
     ctx = AttemptContext(spec, inventory, run_dir, plan_hash, settings, events)

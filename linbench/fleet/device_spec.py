@@ -7,7 +7,9 @@ The grammar, items separated by commas:
   inclusive; a bare index continues a ``cuda:`` item;
 * ``GPU-<uuid>``: one GPU by UUID (prefixes of a UUID are not accepted);
 * ``MIG-<uuid>``: one MIG slice, only with ``allow_shared`` (its bandwidth, power and clocks
-  are its parent's, shared with every other slice).
+  are its parent's, shared with every other slice);
+* ``cpu:N`` (alone): N CPU agents, to try the fleet on a machine without GPUs: each measures a
+  CPU sweep on cores of its own (``cpu_agents``; the inventory is then ``cpu_inventory(N)``).
 
 A GPU named twice (twice by index, or by an index and its UUID) is an error, and so is one
 hidden by the user's own CUDA_VISIBLE_DEVICES: that variable bounds what a run may use.
@@ -15,11 +17,11 @@ hidden by the user's own CUDA_VISIBLE_DEVICES: that variable bounds what a run m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from linbench.fleet.errors import DeviceSpecError
-from linbench.fleet.inventory import Device, Inventory, MigSlice
+from linbench.fleet.inventory import Device, Inventory, MigSlice, cpu_inventory
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,26 @@ class DeviceChoice:
     def shared(self) -> bool:
         """True for a MIG slice: the physical GPU is shared with other slices."""
         return self.slice is not None
+
+
+def cpu_agents(spec: str | None) -> int | None:
+    """N for ``cpu:N`` (1 for ``cpu``), None for a spec naming GPUs; DeviceSpecError for a CPU
+    spec that is not one whole number of agents."""
+    text = (spec or "").strip().lower()
+    if not text.startswith("cpu"):
+        return None
+    count = text.removeprefix("cpu").removeprefix(":") or "1"
+    if not count.isdigit() or int(count) < 1:
+        raise DeviceSpecError(f"--devices {spec}: name CPU agents as cpu:N (N at least 1), alone")
+    return int(count)
+
+
+def inventory_for(spec: str | None, gpus: Inventory | Callable[[], Inventory]) -> Inventory:
+    """The inventory ``spec`` chooses from: its CPU agents for ``cpu:N``, else the GPUs."""
+    count = cpu_agents(spec)
+    if count is not None:
+        return cpu_inventory(count)
+    return gpus() if callable(gpus) else gpus
 
 
 def select_devices(
@@ -68,8 +90,12 @@ def _resolve_items(text: str, inventory: Inventory, allow_shared: bool) -> list[
     """(the item as written, its device) for every item of ``text``."""
     found: list[tuple[str, DeviceChoice]] = []
     in_cuda_list = False
+    if inventory.cpu:  # cpu:N names every agent of its inventory (inventory_for)
+        return [(d.uuid, DeviceChoice(d)) for d in inventory.devices]
     for raw in text.split(","):
         item = raw.strip()
+        if item.lower().startswith("cpu"):
+            raise DeviceSpecError(f"--devices: {item} names CPU agents; give cpu:N alone, without GPUs")
         if item in ("all", "cuda"):
             found += [(d.label, _whole(d, d.label, allow_shared)) for d in inventory.devices]
             in_cuda_list = False

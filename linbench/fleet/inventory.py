@@ -4,6 +4,11 @@ Devices are numbered as nvidia-smi numbers them (PCI bus order) and identified b
 CUDA's own order is fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, and NVML warns that
 its index need not match any other API's, so nothing here trusts an index across APIs.
 
+A *CPU* inventory lets a CPU-only machine try the fleet: ``--devices cpu:N`` asks for N CPU
+agents, each pinned to cores of its own and measuring a CPU sweep (``cpu_inventory``). It is
+used only when asked for by name; the local coordinator passes it on to the agents it starts
+in ``LINBENCH_CPU_AGENTS``.
+
 A *fake* inventory exists for the test suite only: when ``LINBENCH_FAKE_DEVICES`` names a
 JSON file, that file is the inventory (see ``read_fake_inventory``). Nothing in linbench sets
 that variable; the fleet's tests do, to run real agent processes on a machine without GPUs.
@@ -22,6 +27,9 @@ from linbench.fleet.cpulist import parse_cpulist
 
 # Test-only: names a JSON file that replaces NVML's inventory (tests/fleet sets it).
 FAKE_DEVICES_ENV = "LINBENCH_FAKE_DEVICES"
+# Set by the local coordinator for the agents of ``--devices cpu:N``: how many CPU agents the run has.
+CPU_AGENTS_ENV = "LINBENCH_CPU_AGENTS"
+CPU_MODEL = "CPU"
 SYSFS = Path("/sys")
 
 
@@ -50,7 +58,8 @@ class Device:
 
     @property
     def label(self) -> str:
-        return f"cuda:{self.index}"
+        kind = "cpu" if self.name == CPU_MODEL and self.uuid.startswith("CPU-") else "cuda"
+        return f"{kind}:{self.index}"
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,7 @@ class Inventory:
 
     host: str
     devices: tuple[Device, ...] = ()
-    source: str = "nvml"  # nvml | fake | none
+    source: str = "nvml"  # nvml | fake | cpu | none
     error: str | None = None  # why there are no devices, when NVML could not be read
     # Fake inventories only: NVML compute processes per UUID (for the foreign-process check).
     fake_processes: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -68,6 +77,16 @@ class Inventory:
     @property
     def fake(self) -> bool:
         return self.source == "fake"
+
+    @property
+    def cpu(self) -> bool:
+        """CPU agents (``--devices cpu:N``): no GPU, each agent measures on its own cores."""
+        return self.source == "cpu"
+
+    @property
+    def simulated(self) -> bool:
+        """The devices are not NVML's: an agent finds its own in CUDA_VISIBLE_DEVICES, not in torch."""
+        return self.source in ("fake", "cpu")
 
     def by_uuid(self, uuid: str) -> Device | None:
         wanted = uuid.lower()
@@ -102,11 +121,25 @@ def numa_of(pci_bus_id: str, sysfs: Path = SYSFS) -> tuple[int | None, tuple[int
 
 
 def read_inventory(sysfs: Path = SYSFS) -> Inventory:
-    """This host's GPUs: the fake inventory when the test suite set one up, else NVML's."""
+    """This host's GPUs: the CPU agents of an agent of ``--devices cpu:N``, the fake inventory
+    when the test suite set one up, else NVML's."""
+    agents = os.environ.get(CPU_AGENTS_ENV)
+    if agents:
+        return cpu_inventory(int(agents))
     fake = os.environ.get(FAKE_DEVICES_ENV)
     if fake:
         return read_fake_inventory(Path(fake))
     return nvml_inventory(sysfs)
+
+
+def cpu_inventory(count: int, first: int = 0) -> Inventory:
+    """``count`` CPU agents, ``CPU-<first>`` on: stand-ins for GPUs that measure a CPU sweep on
+    the cores the placement gives each (the host's cores are every agent's NUMA-local ones)."""
+    devices = tuple(
+        Device(index=i, uuid=f"CPU-{i}", pci_bus_id="-", name=CPU_MODEL, memory_bytes=0)
+        for i in range(first, first + count)
+    )
+    return Inventory(platform.node(), devices, source="cpu")
 
 
 def _text(value: Any) -> str:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from linbench.fleet.cpulist import format_cpulist
+from linbench.fleet.inventory import CPU_AGENTS_ENV, CPU_MODEL
 from linbench.fleet.placement import Placement
 
 AGENT_MODULE = "linbench.fleet.agent"
@@ -92,6 +93,8 @@ def agent_env(spec: AgentSpec, base: Mapping[str, str]) -> dict[str, str]:
     for name in THREAD_VARIABLES:
         env[name] = str(threads)
     env["LINBENCH_AGENT_CORES"] = format_cpulist(spec.cores)
+    if spec.gpu_name == CPU_MODEL and spec.gpu_uuid.startswith("CPU-"):  # --devices cpu:N
+        env[CPU_AGENTS_ENV] = str(spec.gpu_index + 1)  # an inventory that holds this agent's CPU-<index>
     return env
 
 

@@ -8,7 +8,8 @@ the gate's 5, and, for a noisy point, as many as its measured spread needs for t
 threshold to fall to ``--max-noise`` (rule.processes_to_judge). The command is the one the run
 recorded in meta.json with those counts put in: ``--processes``/``--max-processes`` for
 ``linbench run`` (both runs must be measured again: the baseline at its own commit), and
-``--rounds``/``--max-rounds`` for ``linbench ab``.
+``--rounds``/``--max-rounds`` for ``linbench ab``. A run made in ``--shard K/N`` parts is
+measured again in every part, into a new ``--out`` folder, then merged (``rerun_commands``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from linbench.gate.compare import Comparison
 from linbench.gate.points import Thresholds
@@ -84,6 +86,65 @@ def rerun_command(command: str | None, rerun: Rerun) -> str | None:
     return shlex.join([*kept, *rerun.flags(ab)])
 
 
+def rerun_commands(command: str | None, rerun: Rerun, run_dir: str, again: str = "again") -> list[str]:
+    """The commands that measure the run at ``run_dir`` again with ``rerun``'s counts: its own
+    command (``rerun_command``), or, for one made in ``--shard K/N`` parts, every part into a new
+    ``--out`` folder (``<out>-<again>``) and the merge of their run folder; [] when unknown."""
+    again_cmd = rerun_command(command, rerun)
+    if again_cmd is None:
+        return []
+    words = shlex.split(again_cmd)
+    parts = _parts_of(words)
+    if parts is None:
+        return [again_cmd]
+    out = _value(words, "--out") or "."
+    fresh = _fresh_folder(f"{out.rstrip('/')}-{again}")
+    base = _without(words, ("--shard", "--out"))
+    shards = [shlex.join([*base, "--shard", f"{k}/{parts}", "--out", fresh]) for k in range(parts)]
+    return [*shards, shlex.join(["linbench", "merge", str(Path(fresh) / Path(run_dir).name)])]
+
+
+def _parts_of(words: list[str]) -> int | None:
+    """N of ``--shard K/N`` in ``words``; None for a command without it."""
+    spec = _value(words, "--shard")
+    if spec is None:
+        return None
+    _part, _sep, parts = spec.partition("/")
+    return int(parts) if parts.isdigit() else None
+
+
+def _value(words: list[str], flag: str) -> str | None:
+    for i, word in enumerate(words):
+        if word == flag and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith(f"{flag}="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def _without(words: list[str], flags: tuple[str, ...]) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word.split("=", 1)[0] in flags:
+            skip = "=" not in word
+        else:
+            kept.append(word)
+    return kept
+
+
+def _fresh_folder(stem: str) -> str:
+    """``stem``, or ``stem-2``, ... : a folder that does not exist yet (the parts of the run
+    measured again must not go on with the old run's folder)."""
+    path, n = stem, 1
+    while Path(path).exists():
+        n += 1
+        path = f"{stem}-{n}"
+    return path
+
+
 def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
     """For an inconclusive comparison: what was not judged, and the command that would judge it."""
     lines = [f"the runs do not match: {reason}" for reason in comparison.covered().reasons()]
@@ -107,12 +168,7 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
         again = rerun_command(cur_cmd, rerun) or f"linbench ab ... {shlex.join(rerun.flags(True))}"
         lines.append(f"to judge them, run the A/B again with more rounds: {again}")
     else:
-        found = rerun_command(cur_cmd, rerun) or rerun_command(base_cmd, rerun)
-        again = found or f"linbench run ... {shlex.join(rerun.flags(False))}"
-        lines.append(
-            f"to judge them, measure both runs again (the baseline at its own commit) with more processes: {again}; "
-            "or gate in one job with linbench ab (docs/ci.md)"
-        )
+        lines += _both_sides(comparison, rerun, base_cmd, cur_cmd)
     crowded = sum(p.time_verdict == OVERSUBSCRIBED for p in unjudged)
     if crowded:
         lines.append(
@@ -132,4 +188,24 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
             "would be needed: more processes will not settle them; measure on a quieter machine (a runner of its "
             "own, no other jobs; on a CPU, one torch thread per worker, --threads 1, as suites/gate-cpu.toml sets)"
         )
+    return lines
+
+
+def _both_sides(comparison: Comparison, rerun: Rerun, base_cmd: str | None, cur_cmd: str | None) -> list[str]:
+    """The commands that measure each run again with more processes, one line each side."""
+    current = rerun_commands(cur_cmd, rerun, comparison.current, "again")
+    baseline = rerun_commands(base_cmd, rerun, comparison.baseline, "baseline-again")
+    if not current and not baseline:
+        again = f"linbench run ... {shlex.join(rerun.flags(False))}"
+        return [
+            f"to judge them, measure both runs again (the baseline at its own commit) with more processes: {again}; "
+            "or gate in one job with linbench ab (docs/ci.md)"
+        ]
+    lines = [
+        "to judge them, measure both runs again with more processes (or gate in one job with linbench ab, docs/ci.md):"
+    ]
+    if baseline:
+        lines.append(f"  the baseline, at its own commit: {' && '.join(baseline)}")
+    if current:
+        lines.append(f"  the current run: {' && '.join(current)}")
     return lines

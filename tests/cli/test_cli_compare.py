@@ -201,9 +201,8 @@ def test_the_real_h100_rerun_pair_is_unverified_inconclusive_and_no_regression(i
     # Its largest shift (heinsen:chunked fwd 1k, 1.87x between tight processes) is no gross regression.
     assert max(p["ratio"] or 0 for p in report["points"]) == pytest.approx(1.873, abs=0.001)
     assert {p["memory_verdict"] for p in report["points"] if p["time_verdict"] == "unverified"} == {"same"}
-    assert report["advice"][-1].endswith(
-        "--quiet --processes 5 --max-processes 20; or gate in one job with linbench ab (docs/ci.md)"
-    )
+    assert report["advice"][-1].startswith("  the current run: linbench run ")
+    assert report["advice"][-1].endswith("--quiet --processes 5 --max-processes 20")  # the current side too
 
 
 def test_the_output_names_the_time_judged_and_a_run_without_p20_is_judged_on_medians(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -77,12 +78,11 @@ def test_devices_spreads_a_sweep_and_merges_it(invoke: Invoke, tmp_path: Path, m
 @pytest.mark.slow
 def test_shard_parts_under_any_launcher_then_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_gpus(tmp_path, monkeypatch)
-    run = tmp_path / "run"
+    run = tmp_path / "runs" / "cosine-chunked"  # --out is the parent, as for a plain run
     for part in range(2):  # as two array tasks, each given one GPU (by index, as Slurm gives it)
         env = os.environ | {"CUDA_VISIBLE_DEVICES": str(part)}
-        done = subprocess.run(
-            linbench_argv("run", *SWEEP, "--shard", f"{part}/2", "--out", run), env=env, capture_output=True, text=True
-        )
+        argv = linbench_argv("run", *SWEEP, "--shard", f"{part}/2", "--out", tmp_path / "runs")
+        done = subprocess.run(argv, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert f"part {part}/2" in done.stdout and f"linbench merge {run}" in done.stdout
     assert not (run / "results.csv").exists()  # a part never merges
@@ -90,6 +90,31 @@ def test_shard_parts_under_any_launcher_then_merge(tmp_path: Path, monkeypatch: 
     assert merged.returncode == 0, merged.stderr
     table = rows(run)
     assert len(table) == 4 and {r["gpu_uuid"] for r in table} == {"GPU-fake-0", "GPU-fake-1"}
+
+
+def test_cpu_agents_spread_a_cpu_sweep_without_gpus(invoke: Invoke, tmp_path: Path) -> None:
+    result = invoke("run", *SWEEP, "--devices", "cpu:2", "--oversubscribe", "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "on 2 CPU agents of this host (--devices cpu:2: no GPU)" in result.stdout  # said on the start line
+    assert "cpu:1 → CPU-1  CPU" in result.stdout
+    table = rows(only_run(tmp_path / "out"))
+    assert len(table) == 4 and {r["status"] for r in table} == {"ok"}
+    assert {r["gpu_uuid"] for r in table} == {"CPU-0", "CPU-1"}  # one scenario on each agent
+
+
+@pytest.mark.slow
+def test_cpu_shard_parts_share_one_run_folder_under_out_then_merge(invoke: Invoke, tmp_path: Path) -> None:
+    for part in range(2):
+        done = invoke("run", *SWEEP, "--shard", f"{part}/2", "--devices", "cpu", "--out", tmp_path / "runs")
+        assert done.exit_code == 0, done.output
+        assert "on one CPU agent on this process's cores (--devices cpu: no GPU)" in done.stdout
+    run = tmp_path / "runs" / "cosine-chunked"
+    merged = invoke("merge", run)
+    assert merged.exit_code == 0, merged.output
+    assert {r["gpu_uuid"] for r in rows(run)} == {"CPU-0", "CPU-1"} and len(rows(run)) == 4
+    old_usage = invoke("run", *SWEEP, "--shard", "0/2", "--devices", "cpu", "--out", run)
+    assert old_usage.exit_code == 2
+    assert f"linbench: error: --out {run} is a run folder (it holds fleet.json)" in old_usage.stderr
 
 
 @pytest.mark.slow
@@ -133,6 +158,8 @@ def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
         (["--shard", "2/2"], "--shard '2/2': K must be 0 to N-1"),
         (["--shard", "0/2"], "a --shard agent needs exactly one visible GPU; it sees 0"),
         (["--devices", "cuda:0", "--max-gpus", "4"], "--max-gpus bounds slurm and ray"),
+        (["--devices", "cpu:x"], "--devices cpu:x: name CPU agents as cpu:N (N at least 1), alone"),
+        (["--devices", "cpu:2", "--shard", "0/2"], "--shard K/N runs one part here"),
         (["--devices", "cuda:0", "--cpus-per-gpu", "0"], "--cpus-per-gpu 0: give a whole number of at least 1"),
     ],
 )
@@ -211,3 +238,28 @@ def test_doctor_devices_bad_input_is_one_line_and_exit_2(
     fake_gpus(tmp_path, monkeypatch)
     result = invoke("doctor", *args)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and words in result.stderr
+
+
+@pytest.mark.slow
+def test_the_advice_after_sharded_runs_runs_as_printed(invoke: Invoke, tmp_path: Path) -> None:
+    sweep = [*SWEEP[:3], "--seq", "32", *SWEEP[5:], "--processes", "1", "--max-processes", "1"]  # too few to judge
+    for side in ("base", "cur"):
+        for part in range(2):
+            argv = linbench_argv("run", *sweep, "--shard", f"{part}/2", "--devices", "cpu", "--out", tmp_path / side)
+            done = subprocess.run(argv, capture_output=True, text=True)  # records its command, as a user's would
+            assert done.returncode == 0, done.stderr
+        assert invoke("merge", tmp_path / side / "cosine-chunked").exit_code == 0
+    compared = invoke("compare", tmp_path / "base" / "cosine-chunked", tmp_path / "cur" / "cosine-chunked")
+    sides = [line.split(": ", 1)[1] for line in compared.output.splitlines() if line.startswith("  the ")]
+    assert len(sides) == 2, compared.output  # the baseline side and the current one
+    for commands in sides:
+        printed = commands.split(" && ")
+        assert len(printed) == 3 and printed[-1].startswith("linbench merge ")  # both parts, then the merge
+        for command in printed:
+            words = shlex.split(command)
+            assert words[0] == "linbench"
+            argv = linbench_argv(*words[1:]) if words[1] == "run" else [sys.executable, "-m", *words]
+            done = subprocess.run(argv, capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+        merged = Path(shlex.split(printed[-1])[-1])
+        assert len(rows(merged)) == 2 and {r["status"] for r in rows(merged)} == {"ok"}

@@ -11,7 +11,7 @@ import pytest
 from synthetic_processes import NOISY, QUIET, write_process_run
 from synthetic_runs import scaled, series, write_run
 
-from linbench.gate.advice import Rerun, judging_lines, rerun_command
+from linbench.gate.advice import Rerun, judging_lines, rerun_command, rerun_commands
 from linbench.gate.compare import Thresholds, compare_runs
 from linbench.report.load import read_run
 from linbench.results.protocol import ProcessProtocol
@@ -59,11 +59,22 @@ def test_unverified_runs_are_told_to_measure_both_sides_with_five_processes(tmp_
     lines = judging_lines(compare_runs(read_run(base), read_run(cur), Thresholds()), Thresholds())
     assert lines[0].startswith("2 point(s) whose time was not judged: cosine:chunked fwd fp32 causal cpu B=1")
     assert "S=1k D=64 (unverified); cosine:chunked" in lines[0]
-    assert lines[1].endswith(
-        "measure both runs again (the baseline at its own commit) with more processes: "
-        "linbench run --variant cosine:chunked --device cpu --processes 5 --max-processes 20; "
-        "or gate in one job with linbench ab (docs/ci.md)"
-    )
+    assert lines[1].startswith("to judge them, measure both runs again with more processes")
+    again = "linbench run --variant cosine:chunked --device cpu --processes 5 --max-processes 20"
+    assert lines[2:4] == [f"  the baseline, at its own commit: {again}", f"  the current run: {again}"]
+
+
+def test_a_sharded_run_is_measured_again_in_every_part_into_a_new_folder_then_merged(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    command = f"linbench run --device cpu --shard 0/2 --devices cpu --out {tmp_path / 'runs'}"
+    commands = rerun_commands(command, Rerun(5, 20), str(tmp_path / "runs" / "cosine-chunked"))
+    fresh = tmp_path / "runs-again"
+    counts = "--processes 5 --max-processes 20"
+    assert commands == [
+        f"linbench run --device cpu --devices cpu {counts} --shard 0/2 --out {fresh}",
+        f"linbench run --device cpu --devices cpu {counts} --shard 1/2 --out {fresh}",
+        f"linbench merge {fresh / 'cosine-chunked'}",
+    ]
 
 
 def test_a_noisy_ab_is_told_its_own_flags_with_the_rounds_its_spread_needs(tmp_path: Path) -> None:
