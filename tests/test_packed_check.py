@@ -38,11 +38,11 @@ PACKED = _cases("packed")
 def test_the_packed_forms_cover_softmax_and_the_linear_forms() -> None:
     names = {f"{v}:{i}" for v, i, _ in PACKED}
     assert {"softmax:sdpa", "softmax:naive", "cosine:chunked", "cosine:recurrent", "linear:chunked"} <= names
-    gated = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet")
+    gated = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
     assert {f"{v}:{form}" for v in gated for form in ("chunked", "quadratic", "recurrent")} <= names
 
 
-@pytest.mark.parametrize("variant", ["gla", "gated-deltanet"])
+@pytest.mark.parametrize("variant", ["gla", "gated-deltanet", "kda"])
 def test_a_packed_gated_form_is_checked_on_the_gradients_of_its_per_token_inputs(variant: str) -> None:
     result = check_packed(get_variant(variant), "recurrent", LENGTHS, 2, 8, 6, packing="packed", causal=True)
     names = {f"grad {extra.name}" for extra in get_variant(variant).extra_inputs}

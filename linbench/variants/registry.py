@@ -74,7 +74,7 @@ def unregister_variant(name: str) -> None:
 
 BUILTIN_VARIANTS = (
     *("softmax", "cosine", "cosformer", "heinsen", "linear"),
-    *("retention", "simple-gla", "gla", "deltanet", "gated-deltanet"),
+    *("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"),
 )
 # The package of each built-in variant whose name is not its package's (a hyphen).
 _BUILTIN_PACKAGES = {
@@ -83,6 +83,7 @@ _BUILTIN_PACKAGES = {
     "gla": "gated.gla",
     "deltanet": "gated.deltanet",
     "gated-deltanet": "gated.gated_deltanet",
+    "kda": "gated.kda",
 }
 
 

@@ -49,9 +49,10 @@ def test_list_shows_each_variants_extra_inputs(invoke: Invoke) -> None:
     extra = {(row[0], row[1]): row[2:4] for row in cells if len(row) == 6 and row[1] in ("g", "beta")}
     assert extra[("gla", "g")] == ["(B, H, S, Dk)", "fp32 for 16-bit q, else q's"]
     assert extra[("gated-deltanet", "beta")] == ["(B, H, S)", "q's"]
-    assert {name for name, _ in extra} == {"simple-gla", "gla", "deltanet", "gated-deltanet"}
+    assert extra[("kda", "g")] == ["(B, H, S, Dk)", "fp32 for 16-bit q, else q's"]
+    assert {name for name, _ in extra} == {"simple-gla", "gla", "deltanet", "gated-deltanet", "kda"}
     causal_only = {row[0] for row in cells if "causal only" in row}
-    assert causal_only >= {"retention", "simple-gla", "gla", "deltanet", "gated-deltanet"}
+    assert causal_only >= {"retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"}
 
 
 def test_list_says_why_an_impl_cannot_run(invoke: Invoke, planted: str) -> None:

@@ -5,7 +5,8 @@ kernel documents by calling fla's ``naive`` reference for it, translating the co
 two differ in: the kernels take (B, T, H, ...) and ``scale``; ``delta_rule_recurrence`` takes
 (B, H, T, ...) and fixes the scale at Dk^-1/2, as ``naive_recurrent_gla`` does; the kernels
 normalise q and k when ``use_qk_l2norm_in_kernel``; chunk_gated_delta_rule takes (g, beta),
-its reference (beta, g); chunk_delta_rule asserts against fp32.
+its reference (beta, g); chunk_delta_rule asserts against fp32; the kda kernels and
+``naive_recurrent_kda`` agree on (g, beta) and ``scale``.
 
 Where fla is installed, the references are fla's own ``fla/ops/*/naive.py`` files, loaded by
 path (importing ``fla.ops`` would load Triton). Without it, ``TWINS`` are the same functions
@@ -98,11 +99,36 @@ def _gated_delta(
     return torch.stack(rows, 2).transpose(1, 2), None
 
 
+def _kda(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    g: Tensor,
+    beta: Tensor,
+    scale: float | None = None,
+    initial_state: Any = None,
+    output_final_state: bool = False,
+) -> Any:
+    """fla's naive_recurrent_kda: (B, T, H, ...) in, g per key channel, decay then delta step."""
+    dtype = v.dtype
+    q, k, v, g, beta = (x.transpose(1, 2).float() for x in (q, k, v, g, beta))
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
+    rows = []
+    for i in range(q.shape[2]):
+        state = state * g[:, :, i].exp()[..., None]
+        error = (v[:, :, i] - (state * k[:, :, i, :, None]).sum(-2)) * beta[:, :, i, None]
+        state = state + k[:, :, i, :, None] * error[..., None, :]
+        rows.append(torch.einsum("bhd,bhdm->bhm", q[:, :, i] * scale, state))
+    return torch.stack(rows, 2).transpose(1, 2).to(dtype), None
+
+
 TWINS: dict[tuple[str, str], Callable[..., Any]] = {
     ("simple_gla", "naive_recurrent_simple_gla"): _simple_gla,
     ("gla", "naive_recurrent_gla"): _gla,
     ("delta_rule", "delta_rule_recurrence"): _delta,
     ("gated_delta_rule", "naive_recurrent_gated_delta_rule"): _gated_delta,
+    ("kda", "naive_recurrent_kda"): _kda,
 }
 
 
@@ -353,6 +379,64 @@ class Kernels:
         out, _ = naive("gated_delta_rule", "naive_recurrent_gated_delta_rule")(q, k, v, beta, g, scale=scale)
         return out.detach(), None  # fla has no backward for it
 
+    def chunk_kda(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: Tensor,
+        beta: Tensor,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        use_qk_l2norm_in_kernel: bool = False,
+        use_gate_in_kernel: bool = False,
+        use_beta_sigmoid_in_kernel: bool = False,
+        allow_neg_eigval: bool = False,
+        safe_gate: bool = False,
+        lower_bound: float | None = None,
+        disable_recompute: bool = False,
+        return_intermediate_states: bool = False,
+        state_v_first: bool = False,
+        cu_seqlens: Any = None,
+        cu_seqlens_cpu: Any = None,
+        cp_context: Any = None,
+        use_graph: bool = False,
+        max_num_seqs: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("chunk_kda", q=q, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
+        assert not (use_gate_in_kernel or use_beta_sigmoid_in_kernel), "linbench passes the gate and β computed"
+        q, k = _l2(q, k, use_qk_l2norm_in_kernel)
+        return naive("kda", "naive_recurrent_kda")(q, k, v, g, beta, scale=scale)
+
+    def fused_recurrent_kda(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: Tensor,
+        beta: Tensor,
+        A_log: Any = None,
+        dt_bias: Any = None,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        use_qk_l2norm_in_kernel: bool = False,
+        use_gate_in_kernel: bool = False,
+        use_beta_sigmoid_in_kernel: bool = False,
+        allow_neg_eigval: bool = False,
+        lower_bound: float | None = None,
+        state_v_first: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("fused_recurrent_kda", q=q, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
+        assert not (use_gate_in_kernel or use_beta_sigmoid_in_kernel), "linbench passes the gate and β computed"
+        q, k = _l2(q, k, use_qk_l2norm_in_kernel)
+        out, _ = naive("kda", "naive_recurrent_kda")(q, k, v, g, beta, scale=scale)
+        return out.detach(), None  # fla has no backward for it
+
     def lookup(self, module: str, name: str) -> Callable[..., Any]:
         """``fla_kernel``'s stand-in: fla.ops.<module>.<name>."""
         modules = {
@@ -361,6 +445,7 @@ class Kernels:
             "gla": ("chunk_gla", "fused_recurrent_gla"),
             "delta_rule": ("chunk_delta_rule", "fused_recurrent_delta_rule"),
             "gated_delta_rule": ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"),
+            "kda": ("chunk_kda", "fused_recurrent_kda"),
         }
         assert name in modules[module], f"fla.ops.{module} has no {name}"
         return getattr(self, name)

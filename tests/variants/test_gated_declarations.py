@@ -1,4 +1,4 @@
-"""The five gated families' declarations, field by field, against a record of them (CPU).
+"""The gated families' declarations, field by field, against a record of them (CPU).
 
 Each family declares what is its own (a ``GatedFamily``) and one shared function registers it
 (linbench/variants/gated/family.py); this pins what that registers: every variant's names,

@@ -23,7 +23,9 @@ from linbench.variants.gated import fla as gated_fla
 from linbench.variants.registry import ImplUnavailableError
 
 SHAPE = Shape(2, 3, 37, 16, 24)  # Dk ≠ Dv; 37 tokens, a multiple of no chunk
-GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet")
+GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
+# fla has no backward for these two fused recurrent kernels.
+FORWARD_ONLY = (("gated-deltanet", "fla-recurrent"), ("kda", "fla-recurrent"))
 SETTINGS = (None, {"gate_regime": "strong"})
 
 
@@ -49,7 +51,7 @@ def _dtype(name: str, kernel: str) -> torch.dtype:
 @pytest.mark.parametrize("name", GATED)
 @pytest.mark.parametrize("kernel", ["fla", "fla-recurrent"])
 def test_the_gate_passes_every_fla_impl_on_fla_references(kernels: Kernels, name: str, kernel: str) -> None:
-    gradients = (name, kernel) != ("gated-deltanet", "fla-recurrent")  # fla has no backward there
+    gradients = (name, kernel) not in FORWARD_ONLY
     for params in _settings(name):
         case = check_impl(
             linbench.get_variant(name),
@@ -86,6 +88,19 @@ def test_the_kernels_get_fla_layout_scale_and_gate_names(kernels: Kernels) -> No
     assert retention == {"q": (2, 11, 3, 8), "scale": 8**-0.5}
 
 
+def test_kda_hands_fla_its_per_channel_gate_and_beta(kernels: Kernels) -> None:
+    """chunk_kda and fused_recurrent_kda get g as (B, S, H, Dk), β as (B, S, H), q's factor,
+    and normalise q and k in the kernel."""
+    q, k, v = (torch.randn(2, 3, 11, 8) for _ in range(3))
+    g, beta = torch.zeros(2, 3, 11, 8), torch.full((2, 3, 11), 0.5)
+    linbench.attention(q, k, v, variant="kda", impl="fla", g=g, beta=beta, scale=0.25)
+    linbench.attention(q, k, v, variant="kda", impl="fla-recurrent", g=g, beta=beta)
+    (chunk, chunk_given), (fused, fused_given) = kernels.calls
+    assert (chunk, fused) == ("chunk_kda", "fused_recurrent_kda")
+    assert chunk_given == {"q": (2, 11, 3, 8), "g": (2, 11, 3, 8), "beta": (2, 11, 3), "scale": 0.25, "norm": True}
+    assert fused_given["g"] == (2, 11, 3, 8) and fused_given["scale"] == 8**-0.5 and fused_given["norm"] is True
+
+
 def test_retention_with_a_given_gamma_runs_simple_gla_with_a_constant_decay(kernels: Kernels) -> None:
     q, k, v = (torch.randn(1, 2, 9, 4) for _ in range(3))
     linbench.attention(q, k, v, variant="retention", impl="fla-recurrent", gamma=0.5)
@@ -103,12 +118,14 @@ def test_a_wrong_scale_fails_the_gate(kernels: Kernels, monkeypatch: pytest.Monk
 
 
 def test_what_fla_cannot_do_is_unavailable_not_wrong(kernels: Kernels) -> None:
-    """No backward for the fused recurrent gated delta rule, no gradient for a constant γ, no
+    """No backward for the fused recurrent gated delta rule or kda, no gradient for a constant γ, no
     fp32 chunk_delta_rule, no fp64: each is ImplUnavailableError (a point skipped with the reason)."""
     q, k, v = (torch.randn(1, 2, 9, 4, requires_grad=True) for _ in range(3))
     g, beta = torch.zeros(1, 2, 9), torch.full((1, 2, 9), 0.5)
     with pytest.raises(ImplUnavailableError, match="no backward"):
         linbench.attention(q, k, v, variant="gated-deltanet", impl="fla-recurrent", g=g, beta=beta)
+    with pytest.raises(ImplUnavailableError, match="fused_recurrent_kda has no backward"):
+        linbench.attention(q, k, v, variant="kda", impl="fla-recurrent", g=torch.zeros(1, 2, 9, 4), beta=beta)
     with pytest.raises(ImplUnavailableError, match="no gradient reaches it"):
         linbench.attention(q, k, v, variant="retention", impl="fla", gamma=torch.full((2,), 0.5, requires_grad=True))
     with pytest.raises(ImplUnavailableError, match="fp16 and bf16 only"):
@@ -143,7 +160,7 @@ def test_real_fla_matches_the_reference_on_cuda(name: str, kernel: str) -> None:
     reason = variant.impl(kernel).unavailable_reason(torch.device("cuda"))
     if reason:
         pytest.skip(reason)
-    gradients = (name, kernel) != ("gated-deltanet", "fla-recurrent")
+    gradients = (name, kernel) not in FORWARD_ONLY
     for params in _settings(name):
         case = check_impl(
             variant, kernel, Shape(2, 4, 300, 64, 64), causal=True, dtype=torch.bfloat16, device="cuda",

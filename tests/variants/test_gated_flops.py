@@ -25,7 +25,7 @@ def test_a_decaying_variant_counts_as_the_seed_linear_forms(name: str) -> None:
     assert VARIANTS[name].flops(*SHAPE, True, "fwd") == 2 * 8 * 1024 * 4 * 64 * 32
 
 
-@pytest.mark.parametrize("name", ["deltanet", "gated-deltanet"])
+@pytest.mark.parametrize("name", ["deltanet", "gated-deltanet", "kda"])
 def test_the_delta_rule_counts_its_prediction_too(name: str) -> None:
     """6·S·Dk·Dv forward: predict S̃ᵀk, write k uᵀ, read Sᵀq; backward 2×."""
     variant = VARIANTS[name]

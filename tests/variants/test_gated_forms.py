@@ -63,7 +63,7 @@ def test_recurrent_in_fp32_is_close_to_fp64(name: str) -> None:
 def test_a_chunk_longer_than_the_sequence_and_an_odd_chunk() -> None:
     """One padded chunk holding the whole sequence, and a chunk size that divides nothing."""
     for chunk_size in (1, 13, 500):
-        for name in ("gla", "gated-deltanet"):
+        for name in ("gla", "gated-deltanet", "kda"):
             got = run(name, "chunked", draw_case(name, 100, "strong"), torch.float64, chunk_size=chunk_size)
             assert_matches(got, reference(name, 100, "strong"), TOLERANCE[torch.float64])
 
@@ -78,6 +78,55 @@ def test_gla_chunked_pairs_when_gates_forget_too_fast_to_factor(dtype: torch.dty
     got = run("gla", "chunked", leaves, dtype, chunk_size=64)
     assert torch.isfinite(got[0]).all()
     assert_matches(got, want, TOLERANCE[dtype])
+
+
+@DTYPES
+def test_kda_chunked_pairs_when_gates_forget_too_fast_to_factor(dtype: torch.dtype) -> None:
+    """kda's K Kᵀ and Q Kᵀ take gla's per-channel scores: with gates 8x the strong regime's the
+    factors would overflow fp32, and the chunked form takes every pair in log space instead."""
+    leaves = draw_case("kda", 129, "strong")
+    leaves["g"] = leaves["g"] * 8
+    want = run("kda", "recurrent", leaves, torch.float64)
+    got = run("kda", "chunked", leaves, dtype, chunk_size=64)
+    assert torch.isfinite(got[0]).all()
+    assert_matches(got, want, TOLERANCE[dtype])
+
+
+def test_kda_pairwise_path_equals_the_factored_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kda's chunked form on the pair-by-pair path (no exponent allowed in a factor) on ordinary
+    inputs, a piece of one chunk at a time."""
+    monkeypatch.setitem(decay_chunked.FACTOR_LIMIT, torch.float64, 0.0)
+    monkeypatch.setattr(decay_chunked, "PAIR_BUDGET", 1)
+    got = run("kda", "chunked", draw_case("kda", 100, "weak"), torch.float64, chunk_size=16)
+    assert_matches(got, reference("kda", 100, "weak"), TOLERANCE[torch.float64])
+
+
+@pytest.mark.parametrize("impl", ["recurrent", "quadratic", "chunked"])
+def test_kda_with_one_gate_for_every_channel_is_gated_deltanet(impl: str) -> None:
+    """A per-channel gate equal across channels is gated-deltanet's scalar gate: the same
+    order of decay and update, the same normalisation and scale; gradients of g summed over
+    the channels are gated-deltanet's."""
+    leaves = draw_case("gated-deltanet", 100, "strong")
+    shared = {**leaves, "g": leaves["g"].unsqueeze(-1).expand(*leaves["g"].shape, leaves["q"].shape[-1])}
+    out, grads = run("kda", impl, shared, torch.float64)
+    want_out, want_grads = run("gated-deltanet", impl, leaves, torch.float64)
+    torch.testing.assert_close(out, want_out, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(grads["g"].sum(-1), want_grads["g"], rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(grads["k"], want_grads["k"], rtol=1e-10, atol=1e-10)
+
+
+def test_kda_gates_each_key_channel_on_its_own() -> None:
+    """Forgetting one key channel entirely (g = −∞ in effect) before the last token is not the
+    same as forgetting none: the per-channel gate reaches the state row by row."""
+    leaves = draw_case("kda", 20, "weak")
+    forgetting = leaves["g"].clone()
+    forgetting[..., -1, 0] = -60.0
+    kept, _ = run("kda", "chunked", leaves, torch.float64)
+    forgot, _ = run("kda", "chunked", {**leaves, "g": forgetting}, torch.float64)
+    want, _ = run("kda", "recurrent", {**leaves, "g": forgetting}, torch.float64)
+    torch.testing.assert_close(forgot, want, rtol=1e-10, atol=1e-10)
+    assert not torch.allclose(kept[..., -1, :], forgot[..., -1, :])
+    torch.testing.assert_close(kept[..., :-1, :], forgot[..., :-1, :], rtol=1e-12, atol=1e-12)
 
 
 def test_gla_pairwise_path_equals_the_factored_one(monkeypatch: pytest.MonkeyPatch) -> None:

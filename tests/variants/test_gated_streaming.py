@@ -94,7 +94,7 @@ def test_the_state_is_constant_in_size(name: str) -> None:
     assert (decoder.state_memory, decoder.step_time) == ("O(d²)", "O(d²)")
 
 
-@pytest.mark.parametrize("name", ["retention", "gla", "gated-deltanet"])
+@pytest.mark.parametrize("name", ["retention", "gla", "gated-deltanet", "kda"])
 def test_the_recurrent_form_gives_the_same_rows_whether_autograd_records_it_or_not(name: str) -> None:
     """CPU. Under no_grad the rows are written into one output as they come (no list of live
     rows to fragment the heap); recorded, they are stacked. Both give the same output."""

@@ -1,4 +1,4 @@
-"""Gated and delta-rule linear attention: retention, simple-gla, gla, deltanet, gated-deltanet.
+"""Gated and delta-rule linear attention: retention, simple-gla, gla, deltanet, gated-deltanet, kda.
 
 Each family's package builds and registers its ``VARIANT`` (they are built-in variants:
 ``linbench list`` shows them); ``gated_variants`` imports them all.
@@ -17,6 +17,7 @@ PACKAGES = {
     "gla": "gla",
     "deltanet": "deltanet",
     "gated-deltanet": "gated_deltanet",
+    "kda": "kda",
 }
 
 

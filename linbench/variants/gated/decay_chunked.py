@@ -60,8 +60,9 @@ def _pairwise_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor) -> torch
     return torch.cat(parts, dim=2)
 
 
-def _channel_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor, factored: bool) -> torch.Tensor:
-    """Σ_c q_tc k_sc e^{b_tc − b_sc} (s ≤ t) inside every chunk; b: (..., N, C, Dk)."""
+def channel_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor, factored: bool) -> torch.Tensor:
+    """Σ_c q_tc k_sc e^{b_tc − b_sc} (s ≤ t, else 0) inside every chunk; b: (..., N, C, Dk).
+    Also kda's K Kᵀ with the same decays (linbench/variants/gated/delta_chunked.py)."""
     if not factored:
         return _pairwise_scores(q, k, b)
     # m cancels in the product, so no gradient flows through it (and autograd keeps no slice of b for it).
@@ -72,7 +73,7 @@ def _channel_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor, factored:
     return scores.masked_fill(~keep, 0.0)
 
 
-def _factorable(b: torch.Tensor, dtype: torch.dtype) -> bool:
+def factorable(b: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether every chunk's log-decay range lets the per-channel scores be factored (one
     reduction, read once for the whole sequence)."""
     limit = FACTOR_LIMIT.get(dtype, FACTOR_LIMIT[torch.float32])
@@ -100,7 +101,7 @@ def _chunk_group(
     """Outputs of a group of chunks (B, H, n, C, Dv) entering with ``state``, and the state
     leaving them; b is each chunk's cumulative log-gate from its start."""
     last = b[..., -1:, :]
-    scores = _scalar_scores(q, k, b) if b.shape[-1] == 1 else _channel_scores(q, k, b, factored)
+    scores = _scalar_scores(q, k, b) if b.shape[-1] == 1 else channel_scores(q, k, b, factored)
     added = (k * (last - b).exp()).transpose(-1, -2) @ v  # (B, H, n, Dk, Dv)
     entering, state = _pass_states(state, last.squeeze(-2).exp(), added)
     return scores @ v + (q * b.exp()) @ entering, state
@@ -130,7 +131,7 @@ def decay_chunked_scan(
     seq = q.shape[-2]
     qc, kc, vc, gc = (to_chunks(t, chunk_size) for t in (q, k, v, g))
     b = gc.cumsum(-2)  # (B, H, N, C, 1 or Dk): log-decay from the chunk's start, ≤ 0
-    factored = g.shape[-1] == 1 or _factorable(b, q.dtype)
+    factored = g.shape[-1] == 1 or factorable(b, q.dtype)
     size = chunks_per_group(q.shape[0] * q.shape[1], chunk_size, max(q.shape[-1], v.shape[-1]))
     matrix, outs = carried.matrix, []
     # split, not slicing: a slice's backward writes a zero gradient the size of the whole input.

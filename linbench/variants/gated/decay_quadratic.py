@@ -21,13 +21,18 @@ def scalar_decay_quadratic(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g:
     return (q @ k.transpose(-1, -2) * decay) @ v
 
 
-def channel_decay_quadratic(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """Σ_{s≤t} (Σ_c q_tc k_sc e^{G_tc − G_sc}) v_s, per pair in log space; g: (B, H, S, Dk)."""
+def channel_pair_scores(q: torch.Tensor, k: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Σ_c q_tc k_sc e^{G_tc − G_sc} for s ≤ t, else 0, per pair in log space; g: (B, H, S, Dk).
+    Also kda's Q Kᵀ and K Kᵀ over the whole sequence (linbench/variants/gated/delta_quadratic.py)."""
     cumulative = g.cumsum(-2)
     diff = cumulative.unsqueeze(-2) - cumulative.unsqueeze(-3)  # (B, H, S, S, Dk): G_t − G_s
     seq = q.shape[-2]
     keep = lower_mask(seq, q.device).unsqueeze(-1)
     # Above the diagonal G_t − G_s > 0 could overflow: those pairs are set to −∞ before exp.
     factors = diff.masked_fill(~keep, float("-inf")).exp()
-    scores = (q.unsqueeze(-2) * k.unsqueeze(-3) * factors).sum(-1)
-    return scores @ v
+    return (q.unsqueeze(-2) * k.unsqueeze(-3) * factors).sum(-1)
+
+
+def channel_decay_quadratic(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Σ_{s≤t} (Σ_c q_tc k_sc e^{G_tc − G_sc}) v_s, per pair in log space; g: (B, H, S, Dk)."""
+    return channel_pair_scores(q, k, g) @ v

@@ -1,6 +1,6 @@
 """A gated family as data, and the one function that turns it into a registered variant.
 
-The five families share everything but their maths: each reduces its inputs to a decaying or a
+The six families share everything but their maths: each reduces its inputs to a decaying or a
 delta-rule recurrence (``prepare``, linbench/variants/gated/impls.py), and from there the
 three PyTorch forms, fla's two kernels, the stream, the decoder, the reference (the recurrent
 form, in fp64), the impl tried first by ``auto`` (chunked), the variant's complexity and its

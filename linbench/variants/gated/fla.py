@@ -18,10 +18,13 @@ g then beta, its naive reference beta then g). The mapping:
 - deltanet: chunk_delta_rule / fused_recurrent_delta_rule (beta=β, use_qk_l2norm_in_kernel=True,
   as fla's layers normalise q and k);
 - gated-deltanet: chunk_gated_delta_rule / fused_recurrent_gated_delta_rule (g=g, beta=β, the
-  same), the fused recurrent one forward only.
+  same), the fused recurrent one forward only;
+- kda: chunk_kda / fused_recurrent_kda (g=g per key channel (B, S, H, Dk), beta=β, the same;
+  the gate and β given as computed, use_gate_in_kernel and use_beta_sigmoid_in_kernel left
+  False), the fused recurrent one forward only.
 
 fla takes a constant decay (g_gamma) without a gradient and has no backward for the fused
-recurrent gated delta rule: a gradient asked of either is ImplUnavailableError (the point is
+recurrent gated delta rule nor for fused_recurrent_kda: a gradient asked of either is ImplUnavailableError (the point is
 skipped with the reason). chunk_delta_rule refuses fp32 (fp16 and bf16 only); no fla kernel
 has an fp64 form.
 """
@@ -141,6 +144,27 @@ def delta_fla(
     return _call("gated_delta_rule", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
 
 
+def kda_fla(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: Any,
+    kernel: str,
+) -> torch.Tensor:
+    """Kimi Delta Attention: a log-gate per key channel, q and k L2-normalised in the kernel."""
+    owner = f"kda:{kernel}"
+    _causal_only(owner, causal)
+    if kernel == RECURRENT and _needs_gradient(q, k, v, g, beta):
+        raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_kda has no backward (forward only)")
+    name = "fused_recurrent_kda" if kernel == RECURRENT else "chunk_kda"
+    factor = resolve_scale(scale, q.shape[-1])
+    return _call("kda", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+
+
 def _dtype_support(refuse_fp32: bool) -> Callable[[int, int, str], str | None]:
     def support(dim_k: int, dim_v: int, dtype: str) -> str | None:
         if refuse_fp32 and dtype == "fp32":
@@ -191,6 +215,14 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
         {
             CHUNK: "fla-core's chunk_gated_delta_rule, L2 norms in the kernel",
             RECURRENT: "fla-core's fused_recurrent_gated_delta_rule: forward only (fla has no backward)",
+        },
+    ),
+    "kda": (
+        "kda",
+        kda_fla,
+        {
+            CHUNK: "fla-core's chunk_kda (g per key channel), L2 norms in the kernel",
+            RECURRENT: "fla-core's fused_recurrent_kda: forward only (fla has no backward)",
         },
     ),
 }

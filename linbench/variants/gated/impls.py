@@ -4,8 +4,8 @@ Each variant reduces its inputs to one of two shapes of recurrence, then shares 
 
 - decaying: S_t = diag(e^{g_t}) S_{t−1} + k_t v_tᵀ, g of shape (B, H, S, 1) or (B, H, S, Dk)
   (retention, simple-gla, gla), by ``DecayInputs``;
-- delta rule: S_t = e^{g_t} (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ, g None or (B, H, S)
-  (deltanet, gated-deltanet), by ``DeltaInputs``.
+- delta rule: S_t = (I − β_t k_t k_tᵀ) diag(e^{g_t}) S_{t−1} + β_t k_t v_tᵀ, g None,
+  (B, H, S) or (B, H, S, Dk) (deltanet, gated-deltanet, kda), by ``DeltaInputs``.
 
 A preparation takes (q, k, v, **the variant's parameters and extra inputs) and returns the
 form's inputs in the compute dtype, q scaled (and normalised for the delta rule).
@@ -55,13 +55,15 @@ class DecayInputs:
 
 @dataclass(frozen=True)
 class DeltaInputs:
-    """S_t = e^{g_t} (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ; q, k normalised, q scaled."""
+    """S_t = (I − β_t k_t k_tᵀ) diag(e^{g_t}) S_{t−1} + β_t k_t v_tᵀ; q, k normalised, q scaled."""
 
     q: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
     beta: torch.Tensor  # (B, H, S)
-    g: torch.Tensor | None  # (B, H, S), None: no decay (deltanet)
+    # (B, H, S): one gate per head (gated-deltanet); (B, H, S, Dk): one per key channel (kda);
+    # None: no decay (deltanet).
+    g: torch.Tensor | None
 
 
 Prepare = Callable[..., DecayInputs | DeltaInputs]

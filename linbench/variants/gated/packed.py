@@ -83,5 +83,6 @@ def delta_lockstep(
     g: torch.Tensor | None,
     segments: Segments,
 ) -> torch.Tensor:
-    """The (gated) delta rule (beta, g: (1, H, T); g None for deltanet) over a pack, in lockstep."""
+    """The (gated) delta rule (beta: (1, H, T); g: (1, H, T), (1, H, T, Dk) for kda, or None
+    for deltanet) over a pack, in lockstep."""
     return lockstep(q, k, v, {"beta": beta, "g": g}, segments, delta_step)
