@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from linbench.cli.common import load_plugins, stdout_console, warn_left_out
+from linbench.cli.common import command_began, load_plugins, stdout_console, warn_left_out
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.results.point_list import read_point_list
 
@@ -102,7 +103,10 @@ def execute_sweep(
         # Loaded here first, so a plugin's error names its file as given, as list's and check's do
         # (the spec holds resolved paths); prepare then finds it loaded.
         load_plugins(list(request.plugins))
-        prepared = prepare(request, out, resume=resume, mix=mix, repair=not dry_run, only=only)
+        prepared = replace(
+            prepare(request, out, resume=resume, mix=mix, repair=not dry_run, only=only),
+            command_began=command_began(),
+        )
     if dry_run:
         _print_plan(prepared, console)
         return

@@ -63,6 +63,9 @@ class Prepared:
     only: frozenset[tuple[str, ...]] | None = None  # the plan's points to measure (--only-points); None: all
     # The estimate were every point's processes to grow to --max-processes (None: as estimate_s).
     most_s: float | None = None
+    # When the command that runs it began (time.monotonic, its process's start; None: run from a
+    # caller's own process): meta.json's overhead then counts the whole command.
+    command_began: float | None = None
 
     def estimate_record(self) -> EstimateRecord:
         """meta.json's ``estimate`` as the run starts."""
@@ -253,6 +256,7 @@ def run_points(
 
 def _drive(prepared: Prepared, store: RunStore, runner: SweepRunner, points: list[Point]) -> Outcome:
     """Run ``points`` and mark the run complete, interrupted or failed (see ``run``)."""
+    runner.ledger.command_began = prepared.command_began
     status, failure, ctrl_c = "interrupted", None, False
     try:
         runner.run(points)

@@ -128,6 +128,7 @@ class SweepRunner:
             self.supervisor.stop()
             self.ledger.stop()
             self.session.end()
+            self.ledger.end_command()
             self.store.update_meta({"overhead": self.ledger.overhead(self._recorded_overhead()).section()})
 
     def _recorded_overhead(self) -> Overhead | None:
