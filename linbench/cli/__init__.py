@@ -16,6 +16,7 @@ from typer.core import TyperCommand, TyperGroup
 from linbench.cli.ab_cmd import ab_command
 from linbench.cli.build_cmd import build_command
 from linbench.cli.check_cmd import check_command
+from linbench.cli.common import mark_command_process
 from linbench.cli.compare_cmd import compare_command
 from linbench.cli.decode_cmd import decode_command
 from linbench.cli.doctor_cmd import doctor_command
@@ -124,4 +125,5 @@ def _root(
 
 def main() -> None:
     """Console-script entry point; the fixed name keeps usage lines right under ``python -m``."""
+    mark_command_process()
     app(prog_name="linbench")

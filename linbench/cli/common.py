@@ -7,6 +7,7 @@ never pays for it.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -102,3 +103,23 @@ def warn_left_out(warnings: Iterable[str]) -> None:
 
     for line in warnings:
         typer.echo(f"warning: {line}", err=True)
+
+
+# Set by the console-script entry point (main): this process is the command, so its start is
+# the command's. The app run inside a longer-lived process (a test's CliRunner) leaves it unset.
+_COMMAND_PROCESS: dict[str, bool] = {"this": False}
+
+
+def mark_command_process() -> None:
+    """This process runs one command, from its start (linbench.cli.main)."""
+    _COMMAND_PROCESS["this"] = True
+
+
+def command_began() -> float | None:
+    """When this command began, on time.monotonic's clock: its process's start (Python and the
+    imports included) where the process is the command; None otherwise, or where the OS does
+    not say when a process started."""
+    from linbench.machine.process_age import process_age_s
+
+    age = process_age_s() if _COMMAND_PROCESS["this"] else None
+    return None if age is None else time.monotonic() - age

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from linbench.cli.common import load_plugins, stdout_console, warn_left_out
+from linbench.cli.common import command_began, load_plugins, stdout_console, warn_left_out
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.results.point_list import read_point_list
 
@@ -102,7 +103,10 @@ def execute_sweep(
         # Loaded here first, so a plugin's error names its file as given, as list's and check's do
         # (the spec holds resolved paths); prepare then finds it loaded.
         load_plugins(list(request.plugins))
-        prepared = prepare(request, out, resume=resume, mix=mix, repair=not dry_run, only=only)
+        prepared = replace(
+            prepare(request, out, resume=resume, mix=mix, repair=not dry_run, only=only),
+            command_began=command_began(),
+        )
     if dry_run:
         _print_plan(prepared, console)
         return
@@ -137,7 +141,6 @@ def _check_out(out: Path) -> None:
 
 def _print_plan(prepared: Prepared, console: Console) -> None:
     """--dry-run: what would run, where, and about how long it would take; nothing is made."""
-    from linbench.sweep.estimate import format_duration
 
     spec, plan, store = prepared.spec, prepared.plan, prepared.store
     what = plan.kind.words.targets
@@ -154,7 +157,7 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         *_axes_lines(spec.blocks, spec.command, packed=spec.pack is not None),
         *([f"  pack: {pack_line(spec.pack, spec.packing)}"] if spec.pack is not None else []),
         *(f"  note: {note}" for note in plan.targets.notes),
-        f"  estimated time: about {format_duration(prepared.estimate_s)}{_build_note(prepared, dry_run=True)}"
+        f"  estimated time: {prepared.duration}{_build_note(prepared, dry_run=True)}"
         f"{_busy_note()} (a rough model: linbench/sweep/estimate.py)",
         f"  results would go to: {where}",
     ]
@@ -207,7 +210,6 @@ def axes_line(block: Axes, command: str, packed: bool = False) -> str:
 
 
 def _announce(prepared: Prepared, store: RunStore, console: Console) -> None:
-    from linbench.sweep.estimate import format_duration
 
     spec, plan = prepared.spec, prepared.plan
     count = len(plan.targets.pairs)
@@ -215,7 +217,7 @@ def _announce(prepared: Prepared, store: RunStore, console: Console) -> None:
     console.print(
         f"linbench {spec.command}: {len(prepared.pending)} of {len(plan.points)} points to run "
         f"({count} {what}) on {plan.device} ({plan.device_name}), "
-        f"about {format_duration(prepared.estimate_s)}{_build_note(prepared)}{_busy_note()} -> {store.path}",
+        f"{prepared.duration}{_build_note(prepared)}{_busy_note()} -> {store.path}",
         markup=False,
         soft_wrap=True,
     )

@@ -52,7 +52,7 @@ def plan_fleet(prepared: Prepared, command: str, **settings: Any) -> FleetPlan:
     by_key = {point.key: point for point in plan.points}
 
     def cost(key: PointKey) -> float:
-        return estimate_s([by_key[key]], plan.timing, plan.timeout_s, plan.kind) * plan.processes.wanted
+        return estimate_s([by_key[key]], plan.timing, plan.timeout_s, plan.kind, plan.processes.wanted)
 
     fixed_tokens = plan.tokens is not None
     shards = make_shards([point.key for point in plan.points], cost, along=ALONG, fixed_tokens=fixed_tokens)

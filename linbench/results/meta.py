@@ -56,7 +56,7 @@ class SweepRecord:
 
 
 # The seconds and counts of meta.json's ``overhead``.
-OVERHEAD_SECONDS = ("wall_s", "timed_s", "processes_s", "gates_s", "startup_s", "retried_s")
+OVERHEAD_SECONDS = ("wall_s", "timed_s", "processes_s", "gates_s", "startup_s", "retried_s", "command_s")
 OVERHEAD_COUNTS = ("processes", "gates", "retried")
 
 
@@ -75,6 +75,9 @@ class Overhead:
     startup_s: float = 0.0  # measuring the machine at a session's start: idle cores, ceilings
     retried_s: float = 0.0  # processes measured again because they were oversubscribed
     retried: int = 0
+    # The command's whole wall time, from its process's start (Python, imports, planning) to the
+    # run's last record; 0 for a run its caller made in a longer-lived process (the Python API).
+    command_s: float = 0.0
 
     def __add__(self, other: Overhead) -> Overhead:
         return Overhead(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
@@ -87,10 +90,17 @@ class Overhead:
     def timed_fraction(self) -> float | None:
         return self.timed_s / self.wall_s if self.wall_s > 0 else None
 
+    @property
+    def command_timed_fraction(self) -> float | None:
+        """The timed share of the whole command's wall time (None where none was recorded)."""
+        return self.timed_s / self.command_s if self.command_s > 0 else None
+
     def section(self) -> dict[str, Any]:
         """The section as meta.json holds it: the seconds to the millisecond, the counts, and
-        the timed share of the wall time (of the seconds before rounding)."""
-        return asdict(self.rounded()) | {"timed_fraction": self.timed_fraction}
+        the timed share of the run's and of the whole command's wall time (of the seconds
+        before rounding)."""
+        shares = {"timed_fraction": self.timed_fraction, "command_timed_fraction": self.command_timed_fraction}
+        return asdict(self.rounded()) | shares
 
     @classmethod
     def read(cls, meta: Mapping[str, Any]) -> Overhead | None:

@@ -153,8 +153,9 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
 
 def _allocated_peak(task: Task, work: Work) -> int | None:
     """The peak of what one more call, untimed and profiled, allocates through torch
-    (measure/allocations.py); None for a kind with no call to spare (a decoder's steps)."""
-    if not task.kind.calls_again:
+    (measure/allocations.py); None for a kind with no call to spare (a decoder's steps) and
+    for a point's later processes (the figure is its first process's)."""
+    if not task.kind.calls_again or not task.count_allocations:
         return None
     work.before()
     return allocated_peak_bytes(work.run)

@@ -28,6 +28,10 @@ class TimeLedger:
     startup_s: float = 0.0  # measuring the machine at the start: idle cores, ceilings
     retried_s: float = 0.0  # inside processes measured again (oversubscribed): none of it kept
     retried: int = 0
+    # When the command began (time.monotonic, its process's start): None for a run made by a
+    # caller's own process, whose age says nothing of the run.
+    command_began: float | None = None
+    command_s: float = 0.0
     _started: float | None = None
 
     def start(self) -> None:
@@ -37,6 +41,11 @@ class TimeLedger:
         if self._started is not None:
             self.wall_s += time.perf_counter() - self._started
             self._started = None
+
+    def end_command(self) -> None:
+        """The command's wall time so far: from its process's start to now (the run's end)."""
+        if self.command_began is not None:
+            self.command_s = time.monotonic() - self.command_began
 
     def add_process(self, wall_s: float, timed_s: float) -> None:
         self.processes += 1
@@ -68,6 +77,7 @@ class TimeLedger:
             self.startup_s,
             self.retried_s,
             self.retried,
+            self.command_s,
         )
         return session if previous is None else previous + session
 
@@ -83,9 +93,16 @@ def overhead_line(overhead: Overhead) -> str:
     again = (
         f", {retried:.1f} s measured again ({overhead.retried} oversubscribed processes)" if overhead.retried else ""
     )
+    command = overhead.command_s
+    before = (
+        f"; {timed / command:.0%} of the command's {command:.1f} s, its start (Python, imports, "
+        f"planning) and end included"
+        if command > wall
+        else ""
+    )
     return (
         f"harness: {timed:.1f} s of {wall:.1f} s wall timed ({timed / wall:.0%}); outside: "
         f"{startup:.1f} s measuring the machine, {gates:.1f} s correctness gates ({overhead.gates}), "
         f"{inside:.1f} s worker start, set-up and warm-up ({overhead.processes} processes){again}, "
-        f"{rest:.1f} s in the runner"
+        f"{rest:.1f} s in the runner{before}"
     )

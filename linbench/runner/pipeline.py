@@ -61,12 +61,31 @@ class Prepared:
     build: KernelBuild = NO_BUILD  # the kernel build planning made, if any
     began: float = field(default_factory=time.monotonic)  # when planning began (time.monotonic)
     only: frozenset[tuple[str, ...]] | None = None  # the plan's points to measure (--only-points); None: all
+    # The estimate were every point's processes to grow to --max-processes (None: as estimate_s).
+    most_s: float | None = None
+    # When the command that runs it began (time.monotonic, its process's start; None: run from a
+    # caller's own process): meta.json's overhead then counts the whole command.
+    command_began: float | None = None
 
     def estimate_record(self) -> EstimateRecord:
         """meta.json's ``estimate`` as the run starts."""
         return EstimateRecord(
             self.estimate_s, self.build.estimate_s, len(self.pending), self.store is not None, self.build.took_s
         )
+
+    @property
+    def duration(self) -> str:
+        """The estimate in words: ``about 2 min``, and where points' processes may grow to
+        --max-processes, ``about 2 min, up to 12 min if their processes disagree (at most 20
+        a point)``."""
+        from linbench.sweep.estimate import format_duration
+
+        low = format_duration(self.estimate_s)
+        most = self.most_s
+        if most is None or format_duration(most) == low:
+            return f"about {low}"
+        limit = self.plan.processes.most
+        return f"about {low}, up to {format_duration(most)} if their processes disagree (at most {limit} a point)"
 
     @property
     def too_large(self) -> str | None:
@@ -115,7 +134,7 @@ def prepare(
     or commit unless ``mix``; ``repair=False`` leaves the folder as it is (a dry run).
     ``only``: measure just these points of the plan (record.row_key's; RunSetupError for one
     the plan lacks); a resumed run keeps the ones it was started with (meta.json)."""
-    from linbench.runner.sizing import fit_and_estimate
+    from linbench.runner.sizing import fit_and_estimate, most_estimate
 
     began = time.monotonic()
     spec, store = _spec(request, resume, repair)
@@ -129,7 +148,8 @@ def prepare(
     done = store.done_keys() if store is not None else set()
     pending = tuple(p for p in plan.points if p.key not in done and (only is None or p.key in only))
     estimate = fit_and_estimate(plan, pending) + build.estimate_s
-    return Prepared(spec, plan, store, pending, estimate, out, build, began, only)
+    most = most_estimate(plan, pending) + build.estimate_s
+    return Prepared(spec, plan, store, pending, estimate, out, build, began, only, most)
 
 
 def check_planned(keys: Collection[tuple[str, ...]], plan: RunPlan, why: str) -> None:
@@ -163,7 +183,7 @@ def prepare_recorded(sweep: Mapping[str, Any], out: Path = DEFAULT_OUT) -> Prepa
     """Plan on this machine the sweep a meta.json ``sweep`` section records (SweepRecord), as
     ``--resume`` plans it, for a new folder: a fleet agent plans its coordinator's sweep so,
     and so gets the same points (on its own GPU). RunSetupError when it records none."""
-    from linbench.runner.sizing import fit_and_estimate
+    from linbench.runner.sizing import fit_and_estimate, most_estimate
     from linbench.sweep.spec import spec_from_settings
 
     began = time.monotonic()
@@ -175,7 +195,8 @@ def prepare_recorded(sweep: Mapping[str, Any], out: Path = DEFAULT_OUT) -> Prepa
     )
     plan, build = KernelBuild.around(lambda: plan_spec(spec))
     estimate = fit_and_estimate(plan, plan.points) + build.estimate_s
-    return Prepared(spec, plan, None, plan.points, estimate, out, build, began)
+    most = most_estimate(plan, plan.points) + build.estimate_s
+    return Prepared(spec, plan, None, plan.points, estimate, out, build, began, most_s=most)
 
 
 def start(
@@ -235,6 +256,7 @@ def run_points(
 
 def _drive(prepared: Prepared, store: RunStore, runner: SweepRunner, points: list[Point]) -> Outcome:
     """Run ``points`` and mark the run complete, interrupted or failed (see ``run``)."""
+    runner.ledger.command_began = prepared.command_began
     status, failure, ctrl_c = "interrupted", None, False
     try:
         runner.run(points)

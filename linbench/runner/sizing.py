@@ -24,10 +24,16 @@ from linbench.sweep.points import Point
 
 def fit_and_estimate(plan: RunPlan, pending: Sequence[Point]) -> float:
     """Refuse sizes the device cannot hold at all (SweepTooLargeError); the seconds the
-    pending points will take by linbench.sweep.estimate's rough model."""
+    pending points will take by linbench.sweep.estimate's rough model, each point in the
+    processes asked for (``--processes``)."""
     check_fits(plan.points, device_memory_bytes(plan.device), plan.kind)
-    # Every point is measured in at least plan.processes.wanted processes (more where they disagree).
-    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind) * plan.processes.wanted
+    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind, plan.processes.wanted)
+
+
+def most_estimate(plan: RunPlan, pending: Sequence[Point]) -> float:
+    """The estimate were every point's processes to disagree and grow to the most the protocol
+    allows (``--max-processes``): the top of the range a run's start line gives."""
+    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind, plan.processes.most)
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,7 @@ class SweepRunner:
             self.supervisor.stop()
             self.ledger.stop()
             self.session.end()
+            self.ledger.end_command()
             self.store.update_meta({"overhead": self.ledger.overhead(self._recorded_overhead()).section()})
 
     def _recorded_overhead(self) -> Overhead | None:
@@ -195,7 +196,7 @@ class SweepRunner:
             refused = [point for point in curve if self._refused(point)]
             still_open += [point for point in refused if not self._finish_if_done(point)]
             curve = [point for point in curve if point not in refused]
-            tasks = [self._task("measure", point, count_launches=False) for point in curve]
+            tasks = [self._task("measure", point, first=False) for point in curve]
             for point, (result, wall_s) in zip(
                 curve, self.supervisor.run_batch(tasks, self.plan.timeout_s), strict=True
             ):
@@ -225,7 +226,7 @@ class SweepRunner:
         """Measure ``point`` in one more process (in its curve's warm worker in the first round
         on CPU, else a fresh one); its row goes to processes.csv."""
         first = not self._processes.get(point.key)
-        task = self._task("measure", point, stop_after_s=stop_after_s, count_launches=first)
+        task = self._task("measure", point, stop_after_s=stop_after_s, first=first)
         started = time.perf_counter()
         result = self.supervisor.run(task, self.plan.timeout_s, worker=self._worker(point))
         return self._record(point, *self._kept(point, result, time.perf_counter() - started, stop_after_s))
@@ -240,7 +241,7 @@ class SweepRunner:
             return result, wall_s
         self.ledger.add_retried(wall_s)
         first = not self._processes.get(point.key)
-        task = self._task("measure", point, stop_after_s=stop_after_s, count_launches=first)
+        task = self._task("measure", point, stop_after_s=stop_after_s, first=first)
         started = time.perf_counter()
         result = self.supervisor.run(task, self.plan.timeout_s, worker=self._worker(point))
         return result, time.perf_counter() - started
@@ -303,8 +304,10 @@ class SweepRunner:
         job: Literal["gate", "measure"],
         point: Point,
         stop_after_s: float | None = None,
-        count_launches: bool = False,
+        first: bool = True,
     ) -> Task:
+        """A task for ``point``; ``first``: the point's first process, the one that counts its
+        launches (CUDA) and its allocations (CPU), each the same in every process."""
         return Task(
             job=job,
             point=point,
@@ -316,7 +319,8 @@ class SweepRunner:
             stop_after_s=stop_after_s,
             params=self.plan.point_params(point),
             threads=self.session.threads,
-            count_launches=count_launches,
+            count_launches=first and self.plan.device.type == "cuda",
+            count_allocations=first,
         )
 
     def _finish(self, point: Point, row: dict[str, Any]) -> bool:

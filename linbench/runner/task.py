@@ -99,6 +99,10 @@ class Task:
     # count is the same in every process, and the profiler slows the process after it: count
     # in one process per point, as the last measurement that process makes.
     count_launches: bool = True
+    # On CPU: profile one untimed call after the timing for alloc_peak_bytes. The figure is the
+    # same in every process (tests/runner/test_alloc_peak.py), and a profiled call costs about
+    # one call or more: count in one process per point, its first.
+    count_allocations: bool = True
 
 
 def gate_seq(point: Point) -> int:

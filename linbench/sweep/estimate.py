@@ -10,10 +10,14 @@ context (a KV cache: state O(s·d)) need its keys and values, B·H·S·(Dk + Dv)
 **Duration.** A rough model, meant to tell minutes from days, not to predict a run. Each point
 costs a fixed overhead (its worker forked, the correctness gate, its row written) plus the
 wall time the timing policy gives one call (warm-up and repetitions, as the skip policy
-predicts it), and one more call for the gate. One call takes the point's FLOPs (the variant's
-matmul count) at a rate per device (at least MIN_CALL_S); decode points take a prefill (the state's work over the
-context) and one step per timed token. A point whose time passes ``--timeout-s`` costs the
-timeout, and the longer points of its series cost nothing: the runner skips them.
+predicts it), and one more call for the gate; a CPU ``run`` point's first process runs one more,
+profiled for alloc_peak_bytes. A point is measured in ``--processes`` processes, and more, up to
+``--max-processes``, while they disagree: the estimate counts the processes asked for, and
+``most_estimate`` (linbench/runner/sizing.py) the most allowed, the range the start line gives.
+One call takes the point's FLOPs (the variant's matmul count) at a rate per device (at least
+MIN_CALL_S); decode points take a prefill (the state's work over the context) and one step per
+timed token. A point whose time passes ``--timeout-s`` costs the timeout, and the longer points
+of its series cost nothing: the runner skips them.
 
 The CPU constants were fitted to the runs recorded on the development machine (2 cores, torch
 2.13.0), estimate against measured wall time: paper-fig5 6 min / 5 min 42 s and paper-fig2
@@ -22,8 +26,14 @@ existed, so counted without it) ``--variant cosine --seq 1k..16k`` 5 min / 4 min
 ``--seq 1k..64k`` 12 min / 9 min 4 s, and the 75-point sweep over three head dims 2 min /
 1 min 44 s. An impl quadratic in time where its variant is not (cosine:quadratic) is counted
 with the S×S FLOPs (linbench/runner/kinds.py counts each point's FLOPs from what its
-variant declares). The GPU constants are guesses (a fresh worker initialises CUDA), not
-measurements.
+variant declares). The GPU rate and minimum call are guesses; the CUDA overhead is the middle
+of the 5-8 s of process start-up and correctness gate an H200 point took (results/h200/README.md).
+Measured since (load 3.6-4.6, torch 2.13.0): the run-overhead sweep ``--variant cosine:kernel
+--baseline softmax:sdpa --seq 4k,8k,16k --mode fwd`` took 38-40 s against 98 s (ratios
+0.39-0.41, three runs at load 2.7-5.0; softmax:sdpa ran at 75 GFLOP/s against the model's 20),
+while a user's gated run took 329 s against 161 s (2.0) and a decode run 89 s against 210 s
+(0.42). One CPU rate cannot fit both directions, so it is not refitted: a rate per impl family
+would be needed.
 
 **Memory of a form.** An impl declares how its memory grows (``memory_complexity``: the
 quadratic forms ``O(s²)`` or ``O(s²d)``); ``working_set_bytes`` turns that into the least a call
@@ -49,7 +59,9 @@ ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
 # FLOP/s a call achieves, seconds a call takes at least, and the fixed cost of a point.
 RATE = {"cpu": 20e9, "cuda": 20e12}
 MIN_CALL_S = {"cpu": 2e-4, "cuda": 2e-5}
-OVERHEAD_S = {"cpu": 0.6, "cuda": 2.0}
+# CUDA: an H200 point took 5-8 s of process start-up and correctness gate
+# (results/h200/README.md), the middle of that range.
+OVERHEAD_S = {"cpu": 0.6, "cuda": 6.5}
 # The first-use build of csrc/ (linbench/kernels/build.py), counted when a command makes it: the
 # CPU part took 21-26 s on two idle cores (docs/kernels.md); the CUDA build adds nvcc's, a guess.
 BUILD_S = {"cpu": 25.0, "cuda": 120.0}
@@ -97,6 +109,11 @@ class PointModel(Protocol):
 
     def setup_s(self, point: Point) -> float:
         """Seconds of untimed work before the calls (a decode point's prefill)."""
+        ...
+
+    @property
+    def calls_again(self) -> bool:
+        """Whether a CPU point's first process runs one more call, profiled (alloc_peak_bytes)."""
         ...
 
 
@@ -175,10 +192,13 @@ def prefill_s(point: Point) -> float:
     return 4.0 * b * h * s * dk * dv / RATE[_device_type(point)]
 
 
-def estimate_s(points: Sequence[Point], timing: Timing, timeout_s: float, model: PointModel) -> float:
-    """Seconds the points will take by the model: each point's overhead, its set-up, its calls
-    under ``timing`` and one more for the gate, at most ``timeout_s`` (the longer points of a
-    series that passed it are skipped)."""
+def estimate_s(
+    points: Sequence[Point], timing: Timing, timeout_s: float, model: PointModel, processes: int = 1
+) -> float:
+    """Seconds the points will take by the model, each in ``processes`` processes: each
+    process's overhead, set-up, calls under ``timing`` and one more for the gate, at most
+    ``timeout_s`` (the longer points of a series that passed it are skipped); on a CPU, the
+    profiled call of a point's first process (``model.calls_again``: alloc_peak_bytes)."""
     total = 0.0
     stopped: set[tuple[object, ...]] = set()
     for point in points:
@@ -189,7 +209,9 @@ def estimate_s(points: Sequence[Point], timing: Timing, timeout_s: float, model:
         if seconds > timeout_s:
             stopped.add(point.series)
             seconds = timeout_s
-        total += OVERHEAD_S[_device_type(point)] + seconds
+        device = _device_type(point)
+        profiled = one if model.calls_again and device == "cpu" else 0.0
+        total += (OVERHEAD_S[device] + seconds) * processes + min(profiled, timeout_s)
     return total
 
 

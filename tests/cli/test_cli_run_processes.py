@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,6 +45,22 @@ def test_processes_are_rows_of_their_own_and_the_protocol_is_recorded(invoke: In
     overhead = meta["overhead"]
     assert overhead["processes"] == 3 and 0 < overhead["timed_s"] < overhead["wall_s"]
     assert 0 < overhead["timed_fraction"] < 1
+    # Run inside this test's process, the command's start is not this process's.
+    assert overhead["command_s"] == 0 and overhead["command_timed_fraction"] is None
+
+
+def test_a_command_of_its_own_counts_its_whole_wall_time_in_the_overhead(tmp_path: Path) -> None:
+    """Its process's start, Python's and torch's imports and the planning come before the
+    run's ledger starts: meta.json's command_s counts them, and the timed share of it."""
+    argv = [sys.executable, "-m", "linbench", "run", *TINY, *QUICK, "--out", str(tmp_path)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "of the command's" in done.stdout
+    overhead = json.loads((_folder(tmp_path) / "meta.json").read_text())["overhead"]
+    assert overhead["command_s"] > overhead["wall_s"] > overhead["timed_s"] > 0
+    # The share is of the seconds before they were rounded to the millisecond.
+    share = overhead["timed_s"] / overhead["command_s"]
+    assert overhead["command_timed_fraction"] == pytest.approx(share, abs=1e-3 / overhead["command_s"])
 
 
 @pytest.mark.parametrize(

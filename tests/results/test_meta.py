@@ -54,6 +54,12 @@ def test_the_overhead_adds_sessions_and_writes_its_seconds_to_the_millisecond() 
     assert meta.Overhead.read({}) is None and meta.Overhead.read({"overhead": {}}) is None
 
 
+def test_the_overhead_gives_the_timed_share_of_the_whole_command_where_it_has_one() -> None:
+    command = meta.Overhead(wall_s=8.0, timed_s=6.0, command_s=10.0).section()
+    assert (command["timed_fraction"], command["command_timed_fraction"]) == (0.75, 0.6)
+    assert meta.Overhead(wall_s=8.0, timed_s=6.0).section()["command_timed_fraction"] is None
+
+
 def test_rounds_sum_their_overheads_and_pool_their_load_samples() -> None:
     def run(wall_s: float, busy: bool) -> dict[str, object]:
         load = {"rule": "r", "cores": 2, "busy": busy, "samples": [{"busy": busy}]}

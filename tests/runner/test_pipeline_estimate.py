@@ -4,6 +4,7 @@ of the estimate against what the run took (CPU, real worker processes at tiny si
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,8 @@ import pytest
 from linbench import SweepRequest, run_sweep
 from linbench.results.estimate_record import EstimateRecord
 from linbench.runner import sizing
-from linbench.runner.pipeline import prepare
-from linbench.sweep.estimate import BUILD_S
+from linbench.runner.pipeline import Prepared, prepare
+from linbench.sweep.estimate import BUILD_S, OVERHEAD_S
 
 TINY = SweepRequest(
     variants=("cosine:chunked",), no_baseline=True, seq="64", heads=2, dim=16, device="cpu", budget_s=0.05
@@ -44,3 +45,31 @@ def test_no_build_is_counted_where_planning_loaded_no_kernel(monkeypatch: pytest
     monkeypatch.setattr(sizing, "_kernels_cached", lambda: False)
     monkeypatch.setattr(sizing, "_kernels_loaded", lambda: False)  # no kernel impl asked for
     assert not prepare(TINY).build.built
+
+
+def test_an_estimate_ranges_from_the_processes_asked_for_to_the_most_allowed() -> None:
+    """A point's processes grow while they disagree, up to --max-processes: the start line
+    gives the range, each process's cost times the processes, from 3 to 20."""
+    prepared = prepare(replace(TINY, processes=3, max_processes=20))
+    assert prepared.most_s is not None
+    one = prepare(TINY)
+    profiled = one.estimate_s - OVERHEAD_S["cpu"] - _process_s(one)
+    assert prepared.estimate_s == pytest.approx(3 * (one.estimate_s - profiled) + profiled)
+    assert prepared.most_s == pytest.approx(20 * (one.estimate_s - profiled) + profiled)
+    assert "up to" in prepared.duration and "at most 20 a point" in prepared.duration
+    assert one.most_s == one.estimate_s and "up to" not in one.duration
+
+
+def test_a_cpu_run_point_counts_its_profiled_call_once() -> None:
+    """The first process of a CPU run point runs one more call, profiled (alloc_peak_bytes)."""
+    prepared = prepare(TINY)
+    (point,) = prepared.pending
+    call = prepared.plan.kind.call_s(point)
+    assert prepared.estimate_s == pytest.approx(OVERHEAD_S["cpu"] + _process_s(prepared) + call)
+
+
+def _process_s(prepared: Prepared) -> float:
+    """One process's calls by the model: the timing policy's, and the gate's one."""
+    (point,) = prepared.pending
+    call = prepared.plan.kind.call_s(point)
+    return prepared.plan.timing.predicted_s(call) + call

@@ -39,6 +39,17 @@ def test_each_point_is_measured_in_as_many_fresh_processes_as_asked(tmp_path: Pa
     assert all(r["check_seq"] and r["rel_err"] for r in store.rows())
 
 
+@pytest.mark.parametrize("share_workers", [False, True])
+def test_only_a_points_first_process_profiles_a_call_for_its_allocations(tmp_path: Path, share_workers: bool) -> None:
+    """alloc_peak_bytes is the same in every process, and its profiled call costs a call or
+    more: the first process counts it, the later ones run no profiled call."""
+    store = run_store(tmp_path, make_points([("planted", "good")], [64, 128]), processes=3, share_workers=share_workers)
+    for seq, mine in _processes_by_seq(store).items():
+        figures = {int(p["process"]): p["alloc_peak_bytes"] for p in mine}
+        assert figures[0] != "" and figures[1] == figures[2] == "", (seq, figures)
+    assert all(r["alloc_peak_bytes"] != "" for r in store.rows())
+
+
 def test_a_process_that_fails_after_the_first_fails_the_point(tmp_path: Path) -> None:
     """A flaky impl is a broken one: the crash of its second measuring process is the point's
     status, and the error says which process it was."""

@@ -13,6 +13,7 @@ from linbench.dtypes import split_list
 from linbench.runner.kinds import DECODE, RUN
 from linbench.shape import Shape
 from linbench.sweep.estimate import (
+    RATE,
     SweepTooLargeError,
     call_seconds,
     check_fits,
@@ -108,8 +109,9 @@ class Calls:
 
     lower = "--seq"
 
-    def __init__(self, flops: float) -> None:
+    def __init__(self, flops: float, calls_again: bool = False) -> None:
         self.flops = flops
+        self.calls_again = calls_again  # a profiled call in a CPU point's first process
 
     def held_bytes(self, point: Point) -> int:
         return input_bytes(point)
@@ -130,6 +132,13 @@ def test_the_estimate_grows_with_the_work_and_stops_at_the_timeout() -> None:
     heavy = [point(s) for s in (1024, 2048, 4096)]
     # 500 s a call: the first times out, the runner skips the rest.
     assert estimate_s(heavy, Policy(), 120, Calls(1e13)) == pytest.approx(120 + 0.6)
+
+
+def test_each_process_is_counted_and_the_profiled_call_once_a_point() -> None:
+    one = estimate_s([point(1024)], Policy(), 120, Calls(1e9))
+    profiled = estimate_s([point(1024)], Policy(), 120, Calls(1e9, calls_again=True))
+    assert profiled - one == pytest.approx(1e9 / RATE["cpu"])  # one more call of the model's
+    assert estimate_s([point(1024)], Policy(), 120, Calls(1e9), processes=20) == pytest.approx(20 * one)
 
 
 def test_sweeps_past_2000_points_or_2_hours_need_yes() -> None:
