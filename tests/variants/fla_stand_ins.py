@@ -405,10 +405,8 @@ class Kernels:
         max_num_seqs: int | None = None,
         **kwargs: Any,
     ) -> Any:
-        self._note("chunk_kda", q=q, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
-        assert not (use_gate_in_kernel or use_beta_sigmoid_in_kernel), "linbench passes the gate and β computed"
-        q, k = _l2(q, k, use_qk_l2norm_in_kernel)
-        return naive("kda", "naive_recurrent_kda")(q, k, v, g, beta, scale=scale)
+        computed = not (use_gate_in_kernel or use_beta_sigmoid_in_kernel)
+        return self._kda("chunk_kda", q, k, v, g, beta, scale, use_qk_l2norm_in_kernel, computed)
 
     def fused_recurrent_kda(
         self,
@@ -431,11 +429,27 @@ class Kernels:
         cu_seqlens: Any = None,
         **kwargs: Any,
     ) -> Any:
-        self._note("fused_recurrent_kda", q=q, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
-        assert not (use_gate_in_kernel or use_beta_sigmoid_in_kernel), "linbench passes the gate and β computed"
-        q, k = _l2(q, k, use_qk_l2norm_in_kernel)
-        out, _ = naive("kda", "naive_recurrent_kda")(q, k, v, g, beta, scale=scale)
+        computed = not (use_gate_in_kernel or use_beta_sigmoid_in_kernel)
+        out, _ = self._kda("fused_recurrent_kda", q, k, v, g, beta, scale, use_qk_l2norm_in_kernel, computed)
         return out.detach(), None  # fla has no backward for it
+
+    def _kda(
+        self,
+        name: str,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: Tensor,
+        beta: Tensor,
+        scale: Any,
+        norm: bool,
+        computed: bool,
+    ) -> Any:
+        """Both kda kernels' stand-in: the call noted, then fla's naive_recurrent_kda."""
+        self._note(name, q=q, g=g, beta=beta, scale=scale, norm=norm)
+        assert computed, "linbench passes the gate and β computed"
+        q, k = _l2(q, k, norm)
+        return naive("kda", "naive_recurrent_kda")(q, k, v, g, beta, scale=scale)
 
     def lookup(self, module: str, name: str) -> Callable[..., Any]:
         """``fla_kernel``'s stand-in: fla.ops.<module>.<name>."""

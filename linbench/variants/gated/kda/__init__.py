@@ -7,26 +7,11 @@ q and k L2-normalised, g_t ∈ (−∞, 0]^{Dk} a log-gate per key channel (gla'
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
-import torch.nn.functional as F
-
 from linbench.variants.gated.family import GatedFamily, register_family
 from linbench.variants.gated.flops import delta_flops
+from linbench.variants.gated.gated_deltanet import prepare  # the same inputs; only g's shape differs
 from linbench.variants.gated.gates import BETA, CHANNEL_GATE
-from linbench.variants.gated.impls import STRONG_GATES, DeltaInputs
-from linbench.variants.gated.numerics import resolve_scale, upcast
-
-
-def prepare(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, g: torch.Tensor, beta: torch.Tensor, scale: Any
-) -> DeltaInputs:
-    """q and k L2-normalised (q then scaled), β and the per-channel gates, in the compute dtype."""
-    q, k, v = upcast(q, k, v)
-    q = F.normalize(q, dim=-1) * resolve_scale(scale, q.shape[-1])
-    return DeltaInputs(q, F.normalize(k, dim=-1), v, beta.to(q.dtype), g.to(q.dtype))
-
+from linbench.variants.gated.impls import STRONG_GATES
 
 VARIANT = register_family(
     GatedFamily(
