@@ -8,149 +8,19 @@ normalise q and k when ``use_qk_l2norm_in_kernel``; chunk_gated_delta_rule takes
 its reference (beta, g); chunk_delta_rule asserts against fp32; the kda kernels and
 ``naive_recurrent_kda`` agree on (g, beta) and ``scale``.
 
-Where fla is installed, the references are fla's own ``fla/ops/*/naive.py`` files, loaded by
-path (importing ``fla.ops`` would load Triton). Without it, ``TWINS`` are the same functions
-written here from fla's source, so the argument mapping is tested either way.
+The references come from fla_naive.py: fla's own ``naive.py`` files where fla is installed,
+else twins written from fla's source, so the argument mapping is tested either way.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+from fla_naive import naive
 from torch import Tensor
-
-
-def _simple_gla(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    g: Tensor,
-    scale: float | None = None,
-    initial_state: Any = None,
-    output_final_state: bool = True,
-) -> Any:
-    """fla's naive_recurrent_simple_gla: (B, T, H, ...) in, fp32 inside."""
-    dtype = q.dtype
-    q, k, v, g = (x.transpose(1, 2).float() for x in (q, k, v, g))
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
-    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
-    rows = []
-    for i in range(q.shape[2]):
-        state = state * g[:, :, i].exp()[..., None, None] + k[:, :, i, :, None] * v[:, :, i, None, :]
-        rows.append(((q[:, :, i] * scale)[..., None] * state).sum(-2))
-    return torch.stack(rows, 2).transpose(1, 2).to(dtype), state
-
-
-def _gla(
-    q: Tensor, k: Tensor, v: Tensor, gk: Tensor, initial_state: Any = None, output_final_state: bool = False
-) -> Any:
-    """fla's naive_recurrent_gla: scale fixed at Dk^-1/2."""
-    dtype = q.dtype
-    q, k, v, gk = (x.transpose(1, 2).float() for x in (q, k, v, gk))
-    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
-    rows = []
-    for i in range(q.shape[2]):
-        state = state * gk[:, :, i].exp()[..., None] + k[:, :, i, :, None] * v[:, :, i, None, :]
-        rows.append(((q[:, :, i] * q.shape[-1] ** -0.5)[..., None] * state).sum(-2))
-    return torch.stack(rows, 2).transpose(1, 2).to(dtype), None
-
-
-def _delta(
-    q: Tensor, k: Tensor, v: Tensor, beta: Tensor, initial_state: Any = None, output_final_state: bool = True
-) -> Any:
-    """fla's delta_rule_recurrence: (B, H, T, ...) in, scale fixed at Dk^-1/2."""
-    dtype = q.dtype
-    q, k, v, beta = (x.float() for x in (q, k, v, beta))
-    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
-    rows = []
-    for i in range(q.shape[2]):
-        error = (v[:, :, i] - (state * k[:, :, i, :, None]).sum(-2)) * beta[:, :, i, None]
-        state = state + k[:, :, i, :, None] * error[..., None, :]
-        rows.append(torch.einsum("bhd,bhdm->bhm", q[:, :, i] * q.shape[-1] ** -0.5, state))
-    return torch.stack(rows, 2).to(dtype), state
-
-
-def _gated_delta(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    beta: Tensor,
-    g: Tensor,
-    scale: float | None = None,
-    initial_state: Any = None,
-    output_final_state: bool = False,
-) -> Any:
-    """fla's naive_recurrent_gated_delta_rule: (B, T, H, ...) in, (beta, g) in that order."""
-    q, k, v, beta, g = (x.transpose(1, 2).float() for x in (q, k, v, beta, g))
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
-    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
-    rows = []
-    for i in range(q.shape[2]):
-        state = state * g[:, :, i].exp()[..., None, None]
-        error = (v[:, :, i] - (state * k[:, :, i, :, None]).sum(-2)) * beta[:, :, i, None]
-        state = state + k[:, :, i, :, None] * error[..., None, :]
-        rows.append(torch.einsum("bhd,bhdm->bhm", q[:, :, i] * scale, state))
-    return torch.stack(rows, 2).transpose(1, 2), None
-
-
-def _kda(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    g: Tensor,
-    beta: Tensor,
-    scale: float | None = None,
-    initial_state: Any = None,
-    output_final_state: bool = False,
-) -> Any:
-    """fla's naive_recurrent_kda: (B, T, H, ...) in, g per key channel, decay then delta step."""
-    dtype = v.dtype
-    q, k, v, g, beta = (x.transpose(1, 2).float() for x in (q, k, v, g, beta))
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
-    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
-    rows = []
-    for i in range(q.shape[2]):
-        state = state * g[:, :, i].exp()[..., None]
-        error = (v[:, :, i] - (state * k[:, :, i, :, None]).sum(-2)) * beta[:, :, i, None]
-        state = state + k[:, :, i, :, None] * error[..., None, :]
-        rows.append(torch.einsum("bhd,bhdm->bhm", q[:, :, i] * scale, state))
-    return torch.stack(rows, 2).transpose(1, 2).to(dtype), None
-
-
-TWINS: dict[tuple[str, str], Callable[..., Any]] = {
-    ("simple_gla", "naive_recurrent_simple_gla"): _simple_gla,
-    ("gla", "naive_recurrent_gla"): _gla,
-    ("delta_rule", "delta_rule_recurrence"): _delta,
-    ("gated_delta_rule", "naive_recurrent_gated_delta_rule"): _gated_delta,
-    ("kda", "naive_recurrent_kda"): _kda,
-}
-
-
-def fla_source() -> Path | None:
-    """The installed fla package's folder, found without importing it (None: not installed)."""
-    spec = importlib.util.find_spec("fla")
-    return Path(next(iter(spec.submodule_search_locations))) if spec and spec.submodule_search_locations else None
-
-
-def _load_naive(module: str) -> ModuleType:
-    source = fla_source()
-    assert source is not None
-    spec = importlib.util.spec_from_file_location(f"fla_naive_{module}", source / "ops" / module / "naive.py")
-    assert spec is not None and spec.loader is not None
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
-
-
-def naive(module: str, name: str) -> Callable[..., Any]:
-    """fla's reference ``name`` of ``fla.ops.<module>.naive`` where fla is installed, else its twin."""
-    return getattr(_load_naive(module), name) if fla_source() is not None else TWINS[(module, name)]
 
 
 def _retnet_gamma(heads: int) -> torch.Tensor:

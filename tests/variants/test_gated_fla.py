@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 import torch
-from fla_stand_ins import Kernels, fla_source
+from fla_naive import fla_source
+from fla_stand_ins import Kernels
 
 import linbench
 from linbench.correctness import check_impl
