@@ -53,7 +53,9 @@ def test_the_nightly_job_adds_to_the_history_judges_it_and_keeps_it() -> None:
     (history,) = [c for c in _commands(workflow) if c[1] == "history"]
     assert {"--store", "--add", "--recent", "--html"} <= set(history)
     uses = [s.get("uses", "") for s in job["steps"]]
-    assert any(u.startswith("actions/cache/restore") for u in uses) and any(u.startswith("actions/cache/save") for u in uses)
+    assert any(u.startswith("actions/cache/restore") for u in uses) and any(
+        u.startswith("actions/cache/save") for u in uses
+    )
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
