@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from sweep_helpers import make_points, run_points, run_store
 
+from linbench.runner.kind_protocol import Task
 from linbench.runner.supervisor import Supervisor
-from linbench.runner.task import Task
 
 
 def by_impl_and_seq(rows: list[dict[str, str]]) -> dict[tuple[str, int], dict[str, str]]:
