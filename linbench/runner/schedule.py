@@ -46,6 +46,7 @@ class Schedule:
         plan: RunPlan,
         supervisor: Supervisor,
         session: Session,
+        ledger: TimeLedger,
         policy: SkipPolicy,
         hooks: PointHooks,
         recorder: PointRecorder,
@@ -53,7 +54,7 @@ class Schedule:
     ) -> None:
         self.plan, self.supervisor, self.session, self.policy = plan, supervisor, session, policy
         self.hooks, self.recorder, self.listener = hooks, recorder, listener
-        self.ledger: TimeLedger = recorder.ledger
+        self.ledger = ledger
         self._gates: dict[tuple[object, ...], ProcessResult] = {}
         # CPU: the first processes of a curve share a warm worker (on a GPU each point's first
         # process counts its launches last, and the profiler slows the process after it).

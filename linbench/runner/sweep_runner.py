@@ -84,7 +84,14 @@ class SweepRunner:
             self.supervisor.ready()
             self.session.begin()
             schedule = Schedule(
-                self.plan, self.supervisor, self.session, self.policy, self.hooks, self.recorder, self.listener
+                self.plan,
+                supervisor=self.supervisor,
+                session=self.session,
+                ledger=self.ledger,
+                policy=self.policy,
+                hooks=self.hooks,
+                recorder=self.recorder,
+                listener=self.listener,
             )
             schedule.run(points)
         finally:
