@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from linbench.lengths import Pack
     from linbench.results.store import RunStore
     from linbench.runner.pipeline import Outcome, Prepared
-    from linbench.runner.sweep_runner import Listener
+    from linbench.runner.recorder import Listener
     from linbench.sweep.points import Point
     from linbench.sweep.request import SweepRequest
     from linbench.sweep.spec import Axes

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from linbench.machine.facts import cpu_model, device_info, git_commit_time, git_sha
+from linbench.version import __version__
 
 if TYPE_CHECKING:
     import torch
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
 def collect_meta(argv: list[str], device: torch.device) -> dict[str, Any]:
     """The run's provenance, recorded before the first point."""
     import torch
-
-    from linbench import __version__
 
     return {
         "command": shlex.join(["linbench", *argv]),

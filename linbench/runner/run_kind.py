@@ -12,12 +12,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from linbench.dtypes import torch_dtype
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import PER_SECOND, PointFacts
 from linbench.results.schema import MODES
-from linbench.runner.kind_protocol import SharedKind, Words, Work
-from linbench.runner.task import Task, TimingPolicy
+from linbench.runner.kind_protocol import SharedKind, Task, Words, Work
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
 from linbench.sweep.settings import LENGTH_AXIS

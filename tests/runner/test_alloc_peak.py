@@ -13,10 +13,11 @@ import sys
 from itertools import pairwise
 from pathlib import Path
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.processes import ProcessResult
 from linbench.runner.execute import run_measure
+from linbench.runner.kind_protocol import Task
 from linbench.runner.kinds import RUN
-from linbench.runner.task import Task, TimingPolicy
 from linbench.shape import Shape
 from linbench.sweep.points import Point
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sweep_helpers import make_points, run_points
 
-from linbench.runner.task import TimingPolicy
+from linbench.measure.timing_policy import TimingPolicy
 
 TOKENS = 4
 
