@@ -52,7 +52,7 @@ class RunPlan:
     cuda_graph: bool = False  # also time each call (decode: step) as CUDA-graph replays
     # --param: (variant, impl) → the parameter values given for it.
     params: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    threads: int | None = None  # torch threads in each worker; None: torch's default
+    threads: int | None = None  # torch threads per worker; None: on CPU one per idle core (threads.py), on GPU torch's
     tokens: int | None = None  # run --tokens: batch·seq of every point
     processes: ProcessProtocol = field(default_factory=ProcessProtocol)
     # The points of one curve share a worker per round where the kind allows (run points:
