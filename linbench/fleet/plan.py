@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from linbench.fleet.folders import FLEET_FILE, read_plan, write_plan
-from linbench.fleet.shards import PointKey, Shard, make_shards, plan_hash
+from linbench.fleet.shards import Shard, make_shards, plan_hash
+from linbench.results.record import Key
 
 if TYPE_CHECKING:
     from linbench.runner.pipeline import Prepared
@@ -51,7 +52,7 @@ def plan_fleet(prepared: Prepared, command: str, **settings: Any) -> FleetPlan:
     plan = prepared.plan
     by_key = {point.key: point for point in plan.points}
 
-    def cost(key: PointKey) -> float:
+    def cost(key: Key) -> float:
         return estimate_s([by_key[key]], plan.timing, plan.timeout_s, plan.kind, plan.processes.wanted)
 
     fixed_tokens = plan.tokens is not None
