@@ -20,7 +20,9 @@ It refuses, with one line naming what differs:
   shape) measured on two cards or two GPU models, or rows from a fake inventory mixed with
   real ones, or attempts that ran different software (torch, linbench commit, schema), unless
   ``allow_mixed`` (``linbench merge --allow-mixed``);
-* points without a row, unless ``allow_partial``.
+* points without a row, unless ``allow_partial``;
+* a column this linbench does not write (an attempt of a newer one), unless ``allow_mixed``,
+  which leaves it out.
 """
 
 from __future__ import annotations
@@ -36,7 +38,14 @@ from linbench.fleet.folders import read_plan
 from linbench.fleet.progress import Attempt, chain_rows, chosen_chain, read_attempts, whole_rows
 from linbench.fleet.shards import Shard, scenario_of
 from linbench.results.record import Key, row_key
-from linbench.results.schema import KEY_COLUMNS, WHERE_COLUMNS, UnknownColumnError
+from linbench.results.schema import (
+    KEY_COLUMNS,
+    PROCESS_COLUMNS,
+    RESULT_COLUMNS,
+    SAMPLE_COLUMNS,
+    WHERE_COLUMNS,
+    UnknownColumnError,
+)
 from linbench.results.store import PROCESSES_FILE, SAMPLES_FILE, RunStore
 
 # meta.json keys that must agree across the attempts of one run (the software that measured).
@@ -92,7 +101,7 @@ def merge_run(run_dir: Path, *, allow_mixed: bool = False, allow_partial: bool =
         )
     if not allow_mixed:
         _check_unmixed(chosen, settings, attempts_used)
-    _write(run_dir, chosen, _meta(attempts_used, digest, summary, allow_mixed))
+    _write(run_dir, chosen, _meta(attempts_used, digest, summary, allow_mixed), allow_mixed)
     return summary
 
 
@@ -181,9 +190,11 @@ def _meta(used: Sequence[Attempt], digest: str, summary: MergeSummary, mixed: bo
     }
 
 
-def _write(run_dir: Path, chosen: Sequence[Chosen], meta: dict[str, Any]) -> None:
+def _write(run_dir: Path, chosen: Sequence[Chosen], meta: dict[str, Any], mixed: bool) -> None:
     """The merged files, through RunStore: each chosen row, and its processes and samples from
-    the attempt it came from (each attempt's files read and grouped by point once)."""
+    the attempt it came from (each attempt's files read and grouped by point once). A column
+    this linbench does not write is refused, or, ``mixed`` (attempts of several versions
+    allowed), left out, as the version that merges reads it."""
     grouped: dict[Path, AttemptRows] = {}
     processes: list[dict[str, str]] = []
     samples: list[dict[str, str]] = []
@@ -193,11 +204,20 @@ def _write(run_dir: Path, chosen: Sequence[Chosen], meta: dict[str, Any]) -> Non
         processes += mine
         for number in dict.fromkeys(p.get("process") or "0" for p in mine):
             samples += rows.samples.get((c.key, number), [])
+    results = [_where(c) for c in chosen]
+    if mixed:
+        results, processes, samples = (
+            [{k: v for k, v in row.items() if k in columns} for row in rows]
+            for rows, columns in ((results, RESULT_COLUMNS), (processes, PROCESS_COLUMNS), (samples, SAMPLE_COLUMNS))
+        )
     store = RunStore(run_dir)
     try:
-        store.replace_rows([_where(c) for c in chosen], processes, samples)
+        store.replace_rows(results, processes, samples)
     except UnknownColumnError as exc:
-        raise MergeError(f"an attempt has a column this linbench does not write: {exc.args[0]}") from None
+        raise MergeError(
+            f"an attempt has a column this linbench does not write ({exc.args[0]}); "
+            "merge with --allow-mixed to leave it out"
+        ) from None
     store.write_meta(meta)
 
 

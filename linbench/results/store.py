@@ -185,9 +185,12 @@ class RunStore:
         """Replace results.csv, processes.csv and samples.csv whole, each atomically, every row
         checked against its file's columns and written as ``append`` writes it (UnknownColumnError
         for a column a file lacks): a run made of other runs' rows (``linbench merge``)."""
-        for (file, columns), rows in zip(FILES, (results, processes, samples), strict=True):
-            lines = [[cell(v) for v in checked(row, columns, file).values()] for row in rows]
-            _replace_text(self.path / file, _csv_text([columns, *lines]))
+        texts = [  # every row checked before any file is replaced
+            _csv_text([columns, *([cell(v) for v in checked(row, columns, file).values()] for row in rows)])
+            for (file, columns), rows in zip(FILES, (results, processes, samples), strict=True)
+        ]
+        for (file, _), text in zip(FILES, texts, strict=True):
+            _replace_text(self.path / file, text)
 
     def rows(self) -> list[dict[str, str]]:
         """The result rows as strings, in file order."""

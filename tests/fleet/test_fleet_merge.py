@@ -194,3 +194,15 @@ def test_a_large_shard_merges_whole_keying_each_row_once(tmp_path: Path, monkeyp
     assert [(row_key(r), r["process"], r["time_ms"]) for r in processes] == expected  # plan order, whole
     assert [(row_key(r), r["process"], r["time_ms"]) for r in samples[::REPETITIONS]] == expected
     assert len(keyed) <= POINTS  # each point keyed once, not once per row per chosen point
+
+
+def test_a_column_this_linbench_does_not_write_is_refused_unless_mixed_is_allowed(tmp_path: Path) -> None:
+    complete_run(tmp_path)
+    newer = tmp_path / "shards" / "s000" / "attempt-1" / "results.csv"
+    header, *lines = newer.read_text().splitlines()
+    newer.write_text("\n".join([f"{header},from_the_future", *(f"{line},1" for line in lines)]) + "\n")
+    with pytest.raises(MergeError, match=r"a column this linbench does not write .*'from_the_future'"):
+        merge_run(tmp_path)
+    merge_run(tmp_path, allow_mixed=True)
+    merged = rows(tmp_path / "results.csv")
+    assert keys_of(merged) == KEYS and list(merged[0]) == list(RESULT_COLUMNS)  # every point, the column left out
