@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from linbench.fleet.folders import FLEET_FILE, read_plan, write_plan
+from linbench.fleet.folders import read_plan, write_plan
 from linbench.fleet.shards import Shard, make_shards, plan_hash
 from linbench.results.record import Key
 
@@ -66,7 +66,3 @@ def read_fleet_plan(run_dir: Path) -> FleetPlan:
     """The plan a fleet run folder holds (MergeError when it holds none)."""
     shards, digest, settings = read_plan(run_dir)
     return FleetPlan(shards, digest, settings)
-
-
-def is_fleet_run(run_dir: Path) -> bool:
-    return (run_dir / FLEET_FILE).is_file()
