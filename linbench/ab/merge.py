@@ -12,7 +12,6 @@ like any other: ``linbench compare``, ``report`` and ``plot`` read it.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from linbench.results.meta import LoadSection, Overhead
 from linbench.results.record import (
     Checked,
+    Key,
     PointFacts,
     ProcessResult,
     failure_row,
@@ -29,11 +29,11 @@ from linbench.results.record import (
     process_row,
     row_key,
 )
+from linbench.results.rows import read_rows
 from linbench.results.schema import SCHEMA_VERSION
 from linbench.results.store import SAMPLES_FILE, RunStore
 from linbench.runner.kinds import kind_of_mode
 
-Key = tuple[str, ...]
 Row = Mapping[str, Any]
 
 
@@ -114,7 +114,6 @@ def _samples(folder: Path) -> dict[Key, list[float]]:
     found: dict[Key, list[float]] = {}
     if not path.is_file():
         return found
-    with path.open(newline="") as handle:
-        for row in csv.DictReader(handle):
-            found.setdefault(row_key(row), []).append(float(row["time_ms"]))
+    for row in read_rows(path).rows:  # results/rows.py: a row no writer finished is never a sample
+        found.setdefault(row_key(row), []).append(float(row["time_ms"]))
     return found

@@ -25,7 +25,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from linbench.results.point_list import Key, write_point_list
+from linbench.results.point_list import write_point_list
+from linbench.results.record import Key
 from linbench.results.store import RunStore, RunStoreError
 
 SIDES = ("baseline", "current")

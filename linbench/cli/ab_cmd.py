@@ -27,12 +27,11 @@ from typing import Annotated, Any
 import typer
 
 from linbench.cli.compare_cmd import compare_command
-from linbench.cli.errors import exit_usage_error, usage_errors
+from linbench.cli.errors import INTERRUPTED_EXIT, exit_usage_error, usage_errors
 from linbench.cli.run_cmd import run_command
 from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, MIN_TO_JUDGE, TRUST_PROCESSES
 
 DEFAULT_ROUNDS = 5
-INTERRUPTED_EXIT = 130
 # run's options that ab sets itself (--out, --quiet, --yes), or that make no sense for a round:
 # each round is one process per point, a new run, measured to the end.
 RUN_OPTIONS_NOT_FORWARDED = (

@@ -13,6 +13,7 @@ from typing import NoReturn
 import typer
 
 USAGE_EXIT = 2
+INTERRUPTED_EXIT = 130  # the shell's status for a Ctrl-C: a run, an A/B job or a fleet run stopped by it
 
 
 class CliUsageError(Exception):

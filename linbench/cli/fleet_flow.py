@@ -18,37 +18,22 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from linbench.cli.common import stdout_console
-from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
+from linbench.cli.errors import INTERRUPTED_EXIT, CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.fleet_options import FleetOptions
+from linbench.cli.fleet_started import Started
 
 if TYPE_CHECKING:
     from linbench.fleet.inventory import Inventory
     from linbench.fleet.placement import Placement
-    from linbench.fleet.plan import FleetPlan
     from linbench.runner.pipeline import Prepared
     from linbench.sweep.request import SweepRequest
-
-INTERRUPTED_EXIT = 130
-
-
-@dataclass(frozen=True)
-class Started:
-    """A fleet run ready to go: its folder, its plan, the sweep planned here, and how it runs."""
-
-    run_dir: Path
-    plan: FleetPlan
-    prepared: Prepared
-    mode: str  # local, slurm, ray, shard
-    resumed: bool
-    options: FleetOptions  # as given, or for --resume as the run was started
-    part: str | None = None  # shard: K/N
 
 
 def execute_fleet(
@@ -235,11 +220,13 @@ def _placements(fleet: FleetOptions) -> tuple[Placement, ...]:
 
 def _run(started: Started, fleet: FleetOptions, placements: tuple[Placement, ...], heard: Any) -> list[str]:
     """Run the fleet through its executor; one line for each thing left undone."""
-    run_dir, mode = started.run_dir, started.mode
+    from linbench.fleet.seam import default_runner
+
+    run_dir, mode, runner = started.run_dir, started.mode, default_runner()
     if mode == "local":
         from linbench.fleet.local import run_local
 
-        done = run_local(run_dir, placements, heard=heard)
+        done = run_local(run_dir, placements, runner=runner, heard=heard)
         lines = [f"agent refused: {e}" for e in done.errors] + [f"card given up: {u}" for u in done.retired]
         return lines + [f"shard {s}: no agent left to run it" for s in done.unrun]
     if mode == "slurm":
@@ -254,26 +241,27 @@ def _run(started: Started, fleet: FleetOptions, placements: tuple[Placement, ...
             nodes=fleet.nodes or 1,
             extra=fleet.slurm_extra(),
             oversubscribe=fleet.oversubscribe,
+            runner=runner,
         )
         outcome = run_slurm(run_dir, started.plan, options)
         return [f"Slurm task for shards {', '.join(ids)} failed: {why}" for ids, why in outcome.failed]
     if mode == "ray":
         from linbench.fleet.ray_executor import RayOptions, run_ray
 
-        ray_options = RayOptions(fleet.ray_address, fleet.max_gpus, fleet.cpus_per_gpu, fleet.oversubscribe)
+        ray_options = RayOptions(fleet.ray_address, fleet.max_gpus, fleet.cpus_per_gpu, fleet.oversubscribe, runner)
         result = run_ray(run_dir, started.plan, ray_options)
         return [f"Ray actor lost: {line}" for line in result.lost] + [f"shard {s}: {w}" for s, w in result.failed]
-    return _run_part(started, fleet, heard)
+    return _run_part(started, fleet, heard, runner)
 
 
-def _run_part(started: Started, fleet: FleetOptions, heard: Any) -> list[str]:
+def _run_part(started: Started, fleet: FleetOptions, heard: Any, runner: str) -> list[str]:
     """--shard K/N: this process is the agent, on the one GPU its launcher gave it."""
     from linbench.fleet.agent import Events, run_part
     from linbench.fleet.errors import FleetError
 
     try:
         events = Events(heard=lambda event: heard("", event))
-        run_part(started.run_dir, fleet.shard, "linbench", 0.0, events, inventory=_part_inventory(fleet))
+        run_part(started.run_dir, fleet.shard, runner, 0.0, events, inventory=_part_inventory(fleet))
     except FleetError as exc:
         exit_usage_error(str(exc))
     return []

@@ -12,16 +12,19 @@ import typer
 from linbench.cli.errors import CliUsageError
 
 EXECUTORS = ("local", "slurm", "ray")
+# Tried on a CPU with fake GPUs, a one-node Slurm and a local Ray only (docs/scale-out.md).
+EXPERIMENTAL = "experimental: not yet run on a multi-GPU node"
 PANEL = "Several GPUs (docs/scale-out.md)"
 HELP = {
-    "devices": "Spread the sweep over these GPUs of this host, one agent each: cuda:0-7, cuda:0,2, "
+    "devices": f"({EXPERIMENTAL}) Spread the sweep over these GPUs of this host, one agent each: cuda:0-7, cuda:0,2, "
     "GPU-<uuid>,... or all (the local executor); cpu:N for N CPU agents on cores of their own "
     "(a CPU sweep, to try this without GPUs). With --shard, only cpu: run the part on this process's cores.",
     "shard": "Run part K of N (K from 0) of the sweep here, on the one GPU this process was given "
     "(a Slurm array task, a Kubernetes Indexed Job); --out names the folder the run folder every "
     "part shares goes in, as for a plain run.",
     "executor": "Who starts the agents: local (--devices), slurm (a job array; pip install "
-    "'linbench\\[slurm]') or ray (one actor per GPU; pip install 'linbench\\[ray]').",
+    "'linbench\\[slurm]') or ray (one actor per GPU; pip install 'linbench\\[ray]'); slurm and ray are "
+    f"{EXPERIMENTAL}.",
     "node_exclusive": "slurm: a whole node per task (--exclusive), the local executor on all its GPUs: "
     "nothing else shares the host. For gate and publication runs.",
     "nodes": "slurm --node-exclusive: how many nodes share the shards. Default: 1.",

@@ -14,7 +14,7 @@ from linbench.cli.errors import exit_usage_error
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from linbench.cli.fleet_flow import Started
+    from linbench.cli.fleet_started import Started
     from linbench.fleet.placement import Placement
 
 Heard = Callable[[str, dict[str, Any]], None]

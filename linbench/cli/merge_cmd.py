@@ -16,7 +16,7 @@ from linbench.cli.errors import usage_errors
 HELP = {
     "run": "The run folder the --shard parts shared, OUT/<sweep name> (it holds fleet.json).",
     "allow_mixed": "Merge although a scenario was measured on two GPU models or cards, or the shards ran "
-    "different software (its comparisons then mix them).",
+    "different software (its comparisons then mix them; a column this linbench does not write is left out).",
     "allow_partial": "Merge although some points have no row yet (meta.json then says partial).",
 }
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from linbench.cli.common import command_began, load_plugins, stdout_console, warn_left_out
-from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
+from linbench.cli.errors import INTERRUPTED_EXIT, CliUsageError, exit_usage_error, usage_errors
 from linbench.results.point_list import read_point_list
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from linbench.sweep.spec import Axes
 
 RANGE_HELP = "a size (4k), a list (512,1k), powers of two (1k..64k), or stepped (1k..8k:x2, 64..256:+64)"
-INTERRUPTED_EXIT = 130  # the shell's status for a Ctrl-C
 
 
 # Options that take a whole number of at least 1, and seconds (zero or more): typed as text

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from linbench.fleet.agent_checks import (
     busy_reason,
@@ -47,8 +47,12 @@ from linbench.fleet.folders import claim_attempt, read_plan
 from linbench.fleet.inventory import Inventory, read_fake_inventory, read_inventory
 from linbench.fleet.launch import AgentSpec
 from linbench.fleet.progress import continued_rows, pending
-from linbench.fleet.seam import ShardWork, runner
-from linbench.fleet.shards import PointKey, Shard, longest_first, select_part
+from linbench.fleet.seam import LINBENCH_RUNNER, ShardWork, runner
+from linbench.fleet.shards import Shard, longest_first, select_part
+from linbench.results.record import Key
+
+if TYPE_CHECKING:
+    from linbench.sweep.points import Point
 
 PR_SET_PDEATHSIG = 1
 
@@ -101,13 +105,13 @@ def check_device(spec: AgentSpec, inventory: Inventory) -> None:
 
 
 class AgentHooks:
-    """The hooks the runner calls around each point: the foreign-process check before each
-    process, and the ``where`` columns of its row."""
+    """The runner's hooks around each point (linbench/runner/hooks.py): the foreign-process
+    check before each process, and the ``where`` columns of its row."""
 
     def __init__(self, spec: AgentSpec, inventory: Inventory, shard: str, attempt: int, events: Events):
         self.spec, self.inventory, self.events = spec, inventory, events
         self.shard, self.attempt = shard, attempt
-        self._started: dict[PointKey, tuple[str, int]] = {}  # when its first process began, the most foreign
+        self._started: dict[Key, tuple[str, int]] = {}  # when its first process began, the most foreign
 
     def _on_gpu(self) -> list[int]:
         if self.inventory.cpu:  # no card to share: its cores are its own (placement.py)
@@ -123,24 +127,21 @@ class AgentHooks:
         ours = own_tree()
         return ours | {self.spec.parent_pid} if self.spec.parent_pid is not None else ours
 
-    def before_point(self, key: PointKey) -> str | None:
-        self.events.send("start", shard=self.shard, attempt=self.attempt, key=list(key))
-        if self.inventory.fake:
-            from linbench.fleet.fake_runner import fake_extra, maybe_stall
-
-            maybe_stall(key, fake_extra())
+    def before_point(self, point: Point) -> str | None:
+        self.events.send("start", shard=self.shard, attempt=self.attempt, key=list(point.key))
         foreign = wait_until_free(self._on_gpu, self._mine, self.spec.busy_wait_s)
-        first, most = self._started.get(key, (now(), 0))
-        self._started[key] = (first, max(most, len(foreign)))
+        first, most = self._started.get(point.key, (now(), 0))
+        self._started[point.key] = (first, max(most, len(foreign)))
         return busy_reason(self.spec.gpu_uuid, foreign) if foreign else None
 
-    def row_columns(self, key: PointKey) -> Mapping[str, Any]:
-        started, foreign = self._started.pop(key, (None, None))
+    def row_columns(self, point: Point) -> Mapping[str, Any]:
+        started, foreign = self._started.pop(point.key, (None, None))
         columns = where(self.spec, self.shard, self.attempt)
         return columns | {"started_at": started, "finished_at": now(), "foreign_gpu_procs": foreign}
 
-    def after_row(self, key: PointKey, row: Mapping[str, Any]) -> None:
-        self.events.send("row", shard=self.shard, attempt=self.attempt, key=list(key), status=row.get("status"))
+    def after_row(self, point: Point, row: Mapping[str, Any]) -> None:
+        key = list(point.key)
+        self.events.send("row", shard=self.shard, attempt=self.attempt, key=key, status=row.get("status"))
 
 
 def where(spec: AgentSpec, shard: str, attempt: int) -> dict[str, Any]:
@@ -160,7 +161,7 @@ class AttemptContext:
     events: Events
 
 
-def fleet_section(ctx: AttemptContext, shard: str, attempt: int, keys: tuple[PointKey, ...]) -> dict[str, Any]:
+def fleet_section(ctx: AttemptContext, shard: str, attempt: int, keys: tuple[Key, ...]) -> dict[str, Any]:
     """The attempt's meta.json ``fleet`` section: where it ran, and what it was asked for."""
     return where(ctx.spec, shard, attempt) | {
         "gpu_name": ctx.spec.gpu_name,
@@ -171,7 +172,7 @@ def fleet_section(ctx: AttemptContext, shard: str, attempt: int, keys: tuple[Poi
     }
 
 
-def run_attempt(ctx: AttemptContext, shard: Shard, keys: tuple[PointKey, ...]) -> None:
+def run_attempt(ctx: AttemptContext, shard: Shard, keys: tuple[Key, ...]) -> None:
     """One attempt of ``shard``: a new folder, the runner's rows in it, marked complete."""
     history = continued_rows(ctx.run_dir, shard, ctx.spec.gpu_uuid)
     number, folder = claim_attempt(ctx.run_dir, shard.id)
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     which = part_cmd.add_mutually_exclusive_group(required=True)
     which.add_argument("--part")
     which.add_argument("--shards")
-    part_cmd.add_argument("--runner", default="linbench")
+    part_cmd.add_argument("--runner", default=LINBENCH_RUNNER)  # or module:function (seam.py)
     part_cmd.add_argument("--busy-wait-s", type=float, default=0.0)
     args = parser.parse_args(argv)
     # The event stream keeps the real standard output; everything else printed goes to stderr.

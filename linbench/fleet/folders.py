@@ -18,12 +18,10 @@ the folder. Attempt numbers are claimed by ``mkdir``, which is atomic on one fil
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import platform
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,19 +104,3 @@ def attempts(run_dir: Path, shard_id: str) -> list[tuple[int, Path]]:
     """(number, folder) of every attempt of a shard, oldest first."""
     folder = run_dir / SHARDS_DIR / shard_id
     return _numbered(folder) if folder.is_dir() else []
-
-
-def csv_text(rows: Iterable[Iterable[Any]]) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer).writerows(rows)
-    return buffer.getvalue()
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    """A CSV file's rows, without a last line a kill cut short; none when the file is missing."""
-    if not path.is_file():
-        return []
-    text = path.read_text()
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]
-    return list(csv.DictReader(io.StringIO(text)))

@@ -37,7 +37,7 @@ class AgentSpec:
     numa_local: bool = True
     shared_cores: bool = False
     host: str = ""  # the agent's host, as its inventory names it (filled in by the agent)
-    runner: str = "linbench"  # the point runner (linbench/fleet/seam.py)
+    runner: str = "linbench"  # the point runner: linbench, or module:function (linbench/fleet/seam.py)
     busy_wait_s: float = 0.0  # how long a point waits for a foreign process to leave the GPU
     parent_pid: int | None = None  # die with this process (the local coordinator)
 

@@ -23,18 +23,18 @@ import selectors
 import subprocess
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
+from linbench.fleet.crashed import died, write_crashed
 from linbench.fleet.errors import FleetError
 from linbench.fleet.folders import claim_attempt, read_plan
 from linbench.fleet.launch import AgentSpec, agent_command, agent_env
 from linbench.fleet.placement import Placement
 from linbench.fleet.progress import chain_rows, chosen_chain, pending, read_attempts
-from linbench.fleet.shards import PointKey, Shard, longest_first
-from linbench.results.schema import KEY_COLUMNS
-from linbench.results.store import RunStore, RunStoreError
+from linbench.fleet.shards import Shard, longest_first
+from linbench.results.record import Key
+from linbench.results.store import RunStore
 
 # What the coordinator hears of its agents, as it hears it: (the agent's GPU, the event).
 Heard = Callable[[str, dict[str, Any]], None]
@@ -48,7 +48,7 @@ class Work:
     model (``model``), or on any card (neither)."""
 
     shard: Shard
-    keys: tuple[PointKey, ...]
+    keys: tuple[Key, ...]
     uuid: str | None = None
     model: str | None = None
 
@@ -66,8 +66,8 @@ class Slot:
     pid: int | None = None
     work: Work | None = None
     attempt: tuple[int, Path] | None = None
-    in_flight: PointKey | None = None
-    done: set[PointKey] = field(default_factory=set)
+    in_flight: Key | None = None
+    done: set[Key] = field(default_factory=set)
     buffer: bytes = b""
 
     def takes(self, work: Work) -> bool:
@@ -85,7 +85,7 @@ class Outcome:
     deaths: list[tuple[str, int, int]] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    crashed: list[PointKey] = field(default_factory=list)
+    crashed: list[Key] = field(default_factory=list)
     unrun: list[str] = field(default_factory=list)
 
 
@@ -268,10 +268,10 @@ class Coordinator:
         self.outcome.deaths.append((slot.spec.gpu_uuid, pid, status))
         slot.deaths += 1
         work, slot.work = slot.work, None
-        rest: tuple[PointKey, ...] = ()
+        rest: tuple[Key, ...] = ()
         if work is not None:
             if slot.in_flight is not None:
-                why = f"the agent on {slot.spec.gpu_uuid} (pid {pid}) died ({_how(status)}) while this point ran"
+                why = f"the agent on {slot.spec.gpu_uuid} (pid {pid}) died ({died(status)}) while this point ran"
                 self._write_crashed(slot, work.shard, [slot.in_flight], why, pid)
                 slot.done.add(slot.in_flight)
             rest = tuple(k for k in work.keys if k not in slot.done)
@@ -304,7 +304,7 @@ class Coordinator:
             self.queue.remove(work)  # no agent left for it: the run stays resumable
             self.outcome.unrun.append(work.shard.id)
 
-    def _requeue_elsewhere(self, slot: Slot, shard: Shard, rest: tuple[PointKey, ...]) -> None:
+    def _requeue_elsewhere(self, slot: Slot, shard: Shard, rest: tuple[Key, ...]) -> None:
         """A shard of a card given up starts over on another card of its model; with none left,
         its remaining points end as crashed."""
         again = Work(shard, shard.keys, model=slot.spec.gpu_name)
@@ -314,13 +314,13 @@ class Coordinator:
         why = f"the agents on {slot.spec.gpu_uuid} died {slot.deaths} times and no other {slot.spec.gpu_name} is left"
         self._write_crashed(slot, shard, list(rest), why)
 
-    def _plan(self, keys: Sequence[PointKey]) -> dict[str, Any]:
+    def _plan(self, keys: Sequence[Key]) -> dict[str, Any]:
         return {"plan_hash": self.digest, "keys": [list(k) for k in keys]}
 
     def _live(self) -> list[Slot]:
         return [s for s in self.slots if not s.retired]
 
-    def _write_crashed(self, slot: Slot, shard: Shard, keys: list[PointKey], why: str, pid: int | None = None) -> None:
+    def _write_crashed(self, slot: Slot, shard: Shard, keys: list[Key], why: str, pid: int | None = None) -> None:
         """Rows for points no agent will run, in the shard's latest attempt folder (on this
         card: the coordinator is its only writer now), or a new one."""
         found = [a for a in read_attempts(self.run_dir, shard) if (a.path / "results.csv").is_file()]
@@ -331,27 +331,9 @@ class Coordinator:
             fleet = slot.spec.where(shard.id, attempt, slot.spec.cores, None) | {"gpu_name": slot.spec.gpu_name}
             RunStore.create_at(folder).write_meta({"status": "abandoned", "fleet": fleet | self._plan(keys)})
         store = RunStore.open(folder)  # repairs a line the dead agent left half-written
-        where = slot.spec.where(shard.id, attempt, slot.spec.cores, pid) | {"finished_at": _now()}
-        for key in keys:
-            point = dict(zip(KEY_COLUMNS, key, strict=True))
-            store.append(point | where | {"device_name": _device_name(store, slot), "status": "crashed", "error": why})
-            self.outcome.crashed.append(key)
-
-
-def _device_name(store: RunStore, slot: Slot) -> str:
-    """The device name the attempt's runner recorded (its rows' device_name), else the GPU's model."""
-    try:
-        return str(store.read_meta().get("device_name") or slot.spec.gpu_name)
-    except RunStoreError:
-        return slot.spec.gpu_name
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _how(status: int) -> str:
-    return f"signal {-status}" if status < 0 else f"exit status {status}"
+        where = slot.spec.where(shard.id, attempt, slot.spec.cores, pid)
+        write_crashed(store, keys, where, why, slot.spec.gpu_name)
+        self.outcome.crashed += keys
 
 
 def _close(stream: IO[bytes] | None) -> None:

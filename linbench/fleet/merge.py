@@ -1,8 +1,10 @@
 """``linbench merge RUN``: the shard attempts of a fleet run, as one ordinary run folder.
 
-The merge reads only RUN/fleet.json and RUN/shards/, and writes RUN/results.csv,
-processes.csv, samples.csv and meta.json, each replaced whole (written to a temporary file,
-then renamed). So it is idempotent: run twice, it writes the same bytes; and
+The merge reads only RUN/fleet.json and RUN/shards/ (every CSV file through
+linbench/results/rows.py, so a row no writer finished is never merged), and writes
+RUN/results.csv, processes.csv, samples.csv and meta.json through RunStore, each replaced
+whole (written to a temporary file, then renamed), every row checked against its file's
+columns. So it is idempotent: run twice, it writes the same bytes; and
 it can run while shards are still running (with ``allow_partial``) and again at the end.
 
 Each point gets exactly one row: its shard's chosen chain of attempts decides which
@@ -18,7 +20,9 @@ It refuses, with one line naming what differs:
   shape) measured on two cards or two GPU models, or rows from a fake inventory mixed with
   real ones, or attempts that ran different software (torch, linbench commit, schema), unless
   ``allow_mixed`` (``linbench merge --allow-mixed``);
-* points without a row, unless ``allow_partial``.
+* points without a row, unless ``allow_partial``;
+* a column this linbench does not write (an attempt of a newer one), unless ``allow_mixed``,
+  which leaves it out.
 """
 
 from __future__ import annotations
@@ -30,11 +34,19 @@ from pathlib import Path
 from typing import Any
 
 from linbench.fleet.errors import MergeError
-from linbench.fleet.folders import csv_text, read_plan, read_rows
-from linbench.fleet.progress import Attempt, chain_rows, chosen_chain, read_attempts, row_key
-from linbench.fleet.shards import PointKey, Shard, scenario_of
-from linbench.results.schema import PROCESS_COLUMNS, RESULT_COLUMNS, SAMPLE_COLUMNS, WHERE_COLUMNS
-from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE, SAMPLES_FILE
+from linbench.fleet.folders import read_plan
+from linbench.fleet.progress import Attempt, chain_rows, chosen_chain, read_attempts, whole_rows
+from linbench.fleet.shards import Shard, scenario_of
+from linbench.results.record import Key, row_key
+from linbench.results.schema import (
+    KEY_COLUMNS,
+    PROCESS_COLUMNS,
+    RESULT_COLUMNS,
+    SAMPLE_COLUMNS,
+    WHERE_COLUMNS,
+    UnknownColumnError,
+)
+from linbench.results.store import PROCESSES_FILE, SAMPLES_FILE, RunStore
 
 # meta.json keys that must agree across the attempts of one run (the software that measured).
 SOFTWARE = ("schema_version", "torch", "cuda", "git_sha", "linbench_version", "python")
@@ -47,7 +59,7 @@ class Chosen:
     """The row of one point, and the attempt it came from."""
 
     index: int  # in the plan
-    key: PointKey
+    key: Key
     attempt: Attempt
     row: dict[str, str]
 
@@ -55,7 +67,7 @@ class Chosen:
 @dataclass
 class MergeSummary:
     rows: int = 0
-    missing: list[PointKey] = field(default_factory=list)
+    missing: list[Key] = field(default_factory=list)
     superseded: int = 0
     shards: dict[str, list[int]] = field(default_factory=dict)  # shard → the attempts whose rows count
 
@@ -89,7 +101,7 @@ def merge_run(run_dir: Path, *, allow_mixed: bool = False, allow_partial: bool =
         )
     if not allow_mixed:
         _check_unmixed(chosen, settings, attempts_used)
-    _write(run_dir, chosen, _meta(attempts_used, digest, summary, allow_mixed))
+    _write(run_dir, chosen, _meta(attempts_used, digest, summary, allow_mixed), allow_mixed)
     return summary
 
 
@@ -101,13 +113,13 @@ def _check_plan(found: Sequence[Attempt], digest: str, run_dir: Path) -> None:
             raise MergeError(f"{where} belongs to another plan (hash {theirs}, this run's {digest}); move it out")
 
 
-def _check_belongs(rows: dict[PointKey, Any], shard: Shard) -> None:
+def _check_belongs(rows: dict[Key, Any], shard: Shard) -> None:
     stray = sorted(set(rows) - set(shard.keys))
     if stray:
         raise MergeError(f"shard {shard.id} holds a row for a point it does not plan: {stray[0]}")
 
 
-def _shards_of(keys: Iterable[PointKey], shards: Sequence[Shard]) -> list[str]:
+def _shards_of(keys: Iterable[Key], shards: Sequence[Shard]) -> list[str]:
     wanted = set(keys)
     return [s.id for s in shards if wanted & set(s.keys)]
 
@@ -178,28 +190,59 @@ def _meta(used: Sequence[Attempt], digest: str, summary: MergeSummary, mixed: bo
     }
 
 
-def _write(run_dir: Path, chosen: Sequence[Chosen], meta: dict[str, Any]) -> None:
-    processes, samples = [], []
-    cache: dict[Path, dict[str, list[dict[str, str]]]] = {}
+def _write(run_dir: Path, chosen: Sequence[Chosen], meta: dict[str, Any], mixed: bool) -> None:
+    """The merged files, through RunStore: each chosen row, and its processes and samples from
+    the attempt it came from (each attempt's files read and grouped by point once). A column
+    this linbench does not write is refused, or, ``mixed`` (attempts of several versions
+    allowed), left out, as the version that merges reads it."""
+    grouped: dict[Path, AttemptRows] = {}
+    processes: list[dict[str, str]] = []
+    samples: list[dict[str, str]] = []
     for c in chosen:
-        files = cache.setdefault(c.attempt.path, _attempt_files(c.attempt.path))
-        mine = [p for p in files["processes"] if row_key(p) == c.key]
-        numbers = {p["process"] for p in mine}
-        processes += [[p.get(col, "") for col in PROCESS_COLUMNS] for p in mine]
-        samples += [
-            [s.get(col, "") for col in SAMPLE_COLUMNS]
-            for s in files["samples"]
-            if row_key(s) == c.key and s.get("process", "0") in numbers
-        ]
-    results = [[_where(c).get(col) or "" for col in RESULT_COLUMNS] for c in chosen]
-    _replace(run_dir / RESULTS_FILE, csv_text([RESULT_COLUMNS, *results]))
-    _replace(run_dir / PROCESSES_FILE, csv_text([PROCESS_COLUMNS, *processes]))
-    _replace(run_dir / SAMPLES_FILE, csv_text([SAMPLE_COLUMNS, *samples]))
-    _replace(run_dir / META_FILE, json.dumps(meta, indent=2, default=str) + "\n")
+        rows = grouped.get(c.attempt.path) or grouped.setdefault(c.attempt.path, AttemptRows.read(c.attempt.path))
+        mine = rows.processes.get(c.key, [])
+        processes += mine
+        for number in dict.fromkeys(p.get("process") or "0" for p in mine):
+            samples += rows.samples.get((c.key, number), [])
+    results = [_where(c) for c in chosen]
+    if mixed:
+        results, processes, samples = (
+            [{k: v for k, v in row.items() if k in columns} for row in rows]
+            for rows, columns in ((results, RESULT_COLUMNS), (processes, PROCESS_COLUMNS), (samples, SAMPLE_COLUMNS))
+        )
+    store = RunStore(run_dir)
+    try:
+        store.replace_rows(results, processes, samples)
+    except UnknownColumnError as exc:
+        raise MergeError(
+            f"an attempt has a column this linbench does not write ({exc.args[0]}); "
+            "merge with --allow-mixed to leave it out"
+        ) from None
+    store.write_meta(meta)
 
 
-def _attempt_files(folder: Path) -> dict[str, list[dict[str, str]]]:
-    return {"processes": read_rows(folder / PROCESSES_FILE), "samples": read_rows(folder / SAMPLES_FILE)}
+@dataclass(frozen=True)
+class AttemptRows:
+    """An attempt's processes by point, and its samples by point and process."""
+
+    processes: dict[Key, list[dict[str, str]]]
+    samples: dict[tuple[Key, str], list[dict[str, str]]]
+
+    @classmethod
+    def read(cls, folder: Path) -> AttemptRows:
+        keys: dict[tuple[str | None, ...], Key] = {}  # a point's cells, as written, to its key
+
+        def key_of(row: dict[str, str]) -> Key:
+            cells = tuple(map(row.get, KEY_COLUMNS))  # every sample of a process repeats them
+            return keys.get(cells) or keys.setdefault(cells, row_key(row))
+
+        processes: dict[Key, list[dict[str, str]]] = {}
+        for row in whole_rows(folder / PROCESSES_FILE):
+            processes.setdefault(key_of(row), []).append(row)
+        samples: dict[tuple[Key, str], list[dict[str, str]]] = {}
+        for row in whole_rows(folder / SAMPLES_FILE):
+            samples.setdefault((key_of(row), row.get("process") or "0"), []).append(row)
+        return cls(processes, samples)
 
 
 def _where(c: Chosen) -> dict[str, str]:
@@ -213,9 +256,3 @@ def _where(c: Chosen) -> dict[str, str]:
             row[column] = str(fleet[column])
     row["attempt"] = str(c.attempt.number)
     return row
-
-
-def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from linbench.fleet.folders import FLEET_FILE, read_plan, write_plan
-from linbench.fleet.shards import PointKey, Shard, make_shards, plan_hash
+from linbench.fleet.folders import read_plan, write_plan
+from linbench.fleet.shards import Shard, make_shards, plan_hash
+from linbench.results.record import Key
 
 if TYPE_CHECKING:
     from linbench.runner.pipeline import Prepared
@@ -51,7 +52,7 @@ def plan_fleet(prepared: Prepared, command: str, **settings: Any) -> FleetPlan:
     plan = prepared.plan
     by_key = {point.key: point for point in plan.points}
 
-    def cost(key: PointKey) -> float:
+    def cost(key: Key) -> float:
         return estimate_s([by_key[key]], plan.timing, plan.timeout_s, plan.kind, plan.processes.wanted)
 
     fixed_tokens = plan.tokens is not None
@@ -65,7 +66,3 @@ def read_fleet_plan(run_dir: Path) -> FleetPlan:
     """The plan a fleet run folder holds (MergeError when it holds none)."""
     shards, digest, settings = read_plan(run_dir)
     return FleetPlan(shards, digest, settings)
-
-
-def is_fleet_run(run_dir: Path) -> bool:
-    return (run_dir / FLEET_FILE).is_file()

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linbench.fleet.folders import attempts, read_rows
-from linbench.fleet.shards import PointKey, Shard
-from linbench.results.record import row_key as record_row_key
+from linbench.fleet.folders import attempts
+from linbench.fleet.shards import Shard
+from linbench.results.record import Key, row_key
+from linbench.results.rows import CsvFileError, read_rows
 from linbench.results.store import META_FILE, RESULTS_FILE, RunStore, RunStoreError
 
 
@@ -28,8 +29,8 @@ class Attempt:
     number: int
     path: Path
     meta: dict[str, Any]
-    asked: tuple[PointKey, ...]
-    rows: dict[PointKey, dict[str, str]]  # results rows by key (the last one where a key repeats)
+    asked: tuple[Key, ...]
+    rows: dict[Key, dict[str, str]]  # results rows by key (the last one where a key repeats)
 
     @property
     def fleet(self) -> dict[str, Any]:
@@ -38,10 +39,6 @@ class Attempt:
     @property
     def gpu_uuid(self) -> str:
         return str(self.fleet.get("gpu_uuid", ""))
-
-
-def row_key(row: dict[str, str]) -> PointKey:
-    return record_row_key(row)
 
 
 def read_attempts(run_dir: Path, shard: Shard) -> list[Attempt]:
@@ -55,9 +52,19 @@ def read_attempts(run_dir: Path, shard: Shard) -> list[Attempt]:
         except RunStoreError:
             continue
         asked = tuple(tuple(str(v) for v in key) for key in meta.get("fleet", {}).get("keys", []))
-        rows = {row_key(row): row for row in read_rows(path / RESULTS_FILE)}
+        rows = {row_key(row): row for row in whole_rows(path / RESULTS_FILE)}
         found.append(Attempt(number, path, meta, asked, rows))
     return found
+
+
+def whole_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of an attempt's CSV file its writer finished (results/rows.py: a line a kill
+    cut short, or a cell that does not read as its column, is left out); none when the file
+    is missing or empty (an attempt claimed, then killed before it wrote a header)."""
+    try:
+        return read_rows(path).rows
+    except (FileNotFoundError, CsvFileError):
+        return []
 
 
 def chains(found: list[Attempt], shard: Shard) -> list[list[Attempt]]:
@@ -72,9 +79,9 @@ def chains(found: list[Attempt], shard: Shard) -> list[list[Attempt]]:
     return out
 
 
-def chain_rows(chain: list[Attempt]) -> dict[PointKey, tuple[Attempt, dict[str, str]]]:
+def chain_rows(chain: list[Attempt]) -> dict[Key, tuple[Attempt, dict[str, str]]]:
     """Each point's row in a chain, from the latest attempt that has one."""
-    rows: dict[PointKey, tuple[Attempt, dict[str, str]]] = {}
+    rows: dict[Key, tuple[Attempt, dict[str, str]]] = {}
     for attempt in chain:
         for key, row in attempt.rows.items():
             rows[key] = (attempt, row)
@@ -99,7 +106,7 @@ def continued_rows(run_dir: Path, shard: Shard, gpu_uuid: str) -> tuple[dict[str
     return tuple(row for _, row in chain_rows(chain).values())
 
 
-def pending(run_dir: Path, shard: Shard, gpu_uuid: str) -> tuple[tuple[PointKey, ...], bool]:
+def pending(run_dir: Path, shard: Shard, gpu_uuid: str) -> tuple[tuple[Key, ...], bool]:
     """(the points to run on the card ``gpu_uuid``, whether that starts the shard over): none
     when a chain is complete; the points the chain lacks when it is on this card; else all."""
     chain = chosen_chain(read_attempts(run_dir, shard), shard)

@@ -18,30 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from linbench.fleet.errors import AgentError
-from linbench.fleet.seam import PointHooks, ShardWork
+from linbench.fleet.seam import ShardWork
+from linbench.runner.hooks import PointHooks
 
 if TYPE_CHECKING:
     from linbench.runner.pipeline import Prepared
-    from linbench.sweep.points import Point
 
 # This agent process's plans (by their recorded sweep) and the ceilings measured for each.
 _PLANS: dict[str, tuple[Prepared, dict[str, Any] | None]] = {}
-
-
-class ByPoint:
-    """The runner's hooks (by Point) over the agent's (by point key)."""
-
-    def __init__(self, hooks: PointHooks) -> None:
-        self.hooks = hooks
-
-    def before_point(self, point: Point) -> str | None:
-        return self.hooks.before_point(point.key)
-
-    def row_columns(self, point: Point) -> Mapping[str, Any]:
-        return self.hooks.row_columns(point.key)
-
-    def after_row(self, point: Point, row: Mapping[str, Any]) -> None:
-        self.hooks.after_row(point.key, row)
 
 
 def run_linbench_points(work: ShardWork, folder: Path, hooks: PointHooks) -> None:
@@ -52,7 +36,7 @@ def run_linbench_points(work: ShardWork, folder: Path, hooks: PointHooks) -> Non
     prepared, ceilings = _plan(work.sweep)
     try:
         store = start(prepared, work.command or None, at=folder, meta={"fleet": dict(work.fleet)}, ceilings=ceilings)
-        outcome = run_points(prepared, work.keys, store, ByPoint(hooks), history=work.history)
+        outcome = run_points(prepared, work.keys, store, hooks, history=work.history)
         if ceilings is None:  # the run's first session measured them: later shards reuse them
             _remember_ceilings(work.sweep, store.read_meta().get("ceilings"))
     except ValueError as exc:  # RunSetupError, RunStoreError: said in one line, not a traceback

@@ -3,36 +3,36 @@
 An agent owns a GPU, a run folder per shard attempt and where each row was measured; the
 runner owns measurement (gates, worker processes, skip rules, rows). The agent hands a
 ``RunPoints`` the shard's points (plan order) and the attempt's folder, claimed and empty,
-and three hooks, called by point key:
+and its hooks around each point: the runner's own ``PointHooks`` (linbench/runner/hooks.py),
+the same a plain run has. The runner makes the run in the folder (meta.json with the
+``fleet`` section it is given) and marks it complete.
 
-* ``before_point(key)``, before each process that measures a point: a reason not to measure
-  it (another process holds the GPU) or None; the runner writes a ``skipped`` row with it;
-* ``row_columns(key)``: the ``where`` columns stamped on the point's results row;
-* ``after_row(key, row)``, once the row is written.
-
-The runner makes the run in the folder (meta.json with the ``fleet`` section it is given)
-and marks it complete. It is chosen by name (``RUNNERS``): ``linbench`` is linbench's own
-runner (linbench/fleet/real_runner.py, through linbench/runner/pipeline.py); ``fake`` is the
-test suite's stand-in, which measures nothing and runs only on a fake inventory.
+A runner is named ``module:function``; ``linbench`` names linbench's own
+(linbench/fleet/real_runner.py, through linbench/runner/pipeline.py), and is what every
+agent runs unless told otherwise. The test suite names its own stand-ins (a runner that
+measures nothing, a stall for the kill tests: tests/fleet/fake_runner.py) through
+``--runner`` or, for a whole ``linbench run``, the environment variable ``RUNNER_ENV``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import importlib
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from linbench.fleet.errors import FleetError
-from linbench.fleet.shards import PointKey
+from linbench.results.record import Key
+from linbench.runner.hooks import PointHooks
 
-
-class PointHooks(Protocol):
-    def before_point(self, key: PointKey) -> str | None: ...
-
-    def row_columns(self, key: PointKey) -> Mapping[str, Any]: ...
-
-    def after_row(self, key: PointKey, row: Mapping[str, Any]) -> None: ...
+LINBENCH_RUNNER = "linbench"
+# What LINBENCH_RUNNER names: imported by name, so this module and the runner do not import each other.
+_OWN = "linbench.fleet.real_runner:run_linbench_points"
+# The point runner a ``linbench run`` over several GPUs hands its agents (module:function),
+# when set: for the test suite, as LINBENCH_FAKE_DEVICES is.
+RUNNER_ENV = "LINBENCH_FLEET_RUNNER"
 
 
 @dataclass(frozen=True)
@@ -42,26 +42,32 @@ class ShardWork:
     attempt's meta.json must say besides."""
 
     shard_id: str
-    keys: tuple[PointKey, ...]
+    keys: tuple[Key, ...]
     sweep: Mapping[str, Any] = field(default_factory=dict)
     command: str = ""  # the command line that started the fleet run, for meta.json
     fleet: Mapping[str, Any] = field(default_factory=dict)  # meta.json's fleet section
     history: tuple[Mapping[str, Any], ...] = ()  # rows of earlier attempts of the shard on this GPU
-    device_name: str = ""  # the GPU's model, for the fake runner's rows
+    device_name: str = ""  # the GPU's model, for a runner that measures nothing
 
 
 RunPoints = Callable[[ShardWork, Path, PointHooks], None]
-RUNNERS: Sequence[str] = ("linbench", "fake")
+
+
+def default_runner() -> str:
+    """The runner a fleet run's agents use: ``RUNNER_ENV``'s where set, else linbench's own."""
+    return os.environ.get(RUNNER_ENV) or LINBENCH_RUNNER
 
 
 def runner(name: str) -> RunPoints:
-    """The runner called ``name``; FleetError naming the known ones otherwise."""
-    if name == "linbench":
-        from linbench.fleet.real_runner import run_linbench_points
-
-        return run_linbench_points
-    if name == "fake":
-        from linbench.fleet.fake_runner import run_fake_points
-
-        return run_fake_points
-    raise FleetError(f"no point runner {name!r} (known: {', '.join(RUNNERS)})")
+    """The runner ``name`` (``linbench``, or ``module:function``); FleetError in one line when
+    it names nothing that can be called."""
+    module_name, sep, function = (_OWN if name == LINBENCH_RUNNER else name).partition(":")
+    if not sep or not module_name or not function:
+        raise FleetError(f"no point runner {name!r}: name {LINBENCH_RUNNER!r} or a module:function")
+    try:
+        found = getattr(importlib.import_module(module_name), function, None)
+    except ImportError as exc:
+        raise FleetError(f"no point runner {name!r}: {exc}") from None
+    if not callable(found):
+        raise FleetError(f"no point runner {name!r}: {module_name} has no function {function}")
+    return found

@@ -11,7 +11,7 @@ finish together; ``--shard K/N`` splits them into N parts of nearly equal cost t
 and every launcher that computes the parts from the same plan gets the same ones.
 
 Points are taken as keys: the KEY_COLUMNS values as strings, as results.csv holds them
-(``linbench.sweep.points.Point.key``).
+(``linbench.results.record.Key``, ``linbench.sweep.points.Point.key``).
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from linbench.fleet.errors import ShardSpecError
-from linbench.results.record import row_key
+from linbench.results.record import Key, row_key
 from linbench.results.schema import KEY_COLUMNS
 
-PointKey = tuple[str, ...]
 Split = Literal["scenario", "series", "point"]
 SPLITS: tuple[Split, ...] = ("scenario", "series", "point")
 # What a shard of each split leaves free (all its values run on one card).
@@ -43,11 +42,11 @@ class Shard:
 
     id: str
     scenario: tuple[tuple[str, str], ...]  # the columns the shard holds fixed → values
-    points: tuple[tuple[int, PointKey], ...]
+    points: tuple[tuple[int, Key], ...]
     cost: float
 
     @property
-    def keys(self) -> tuple[PointKey, ...]:
+    def keys(self) -> tuple[Key, ...]:
         return tuple(key for _, key in self.points)
 
     def as_json(self) -> dict[str, Any]:
@@ -65,7 +64,7 @@ class Shard:
         return cls(str(data["id"]), scenario, points, float(data["cost"]))
 
 
-def key_of(point: Any) -> PointKey:
+def key_of(point: Any) -> Key:
     """A point's key: a ``Point``'s own, a KEY_COLUMNS tuple, or a row (mapping)."""
     if hasattr(point, "key"):
         return tuple(point.key)
@@ -78,7 +77,7 @@ def key_of(point: Any) -> PointKey:
 
 
 def scenario_of(
-    key: PointKey, split: Split = "scenario", along: Sequence[str] = ("seq",), fixed_tokens: bool = False
+    key: Key, split: Split = "scenario", along: Sequence[str] = ("seq",), fixed_tokens: bool = False
 ) -> tuple[tuple[str, str], ...]:
     """The columns (and values) a shard holding ``key`` keeps fixed. ``along``: the axes a
     scenario runs along (its lengths); ``fixed_tokens``: batch·seq is held fixed (``run
@@ -101,15 +100,15 @@ def scenario_of(
 
 def make_shards(
     points: Iterable[Any],
-    cost: Callable[[PointKey], float] | None = None,
+    cost: Callable[[Key], float] | None = None,
     *,
     split: Split = "scenario",
     along: Sequence[str] = ("seq",),
     fixed_tokens: bool = False,
 ) -> tuple[Shard, ...]:
     """The shards of ``points`` (in plan order), numbered s000, s001, ... by their first point."""
-    groups: dict[tuple[tuple[str, str], ...], list[tuple[int, PointKey]]] = {}
-    seen: set[PointKey] = set()
+    groups: dict[tuple[tuple[str, str], ...], list[tuple[int, Key]]] = {}
+    seen: set[Key] = set()
     for index, point in enumerate(points):
         key = key_of(point)
         if key in seen:

@@ -120,13 +120,13 @@ def side_by_side(placements: Sequence[Placement], work_dir: Path, fake: bool, ru
 
 def _medians(folder: Path, placements: list[Placement], runner: str) -> tuple[list[float], tuple[str, str]]:
     """Run the one-point plan in ``folder``; its process medians and (started_at, finished_at)."""
-    from linbench.fleet.folders import read_rows
-    from linbench.results.store import PROCESSES_FILE, RESULTS_FILE
+    from linbench.results.store import RunStore
 
     run_local(folder, placements, runner=runner)
     merge_run(folder, allow_partial=True)
-    times = [float(p["time_ms"]) for p in read_rows(folder / PROCESSES_FILE) if p.get("time_ms")]
-    rows = read_rows(folder / RESULTS_FILE)
+    merged = RunStore(folder)  # read through results/rows.py, as every run is
+    times = [float(p["time_ms"]) for p in merged.process_rows() if p.get("time_ms")]
+    rows = merged.rows()
     span = (rows[0]["started_at"], rows[0]["finished_at"]) if rows else ("", "")
     return times, span
 

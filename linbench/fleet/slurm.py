@@ -34,11 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from linbench.fleet.crashed import died
 from linbench.fleet.errors import FleetError
 from linbench.fleet.plan import FleetPlan
 from linbench.fleet.progress import pending
 from linbench.fleet.shards import Shard, longest_first, partition
-from linbench.fleet.watch import agent_part_command, how, run_watched
+from linbench.fleet.watch import agent_part_command, run_watched
 
 INSTALL = "pip install 'linbench[slurm]'"
 SUBMITIT_DIR = "slurm"  # under the run folder: submitit's scripts, logs and pickles
@@ -209,7 +210,7 @@ def _task_env() -> dict[str, str]:
 
 def _check(status: int, ids: str) -> int:
     if status != 0:
-        raise RuntimeError(f"the agent for shards {ids} ended with {how(status)}")
+        raise RuntimeError(f"the agent for shards {ids} ended with {died(status)}")
     return status
 
 

@@ -21,11 +21,11 @@ import signal
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
-from linbench.fleet.shards import PointKey
-from linbench.results.schema import KEY_COLUMNS, WHERE_COLUMNS
+from linbench.fleet.crashed import died, write_crashed
+from linbench.results.record import Key
+from linbench.results.schema import WHERE_COLUMNS
 from linbench.results.store import RunStore, RunStoreError
 
 MAX_RESTARTS = 1  # as the local executor: a GPU whose agents die more often is left to --resume
@@ -39,7 +39,7 @@ class InFlight:
     """The point an agent was measuring when its events stopped, and where it was writing."""
 
     folder: Path
-    key: PointKey
+    key: Key
 
 
 @dataclass
@@ -47,7 +47,7 @@ class Watched:
     """The last agent's exit status, and the points recorded as crashed on the way."""
 
     status: int = 0
-    crashed: list[PointKey] = field(default_factory=list)
+    crashed: list[Key] = field(default_factory=list)
 
 
 def run_watched(
@@ -65,8 +65,8 @@ def run_watched(
         watched.status = agent.wait()
         if watched.status == 0 or in_flight is None or -watched.status in STOPPED_BY:
             return watched
-        why = f"the agent (pid {agent.pid}) died ({how(watched.status)}) while this point ran"
-        if not write_crashed(in_flight, why, agent.pid):
+        why = f"the agent (pid {agent.pid}) died ({died(watched.status)}) while this point ran"
+        if not write_crashed_row(in_flight, why, agent.pid):
             return watched  # nothing recorded: what is left is for --resume
         watched.crashed.append(in_flight.key)
     return watched
@@ -75,7 +75,7 @@ def run_watched(
 def follow(events: Iterable[str]) -> InFlight | None:
     """Read an agent's events to their end: the point in flight then, if any."""
     folder: Path | None = None
-    key: PointKey | None = None
+    key: Key | None = None
     for line in events:
         try:
             event = json.loads(line)
@@ -91,7 +91,7 @@ def follow(events: Iterable[str]) -> InFlight | None:
     return InFlight(folder, key) if folder is not None and key is not None else None
 
 
-def write_crashed(in_flight: InFlight, why: str, pid: int) -> bool:
+def write_crashed_row(in_flight: InFlight, why: str, pid: int) -> bool:
     """A ``crashed`` row for the point in flight, in its attempt's folder, with the attempt's
     ``where`` columns (its meta.json's fleet section); False where the agent died before its
     folder held a run (the point then stays missing, for ``--resume``) or wrote the row."""
@@ -103,17 +103,9 @@ def write_crashed(in_flight: InFlight, why: str, pid: int) -> bool:
     if in_flight.key in store.done_keys():
         return False
     fleet = dict(meta.get("fleet") or {})
-    where = {name: fleet[name] for name in WHERE_COLUMNS if name in fleet}
-    finished = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-    device = meta.get("device_name") or fleet.get("gpu_name") or ""
-    point = dict(zip(KEY_COLUMNS, in_flight.key, strict=True))
-    died = {"agent_pid": pid, "finished_at": finished, "device_name": device, "status": "crashed", "error": why}
-    store.append(point | where | died)
+    where = {name: fleet[name] for name in WHERE_COLUMNS if name in fleet} | {"agent_pid": pid}
+    write_crashed(store, [in_flight.key], where, why, str(fleet.get("gpu_name") or ""))
     return True
-
-
-def how(status: int) -> str:
-    return f"signal {-status}" if status < 0 else f"exit status {status}"
 
 
 def agent_part_command(python: str, run_dir: str, ids: str, args: Sequence[str]) -> list[str]:
@@ -121,4 +113,4 @@ def agent_part_command(python: str, run_dir: str, ids: str, args: Sequence[str])
     return [python, "-m", "linbench.fleet.agent", "part", "--run-dir", run_dir, "--shards", ids, *args]
 
 
-__all__ = ["MAX_RESTARTS", "InFlight", "Watched", "agent_part_command", "follow", "run_watched", "write_crashed"]
+__all__ = ["MAX_RESTARTS", "InFlight", "Watched", "agent_part_command", "follow", "run_watched", "write_crashed_row"]

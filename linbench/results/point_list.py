@@ -13,10 +13,8 @@ import csv
 from collections.abc import Iterable
 from pathlib import Path
 
-from linbench.results.record import row_key
+from linbench.results.record import Key, row_key
 from linbench.results.schema import KEY_COLUMNS, REQUIRED_KEY_COLUMNS
-
-Key = tuple[str, ...]
 
 
 class PointListError(ValueError):

@@ -2,11 +2,14 @@
 and its processes.
 
 Whatever writes results rows (the sweep runner; ``linbench ab``, which merges rounds into one
-row per point) calls ``point_row`` once every process of a point ended ok, or ``failure_row``
-when the point failed or was never measured, and ``process_row`` for each processes.csv row.
+row per point; the fleet, for the points an agent died on: linbench/fleet/crashed.py) calls
+``point_row`` once every process of a point ended ok, or ``failure_row`` when the point failed
+or was never measured, and ``process_row`` for each processes.csv row. ``linbench merge``
+copies rows these wrote, through RunStore's schema check.
 What a point is (its key, device, params, FLOPs, context) is fixed when the sweep is planned
 and handed in as ``PointFacts``, so building a row asks nothing of the plan or the variants.
-A row's key is ``row_key``, the one copy of it.
+A row's key is ``row_key``, the one copy of it, and a key is a ``Key`` (its KEY_COLUMNS values
+as text, as CSV holds them): the one key type of every room.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ __all__ = [
     "PER_TOKEN",
     "TIME_COLUMNS",
     "Checked",
+    "Key",
     "PointFacts",
     "ProcessResult",
     "failure_row",
@@ -31,6 +35,9 @@ __all__ = [
     "process_row",
     "row_key",
 ]
+
+# A point's key: its KEY_COLUMNS values as text, as CSV holds them (row_key).
+Key = tuple[str, ...]
 
 # The rate a row derives from its time besides TFLOP/s: tokens per second (every position of
 # every sequence of the batch) or, for a point whose call makes one token per sequence (a
@@ -46,7 +53,7 @@ TIME_COLUMNS = (
 )
 
 
-def row_key(row: Mapping[str, Any]) -> tuple[str, ...]:
+def row_key(row: Mapping[str, Any]) -> Key:
     """The point a row of any run file belongs to: its KEY_COLUMNS as text, as CSV holds them
     (None as an empty cell). A key column a row from an older run lacks, or left empty, reads
     as schema.KEY_DEFAULTS says (kv_heads: the row's heads), so its points keep their keys."""

@@ -5,7 +5,7 @@ as schema.py declares it. A kill, a full disk or a hand edit can leave a row tha
 that: a last line without its line end (torn mid-write: ``...,ok,4`` for a point that
 measured 42.5 ms), a row with too few or too many cells, or a cell that does not read as its
 column's type. Such a row is never data: ``read_rows`` keeps it out and names it, and every
-reader (the reports, the gate, a resumed run) goes through here, so all of them see the same
+reader (the reports, the gate, a resumed run, the fleet's merge) goes through here, so all of them see the same
 points with the same figures.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from linbench.results.record import row_key
@@ -106,20 +107,31 @@ def row_problem(header: tuple[str, ...], cells: list[str]) -> str | None:
     if len(cells) != len(header):
         return f"has {len(cells)} cells where the header has {len(header)}"
     for name, value in zip(header, cells, strict=True):
-        column = COLUMNS.get(name)
-        if column is None:
-            continue  # a column linbench does not declare: not its to check
-        if value == "":
-            if (name in KEY_COLUMNS and name not in KEY_DEFAULTS) or name == "status":
-                return f"has no {name}"
-            continue  # kv_heads, chunk: empty reads as KEY_DEFAULTS says
-        if name == "status" and value not in STATUSES:
-            return f"has status {value!r}, not one of {', '.join(STATUSES)}"
-        parsed = column.parse(value)
-        if parsed is None:
-            return f"has {name} {value!r}, not {KIND_WORDS[column.kind]}"
-        if name in KEY_COLUMNS and column.kind is int and parsed <= 0:
-            return f"has {name} {value!r}, not a positive whole number"
+        problem = _cell_problem(name, value)
+        if problem is not None:
+            return problem
+    return None
+
+
+# Rows repeat their key cells (samples.csv: every repetition of a process), so a cell is checked
+# once per value rather than once per row: a merge reads millions of them.
+@lru_cache(maxsize=4096)
+def _cell_problem(name: str, value: str) -> str | None:
+    """Why ``value`` is not a cell of the column ``name``; None for one."""
+    column = COLUMNS.get(name)
+    if column is None:
+        return None  # a column linbench does not declare: not its to check
+    if value == "":
+        if (name in KEY_COLUMNS and name not in KEY_DEFAULTS) or name == "status":
+            return f"has no {name}"
+        return None  # kv_heads, chunk: empty reads as KEY_DEFAULTS says
+    if name == "status" and value not in STATUSES:
+        return f"has status {value!r}, not one of {', '.join(STATUSES)}"
+    parsed = column.parse(value)
+    if parsed is None:
+        return f"has {name} {value!r}, not {KIND_WORDS[column.kind]}"
+    if name in KEY_COLUMNS and column.kind is int and parsed <= 0:
+        return f"has {name} {value!r}, not a positive whole number"
     return None
 
 

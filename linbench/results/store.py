@@ -176,6 +176,22 @@ class RunStore:
             _append_text(self.samples_path, _csv_text([*head, f"{s:.6g}"] for s in samples))
         _append_text(self.processes_path, _csv_text([[cell(v) for v in values.values()]]))
 
+    def replace_rows(
+        self,
+        results: Iterable[Mapping[str, Any]],
+        processes: Iterable[Mapping[str, Any]] = (),
+        samples: Iterable[Mapping[str, Any]] = (),
+    ) -> None:
+        """Replace results.csv, processes.csv and samples.csv whole, each atomically, every row
+        checked against its file's columns and written as ``append`` writes it (UnknownColumnError
+        for a column a file lacks): a run made of other runs' rows (``linbench merge``)."""
+        texts = [  # every row checked before any file is replaced
+            _csv_text([columns, *([cell(v) for v in checked(row, columns, file).values()] for row in rows)])
+            for (file, columns), rows in zip(FILES, (results, processes, samples), strict=True)
+        ]
+        for (file, _), text in zip(FILES, texts, strict=True):
+            _replace_text(self.path / file, text)
+
     def rows(self) -> list[dict[str, str]]:
         """The result rows as strings, in file order."""
         return _read_rows(self.results_path)

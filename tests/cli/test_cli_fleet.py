@@ -43,6 +43,14 @@ def fake_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int = 2, *
     return path
 
 
+def stalling_agents(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agents of the runs this test starts run linbench's own runner with the fake
+    inventory's stall (tests/fleet/fake_runner.py), once: a resumed run measures as usual."""
+    monkeypatch.setenv("LINBENCH_FLEET_RUNNER", "fake_runner:run_stalling_linbench_points")
+    path = [str(Path(__file__).resolve().parents[1] / "fleet"), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path if p))
+
+
 def rows(run: Path) -> list[dict[str, str]]:
     with (run / "results.csv").open(newline="") as handle:
         return list(csv.DictReader(handle))
@@ -108,6 +116,7 @@ def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
 ) -> None:
     marker = tmp_path / "stalled"
     fake_gpus(tmp_path, monkeypatch, stall={"seq": "64", "marker": str(marker)})
+    stalling_agents(monkeypatch)
     out = tmp_path / "out"
     argv = linbench_argv("run", *SWEEP, "--devices", "all", "--oversubscribe", "--out", out)
     coordinator = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

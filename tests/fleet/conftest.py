@@ -1,15 +1,23 @@
 """The fleet's tests switch the fake inventory on for themselves (and the agent processes
-they start) through LINBENCH_FAKE_DEVICES; nothing else ever sets it."""
+they start) through LINBENCH_FAKE_DEVICES; nothing else ever sets it. The agents they start
+import the test suite's point runners (fake_runner.py, named ``fake_runner:<function>``) from
+this folder, which every test here puts on their PYTHONPATH."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet_helpers import FakeInventory, fake_inventory_json, write_json
+from fleet_helpers import FakeInventory, fake_inventory_json, on_agent_path, write_json
 
 from linbench.fleet.inventory import FAKE_DEVICES_ENV, Inventory, read_inventory
+
+
+@pytest.fixture(autouse=True)
+def _runners_on_the_agents_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", on_agent_path(os.environ.get("PYTHONPATH", "")))
 
 
 @pytest.fixture

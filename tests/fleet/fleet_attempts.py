@@ -6,16 +6,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from linbench.fleet.fake_runner import fake_time_ms
+from fake_runner import fake_time_ms
+
 from linbench.fleet.folders import write_plan
-from linbench.fleet.shards import PointKey, Shard, make_shards, plan_hash
+from linbench.fleet.shards import Shard, make_shards, plan_hash
+from linbench.results.record import Key
 from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore
 
 CARD_A, CARD_B = "GPU-aaaa", "GPU-bbbb"
 
 
-def new_plan(run_dir: Path, keys: Sequence[PointKey], **settings: Any) -> tuple[Shard, ...]:
+def new_plan(run_dir: Path, keys: Sequence[Key], **settings: Any) -> tuple[Shard, ...]:
     shards = make_shards(keys, split=settings.pop("split", "scenario"))
     write_plan(run_dir, shards, plan_hash(shards), settings)
     return shards
@@ -26,10 +28,10 @@ def write_attempt(
     shard: Shard,
     number: int,
     card: str,
-    rows: Sequence[PointKey],
+    rows: Sequence[Key],
     *,
-    asked: Sequence[PointKey] | None = None,
-    crashed: Sequence[PointKey] = (),
+    asked: Sequence[Key] | None = None,
+    crashed: Sequence[Key] = (),
     model: str = "Fake H100",
     digest: str | None = None,
     meta: dict[str, Any] | None = None,

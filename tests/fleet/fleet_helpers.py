@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -11,6 +12,8 @@ from typing import Any
 
 from linbench.fleet.inventory import Device, Inventory, MigSlice
 
+# This folder: where the agents a test starts find its point runners (fake_runner.py).
+RUNNERS_DIR = Path(__file__).resolve().parent
 # The type of the fake_gpus fixture (tests/fleet/conftest.py).
 FakeInventory = Callable[..., Inventory]
 
@@ -102,3 +105,9 @@ def on_stall(marker: Path, act: Callable[[int], None], wait_s: float = 300.0) ->
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
+
+
+def on_agent_path(pythonpath: str) -> str:
+    """``pythonpath`` (a PYTHONPATH value) with this folder first, so that an agent process
+    can import the runners named ``fake_runner:<function>``."""
+    return os.pathsep.join([str(RUNNERS_DIR), *(p for p in pythonpath.split(os.pathsep) if p)])

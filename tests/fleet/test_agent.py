@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from fake_runner import FAKE
 from fleet_helpers import FakeInventory, sweep_keys
 
 from linbench.fleet.device_spec import select_devices
@@ -29,7 +30,7 @@ CORE = min(os.sched_getaffinity(0))
 def spec_for(inventory: Any, index: int = 0, **kw: Any) -> AgentSpec:
     choices = select_devices(f"cuda:{index}", inventory)
     (placement,) = plan_placement(choices, [CORE], cores_per_gpu=1, reserve=0, min_cores=1)
-    return AgentSpec.of(placement, **{"runner": "fake", **kw})
+    return AgentSpec.of(placement, **{"runner": FAKE, **kw})
 
 
 def serve(spec: AgentSpec, messages: list[dict[str, Any]], env: dict[str, str] | None = None) -> tuple[int, list]:
@@ -84,7 +85,7 @@ def test_an_agent_pins_itself_checks_its_gpu_and_runs_a_shard(fake_gpus: FakeInv
         assert row["started_at"] <= row["finished_at"] and row["numa_node"] == "0"
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["fleet"]["gpu_uuid"] == "GPU-node-a-0001"
-    assert meta["fleet"]["keys"] == [list(k) for k in KEYS] and meta["fleet"]["runner"] == "fake"
+    assert meta["fleet"]["keys"] == [list(k) for k in KEYS] and meta["fleet"]["runner"] == FAKE
 
 
 def test_an_agent_that_sees_another_gpu_refuses_to_run(fake_gpus: FakeInventory, tmp_path: Path) -> None:
@@ -127,7 +128,7 @@ def test_an_agent_refuses_cores_it_may_not_use(fake_gpus: FakeInventory) -> None
 def test_shard_k_of_n_runs_its_part_on_the_gpu_its_launcher_gave_it(fake_gpus: FakeInventory, tmp_path: Path) -> None:
     parts = 2
     fake_gpus(parts)
-    command = [sys.executable, "-m", "linbench.fleet.agent", "part", "--runner", "fake", "--run-dir", str(tmp_path)]
+    command = [sys.executable, "-m", "linbench.fleet.agent", "part", "--runner", FAKE, "--run-dir", str(tmp_path)]
     command.append("--part")
     keys = sweep_keys()
     shards = make_shards(keys)

@@ -11,8 +11,10 @@ import pytest
 from fleet_attempts import CARD_A, CARD_B, new_plan, tree_bytes, write_attempt
 from fleet_helpers import sweep_keys
 
+from linbench.fleet import merge as fleet_merge
 from linbench.fleet.errors import MergeError
 from linbench.fleet.merge import merge_run
+from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS, RESULT_COLUMNS
 from linbench.results.store import RunStore
 
@@ -164,3 +166,43 @@ def test_a_line_cut_short_by_a_kill_is_left_out(tmp_path: Path) -> None:
     torn.write_text(torn.read_text() + "cosine,kernel,fwd,True,fp32,cu")
     summary = merge_run(tmp_path, allow_partial=True)
     assert summary.rows == len(KEYS) - 4
+
+
+# A GPU shard's size in points and processes; its repetitions cut from the field's 1,000 a
+# process to a few, so that the test stays cheap: the merge keys each row it reads once, which
+# is counted below, so the cost in rows is what this asserts, at any number of repetitions.
+POINTS, PROCESSES, REPETITIONS = 200, 20, 5
+
+
+def test_a_large_shard_merges_whole_keying_each_row_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = [(*KEYS[0][:8], str(16 * (n + 1)), *KEYS[0][9:]) for n in range(POINTS)]  # one scenario: one shard
+    (shard,) = new_plan(tmp_path, keys)
+    write_attempt(tmp_path, shard, 1, CARD_A, (), asked=keys)
+    store = RunStore(tmp_path / "shards" / shard.id / "attempt-1")
+    for n, key in enumerate(keys):  # processes interleaved with their samples, as a runner writes them
+        point = dict(zip(KEY_COLUMNS, key, strict=True))
+        for p in range(PROCESSES):
+            ms = n + 1 + p / 100
+            store.append_process(point | {"process": p, "status": "ok", "time_ms": ms}, [ms] * REPETITIONS)
+        store.append(point | {"device_name": "Fake H100", "status": "ok", "time_ms": n + 1.0})
+    keyed = []
+    monkeypatch.setattr(fleet_merge, "row_key", lambda row: keyed.append(1) or row_key(row))
+    assert merge_run(tmp_path).rows == POINTS
+    processes, samples = rows(tmp_path / "processes.csv"), rows(tmp_path / "samples.csv")
+    assert len(processes) == POINTS * PROCESSES and len(samples) == POINTS * PROCESSES * REPETITIONS
+    expected = [(key, str(p), f"{n + 1 + p / 100:.6g}") for n, key in enumerate(keys) for p in range(PROCESSES)]
+    assert [(row_key(r), r["process"], r["time_ms"]) for r in processes] == expected  # plan order, whole
+    assert [(row_key(r), r["process"], r["time_ms"]) for r in samples[::REPETITIONS]] == expected
+    assert len(keyed) <= POINTS  # each point keyed once, not once per row per chosen point
+
+
+def test_a_column_this_linbench_does_not_write_is_refused_unless_mixed_is_allowed(tmp_path: Path) -> None:
+    complete_run(tmp_path)
+    newer = tmp_path / "shards" / "s000" / "attempt-1" / "results.csv"
+    header, *lines = newer.read_text().splitlines()
+    newer.write_text("\n".join([f"{header},from_the_future", *(f"{line},1" for line in lines)]) + "\n")
+    with pytest.raises(MergeError, match=r"a column this linbench does not write .*'from_the_future'"):
+        merge_run(tmp_path)
+    merge_run(tmp_path, allow_mixed=True)
+    merged = rows(tmp_path / "results.csv")
+    assert keys_of(merged) == KEYS and list(merged[0]) == list(RESULT_COLUMNS)  # every point, the column left out

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from fake_runner import FAKE
 from fleet_attempts import new_plan
 from fleet_helpers import FakeInventory, on_stall, sweep_keys
 
@@ -60,8 +61,8 @@ def test_four_fake_gpus_give_the_rows_of_one(fake_gpus: FakeInventory, tmp_path:
     inventory = fake_gpus(4)
     shards = new_plan(tmp_path / "one", KEYS)
     new_plan(tmp_path / "four", KEYS)
-    one = run_local(tmp_path / "one", placements(inventory, "cuda:0"), runner="fake")
-    four = run_local(tmp_path / "four", placements(inventory, "cuda:0-3"), runner="fake")
+    one = run_local(tmp_path / "one", placements(inventory, "cuda:0"), runner=FAKE)
+    four = run_local(tmp_path / "four", placements(inventory, "cuda:0-3"), runner=FAKE)
     assert one.deaths == four.deaths == [] and one.errors == four.errors == []
     merge_run(tmp_path / "one")
     merge_run(tmp_path / "four")
@@ -83,7 +84,7 @@ def test_an_agent_killed_mid_shard_leaves_a_crashed_row_and_its_shard_goes_on(
     inventory = fake_gpus(2, stall={"seq": "256", "marker": str(marker)})
     killer = kill_when_stalled(marker)
     new_plan(tmp_path / "run", KEYS)
-    outcome = run_local(tmp_path / "run", placements(inventory, "cuda:0-1"), runner="fake", max_restarts=1)
+    outcome = run_local(tmp_path / "run", placements(inventory, "cuda:0-1"), runner=FAKE, max_restarts=1)
     killer.join()
     victim = int(marker.read_text())
     assert [(pid, status) for _, pid, status in outcome.deaths] == [(victim, -signal.SIGKILL)]
@@ -103,7 +104,7 @@ def test_a_card_given_up_sends_its_shard_to_another_of_its_model(fake_gpus: Fake
     inventory = fake_gpus(2, stall={"seq": "256", "marker": str(marker)})
     killer = kill_when_stalled(marker)
     new_plan(tmp_path / "run", KEYS)
-    outcome = run_local(tmp_path / "run", placements(inventory, "cuda:0-1"), runner="fake", max_restarts=0)
+    outcome = run_local(tmp_path / "run", placements(inventory, "cuda:0-1"), runner=FAKE, max_restarts=0)
     killer.join()
     assert len(outcome.retired) == 1 and not outcome.crashed[1:]
     summary = merge_run(tmp_path / "run")  # the scenario started over on one card: nothing mixed
@@ -126,7 +127,7 @@ from linbench.fleet.local import run_local
 from linbench.fleet.placement import plan_placement
 choices = select_devices("cuda:0-1", read_inventory(), {{}})
 placed = plan_placement(choices, os.sched_getaffinity(0), min_cores=1, oversubscribe=True)
-run_local(Path({run!r}), placed, runner="fake")
+run_local(Path({run!r}), placed, runner={runner!r})
 """
 
 
@@ -148,7 +149,7 @@ def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
     inventory = fake_gpus(2, stall={"seq": "256", "marker": str(marker)})
     run = tmp_path / "run"
     new_plan(run, KEYS)
-    script = COORDINATOR.format(tests=str(Path(__file__).parent), run=str(run))
+    script = COORDINATOR.format(tests=str(Path(__file__).parent), run=str(run), runner=FAKE)
     coordinator = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + WAIT_S
     while not marker.exists() or not marker.read_text().endswith("\n"):
@@ -165,7 +166,7 @@ def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
     while any(_started(pid) == started for pid, started in agents.items()):
         assert time.monotonic() < deadline, "an agent outlived its coordinator"
         time.sleep(0.05)
-    outcome = run_local(run, placements(inventory, "cuda:0-1"), runner="fake")  # --resume
+    outcome = run_local(run, placements(inventory, "cuda:0-1"), runner=FAKE)  # --resume
     assert outcome.deaths == [] and outcome.crashed == []
     merge_run(run)
     rows = table(run / "results.csv")
@@ -178,7 +179,7 @@ def test_agents_that_refuse_to_start_leave_the_run_resumable(fake_gpus: FakeInve
     (placed,) = placements(fake_gpus(1), "cuda:0")
     fake_gpus(1, host="node-b")  # the GPU placed is gone by the time its agent starts
     new_plan(tmp_path / "run", KEYS)
-    outcome = run_local(tmp_path / "run", [placed], runner="fake")
+    outcome = run_local(tmp_path / "run", [placed], runner=FAKE)
     assert outcome.errors == [
         "GPU-node-a-0000: the agent for GPU-node-a-0000 sees 0 GPUs (none); it must see exactly that one"
     ]

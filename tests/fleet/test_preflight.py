@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from fake_runner import FAKE
 from fleet_helpers import FakeInventory
 
 from linbench.doctor.checks import FAIL, PASS, WARN
@@ -19,7 +20,7 @@ def test_the_checkup_of_fake_gpus_measures_side_by_side_but_does_not_judge(fake_
     fake_gpus(2, processes={"GPU-node-a-0001": [os.getpid()]})
     inventory, placements = plan_devices("all", oversubscribe=True)
     assert [p.choice.device.label for p in placements] == ["cuda:0", "cuda:1"]
-    found = checkup("all", inventory, placements, runner="fake")
+    found = checkup("all", inventory, placements, runner=FAKE)
     by_name = {check.name: check for check in found.checks}
     assert by_name["inventory"].verdict == WARN and "test-only" in by_name["inventory"].note
     assert by_name["other processes"].verdict == WARN
@@ -34,7 +35,7 @@ def test_the_checkup_of_fake_gpus_measures_side_by_side_but_does_not_judge(fake_
 def test_one_gpu_has_no_neighbours_to_measure_beside(fake_gpus: FakeInventory) -> None:
     fake_gpus(1)
     inventory, placements = plan_devices("cuda:0", oversubscribe=True)
-    side = {c.name: c for c in checkup("cuda:0", inventory, placements, runner="fake").checks}["side by side"]
+    side = {c.name: c for c in checkup("cuda:0", inventory, placements, runner=FAKE).checks}["side by side"]
     assert side.verdict == WARN and side.measured == "not measured" and "no neighbours" in side.note
 
 

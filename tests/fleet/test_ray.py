@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_runner import FAKE
 from fleet_attempts import new_plan
 from fleet_helpers import FakeInventory, fake_inventory_json, on_stall, sweep_keys, write_json
 
@@ -62,7 +63,7 @@ def test_the_ray_executor_runs_an_actor_per_gpu_and_merges(fake_gpus: FakeInvent
     fake_gpus(4)
     run = tmp_path / "run"
     new_plan(run, sweep_keys())
-    outcome = run_ray(run, read_fleet_plan(run), RayOptions(oversubscribe=True, runner="fake"))
+    outcome = run_ray(run, read_fleet_plan(run), RayOptions(oversubscribe=True, runner=FAKE))
     assert outcome.failed == [] and outcome.lost == []
     assert sorted(outcome.gpus) == [f"node-a GPU-node-a-{i:04d}" for i in range(4)]  # one actor a GPU
     merge_run(run)
@@ -86,7 +87,7 @@ def test_an_agent_killed_in_its_actor_is_a_crashed_row_and_the_actor_goes_on(
         os.kill(pid, signal.SIGKILL)
 
     killer = on_stall(marker, kill, WAIT_S)
-    outcome = run_ray(run, read_fleet_plan(run), RayOptions(oversubscribe=True, runner="fake"))
+    outcome = run_ray(run, read_fleet_plan(run), RayOptions(oversubscribe=True, runner=FAKE))
     killer.join()
     # The agent measures at a normal priority, not at Ray's worker niceness of 15.
     assert niceness == [0]
@@ -130,7 +131,7 @@ def test_a_node_lost_mid_run_loses_no_row(
             cluster.remove_node(nodes[mine])
 
         remover = on_stall(marker, lose_node_of, WAIT_S)
-        options = RayOptions(address=cluster.address, oversubscribe=True, runner="fake")
+        options = RayOptions(address=cluster.address, oversubscribe=True, runner=FAKE)
         outcome = run_ray(run, read_fleet_plan(run), options)
         remover.join()
     finally:

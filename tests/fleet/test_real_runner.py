@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from fake_runner import STALLING
 from fleet_helpers import FakeInventory
 
 from linbench import SweepRequest
@@ -95,7 +96,7 @@ def test_an_agent_killed_mid_shard_with_the_real_runner(fake_gpus: FakeInventory
     plan.write(run)
     killer = threading.Thread(target=_kill_when_stalled, args=(marker,), daemon=True)
     killer.start()
-    outcome = run_local(run, placements(inventory, "cuda:0-1"), max_restarts=1)
+    outcome = run_local(run, placements(inventory, "cuda:0-1"), runner=STALLING, max_restarts=1)
     killer.join()
     victim = int(marker.read_text())
     assert [(pid, status) for _, pid, status in outcome.deaths] == [(victim, -signal.SIGKILL)]

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_runner import FAKE
 from fleet_helpers import FakeInventory, sweep_keys
 
 from linbench.fleet.errors import MergeError
@@ -58,7 +59,7 @@ def test_a_job_array_of_agents_runs_every_shard_and_a_failed_task_is_reported(
     script.write_text(
         "#!/bin/bash\n"
         f'if [ "$SLURM_ARRAY_TASK_ID" = 3 ] && [ ! -e {tmp_path}/again ]; then exit 3; fi\n'
-        f"exec {sys.executable} -m linbench.fleet.agent part --runner fake --run-dir {run} "
+        f"exec {sys.executable} -m linbench.fleet.agent part --runner {FAKE} --run-dir {run} "
         "--part $SLURM_ARRAY_TASK_ID/4\n"
     )
     assert sbatch(slurm_conf, script, 4, tmp_path) == 3  # the failed task's status comes back

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from fake_runner import FAKE
 from fleet_attempts import new_plan
 from fleet_helpers import FakeInventory, on_stall, sweep_keys
 
@@ -30,7 +31,7 @@ pytest.importorskip("submitit")
 pytestmark = pytest.mark.slurm
 KEYS = sweep_keys()  # 4 scenarios (shards) of 6 points
 FAKE_UUIDS = {f"GPU-node-a-{i:04d}" for i in range(4)}
-ONE_GPU_A_TASK = SlurmOptions(cpus_per_gpu=1, runner="fake")
+ONE_GPU_A_TASK = SlurmOptions(cpus_per_gpu=1, runner=FAKE)
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ def test_node_exclusive_tasks_run_the_local_executor_on_every_gpu_of_the_node(
     fake_gpus(4)
     run = tmp_path / "run"
     new_plan(run, KEYS)
-    options = SlurmOptions(node_exclusive=True, oversubscribe=True, runner="fake")
+    options = SlurmOptions(node_exclusive=True, oversubscribe=True, runner=FAKE)
     outcome = run_slurm(run, read_fleet_plan(run), options)
     assert outcome.failed == [] and len(outcome.jobs) == 1  # one node, one task
     merge_run(run)

@@ -13,6 +13,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from fake_runner import FAKE
 from fleet_attempts import new_plan
 from fleet_helpers import FakeInventory, on_stall, sweep_keys
 
@@ -52,7 +53,7 @@ def test_an_agent_killed_mid_point_leaves_a_crashed_row_and_a_new_agent_finishes
     (shard,) = new_plan(run, KEYS)
     killer = on_stall(marker, lambda pid: os.kill(pid, signal.SIGKILL), WAIT_S)
     env = os.environ | {"CUDA_VISIBLE_DEVICES": "0", "PYTHONPATH": os.pathsep.join(sys.path)}
-    watched = run_watched(agent_part_command(sys.executable, str(run), shard.id, ["--runner", "fake"]), env)
+    watched = run_watched(agent_part_command(sys.executable, str(run), shard.id, ["--runner", FAKE]), env)
     killer.join()
     victim = int(marker.read_text())
     assert watched.status == 0 and [k[KEY_COLUMNS.index("seq")] for k in watched.crashed] == ["256"]
@@ -71,7 +72,7 @@ def test_an_agent_that_refuses_to_start_is_not_restarted(fake_gpus: FakeInventor
     run = tmp_path / "run"
     (shard,) = new_plan(run, KEYS)
     env = os.environ | {"CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": os.pathsep.join(sys.path)}
-    watched = run_watched(agent_part_command(sys.executable, str(run), shard.id, ["--runner", "fake"]), env)
+    watched = run_watched(agent_part_command(sys.executable, str(run), shard.id, ["--runner", FAKE]), env)
     assert watched.status == 2 and watched.crashed == []
     assert not (run / "shards").exists()
 
@@ -85,7 +86,7 @@ def test_an_agent_stopped_by_sigterm_is_not_restarted_and_its_point_stays_missin
     (shard,) = new_plan(run, KEYS)
     stopper = on_stall(marker, lambda pid: os.kill(pid, signal.SIGTERM), WAIT_S)  # as Slurm cancels a task
     env = os.environ | {"CUDA_VISIBLE_DEVICES": "0", "PYTHONPATH": os.pathsep.join(sys.path)}
-    watched = run_watched(agent_part_command(sys.executable, str(run), shard.id, ["--runner", "fake"]), env)
+    watched = run_watched(agent_part_command(sys.executable, str(run), shard.id, ["--runner", FAKE]), env)
     stopper.join()
     assert watched.status == -signal.SIGTERM and watched.crashed == []
     (attempt,) = (run / "shards" / shard.id).iterdir()

@@ -145,3 +145,14 @@ def test_reopening_drops_a_torn_and_a_malformed_result_row_with_their_processes(
     assert "results.csv" in repair and "line 2 " in repair and "line 4 is torn" in repair and "\n" not in repair
     assert reopened.results_path.read_bytes().endswith(b"\r\n")
     assert RunStore.open(store.path).repairs == []  # repaired once, whole after
+
+
+def test_replace_rows_writes_whole_files_each_row_checked(tmp_path: Path) -> None:
+    store = RunStore.create_at(tmp_path / "run")
+    store.append(row(64))
+    store.replace_rows([row(128), row(256)], [process_row(128, 0)])
+    assert [r["seq"] for r in store.rows()] == ["128", "256"]  # the earlier row replaced, not kept
+    assert [r["seq"] for r in store.process_rows()] == ["128"] and _samples(store) == []
+    with pytest.raises(UnknownColumnError, match=r"processes\.csv has no column 'nope'"):
+        store.replace_rows([row(512)], [process_row(512, 0) | {"nope": 1}])
+    assert [r["seq"] for r in store.rows()] == ["128", "256"]  # a refused write leaves the files as they were
