@@ -23,14 +23,9 @@ grimp = pytest.importorskip("grimp")
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Circles that remain, each to be broken by the work named beside it; a circle that is gone
+# Circles that remain, each with the work that will break it (none today); a circle that is gone
 # must leave this list, so the list says what is still true.
-KNOWN: dict[frozenset[str], str] = {
-    frozenset({"linbench.fleet.fake_runner", "linbench.fleet.real_runner", "linbench.fleet.seam"}): (
-        "the fleet's runner registry and its test runner (issue 38, item 1)"
-    ),
-    frozenset({"linbench.cli.fleet_flow", "linbench.cli.fleet_report"}): "the fleet's CLI flow (issue 38, item 1)",
-}
+KNOWN: dict[frozenset[str], str] = {}
 
 
 @pytest.fixture(scope="module")
