@@ -38,7 +38,7 @@ INTERRUPTED_EXIT = 130  # the shell's status for a Ctrl-C
 # Options that take a whole number of at least 1, and seconds (zero or more): typed as text
 # for Typer and read here, so that a bad one is refused in the words a suite's would be
 # ("threads: 'two' is not a positive whole number"), not Typer's.
-WHOLE_OPTIONS = ("threads", "min_reps", "processes", "max_processes")
+WHOLE_OPTIONS = ("threads", "min_reps", "processes", "max_processes", "pool", "drift_steps")
 SECONDS_OPTIONS = ("warmup_s",)
 
 

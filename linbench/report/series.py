@@ -160,6 +160,7 @@ def scenario_columns(results: pd.DataFrame, axis: str) -> list[str]:
     else:  # along heads, the key/value heads go with them (as many, or a share of them)
         free = (axis, "kv_heads") if axis == "heads" else (axis,)
         columns = [column for column in base if column not in free] + ["seq", "dim_k", "dim_v", "chunk"]
+    columns += ["tokens_per_step", "state_dtype"]  # a serving decode point's: its own scenario
     return [column for column in columns if column in results.columns]
 
 

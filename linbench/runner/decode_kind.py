@@ -21,6 +21,7 @@ from linbench.runner.kind_protocol import SharedKind, Words, Work
 from linbench.runner.task import GATE_STEPS, Task, TimingPolicy
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
+from linbench.sweep.serving import Serving
 from linbench.sweep.settings import LENGTH_AXIS
 from linbench.variants.declarations import Param
 from linbench.variants.registry import get_variant
@@ -77,7 +78,8 @@ class DecodeKind(SharedKind):
         return TimingPolicy.for_decode(spec.tokens or 1)
 
     def protocol(self, spec: SweepSpec) -> ProcessProtocol:
-        return ProcessProtocol(1, 1)
+        """Repeated processes as run's (--processes), so that compare judges decode points."""
+        return ProcessProtocol.of(spec.processes, spec.max_processes)
 
     def shares_workers(self, device: torch.device) -> bool:
         return False
@@ -86,7 +88,12 @@ class DecodeKind(SharedKind):
         # A variant's FLOP formula counts a whole sequence; a decode step is another thing. Its
         # length is the context the steps follow.
         native = get_variant(point.variant).decoder(point.impl).gqa
-        return self._facts(point, device_name, params, None, context=point.shape.seq, native=native)
+        facts = self._facts(point, device_name, params, None, context=point.shape.seq, native=native)
+        if not point.serves:
+            return facts
+        serving = point.serving or Serving()
+        given = {"pool": serving.slots(point.shape.batch), "accept": serving.accept, "contexts": serving.contexts}
+        return replace(facts, pack={name: value for name, value in given.items() if value is not None})
 
     def held_bytes(self, point: Point) -> int:
         """The context's keys and values, for a decoder whose state grows with it."""
@@ -137,17 +144,31 @@ class DecodeKind(SharedKind):
         from linbench.variants.decoding import state_bytes
 
         warm_up(task.point, device, params=task.params)
+        if task.point.serves:
+            return self._serving(task, device)
         work = DecodeWorkload(
             task.point, device, task.timing.calls, task.seed, spare=task.cuda_graph, params=task.params
         )
         work.prefill()
         return work, state_bytes(work.state)
 
+    def _serving(self, task: Task, device: torch.device) -> tuple[Work, int | None]:
+        """A serving point's requests, prefilled; the bytes their pool (or caches) hold."""
+        from linbench.runner.serving_workload import ServingWorkload
+
+        work = ServingWorkload(task.point, device, task.timing.calls, task.seed, params=task.params)
+        work.prefill()
+        return work, work.server.held_bytes
+
     def after_eager(self, task: Task, work: Work, device: torch.device, result: ProcessResult) -> ProcessResult:
         """With ``cuda_graph``, the replays of one captured step, then its launches."""
         from linbench.runner import execute_gpu
         from linbench.runner.decode_workload import DecodeWorkload
+        from linbench.runner.serving_workload import ServingWorkload
 
+        if isinstance(work, ServingWorkload):
+            # A serving step is not captured: its groups and rollbacks are host decisions.
+            return result
         assert isinstance(work, DecodeWorkload)
         if not task.cuda_graph:
             return result

@@ -120,6 +120,8 @@ class SlotPool:
 
     def __init__(self, like: Any, slots: int, dtype: torch.dtype | None) -> None:
         self._like = like
+        # The dtype each tensor is stepped in (the decoder's own), restored when it is taken.
+        self._dtypes = {name: tensor.dtype for name, tensor in _tensor_fields(like).items()}
         self.tensors = {
             name: tensor.new_zeros((slots, *tensor.shape[1:]), dtype=dtype or tensor.dtype)
             for name, tensor in _tensor_fields(like).items()
@@ -135,10 +137,10 @@ class SlotPool:
         for slot in slots.tolist():
             self._counters[slot] = counters
 
-    def take(self, slots: torch.Tensor, dtype: torch.dtype) -> Any:
-        """The states of ``slots`` gathered into one batch, in the compute ``dtype``; the counters
-        are the first slot's (a group's slots share them where the step reads them)."""
-        gathered = {name: pooled.index_select(0, slots).to(dtype) for name, pooled in self.tensors.items()}
+    def take(self, slots: torch.Tensor) -> Any:
+        """The states of ``slots`` gathered into one batch, in the dtype the decoder made them in;
+        the counters are the first slot's (a group's slots share them where the step reads them)."""
+        gathered = {name: pooled.index_select(0, slots).to(self._dtypes[name]) for name, pooled in self.tensors.items()}
         return dataclasses.replace(self._like, **gathered, **self._counters[int(slots[0])])
 
     @property
@@ -242,7 +244,7 @@ class Server:
 
     def _take(self, rows: torch.Tensor) -> Any:
         assert self.pool is not None
-        return self.pool.take(self.slots[rows], self.dtype)
+        return self.pool.take(self.slots[rows])
 
     def _one(self, tokens: Tokens, t: int, state: Any) -> tuple[torch.Tensor, Any]:
         q, k, v, extras = tokens
@@ -261,7 +263,7 @@ class Server:
                 self.positions[row] += count
 
     def state(self, rows: torch.Tensor) -> Any:
-        """The current states of batch rows ``rows`` (a pooled decoder's; in the compute dtype)."""
+        """The current states of batch rows ``rows`` (a pooled decoder's, in its own dtype)."""
         return self._take(rows)
 
     @property
@@ -293,3 +295,44 @@ def _cut(tokens: Tokens, declared: Sequence[ExtraInput], rows: torch.Tensor) -> 
         for name, value in extras.items()
     }
     return q.index_select(0, rows), k.index_select(0, rows), v.index_select(0, rows), picked
+
+
+def cast_state(state: Any, dtype: torch.dtype) -> Any:
+    """``state`` with every floating tensor in ``dtype``."""
+    cast = {name: t.to(dtype) for name, t in _tensor_fields(state).items() if t.is_floating_point()}
+    return dataclasses.replace(state, **cast)
+
+
+def state_drift(
+    decoder: Decoder,
+    params: dict[str, Any],
+    declared: Sequence[ExtraInput],
+    start: Any,
+    tokens: Tokens,
+    dtype: torch.dtype,
+    state_dtype: torch.dtype | None,
+) -> float:
+    """How far the last of ``tokens``' steps (fp64 tokens, one a step) lands from the fp64 decode
+    from the same ``start`` state when the state is kept in ``state_dtype`` between steps (None:
+    the decoder's own) and the step computes in ``dtype``: max |o − o₆₄| / max |o₆₄|."""
+    q, k, v, extras = tokens
+    exact, kept = cast_state(start, torch.float64), start
+    cut = {name: t.to(dtype) if torch.is_tensor(t) else t for name, t in extras.items()}
+    low = (q.to(dtype), k.to(dtype), v.to(dtype), cut)
+    row = row64 = q.new_zeros(0)
+    for t in range(q.shape[-2]):
+        row, stepped = _single(decoder, params, declared, low, t, kept)
+        own = _tensor_fields(stepped)
+        kept = cast_state(cast_state(stepped, state_dtype), next(iter(own.values())).dtype) if state_dtype else stepped
+        row64, exact = _single(decoder, params, declared, tokens, t, exact)
+    scale = row64.abs().max().clamp_min(torch.finfo(torch.float64).tiny)
+    return float((row.to(torch.float64) - row64).abs().max() / scale)
+
+
+def _single(
+    decoder: Decoder, params: dict[str, Any], declared: Sequence[ExtraInput], tokens: Tokens, t: int, state: Any
+) -> tuple[torch.Tensor, Any]:
+    q, k, v, extras = tokens
+    cut = take_tokens(declared, extras, t, t + 1)
+    token = slice(t, t + 1)
+    return decoder.step(q[..., token, :], k[..., token, :], v[..., token, :], state=state, **params, **cut)
