@@ -80,8 +80,9 @@ def _budget(value: Any) -> int | None:
     if value is None:
         return None
     text = str(value).strip().lower().removesuffix("ib").removesuffix("b")
+    scale = 1024**3 if text.endswith("g") else 1
     try:
-        return parse_size(text)
+        return parse_size(text.removesuffix("g")) * scale
     except SizeError:
         raise SpecError(f"memory_budget: {value!r} is not a size (80GiB, 512m, 1000000)") from None
 
