@@ -247,4 +247,5 @@ def count_points(spec: SweepSpec) -> int:
         if names:  # no baseline must not read as "every variant"
             pairs += [(pick.variant.name, pick.impl) for pick in kind.select(names)]
     takers = {pair for pair in pairs if CHUNK_PARAM in kind.param_specs(get_variant(pair[0]), pair[1])}
-    return len(expand_points(spec.blocks, dict.fromkeys(pairs), "any", takers))
+    grown = {p for p in pairs if spec.command == "decode" and get_variant(p[0]).decoder(p[1]).state_grows}
+    return len(expand_points(spec.blocks, dict.fromkeys(pairs), "any", takers, spec.serving, grown))
