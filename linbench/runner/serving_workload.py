@@ -16,7 +16,6 @@ import torch
 
 from linbench.dtypes import torch_dtype
 from linbench.machine.facts import device_memory_bytes
-from linbench.machine.limits import available_memory_bytes
 from linbench.measure.memory import release_free_heap
 from linbench.runner.workload import EXTRA_SEED_OFFSET
 from linbench.sweep.points import Point
@@ -126,5 +125,5 @@ class ServingWorkload:
 
 
 def _device_memory(device: torch.device) -> int:
-    """The device's memory; on a CPU, what the machine can allocate now."""
-    return device_memory_bytes(device) if device.type == "cuda" else available_memory_bytes()
+    """The device's memory (a CPU's: the machine's RAM, the same in every process)."""
+    return device_memory_bytes(device)
