@@ -168,7 +168,8 @@ class DecodeKind(SharedKind):
 
         if isinstance(work, ServingWorkload):
             # A serving step is not captured: its groups and rollbacks are host decisions.
-            return result
+            why = "a serving step (pool, groups, rollback) is not captured in a CUDA graph yet"
+            return replace(result, cuda_graph=False, graph_error=why) if task.cuda_graph else result
         assert isinstance(work, DecodeWorkload)
         if not task.cuda_graph:
             return result
