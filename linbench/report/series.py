@@ -73,6 +73,7 @@ class Scenario:
             sizes.append(f"Dv={f['dim_v']}")
         if _swept_chunk(f) is not None:
             sizes.append(f"C={_swept_chunk(f)}")
+        sizes += [f"{word}{value}" for word, value in _serving(f, ("T=", "state "))]
         return " ".join(parts) + " · " + " ".join(sizes)
 
     def slug(self) -> str:
@@ -86,6 +87,7 @@ class Scenario:
             sizes.append(f"D{f['dim_k']}" + (f"-Dv{f['dim_v']}" if f["dim_v"] != f["dim_k"] else ""))
         if _swept_chunk(f) is not None:
             sizes.append(f"C{_swept_chunk(f)}")
+        sizes += [f"{word}{value}" for word, value in _serving(f, ("T", "state-"))]
         masking = "" if self.decode else f"_{causal}"  # decoding is causal
         return f"{f['dtype']}_{f['mode']}{masking}_" + "_".join(sizes)
 
@@ -136,6 +138,13 @@ def baseline_names(results: pd.DataFrame, meta: dict[str, Any]) -> set[str]:
 def dim_v_tracks_dim_k(results: pd.DataFrame) -> bool:
     """True when every row has dim_v == dim_k, so a dim sweep moves both together."""
     return bool((results["dim_k"] == results["dim_v"]).all())
+
+
+def _serving(fixed: dict[str, Any], words: tuple[str, str]) -> list[tuple[str, Any]]:
+    """A serving decode scenario's tokens per step and state dtype, each with its word, where set."""
+    steps, state = fixed.get("tokens_per_step"), fixed.get("state_dtype")
+    given = [(words[0], int(steps)) if steps else None, (words[1], state) if state else None]
+    return [pair for pair in given if pair is not None]
 
 
 def base_columns(results: pd.DataFrame) -> tuple[str, ...]:

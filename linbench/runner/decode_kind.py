@@ -109,7 +109,8 @@ class DecodeKind(SharedKind):
     def call_s(self, point: Point) -> float:
         decoder = get_variant(point.variant).decoders.get(point.impl)
         exponent = decoder.step_exponent if decoder is not None else None
-        return estimate.call_seconds(point, estimate.step_flops(point, exponent))
+        # A serving step takes tokens_per_step tokens of every request.
+        return estimate.call_seconds(point, estimate.step_flops(point, exponent)) * (point.tokens_per_step or 1)
 
     def setup_s(self, point: Point) -> float:
         return estimate.prefill_s(point)
