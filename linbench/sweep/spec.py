@@ -247,6 +247,8 @@ def spec_from_settings(
     budget = base.get("budget_s")
     pack, packing = pack_settings(base, blocks[0].tokens if TOKEN_BUDGET[command] else None)
     serving = read_serving(base) if command == "decode" else None
+    if serving is None and any(block.tokens_per_step or block.state_dtype for block in blocks):
+        serving = Serving()  # every point of the sweep served, a KV cache's too
     for block in blocks:
         check_serving(serving, block.batch, block.tokens_per_step)
     return SweepSpec(
