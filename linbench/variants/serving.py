@@ -110,7 +110,7 @@ def _counters(state: Any) -> dict[str, Any]:
 
 def select_rows(state: Any, rows: torch.Tensor) -> Any:
     """``state`` with every tensor cut to the batch rows ``rows`` (a copy)."""
-    cut = {name: tensor.index_select(0, rows) for name, tensor in _tensor_fields(state).items()}
+    cut = {name: tensor.index_select(0, rows.to(tensor.device)) for name, tensor in _tensor_fields(state).items()}
     return dataclasses.replace(state, **cut)
 
 
@@ -132,7 +132,7 @@ class SlotPool:
         """Write ``state``'s rows into ``slots`` (one slot per batch row)."""
         for name, tensor in _tensor_fields(state).items():
             pooled = self.tensors[name]
-            pooled.index_copy_(0, slots, tensor.to(pooled.dtype))
+            pooled.index_copy_(0, slots.to(pooled.device), tensor.to(pooled.dtype))
         counters = _counters(state)
         for slot in slots.tolist():
             self._counters[slot] = counters
@@ -140,7 +140,10 @@ class SlotPool:
     def take(self, slots: torch.Tensor) -> Any:
         """The states of ``slots`` gathered into one batch, in the dtype the decoder made them in;
         the counters are the first slot's (a group's slots share them where the step reads them)."""
-        gathered = {name: pooled.index_select(0, slots).to(self._dtypes[name]) for name, pooled in self.tensors.items()}
+        gathered = {
+            name: pooled.index_select(0, slots.to(pooled.device)).to(self._dtypes[name])
+            for name, pooled in self.tensors.items()
+        }
         return dataclasses.replace(self._like, **gathered, **self._counters[int(slots[0])])
 
     @property
@@ -237,7 +240,7 @@ class Server:
                 if whole:
                     out[..., t : t + 1, :] = row
                 else:
-                    out[group.rows, :, t : t + 1, :] = row
+                    out[group.rows.to(out.device), :, t : t + 1, :] = row
                 states.append(state)
             self._roll_back(group.rows, states, accepted[group.rows])
         return out
@@ -289,9 +292,12 @@ def _bytes(state: Any) -> int:
 def _cut(tokens: Tokens, declared: Sequence[ExtraInput], rows: torch.Tensor) -> Tokens:
     """The tokens of batch rows ``rows`` (the extra inputs too: each has the batch first)."""
     q, k, v, extras = tokens
+    rows = rows.to(q.device)  # the bookkeeping's indices live on the CPU
     names = {extra.name for extra in declared}
     picked = {
-        name: value.index_select(0, rows) if name in names and isinstance(value, torch.Tensor) else value
+        name: value.index_select(0, rows.to(value.device))
+        if name in names and isinstance(value, torch.Tensor)
+        else value
         for name, value in extras.items()
     }
     return q.index_select(0, rows), k.index_select(0, rows), v.index_select(0, rows), picked

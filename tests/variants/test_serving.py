@@ -34,10 +34,10 @@ def _tokens(
     return q, k, v, cut
 
 
-def _serve(name: str, decoder: str, accept: Accept, slots: int) -> None:
+def _serve(name: str, decoder: str, accept: Accept, slots: int, device: str = "cpu") -> None:
     variant = linbench.get_variant(name)
     total = max(CONTEXTS) + STEPS * T
-    q, k, v, keywords = make_inputs(variant, Shape(len(CONTEXTS), 2, total, 8, 8), "cpu", seed=3)
+    q, k, v, keywords = make_inputs(variant, Shape(len(CONTEXTS), 2, total, 8, 8), device, seed=3)
     extras = {e.name: keywords.pop(e.name) for e in variant.extra_inputs}
     params = variant.length_params(total, keywords)
     expected = linbench.attention(q, k, v, variant=name, impl=variant.reference, causal=True, **params, **extras)
@@ -67,6 +67,15 @@ def _serve(name: str, decoder: str, accept: Accept, slots: int) -> None:
 def test_pooled_multi_token_steps_with_rollback_equal_the_fp64_forward(name: str, decoder: str) -> None:
     """Slots scattered in a pool larger than the batch, acceptance that differs by request."""
     _serve(name, decoder, Accept(rate=0.5), slots=7)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize(
+    ("name", "decoder"), [("gated-deltanet", "recurrent"), ("kda", "recurrent"), ("softmax", "kvcache")]
+)
+def test_serving_on_cuda_equals_the_fp64_forward(name: str, decoder: str) -> None:
+    """The same proof with the states and tokens on the GPU (the slots and groups stay on the CPU)."""
+    _serve(name, decoder, Accept(rate=0.5), slots=7, device="cuda")
 
 
 def test_a_fixed_accept_count_keeps_every_request_in_step() -> None:
