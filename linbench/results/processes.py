@@ -70,6 +70,7 @@ class ProcessResult:
     state_drift: float | None = None
     drift_steps: int | None = None
     memory_budget_bytes: int | None = None
+    graph_pools: int | None = None
     # The timed repetitions, for samples.csv; a recorded process keeps none.
     samples_ms: tuple[float, ...] = ()
 

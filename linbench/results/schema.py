@@ -190,6 +190,12 @@ COLUMNS = {
             ),
             ("drift_steps", int, "decode (serving): the steps state_drift is measured after"),
             (
+                "graph_pools",
+                int,
+                "decode (serving) with --cuda-graph: the rotating pools the step's graphs were replayed over, "
+                "so that each replay read its pool cold",
+            ),
+            (
                 "memory_budget_bytes",
                 int,
                 "decode (serving): the memory requests_fit counts against (--memory-budget, else the device's)",
@@ -355,7 +361,7 @@ RESULT_COLUMNS = (
     # Schema 9.
     "alloc_peak_bytes",
     *("pool", "accept", "contexts", "accepted_per_step", "time_per_accepted_token_ms", "state_bytes_per_request"),
-    *("state_drift", "drift_steps", "memory_budget_bytes", "requests_fit"),
+    *("state_drift", "drift_steps", "memory_budget_bytes", "requests_fit", "graph_pools"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
@@ -366,6 +372,7 @@ MEASURED_COLUMNS = (
     *("graph_error", "kernels_per_call", "threads", "state_bytes", "compile_s", "rel_err", "error"),
     *("neighbour_cpu", "oversubscribed", "cpu_ms_p20", "alloc_peak_bytes"),
     *("state_bytes_per_request", "accepted_per_step", "state_drift", "drift_steps", "memory_budget_bytes"),
+    "graph_pools",
 )
 PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s")
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")

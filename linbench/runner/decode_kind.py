@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import torch
 
     from linbench.correctness import CaseResult
+    from linbench.runner.serving_workload import ServingWorkload
     from linbench.sweep.spec import SweepSpec
 
 
@@ -168,15 +169,31 @@ class DecodeKind(SharedKind):
         from linbench.runner.serving_workload import ServingWorkload
 
         if isinstance(work, ServingWorkload):
-            # A serving step is not captured: its groups and rollbacks are host decisions.
-            why = "a serving step (pool, groups, rollback) is not captured in a CUDA graph yet"
-            return replace(result, cuda_graph=False, graph_error=why) if task.cuda_graph else result
+            return self._serving_graphs(task, work, device, result) if task.cuda_graph else result
         assert isinstance(work, DecodeWorkload)
         if not task.cuda_graph:
             return result
         step = work.repeatable_step()
         result = execute_gpu.with_graph(result, lambda: step, device, self.graph_policy(task.timing))
         return execute_gpu.with_launches(result, step, device) if task.count_launches else result
+
+    def _serving_graphs(
+        self, task: Task, work: ServingWorkload, device: torch.device, result: ProcessResult
+    ) -> ProcessResult:
+        """A serving step captured over rotating pools, enough that each replay reads its pool
+        cold (past twice the L2), replayed in turn."""
+        import torch
+
+        from linbench.runner import execute_gpu
+        from linbench.variants.serving import rotations_to_miss_l2
+
+        l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0))
+        free = int(torch.cuda.mem_get_info(device)[0])
+        try:
+            steps = work.graph_steps(rotations_to_miss_l2(work.server.held_bytes, l2, free))
+        except ValueError as exc:
+            return replace(result, cuda_graph=False, graph_error=str(exc))
+        return execute_gpu.with_rotating_graphs(result, steps, device, self.graph_policy(task.timing))
 
     def graph_policy(self, timing: TimingPolicy) -> TimingPolicy:
         from linbench.runner.execute_gpu import decode_graph_policy

@@ -10,6 +10,7 @@ here, once per process.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -22,7 +23,7 @@ from linbench.sweep.points import Point
 from linbench.sweep.serving import Serving
 from linbench.variants.extra_inputs import draw_extra_inputs, split_draw_settings
 from linbench.variants.registry import get_variant
-from linbench.variants.serving import Accept, Server, Tokens, state_drift
+from linbench.variants.serving import Accept, Server, Tokens, pooled_step, state_drift
 
 
 class ServingWorkload:
@@ -118,6 +119,25 @@ class ServingWorkload:
             "drift_steps": self.serving.drift_steps if drift is not None else None,
             "memory_budget_bytes": budget,
         }
+
+    def graph_steps(self, rotations: int) -> list[Callable[[], None]]:
+        """One capturable step (gather, T tokens, write-back) over each of ``rotations`` copies
+        of the pool, the first step's tokens fixed: replayed in turn, each reads its pool cold.
+        ValueError, saying why, for a step that is not one graph: a KV cache's, one grouped by
+        position, or acceptance that differs by request (host decisions each step)."""
+        pool = self.server.pool
+        if pool is None or self.server.positional:
+            raise ValueError("a serving step of a KV cache or by position is not one graph")
+        if Accept.parse(self.serving.accept).rate is not None:
+            raise ValueError("an accept rate splits the requests each step: give a count to capture the step")
+        q, k, v, extras = self._tokens
+        part = slice(0, self.per_step)
+        cut = {name: e.tokens(extras[e.name], 0, self.per_step) for name, e in self._extras().items()}
+        tokens = (q[..., part, :], k[..., part, :], v[..., part, :], cut)
+        slots = self.server.slots.to(self.device)
+        pools = [pool, *(pool.copy() for _ in range(rotations - 1))]
+        count = int(self.accepted[0, 0])
+        return [pooled_step(self.decoder, self.params, self.declared, p, slots, tokens, count) for p in pools]
 
     def _drift(self) -> float:
         tokens = self._draw(1, self.serving.drift_steps, torch.float64)

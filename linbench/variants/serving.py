@@ -22,6 +22,7 @@ requests of each position together, so that each request sees its own.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -128,14 +129,23 @@ class SlotPool:
         }
         self._counters: list[dict[str, Any]] = [_counters(like) for _ in range(slots)]
 
-    def put(self, slots: torch.Tensor, state: Any) -> None:
-        """Write ``state``'s rows into ``slots`` (one slot per batch row)."""
+    def put(self, slots: torch.Tensor, state: Any, counters: bool = True) -> None:
+        """Write ``state``'s rows into ``slots`` (one slot per batch row); ``counters`` False
+        leaves the tokens absorbed as they were (a captured step cannot read its slots back)."""
         for name, tensor in _tensor_fields(state).items():
             pooled = self.tensors[name]
             pooled.index_copy_(0, slots.to(pooled.device), tensor.to(pooled.dtype))
-        counters = _counters(state)
-        for slot in slots.tolist():
-            self._counters[slot] = counters
+        if counters:
+            kept = _counters(state)
+            for slot in slots.tolist():
+                self._counters[slot] = kept
+
+    def copy(self) -> SlotPool:
+        """Another pool of the same slots, its tensors copies of these (a rotating pool)."""
+        twin = SlotPool(self._like, 0, None)
+        twin._dtypes, twin._counters = self._dtypes, list(self._counters)
+        twin.tensors = {name: tensor.clone() for name, tensor in self.tensors.items()}
+        return twin
 
     def take(self, slots: torch.Tensor) -> Any:
         """The states of ``slots`` gathered into one batch, in the dtype the decoder made them in;
@@ -342,3 +352,38 @@ def _single(
     cut = take_tokens(declared, extras, t, t + 1)
     token = slice(t, t + 1)
     return decoder.step(q[..., token, :], k[..., token, :], v[..., token, :], state=state, **params, **cut)
+
+
+def rotations_to_miss_l2(pool_bytes: int, l2_bytes: int, free_bytes: int, most: int = 256) -> int:
+    """How many copies of a pool a rotation needs so that each step reads its pool cold: the
+    pools between two visits of one (R − 1 of them) hold at least twice the L2, within a
+    quarter of the free memory and ``most``; at least 2."""
+    if pool_bytes <= 0:
+        return 2
+    wanted = math.ceil(2 * l2_bytes / pool_bytes) + 1
+    room = max(free_bytes // (4 * pool_bytes), 2)
+    return int(max(2, min(wanted, room, most)))
+
+
+def pooled_step(
+    decoder: Decoder,
+    params: dict[str, Any],
+    declared: Sequence[ExtraInput],
+    pool: SlotPool,
+    slots: torch.Tensor,
+    tokens: Tokens,
+    accepted: int,
+) -> Callable[[], None]:
+    """One step of every request over ``pool`` with fixed ``tokens``, each request keeping its
+    first ``accepted`` tokens: the gather, the T token steps and the write-back, with nothing
+    read back to the host (what a CUDA graph captures; ``slots`` on the pool's device)."""
+
+    def step() -> None:
+        state = pool.take(slots)
+        states = []
+        for t in range(tokens[0].shape[-2]):
+            _, state = _single(decoder, params, declared, tokens, t, state)
+            states.append(state)
+        pool.put(slots, states[accepted - 1], counters=False)
+
+    return step
