@@ -203,6 +203,10 @@ def axes_line(block: Axes, command: str, packed: bool = False) -> str:
     if block.chunk:
         parts.append(f"chunk {values(block.chunk)}")
     parts.append(f"dtype {values(block.dtype)}")
+    if block.tokens_per_step:
+        parts.append(f"tokens/step {values(block.tokens_per_step)}")
+    if block.state_dtype:
+        parts.append(f"state {', '.join(block.state_dtype)}")
     if command != "decode":  # decode's mode is the decode step, its masking causal
         parts.append(f"mode {values(block.mode)}")
         parts.append(", ".join("causal" if causal else "bidirectional" for causal in block.causal))
