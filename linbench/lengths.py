@@ -35,7 +35,7 @@ from pathlib import Path
 
 from linbench.units import SizeError, parse_size
 
-__all__ = ["DISTRIBUTIONS", "Pack", "PackError", "draw_pack", "file_pack", "read_lengths"]
+__all__ = ["DISTRIBUTIONS", "Pack", "PackError", "draw_lengths", "draw_pack", "file_pack", "read_lengths"]
 
 # Name → (its parameters and their defaults (None: required, "size": a size, "number": a
 # float), in the order the canonical text writes them).
@@ -166,6 +166,18 @@ def draw_pack(text: str, budget: int) -> Pack:
     _check_budget(budget, mean, f"{canonical(name, params)} draws sequences of {mean:.0f} tokens on average")
     rng = random.Random(int(params["seed"]))
     return Pack(canonical(name, params), _fill(lambda: sample(rng), budget))
+
+
+def draw_lengths(text: str, count: int) -> tuple[str, tuple[int, ...]]:
+    """``count`` lengths the distribution ``text`` draws (decode's requests' contexts), and its
+    canonical text; PackError, one line, for a text that names no distribution."""
+    name, _, rest = text.strip().partition(":")
+    if name not in DISTRIBUTIONS:
+        raise PackError(f"unknown length distribution {name!r}; choices: uniform:max=N[,min=N], lognormal:mean=N")
+    params = _parameters(name, rest)
+    sample, _ = (_uniform if name == "uniform" else _lognormal)(params)
+    rng = random.Random(int(params["seed"]))
+    return canonical(name, params), tuple(sample(rng) for _ in range(count))
 
 
 def _fill(next_length: Callable[[], int], budget: int) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ from linbench.results.protocol import ProcessProtocol, judged
 from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore, utc_stamp
-from linbench.sweep.suites import find_suite, read_suite
+from linbench.sweep.suites import find_suite, read_suite, suite_command
 
 Progress = Callable[[str], None]
 
@@ -65,11 +65,12 @@ class AbJob:
         """The repeated-process protocol of the rounds: a round is a process of every point."""
         return ProcessProtocol.rounds(self.rounds, self.max_rounds)
 
-    def measure(self, run_args: Sequence[str], on_progress: Progress) -> Folders:
+    def measure(self, run_args: Sequence[str], on_progress: Progress, command: str = "run") -> Folders:
         """Every round, the baseline in a worktree of ``sha`` that is gone when this returns;
         each side's round run folders, in round order. After ``rounds`` rounds, another while a
         point needs one by the protocol (on either side), up to ``max_rounds``: a round of
-        those points only, where the baseline's ``linbench run`` takes ``--only-points``."""
+        those points only, where the baseline's ``linbench run`` takes ``--only-points``.
+        ``command``: what each round runs, ``run`` or ``decode`` (a decode suite's rounds)."""
         protocol = self.protocol
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
         more = f" (up to {protocol.most} where a point's rounds disagree)" if protocol.most > protocol.wanted else ""
@@ -80,9 +81,10 @@ class AbJob:
             on_progress(line + "; ".join(result.summary() for result in results))
 
         with detached_worktree(self.root, self.sha) as tree:
-            sides = {"baseline": Side("baseline", tree), "current": Side("current", self.root)}
-            # The current side is this code, which takes --only-points; only the baseline is asked.
-            narrow = protocol.most > protocol.wanted and can_narrow(sides["baseline"])
+            sides = {"baseline": Side("baseline", tree, command), "current": Side("current", self.root, command)}
+            # The current side is this code, whose run takes --only-points; only the baseline is
+            # asked. decode takes no --only-points: its extra rounds measure every point.
+            narrow = protocol.most > protocol.wanted and command == "run" and can_narrow(sides["baseline"])
 
             def another(folders: Folders) -> set[Key]:
                 needed = points_needing_more(folders, protocol)
@@ -156,6 +158,11 @@ def ab_folder(out: Path | None) -> Path:
     if taken:
         raise AbError(f"--out {path} already holds {' and '.join(taken)}/; give another folder")
     return path
+
+
+def rounds_command(suite: Path | None) -> str:
+    """What each round runs: the suite's command (``decode`` for a decode suite), else ``run``."""
+    return "run" if suite is None else suite_command(suite, read_suite(suite))
 
 
 def suite_file(suite: Path) -> Path:

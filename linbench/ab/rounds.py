@@ -43,10 +43,12 @@ class RoundError(RuntimeError):
 
 @dataclass(frozen=True)
 class Side:
-    """One side of the A/B: its name and the tree its code runs from."""
+    """One side of the A/B: its name, the tree its code runs from, and the command its rounds
+    run (``run``, or ``decode`` for a decode suite)."""
 
     name: str
     tree: Path
+    command: str = "run"
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ def run_one(side: Side, index: int, run_args: Sequence[str], out_dir: Path) -> R
     where.mkdir(parents=True, exist_ok=True)
     before = set(where.iterdir())
     log = where / f"round-{index}.log"
-    argv = [sys.executable, "-m", "linbench", "run", *run_args, "--quiet", "--yes", "--out", str(where)]
+    argv = [sys.executable, "-m", "linbench", side.command, *run_args, "--quiet", "--yes", "--out", str(where)]
     started = time.perf_counter()
     with log.open("w") as handle:
         code = subprocess.run(
@@ -131,7 +133,7 @@ def can_narrow(side: Side) -> bool:
     """Whether ``side``'s ``linbench run`` takes ``--only-points`` (a revision from before it
     does not): its help, asked once, names the flag."""
     env = side_env(side.tree) | {"COLUMNS": "200", "NO_COLOR": "1"}
-    argv = [sys.executable, "-m", "linbench", "run", "--help"]
+    argv = [sys.executable, "-m", "linbench", side.command, "--help"]
     found = subprocess.run(argv, cwd=side.tree, env=env, capture_output=True, text=True)
     return found.returncode == 0 and ONLY_POINTS in found.stdout
 

@@ -127,7 +127,7 @@ def ab_command(**values: Any) -> None:
     0 pass: every point was judged, none regressed, and every changed impl was measured;
     2 usage error (also a revision that refuses the sweep); 130 interrupted.
     """
-    from linbench.ab.job import AbJob, one_process_per_round, suite_file
+    from linbench.ab.job import AbJob, one_process_per_round, rounds_command, suite_file
     from linbench.ab.rounds import RoundError
     from linbench.ab.worktree import WorktreeError
 
@@ -141,8 +141,9 @@ def ab_command(**values: Any) -> None:
             values["suite"] = suite_file(values["suite"])
         _widen(job, values, not no_widen)
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
+        command = rounds_command(values.get("suite"))
     try:
-        folders = job.measure(run_args, _note)
+        folders = job.measure(run_args, _note, command)
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
     except KeyboardInterrupt:

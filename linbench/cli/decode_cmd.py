@@ -29,6 +29,23 @@ HELP = {
     "param": "A parameter of a variant's decoders, repeatable: cosine.norm_const=0.3, cosine:recurrent.norm_const=0.3.",
     "threads": "torch threads in each worker (torch.set_num_threads). Default on CPU: one per core idle when "
     "the run starts (at least one), following the idle cores between points; on GPU: torch's.",
+    "processes": "Fresh worker processes per point, in interleaved rounds, as run's (5 for a regression gate: "
+    "compare judges decode points as it judges run points). Default: 1.",
+    "max_processes": "The most processes per point when its first ones disagree, as run's.",
+    "tokens_per_step": "Serving: tokens each request takes a step (speculative decoding's drafts, MTP), "
+    "range grammar (1,4). The state after each is kept; --accept rolls each request back.",
+    "state_dtype": "Serving: the dtype the state is kept in between steps: fp32, bf16 (comma list); the step "
+    "computes in --dtype. A KV cache keeps --dtype.",
+    "pool": "Serving: state pool slots (at least the largest batch); each request holds a scattered slot, "
+    "gathered and written back each step. Default: the batch.",
+    "accept": "Serving: tokens a request keeps of a step's --tokens-per-step: all, a count (2), or a rate "
+    "(0.7: each draft token after the first accepted with that probability). Default: all.",
+    "contexts": "Serving: the requests' contexts drawn from a distribution, as run --pack's: "
+    "lognormal:mean=2k, uniform:min=1k,max=8k (seed=N); replaces --context.",
+    "drift_steps": "Serving: steps after which state_drift (the state kept in --state-dtype against fp64) "
+    "is read. Default: 256.",
+    "memory_budget": "Serving: memory requests_fit counts against (80GiB, 512m). Default: the device's "
+    "memory (CPU: the machine's available memory).",
     "cuda_graph": "Also capture one step in a CUDA graph and time its replays (the step's device time, "
     "column device_ms) beside the eager time. CUDA only.",
 }
@@ -63,6 +80,15 @@ def decode_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display; a summary line.")] = False,
     param: Annotated[list[str] | None, typer.Option("--param", help=HELP["param"])] = None,
     threads: Annotated[str | None, typer.Option("--threads", help=HELP["threads"])] = None,
+    processes: Annotated[str | None, typer.Option("--processes", help=HELP["processes"])] = None,
+    max_processes: Annotated[str | None, typer.Option("--max-processes", help=HELP["max_processes"])] = None,
+    tokens_per_step: Annotated[str | None, typer.Option("--tokens-per-step", help=HELP["tokens_per_step"])] = None,
+    state_dtype: Annotated[list[str] | None, typer.Option("--state-dtype", help=HELP["state_dtype"])] = None,
+    pool: Annotated[str | None, typer.Option("--pool", help=HELP["pool"])] = None,
+    accept: Annotated[str | None, typer.Option("--accept", help=HELP["accept"])] = None,
+    contexts: Annotated[str | None, typer.Option("--contexts", help=HELP["contexts"])] = None,
+    drift_steps: Annotated[str | None, typer.Option("--drift-steps", help=HELP["drift_steps"])] = None,
+    memory_budget: Annotated[str | None, typer.Option("--memory-budget", help=HELP["memory_budget"])] = None,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,

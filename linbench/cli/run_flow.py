@@ -37,7 +37,7 @@ RANGE_HELP = "a size (4k), a list (512,1k), powers of two (1k..64k), or stepped 
 # Options that take a whole number of at least 1, and seconds (zero or more): typed as text
 # for Typer and read here, so that a bad one is refused in the words a suite's would be
 # ("threads: 'two' is not a positive whole number"), not Typer's.
-WHOLE_OPTIONS = ("threads", "min_reps", "processes", "max_processes")
+WHOLE_OPTIONS = ("threads", "min_reps", "processes", "max_processes", "pool", "drift_steps")
 SECONDS_OPTIONS = ("warmup_s",)
 
 
@@ -204,6 +204,10 @@ def axes_line(block: Axes, command: str, packed: bool = False) -> str:
     if block.chunk:
         parts.append(f"chunk {values(block.chunk)}")
     parts.append(f"dtype {values(block.dtype)}")
+    if block.tokens_per_step:
+        parts.append(f"tokens/step {values(block.tokens_per_step)}")
+    if block.state_dtype:
+        parts.append(f"state {', '.join(block.state_dtype)}")
     if command != "decode":  # decode's mode is the decode step, its masking causal
         parts.append(f"mode {values(block.mode)}")
         parts.append(", ".join("causal" if causal else "bidirectional" for causal in block.causal))

@@ -157,7 +157,10 @@ def _fill_keys(frame: pd.DataFrame) -> None:
         if column not in frame.columns:
             frame[column] = ""
         empty = frame[column] == ""
-        frame.loc[empty, column] = frame.loc[empty, default] if default is not None else str(NO_CHUNK)
+        if default is not None:
+            frame.loc[empty, column] = frame.loc[empty, default]
+        elif COLUMNS[column].kind is int:  # chunk, tokens_per_step: 0, none
+            frame.loc[empty, column] = str(NO_CHUNK)
 
 
 def _read_csv(
@@ -194,7 +197,7 @@ def _numbers(column: pd.Series, name: str, where: str, *, integer: bool) -> pd.S
     if not garbage.empty:
         raise ReportInputError(f"{where}: column {name} holds {garbage.iloc[0]!r} (row {garbage.index[0] + 2})")
     if integer:
-        if values.isna().any() or (values < (0 if name == "chunk" else 1)).any():
+        if values.isna().any() or (values < (0 if name in ("chunk", "tokens_per_step") else 1)).any():
             raise ReportInputError(f"{where}: column {name} must hold positive whole numbers")
         return values.astype(int)
     return values.astype(float)

@@ -73,6 +73,7 @@ class Scenario:
             sizes.append(f"Dv={f['dim_v']}")
         if _swept_chunk(f) is not None:
             sizes.append(f"C={_swept_chunk(f)}")
+        sizes += [f"{word}{value}" for word, value in _serving(f, ("T=", "state "))]
         return " ".join(parts) + " · " + " ".join(sizes)
 
     def slug(self) -> str:
@@ -86,6 +87,7 @@ class Scenario:
             sizes.append(f"D{f['dim_k']}" + (f"-Dv{f['dim_v']}" if f["dim_v"] != f["dim_k"] else ""))
         if _swept_chunk(f) is not None:
             sizes.append(f"C{_swept_chunk(f)}")
+        sizes += [f"{word}{value}" for word, value in _serving(f, ("T", "state-"))]
         masking = "" if self.decode else f"_{causal}"  # decoding is causal
         return f"{f['dtype']}_{f['mode']}{masking}_" + "_".join(sizes)
 
@@ -138,6 +140,13 @@ def dim_v_tracks_dim_k(results: pd.DataFrame) -> bool:
     return bool((results["dim_k"] == results["dim_v"]).all())
 
 
+def _serving(fixed: dict[str, Any], words: tuple[str, str]) -> list[tuple[str, Any]]:
+    """A serving decode scenario's tokens per step and state dtype, each with its word, where set."""
+    steps, state = fixed.get("tokens_per_step"), fixed.get("state_dtype")
+    given = [(words[0], int(steps)) if steps else None, (words[1], state) if state else None]
+    return [pair for pair in given if pair is not None]
+
+
 def base_columns(results: pd.DataFrame) -> tuple[str, ...]:
     """BASE_COLUMNS; a fixed-token-budget run (``run --tokens``, whose rows load.py gives a
     ``tokens`` column) holds its tokens per point fixed instead of its batch, which shrinks
@@ -160,6 +169,7 @@ def scenario_columns(results: pd.DataFrame, axis: str) -> list[str]:
     else:  # along heads, the key/value heads go with them (as many, or a share of them)
         free = (axis, "kv_heads") if axis == "heads" else (axis,)
         columns = [column for column in base if column not in free] + ["seq", "dim_k", "dim_v", "chunk"]
+    columns += ["tokens_per_step", "state_dtype"]  # a serving decode point's: its own scenario
     return [column for column in columns if column in results.columns]
 
 

@@ -64,6 +64,13 @@ class ProcessResult:
     oversubscribed: bool | None = None
     cpu_ms_p20: float | None = None
     alloc_peak_bytes: int | None = None
+    # decode as it is served (linbench/variants/serving.py)
+    state_bytes_per_request: int | None = None
+    accepted_per_step: float | None = None
+    state_drift: float | None = None
+    drift_steps: int | None = None
+    memory_budget_bytes: int | None = None
+    graph_pools: int | None = None
     # The timed repetitions, for samples.csv; a recorded process keeps none.
     samples_ms: tuple[float, ...] = ()
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from linbench.results.processes import ProcessResult, summarise
 from linbench.results.schema import COLUMNS, KEY_COLUMNS, KEY_DEFAULTS, MEASURED_COLUMNS
+from linbench.units import as_number
 
 __all__ = [
     "PER_SECOND",
@@ -46,10 +47,13 @@ PER_SECOND = "tokens_per_s"
 PER_TOKEN = "time_per_token_ms"
 # A pack's columns (run --pack), fixed when the sweep is planned.
 PACK_COLUMNS = ("pack", "packing", "sequences", "padding_waste")
+# A serving decode point's settings (sweep/serving.py), fixed when the sweep is planned.
+SERVING_COLUMNS = ("pool", "accept", "contexts")
 # The columns that hold a time, empty unless the point passed its check and ran to the end.
 TIME_COLUMNS = (
     *("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops", "time_per_token_ms", "device_ms"),
     *("tokens_per_s", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "timing"),
+    "time_per_accepted_token_ms",
 )
 
 
@@ -81,7 +85,8 @@ class PointFacts:
     rate: str = PER_SECOND  # PER_SECOND or PER_TOKEN
     tokens: int = 0  # the tokens one call processes (batch·seq; a pack's real tokens), for PER_SECOND
     bytes: int | None = None  # the fewest bytes one call moves (None: no model, as for decode)
-    pack: Mapping[str, Any] = field(default_factory=dict)  # a pack's columns (pack, packing, ...)
+    # A pack's columns (pack, packing, ...), or a serving decode point's (pool, accept, contexts).
+    pack: Mapping[str, Any] = field(default_factory=dict)
     gqa: str = ""  # with fewer key/value heads than heads: "native" or "expanded"
 
     def columns(self) -> dict[str, Any]:
@@ -101,7 +106,7 @@ class PointFacts:
             rate=rate,
             tokens=_tokens(row),
             bytes=COLUMNS["bytes"].parse(row.get("bytes")),
-            pack={column: row[column] for column in PACK_COLUMNS if row.get(column) not in (None, "")},
+            pack={c: row[c] for c in (*PACK_COLUMNS, *SERVING_COLUMNS) if row.get(c) not in (None, "")},
             gqa=str(row.get("gqa") or ""),
         )
 
@@ -172,4 +177,17 @@ def _with_rates(row: dict[str, Any], facts: PointFacts) -> dict[str, Any]:
     if facts.flops:
         row["tflops"] = facts.flops / seconds / 1e12
     row[facts.rate] = time_ms if facts.rate == PER_TOKEN else facts.tokens / seconds
+    return _serving_rates(row, seconds)
+
+
+def _serving_rates(row: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """A serving decode row's rates: the step over the tokens a request keeps, the batch's
+    kept tokens per second, and how many requests' states fit the memory budget."""
+    kept = as_number(row.get("accepted_per_step"))
+    if kept:
+        row["time_per_accepted_token_ms"] = seconds * 1e3 / kept
+        row["tokens_per_s"] = int(row["batch"]) * kept / seconds
+    budget, each = as_number(row.get("memory_budget_bytes")), as_number(row.get("state_bytes_per_request"))
+    if budget and each:
+        row["requests_fit"] = int(budget // each)
     return row

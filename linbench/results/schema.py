@@ -48,6 +48,9 @@ __all__ = [
 # 7: kv_heads and chunk in every file's key, gqa in results.csv.
 # 8: cpu_ms_p20 (the 20th percentile of the repetitions' process CPU times on a CPU).
 # 9: alloc_peak_bytes (a CPU call's peak of live bytes allocated through torch).
+# schema 9: decode as it is served: tokens_per_step and state_dtype in the key; pool, accept,
+#    contexts, accepted_per_step, time_per_accepted_token_ms, state_bytes_per_request,
+#    state_drift, drift_steps, memory_budget_bytes and requests_fit in results.csv.
 SCHEMA_VERSION = 9
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
@@ -131,6 +134,12 @@ COLUMNS = {
             ("dim_v", int, "head dimension of values"),
             ("kv_heads", int, "key/value heads (fewer than heads: grouped-query attention; older runs: heads)"),
             ("chunk", int, "tokens per chunk, for an impl that takes chunk_size in a --chunk sweep (else empty)"),
+            ("tokens_per_step", int, "decode --tokens-per-step: tokens each request takes a step (else empty)"),
+            (
+                "state_dtype",
+                str,
+                "decode --state-dtype: the dtype the state is kept in between steps (empty: the compute dtype)",
+            ),
         ),
         *_group(
             "point",
@@ -144,6 +153,9 @@ COLUMNS = {
             ),
             ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
             ("params", str, "--param values of the impl that differ from its defaults (k=v;k=v)"),
+            ("pool", int, "decode --pool: the state pool's slots, each request holding one (serving points)"),
+            ("accept", str, "decode --accept: tokens a request keeps a step: all, a count or a rate"),
+            ("contexts", str, "decode --contexts: the distribution the requests' contexts are drawn from"),
             ("pack", str, "run --pack: where the pack's lengths come from, @ its real tokens"),
             ("packing", str, "run --pack: packed (one batch with the boundaries) or padded (to the longest)"),
             ("sequences", int, "run --pack: the sequences in the pack"),
@@ -164,6 +176,30 @@ COLUMNS = {
             ("kernels_per_call", int, "CUDA: GPU kernels one call launches (counted once, exact)"),
             ("threads", int, "torch threads the worker ran with"),
             ("state_bytes", int, "decode: the bytes the decoder's state holds"),
+            (
+                "state_bytes_per_request",
+                int,
+                "decode (serving): what one request holds between steps: its pool slot, or its KV cache",
+            ),
+            ("accepted_per_step", float, "decode (serving): tokens a request keeps per step, on average"),
+            (
+                "state_drift",
+                float,
+                "decode (serving): relative error of the last of drift_steps steps with the state kept in "
+                "state_dtype, against the same steps in fp64 from the same prefilled state",
+            ),
+            ("drift_steps", int, "decode (serving): the steps state_drift is measured after"),
+            (
+                "graph_pools",
+                int,
+                "decode (serving) with --cuda-graph: the rotating pools the step's graphs were replayed over, "
+                "so that each replay read its pool cold",
+            ),
+            (
+                "memory_budget_bytes",
+                int,
+                "decode (serving): the memory requests_fit counts against (--memory-budget, else the device's)",
+            ),
             ("compile_s", float, "compiled impls: seconds torch.compile took, outside the timed calls"),
         ),
         *_group(
@@ -238,7 +274,18 @@ COLUMNS = {
             "rate",
             ("tflops", float, "flops / time_ms"),
             ("time_per_token_ms", float, "decode: the median time of one step"),
-            ("tokens_per_s", float, "run: batch·seq tokens processed per second (a pack's: its real tokens)"),
+            (
+                "tokens_per_s",
+                float,
+                "run: batch·seq tokens processed per second (a pack's: its real tokens); decode (serving): the "
+                "batch's accepted tokens per second",
+            ),
+            (
+                "time_per_accepted_token_ms",
+                float,
+                "decode (serving): the step's time over the tokens a request keeps per step",
+            ),
+            ("requests_fit", int, "decode (serving): requests at this context whose state fits memory_budget_bytes"),
         ),
         # processes.csv and samples.csv only.
         *_group(
@@ -278,10 +325,10 @@ COLUMNS = {
 # Where a fleet run measured a point (the ``where`` columns, in declaration order).
 WHERE_COLUMNS = tuple(name for name, column in COLUMNS.items() if column.combine == "where")
 _FIRST_KEYS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
-KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk")
+KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk", "tokens_per_step", "state_dtype")
 # What a key column of a row from before it existed reads as (record.row_key): kv_heads the
 # row's heads, chunk empty.
-KEY_DEFAULTS = {"kv_heads": "heads", "chunk": None}
+KEY_DEFAULTS = {"kv_heads": "heads", "chunk": None, "tokens_per_step": None, "state_dtype": None}
 # The key columns every run file has had (a reader fills the rest as KEY_DEFAULTS says).
 REQUIRED_KEY_COLUMNS = _FIRST_KEYS
 # results.csv: the order of earlier versions, new columns at the end but for the key's (readers go
@@ -313,6 +360,8 @@ RESULT_COLUMNS = (
     "cpu_ms_p20",
     # Schema 9.
     "alloc_peak_bytes",
+    *("pool", "accept", "contexts", "accepted_per_step", "time_per_accepted_token_ms", "state_bytes_per_request"),
+    *("state_drift", "drift_steps", "memory_budget_bytes", "requests_fit", "graph_pools"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
@@ -322,6 +371,8 @@ MEASURED_COLUMNS = (
     *("nvml_peak_bytes", "sm_clock_mhz", "temp_c", "throttle_reasons", "cuda_graph", "device_ms"),
     *("graph_error", "kernels_per_call", "threads", "state_bytes", "compile_s", "rel_err", "error"),
     *("neighbour_cpu", "oversubscribed", "cpu_ms_p20", "alloc_peak_bytes"),
+    *("state_bytes_per_request", "accepted_per_step", "state_drift", "drift_steps", "memory_budget_bytes"),
+    "graph_pools",
 )
 PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s")
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")

@@ -22,6 +22,7 @@ from linbench.runner.gate_point import GATE_STEPS
 from linbench.runner.kind_protocol import SharedKind, Task, Words, Work
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
+from linbench.sweep.serving import Serving
 from linbench.sweep.settings import LENGTH_AXIS
 from linbench.variants.declarations import Param
 from linbench.variants.registry import get_variant
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     import torch
 
     from linbench.correctness import CaseResult
+    from linbench.runner.serving_workload import ServingWorkload
     from linbench.sweep.spec import SweepSpec
 
 
@@ -78,7 +80,8 @@ class DecodeKind(SharedKind):
         return TimingPolicy.for_decode(spec.tokens or 1)
 
     def protocol(self, spec: SweepSpec) -> ProcessProtocol:
-        return ProcessProtocol(1, 1)
+        """Repeated processes as run's (--processes), so that compare judges decode points."""
+        return ProcessProtocol.of(spec.processes, spec.max_processes)
 
     def shares_workers(self, device: torch.device) -> bool:
         return False
@@ -87,7 +90,12 @@ class DecodeKind(SharedKind):
         # A variant's FLOP formula counts a whole sequence; a decode step is another thing. Its
         # length is the context the steps follow.
         native = get_variant(point.variant).decoder(point.impl).gqa
-        return self._facts(point, device_name, params, None, context=point.shape.seq, native=native)
+        facts = self._facts(point, device_name, params, None, context=point.shape.seq, native=native)
+        if not point.serves:
+            return facts
+        serving = point.serving or Serving()
+        given = {"pool": serving.slots(point.shape.batch), "accept": serving.accept, "contexts": serving.contexts}
+        return replace(facts, pack={name: value for name, value in given.items() if value is not None})
 
     def held_bytes(self, point: Point) -> int:
         """The context's keys and values, for a decoder whose state grows with it."""
@@ -103,7 +111,8 @@ class DecodeKind(SharedKind):
     def call_s(self, point: Point) -> float:
         decoder = get_variant(point.variant).decoders.get(point.impl)
         exponent = decoder.step_exponent if decoder is not None else None
-        return estimate.call_seconds(point, estimate.step_flops(point, exponent))
+        # A serving step takes tokens_per_step tokens of every request.
+        return estimate.call_seconds(point, estimate.step_flops(point, exponent)) * (point.tokens_per_step or 1)
 
     def setup_s(self, point: Point) -> float:
         return estimate.prefill_s(point)
@@ -138,23 +147,54 @@ class DecodeKind(SharedKind):
         from linbench.variants.decoding import state_bytes
 
         warm_up(task.point, device, params=task.params)
+        if task.point.serves:
+            return self._serving(task, device)
         work = DecodeWorkload(
             task.point, device, task.timing.calls, task.seed, spare=task.cuda_graph, params=task.params
         )
         work.prefill()
         return work, state_bytes(work.state)
 
+    def _serving(self, task: Task, device: torch.device) -> tuple[Work, int | None]:
+        """A serving point's requests, prefilled; the bytes their pool (or caches) hold."""
+        from linbench.runner.serving_workload import ServingWorkload
+
+        work = ServingWorkload(task.point, device, task.timing.calls, task.seed, params=task.params)
+        work.prefill()
+        return work, work.server.held_bytes
+
     def after_eager(self, task: Task, work: Work, device: torch.device, result: ProcessResult) -> ProcessResult:
         """With ``cuda_graph``, the replays of one captured step, then its launches."""
         from linbench.runner import execute_gpu
         from linbench.runner.decode_workload import DecodeWorkload
+        from linbench.runner.serving_workload import ServingWorkload
 
+        if isinstance(work, ServingWorkload):
+            return self._serving_graphs(task, work, device, result) if task.cuda_graph else result
         assert isinstance(work, DecodeWorkload)
         if not task.cuda_graph:
             return result
         step = work.repeatable_step()
         result = execute_gpu.with_graph(result, lambda: step, device, self.graph_policy(task.timing))
         return execute_gpu.with_launches(result, step, device) if task.count_launches else result
+
+    def _serving_graphs(
+        self, task: Task, work: ServingWorkload, device: torch.device, result: ProcessResult
+    ) -> ProcessResult:
+        """A serving step captured over rotating pools, enough that each replay reads its pool
+        cold (past twice the L2), replayed in turn."""
+        import torch
+
+        from linbench.runner import execute_gpu
+        from linbench.variants.serving import rotations_to_miss_l2
+
+        l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0))
+        free = int(torch.cuda.mem_get_info(device)[0])
+        try:
+            steps = work.graph_steps(rotations_to_miss_l2(work.server.held_bytes, l2, free))
+        except ValueError as exc:
+            return replace(result, cuda_graph=False, graph_error=str(exc))
+        return execute_gpu.with_rotating_graphs(result, steps, device, self.graph_policy(task.timing))
 
     def graph_policy(self, timing: TimingPolicy) -> TimingPolicy:
         from linbench.runner.execute_gpu import decode_graph_policy

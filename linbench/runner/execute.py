@@ -75,6 +75,11 @@ def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
             result = replace(_measure(task, work, device, started, warm_curve), state_bytes=held)
             if device.type == "cuda":
                 result = kind.after_eager(task, work, device, result)
+            # A workload's own readings after its timed calls (a serving decode point's: what a
+            # request holds, the drift of its state), columns of the process's result.
+            readings = getattr(work, "readings", None)
+            if readings is not None:
+                result = replace(result, **readings())
         return replace(result, compile_s=_compiled(compiled_before))
     except StopEarlyError as stop:
         return ProcessResult("timeout", error=str(stop))

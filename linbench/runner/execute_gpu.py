@@ -12,8 +12,9 @@ in ``graph_error``, and a count that cannot be made is left out.
 
 from __future__ import annotations
 
+import itertools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import torch
@@ -142,3 +143,24 @@ def time_with_policy(
         max_reps=policy.max_reps,
         flush_l2=policy.flush_l2,
     )
+
+
+def with_rotating_graphs(
+    result: ProcessResult, steps: Sequence[Callable[[], object]], device: torch.device, policy: TimingPolicy
+) -> ProcessResult:
+    """``result`` with the median replay time ``device_ms`` of graphs of ``steps`` (one per
+    rotating pool) replayed in turn, so that each replay reads a pool the last ones did not
+    touch (``graph_pools`` of them); as with_graph, ``graph_error`` when they cannot be captured."""
+    side = torch.cuda.Stream(device)
+    try:
+        graphs = [capture(step, device, stream=side) for step in steps]
+        order = itertools.cycle(graphs)
+
+        def replay() -> None:
+            next(order).replay()
+
+        timing = time_with_policy(replay, device, policy)
+    except Exception as exc:  # a step that cannot be captured keeps its eager time, and says why
+        _settle(device)
+        return replace(result, cuda_graph=False, graph_error=why_not_capturable(exc))
+    return replace(result, cuda_graph=True, device_ms=timing.median_ms, graph_pools=len(steps))

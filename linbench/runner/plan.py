@@ -151,7 +151,9 @@ def _points(spec: SweepSpec, targets: Targets, device: torch.device, chunked: se
     """The points to run: the sweep's axes (a point per chunk size for the ``chunked`` impls of
     a --chunk sweep), or its pack run each way an impl can run it."""
     if spec.pack is None:
-        return _drop_other_maskings(expand_points(spec.blocks, targets.pairs, str(device), chunked), targets)
+        grown = _grown(spec, targets)
+        points = expand_points(spec.blocks, targets.pairs, str(device), chunked, spec.serving, grown)
+        return _drop_other_maskings(_drawn_contexts(points), targets)
     if any(block.kv_heads or block.chunk for block in spec.blocks):
         raise ValueError(
             "--pack runs as many key/value heads as heads, at each impl's own chunk size: drop --kv-heads and --chunk"
@@ -159,6 +161,30 @@ def _points(spec: SweepSpec, targets: Targets, device: torch.device, chunked: se
     points = expand_pack_points(spec.blocks, targets.pairs, str(device), spec.pack, spec.packing)
     points, targets = _drop_other_maskings(points, targets)
     return drop_unpackable(points, targets)
+
+
+def _grown(spec: SweepSpec, targets: Targets) -> set[Pair]:
+    """The decoders whose state grows (a KV cache, kept in the compute dtype): no state dtype of
+    their own; ValueError when --state-dtype is given and every decoder is one."""
+    if spec.command != "decode":
+        return set()
+    grown = {pair for pair in targets.pairs if get_variant(pair[0]).decoder(pair[1]).state_grows}
+    if any(block.state_dtype for block in spec.blocks) and grown >= set(targets.pairs):
+        names = ", ".join(f"{v}:{i}" for v, i in targets.pairs)
+        raise ValueError(f"--state-dtype: {names} keep keys and values in the compute dtype; use --dtype")
+    return grown
+
+
+def _drawn_contexts(points: list[Point]) -> list[Point]:
+    """Points whose requests' contexts are drawn (decode --contexts): each at the mean context
+    its batch draws, the context axis replaced (its points fall together)."""
+    drawn: dict[Point, None] = {}
+    for point in points:
+        if point.serving is not None and point.serving.contexts is not None:
+            contexts = point.serving.request_contexts(point.shape.batch, point.shape.seq)
+            point = replace(point, shape=replace(point.shape, seq=round(sum(contexts) / len(contexts))))
+        drawn[point] = None
+    return list(drawn)
 
 
 def _keep_planned(points: list[Point], targets: Targets) -> Targets:
@@ -221,4 +247,5 @@ def count_points(spec: SweepSpec) -> int:
         if names:  # no baseline must not read as "every variant"
             pairs += [(pick.variant.name, pick.impl) for pick in kind.select(names)]
     takers = {pair for pair in pairs if CHUNK_PARAM in kind.param_specs(get_variant(pair[0]), pair[1])}
-    return len(expand_points(spec.blocks, dict.fromkeys(pairs), "any", takers))
+    grown = {p for p in pairs if spec.command == "decode" and get_variant(p[0]).decoder(p[1]).state_grows}
+    return len(expand_points(spec.blocks, dict.fromkeys(pairs), "any", takers, spec.serving, grown))

@@ -16,6 +16,7 @@ from linbench.lengths import Pack
 from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 from linbench.shape import Shape
+from linbench.sweep.serving import Serving
 from linbench.sweep.spec import Axes
 
 __all__ = ["KEY_COLUMNS", "Point", "expand_pack_points", "expand_points"]
@@ -37,6 +38,12 @@ class Point:
     # Not a key column: a pack's packed and padded points differ in shape.
     packing: str = ""
     chunk: int | None = None  # a --chunk sweep's chunk_size, for an impl that takes one
+    # decode as it is served (sweep/serving.py): tokens a request takes a step, the dtype the
+    # state is kept in between steps (None: the compute dtype), and the sweep's serving
+    # settings (not a key column: the same for every point of a run).
+    tokens_per_step: int | None = None
+    state_dtype: str | None = None
+    serving: Serving | None = None
 
     @property
     def series(self) -> tuple[str, str, str, bool, str, str, str]:
@@ -49,15 +56,23 @@ class Point:
         return row_key(self.as_row())
 
     def as_row(self) -> dict[str, Any]:
-        row = {k: v for k, v in asdict(self).items() if k not in ("shape", "packing")}
+        row = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("shape", "packing", "serving")}
         return row | asdict(self.shape)
+
+    @property
+    def serves(self) -> bool:
+        """A decode point measured as a server runs it (linbench/variants/serving.py)."""
+        return self.serving is not None or self.tokens_per_step is not None or self.state_dtype is not None
 
     @property
     def label(self) -> str:
         masking = "causal" if self.causal else "bidir"
         chunk = f" C{self.chunk}" if self.chunk is not None else ""
         packing = f" {self.packing}" if self.packing else ""
-        return f"{self.variant}:{self.impl}{packing} {self.mode} {self.dtype} {masking} {self.shape.label}{chunk}"
+        steps = f" T{self.tokens_per_step}" if self.tokens_per_step is not None else ""
+        state = f" state {self.state_dtype}" if self.state_dtype is not None else ""
+        shape = f"{self.shape.label}{chunk}{steps}{state}"
+        return f"{self.variant}:{self.impl}{packing} {self.mode} {self.dtype} {masking} {shape}"
 
 
 def expand_points(
@@ -65,9 +80,13 @@ def expand_points(
     targets: Iterable[tuple[str, str]],
     device: str,
     chunked: Collection[tuple[str, str]] = (),
+    serving: Serving | None = None,
+    grown: Collection[tuple[str, str]] = (),
 ) -> list[Point]:
     """Every point of every block, each once, in run order. The targets in ``chunked`` (those
-    that take chunk_size) get a point per chunk size of a block that sweeps them."""
+    that take chunk_size) get a point per chunk size of a block that sweeps them. Decode's
+    serving points: one per tokens per step and state dtype, but a decoder in ``grown`` (a
+    KV cache, kept in the compute dtype) gets no state dtype of its own."""
     targets = list(targets)
     points: dict[Point, None] = {}
     for axes in blocks:
@@ -86,8 +105,18 @@ def expand_points(
                     for mode in axes.mode:
                         for variant, impl in targets:
                             chunks = axes.chunk if axes.chunk and (variant, impl) in chunked else (None,)
-                            for chunk in chunks:
-                                points[Point(variant, impl, mode, causal, dtype, device, shape, chunk=chunk)] = None
+                            states = (None,) if (variant, impl) in grown else axes.state_dtype or (None,)
+                            ways = product(chunks, axes.tokens_per_step or (None,), states)
+                            for chunk, steps, state in ways:
+                                points[
+                                    Point(
+                                        *(variant, impl, mode, causal, dtype, device, shape),
+                                        chunk=chunk,
+                                        tokens_per_step=steps,
+                                        state_dtype=state,
+                                        serving=serving,
+                                    )
+                                ] = None
     return list(points)
 
 

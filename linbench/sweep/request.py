@@ -69,14 +69,23 @@ class SweepRequest:
     lengths_file: Path | None = None  # run: a file of lengths filling --tokens
     packing: tuple[str, ...] | None = None  # run: "packed", "padded"
     preset: str | None = None  # a model's attention shape (linbench/sweep/presets.py)
+    # decode as it is served (linbench/sweep/serving.py)
+    tokens_per_step: Sizes | None = None  # decode: tokens each request takes a step
+    state_dtype: tuple[str, ...] | None = None  # decode: dtypes a state is kept in between steps
+    pool: int | None = None  # decode: state pool slots (≥ batch)
+    accept: str | None = None  # decode: all, a count or a rate
+    contexts: str | None = None  # decode: a length distribution for the requests' contexts
+    drift_steps: int | None = None  # decode: steps the state drift is measured after
+    memory_budget: str | None = None  # decode: memory the requests must fit in ("80GiB")
 
     def __post_init__(self) -> None:
         # A script may write variants="cosine" or a list; the request keeps tuples (it is frozen).
-        for name in ("variants", "baselines", "dtypes", "modes", "packing"):
+        for name in ("variants", "baselines", "dtypes", "modes", "packing", "state_dtype"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _strings(value))
-        for name in ("seq", "context", "batch", "heads", "kv_heads", "dim", "dim_v", "chunk", "tokens"):
+        sizes = ("seq", "context", "batch", "heads", "kv_heads", "dim", "dim_v", "chunk", "tokens", "tokens_per_step")
+        for name in sizes:
             value = getattr(self, name)
             if isinstance(value, list | tuple):
                 object.__setattr__(self, name, tuple(value))

@@ -15,7 +15,9 @@ AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
 RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps", "tokens", "processes", "max_processes")
 # A packed variable-length batch in place of the seq and batch axes (linbench/lengths.py).
 PACK_KEYS = ("pack", "lengths_file", "packing")
-DECODE_KNOBS = ("param", "threads")
+DECODE_KNOBS = ("param", "threads", "processes", "max_processes")
+# decode as it is served (sweep/serving.py).
+SERVING_KEYS = ("pool", "accept", "contexts", "drift_steps", "memory_budget")
 RUN_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "cuda_graph", "plugin"),
     "preset",
@@ -23,11 +25,12 @@ RUN_KEYS = (
     *RUN_KNOBS,
     *PACK_KEYS,
 )
-DECODE_AXIS_KEYS = ("context", "batch", "heads", "kv_heads", "dim", "dim_v", "dtype")
+DECODE_AXIS_KEYS = ("context", "batch", "heads", "kv_heads", "dim", "dim_v", "dtype", "tokens_per_step", "state_dtype")
 DECODE_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
     "preset",
     *DECODE_KNOBS,
+    *SERVING_KEYS,
 )
 # Keys a suite's top level takes beside its command's own.
 SUITE_KEYS = ("description", "command")
@@ -84,6 +87,16 @@ DECODE_SETTINGS: dict[str, Any] = {
     "param": [],
     "threads": None,
     "preset": None,
+    "processes": None,  # fresh worker processes per point, as run's (None: 1)
+    "max_processes": None,
+    # decode as it is served: none given, a point is one batch of identical sequences.
+    "tokens_per_step": None,
+    "state_dtype": None,
+    "pool": None,
+    "accept": None,
+    "contexts": None,
+    "drift_steps": None,
+    "memory_budget": None,
 }
 DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
 TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}

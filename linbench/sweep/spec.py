@@ -26,6 +26,7 @@ from linbench.sweep.model_shapes import kv_heads_axis, preset_settings
 from linbench.sweep.packs import pack_settings
 from linbench.sweep.params import parse_param
 from linbench.sweep.request import SweepRequest
+from linbench.sweep.serving import Serving, check_serving, read_serving
 from linbench.sweep.settings import COMMANDS, DEFAULT_SETTINGS, DEFAULTS, FIXED_AXES, LENGTH_AXIS, TOKEN_BUDGET
 from linbench.sweep.suites import find_suite, load_suite, read_suite, suite_command
 from linbench.sweep.values import (
@@ -74,6 +75,9 @@ class Axes:
     kv_heads: tuple[int, ...] | None = None
     # Chunk sizes of the impls that take chunk_size (None: each impl's own).
     chunk: tuple[int, ...] | None = None
+    # decode: tokens a request takes a step, and the dtypes a state is kept in between steps.
+    tokens_per_step: tuple[int, ...] | None = None
+    state_dtype: tuple[str, ...] | None = None
 
     def kv_heads_for(self, heads: int) -> tuple[int, ...]:
         """The key/value head counts at ``heads`` query heads."""
@@ -115,6 +119,7 @@ class SweepSpec:
     max_processes: int | None = None  # run: the most per point when processes disagree
     pack: Pack | None = None  # run: a pack of variable-length sequences in place of seq and batch
     packing: tuple[str, ...] = ()  # run: how each impl runs the pack (packed, padded)
+    serving: Serving | None = None  # decode: the pool, accept pattern, contexts (sweep/serving.py)
 
 
 def _modes(value: Any) -> tuple[str, ...]:
@@ -160,6 +165,7 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
     heads = parse_sizes("heads", settings["heads"])
     kv_heads = kv_heads_axis(settings.get("kv_heads"), heads)
     chunk = settings.get("chunk")
+    steps, states = settings.get("tokens_per_step"), settings.get("state_dtype")
     return Axes(
         seq=seqs,
         batch=parse_sizes("batch", settings["batch"]),
@@ -172,7 +178,17 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         tokens=tokens,
         kv_heads=kv_heads,
         chunk=None if chunk is None else parse_sizes("chunk", chunk),
+        tokens_per_step=None if steps is None else parse_sizes("tokens_per_step", steps),
+        state_dtype=None if states is None else _state_dtypes(states),
     )
+
+
+def _state_dtypes(value: Any) -> tuple[str, ...]:
+    """The dtypes a decode state is kept in (fp32, bf16, fp16)."""
+    try:
+        return tuple(parse_dtypes(value if isinstance(value, list) else [value]))
+    except ValueError as exc:
+        raise SpecError(f"state_dtype: {exc}") from None
 
 
 def short_name(variants: Iterable[str], suite: Path | None) -> str:
@@ -230,6 +246,11 @@ def spec_from_settings(
         raise SpecError("variant: no variant given")
     budget = base.get("budget_s")
     pack, packing = pack_settings(base, blocks[0].tokens if TOKEN_BUDGET[command] else None)
+    serving = read_serving(base) if command == "decode" else None
+    if serving is None and any(block.tokens_per_step or block.state_dtype for block in blocks):
+        serving = Serving()  # every point of the sweep served, a KV cache's too
+    for block in blocks:
+        check_serving(serving, block.batch, block.tokens_per_step)
     return SweepSpec(
         name=name,
         variants=variants,
@@ -252,6 +273,7 @@ def spec_from_settings(
         max_processes=optional(positive_int, "max_processes", base.get("max_processes")),
         pack=pack,
         packing=packing,
+        serving=serving,
     )
 
 

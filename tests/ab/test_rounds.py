@@ -6,10 +6,12 @@ the stand-ins measure nothing)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from linbench.ab.job import rounds_command
 from linbench.ab.rounds import RoundError, Side, can_narrow, round_order, run_rounds, side_env
 
 # A stand-in for `linbench run`: it notes which tree ran it and with what, then makes a run
@@ -34,6 +36,9 @@ for name in ("results.csv", "samples.csv"):
     (folder / name).write_text("variant,status\\n")
 (folder / "meta.json").write_text(json.dumps({"status": "complete"}))
 """
+
+
+SUITES = Path(__file__).parents[2] / "suites"
 
 
 def _tree(root: Path, name: str) -> Path:
@@ -133,3 +138,12 @@ def test_a_side_can_narrow_where_its_run_names_the_flag(sides: dict[str, Side]) 
     assert not can_narrow(sides["baseline"])  # a revision from before --only-points
     (sides["current"].tree / "NARROWS").touch()
     assert can_narrow(sides["current"])
+
+
+def test_a_decode_suite_s_rounds_run_linbench_decode(sides: dict[str, Side], tmp_path: Path) -> None:
+    decode = {name: replace(side, command="decode") for name, side in sides.items()}
+    run_rounds(decode, 1, ["--suite", "gate-decode-cpu.toml"], tmp_path / "ab")
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert [call.split()[1] for call in calls] == ["decode", "decode"]
+    assert rounds_command(SUITES / "gate-decode-cpu.toml") == "decode"
+    assert rounds_command(SUITES / "gate-cpu.toml") == rounds_command(None) == "run"

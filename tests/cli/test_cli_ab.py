@@ -185,7 +185,7 @@ def test_a_changed_impl_the_suite_does_not_measure_is_added_or_stops_a_pass(
     given: list[list[str]] = []
     base = (10.0, 10.05, 9.95)
 
-    def measured(job: AbJob, run_args: list[str], on_progress: object) -> dict[str, list[Path]]:
+    def measured(job: AbJob, run_args: list[str], on_progress: object, command: str) -> dict[str, list[Path]]:
         given.append(run_args)
         if "gated-deltanet:chunked" in run_args:
             return _gated_rounds(tmp_path, base)

@@ -21,6 +21,7 @@ EXPECTED = {
     *("paper-fig5", "paper-fig5-gpu", "paper-fig2", "heinsen-constant-cost", "cosformer"),
     *("ci-cpu", "ci-gpu", "gate-cpu"),
     *("gated", "gated-gpu", "gated-decode"),
+    *("gate-decode-cpu", "gate-decode-gpu"),
 }
 
 

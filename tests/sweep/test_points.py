@@ -32,7 +32,7 @@ def test_overlapping_tables_do_not_repeat_points(tmp_path) -> None:
 
 def test_key_matches_the_csv_columns() -> None:
     (point,) = expand_points(build_spec(SweepRequest(seq=8)).blocks, [("cosine", "chunked")], "cpu")
-    assert point.key == ("cosine", "chunked", "fwd", "True", "fp32", "cpu", "1", "8", "8", "64", "64", "8", "")
+    assert point.key == ("cosine", "chunked", "fwd", "True", "fp32", "cpu", "1", "8", "8", "64", "64", "8", "", "", "")
     assert len(point.key) == len(KEY_COLUMNS)
 
 
@@ -65,4 +65,4 @@ def test_chunk_sizes_reach_only_the_impls_that_take_one() -> None:
     points = expand_points(spec.blocks, targets, "cpu", chunked={("cosine", "chunked")})
     assert [(p.impl, p.chunk) for p in points] == [("chunked", 32), ("chunked", 64), ("recurrent", None)]
     assert points[0].as_row()["chunk"] == 32 and points[2].as_row()["chunk"] is None
-    assert points[0].key[-2:] == ("8", "32") and points[2].key[-2:] == ("8", "")
+    assert points[0].key[-4:-2] == ("8", "32") and points[2].key[-4:-2] == ("8", "")

@@ -1,0 +1,97 @@
+"""``linbench decode`` as it is served: a tiny serving run on CPU, and bad input (exit 2)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from cli_helpers import Invoke, assert_usage_error
+
+CPU = ("--device", "cpu")
+TINY = ("--heads", "2", "--dim", "16", "--tokens", "3", "--drift-steps", "8", *CPU)
+
+
+def _rows(out: Path) -> list[dict[str, str]]:
+    (folder,) = out.iterdir()
+    with (folder / "results.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_a_serving_run_reports_per_request_state_accepted_tokens_drift_and_capacity(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    """Requests at drawn contexts in a pool of 5 slots, 2 tokens a step, half the drafts kept."""
+    args = ("--variant", "gated-deltanet", "--baseline", "softmax:kvcache", "--batch", "2", "--pool", "5")
+    serving = ("--contexts", "uniform:min=8,max=24", "--tokens-per-step", "2", "--accept", "0.5")
+    result = invoke(
+        "decode", *args, *serving, "--state-dtype", "fp32,bf16", "--memory-budget", "1GiB", *TINY, "--out", tmp_path
+    )
+    assert result.exit_code == 0, result.output
+    rows = {(r["impl"], r["state_dtype"]): r for r in _rows(tmp_path)}
+    assert set(rows) == {("recurrent", "fp32"), ("recurrent", "bf16"), ("kvcache", "")}
+    for row in rows.values():
+        assert row["status"] == "ok", row["error"] and row["tokens_per_step"] == "2" and row["accept"] == "0.5"
+        assert row["pool"] == "5" and row["contexts"].startswith("uniform:min=8,max=24")
+        kept = float(row["accepted_per_step"])
+        assert 1.0 <= kept <= 2.0
+        assert float(row["time_per_accepted_token_ms"]) == pytest.approx(float(row["time_ms"]) / kept, rel=1e-4)
+        assert float(row["tokens_per_s"]) == pytest.approx(2 * kept / float(row["time_ms"]) * 1e3, rel=1e-4)
+        assert int(row["requests_fit"]) == 2**30 // int(row["state_bytes_per_request"])
+    fp32, bf16 = rows["recurrent", "fp32"], rows["recurrent", "bf16"]
+    # H·Dk·Dv per slot, 4 bytes or 2; the pool holds 5 slots.
+    assert (int(fp32["state_bytes_per_request"]), int(bf16["state_bytes_per_request"])) == (
+        2 * 16 * 16 * 4,
+        2 * 16 * 16 * 2,
+    )
+    assert int(fp32["state_bytes"]) == 5 * 2 * 16 * 16 * 4
+    # fp32's drift is rounding; bf16's 8-bit mantissa shows after 8 steps.
+    assert float(fp32["state_drift"]) < 1e-5 < float(bf16["state_drift"]) < 0.1 and fp32["drift_steps"] == "8"
+    assert rows["kvcache", ""]["state_drift"] == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--batch", "4", "--pool", "2"), "pool ≥ batch"),
+        (
+            (
+                "--tokens-per-step",
+                "0",
+            ),
+            "tokens_per_step",
+        ),
+        (("--tokens-per-step", "2", "--accept", "3"), "above --tokens-per-step 2"),
+        (
+            (
+                "--accept",
+                "1.5",
+            ),
+            "accept",
+        ),
+        (
+            (
+                "--contexts",
+                "zipf:max=8",
+            ),
+            "contexts",
+        ),
+        (
+            (
+                "--memory-budget",
+                "lots",
+            ),
+            "memory_budget",
+        ),
+    ],
+)
+def test_bad_serving_input_is_one_line_and_exit_2(invoke: Invoke, args: tuple[str, ...], fragment: str) -> None:
+    result = invoke("decode", "--variant", "gated-deltanet", "--context", "16", *args, "--dry-run", *CPU)
+    assert_usage_error(result, fragment)
+
+
+def test_a_state_dtype_for_decoders_that_keep_only_a_kv_cache_is_refused(invoke: Invoke) -> None:
+    result = invoke(
+        "decode", "--variant", "softmax:kvcache", "--no-baseline", "--state-dtype", "bf16", "--dry-run", *CPU
+    )
+    assert_usage_error(result, "--state-dtype", "softmax:kvcache")

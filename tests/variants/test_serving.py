@@ -1,0 +1,114 @@
+"""Serving decode equals the fp64 forward, request by request: pooled slots, mixed contexts,
+multi-token steps with rollback (CPU, fp64, tiny shapes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+import linbench
+from linbench.correctness import Shape, make_inputs
+from linbench.variants.serving import Accept, Server
+
+DECODERS = [
+    pytest.param(name, decoder, id=f"{name}:{decoder}")
+    for name in linbench.list_variants()
+    for decoder in linbench.get_variant(name).decoders
+]
+CONTEXTS = (5, 11, 11, 3)  # mixed: two requests share a context, so one prefill group is batched
+STEPS, T = 4, 3
+
+
+def _rows(value: torch.Tensor, rows: list[int], starts: list[int], length: int, seq_dim: int) -> torch.Tensor:
+    """Each request's ``length`` tokens from its own start, along ``seq_dim``, batched."""
+    return torch.stack([value[b].narrow(seq_dim - 1, start, length) for b, start in zip(rows, starts, strict=True)])
+
+
+def _tokens(
+    variant: Any, inputs: tuple[torch.Tensor, ...], extras: dict[str, torch.Tensor], rows: list[int], starts: list[int]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    q, k, v = (_rows(x, rows, starts, T, 2) for x in inputs)
+    cut = {e.name: _rows(extras[e.name], rows, starts, T, 2) for e in variant.extra_inputs}
+    return q, k, v, cut
+
+
+def _serve(name: str, decoder: str, accept: Accept, slots: int, device: str = "cpu") -> None:
+    variant = linbench.get_variant(name)
+    total = max(CONTEXTS) + STEPS * T
+    q, k, v, keywords = make_inputs(variant, Shape(len(CONTEXTS), 2, total, 8, 8), device, seed=3)
+    extras = {e.name: keywords.pop(e.name) for e in variant.extra_inputs}
+    params = variant.length_params(total, keywords)
+    expected = linbench.attention(q, k, v, variant=name, impl=variant.reference, causal=True, **params, **extras)
+    positional = any(p.from_length for p in variant.param_specs)
+    server = Server(
+        variant.decoder(decoder), params, variant.extra_inputs, CONTEXTS, slots=slots, dtype=torch.float64,
+        positional=positional, seed=1,
+    )  # fmt: skip
+
+    def draw(rows: torch.Tensor, start: int, stop: int) -> Any:
+        picked = rows.tolist()
+        q_, k_, v_ = (x[picked][..., start:stop, :] for x in (q, k, v))
+        return q_, k_, v_, {e.name: e.tokens(extras[e.name][picked], start, stop) for e in variant.extra_inputs}
+
+    server.prefill(draw, capacity=total)
+    counts = accept.draw(T, len(CONTEXTS), STEPS, seed=5)
+    batch = list(range(len(CONTEXTS)))
+    for step in range(STEPS):
+        starts = list(server.positions)
+        out = server.step(_tokens(variant, (q, k, v), extras, batch, starts), counts[step])
+        for b, start in enumerate(starts):
+            torch.testing.assert_close(out[b], expected[b, :, start : start + T], rtol=1e-9, atol=1e-9)
+    assert server.positions == [c + int(n) for c, n in zip(CONTEXTS, counts.sum(0), strict=True)]
+
+
+@pytest.mark.parametrize(("name", "decoder"), DECODERS)
+def test_pooled_multi_token_steps_with_rollback_equal_the_fp64_forward(name: str, decoder: str) -> None:
+    """Slots scattered in a pool larger than the batch, acceptance that differs by request."""
+    _serve(name, decoder, Accept(rate=0.5), slots=7)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize(
+    ("name", "decoder"), [("gated-deltanet", "recurrent"), ("kda", "recurrent"), ("softmax", "kvcache")]
+)
+def test_serving_on_cuda_equals_the_fp64_forward(name: str, decoder: str) -> None:
+    """The same proof with the states and tokens on the GPU (the slots and groups stay on the CPU)."""
+    _serve(name, decoder, Accept(rate=0.5), slots=7, device="cuda")
+
+
+def test_a_fixed_accept_count_keeps_every_request_in_step() -> None:
+    _serve("gated-deltanet", "recurrent", Accept(count=2), slots=4)
+
+
+@pytest.mark.parametrize("text", ["0", "1.5", "-1", "x"])
+def test_an_accept_that_is_neither_count_nor_rate_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="accept"):
+        Accept.parse(text)
+
+
+def test_an_accept_count_above_the_tokens_per_step_is_refused() -> None:
+    with pytest.raises(ValueError, match="above --tokens-per-step"):
+        Accept.parse("5").draw(4, 2, 3)
+
+
+def test_a_pool_smaller_than_the_batch_is_refused() -> None:
+    variant = linbench.get_variant("gated-deltanet")
+    with pytest.raises(ValueError, match="pool ≥ batch"):
+        Server(variant.decoder("recurrent"), {}, variant.extra_inputs, (4, 4, 4), slots=2, dtype=torch.float32)
+
+
+def test_a_bf16_pool_keeps_the_state_in_bf16_between_steps() -> None:
+    variant = linbench.get_variant("gated-deltanet")
+    server = Server(
+        variant.decoder("recurrent"), variant.length_params(4, {}), variant.extra_inputs, (4, 4), slots=3,
+        dtype=torch.float32,
+        state_dtype=torch.bfloat16,
+    )  # fmt: skip
+    q, k, v, keywords = make_inputs(variant, Shape(2, 2, 4, 8, 8), "cpu")
+    server.prefill(lambda rows, a, b: (q.float(), k.float(), v.float(), {n: t.float() for n, t in keywords.items()}), 8)
+    assert server.pool is not None
+    assert all(t.dtype == torch.bfloat16 for t in server.pool.tensors.values())
+    assert server.bytes_per_request == 2 * 8 * 8 * 2  # H·Dk·Dv bf16 values
+    assert server.held_bytes == 3 * server.bytes_per_request
