@@ -203,7 +203,7 @@ def oversubscribed(rows: pd.DataFrame) -> pd.Series:
     """Which rows were measured oversubscribed (False where a run predates the column)."""
     if "oversubscribed" not in rows.columns:
         return pd.Series(False, index=rows.index)
-    return rows["oversubscribed"].astype(str) == "True"
+    return rows["oversubscribed"].eq(True)
 
 
 def sorted_unique(values: Sequence[Any]) -> list[Any]:
