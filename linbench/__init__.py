@@ -24,6 +24,7 @@ __all__ = [
     "attention",
     "get_variant",
     "list_variants",
+    "load_run",
     "plan_sweep",
     "register_variant",
     "run_sweep",
@@ -38,6 +39,7 @@ _GATE_NAMES = ("BETA", "CHANNEL_GATE", "HEAD_GATE")
 if TYPE_CHECKING:
     from linbench.api import attention, get_variant, list_variants
     from linbench.errors import ImplUnavailableError
+    from linbench.results.loaded import load_run
     from linbench.runner.api import plan_sweep, run_sweep
     from linbench.sweep.request import SweepRequest
     from linbench.variants.declarations import Decoder, Impl, Param
@@ -60,6 +62,10 @@ def __getattr__(name: str) -> Any:
         from linbench.errors import ImplUnavailableError
 
         return ImplUnavailableError
+    if name == "load_run":  # a run folder's rows, typed (no torch)
+        from linbench.results.loaded import load_run
+
+        return load_run
     if name == "SweepRequest":
         from linbench.sweep.request import SweepRequest
 
