@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from linbench.results.kinds import row_kind
 from linbench.results.meta import LoadSection, Overhead
 from linbench.results.record import (
     Checked,
@@ -31,7 +32,6 @@ from linbench.results.record import (
 )
 from linbench.results.schema import SCHEMA_VERSION
 from linbench.results.store import SAMPLES_FILE, RunStore
-from linbench.runner.kinds import kind_of_mode
 
 Key = tuple[str, ...]
 Row = Mapping[str, Any]
@@ -81,7 +81,7 @@ def merged_row(facts: PointFacts, processes: Sequence[ProcessResult], rounds: in
 
 def _facts(first: Row) -> PointFacts:
     """A point's own columns, as its first round recorded them (the same in every round)."""
-    return PointFacts.from_row(first, kind_of_mode(str(first["mode"])).rate)
+    return PointFacts.from_row(first, row_kind(str(first["mode"])).rate)
 
 
 def merged_meta(metas: Sequence[Mapping[str, Any]], sections: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from linbench.results.kinds import row_kind
 from linbench.results.rows import is_set
-from linbench.runner.kinds import kind_of_mode
 from linbench.runner.threads import BY_HAND
 from linbench.units import format_bytes, format_ms, format_size
 
@@ -33,7 +33,7 @@ STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom
 def row_line(row: Mapping[str, Any]) -> str:
     """One line per finished point: status, what ran, and its figures or its reason."""
     status = str(row["status"])
-    kind = kind_of_mode(str(row["mode"]))
+    kind = row_kind(str(row["mode"]))
     length = f"{kind.words.length_label}={format_size(int(row['seq']))}"
     what = f"{row['variant']}:{row['impl']} {row['mode']} {length}"
     if str(row.get("kv_heads") or row["heads"]) != str(row["heads"]):  # grouped-query: which way
@@ -100,7 +100,7 @@ def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[
         title = f"{mode} {dtype} {masking}  B={batch} H={heads}{grouped} Dk={dim_k} Dv={dim_v}{chunked}"
         title += _packing_words(by_seq)
         table = Table(title=title, title_justify="left")
-        words = kind_of_mode(mode).words
+        words = row_kind(mode).words
         length, time = words.length, words.time
         columns = (length, "fastest", time, "fastest baseline", f"{time} ", "speedup", "faster, left out", "not ok")
         for column in columns:

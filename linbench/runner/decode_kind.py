@@ -13,15 +13,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from linbench.dtypes import torch_dtype
+from linbench.results.kinds import DECODE_ROWS, Words
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
-from linbench.results.record import PER_TOKEN, PointFacts
-from linbench.results.schema import DECODE_MODE
-from linbench.runner.kind_protocol import SharedKind, Words, Work
+from linbench.results.record import PointFacts
+from linbench.runner.kind_protocol import SharedKind, Work
 from linbench.runner.task import GATE_STEPS, Task, TimingPolicy
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
-from linbench.sweep.settings import LENGTH_AXIS
 from linbench.variants.declarations import Param
 from linbench.variants.registry import get_variant
 from linbench.variants.selection import Selected, select_decoders
@@ -34,17 +33,14 @@ if TYPE_CHECKING:
     from linbench.sweep.spec import SweepSpec
 
 
-DECODE_WORDS = Words("step", "token", "contexts", "decoders", LENGTH_AXIS["decode"], "context", "time/token")
-
-
 @dataclass(frozen=True)
 class DecodeKind(SharedKind):
     """``linbench decode``: one generated token a call, after a prefilled context."""
 
-    name: str = "decode"
-    modes: tuple[str, ...] = (DECODE_MODE,)
-    rate: str = PER_TOKEN
-    words: Words = DECODE_WORDS
+    name: str = DECODE_ROWS.name
+    modes: tuple[str, ...] = DECODE_ROWS.modes
+    rate: str = DECODE_ROWS.rate
+    words: Words = DECODE_ROWS.words
     # A KV cache's step is linear in the context, a recurrent one constant; the naive
     # recompute's quadratic step shows its exponent from its second context on.
     default_exponent: float = 1.0
@@ -159,3 +155,7 @@ class DecodeKind(SharedKind):
         from linbench.runner.execute_gpu import decode_graph_policy
 
         return decode_graph_policy(timing)
+
+
+# The decode kind: it holds nothing per sweep, so one serves every decode (runner/kinds.py).
+DECODE = DecodeKind()

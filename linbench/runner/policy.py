@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from linbench.runner.kind_protocol import Kind
-from linbench.runner.kinds import RUN
+from linbench.runner.run_kind import RUN
 from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point
 

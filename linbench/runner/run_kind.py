@@ -12,15 +12,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from linbench.dtypes import torch_dtype
+from linbench.results.kinds import RUN_ROWS, Words
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
-from linbench.results.record import PER_SECOND, PointFacts
-from linbench.results.schema import MODES
-from linbench.runner.kind_protocol import SharedKind, Words, Work
+from linbench.results.record import PointFacts
+from linbench.runner.kind_protocol import SharedKind, Work
 from linbench.runner.task import Task, TimingPolicy
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
-from linbench.sweep.settings import LENGTH_AXIS
 from linbench.variants.declarations import Param
 from linbench.variants.registry import get_variant
 from linbench.variants.selection import Selected, select_impls
@@ -36,17 +35,16 @@ if TYPE_CHECKING:
 # Each of several processes needs less of its own budget: between processes, not within,
 # is where the noise is (docs/gate.md).
 CUDA_PROCESS_BUDGET_S = 0.3
-RUN_WORDS = Words("call", "call", "lengths", "impls", LENGTH_AXIS["run"], "S", "time")
 
 
 @dataclass(frozen=True)
 class RunKind(SharedKind):
     """``linbench run``: one attention call over a sequence, timed against a budget."""
 
-    name: str = "run"
-    modes: tuple[str, ...] = MODES
-    rate: str = PER_SECOND
-    words: Words = RUN_WORDS
+    name: str = RUN_ROWS.name
+    modes: tuple[str, ...] = RUN_ROWS.modes
+    rate: str = RUN_ROWS.rate
+    words: Words = RUN_ROWS.words
     # With one measured length, time is assumed to grow as seq² (the slower of the two
     # families), optimistically as seq, pessimistically as seq³ (runner/policy.py).
     default_exponent: float = 2.0
@@ -177,3 +175,7 @@ def call_flops(point: Point) -> float:
     if variant.impl(point.impl).time_exponent == 2 and variant.time_exponent != 2:
         return quadratic_flops(*point.shape.sizes(), point.causal, point.mode)
     return variant.flops(*point.shape.sizes(), point.causal, point.mode)
+
+
+# The run kind: it holds nothing per sweep, so one serves every run (runner/kinds.py).
+RUN = RunKind()

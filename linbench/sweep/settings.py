@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from linbench.results.kinds import ROW_KINDS
 from linbench.results.schema import DECODE_MODE
 
 COMMANDS = ("run", "decode")
@@ -92,6 +93,7 @@ TOP_KEYS = {"run": (*AXIS_KEYS, *RUN_KEYS), "decode": (*DECODE_AXIS_KEYS, *DECOD
 # the axes it fixes instead of reading them (a decode point is causal, of mode "decode"), and
 # whether its ``tokens`` is a budget per point (run: each point's batch is tokens / seq) or the
 # steps each point times (decode).
-LENGTH_AXIS = {"run": "seq", "decode": "context"}
+# The setting each command sweeps the length in: its kind of row's (results/kinds.py).
+LENGTH_AXIS = {name: kind.words.length for name, kind in ROW_KINDS.items()}
 FIXED_AXES: dict[str, dict[str, tuple[Any, ...]]] = {"run": {}, "decode": {"mode": (DECODE_MODE,), "causal": (True,)}}
 TOKEN_BUDGET = {"run": True, "decode": False}
