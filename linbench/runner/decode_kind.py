@@ -29,7 +29,7 @@ from linbench.variants.variant import Variant
 if TYPE_CHECKING:
     import torch
 
-    from linbench.correctness import CaseResult
+    from linbench.check.correctness import CaseResult
     from linbench.sweep.spec import SweepSpec
 
 
@@ -105,7 +105,7 @@ class DecodeKind(SharedKind):
 
     def check(self, task: Task) -> CaseResult:
         """Decoding against the reference's last rows, after a prefill of the point's context."""
-        from linbench.correctness import check_decoder
+        from linbench.check.correctness import check_decoder
 
         point = task.point
         shape = replace(point.shape, seq=point.shape.seq + GATE_STEPS)

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import torch
 
-from linbench.correctness import CaseResult, forget_references
+from linbench.check.correctness import CaseResult, forget_references
 from linbench.machine.cpu_use import NeighbourWindow
 from linbench.measure.allocations import allocated_peak_bytes
 from linbench.measure.compile_time import compile_seconds

@@ -43,7 +43,7 @@ from linbench.variants.variant import Variant
 if TYPE_CHECKING:
     import torch
 
-    from linbench.correctness import CaseResult
+    from linbench.check.correctness import CaseResult
     from linbench.sweep.spec import SweepSpec
 
 

@@ -18,7 +18,7 @@ from linbench.runner.pack_kind import PackKind
 from linbench.runner.run_kind import RUN
 
 if TYPE_CHECKING:
-    from linbench.lengths import Pack
+    from linbench.sweep.lengths import Pack
 
 __all__ = ["DECODE", "KINDS", "RUN", "kind_of", "kind_of_mode"]
 

@@ -18,7 +18,7 @@ The estimate counts the kernel build where planning made it (runner/sizing.py); 
 ratio (results/estimate_record.py), so every run checks the estimator.
 
 ``linbench run`` and ``linbench decode`` walk this line and print around it; a script walks
-it through ``linbench.run_sweep`` (linbench/api.py). Nothing here prints or exits: bad input
+it through ``linbench.run_sweep`` (linbench/runner/sweeps.py). Nothing here prints or exits: bad input
 raises a ValueError (RunSetupError, SpecError, DeviceError, ...) saying what to change.
 """
 

@@ -29,7 +29,7 @@ from linbench.variants.variant import Variant
 if TYPE_CHECKING:
     import torch
 
-    from linbench.correctness import CaseResult
+    from linbench.check.correctness import CaseResult
     from linbench.sweep.spec import SweepSpec
 
 # Each of several processes needs less of its own budget: between processes, not within,
@@ -120,7 +120,7 @@ class RunKind(SharedKind):
     def check(self, task: Task) -> CaseResult:
         """The impl against the variant's fp64 reference at the task's shape (outputs, and
         gradients when the mode has a backward)."""
-        from linbench.correctness import check_impl
+        from linbench.check.correctness import check_impl
 
         point = task.point
         variant, dtype = get_variant(point.variant), torch_dtype(point.dtype)

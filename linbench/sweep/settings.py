@@ -14,7 +14,7 @@ AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
 # Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens,
 # --processes, --max-processes).
 RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps", "tokens", "processes", "max_processes")
-# A packed variable-length batch in place of the seq and batch axes (linbench/lengths.py).
+# A packed variable-length batch in place of the seq and batch axes (linbench/sweep/lengths.py).
 PACK_KEYS = ("pack", "lengths_file", "packing")
 DECODE_KNOBS = ("param", "threads")
 RUN_KEYS = (

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from linbench.lengths import draw_pack
 from linbench.results.kinds import DECODE_ROWS, RUN_ROWS, row_kind
 from linbench.results.processes import ProcessResult
 from linbench.results.record import PER_SECOND, PER_TOKEN
@@ -18,6 +17,7 @@ from linbench.runner.pack_kind import PackKind
 from linbench.runner.task import Task, TimingPolicy
 from linbench.runner.workload import Workload
 from linbench.shape import Shape
+from linbench.sweep.lengths import draw_pack
 from linbench.sweep.points import Point
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import build_spec
