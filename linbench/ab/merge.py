@@ -12,7 +12,6 @@ like any other: ``linbench compare``, ``report`` and ``plot`` read it.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from linbench.results.kinds import row_kind
 from linbench.results.meta import LoadSection, Overhead
+from linbench.results.point_list import Key
 from linbench.results.record import (
     Checked,
     PointFacts,
@@ -30,10 +30,10 @@ from linbench.results.record import (
     process_row,
     row_key,
 )
+from linbench.results.rows import read_typed
 from linbench.results.schema import SCHEMA_VERSION
 from linbench.results.store import SAMPLES_FILE, RunStore
 
-Key = tuple[str, ...]
 Row = Mapping[str, Any]
 
 
@@ -114,7 +114,6 @@ def _samples(folder: Path) -> dict[Key, list[float]]:
     found: dict[Key, list[float]] = {}
     if not path.is_file():
         return found
-    with path.open(newline="") as handle:
-        for row in csv.DictReader(handle):
-            found.setdefault(row_key(row), []).append(float(row["time_ms"]))
+    for row in read_typed(path):  # results/rows.py: a torn or malformed sample is never data
+        found.setdefault(row_key(row), []).append(row["time_ms"])
     return found
