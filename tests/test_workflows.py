@@ -38,12 +38,24 @@ def _commands(workflow: dict) -> list[list[str]]:
             for line in script.splitlines():
                 line = line.strip()
                 if line.startswith("linbench "):
-                    found.append(shlex.split(re.split(r"\s+>", line)[0]))  # less a redirection
+                    found.append(shlex.split(re.split(r"\s+>|\s+\|", line)[0]))  # less a redirection or pipe
     return found
 
 
-def test_there_is_a_cpu_and_a_gpu_workflow() -> None:
-    assert {p.name for p in WORKFLOWS} == {"ci.yml", "gpu-regression.yml"}
+def test_there_is_a_cpu_a_gpu_and_a_nightly_workflow() -> None:
+    assert {p.name for p in WORKFLOWS} == {"ci.yml", "gpu-regression.yml", "nightly-gpu.yml"}
+
+
+def test_the_nightly_job_adds_to_the_history_judges_it_and_keeps_it() -> None:
+    workflow = _load(ROOT / ".github" / "workflows" / "nightly-gpu.yml")
+    (job,) = workflow["jobs"].values()
+    assert {"self-hosted", "a100"} <= set(job["runs-on"]) and "schedule" in workflow["on"]
+    (history,) = [c for c in _commands(workflow) if c[1] == "history"]
+    assert {"--store", "--add", "--recent", "--html"} <= set(history)
+    uses = [s.get("uses", "") for s in job["steps"]]
+    assert any(u.startswith("actions/cache/restore") for u in uses) and any(
+        u.startswith("actions/cache/save") for u in uses
+    )
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)

@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from linbench.cli.ab_cmd import ab_command
+from linbench.cli.budget_cmd import budget_command
 from linbench.cli.build_cmd import build_command
 from linbench.cli.check_cmd import check_command
 from linbench.cli.common import mark_command_process
@@ -21,6 +22,7 @@ from linbench.cli.compare_cmd import compare_command
 from linbench.cli.decode_cmd import decode_command
 from linbench.cli.doctor_cmd import doctor_command
 from linbench.cli.errors import exit_usage_error
+from linbench.cli.history_cmd import history_command
 from linbench.cli.list_cmd import list_command
 from linbench.cli.merge_cmd import merge_command
 from linbench.cli.plot_cmd import plot_command
@@ -98,6 +100,8 @@ for _name, _command in (
     ("report", report_command),
     ("compare", compare_command),
     ("ab", ab_command),
+    ("history", history_command),
+    ("budget", budget_command),
     ("merge", merge_command),
     ("suites", suites_command),
     ("doctor", doctor_command),

@@ -16,6 +16,8 @@ from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, TRUST_PROC
 HELP = {
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
     "dry_run": "Print the plan (points, impls, estimated time) and make no folder.",
+    "budget": "A budget file (`linbench budget` makes one): after the run, exit 1 when a point's time or memory "
+    "is over its limit, saying by how much.",
     "allow_failures": "Exit 0 even when points failed (mismatch, error, crashed); without it such a run exits 1.",
     "seq": f"Sequence lengths: {RANGE_HELP}. Default: 1k..16k.",
     "dim_v": "Head dims of v, crossed with --dim. Default: the same as --dim.",
@@ -102,6 +104,7 @@ def run_command(
     only_points: Annotated[Path | None, typer.Option("--only-points", help=HELP["only_points"])] = None,
     mix: Annotated[bool, typer.Option("--mix", help=HELP["mix"])] = False,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
+    budget: Annotated[Path | None, typer.Option("--budget", metavar="FILE", help=HELP["budget"])] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
     devices: fleet.Devices = None,
@@ -123,6 +126,8 @@ def run_command(
     with usage_errors():
         request = sweep_request("run", options, causal=_masking(causal, bidirectional))
         spread = fleet.fleet_options(options)
+        if budget is not None:
+            _read_budget(budget)  # a bad budget file is refused before anything is measured
     if spread.given or (resume is not None and (resume / "fleet.json").is_file()):
         from linbench.cli.fleet_flow import execute_fleet
 
@@ -141,7 +146,7 @@ def run_command(
             dry_run=dry_run,
         )
         return
-    execute_sweep(
+    folder = execute_sweep(
         request,
         resume=resume,
         out=out,
@@ -152,6 +157,16 @@ def run_command(
         mix=mix,
         only_points=only_points,
     )
+    if budget is not None and folder is not None:
+        from linbench.cli.budget_cmd import judge_budget
+
+        judge_budget(folder, budget)
+
+
+def _read_budget(path: Path) -> None:
+    from linbench.history.budget import read
+
+    read(path)
 
 
 def _masking(causal: bool, bidirectional: bool) -> bool | None:

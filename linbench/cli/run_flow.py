@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from linbench.results.store import RunStore
     from linbench.runner.pipeline import Outcome, Prepared
-    from linbench.runner.sweep_runner import Listener
+    from linbench.runner.recorder import Listener
     from linbench.sweep.lengths import Pack
     from linbench.sweep.points import Point
     from linbench.sweep.request import SweepRequest
@@ -78,8 +78,9 @@ def execute_sweep(
     dry_run: bool = False,
     mix: bool = False,
     only_points: Path | None = None,
-) -> None:
-    """Check everything, make (or reopen) the run folder, run the points, print the summary.
+) -> Path | None:
+    """Check everything, make (or reopen) the run folder, run the points, print the summary;
+    the run folder (None for a dry run).
 
     A sweep whose sizes no device here can hold is refused; one past MAX_POINTS points or
     MAX_ESTIMATE_S by the estimate runs only with ``yes``. ``dry_run`` prints the plan and
@@ -109,7 +110,7 @@ def execute_sweep(
         )
     if dry_run:
         _print_plan(prepared, console)
-        return
+        return None
     why = prepared.too_large
     if why is not None and not yes:
         exit_usage_error(
@@ -125,6 +126,7 @@ def execute_sweep(
         with _progress(console, len(prepared.pending), store) as listen:
             outcome = run(prepared, store, listen)
     end_run(prepared, outcome, console, quiet, allow_failures)
+    return outcome.path
 
 
 def _check_out(out: Path) -> None:

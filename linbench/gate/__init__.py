@@ -2,7 +2,8 @@
 
 statistic.py is which time of each process is judged (a CPU process's p20, a GPU's median),
 rule.py the time rule on each side's process times, points.py one point's time, memory
-and kernel-launch verdicts, drift.py whether the machine rather than the code changed,
+and kernel-launch verdicts (point_diff.py the record of them), between.py what two runs measured
+apart moved as a whole, drift.py whether the machine rather than the code changed,
 compare.py two runs matched and judged, render.py the verdict as tables and lines. How many
 processes a point needs and when they are trusted is the repeated-process protocol
 (linbench/results/protocol.py), which each run records in meta.json. Why the gate decides as

@@ -36,7 +36,7 @@ import numpy as np
 from linbench.results.processes import MAD_TO_SIGMA, median_difference_se
 
 if TYPE_CHECKING:
-    from linbench.gate.points import PointDiff
+    from linbench.gate.point_diff import PointDiff
 
 MIN_POINTS = 5
 CONTROLS, EVERY_POINT = "controls", "every point"

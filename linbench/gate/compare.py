@@ -29,7 +29,8 @@ import pandas as pd
 from linbench.gate.between import BetweenRuns, between_runs
 from linbench.gate.drift import DriftCheck, check_drift
 from linbench.gate.exponents import ExponentCheck, ExponentError, check_exponents
-from linbench.gate.points import PointDiff, Side, Thresholds, diff_point
+from linbench.gate.point_diff import PointDiff
+from linbench.gate.points import Side, Thresholds, diff_point
 from linbench.gate.rule import UNJUDGED, gross_bar
 from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, ChangedCode, Coverage
 from linbench.report.load import Run

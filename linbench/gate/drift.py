@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from linbench.gate.rule import UNJUDGED  # a control whose own time cannot be judged says nothing about drift
 
 if TYPE_CHECKING:
-    from linbench.gate.points import PointDiff
+    from linbench.gate.point_diff import PointDiff
 
 
 class ControlError(ValueError):

@@ -34,6 +34,25 @@ def git_sha() -> str | None:
     return f"{sha}-dirty" if dirty else sha
 
 
+def git_commit_time() -> str | None:
+    """When the commit linbench runs from was made (ISO 8601, the committer's date): what orders
+    runs of many commits in ``linbench history``; None outside a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        return (
+            subprocess.run(
+                ["git", "-C", str(root), "show", "-s", "--format=%cI", "HEAD"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=5,
+            ).stdout.strip()
+            or None
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def cpuinfo_field(name: str) -> str | None:
     """The value of the first ``name`` line of /proc/cpuinfo ("model name", "flags"); None
     where there is none (not Linux)."""

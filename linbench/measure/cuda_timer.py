@@ -4,17 +4,17 @@ The policy follows triton's do_bench and nvbench: warm up for a time budget, siz
 number of repetitions from the warm-up's cost, record a start and an end event around
 each call (so host launch gaps between repetitions are not counted), and overwrite a
 buffer twice the size of L2 before each call so no repetition reads the previous one's
-data from cache.
+data from cache. The warm-up and the timing loop are the CPU timer's (timer.py), with a
+synchronize after each warm-up call and the events for a clock.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import torch
 
-from linbench.measure.timer import Timing
+from linbench.measure.timer import Timing, repeat, warm_up
 
 # Without a reported L2 size, flush a buffer larger than any current GPU's L2 (H100: 50 MiB).
 FALLBACK_FLUSH_BYTES = 256 * 1024 * 1024
@@ -24,6 +24,34 @@ def l2_flush_bytes(device: torch.device) -> int:
     """Twice the device's L2 size: writing that much evicts every line of L2."""
     l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 0)
     return 2 * l2 if l2 > 0 else FALLBACK_FLUSH_BYTES
+
+
+class CudaClock:
+    """CUDA events recorded around each call on the device's stream, read after one synchronize
+    at the end (so host launch gaps between repetitions are not counted); ``reps`` pairs made
+    before the first repetition."""
+
+    def __init__(self, device: torch.device, reps: int) -> None:
+        self.device = device
+        self._pairs = iter([(_timing_event(), _timing_event()) for _ in range(reps)])
+
+    def around(self, fn: Callable[[], object]) -> tuple[torch.cuda.Event, torch.cuda.Event]:
+        begin, end = next(self._pairs)
+        begin.record()
+        fn()
+        end.record()
+        return begin, end
+
+    def spent_ms(self, reading: tuple[torch.cuda.Event, torch.cuda.Event]) -> float:
+        return 0.0  # an event is read only once the device has reached it: the count is fixed ahead
+
+    def timing(self, readings: list[tuple[torch.cuda.Event, torch.cuda.Event]]) -> Timing:
+        torch.cuda.synchronize(self.device)
+        return Timing(tuple(begin.elapsed_time(end) for begin, end in readings))
+
+
+def _timing_event() -> torch.cuda.Event:
+    return torch.cuda.Event(enable_timing=True)
 
 
 def time_cuda(
@@ -39,28 +67,18 @@ def time_cuda(
     flush_l2: bool = True,
 ) -> Timing:
     """Milliseconds per call of ``fn`` on ``device``; ``before`` runs untimed ahead of each call,
-    and so does an overwrite of L2 unless ``flush_l2`` is False."""
+    and so does an overwrite of L2 unless ``flush_l2`` is False. The repetitions are as many as
+    fit ``budget_s`` at the warm-up's time per call, within ``min_reps`` and ``max_reps``."""
     flush = torch.empty(l2_flush_bytes(device) // 4 if flush_l2 else 0, dtype=torch.int32, device=device)
-    prepare = before or (lambda: None)
-    torch.cuda.synchronize(device)
-    calls, start = 0, time.perf_counter()
-    while calls < min_warmup_calls or time.perf_counter() - start < warmup_s:
-        prepare()
+    before_call = before or (lambda: None)
+
+    def prepare() -> None:
+        before_call()
         if flush_l2:
             flush.zero_()
-        fn()
-        torch.cuda.synchronize(device)
-        calls += 1
-    per_call_s = (time.perf_counter() - start) / max(calls, 1)
+
+    torch.cuda.synchronize(device)
+    calls, elapsed_s = warm_up(fn, prepare, warmup_s, min_warmup_calls, lambda: torch.cuda.synchronize(device))
+    per_call_s = elapsed_s / max(calls, 1)
     reps = int(min(max_reps, max(min_reps, budget_s / max(per_call_s, 1e-6))))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for begin, end in zip(starts, ends, strict=True):
-        prepare()
-        if flush_l2:
-            flush.zero_()
-        begin.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize(device)
-    return Timing(tuple(begin.elapsed_time(end) for begin, end in zip(starts, ends, strict=True)))
+    return repeat(fn, prepare, CudaClock(device, reps), budget_s=budget_s, min_reps=reps, max_reps=reps)

@@ -4,8 +4,8 @@ Each repetition is also timed in the process's CPU time (all its threads, the ke
 CLOCK_PROCESS_CPUTIME_ID): the work the call did, to which a preemption by another process adds
 nothing, where the wall clock counts every millisecond the call waited for a core. With one
 torch thread the two agree on a quiet machine; on a busy one the CPU time is what the gate can
-still judge (linbench/gate/statistic.py). The GPU timer (cuda_timer.py) follows the same policy
-with CUDA events.
+still judge (linbench/gate/statistic.py). The GPU timer (cuda_timer.py) runs the same warm-up and
+timing loop (``warm_up``, ``repeat``) with CUDA events for its clock.
 """
 
 from __future__ import annotations
@@ -15,6 +15,10 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+# What a clock reads around one call: the CPU clock its milliseconds, CUDA a pair of events.
+Reading = TypeVar("Reading")
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,73 @@ class Timing:
         return len(self.samples_ms)
 
 
+class Clock(Protocol[Reading]):
+    """How a repetition is timed: ``around(fn)`` runs ``fn`` between two readings of the clock,
+    ``spent_ms`` is what such a reading says at once (a clock read only later, as CUDA events
+    are after a synchronize, says 0), and ``timing`` turns every reading into the samples."""
+
+    def around(self, fn: Callable[[], object]) -> Reading: ...
+
+    def spent_ms(self, reading: Reading) -> float: ...
+
+    def timing(self, readings: list[Reading]) -> Timing: ...
+
+
+def warm_up(
+    fn: Callable[[], object],
+    prepare: Callable[[], object],
+    warmup_s: float,
+    min_calls: int,
+    settle: Callable[[], object] = lambda: None,
+) -> tuple[int, float]:
+    """Run ``prepare`` and ``fn`` (then ``settle``: a GPU waits for the call there) until
+    ``warmup_s`` has passed and at least ``min_calls`` times; the calls made and their seconds."""
+    calls, start = 0, time.perf_counter()
+    while calls < min_calls or time.perf_counter() - start < warmup_s:
+        prepare()
+        fn()
+        settle()
+        calls += 1
+    return calls, time.perf_counter() - start
+
+
+def repeat(
+    fn: Callable[[], object],
+    prepare: Callable[[], object],
+    clock: Clock[Reading],
+    *,
+    budget_s: float,
+    min_reps: int,
+    max_reps: int,
+) -> Timing:
+    """The timing loop of both timers: ``prepare`` untimed, then ``fn`` timed by ``clock``, until
+    ``budget_s`` of timed calls have passed, but never fewer than ``min_reps`` nor more than
+    ``max_reps`` repetitions (a clock read only later times exactly ``min_reps == max_reps``)."""
+    readings: list[Reading] = []
+    timed_ms = 0.0
+    while len(readings) < max_reps and (len(readings) < min_reps or timed_ms < budget_s * 1e3):
+        prepare()
+        readings.append(clock.around(fn))
+        timed_ms += clock.spent_ms(readings[-1])
+    return clock.timing(readings)
+
+
+class CpuClock:
+    """The wall clock and the process's CPU time around each call, read at once, in ms."""
+
+    def around(self, fn: Callable[[], object]) -> tuple[float, float]:
+        c0, t0 = time.process_time_ns(), time.perf_counter_ns()
+        fn()
+        t1, c1 = time.perf_counter_ns(), time.process_time_ns()
+        return (t1 - t0) / 1e6, (c1 - c0) / 1e6
+
+    def spent_ms(self, reading: tuple[float, float]) -> float:
+        return reading[0]
+
+    def timing(self, readings: list[tuple[float, float]]) -> Timing:
+        return Timing(tuple(wall for wall, _ in readings), tuple(cpu for _, cpu in readings))
+
+
 def time_cpu(
     fn: Callable[[], object],
     *,
@@ -65,24 +136,9 @@ def time_cpu(
     the repetitions after the warm-up (a reading of what else the machine did meanwhile).
     """
     prepare = before or _nothing
-    calls, start = 0, time.perf_counter()
-    while calls < min_warmup_calls or time.perf_counter() - start < warmup_s:
-        prepare()
-        fn()
-        calls += 1
-    samples: list[float] = []
-    cpu_samples: list[float] = []
-    timed_ms = 0.0
+    warm_up(fn, prepare, warmup_s, min_warmup_calls)
     with timed_window or nullcontext():
-        while len(samples) < max_reps and (len(samples) < min_reps or timed_ms < budget_s * 1e3):
-            prepare()
-            c0, t0 = time.process_time_ns(), time.perf_counter_ns()
-            fn()
-            t1, c1 = time.perf_counter_ns(), time.process_time_ns()
-            samples.append((t1 - t0) / 1e6)
-            cpu_samples.append((c1 - c0) / 1e6)
-            timed_ms += samples[-1]
-    return Timing(tuple(samples), tuple(cpu_samples))
+        return repeat(fn, prepare, CpuClock(), budget_s=budget_s, min_reps=min_reps, max_reps=max_reps)
 
 
 def _percentile(samples: tuple[float, ...], pct: float) -> float:

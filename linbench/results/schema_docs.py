@@ -9,6 +9,7 @@ tests/results/test_schema_docs.py fails when the committed page and the declarat
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -22,6 +23,21 @@ FILES = (
     ("processes.csv", schema.PROCESS_COLUMNS, "one row per worker process that measured a point"),
     ("samples.csv", schema.SAMPLE_COLUMNS, "one row per timed repetition (per generated token for decode rows)"),
 )
+
+
+# schema.py says what each version changed in one comment line each above SCHEMA_VERSION
+# ("# 7: kv_heads and chunk ..." or "# schema 9: ..."); the history is read from there so that
+# it is written once, where a column is added.
+_HISTORY_LINE = re.compile(r"^# (?:schema )?(\d+): (.+)$", re.MULTILINE | re.IGNORECASE)
+
+
+def history() -> list[tuple[int, str]]:
+    """What each schema version changed, oldest first: (version, change), a version's lines joined."""
+    head = Path(schema.__file__).read_text().split("\nSCHEMA_VERSION =", 1)[0]
+    changes: dict[int, list[str]] = {}
+    for version, change in _HISTORY_LINE.findall(head):
+        changes.setdefault(int(version), []).append(change.strip().rstrip("."))
+    return [(version, "; ".join(changes[version])) for version in sorted(changes)]
 
 
 def _code(names: tuple[str, ...]) -> str:
@@ -59,6 +75,14 @@ def render() -> str:
         "- Kinds: `str` text, `int` a whole number, `float` a number written to 6 significant digits,",
         "  `bool` `True` or `False`; an empty cell is a value that does not apply.",
     ]
+    lines += [
+        "",
+        "## Schema versions",
+        "",
+        "What each `schema_version` changed (1: results.csv and samples.csv alone).",
+        "",
+    ]
+    lines += [f"- {version}: {change}." for version, change in history()]
     for file, columns, row in FILES:
         required = schema.REQUIRED_RESULT_COLUMNS if file == "results.csv" else None
         lines += ["", f"## {file}", "", f"`{file}` holds {row}: {len(columns)} columns."]

@@ -27,8 +27,7 @@ from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
 from linbench.measure.timer import Timing, time_cpu
 from linbench.results.processes import ProcessResult
 from linbench.runner.execute_gpu import graph_predicted_s, time_with_policy
-from linbench.runner.kind_protocol import Work
-from linbench.runner.task import Task
+from linbench.runner.kind_protocol import Task, Work
 
 
 def run_gate(task: Task) -> ProcessResult:

@@ -20,8 +20,8 @@ import torch
 
 from linbench.measure.cuda_graph import WARMUP_CALLS, capture, why_not_capturable
 from linbench.measure.timer import Timing
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.processes import ProcessResult
-from linbench.runner.task import TimingPolicy
 from linbench.runner.workload import Workload
 
 # Replays before the timed ones: the first launch of a graph also uploads it to the device.

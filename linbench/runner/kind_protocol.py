@@ -21,20 +21,26 @@ A kind supplies (``Kind``):
   what it measures ``after_eager`` on a GPU, and the ``graph_policy`` of CUDA-graph replays.
 
 A third kind (prefill only, say) is one more class with these members, which
-runner/kinds.py's ``kind_of`` resolves.
+runner/kinds.py's ``kind_of`` resolves; ``run`` is runner/run_kind.py, ``decode``
+runner/decode_kind.py.
+
+What the supervisor sends a worker is a ``Task``: one point to check or to measure, the rules,
+and the kind that does it. It lives here because the two refer to each other: a task carries
+its kind, and a kind's worker members are handed the task.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.kinds import Words
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import PointFacts
-from linbench.runner.task import Task, TimingPolicy
 from linbench.sweep.points import Point
 from linbench.variants.declarations import Param
 from linbench.variants.selection import Selected
@@ -95,6 +101,34 @@ class Kind(Protocol):
     def workload(self, task: Task, device: torch.device) -> tuple[Work, int | None]: ...
     def after_eager(self, task: Task, work: Work, device: torch.device, result: ProcessResult) -> ProcessResult: ...
     def graph_policy(self, timing: TimingPolicy) -> TimingPolicy: ...
+
+
+@dataclass(frozen=True)
+class Task:
+    """One job for a worker process: ``gate`` checks a point against its reference,
+    ``measure`` times it and reads its peak memory, as its ``kind`` of point says."""
+
+    job: Literal["gate", "measure"]
+    point: Point
+    timing: TimingPolicy
+    kind: Kind  # run, decode or pack (runner/kinds.py, runner/pack_kind.py)
+    plugins: tuple[str, ...] = ()
+    # CPU only: the most address space the worker may add; None leaves it unlimited.
+    memory_limit_bytes: int | None = None
+    seed: int = 0
+    cuda_graph: bool = False  # on CUDA: also time replays of a call (run) or step (decode) captured in a graph
+    # On probation (runner/policy.py): the point's time limit, checked after its first call.
+    stop_after_s: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # --param values for the point's impl
+    threads: int | None = None  # torch.set_num_threads in the worker; None: torch's default
+    # On CUDA: count the launches of one untimed call (kernels_per_call) after the timing. The
+    # count is the same in every process, and the profiler slows the process after it: count
+    # in one process per point, as the last measurement that process makes.
+    count_launches: bool = True
+    # On CPU: profile one untimed call after the timing for alloc_peak_bytes. The figure is the
+    # same in every process (tests/runner/test_alloc_peak.py), and a profiled call costs about
+    # one call or more: count in one process per point, its first.
+    count_allocations: bool = True
 
 
 class SharedKind:

@@ -25,10 +25,9 @@ import torch
 
 from linbench.api import attention_packed_prechecked, attention_padded_prechecked
 from linbench.results.record import PointFacts
-from linbench.runner.kind_protocol import Work
+from linbench.runner.kind_protocol import Task, Work
 from linbench.runner.run_kind import RunKind, call_flops
 from linbench.runner.targets import Targets
-from linbench.runner.task import Task
 from linbench.runner.workload import Workload, warm_up
 from linbench.sweep import estimate
 from linbench.sweep.lengths import Pack

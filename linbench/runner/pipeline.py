@@ -39,8 +39,9 @@ from linbench.results.store import RunStore, RunStoreWriteError
 from linbench.runner.hooks import NO_HOOKS, PointHooks
 from linbench.runner.lifecycle import RunSetupError, check_resumable, create_run, finish_run
 from linbench.runner.plan import RunPlan
+from linbench.runner.recorder import Listener
 from linbench.runner.sizing import NO_BUILD, KernelBuild
-from linbench.runner.sweep_runner import Listener, SweepRunner
+from linbench.runner.sweep_runner import SweepRunner
 from linbench.sweep.points import Point
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import SweepSpec

@@ -14,6 +14,7 @@ import torch
 
 from linbench.machine.facts import device_memory_bytes
 from linbench.machine.limits import available_memory_bytes
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import PointFacts
 from linbench.runner.kind_protocol import Kind
@@ -22,7 +23,6 @@ from linbench.runner.oversized import leave_out_oversized
 from linbench.runner.pack_kind import drop_unpackable
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets
-from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point, expand_pack_points, expand_points
 from linbench.sweep.spec import SweepSpec
 from linbench.variants.extra_inputs import probe_draws
@@ -52,7 +52,7 @@ class RunPlan:
     cuda_graph: bool = False  # also time each call (decode: step) as CUDA-graph replays
     # --param: (variant, impl) → the parameter values given for it.
     params: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    threads: int | None = None  # torch threads in each worker; None: torch's default
+    threads: int | None = None  # torch threads per worker; None: on CPU one per idle core (threads.py), on GPU torch's
     tokens: int | None = None  # run --tokens: batch·seq of every point
     processes: ProcessProtocol = field(default_factory=ProcessProtocol)
     # The points of one curve share a worker per round where the kind allows (run points:

@@ -44,9 +44,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.runner.kind_protocol import Kind
 from linbench.runner.run_kind import RUN
-from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point
 
 MIN_EXPONENT, MAX_EXPONENT = 1.0, 3.0

@@ -11,7 +11,8 @@ import sys
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from linbench.machine.facts import cpu_model, device_info, git_sha
+from linbench.machine.facts import cpu_model, device_info, git_commit_time, git_sha
+from linbench.version import __version__
 
 if TYPE_CHECKING:
     import torch
@@ -21,12 +22,11 @@ def collect_meta(argv: list[str], device: torch.device) -> dict[str, Any]:
     """The run's provenance, recorded before the first point."""
     import torch
 
-    from linbench import __version__
-
     return {
         "command": shlex.join(["linbench", *argv]),
         "linbench_version": __version__,
         "git_sha": git_sha(),
+        "git_commit_time": git_commit_time(),
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
         "torch": torch.__version__,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from linbench.results.processes import ProcessResult
-from linbench.runner.task import Task
+from linbench.runner.kind_protocol import Task
 
 WORKER_MODULE = "linbench.runner.worker"
 # Seconds a worker gets on top of its point's limit to start and to send its result.

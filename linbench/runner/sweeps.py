@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from linbench.runner.pipeline import Outcome, Prepared
-    from linbench.runner.sweep_runner import Listener
+    from linbench.runner.recorder import Listener
     from linbench.sweep.request import SweepRequest
 
 __all__ = ["plan_sweep", "run_sweep"]

@@ -25,7 +25,7 @@ import torch  # imported here so the fork server holds it for every worker
 from linbench.machine.limits import cap_address_space, die_with_parent
 from linbench.oom import is_out_of_memory
 from linbench.results.processes import ProcessResult
-from linbench.runner.task import Task
+from linbench.runner.kind_protocol import Task
 from linbench.variants.plugins import load_plugin_file
 from linbench.variants.registry import load_builtin_variants
 

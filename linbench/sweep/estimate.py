@@ -52,6 +52,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.sweep.points import Point
 from linbench.units import format_bytes
 
@@ -78,12 +79,6 @@ MAX_ELEMENTS = 2**63
 
 class SweepTooLargeError(ValueError):
     """A sweep whose sizes no device here can hold."""
-
-
-class Timing(Protocol):
-    """The run's timing policy (linbench.runner.task.TimingPolicy): wall time of a point."""
-
-    def predicted_s(self, call_s: float) -> float: ...
 
 
 class PointModel(Protocol):
@@ -193,7 +188,7 @@ def prefill_s(point: Point) -> float:
 
 
 def estimate_s(
-    points: Sequence[Point], timing: Timing, timeout_s: float, model: PointModel, processes: int = 1
+    points: Sequence[Point], timing: TimingPolicy, timeout_s: float, model: PointModel, processes: int = 1
 ) -> float:
     """Seconds the points will take by the model, each in ``processes`` processes: each
     process's overhead, set-up, calls under ``timing`` and one more for the gate, at most

@@ -48,12 +48,12 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "no_baseline": False,
     "device": "auto",
     "timeout_s": 120.0,
-    "budget_s": None,  # None: the device's default (runner/task.py)
+    "budget_s": None,  # None: the device's default (measure/timing_policy.py)
     "cuda_graph": False,  # also time each call as a CUDA-graph replay (GPU only)
     "plugin": [],
     "param": [],  # impl parameters: "cosine:chunked.chunk_size=64", "cosine.norm_const=0.3"
-    "threads": None,  # torch threads in each worker; None: torch's default
-    "warmup_s": None,  # None: the device's default (runner/task.py)
+    "threads": None,  # torch threads per worker; None: on CPU one per idle core (runner/threads.py), on GPU torch's
+    "warmup_s": None,  # None: the device's default (measure/timing_policy.py)
     "min_reps": None,  # None: the device's default
     "tokens": None,  # a fixed token budget: each point's batch is tokens / seq (replaces batch)
     "processes": None,  # fresh worker processes per point; None: 1

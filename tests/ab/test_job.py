@@ -4,13 +4,11 @@ that it never reaches up into the command layer."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 from result_rows import result_row
 
-import linbench.ab
 from linbench.ab.job import AbError, AbJob, ab_folder, one_process_per_round, points_needing_more
 from linbench.results.protocol import AB_ROUNDS, ProcessProtocol
 from linbench.results.record import row_key
@@ -56,14 +54,6 @@ def test_the_merged_sides_record_the_rounds_as_their_protocol(tmp_path: Path) ->
     assert meta["timing_protocol"]["order"] == AB_ROUNDS and meta["command"] == "linbench ab --baseline HEAD~1"
     assert meta["ab"]["revisions"]["baseline"] == {"revision": "HEAD~1", "sha": "0123456789abcdef"}
     assert merged["current"] == tmp_path / "ab" / "current"
-
-
-def test_the_ab_package_imports_nothing_of_the_cli() -> None:
-    for source in Path(linbench.ab.__file__).parent.glob("*.py"):
-        for node in ast.walk(ast.parse(source.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            assert not [n for n in names if n.startswith("linbench.cli")], source.name
 
 
 def test_max_rounds_below_rounds_is_refused_and_its_default_is_the_protocols(tmp_path: Path) -> None:

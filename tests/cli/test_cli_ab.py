@@ -240,16 +240,28 @@ def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
 
 
 @pytest.mark.slow
-def test_a_real_ab_of_head_against_itself_measures_every_round_and_reaches_a_verdict(
+def test_a_real_ab_of_head_against_itself_measures_every_round_and_raises_no_false_alarm(
     tmp_path: Path, ab_temp: Path
 ) -> None:
+    """The same code on both sides is never a regression: that is the gate's headline property.
+
+    Exit 1 here is a false alarm, and fails the test. The gate judges a point only where each
+    side's 3 rounds agree within 2% (else ``noisy``: exit 4, inconclusive, which this test
+    accepts, as a loaded machine often makes it), and then calls it a regression only past the
+    5% floor and 5 standard errors of the rounds' spread; the rounds alternate sides (ABBA), so
+    a machine that drifts during the job moves both alike. As in the CPU recipe, each worker
+    runs one torch thread and is judged on its CPU time, which preemption by other jobs does
+    not add to. What else this asserts: every round of both sides ran and merged, nothing
+    broke, nothing is left behind."""
     rounds = ("--rounds", ROUNDS, "--max-rounds", ROUNDS)  # no extra rounds: the test's time stays bounded
     # --no-widen: the points stay this sweep's whatever this checkout holds uncommitted.
-    argv = linbench_argv("ab", "--baseline", "HEAD", *rounds, *SWEEP, "--no-widen", "--out", tmp_path / "ab", "--json")
+    flags = (*SWEEP, "--threads", "1", "--no-widen", "--out", tmp_path / "ab", "--json")
+    argv = linbench_argv("ab", "--baseline", "HEAD", *rounds, *flags)
     result = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
-    # 0 pass, 1 regression (noise should not, but may, make one), 4 inconclusive (a point whose
-    # 3 rounds disagree is too noisy to judge); never 2 or a crash.
-    assert result.returncode in (0, 1, 4), result.stdout + result.stderr
+    # 0 pass or 4 inconclusive (a point whose 3 rounds disagree is too noisy to judge); never 1
+    # (a false alarm), 2 or a crash.
+    assert result.returncode in (0, 4), result.stdout + result.stderr
+    assert json.loads(result.stdout)["verdict"] in ("pass", "inconclusive"), result.stdout
     assert "Traceback" not in result.stderr
     assert not _left_behind(ab_temp)
     for side in ("baseline", "current"):

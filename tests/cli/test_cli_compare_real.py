@@ -2,15 +2,16 @@
 
 Timings of two back-to-back runs on a shared machine differ by tens of percent (whole runs
 move together with the host's load, see docs/ci.md on noisy CPUs). The gate judges a point by
-the spread between its worker processes, so noise can make a point ``noisy`` (too noisy to
-judge: the comparison is then inconclusive, exit 4) but should not make it a regression;
-still, this test asserts only what noise cannot produce: the comparison runs, pairs every
-point, finds every point ok on both sides, and fails (exit 1) only on a timing verdict. A run
-made without several processes per point is ``unverified`` for time: inconclusive, never a
-pass, and a failure only where a point moved grossly. Whether the gate passes and fails when
-it should is asserted deterministically: below on copies of a real run folder whose processes
-are made to agree (then one point, or every point, scaled by 1.3), and on synthetic runs in tests/gate/ and
-tests/cli/test_cli_compare.py.
+the spread between its worker processes, and two runs measured apart by what each point moved
+beyond the run's median shift, with the points' scatter around it added to their noise: so
+noise can make a point ``noisy`` (too noisy to judge: the comparison is then inconclusive, exit
+4), but unchanged code is never a regression. That is the gate's headline property, and the
+first test asserts it: exit 0 or 4, never 1 (a false alarm fails it). The runs' workers take one
+torch thread each and are judged on their CPU time, as in the CPU recipe. A run made without
+several processes per point is ``unverified`` for time: inconclusive, never a pass. Whether
+the gate passes and fails when it should is asserted deterministically: below on copies of a
+real run folder whose processes are made to agree (then one point, or every point, scaled by
+1.3), and on synthetic runs in tests/gate/ and tests/cli/test_cli_compare.py.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from cli_helpers import linbench_argv
 SWEEP = ["--variant", "softmax:sdpa", "--no-baseline", "--seq", "512,1k,2k", "--heads", "2,4", "--dim", "32"]
 # Three processes per point (the fewest the gate judges), no more, and short timings: the
 # test's time stays bounded. What it asserts holds for any timings.
-RUN = [*SWEEP, "--device", "cpu", "--budget-s", "0.05", "--warmup-s", "0.05", "--processes", "3"]
+RUN = [*SWEEP, "--device", "cpu", "--threads", "1", "--budget-s", "0.05", "--warmup-s", "0.05", "--processes", "3"]
 RUN += ["--max-processes", "3", "-q"]
 # Six points: enough (gate/between.py MIN_POINTS) to measure what a whole run moved.
 POINTS = 6
@@ -109,12 +110,14 @@ def _settled_copy(run: Path, to: Path, factor: float = 1.0, only: int | None = N
     return to
 
 
-def test_two_back_to_back_runs_compare_every_point_and_differ_only_in_time(runs: tuple[Path, Path]) -> None:
+def test_two_back_to_back_runs_of_unchanged_code_compare_every_point_and_raise_no_false_alarm(
+    runs: tuple[Path, Path],
+) -> None:
     baseline, current = runs
     result = _compare(baseline, current, "--json")
-    # 0 (pass), 4 (inconclusive: a point too noisy to judge) or 1 (a timing regression, which
-    # noise should not but might produce); never 2, 3 (no controls are named) or a crash.
-    assert result.returncode in (0, 1, 4), result.stdout + result.stderr
+    # 0 (pass) or 4 (inconclusive: a point too noisy to judge, or the whole run moved); never 1
+    # (a false alarm on unchanged code), 2, 3 (no controls are named) or a crash.
+    assert result.returncode in (0, 4), result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["baseline_only"] == [] and report["current_only"] == []
     points = report["points"]
@@ -124,8 +127,8 @@ def test_two_back_to_back_runs_compare_every_point_and_differ_only_in_time(runs:
         assert point["time_verdict"] in TIMING_VERDICTS, point
         # CPU peak RSS moves by allocator pages between identical runs, under the gate's floor.
         assert point["memory_verdict"] != "regression", point
-    timing_regressions = [point for point in points if point["time_verdict"] == "regression"]
-    assert (result.returncode == 1) == bool(timing_regressions) == (report["verdict"] == "regression")
+    assert not [point for point in points if point["time_verdict"] == "regression"], points
+    assert report["verdict"] in ("pass", "inconclusive")
     unjudged = [point for point in points if point["time_verdict"] in UNJUDGED]
     assert report["exit_status"] == result.returncode
     assert result.returncode != 4 or (bool(unjudged) and report["verdict"] == "inconclusive")

@@ -11,6 +11,7 @@ from cli_helpers import Invoke
 
 from linbench.machine import load
 from linbench.runner import sizing
+from linbench.sweep.estimate import BUILD_S, format_duration
 
 SMALL = ("--heads", "2", "--dim", "16", "--budget-s", "0.05", "--device", "cpu")
 ARGS = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "64", *SMALL)
@@ -30,7 +31,9 @@ def test_a_dry_run_counts_the_kernel_build_that_planning_made(
     monkeypatch.setattr(sizing, "_kernels_cached", lambda: False)
     monkeypatch.setattr(sizing, "_kernels_loaded", lambda: True)
     cold = invoke(*ARGS, "--dry-run")
-    assert "with the first-use kernel build (about 25 s; it took" in cold.stdout
+    # The build's figure is the estimate's declared one, formatted as every duration is.
+    build_s = format_duration(BUILD_S["cpu"])
+    assert f"with the first-use kernel build (about {build_s}; it took" in cold.stdout
     assert "which this dry run has done: a run now would not" in cold.stdout
 
 

@@ -17,8 +17,8 @@ from synthetic_runs import series, write_run
 from linbench.cli import app
 from linbench.cli.list_cmd import NOT_BUILT
 from linbench.kernels import build
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.runner.plan import make_plan
-from linbench.runner.task import TimingPolicy
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import build_spec
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -94,20 +95,36 @@ def test_processes_starting_together_build_once_under_the_lock(
     broken_csrc: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Four threads (each its own open file, as four agent processes are) reach an empty cache at
-    once: one builds, the others wait on the lock and load its library. The stand-in build is
-    slow enough that, without the lock, every thread would find no library and build."""
+    once: one builds, the others wait on the lock and load its library. The stand-in build does
+    not return before every thread has tried the lock, whatever the machine's load: without the
+    lock, every thread would find no library and build (and with no lock taken at all, the
+    stand-in waits in vain and fails the build)."""
+    import fcntl
     import threading
-    import time
 
     from torch.utils import cpp_extension
+
+    tries = threading.Condition()
+    tried: list[int] = []
+    flock = fcntl.flock
+
+    def counted_flock(handle: Any, operation: int) -> None:
+        if operation & fcntl.LOCK_NB:
+            with tries:
+                tried.append(operation)
+                tries.notify_all()
+        flock(handle, operation)
 
     builds: list[str] = []
 
     def fake_build(name: str, build_directory: str, **_: object) -> None:
         builds.append(name)
-        time.sleep(0.5)  # the window in which an unlocked builder would start a second build
+        with tries:
+            if not tries.wait_for(lambda: len(tried) == 4, timeout=60):
+                raise RuntimeError("the other threads never tried the build lock")
         (Path(build_directory) / f"{name}.so").write_bytes(b"not ELF: needs no libstdc++ check")
 
+    monkeypatch.setattr(build.fcntl, "flock", counted_flock)
     monkeypatch.setattr(cpp_extension, "load", fake_build)
     monkeypatch.setattr("torch.ops.load_library", lambda path: None)
     results: list[str | None] = []

@@ -12,8 +12,6 @@ from linbench.results.processes import ProcessResult
 from linbench.results.protocol import (
     AB_ROUNDS,
     ENOUGH_SE,
-    EXTEND_ABOVE,
-    MIN_TO_JUDGE,
     TRUST_PROCESSES,
     ProcessProtocol,
     ProtocolError,
@@ -25,12 +23,6 @@ from linbench.results.protocol import (
 
 def _process(ms: float) -> ProcessResult:
     return ProcessResult("ok", time_ms=ms)
-
-
-def test_the_declared_numbers() -> None:
-    assert (EXTEND_ABOVE, TRUST_PROCESSES, MIN_TO_JUDGE) == (0.02, 20, 3)
-    default = ProcessProtocol()
-    assert (default.name, default.wanted, default.most) == ("processes-v1", 1, 1)
 
 
 def test_the_range_is_the_log_of_slowest_over_fastest() -> None:

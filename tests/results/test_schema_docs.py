@@ -59,3 +59,19 @@ def test_bad_usage_is_one_line_and_status_2(tmp_path: Path, capsys: pytest.Captu
     assert schema_docs.main([str(tmp_path / "missing" / "columns.md")]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 3 and all(line.startswith("schema_docs: error: ") for line in lines)
+
+
+def test_the_history_has_every_version_up_to_the_one_written() -> None:
+    """schema.py's comment lines name every version from 2 up to SCHEMA_VERSION: a version
+    raised without its line fails here, and the page lists the version written."""
+    versions = [version for version, _ in schema_docs.history()]
+    assert versions == list(range(2, schema.SCHEMA_VERSION + 1))
+    assert all(change for _, change in schema_docs.history())
+    assert f"- {schema.SCHEMA_VERSION}: " in PAGE.read_text()
+
+
+def test_a_version_s_lines_in_either_spelling_are_joined(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    source = tmp_path / "schema.py"
+    source.write_text("# 2: one column.\n# schema 2: another\n# 3: a third\nSCHEMA_VERSION = 3\n# 4: not history\n")
+    monkeypatch.setattr(schema, "__file__", str(source))
+    assert schema_docs.history() == [(2, "one column; another"), (3, "a third")]

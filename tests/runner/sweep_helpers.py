@@ -8,13 +8,13 @@ from typing import Any
 
 import torch
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.store import RunStore
 from linbench.runner.kinds import kind_of_mode
 from linbench.runner.plan import RunPlan
 from linbench.runner.sweep_runner import SweepRunner
 from linbench.runner.targets import Targets
-from linbench.runner.task import TimingPolicy
 from linbench.shape import Shape
 from linbench.sweep.points import Point
 from linbench.variants.plugins import load_plugin_file
@@ -58,9 +58,24 @@ def run_store(
     threads: int | None = None,
 ) -> RunStore:
     """As run_points; the run folder (``store`` to go on with one; ``threads`` as --threads)."""
+    store = store or RunStore.create(tmp_path, "test")
+    runner = SweepRunner(sweep_plan(points, timeout_s, timing, processes, share_workers, threads), store)
+    runner.run(runner.pending())
+    return store
+
+
+def sweep_plan(
+    points: list[Point],
+    timeout_s: float = 60.0,
+    timing: TimingPolicy = FAST,
+    processes: int = 1,
+    share_workers: bool = False,
+    threads: int | None = None,
+) -> RunPlan:
+    """The plan of ``points`` in this order (the planted plugin loaded), as run_store runs it."""
     load_plugin_file(PLANTED)
     pairs = tuple(dict.fromkeys((p.variant, p.impl) for p in points))
-    plan = RunPlan(
+    return RunPlan(
         points=tuple(points),
         targets=Targets(pairs=pairs, baselines=(), notes=()),
         device=torch.device(points[0].device),
@@ -74,7 +89,3 @@ def run_store(
         kind=kind_of_mode(points[0].mode),
         threads=threads,
     )
-    store = store or RunStore.create(tmp_path, "test")
-    runner = SweepRunner(plan, store)
-    runner.run(runner.pending())
-    return store

@@ -7,16 +7,15 @@ torch's count of the bytes the call allocated, so equal readings are asserted ex
 
 from __future__ import annotations
 
-import csv
 import subprocess
 import sys
 from itertools import pairwise
-from pathlib import Path
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.processes import ProcessResult
 from linbench.runner.execute import run_measure
+from linbench.runner.kind_protocol import Task
 from linbench.runner.kinds import RUN
-from linbench.runner.task import Task, TimingPolicy
 from linbench.shape import Shape
 from linbench.sweep.points import Point
 
@@ -39,24 +38,18 @@ def _alone(seq: int) -> int:
 
 
 def test_a_points_figure_is_the_same_alone_first_in_a_warm_process_and_after_a_larger_point() -> None:
-    first = _measure(512).alloc_peak_bytes
-    _measure(2048)  # a larger point: its freed memory stays in the process's heap
-    after_larger = _measure(512).alloc_peak_bytes
+    first = _measure(128).alloc_peak_bytes
+    _measure(512)  # a larger point (4x): its freed memory stays in the process's heap
+    after_larger = _measure(128).alloc_peak_bytes
     assert first is not None and first > 0
-    assert first == after_larger == _alone(512)
+    assert first == after_larger == _alone(128)
 
 
-def test_cosine_recurrent_grows_with_length_on_the_cpu(tmp_path: Path) -> None:
+def test_cosine_recurrent_grows_with_length_on_the_cpu() -> None:
     """Its state is fixed-size, so what a call allocates grows as the length (the output and
-    the per-step temporaries): doubling the length about doubles the figure."""
-    argv = [sys.executable, "-m", "linbench", "run", "--variant", "cosine:recurrent", "--no-baseline"]
-    argv += ["--seq", "256,512,1k", "--device", "cpu", "--budget-s", "0.02", "--warmup-s", "0.02", "-q"]
-    done = subprocess.run([*argv, "--out", tmp_path], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    (folder,) = tmp_path.iterdir()
-    with (folder / "results.csv").open(newline="") as handle:
-        rows = sorted(csv.DictReader(handle), key=lambda row: int(row["seq"]))
-    figures = [int(row["alloc_peak_bytes"]) for row in rows]
-    assert [int(row["seq"]) for row in rows] == [256, 512, 1024]
+    the per-step temporaries): doubling the length about doubles the figure. (Measured as the
+    worker measures a point; that the figure reaches processes.csv and results.csv is
+    tests/runner/test_processes_runner.py's.)"""
+    figures = [_measure(seq).alloc_peak_bytes or 0 for seq in (128, 256, 512)]
     for shorter, longer in pairwise(figures):
         assert 1.8 < longer / shorter < 2.2, figures

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.estimate_record import EstimateRecord
 from linbench.results.meta import timing_protocol
 from linbench.runner.kinds import kind_of
-from linbench.runner.task import TimingPolicy
 from linbench.shape import Shape
 from linbench.sweep.estimate import estimate_s
 from linbench.sweep.points import Point

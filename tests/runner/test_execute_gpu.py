@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from linbench.measure.cuda_graph import why_not_capturable
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.processes import ProcessResult
 from linbench.runner.execute import run_measure
 from linbench.runner.execute_gpu import (
@@ -25,8 +26,8 @@ from linbench.runner.execute_gpu import (
     with_graph,
     with_launches,
 )
+from linbench.runner.kind_protocol import Task
 from linbench.runner.kinds import DECODE, kind_of_mode
-from linbench.runner.task import Task, TimingPolicy
 from linbench.runner.workload import Workload
 from linbench.shape import Shape
 from linbench.sweep.points import Point

@@ -15,10 +15,11 @@ import pytest
 import torch
 
 from linbench.measure import timer
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.runner import execute
 from linbench.runner.execute import FIRST_CALL_SLACK, run_measure
+from linbench.runner.kind_protocol import Task
 from linbench.runner.kinds import RUN
-from linbench.runner.task import Task, TimingPolicy
 from linbench.shape import Shape
 from linbench.sweep.points import Point
 from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant

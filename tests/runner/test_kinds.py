@@ -6,15 +6,15 @@ from __future__ import annotations
 import pytest
 import torch
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.kinds import DECODE_ROWS, RUN_ROWS, row_kind
 from linbench.results.processes import ProcessResult
 from linbench.results.record import PER_SECOND, PER_TOKEN
 from linbench.runner import execute_gpu
 from linbench.runner.decode_workload import DecodeWorkload
-from linbench.runner.kind_protocol import Kind
+from linbench.runner.kind_protocol import Kind, Task
 from linbench.runner.kinds import DECODE, KINDS, RUN, kind_of, kind_of_mode
 from linbench.runner.pack_kind import PackKind
-from linbench.runner.task import Task, TimingPolicy
 from linbench.runner.workload import Workload
 from linbench.shape import Shape
 from linbench.sweep.lengths import draw_pack

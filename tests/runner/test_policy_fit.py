@@ -7,9 +7,9 @@ import math
 
 import pytest
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.runner.kinds import DECODE
 from linbench.runner.policy import SkipPolicy
-from linbench.runner.task import TimingPolicy
 from linbench.shape import Shape
 from linbench.sweep.points import Point
 

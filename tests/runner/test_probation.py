@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 import torch
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.processes import ProcessResult
 from linbench.results.store import RunStore
 from linbench.runner.execute import run_measure
+from linbench.runner.kind_protocol import Task
 from linbench.runner.kinds import DECODE, RUN
 from linbench.runner.plan import RunPlan
 from linbench.runner.sweep_runner import SweepRunner
 from linbench.runner.targets import Targets
-from linbench.runner.task import Task, TimingPolicy
 from linbench.shape import Shape
 from linbench.sweep.points import Point
 from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant

@@ -8,11 +8,6 @@ import pytest
 
 from linbench.runner import provenance
 from linbench.variants.feature_forms import fla
-from linbench.variants.registry import optional_libraries
-
-
-def test_the_fla_impls_declare_fla_core() -> None:
-    assert "fla-core" in optional_libraries()
 
 
 def test_fla_core_version_is_recorded_where_installed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from sweep_helpers import make_points, run_points, run_store
 
+from linbench.runner.kind_protocol import Task
 from linbench.runner.supervisor import Supervisor
-from linbench.runner.task import Task
 
 
 def by_impl_and_seq(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -86,23 +86,25 @@ def test_a_point_past_the_time_limit_is_a_timeout(tmp_path: Path) -> None:
 
 
 def test_memory_of_a_point_does_not_depend_on_what_ran_before(tmp_path: Path) -> None:
-    """A point's peak in a fresh fork and in its curve's warm worker after a longer point (and
-    the correctness check, which runs there first) agree: the worker hands the heap the longer
-    point freed back before the measured call, which would otherwise reuse it unseen.
-    One thread on both sides: peak RSS moves with the thread count (43.4 MiB for this point in
-    fresh forks at one thread, 48.9 MiB at two)."""
+    """A point's peak RSS in its curve's warm worker, after a longer point (and the correctness
+    check, which runs there first), still counts its own buffers: the worker hands the heap the
+    longer point freed back before the measured call, which would otherwise reuse it unseen.
+
+    Judged against the point's alloc_peak_bytes, the live bytes its call holds at once by the
+    allocator's own count: exact, and the same whatever ran before or how many threads run
+    (tests/runner/test_alloc_peak.py). A peak RSS window that sees the call's pages reads at
+    least that; one that missed them reads less. Measured here at one thread: alloc 40.8 MiB;
+    peak RSS 48.8 MiB in a fresh fork, 51.4 MiB in the warm worker after 8k; without the heap
+    handed back, 0 to 32 MiB over three tries. Comparing the two peak RSS readings instead moved
+    with the machine (the allocator's state, the thread count)."""
     shape = (1, 8, 64)
-    points = make_points([("cosine", "chunked")], [4096], shape)
-    alone = run_store(tmp_path / "alone", points, threads=1).rows()
     longer_first = make_points([("cosine", "chunked")], [8192, 4096], shape)
-    store = run_store(tmp_path / "after", longer_first, share_workers=True, threads=1)
+    store = run_store(tmp_path, longer_first, share_workers=True, threads=1)
     assert len({row["pid"] for row in store.process_rows()}) == 1  # both points in one warm worker
-    peak_alone = int(alone[0]["peak_bytes"])
-    peak_after = int(by_impl_and_seq(store.rows())["chunked", 4096]["peak_bytes"])
-    assert peak_alone > 8 << 20  # q, k, v and the output alone are 8 MiB at this shape
-    # Measured: 43.4 MiB alone, 46.6 MiB after 8k in the warm worker (the allocator's state
-    # differs by a few MiB: within the tolerance, far from a peak that missed the buffers).
-    assert peak_after == pytest.approx(peak_alone, rel=0.12)
+    after = by_impl_and_seq(store.rows())["chunked", 4096]
+    live = int(after["alloc_peak_bytes"])
+    assert live > 8 << 20  # q, k, v and the output alone are 8 MiB at this shape
+    assert int(after["peak_bytes"]) >= live
 
 
 @pytest.mark.cuda

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.runner.policy import SkipPolicy
-from linbench.runner.task import TimingPolicy
 from linbench.shape import Shape
 from linbench.sweep.points import Point, expand_points
 from linbench.sweep.request import SweepRequest

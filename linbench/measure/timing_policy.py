@@ -1,22 +1,10 @@
-"""What the supervisor sends a worker: one point to check or to measure, and the rules."""
+"""How long one point is warmed up and timed: the warm-up, the repetition budget and its bounds,
+per device and for decoding; the timers (timer.py, cuda_timer.py) follow it, and the sweep's
+estimate and skip policy predict a point's wall time from it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
-
-from linbench.sweep.points import Point
-
-if TYPE_CHECKING:
-    from linbench.runner.kind_protocol import Kind
-
-# The decode gate compares this many steps after its prefill with the reference's last rows.
-GATE_STEPS = 4
-# The correctness gate runs the fp64 reference, which holds a few B·H·S×S tensors; at
-# long lengths it runs at the longest length whose reference fits this budget instead.
-GATE_BUDGET_BYTES = 512 * 1024 * 1024
-_GATE_COPIES = 4  # scores, probabilities and their gradients, in fp64
-MIN_GATE_SEQ = 16
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -75,52 +63,3 @@ class TimingPolicy:
         if self.first_is_timed(call_s):
             reps = max(reps - call_s, call_s)
         return call_s + warmup + reps
-
-
-@dataclass(frozen=True)
-class Task:
-    """One job for a worker process: ``gate`` checks a point against its reference,
-    ``measure`` times it and reads its peak memory, as its ``kind`` of point says."""
-
-    job: Literal["gate", "measure"]
-    point: Point
-    timing: TimingPolicy
-    kind: Kind  # run or decode (runner/kinds.py)
-    plugins: tuple[str, ...] = ()
-    # CPU only: the most address space the worker may add; None leaves it unlimited.
-    memory_limit_bytes: int | None = None
-    seed: int = 0
-    cuda_graph: bool = False  # on CUDA: also time replays of a call (run) or step (decode) captured in a graph
-    # On probation (runner/policy.py): the point's time limit, checked after its first call.
-    stop_after_s: float | None = None
-    params: dict[str, Any] = field(default_factory=dict)  # --param values for the point's impl
-    threads: int | None = None  # torch.set_num_threads in the worker; None: torch's default
-    # On CUDA: count the launches of one untimed call (kernels_per_call) after the timing. The
-    # count is the same in every process, and the profiler slows the process after it: count
-    # in one process per point, as the last measurement that process makes.
-    count_launches: bool = True
-    # On CPU: profile one untimed call after the timing for alloc_peak_bytes. The figure is the
-    # same in every process (tests/runner/test_alloc_peak.py), and a profiled call costs about
-    # one call or more: count in one process per point, its first.
-    count_allocations: bool = True
-
-
-def gate_seq(point: Point) -> int:
-    """The length the correctness gate runs at: the point's own, or the longest that fits."""
-    shape = point.shape
-    per_position_pair = shape.batch * shape.heads * 8 * _GATE_COPIES
-    fits = int((GATE_BUDGET_BYTES / per_position_pair) ** 0.5)
-    return min(shape.seq, max(fits, MIN_GATE_SEQ))
-
-
-def gate_point(point: Point) -> Point:
-    """The point the gate checks: ``point`` at ``gate_seq``."""
-    return replace(point, shape=replace(point.shape, seq=gate_seq(point)))
-
-
-def gate_key(point: Point) -> tuple[object, ...]:
-    """Points with the same gate key share one gate run (fwd needs no gradients checked)."""
-    gated = gate_point(point)
-    # Each chunk size of a --chunk sweep is its own code path, checked apart.
-    point_axes = (gated.shape, gated.packing, gated.chunk)
-    return (*gated.series[:2], gated.mode != "fwd", gated.causal, gated.dtype, gated.device, *point_axes)

@@ -1,0 +1,134 @@
+"""``linbench history``: many runs of one suite at once, one series per point, and the changes
+across them found by Apache Otava (linbench/history/, docs/history.md). Exit 1 when a series'
+newest change is a regression beyond --min-magnitude among its last --recent runs, 4 when the
+newest run cannot be judged (too few runs, or a split just before it), 0 otherwise, 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from linbench.cli.common import stdout_console
+from linbench.cli.compare_cmd import parse_percent, parse_positive
+from linbench.cli.errors import CliUsageError, usage_errors
+
+if TYPE_CHECKING:
+    from linbench.history.observations import Observation
+    from linbench.history.verdict import History
+
+HELP = {
+    "paths": "Run folders, folders of run folders, and history files (.csv, .csv.gz), in any mix.",
+    "store": "The history file to keep (one row per point per run); --add appends to it, and it is read "
+    "with the PATHS.",
+    "add": "A run folder (or a folder of runs) to append to --store before judging (repeatable); a run "
+    "the file already holds is skipped.",
+    "recent": "Exit 1 only for a regression among each series' last N runs.",
+    "pvalue": "Otava's significance level: a change is kept at a p-value at most this (default 0.001, Otava's).",
+    "magnitude": "The smallest change named, percent (default 5%, the gate's floor; Otava's min_magnitude).",
+    "min_runs": "A segment (a series since its start or its last split) with fewer runs is insufficient data.",
+    "html": "Write an HTML page with one figure per changed or split series.",
+}
+
+
+def history_command(
+    paths: Annotated[list[Path] | None, typer.Argument(help=HELP["paths"], show_default=False)] = None,
+    store: Annotated[Path | None, typer.Option("--store", metavar="FILE", help=HELP["store"])] = None,
+    add: Annotated[list[Path] | None, typer.Option("--add", metavar="RUN", help=HELP["add"])] = None,
+    recent: Annotated[int, typer.Option("--recent", min=1, help=HELP["recent"])] = 3,
+    max_pvalue: Annotated[str, typer.Option("--max-pvalue", help=HELP["pvalue"])] = "0.001",
+    min_magnitude: Annotated[str, typer.Option("--min-magnitude", help=HELP["magnitude"])] = "5%",
+    min_runs: Annotated[int, typer.Option("--min-runs", min=3, help=HELP["min_runs"])] = 5,
+    html_path: Annotated[Path | None, typer.Option("--html", metavar="FILE", help=HELP["html"])] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Find where points changed across many runs (Apache Otava), for nightly jobs.
+
+    One series per point (variant, impl, shape, mode, dtype, device model), in the order of each
+    run's commit time (else its start), judged on the time the gate judges; a series is split
+    where the device, driver, torch, cores, memory or measured ceilings changed. Exit status:
+    1 a series' newest change is a regression beyond --min-magnitude among its last --recent runs;
+    4 the newest run cannot be judged (insufficient data, or a split just before it);
+    0 otherwise; 2 bad input.
+    """
+    from linbench.history import detect, verdict
+    from linbench.history.series import build
+    from linbench.history.store import HistoryFileError
+    from linbench.report.load import ReportInputError
+
+    with usage_errors():
+        options = verdict.Options(
+            max_pvalue=_pvalue(max_pvalue),
+            min_magnitude=parse_percent(min_magnitude, "--min-magnitude"),
+            recent=recent,
+            min_runs=min_runs,
+        )
+        if add and store is None:
+            raise CliUsageError("--add needs --store FILE: the history file to append to")
+        if not paths and store is None:
+            raise CliUsageError("give run folders or history files to read, or --store FILE")
+        try:
+            if add and store is not None:
+                _add(store, add)
+            seen = list(paths or [])
+            if store is not None and store not in seen and store.exists():
+                seen.append(store)
+            read = _observations(seen)
+        except (HistoryFileError, ReportInputError) as exc:
+            raise CliUsageError(str(exc)) from None
+        if not read:
+            raise CliUsageError("the runs given hold no point with a time")
+        try:
+            history = verdict.judge(build(read), options)
+        except detect.OtavaMissingError as exc:
+            raise CliUsageError(str(exc)) from None
+    _show(history, as_json, html_path)
+    if history.status:
+        raise typer.Exit(history.status)
+
+
+def _pvalue(text: str) -> float:
+    value = parse_positive(text, "--max-pvalue")
+    if value >= 1:
+        raise CliUsageError(f"--max-pvalue {text!r} is not below 1")
+    return value
+
+
+def _add(store: Path, runs: list[Path]) -> None:
+    from linbench.history.observations import of_folders
+    from linbench.history.store import add
+
+    added, skipped = add(store, of_folders(runs))
+    console = stdout_console()
+    console.print(f"added {added} point(s) to {store}", highlight=False)
+    for run in skipped:
+        console.print(f"{run}: already in {store}, skipped", highlight=False)
+
+
+def _observations(paths: list[Path]) -> list[Observation]:
+    from linbench.history.observations import of_folders
+    from linbench.history.store import is_history_file, read
+
+    found: list[Observation] = []
+    for path in paths:
+        found.extend(read(path) if is_history_file(path) else of_folders([path]))
+    return found
+
+
+def _show(history: History, as_json: bool, html_path: Path | None) -> None:
+    from linbench.history.page import html
+    from linbench.history.render import as_json as to_json
+    from linbench.history.render import lines
+
+    if html_path is not None:
+        html_path.write_text(html(history))
+    if as_json:
+        print(json.dumps(to_json(history), indent=2))
+        return
+    console = stdout_console()
+    for line in lines(history):
+        console.print(line, highlight=False)
+    if html_path is not None:
+        console.print(f"wrote {html_path}", highlight=False)

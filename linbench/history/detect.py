@@ -1,0 +1,75 @@
+"""Change points of one segment, found by Apache Otava (the ``apache-otava`` package, its
+``otava.analysis.compute_change_points``: E-divisive means with a t-test significance check,
+Fleming et al., "Hunter", ICPE 2023), and each change measured the way the gate reports one: the
+median before and after, their ratio, and a 95% interval of that ratio from a bootstrap of the
+runs on each side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MISSING = (
+    "linbench history needs Apache Otava: pip install scipy && pip install --no-deps apache-otava "
+    "(or pip install -e '.[history]', which also brings Otava's database and chat clients)"
+)
+# Otava's defaults, kept: a window of 50 runs for the split step, p ≤ 0.001 to keep a change.
+WINDOW = 50
+MAX_PVALUE = 0.001
+# The bootstrap of the ratio's interval: resamples, and a fixed seed so a page reads the same twice.
+RESAMPLES = 2000
+SEED = 20261127
+
+
+class OtavaMissingError(ImportError):
+    """Apache Otava is not installed."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change at run ``index`` of its segment (the first run after it)."""
+
+    index: int
+    before_median: float
+    after_median: float
+    ratio: float  # after / before: above 1 is slower
+    low: float  # the 95% interval of the ratio
+    high: float
+    pvalue: float
+
+    @property
+    def regression(self) -> bool:
+        return self.ratio > 1.0
+
+
+def change_points(
+    values: list[float], max_pvalue: float = MAX_PVALUE, min_magnitude: float = 0.0, window: int = WINDOW
+) -> list[Change]:
+    """The changes Otava finds in ``values`` (in run order), each measured between its neighbours."""
+    try:
+        from otava.analysis import compute_change_points
+    except ImportError as exc:
+        raise OtavaMissingError(MISSING) from exc
+    if len(values) < 3:
+        return []
+    found, _weak = compute_change_points(
+        list(values), window_len=window, max_pvalue=max_pvalue, min_magnitude=min_magnitude
+    )
+    indexes = [int(cp.index) for cp in found]
+    bounds = [0, *indexes, len(values)]
+    pvalues = [float(cp.stats.pvalue) for cp in found]
+    return [
+        _measured(values[bounds[i] : bounds[i + 1]], values[bounds[i + 1] : bounds[i + 2]], bounds[i + 1], pvalues[i])
+        for i in range(len(indexes))
+    ]
+
+
+def _measured(before: list[float], after: list[float], index: int, pvalue: float) -> Change:
+    b, a = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    ratio = float(np.median(a) / np.median(b))
+    rng = np.random.default_rng(SEED)
+    boot_b = np.median(rng.choice(b, size=(RESAMPLES, b.size)), axis=1)
+    boot_a = np.median(rng.choice(a, size=(RESAMPLES, a.size)), axis=1)
+    low, high = np.percentile(boot_a / boot_b, [2.5, 97.5])
+    return Change(index, float(np.median(b)), float(np.median(a)), ratio, float(low), float(high), pvalue)

@@ -1,0 +1,79 @@
+"""``linbench history`` end to end on copies of a committed run with the measured between-run noise
+added (history_runs.py): a planted +25% step is named with its commit and fails with --recent;
+unchanged copies pass; three copies are insufficient data; a budget of bad input is one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from history_runs import commit, write_history
+from typer.testing import CliRunner, Result
+
+from linbench.cli import app
+
+pytest.importorskip("otava.analysis", reason="the history extra (Apache Otava) is not installed")
+
+POINT = ("gated-deltanet", "chunked", "2048")
+
+
+def _history(*args: object) -> Result:
+    return CliRunner().invoke(app, ["history", *map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("stepped")
+    write_history(root, 30, seed=0, step=1.25, step_from=20, point=POINT)
+    return root
+
+
+def test_a_step_is_named_at_its_first_run_and_fails_when_recent(stepped: Path, tmp_path: Path) -> None:
+    page = tmp_path / "history.html"
+    result = _history(stepped, "--recent", "12", "--min-magnitude", "10%", "--html", page)
+    assert result.exit_code == 1, result.output
+    named = [line for line in result.output.splitlines() if "regression (recent)" in line]
+    assert named and all(line.strip().startswith("gated-deltanet:chunked") and "S2048" in line for line in named)
+    assert all(f"commit {commit(20)[:12]}" in line for line in named)
+    assert page.read_text().count("<img") == len(named)
+    assert _history(stepped, "--recent", "5", "--min-magnitude", "10%").exit_code == 0  # 11 runs ago
+
+
+def test_unchanged_copies_pass_with_no_change(tmp_path: Path) -> None:
+    write_history(tmp_path, 30, seed=0)
+    result = _history(tmp_path, "--recent", "12", "--min-magnitude", "10%", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["series"] == []
+
+
+def test_three_copies_are_insufficient_data(tmp_path: Path) -> None:
+    write_history(tmp_path, 3, seed=0)
+    result = _history(tmp_path)
+    assert result.exit_code == 4, result.output
+    assert "insufficient data: 3 run(s) in all, 5 needed" in result.output
+
+
+def test_a_history_file_grows_by_add_and_is_judged_alone(stepped: Path, tmp_path: Path) -> None:
+    store = tmp_path / "history.csv.gz"
+    first = sorted(stepped.iterdir())[0]
+    assert _history("--store", store, "--add", first).exit_code == 4  # one run: insufficient
+    again = _history("--store", store, "--add", stepped, "--recent", "12", "--min-magnitude", "10%")
+    assert f"{first.name}: already in {store}, skipped" in again.output
+    judged = _history(store, "--recent", "12", "--min-magnitude", "10%")
+    assert judged.exit_code == 1 and f"commit {commit(20)[:12]}" in judged.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--add", "x"], "--add needs --store FILE"),
+        ([], "give run folders or history files"),
+        (["missing-folder"], "does not exist"),
+        (["x", "--max-pvalue", "2"], "--max-pvalue '2' is not below 1"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = _history(*args)
+    assert result.exit_code == 2
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
