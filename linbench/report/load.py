@@ -26,8 +26,8 @@ from linbench.results.schema import (
     REQUIRED_RESULT_COLUMNS,
     STATUSES,
 )
+from linbench.results.schema_version import NewerSchemaError, check_schema_version
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
-from linbench.results.version import NewerSchemaError, check_schema_version
 from linbench.units import parse_size
 
 # processes.csv (PROCESSES_FILE): one row per worker process that measured a point (absent from older runs).
@@ -83,7 +83,7 @@ def _not_results(path: Path) -> list[Path]:
 
 def read_run(path: Path) -> Run:
     """The run in folder ``path`` (or the folder of the results.csv ``path``); ReportInputError
-    for one written by a newer schema (results/version.py) before its files are read."""
+    for one written by a newer schema (results/schema_version.py) before its files are read."""
     folder = path.parent if path.is_file() else path
     csv_path = folder / RESULTS_FILE
     warnings: list[str] = []

@@ -3,7 +3,7 @@
 The rows are the ones every linbench reader sees (rows.py: a row no writer finished is left
 out, and named in ``left_out``), each cell typed by its column's declaration (schema.py:
 ``causal`` is True, ``time_ms`` 42.5, an empty cell None). A run written by a newer linbench
-is refused (version.py); an older one is read as it is, without the columns it predates.
+is refused (schema_version.py); an older one is read as it is, without the columns it predates.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from linbench.results.rows import read_rows, typed
+from linbench.results.schema_version import check_schema_version
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
-from linbench.results.version import check_schema_version
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,7 +51,7 @@ class LoadedRun:
 def load_run(path: str | Path) -> LoadedRun:
     """The run in folder ``path`` (or the folder of the results.csv ``path``).
     FileNotFoundError for a folder without results.csv; ValueError for a run written by a newer
-    linbench (results/version.py), a meta.json that is not JSON, or a results.csv that is not
+    linbench (results/schema_version.py), a meta.json that is not JSON, or a results.csv that is not
     one (rows.CsvFileError)."""
     folder = Path(path)
     folder = folder.parent if folder.is_file() else folder

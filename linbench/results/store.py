@@ -35,7 +35,7 @@ from linbench.results.schema import (
     cell,
     checked,
 )
-from linbench.results.version import NewerSchemaError, check_schema_version
+from linbench.results.schema_version import NewerSchemaError, check_schema_version
 
 RESULTS_FILE = "results.csv"
 PROCESSES_FILE = "processes.csv"
