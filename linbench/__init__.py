@@ -25,6 +25,7 @@ __all__ = [
     "attention",
     "get_variant",
     "list_variants",
+    "load_run",
     "plan_sweep",
     "register_variant",
     "run_sweep",
@@ -39,7 +40,8 @@ _GATE_NAMES = ("BETA", "CHANNEL_GATE", "HEAD_GATE")
 if TYPE_CHECKING:
     from linbench.api import attention, get_variant, list_variants
     from linbench.errors import ImplUnavailableError
-    from linbench.runner.api import plan_sweep, run_sweep
+    from linbench.results.loaded import load_run
+    from linbench.runner.sweeps import plan_sweep, run_sweep
     from linbench.sweep.request import SweepRequest
     from linbench.variants.declarations import Decoder, Impl, Param
     from linbench.variants.extra_inputs import ExtraInput
@@ -54,13 +56,17 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     if name in _SWEEP_NAMES:
-        from linbench.runner import api as sweep_api
+        from linbench.runner import sweeps
 
-        return getattr(sweep_api, name)
+        return getattr(sweeps, name)
     if name == "ImplUnavailableError":  # what an impl raises for a point it cannot run
         from linbench.errors import ImplUnavailableError
 
         return ImplUnavailableError
+    if name == "load_run":  # a run folder's rows, typed (no torch)
+        from linbench.results.loaded import load_run
+
+        return load_run
     if name == "SweepRequest":
         from linbench.sweep.request import SweepRequest
 

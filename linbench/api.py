@@ -1,5 +1,5 @@
 """The public entry points: attention(), attention_packed(), attention_padded(), list_variants(),
-get_variant() (a whole sweep from Python is linbench.runner.api's run_sweep() and plan_sweep();
+get_variant() (a whole sweep from Python is linbench.runner.sweeps's run_sweep() and plan_sweep();
 docs/python-api.md)."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from linbench.correctness import Shape, check_decoder, check_impl
+from linbench.check.correctness import Shape, check_decoder, check_impl
 from linbench.variants.plugins import load_plugin_file, unload_plugin_file
 from linbench.variants.registry import get_variant
 

@@ -3,7 +3,7 @@ none; grimp reads the sources, lazy and TYPE_CHECKING imports included, as impor
 
 A circle of files has no floor order: whichever is read first sees the other half-built, and a
 reader cannot learn one without the other. The package root counts too: a room that imports
-``linbench`` for a name climbs to the public API the root loads (runner/api.py and up).
+``linbench`` for a name climbs to the public API the root loads (runner/sweeps.py and up).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_no_file_imports_one_that_imports_it_back(graph: Any) -> None:
 
 
 def test_only_the_floors_above_the_runner_import_the_package_root(graph: Any) -> None:
-    """The root loads the public API from runner/api.py and the floors below it, so a room on
+    """The root loads the public API from runner/sweeps.py and the floors below it, so a room on
     the runner's floor or below that imports the root climbs to it (as runner/provenance.py did
     for the version, which version.py, below every floor, now holds). import-linter's floors
     place the rooms, not the root, so they do not see this."""

@@ -23,7 +23,11 @@ def test_dir_lists_every_public_name_and_each_resolves() -> None:
     assert "ImplUnavailableError" in linbench.__all__
 
 
-def test_the_error_comes_without_torch() -> None:
-    code = "import sys, linbench; linbench.ImplUnavailableError; dir(linbench); assert 'torch' not in sys.modules"
+def test_the_error_and_the_run_loader_come_without_torch() -> None:
+    # A notebook that only reads runs (linbench.load_run) never pays for importing torch.
+    code = (
+        "import sys, linbench; linbench.ImplUnavailableError; linbench.load_run; dir(linbench); "
+        "assert 'torch' not in sys.modules"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr

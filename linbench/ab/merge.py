@@ -17,7 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from linbench.results.kinds import row_kind
 from linbench.results.meta import LoadSection, Overhead
+from linbench.results.point_list import Key
 from linbench.results.record import (
     Checked,
     Key,
@@ -29,10 +31,9 @@ from linbench.results.record import (
     process_row,
     row_key,
 )
-from linbench.results.rows import read_rows
+from linbench.results.rows import read_typed
 from linbench.results.schema import SCHEMA_VERSION
 from linbench.results.store import SAMPLES_FILE, RunStore
-from linbench.runner.kinds import kind_of_mode
 
 Row = Mapping[str, Any]
 
@@ -81,7 +82,7 @@ def merged_row(facts: PointFacts, processes: Sequence[ProcessResult], rounds: in
 
 def _facts(first: Row) -> PointFacts:
     """A point's own columns, as its first round recorded them (the same in every round)."""
-    return PointFacts.from_row(first, kind_of_mode(str(first["mode"])).rate)
+    return PointFacts.from_row(first, row_kind(str(first["mode"])).rate)
 
 
 def merged_meta(metas: Sequence[Mapping[str, Any]], sections: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,6 +115,6 @@ def _samples(folder: Path) -> dict[Key, list[float]]:
     found: dict[Key, list[float]] = {}
     if not path.is_file():
         return found
-    for row in read_rows(path).rows:  # results/rows.py: a row no writer finished is never a sample
-        found.setdefault(row_key(row), []).append(float(row["time_ms"]))
+    for row in read_typed(path):  # results/rows.py: a torn or malformed sample is never data
+        found.setdefault(row_key(row), []).append(row["time_ms"])
     return found

@@ -1,8 +1,7 @@
 """``linbench check``: every selected impl against its variant's fp64 reference.
 
 Each cell of the matrix is one impl in one dtype and masking, judged over a few shapes
-chosen to catch the usual bugs: a single token, Dk ≠ Dv, and a length that is not a
-multiple of any chunk size.
+(linbench/check/matrix.py); this runs the cells with a progress bar and prints them.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from rich.console import Console
 from rich.progress import Progress
 
 from linbench.cli.check_display import (
-    Cell,
-    Row,
     failure_lines,
     legend_line,
     matrix_table,
@@ -34,7 +31,6 @@ from linbench.cli.common import (
     resolve_device,
     split_list,
     stdout_console,
-    torch_dtype,
 )
 from linbench.cli.errors import usage_errors
 from linbench.variants.selection import select_impls
@@ -42,50 +38,16 @@ from linbench.variants.selection import select_impls
 if TYPE_CHECKING:
     import torch
 
-    from linbench.correctness import CaseResult
+    from linbench.check.matrix import Row
     from linbench.variants.variant import Variant
-
-# (batch, heads, seq, dim_k, dim_v); Shape itself lives with torch, so it is built late.
-SHAPES = ((1, 2, 1, 8, 8), (2, 3, 100, 16, 24), (1, 2, 257, 32, 32))
-
-
-def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device: torch.device) -> Cell:
-    """Every shape for one impl, dtype and masking; unavailable impls, and maskings the
-    variant does not compute, are not run."""
-    from linbench.correctness import CaseResult, Shape, check_impl
-
-    reason = variant.impls[impl].unavailable_reason(device)
-    if reason is not None:
-        return Cell(unavailable=reason)
-    if variant.masking_reason(causal) is not None:
-        masking = "causal" if causal else "bidirectional"
-        return Cell(skipped=f"{variant.name}: {variant.masking[0]} only; its {masking} cells are not checked")
-    cases: list[CaseResult] = []
-    # The defaults, then each setting the variant asks to be checked at (a gated variant's
-    # strong gates), at every shape.
-    for params in ({}, *variant.check_params):
-        for dims in SHAPES:
-            shape, dtype = Shape(*dims), torch_dtype(dtype_name)
-            # Head dims or a dtype the impl declares it cannot take (flash attention: fp16 and
-            # bf16, one head dim) are not run at all; the other shapes still are.
-            declared = variant.impls[impl].unsupported_reason(shape.dim_k, shape.dim_v, dtype_name, device.type)
-            if declared is not None:
-                cases.append(CaseResult(variant.name, impl, shape, causal, dtype, unavailable=declared))
-                continue
-            cases.append(
-                check_impl(variant, impl, shape, causal=causal, dtype=dtype, device=device, params=dict(params))
-            )
-    # A backend that takes some of the shapes (flash attention: one head dim) is judged on
-    # those; only when it takes none is the whole cell unavailable.
-    if all(case.unavailable for case in cases):
-        return Cell(unavailable=cases[0].unavailable)
-    return Cell(cases=cases)
 
 
 def run_matrix(
     selection: list[tuple[Variant, str]], columns: list[tuple[str, bool]], device: torch.device, quiet: bool
 ) -> list[Row]:
     """Every cell, with a transient progress bar on stderr unless ``quiet``."""
+    from linbench.check.matrix import Row, run_cell
+
     rows = []
     progress = Progress(console=Console(stderr=True), transient=True, disable=quiet)
     with progress, one_cpu_thread(device):
@@ -184,7 +146,8 @@ def check_command(
     if lengths:
         _error_against_length(selection, dtypes, lengths, heads, dim, resolved, out, plot)
         return
-    from linbench.correctness import Shape
+    from linbench.check.correctness import Shape
+    from linbench.check.matrix import SHAPES
 
     rows = run_matrix(selection, columns, resolved, quiet)
     console = stdout_console()

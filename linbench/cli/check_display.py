@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -11,50 +10,8 @@ from rich.table import Table
 if TYPE_CHECKING:
     import torch
 
-    from linbench.correctness import CaseResult, Shape
-
-
-@dataclass
-class Cell:
-    """One impl in one dtype and masking, over every checked shape."""
-
-    cases: list[CaseResult] = field(default_factory=list)
-    unavailable: str | None = None  # why it cannot run here; not a failure
-    skipped: str | None = None  # the variant does not compute this masking (Variant.masking)
-
-    @property
-    def failures(self) -> list[CaseResult]:
-        if self.unavailable or self.skipped:
-            return []
-        return [case for case in self.cases if not case.ok and not case.unavailable]
-
-    @property
-    def not_run(self) -> list[CaseResult]:
-        """The shapes this impl declared or proved it cannot take, in a cell judged on the rest."""
-        return [case for case in self.cases if case.unavailable]
-
-    @property
-    def worst_ratio(self) -> float:
-        return max((case.worst.ratio for case in self.cases if case.worst), default=0.0)
-
-    @property
-    def problem(self) -> str:
-        """Why a failing result could not be measured ("shape", "NaN", "inf"), or ""."""
-        return next((case.worst.problem for case in self.failures if case.worst and case.worst.problem), "")
-
-
-@dataclass
-class Row:
-    """One variant:impl across every (dtype, masking) column."""
-
-    variant: str
-    impl: str
-    is_reference: bool
-    cells: list[Cell]
-
-    @property
-    def label(self) -> str:
-        return f"{self.variant}:{self.impl}" + (" (ref)" if self.is_reference else "")
+    from linbench.check.correctness import Shape
+    from linbench.check.matrix import Cell, Row
 
 
 def format_ratio(ratio: float) -> str:

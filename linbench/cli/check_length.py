@@ -1,5 +1,5 @@
 """``linbench check --seq 1k..16k``: each impl's output error against the fp64 answer at every
-length, in each dtype (linbench/accuracy.py), as a table, a CSV (``--out``) and a figure
+length, in each dtype (linbench/check/accuracy.py), as a table, a CSV (``--out``) and a figure
 (``--plot``). It measures and judges nothing: the pass/fail gate is ``linbench check`` without
 ``--seq``, which stays fast.
 """
@@ -17,7 +17,7 @@ from linbench.units import format_size
 if TYPE_CHECKING:
     import torch
 
-    from linbench.accuracy import ErrorAtLength
+    from linbench.check.accuracy import ErrorAtLength
     from linbench.variants.variant import Variant
 
 COLUMNS = ("variant", "impl", "dtype", "causal", "seq", "rel_err", "normwise_err", "reference", "error")
@@ -33,7 +33,7 @@ def measure_errors(
     device: torch.device,
 ) -> list[ErrorAtLength]:
     """Every impl's error at every length and dtype; the impls of a variant share its answer."""
-    from linbench.accuracy import error_at_length
+    from linbench.check.accuracy import error_at_length
     from linbench.cli.common import torch_dtype
     from linbench.shape import Shape
 

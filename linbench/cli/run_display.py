@@ -19,7 +19,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from linbench.runner.kinds import kind_of_mode
+from linbench.results.kinds import row_kind
+from linbench.results.rows import is_set
 from linbench.runner.threads import BY_HAND
 from linbench.units import format_bytes, format_ms, format_size
 
@@ -32,7 +33,7 @@ STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom
 def row_line(row: Mapping[str, Any]) -> str:
     """One line per finished point: status, what ran, and its figures or its reason."""
     status = str(row["status"])
-    kind = kind_of_mode(str(row["mode"]))
+    kind = row_kind(str(row["mode"]))
     length = f"{kind.words.length_label}={format_size(int(row['seq']))}"
     what = f"{row['variant']}:{row['impl']} {row['mode']} {length}"
     if str(row.get("kv_heads") or row["heads"]) != str(row["heads"]):  # grouped-query: which way
@@ -80,12 +81,13 @@ def make_progress(console: Console) -> Progress:
     )
 
 
-def _group_key(row: Mapping[str, Any]) -> tuple[str, ...]:
+def _group_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A typed row's table: its mode, dtype, masking (a bool) and shape."""
     sizes = ("mode", "dtype", "causal", "batch", "heads", "dim_k", "dim_v")
     # kv_heads: as many as heads unless grouped-query; chunk: set only in a --chunk sweep.
     # packing: a pack of one sequence has the same shape packed and padded.
-    extra = (str(row.get("kv_heads") or row["heads"]), str(row.get("chunk") or ""), str(row.get("packing") or ""))
-    return (*(str(row[c]) for c in sizes), *extra)
+    extra = (row.get("kv_heads") or row["heads"], row.get("chunk") or "", row.get("packing") or "")
+    return (*(row[c] for c in sizes), *extra)
 
 
 def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[str, str]]) -> list[Table]:
@@ -98,13 +100,13 @@ def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[
         groups[_group_key(row)][int(row["seq"])].append(row)
     tables = []
     for (mode, dtype, causal, batch, heads, dim_k, dim_v, kv_heads, chunk, _), by_seq in groups.items():
-        masking = "causal" if causal == "True" else "bidirectional"
+        masking = "causal" if causal else "bidirectional"
         grouped = f" KV={kv_heads}" if kv_heads != heads else ""
         chunked = f" C={chunk}" if chunk else ""
         title = f"{mode} {dtype} {masking}  B={batch} H={heads}{grouped} Dk={dim_k} Dv={dim_v}{chunked}"
         title += _packing_words(by_seq)
         table = Table(title=title, title_justify="left")
-        words = kind_of_mode(mode).words
+        words = row_kind(mode).words
         length, time = words.length, words.time
         columns = (length, "fastest", time, "fastest baseline", f"{time} ", "speedup", "faster, left out", "not ok")
         for column in columns:
@@ -141,7 +143,7 @@ def _summary_cells(rows: list[Mapping[str, Any]], base: set[str]) -> tuple[str, 
     measured = [r for r in rows if r["status"] == "ok" and r.get("time_ms") not in (None, "")]
     # A time other processes oversubscribed measured the scheduler: never the fastest, but
     # named (with its time) where it looked faster than what is named, so nobody is misled.
-    crowded = [r for r in measured if str(r.get("oversubscribed")) == "True"]
+    crowded = [r for r in measured if is_set(r.get("oversubscribed"))]
     judged = [r for r in measured if r not in crowded]
     name = lambda r: f"{r['variant']}:{r['impl']}"  # noqa: E731 - a one-line label
     time = lambda r: float(r["time_ms"])  # noqa: E731

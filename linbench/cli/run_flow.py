@@ -23,10 +23,10 @@ from linbench.results.point_list import read_point_list
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from linbench.lengths import Pack
     from linbench.results.store import RunStore
     from linbench.runner.pipeline import Outcome, Prepared
     from linbench.runner.recorder import Listener
+    from linbench.sweep.lengths import Pack
     from linbench.sweep.points import Point
     from linbench.sweep.request import SweepRequest
     from linbench.sweep.spec import Axes

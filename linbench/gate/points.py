@@ -25,6 +25,7 @@ from linbench.gate.statistic import COLUMN, CPU_TIME, GRAPH, all_positive, chose
 from linbench.report.series import plain
 from linbench.results.processes import cpu_time_stands
 from linbench.results.protocol import ProcessProtocol, judged_processes
+from linbench.results.rows import is_set
 from linbench.units import as_number
 
 # A CPU call's peak of the live bytes it allocated through torch (exact, like a GPU's peak_bytes).
@@ -78,7 +79,7 @@ class Side:
         out where every process is judged on its CPU time, to which preemption adds nothing."""
         if processes is None or "oversubscribed" not in processes.columns or _on_cpu_clock(row, processes):
             return cls(row, processes)
-        kept = judged_processes(list(processes["oversubscribed"].astype(str) == "True"))
+        kept = judged_processes(list(processes["oversubscribed"].eq(True)))
         if all(kept):
             return cls(row, processes)
         return cls(row, processes[kept], left_out=kept.count(False))
@@ -91,7 +92,7 @@ class Side:
     def oversubscribed(self) -> bool:
         """Other processes took cores this side's worker threads needed while it was timed (in
         a process it still judges: none where those were left out)."""
-        return not self.left_out and str(self.row.get("oversubscribed")) == "True"
+        return not self.left_out and is_set(self.row.get("oversubscribed"))
 
     @property
     def threads(self) -> int | None:

@@ -97,13 +97,10 @@ def cuda_toolchain_missing() -> str | None:
 def _cpu_signature() -> str:
     """The instruction-set flags -march=native compiles for, so a cache copied to another
     machine is rebuilt instead of dying on an illegal instruction."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    from linbench.machine.facts import cpuinfo_field  # facts imports torch: only when a build asks
+
+    flags = cpuinfo_field("flags")
+    return f"flags: {flags}" if flags is not None else platform.processor() or platform.machine()
 
 
 def build_key(with_cuda: bool) -> str:

@@ -53,14 +53,20 @@ def git_commit_time() -> str | None:
         return None
 
 
-def cpu_model() -> str:
+def cpuinfo_field(name: str) -> str | None:
+    """The value of the first ``name`` line of /proc/cpuinfo ("model name", "flags"); None
+    where there is none (not Linux)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith(name):
                 return line.split(":", 1)[1].strip()
-    except OSError:
+    except (OSError, IndexError):
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def cpu_model() -> str:
+    return cpuinfo_field("model name") or platform.processor() or platform.machine()
 
 
 def cpu_l2_bytes() -> int | None:

@@ -26,6 +26,7 @@ from linbench.results.schema import (
     REQUIRED_RESULT_COLUMNS,
     STATUSES,
 )
+from linbench.results.schema_version import NewerSchemaError, check_schema_version
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
 from linbench.units import parse_size
 
@@ -81,17 +82,13 @@ def _not_results(path: Path) -> list[Path]:
 
 
 def read_run(path: Path) -> Run:
-    """The run in folder ``path`` (or the folder of the results.csv ``path``)."""
+    """The run in folder ``path`` (or the folder of the results.csv ``path``); ReportInputError
+    for one written by a newer schema (results/schema_version.py) before its files are read."""
     folder = path.parent if path.is_file() else path
     csv_path = folder / RESULTS_FILE
     warnings: list[str] = []
+    meta = read_meta(folder)
     results = read_results(csv_path, warnings)
-    meta: dict[str, Any] = {}
-    if (folder / META_FILE).is_file():
-        try:
-            meta = json.loads((folder / META_FILE).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ReportInputError(f"{str(folder / META_FILE)!r} is not valid JSON: {exc}") from None
     if token_budget(meta):
         results["tokens"] = results["batch"] * results["seq"]
     processes_csv = folder / PROCESSES_FILE
@@ -100,6 +97,23 @@ def read_run(path: Path) -> Run:
     if processes is not None and processes.empty:
         processes = None  # a header alone: no process recorded (a run made without them, or stopped early)
     return Run(folder, results, meta, processes, warnings)
+
+
+def read_meta(folder: Path) -> dict[str, Any]:
+    """``folder``'s meta.json ({} where it has none); ReportInputError when it is not JSON or
+    says the run was written by a newer schema than this linbench reads."""
+    where = folder / META_FILE
+    if not where.is_file():
+        return {}
+    try:
+        meta = json.loads(where.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ReportInputError(f"{str(where)!r} is not valid JSON: {exc}") from None
+    try:
+        check_schema_version(meta, str(where))
+    except NewerSchemaError as exc:
+        raise ReportInputError(str(exc)) from None
+    return meta if isinstance(meta, dict) else {}
 
 
 def token_budget(meta: dict[str, Any]) -> int | None:
@@ -134,16 +148,19 @@ def read_processes(csv_path: Path, warnings: list[str] | None = None) -> pd.Data
 
 
 def _typed(frame: pd.DataFrame, always: tuple[str, ...], csv_path: Path) -> pd.DataFrame:
-    """``frame`` with the ``always`` columns it lacks added empty, and every number column
-    typed as schema.py declares it: a key size as a positive whole number, any other number
-    as a float (NaN where a cell is empty). Text and flags stay as read (causal: _read_csv)."""
+    """``frame`` with the ``always`` columns it lacks added empty, and every number and flag
+    column typed as schema.py declares it: a key size as a positive whole number, any other
+    number as a float (NaN where a cell is empty), a flag as True or False (None where a cell
+    is empty: causal never is, _read_csv). Text stays as read."""
     for column in always:
         if column not in frame.columns:
             frame[column] = ""
     _fill_keys(frame)
     for name in frame.columns:
         declared = COLUMNS.get(name)
-        if declared is not None and declared.kind in (int, float):
+        if declared is not None and declared.kind is bool and name != "causal":
+            frame[name] = frame[name].map(declared.parse)
+        elif declared is not None and declared.kind in (int, float):
             integer = name in KEY_COLUMNS  # the sizes of the point: always there, always whole
             frame[name] = _numbers(frame[name], name, repr(str(csv_path)), integer=integer)
     return frame
@@ -185,7 +202,7 @@ def _read_csv(
     bad_status = sorted(set(frame["status"]) - set(STATUSES))
     if bad_status:
         raise ReportInputError(f"{where}: unknown status {bad_status[0]!r}; statuses: {', '.join(STATUSES)}")
-    frame["causal"] = frame["causal"].map({"True": True, "False": False})
+    frame["causal"] = frame["causal"].map(COLUMNS["causal"].parse)
     if frame["causal"].isna().any():
         raise ReportInputError(f"{where}: column causal must be True or False")
     return frame, read

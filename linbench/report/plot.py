@@ -27,6 +27,7 @@ from linbench.report.plot_parts import (
     AXIS_LABEL,
     AXIS_SYMBOL,
     SLOPE_POWERS,
+    TITLE_PAD,
     Metric,
     draw_crossovers,
     draw_failures,
@@ -50,7 +51,6 @@ from linbench.report.series import (
 from linbench.report.styles import SeriesStyle, series_styles
 
 FORMATS = ("png", "svg", "pdf")
-TITLE_PAD = 6.0  # points between a title and what is under it (the strip of failures, or the plot)
 
 
 def figures(run: Run) -> Iterator[tuple[str, Figure]]:

@@ -1,6 +1,6 @@
 """The error-against-length figure: each impl's output error against the fp64 answer, on log
 axes against the sequence length, a panel per variant; colour says the impl, the line's
-dash the dtype (``linbench check --seq``, linbench/accuracy.py).
+dash the dtype (``linbench check --seq``, linbench/check/accuracy.py).
 
 A dtype's floor is its unit roundoff (fp32 2^-24, bf16 2^-8, fp16 2^-11), drawn as a grey
 line: an impl near it rounds as well as the dtype allows, and one whose error climbs with the

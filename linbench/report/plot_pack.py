@@ -43,7 +43,7 @@ def pack_figures(results: pd.DataFrame, busy: str | None = None) -> Iterator[tup
 
 
 def _slug(row: pd.Series) -> str:
-    masking = "causal" if str(row["causal"]) == "True" else "bidir"
+    masking = "causal" if bool(row["causal"]) else "bidir"
     dims = f"D{int(row['dim_k'])}" + (f"-Dv{int(row['dim_v'])}" if row["dim_v"] != row["dim_k"] else "")
     tokens = str(row["pack"]).rsplit("@", 1)[-1]
     return f"pack-throughput_{row['dtype']}_{row['mode']}_{masking}_H{int(row['heads'])}_{dims}_T{tokens}"
@@ -122,7 +122,7 @@ def _spread(row: pd.Series, rate: float) -> list[list[float]] | None:
 
 def _title(rows: pd.DataFrame, busy: str | None) -> str:
     first = rows.iloc[0]
-    masking = "causal" if str(first["causal"]) == "True" else "bidirectional"
+    masking = "causal" if bool(first["causal"]) else "bidirectional"
     padded = rows[rows["packing"] == "padded"]
     waste = f", {float(padded['padding_waste'].iloc[0]):.0%} of a padded batch is padding" if len(padded) else ""
     lines = [

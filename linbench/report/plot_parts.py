@@ -183,6 +183,7 @@ def draw_crossovers(
 FAILURE_GAP = 5.0
 FAILURE_MARKER = 7.0
 FAILURE_LANE = 21.0
+TITLE_PAD = 6.0  # points between a title and what is under it (the strip of failures, or the plot)
 
 
 def draw_failures(ax: Axes, rows: pd.DataFrame, x: str, styles: dict[tuple[str, str], SeriesStyle]) -> float:

@@ -26,6 +26,7 @@ from linbench.report.analysis import Analysis, fastest_baseline
 from linbench.report.plot_parts import (
     AXIS_LABEL,
     MARGIN,
+    TITLE_PAD,
     draw_failures,
     legend_extras,
     set_length_limits,
@@ -35,7 +36,6 @@ from linbench.report.styles import SeriesStyle, series_styles
 from linbench.report.ticks import ReadableLogLocator
 from linbench.units import format_size
 
-TITLE_PAD = 6.0
 PARITY_COLOUR = "#555555"
 # The footnote under the axes: its font size, its distance below the axes' bottom edge (under
 # the tick labels and the axis label), and its width in characters (about the axes' width).

@@ -192,7 +192,7 @@ def roofline_tables(run: Run) -> list[ReportTable]:
     rows = []
     for r in longest.values():
         dims = f"D{r['dim_k']}" if r["dim_k"] == r["dim_v"] else f"Dk{r['dim_k']} Dv{r['dim_v']}"
-        mode = r["mode"] + ("" if r["causal"] in (True, "True") else " (bidir)")
+        mode = r["mode"] + ("" if bool(r["causal"]) else " (bidir)")
         rows.append(
             [
                 f"{r['variant']}:{r['impl']}",

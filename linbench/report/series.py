@@ -11,13 +11,13 @@ whose series add a third metric, the bytes of the decoder's state.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from linbench.results.schema import DECODE_MODE
+from linbench.results.kinds import DECODE_ROWS, row_kind
 from linbench.units import format_size
 
 # Held fixed in every scenario, whichever axis it runs along.
@@ -54,7 +54,7 @@ class Scenario:
     @property
     def decode(self) -> bool:
         """True for a scenario of linbench decode rows (its length is the context)."""
-        return dict(self.fixed)["mode"] == DECODE_MODE
+        return row_kind(dict(self.fixed)["mode"]) is DECODE_ROWS
 
     def label(self) -> str:
         """``fp32 fwd causal · B=1 H=8 D=64`` — what a title or table caption says is fixed."""
@@ -66,7 +66,7 @@ class Scenario:
         if "tokens" in f:
             sizes[0] += " (B = tokens / S)"
         if self.axis != "seq":
-            sizes.append(f"{'context' if self.decode else 'S'}={format_size(f['seq'])}")
+            sizes.append(f"{row_kind(f['mode']).words.length_label}={format_size(f['seq'])}")
         if self.axis != "dim":
             sizes.append(_dims_label(f["dim_k"], f["dim_v"]))
         elif "dim_v" in f:
@@ -213,8 +213,4 @@ def oversubscribed(rows: pd.DataFrame) -> pd.Series:
     """Which rows were measured oversubscribed (False where a run predates the column)."""
     if "oversubscribed" not in rows.columns:
         return pd.Series(False, index=rows.index)
-    return rows["oversubscribed"].astype(str) == "True"
-
-
-def sorted_unique(values: Sequence[Any]) -> list[Any]:
-    return sorted(set(values))
+    return rows["oversubscribed"].eq(True)

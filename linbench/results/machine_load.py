@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from linbench.results.rows import is_set
+
 # Processes named in the line, busiest first.
 NAMED = 3
 
@@ -56,7 +58,7 @@ def oversubscribed_note(rows: Iterable[Mapping[Any, Any]]) -> str | None:
     """``2 of 18 points were measured oversubscribed ...`` naming them, when any ok row of
     ``rows`` (results.csv's) is marked; None when none is (or the run predates the mark)."""
     rows = list(rows)
-    marked = [r for r in rows if r.get("status") == "ok" and str(r.get("oversubscribed")) == "True"]
+    marked = [r for r in rows if r.get("status") == "ok" and is_set(r.get("oversubscribed"))]
     if not marked:
         return None
     names = [_point_name(r) for r in marked[:NAMED_POINTS]]

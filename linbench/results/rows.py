@@ -7,20 +7,34 @@ measured 42.5 ms), a row with too few or too many cells, or a cell that does not
 column's type. Such a row is never data: ``read_rows`` keeps it out and names it, and every
 reader (the reports, the gate, a resumed run, the fleet's merge) goes through here, so all of them see the same
 points with the same figures.
+
+A whole row is then typed once, here (``typed``): every declared column's cell as its
+schema.py type (Column.parse: ``"True"`` is True, ``"42.5"`` is 42.5, an empty cell None), so
+no reader re-parses a flag or a number from text.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from linbench.results.record import row_key
-from linbench.results.schema import COLUMNS, KEY_COLUMNS, KEY_DEFAULTS, REQUIRED_KEY_COLUMNS, STATUSES
+from linbench.results.schema import (
+    COLUMNS,
+    KEY_COLUMNS,
+    KEY_DEFAULTS,
+    REQUIRED_KEY_COLUMNS,
+    RESULT_COLUMNS,
+    STATUSES,
+    cell,
+)
 
-__all__ = ["BadRow", "CsvFileError", "CsvRows", "read_rows", "row_problem"]
+__all__ = ["BadRow", "CsvFileError", "CsvRows", "as_read", "is_set", "read_rows", "read_typed", "row_problem", "typed"]
 
 # What a cell of each declared type must read as, for the warning.
 KIND_WORDS = {int: "a whole number", float: "a number", bool: "True or False", str: "text"}
@@ -62,6 +76,31 @@ class CsvRows:
         more = f"; and {len(self.bad) - LISTED} more" if len(self.bad) > LISTED else ""
         rows = "row" if len(self.bad) == 1 else "rows"
         return f"{len(self.bad)} {rows} left out ({listed}{more})"
+
+
+def typed(row: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` (whole: read_rows's) with every declared column's cell as its type
+    (Column.parse), an empty cell None; a column linbench does not declare stays as read."""
+    return {name: COLUMNS[name].parse(value) if name in COLUMNS else value for name, value in row.items()}
+
+
+def is_set(flag: Any) -> bool:
+    """Whether a flag read back is set: True (or numpy's True in a pandas frame); False, an
+    empty cell (None) and NaN are not."""
+    return bool(flag == True)  # noqa: E712 - numpy's True_ equals True without being it
+
+
+def as_read(row: Mapping[str, Any], columns: tuple[str, ...] = RESULT_COLUMNS) -> dict[str, Any]:
+    """A row as written (typed values, floats at full precision) as a reader gets it back from
+    the file of ``columns``: every column (None where the row has none), each cell as
+    schema.cell writes it, then typed. The listener of a run hears the same values that the
+    run's Outcome.rows and ``load_run`` give."""
+    return typed({name: cell(row.get(name)) for name in columns})
+
+
+def read_typed(path: Path) -> list[dict[str, Any]]:
+    """``path``'s whole rows, typed (``typed``); the rows no writer finished left out."""
+    return [typed(row) for row in read_rows(path).rows]
 
 
 def read_rows(path: Path) -> CsvRows:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from linbench.results.record import row_key
-from linbench.results.rows import CsvRows, read_rows
+from linbench.results.rows import CsvRows, read_rows, read_typed
 from linbench.results.schema import (
     KEY_COLUMNS,
     PROCESS_COLUMNS,
@@ -35,6 +35,7 @@ from linbench.results.schema import (
     cell,
     checked,
 )
+from linbench.results.schema_version import NewerSchemaError, check_schema_version
 
 RESULTS_FILE = "results.csv"
 PROCESSES_FILE = "processes.csv"
@@ -141,6 +142,7 @@ class RunStore:
                 "points; start a new run"
             )
         store = cls(path)
+        store.read_meta()  # a run from a newer schema is refused before anything is repaired
         if repair:
             store._repair()
         return store
@@ -192,13 +194,15 @@ class RunStore:
         for (file, _), text in zip(FILES, texts, strict=True):
             _replace_text(self.path / file, text)
 
-    def rows(self) -> list[dict[str, str]]:
-        """The result rows as strings, in file order."""
-        return _read_rows(self.results_path)
+    def rows(self) -> list[dict[str, Any]]:
+        """The result rows, typed (rows.typed: ``causal`` is True, ``time_ms`` 42.5, an empty
+        cell None), in file order."""
+        return read_typed(self.results_path)
 
-    def process_rows(self) -> list[dict[str, str]]:
-        """The process rows as strings, in file order (none for a run from before processes.csv)."""
-        return _read_rows(self.processes_path) if self.processes_path.exists() else []
+    def process_rows(self) -> list[dict[str, Any]]:
+        """The process rows, typed as ``rows`` are, in file order (none for a run from before
+        processes.csv)."""
+        return read_typed(self.processes_path) if self.processes_path.exists() else []
 
     def done_keys(self) -> set[tuple[str, ...]]:
         """The key (record.row_key) of every point with a results row."""
@@ -214,10 +218,17 @@ class RunStore:
         self.write_meta(meta | dict(sections))
 
     def read_meta(self) -> dict[str, Any]:
+        """meta.json; RunStoreError when it cannot be read or was written by a newer schema."""
+        where = self.path / META_FILE
         try:
-            return json.loads((self.path / META_FILE).read_text())
+            meta = json.loads(where.read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            raise RunStoreError(f"{str(self.path / META_FILE)!r} cannot be read: {exc}") from None
+            raise RunStoreError(f"{str(where)!r} cannot be read: {exc}") from None
+        try:
+            check_schema_version(meta, str(where))
+        except NewerSchemaError as exc:
+            raise RunStoreError(str(exc)) from None
+        return meta
 
     def _repair(self) -> None:
         redo = self._drop_bad_rows(self.results_path)

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from linbench.dtypes import torch_dtype
 from linbench.measure.timing_policy import TimingPolicy
+from linbench.results.kinds import DECODE_ROWS, Words
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
-from linbench.results.record import PER_TOKEN, PointFacts
-from linbench.results.schema import DECODE_MODE
+from linbench.results.record import PointFacts
 from linbench.runner.gate_point import GATE_STEPS
-from linbench.runner.kind_protocol import SharedKind, Task, Words, Work
+from linbench.runner.kind_protocol import SharedKind, Task, Work
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
 from linbench.sweep.serving import Serving
@@ -32,22 +32,19 @@ from linbench.variants.variant import Variant
 if TYPE_CHECKING:
     import torch
 
-    from linbench.correctness import CaseResult
+    from linbench.check.correctness import CaseResult
     from linbench.runner.serving_workload import ServingWorkload
     from linbench.sweep.spec import SweepSpec
-
-
-DECODE_WORDS = Words("step", "token", "contexts", "decoders", LENGTH_AXIS["decode"], "context", "time/token")
 
 
 @dataclass(frozen=True)
 class DecodeKind(SharedKind):
     """``linbench decode``: one generated token a call, after a prefilled context."""
 
-    name: str = "decode"
-    modes: tuple[str, ...] = (DECODE_MODE,)
-    rate: str = PER_TOKEN
-    words: Words = DECODE_WORDS
+    name: str = DECODE_ROWS.name
+    modes: tuple[str, ...] = DECODE_ROWS.modes
+    rate: str = DECODE_ROWS.rate
+    words: Words = DECODE_ROWS.words
     # A KV cache's step is linear in the context, a recurrent one constant; the naive
     # recompute's quadratic step shows its exponent from its second context on.
     default_exponent: float = 1.0
@@ -119,7 +116,7 @@ class DecodeKind(SharedKind):
 
     def check(self, task: Task) -> CaseResult:
         """Decoding against the reference's last rows, after a prefill of the point's context."""
-        from linbench.correctness import check_decoder
+        from linbench.check.correctness import check_decoder
 
         point = task.point
         shape = replace(point.shape, seq=point.shape.seq + GATE_STEPS)
@@ -200,3 +197,7 @@ class DecodeKind(SharedKind):
         from linbench.runner.execute_gpu import decode_graph_policy
 
         return decode_graph_policy(timing)
+
+
+# The decode kind: it holds nothing per sweep, so one serves every decode (runner/kinds.py).
+DECODE = DecodeKind()

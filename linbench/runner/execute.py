@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import torch
 
-from linbench.correctness import CaseResult, forget_references
+from linbench.check.correctness import CaseResult, forget_references
 from linbench.machine.cpu_use import NeighbourWindow
 from linbench.measure.allocations import allocated_peak_bytes
 from linbench.measure.compile_time import compile_seconds
@@ -27,8 +27,7 @@ from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
 from linbench.measure.timer import Timing, time_cpu
 from linbench.results.processes import ProcessResult
 from linbench.runner.execute_gpu import graph_predicted_s, time_with_policy
-from linbench.runner.kind_protocol import Task
-from linbench.runner.kinds import Work
+from linbench.runner.kind_protocol import Task, Work
 
 
 def run_gate(task: Task) -> ProcessResult:

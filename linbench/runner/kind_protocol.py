@@ -9,7 +9,8 @@ what to do instead of testing the mode. execute.py calls a kind; a kind never ca
 A kind supplies (``Kind``):
 
 - who it is: ``name`` (the command), the ``modes`` of its rows, the ``rate`` its rows derive
-  from their time, and ``words`` for what it says;
+  from their time, and ``words`` for what it says: its kind of row's (results/kinds.py), which
+  the reading side shares;
 - planning: which registry entries its names ``select`` and which cannot run here
   (``unavailable_reason``, ``optional``, ``unsupported_reason``), the ``param_specs`` an entry
   takes, the ``timing`` policy, the process ``protocol``, whether curves may share workers
@@ -19,8 +20,9 @@ A kind supplies (``Kind``):
 - the worker: the correctness ``check``, the ``measuring`` context, the ``workload`` it times,
   what it measures ``after_eager`` on a GPU, and the ``graph_policy`` of CUDA-graph replays.
 
-A third kind (prefill only, say) is one more class with these members, listed in ``KINDS``
-(runner/kinds.py); ``run`` is runner/run_kind.py, ``decode`` runner/decode_kind.py.
+A third kind (prefill only, say) is one more class with these members, which
+runner/kinds.py's ``kind_of`` resolves; ``run`` is runner/run_kind.py, ``decode``
+runner/decode_kind.py.
 
 What the supervisor sends a worker is a ``Task``: one point to check or to measure, the rules,
 and the kind that does it. It lives here because the two refer to each other: a task carries
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from linbench.measure.timing_policy import TimingPolicy
+from linbench.results.kinds import Words
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import PointFacts
@@ -46,7 +49,7 @@ from linbench.variants.variant import Variant
 if TYPE_CHECKING:
     import torch
 
-    from linbench.correctness import CaseResult
+    from linbench.check.correctness import CaseResult
     from linbench.sweep.spec import SweepSpec
 
 
@@ -57,19 +60,6 @@ class Work(Protocol):
     def before(self) -> None: ...
 
     def run(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class Words:
-    """What a kind's messages call things."""
-
-    call: str  # one timed call ("stopped after its first call")
-    per: str  # what a time is per ("0.5 s per call")
-    lengths: str  # its lengths ("fitted to 3 shorter lengths")
-    targets: str  # what its names select ("3 impls")
-    length: str  # the setting of its length axis (sweep/settings.py), and its column header
-    length_label: str  # a length in a line ("S=1k")
-    time: str  # the header of its time
 
 
 class Kind(Protocol):

@@ -1,36 +1,35 @@
-"""The kinds of point a sweep measures, and everything that differs between them.
+"""Which kind a sweep's points are: resolved once, from its command and its pack.
 
-A ``run`` point times one attention call (a forward, a backward, or both) over a sequence;
-a ``decode`` point prefills a context and times the tokens it generates, one step a call.
-The kind is resolved once, from the sweep's command (``kind_of``), and carried on the plan
-and on every task: the planner, the skip policy, the estimate and the worker ask their kind
-what to do instead of testing the mode. execute.py calls a kind; a kind never calls it back.
-
-What a kind supplies is runner/kind_protocol.py's ``Kind``; ``run`` is runner/run_kind.py and
-``decode`` runner/decode_kind.py. A third kind (prefill only, say) is one more class with
-those members, listed in ``KINDS``.
+``KINDS`` holds one kind per command: ``run`` (runner/run_kind.py) and ``decode``
+(runner/decode_kind.py). A run of a pack (``run --pack``) is a ``PackKind``
+(runner/pack_kind.py), a run kind made for that pack, since its calls and rows are the
+pack's: ``kind_of`` makes it. Every kind a sweep can have comes from ``kind_of``; what a kind
+supplies is runner/kind_protocol.py's ``Kind``.
 """
 
 from __future__ import annotations
 
-from linbench.runner.decode_kind import DecodeKind
-from linbench.runner.kind_protocol import Kind, Work
-from linbench.runner.run_kind import RunKind, call_flops
+from typing import TYPE_CHECKING
 
-# Kind and Work (runner/kind_protocol.py) and call_flops (runner/run_kind.py) are imported
-# from here too, with the kinds themselves.
-__all__ = ["DECODE", "KINDS", "RUN", "DecodeKind", "Kind", "RunKind", "Work", "call_flops", "kind_of", "kind_of_mode"]
+from linbench.results.kinds import row_kind
+from linbench.runner.decode_kind import DECODE
+from linbench.runner.kind_protocol import Kind
+from linbench.runner.pack_kind import PackKind
+from linbench.runner.run_kind import RUN
 
-RUN = RunKind()
-DECODE = DecodeKind()
+if TYPE_CHECKING:
+    from linbench.sweep.lengths import Pack
+
+__all__ = ["DECODE", "KINDS", "RUN", "kind_of", "kind_of_mode"]
+
 KINDS: dict[str, Kind] = {kind.name: kind for kind in (RUN, DECODE)}
 
 
-def kind_of(command: str) -> Kind:
-    """The kind of point ``command`` (run, decode) measures."""
-    return KINDS[command]
+def kind_of(command: str, pack: Pack | None = None) -> Kind:
+    """The kind of point ``command`` (run, decode) measures; a run of ``pack`` is a PackKind."""
+    return KINDS[command] if pack is None else PackKind(pack=pack)
 
 
 def kind_of_mode(mode: str) -> Kind:
     """The kind of point a row of ``mode`` is (a run's fwd, bwd or fwdbwd; decode)."""
-    return next((kind for kind in KINDS.values() if mode in kind.modes), RUN)
+    return KINDS[row_kind(mode).name]

@@ -1,5 +1,5 @@
 """``linbench run --pack``: the run kind whose points are one pack of variable-length
-sequences, run packed or padded (linbench/lengths.py, linbench/variants/varlen.py).
+sequences, run packed or padded (linbench/sweep/lengths.py, linbench/variants/varlen.py).
 
 It is a run (fwd, bwd or fwdbwd calls, timed against a budget) that differs in what a
 call is and what its row says:
@@ -13,7 +13,7 @@ call is and what its row says:
   same for both packings), ``tokens_per_s`` the pack's real tokens per second, and the
   pack's columns say what was run and how much of it was padding;
 - the gate: the impl run the same way on the pack's first sequences, each cut to the gate's
-  length, against the fp64 reference on each sequence alone (linbench/packed_check.py).
+  length, against the fp64 reference on each sequence alone (linbench/check/packed.py).
 """
 
 from __future__ import annotations
@@ -24,19 +24,19 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from linbench.api import attention_packed_prechecked, attention_padded_prechecked
-from linbench.lengths import Pack
 from linbench.results.record import PointFacts
 from linbench.runner.kind_protocol import Task, Work
 from linbench.runner.run_kind import RunKind, call_flops
 from linbench.runner.targets import Targets
 from linbench.runner.workload import Workload, warm_up
 from linbench.sweep import estimate
+from linbench.sweep.lengths import Pack
 from linbench.sweep.points import Point
 from linbench.variants.registry import get_variant
 from linbench.variants.varlen import Segments
 
 if TYPE_CHECKING:
-    from linbench.correctness import CaseResult
+    from linbench.check.correctness import CaseResult
 
 # The gate checks at most this many of the pack's sequences.
 GATE_SEQUENCES = 8
@@ -105,8 +105,8 @@ class PackKind(RunKind):
     def check(self, task: Task) -> CaseResult:
         """The impl run as the point runs it, on ``gate_lengths``, against the per-sequence
         fp64 reference (outputs, and gradients when the mode has a backward)."""
+        from linbench.check.packed import check_packed
         from linbench.dtypes import torch_dtype
-        from linbench.packed_check import check_packed
 
         point = task.point
         shape = point.shape

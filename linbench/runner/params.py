@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from linbench.runner.kind_protocol import Kind
-from linbench.runner.kinds import RUN
+from linbench.runner.run_kind import RUN
 from linbench.sweep.params import ParamError, ParamSetting, convert, format_params, parse_param
 from linbench.variants.declarations import Param
 from linbench.variants.registry import get_variant

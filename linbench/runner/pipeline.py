@@ -18,7 +18,7 @@ The estimate counts the kernel build where planning made it (runner/sizing.py); 
 ratio (results/estimate_record.py), so every run checks the estimator.
 
 ``linbench run`` and ``linbench decode`` walk this line and print around it; a script walks
-it through ``linbench.run_sweep`` (linbench/api.py). Nothing here prints or exits: bad input
+it through ``linbench.run_sweep`` (linbench/runner/sweeps.py). Nothing here prints or exits: bad input
 raises a ValueError (RunSetupError, SpecError, DeviceError, ...) saying what to change.
 """
 
@@ -33,6 +33,7 @@ from typing import Any
 from linbench.results.estimate_record import SECTION, EstimateRecord
 from linbench.results.meta import SweepRecord
 from linbench.results.record import row_key
+from linbench.results.rows import as_read
 from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore, RunStoreWriteError
 from linbench.runner.hooks import NO_HOOKS, PointHooks
@@ -112,7 +113,7 @@ class Outcome:
     status: str  # "complete"; "interrupted" (Ctrl-C); "failed" (a write failed: see failure)
     path: Path  # the run folder
     meta: dict[str, Any]  # its meta.json as the run left it
-    rows: list[dict[str, str]]  # the results rows of the sweep's impls, as results.csv holds them
+    rows: list[dict[str, Any]]  # the results rows of the sweep's impls, typed as the listener hears them (rows.py)
     failure: str | None = None  # why a write failed (a full disk); the rows written stay, and it can resume
 
     @property
@@ -227,7 +228,7 @@ def run(prepared: Prepared, store: RunStore, listener: Listener | None = None) -
     (a full disk) end the run early; meta.json says so either way, and the run can resume."""
     runner = SweepRunner(prepared.plan, store)
     if listener is not None:
-        runner.listener = listener
+        runner.listener = _hearing_rows_as_read(listener)
     only = prepared.only
     return _drive(prepared, store, runner, [p for p in runner.pending() if only is None or p.key in only])
 
@@ -248,11 +249,21 @@ def run_points(
     when a key is not a point of the plan (the sweep was planned differently here)."""
     runner = SweepRunner(prepared.plan, store, hooks=hooks)
     if listener is not None:
-        runner.listener = listener
+        runner.listener = _hearing_rows_as_read(listener)
     check_planned(keys, prepared.plan, "; its device, plugins or linbench version differ")
     runner.learn(history)
     wanted = {tuple(key) for key in keys}
     return _drive(prepared, store, runner, [point for point in runner.pending() if point.key in wanted])
+
+
+def _hearing_rows_as_read(listener: Listener) -> Listener:
+    """``listener``, handed each row as a reader of the run gets it back (rows.as_read): the
+    same typed values as Outcome.rows and linbench.load_run, floats at the file's precision."""
+
+    def hear(event: str, point: Point, row: dict[str, Any] | None) -> None:
+        listener(event, point, None if row is None else as_read(row))
+
+    return hear
 
 
 def _drive(prepared: Prepared, store: RunStore, runner: SweepRunner, points: list[Point]) -> Outcome:

@@ -20,7 +20,7 @@ from linbench.results.record import PointFacts
 from linbench.runner.kind_protocol import Kind
 from linbench.runner.kinds import RUN, kind_of
 from linbench.runner.oversized import leave_out_oversized
-from linbench.runner.pack_kind import PackKind, drop_unpackable
+from linbench.runner.pack_kind import drop_unpackable
 from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets
 from linbench.sweep.points import Point, expand_pack_points, expand_points
@@ -204,7 +204,7 @@ def _keep_planned(points: list[Point], targets: Targets) -> Targets:
 
 def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPlan:
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
-    kind = kind_of(spec.command) if spec.pack is None else PackKind(pack=spec.pack)
+    kind = kind_of(spec.command, spec.pack)
     targets = resolve_targets(spec.variants, spec.baselines, device, kind)
     _check_shape_support(targets, spec, kind, device.type)
     _check_chunk_not_given_twice(spec)

@@ -46,7 +46,7 @@ from typing import Any
 
 from linbench.measure.timing_policy import TimingPolicy
 from linbench.runner.kind_protocol import Kind
-from linbench.runner.kinds import RUN
+from linbench.runner.run_kind import RUN
 from linbench.sweep.points import Point
 
 MIN_EXPONENT, MAX_EXPONENT = 1.0, 3.0

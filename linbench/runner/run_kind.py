@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING
 
 from linbench.dtypes import torch_dtype
 from linbench.measure.timing_policy import TimingPolicy
+from linbench.results.kinds import RUN_ROWS, Words
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol
-from linbench.results.record import PER_SECOND, PointFacts
-from linbench.results.schema import MODES
-from linbench.runner.kind_protocol import SharedKind, Task, Words, Work
+from linbench.results.record import PointFacts
+from linbench.runner.kind_protocol import SharedKind, Task, Work
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
-from linbench.sweep.settings import LENGTH_AXIS
 from linbench.variants.declarations import Param
 from linbench.variants.registry import get_variant
 from linbench.variants.selection import Selected, select_impls
@@ -30,23 +29,22 @@ from linbench.variants.variant import Variant
 if TYPE_CHECKING:
     import torch
 
-    from linbench.correctness import CaseResult
+    from linbench.check.correctness import CaseResult
     from linbench.sweep.spec import SweepSpec
 
 # Each of several processes needs less of its own budget: between processes, not within,
 # is where the noise is (docs/gate.md).
 CUDA_PROCESS_BUDGET_S = 0.3
-RUN_WORDS = Words("call", "call", "lengths", "impls", LENGTH_AXIS["run"], "S", "time")
 
 
 @dataclass(frozen=True)
 class RunKind(SharedKind):
     """``linbench run``: one attention call over a sequence, timed against a budget."""
 
-    name: str = "run"
-    modes: tuple[str, ...] = MODES
-    rate: str = PER_SECOND
-    words: Words = RUN_WORDS
+    name: str = RUN_ROWS.name
+    modes: tuple[str, ...] = RUN_ROWS.modes
+    rate: str = RUN_ROWS.rate
+    words: Words = RUN_ROWS.words
     # With one measured length, time is assumed to grow as seq² (the slower of the two
     # families), optimistically as seq, pessimistically as seq³ (runner/policy.py).
     default_exponent: float = 2.0
@@ -122,7 +120,7 @@ class RunKind(SharedKind):
     def check(self, task: Task) -> CaseResult:
         """The impl against the variant's fp64 reference at the task's shape (outputs, and
         gradients when the mode has a backward)."""
-        from linbench.correctness import check_impl
+        from linbench.check.correctness import check_impl
 
         point = task.point
         variant, dtype = get_variant(point.variant), torch_dtype(point.dtype)
@@ -177,3 +175,7 @@ def call_flops(point: Point) -> float:
     if variant.impl(point.impl).time_exponent == 2 and variant.time_exponent != 2:
         return quadratic_flops(*point.shape.sizes(), point.causal, point.mode)
     return variant.flops(*point.shape.sizes(), point.causal, point.mode)
+
+
+# The run kind: it holds nothing per sweep, so one serves every run (runner/kinds.py).
+RUN = RunKind()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from linbench.runner.kind_protocol import Kind
-from linbench.runner.kinds import RUN
+from linbench.runner.run_kind import RUN
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """A sweep's pack: the ``pack``, ``lengths_file`` and ``packing`` settings read into the pack
-of ``tokens`` tokens the run measures (linbench/lengths.py draws it) and the ways it runs."""
+of ``tokens`` tokens the run measures (linbench/sweep/lengths.py draws it) and the ways it runs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from linbench.lengths import Pack, PackError, draw_pack, file_pack
+from linbench.sweep.lengths import Pack, PackError, draw_pack, file_pack
 
 PACKINGS = ("packed", "padded")
 

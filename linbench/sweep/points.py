@@ -12,10 +12,10 @@ from dataclasses import asdict, dataclass
 from itertools import product
 from typing import Any
 
-from linbench.lengths import Pack
 from linbench.results.record import row_key
 from linbench.results.schema import KEY_COLUMNS
 from linbench.shape import Shape
+from linbench.sweep.lengths import Pack
 from linbench.sweep.serving import Serving
 from linbench.sweep.spec import Axes
 
@@ -33,7 +33,7 @@ class Point:
     dtype: str
     device: str
     shape: Shape
-    # A pack's points (linbench/lengths.py): "packed" (one (1, H, T, D) batch with its
+    # A pack's points (linbench/sweep/lengths.py): "packed" (one (1, H, T, D) batch with its
     # sequences' boundaries) or "padded" (each sequence padded to the longest); "" otherwise.
     # Not a key column: a pack's packed and padded points differ in shape.
     packing: str = ""

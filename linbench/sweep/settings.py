@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from linbench.results.kinds import ROW_KINDS
 from linbench.results.schema import DECODE_MODE
 
 COMMANDS = ("run", "decode")
@@ -13,7 +14,7 @@ AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
 # Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens,
 # --processes, --max-processes).
 RUN_KNOBS = ("param", "threads", "warmup_s", "min_reps", "tokens", "processes", "max_processes")
-# A packed variable-length batch in place of the seq and batch axes (linbench/lengths.py).
+# A packed variable-length batch in place of the seq and batch axes (linbench/sweep/lengths.py).
 PACK_KEYS = ("pack", "lengths_file", "packing")
 DECODE_KNOBS = ("param", "threads", "processes", "max_processes")
 # decode as it is served (sweep/serving.py).
@@ -105,6 +106,7 @@ TOP_KEYS = {"run": (*AXIS_KEYS, *RUN_KEYS), "decode": (*DECODE_AXIS_KEYS, *DECOD
 # the axes it fixes instead of reading them (a decode point is causal, of mode "decode"), and
 # whether its ``tokens`` is a budget per point (run: each point's batch is tokens / seq) or the
 # steps each point times (decode).
-LENGTH_AXIS = {"run": "seq", "decode": "context"}
+# The setting each command sweeps the length in: its kind of row's (results/kinds.py).
+LENGTH_AXIS = {name: kind.words.length for name, kind in ROW_KINDS.items()}
 FIXED_AXES: dict[str, dict[str, tuple[Any, ...]]] = {"run": {}, "decode": {"mode": (DECODE_MODE,), "causal": (True,)}}
 TOKEN_BUDGET = {"run": True, "decode": False}

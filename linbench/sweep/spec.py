@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from linbench.dtypes import parse_dtypes
-from linbench.lengths import Pack
 from linbench.results.schema import MODES
+from linbench.sweep.lengths import Pack
 from linbench.sweep.model_shapes import kv_heads_axis, preset_settings
 from linbench.sweep.packs import pack_settings
 from linbench.sweep.params import parse_param

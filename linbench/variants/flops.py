@@ -13,7 +13,8 @@ SOFTMAX_BWD_FACTOR = 2.5
 LINEAR_BWD_FACTOR = 2.0
 
 
-def _by_mode(forward: float, backward_factor: float, mode: str) -> float:
+def by_mode(forward: float, backward_factor: float, mode: str) -> float:
+    """A forward count as the count of ``mode``: the backward at ``backward_factor`` × forward."""
     if mode == "fwd":
         return forward
     if mode == "bwd":
@@ -31,7 +32,7 @@ def causal_pairs(seq: int, causal: bool) -> float:
 def quadratic_flops(batch: int, heads: int, seq: int, dim_k: int, dim_v: int, causal: bool, mode: str) -> float:
     """S x S attention: QK^T (2·Dk per pair) then PV (2·Dv per pair)."""
     forward = batch * heads * causal_pairs(seq, causal) * 2 * (dim_k + dim_v)
-    return _by_mode(forward, SOFTMAX_BWD_FACTOR, mode)
+    return by_mode(forward, SOFTMAX_BWD_FACTOR, mode)
 
 
 def linear_flops(
@@ -42,4 +43,4 @@ def linear_flops(
     Causal and bidirectional do the same work in this form."""
     del causal
     per_token = 4 * dim_k * dim_v + (4 * dim_k if normalised else 0)
-    return _by_mode(batch * heads * seq * per_token, LINEAR_BWD_FACTOR, mode)
+    return by_mode(batch * heads * seq * per_token, LINEAR_BWD_FACTOR, mode)

@@ -205,7 +205,7 @@ def tolerance_section() -> None:
             f"seed {seed} rms: "
             + "  ".join(f"{key} {float(t.double().square().mean().sqrt()):.3e}" for key, t in expected.items())
         )
-    from linbench.correctness import check_impl
+    from linbench.check.correctness import check_impl
     from linbench.shape import Shape
 
     shape = Shape(batch=4, heads=16, seq=512, dim_k=64, dim_v=64)

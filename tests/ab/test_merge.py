@@ -52,21 +52,22 @@ def _read(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def _point(rows: list[dict[str, str]], seq: int) -> list[dict[str, str]]:
-    return [row for row in rows if row["seq"] == str(seq)]
+def _point(rows: list[dict[str, Any]], seq: int) -> list[dict[str, Any]]:
+    """The typed rows of length ``seq`` (the store's rows: seq a number)."""
+    return [row for row in rows if row["seq"] == seq]
 
 
 def test_every_round_is_a_process_of_every_point(merged: RunStore) -> None:
     processes = merged.process_rows()
     for seq in TIMES:
-        assert [row["process"] for row in _point(processes, seq)] == ["0", "1", "2"]
+        assert [row["process"] for row in _point(processes, seq)] == [0, 1, 2]
     assert [float(row["time_ms"]) for row in _point(processes, 512)] == [10.0, 13.0, 11.0]
-    assert [row["pid"] for row in _point(processes, 512)] == ["512", "612", "712"]  # the round's own worker
+    assert [row["pid"] for row in _point(processes, 512)] == [512, 612, 712]  # the round's own worker
 
 
 def test_an_ok_point_is_the_median_of_its_round_medians_with_the_spread_between_them(merged: RunStore) -> None:
     (row,) = _point(merged.rows(), 512)
-    assert row["status"] == "ok" and row["processes"] == "3"
+    assert row["status"] == "ok" and row["processes"] == 3
     assert float(row["time_ms"]) == 11.0
     assert (float(row["time_ms_proc_lo"]), float(row["time_ms_proc_hi"])) == (10.0, 13.0)
     assert float(row["between_spread"]) > 0
@@ -74,19 +75,19 @@ def test_an_ok_point_is_the_median_of_its_round_medians_with_the_spread_between_
     # The rates follow the merged time, and the point's own columns come from its rounds.
     assert float(row["tflops"]) == pytest.approx(FLOPS / 11e-3 / 1e12, rel=1e-5)
     assert float(row["tokens_per_s"]) == pytest.approx(512 / 11e-3, rel=1e-5)
-    assert (row["device_name"], row["check_seq"], float(row["rel_err"])) == ("Test CPU", "256", 1e-6)
+    assert (row["device_name"], row["check_seq"], float(row["rel_err"])) == ("Test CPU", 256, 1e-6)
 
 
 def test_a_point_that_failed_in_any_round_takes_that_failure(merged: RunStore) -> None:
     (row,) = _point(merged.rows(), 1024)
     assert row["status"] == "mismatch"
     assert row["error"] == "round 2 of 3: rel_err 0.5 > 5e-4"
-    assert row["time_ms"] == "" and row["tflops"] == "" and row["processes"] == "3"
+    assert row["time_ms"] is None and row["tflops"] is None and row["processes"] == 3
     assert [p["status"] for p in _point(merged.process_rows(), 1024)] == ["ok", "mismatch", "ok"]
 
 
 def test_the_samples_of_each_round_go_under_its_process(merged: RunStore) -> None:
-    samples = _point(_read(merged.samples_path), 512)
+    samples = [row for row in _read(merged.samples_path) if row["seq"] == "512"]
     by_process: dict[str, list[float]] = {}
     for sample in samples:
         by_process.setdefault(sample["process"], []).append(float(sample["time_ms"]))

@@ -9,7 +9,7 @@ import torch
 from cli_helpers import Invoke, assert_usage_error
 
 import linbench
-from linbench.cli.check_cmd import run_cell
+from linbench.check.matrix import run_cell
 from linbench.errors import ImplUnavailableError
 from linbench.variants.registry import Impl, Variant, register_variant, unregister_variant
 

@@ -15,6 +15,7 @@ from linbench.fleet import merge as fleet_merge
 from linbench.fleet.errors import MergeError
 from linbench.fleet.merge import merge_run
 from linbench.results.record import row_key
+from linbench.results.rows import typed
 from linbench.results.schema import KEY_COLUMNS, RESULT_COLUMNS
 from linbench.results.store import RunStore
 
@@ -50,7 +51,7 @@ def test_a_complete_run_merges_into_one_run_folder_in_plan_order(tmp_path: Path)
     assert all(r["host"] == "node-a" for r in results)  # filled in from the attempt's meta.json
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["status"] == "complete" and len(meta["fleet"]["devices"]) == 4
-    assert RunStore.open(tmp_path, repair=False).rows() == results  # an ordinary run folder
+    assert RunStore.open(tmp_path, repair=False).rows() == [typed(r) for r in results]  # an ordinary run folder
 
 
 def test_the_merge_is_idempotent_and_reads_shards_only(tmp_path: Path) -> None:

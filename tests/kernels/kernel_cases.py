@@ -56,7 +56,7 @@ def assert_close_at_case_scale(
     returns v whatever q and k are, so the gradients of q and k are zero up to eps (about
     1e-7 here) and come out of fp32 arithmetic as differences of O(1) terms. Judging them
     relative to themselves would demand a relative accuracy fp32 cannot have; their floor is
-    one hundredth of the case's scale (as linbench.correctness.compare does for check).
+    one hundredth of the case's scale (as linbench.check.correctness.compare does for check).
     """
     scale = max(expected.abs().max().item(), case_scale / 100)
     torch.testing.assert_close(

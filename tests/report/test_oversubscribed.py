@@ -5,6 +5,7 @@ it where it looked faster than what it names (device: cpu; synthetic rows, nothi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from synthetic_runs import series, write_run
@@ -52,24 +53,25 @@ def test_an_oversubscribed_point_moves_no_crossover(tmp_path: Path) -> None:
 
 
 def test_the_run_summary_never_names_an_oversubscribed_point_fastest(tmp_path: Path) -> None:
-    rows = [{k: str(v) for k, v in row.items()} for row in _rows(scheduler_bound_at=16384) if row["seq"] == 16384]
+    rows = [row for row in _rows(scheduler_bound_at=16384) if row["seq"] == 16384]
     for row in rows:  # marked, but still the fastest time of the length
         if row["impl"] == "chunked":
-            row["time_ms"] = "0.5"
+            row["time_ms"] = 0.5
     fastest, _, baseline, _, speedup, left_out, not_ok = _summary_cells(rows, {"softmax:sdpa"})
     # No linear impl was judged: none is named fastest, and the baseline is not crowned in its place.
     assert fastest == "-" and baseline == "softmax:sdpa" and speedup == "-"
     assert left_out == "cosine:chunked 0.5 ms oversubscribed" and not_ok == "-"
 
 
-def _point(impl: str, time_ms: float, oversubscribed: bool) -> dict[str, str]:
+def _point(impl: str, time_ms: float, oversubscribed: bool) -> dict[str, Any]:
+    """A typed results row, as a run's rows read back."""
     variant = "softmax" if impl == "sdpa" else "cosine"
     return {
         "variant": variant,
         "impl": impl,
         "status": "ok",
-        "time_ms": str(time_ms),
-        "oversubscribed": str(oversubscribed),
+        "time_ms": time_ms,
+        "oversubscribed": oversubscribed,
     }
 
 
@@ -94,12 +96,12 @@ def test_the_run_summary_explains_the_points_it_left_out() -> None:
             **row,
             "mode": "fwd",
             "dtype": "fp32",
-            "causal": "True",
-            "batch": "1",
-            "heads": "8",
-            "dim_k": "64",
-            "dim_v": "64",
-            "seq": "2048",
+            "causal": True,
+            "batch": 1,
+            "heads": 8,
+            "dim_k": 64,
+            "dim_v": 64,
+            "seq": 2048,
         }
         for row in (_point("chunked", 7.0, True), _point("sdpa", 23.0, False))
     ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from linbench.results.machine_load import oversubscribed_note, run_notes, sessions_note
 
 
@@ -20,16 +22,18 @@ def _session(number: int, threads: int, idle: float, busy: bool, points: int = 4
 
 
 def test_the_oversubscribed_points_are_counted_and_named() -> None:
-    # As results.csv reads back: the text "True"; a failed point is not counted.
-    rows = [_row(1024, "False"), _row(2048, "True"), _row(4096, True), _row(8192, "True", status="timeout")]
+    # As rows read back typed (a run's rows, or a report's frame: numpy's True); a failed
+    # point is not counted, nor one whose mark is empty (None) or NaN.
+    rows = [_row(1024, False), _row(2048, True), _row(4096, np.True_), _row(8192, True, status="timeout")]
+    rows += [_row(16384, None), _row(32768, float("nan"))]
     note = oversubscribed_note(rows)
-    assert note is not None and note.startswith("2 of 4 points were measured oversubscribed")
+    assert note is not None and note.startswith("2 of 6 points were measured oversubscribed")
     assert "cosine:chunked fwd seq 2048, cosine:chunked fwd seq 4096" in note
     assert "left out of the fastest, speedups, fits, crossovers and the gate" in note
 
 
 def test_no_note_without_a_marked_point_or_the_column() -> None:
-    assert oversubscribed_note([_row(1024, "False"), _row(2048, None)]) is None
+    assert oversubscribed_note([_row(1024, False), _row(2048, None)]) is None
     assert oversubscribed_note([{"status": "ok", "seq": 1}]) is None
 
 
@@ -59,5 +63,5 @@ def test_idle_cores_far_apart_or_threads_that_changed_mid_session_differ() -> No
 
 def test_run_notes_gives_the_lines_that_apply() -> None:
     meta = {"load": {"sessions": [_session(1, 2, 1.95, False), _session(2, 1, 0.9, True)]}}
-    assert len(run_notes([_row(1024, "True")], meta)) == 2
-    assert run_notes([_row(1024, "False")], {}) == []
+    assert len(run_notes([_row(1024, True)], meta)) == 2
+    assert run_notes([_row(1024, False)], {}) == []

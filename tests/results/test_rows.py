@@ -8,7 +8,7 @@ import pytest
 from result_rows import result_row as row
 from torn_rows import garble_row, tear_last_row
 
-from linbench.results.rows import CsvFileError, read_rows
+from linbench.results.rows import CsvFileError, as_read, is_set, read_rows, read_typed, typed
 from linbench.results.store import RunStore
 
 
@@ -23,6 +23,26 @@ def test_whole_rows_read_back_and_no_warning(tmp_path: Path) -> None:
     read = read_rows(_results(tmp_path, [1.5, 42.5]))
     assert [r["time_ms"] for r in read.rows] == ["1.5", "42.5"]
     assert read.bad == [] and read.warning() is None
+
+
+def test_rows_are_typed_once_on_read_by_their_columns(tmp_path: Path) -> None:
+    written = row(1024, time_ms=42.123456789) | {"oversubscribed": True, "cuda_graph": False}
+    store = RunStore.create(tmp_path, "rows")
+    store.append(written)
+    (read,) = read_typed(store.results_path)
+    assert (read["causal"], read["oversubscribed"], read["cuda_graph"]) == (True, True, False)
+    assert (read["seq"], read["time_ms"], read["rel_err"]) == (1024, 42.1235, None)  # 6 digits, as written
+    assert read["variant"] == "cosine" and read["chunk"] is None  # text stays text; empty is None
+    # A row as written, as a reader gets it back: the same values, whichever way it came.
+    assert as_read(written) == read == store.rows()[0]
+    assert typed({"causal": "False", "undeclared": "7"}) == {"causal": False, "undeclared": "7"}
+
+
+def test_a_flag_is_set_only_when_true() -> None:
+    import numpy as np
+
+    assert is_set(True) and is_set(np.True_)
+    assert not any(is_set(flag) for flag in (False, np.False_, None, float("nan"), "True"))
 
 
 def test_a_last_row_cut_mid_number_is_torn_and_left_out(tmp_path: Path) -> None:

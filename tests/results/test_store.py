@@ -14,6 +14,7 @@ from linbench.results.schema import (
     REQUIRED_KEY_COLUMNS,
     RESULT_COLUMNS,
     SAMPLE_COLUMNS,
+    SCHEMA_VERSION,
     UnknownColumnError,
 )
 from linbench.results.store import RunStore, RunStoreError
@@ -33,8 +34,9 @@ def test_a_new_run_folder_has_headers_and_rows_are_readable_at_once(tmp_path: Pa
         assert tuple(next(csv.reader(handle))) == RESULT_COLUMNS
     with store.processes_path.open() as handle:
         assert tuple(next(csv.reader(handle))) == PROCESS_COLUMNS
-    assert [r["seq"] for r in store.rows()] == ["256"]
-    assert [(r["seq"], r["process"], r["pid"]) for r in store.process_rows()] == [("256", "0", "1000")]
+    # Read back typed (rows.typed): numbers as numbers, a flag as a bool.
+    assert [(r["seq"], r["causal"]) for r in store.rows()] == [(256, True)]
+    assert [(r["seq"], r["process"], r["pid"]) for r in store.process_rows()] == [(256, 0, 1000)]
     samples = _samples(store)
     assert tuple(samples[0]) == SAMPLE_COLUMNS
     assert [(s["process"], s["time_ms"]) for s in samples] == [("0", "1.5"), ("0", "1.6")]
@@ -67,11 +69,11 @@ def test_reopening_drops_a_half_written_line_and_orphan_samples(tmp_path: Path) 
     with store.processes_path.open("a") as handle:
         handle.write("cosine,chunked,fwd,True,fp32,cp")
     reopened = RunStore.open(store.path)
-    assert [r["seq"] for r in reopened.process_rows()] == ["256", "512"]
+    assert [r["seq"] for r in reopened.process_rows()] == [256, 512]
     assert [s["seq"] for s in _samples(reopened)] == ["256", "512"]
     reopened.append_process(process_row(1024, 0, 3.0), [3.0])
     reopened.append(row(1024, time_ms=3.0))
-    assert [r["seq"] for r in reopened.rows()] == ["256", "512", "1024"]
+    assert [r["seq"] for r in reopened.rows()] == [256, 512, 1024]
 
 
 def test_the_processes_of_an_unfinished_point_survive_a_reopening(tmp_path: Path) -> None:
@@ -83,7 +85,7 @@ def test_the_processes_of_an_unfinished_point_survive_a_reopening(tmp_path: Path
         store.append_process(process_row(256, process), [1.0, 1.1])
     reopened = RunStore.open(store.path)
     assert reopened.rows() == []
-    assert [r["process"] for r in reopened.process_rows()] == ["0", "1"]
+    assert [r["process"] for r in reopened.process_rows()] == [0, 1]
     assert len(_samples(reopened)) == 4
 
 
@@ -105,7 +107,7 @@ def test_resuming_a_run_from_before_the_decode_columns_keeps_rows_aligned(tmp_pa
         writer.writerows(rows)
     reopened = RunStore.open(store.path)
     reopened.append(row(512))
-    assert [(r["seq"], r["status"], r["context"]) for r in reopened.rows()] == [("256", "ok", ""), ("512", "ok", "")]
+    assert [(r["seq"], r["status"], r["context"]) for r in reopened.rows()] == [(256, "ok", None), (512, "ok", None)]
 
 
 def test_resuming_a_run_from_before_processes_keeps_its_samples(tmp_path: Path) -> None:
@@ -122,7 +124,7 @@ def test_resuming_a_run_from_before_processes_keeps_its_samples(tmp_path: Path) 
     assert [(s["seq"], s["process"], s["time_ms"]) for s in _samples(reopened)] == [("256", "0", "1.5")]
     assert reopened.process_rows() == []
     reopened.append_process(process_row(512, 0), [2.0])
-    assert [r["seq"] for r in reopened.process_rows()] == ["512"]
+    assert [r["seq"] for r in reopened.process_rows()] == [512]
 
 
 def test_reopening_drops_a_torn_and_a_malformed_result_row_with_their_processes(tmp_path: Path) -> None:
@@ -138,8 +140,8 @@ def test_reopening_drops_a_torn_and_a_malformed_result_row_with_their_processes(
     garble_row(store.results_path, 2)  # 256
     tear_last_row(store.results_path)  # 1024: "...,ok,4"
     reopened = RunStore.open(store.path)
-    assert [r["seq"] for r in reopened.rows()] == ["512"]
-    assert [r["seq"] for r in reopened.process_rows()] == ["512"]
+    assert [r["seq"] for r in reopened.rows()] == [512]
+    assert [r["seq"] for r in reopened.process_rows()] == [512]
     assert [s["seq"] for s in _samples(reopened)] == ["512"]
     (repair,) = reopened.repairs
     assert "results.csv" in repair and "line 2 " in repair and "line 4 is torn" in repair and "\n" not in repair
@@ -151,8 +153,21 @@ def test_replace_rows_writes_whole_files_each_row_checked(tmp_path: Path) -> Non
     store = RunStore.create_at(tmp_path / "run")
     store.append(row(64))
     store.replace_rows([row(128), row(256)], [process_row(128, 0)])
-    assert [r["seq"] for r in store.rows()] == ["128", "256"]  # the earlier row replaced, not kept
-    assert [r["seq"] for r in store.process_rows()] == ["128"] and _samples(store) == []
+    assert [r["seq"] for r in store.rows()] == [128, 256]  # the earlier row replaced, not kept
+    assert [r["seq"] for r in store.process_rows()] == [128] and _samples(store) == []
     with pytest.raises(UnknownColumnError, match=r"processes\.csv has no column 'nope'"):
         store.replace_rows([row(512)], [process_row(512, 0) | {"nope": 1}])
-    assert [r["seq"] for r in store.rows()] == ["128", "256"]  # a refused write leaves the files as they were
+    assert [r["seq"] for r in store.rows()] == [128, 256]  # a refused write leaves the files as they were
+
+
+def test_a_run_from_a_newer_schema_is_refused_before_it_is_repaired(tmp_path: Path) -> None:
+    store = RunStore.create(tmp_path, "cosine")
+    store.write_meta({"command": "linbench run", "schema_version": SCHEMA_VERSION + 1})
+    torn = "cosine,chunked,fwd,True,fp32,cp"
+    with store.results_path.open("a") as handle:
+        handle.write(torn)
+    with pytest.raises(RunStoreError, match=f"schema version {SCHEMA_VERSION + 1};.* up to {SCHEMA_VERSION}"):
+        RunStore.open(store.path)
+    assert store.results_path.read_text().endswith(torn)  # left as it was
+    store.write_meta({"command": "linbench run", "schema_version": 1})  # an older one reads
+    assert RunStore.open(store.path).read_meta()["schema_version"] == 1

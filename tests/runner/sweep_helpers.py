@@ -4,6 +4,7 @@ and short timing budgets."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -40,9 +41,9 @@ def run_points(
     timing: TimingPolicy = FAST,
     processes: int = 1,
     share_workers: bool = False,
-) -> list[dict[str, str]]:
+) -> list[dict[str, Any]]:
     """Run ``points`` in this order through the supervisor (each in ``processes`` worker
-    processes); the rows written."""
+    processes); the rows written, typed as the store reads them back."""
     return run_store(tmp_path, points, timeout_s, timing, processes, share_workers).rows()
 
 

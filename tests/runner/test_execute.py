@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import torch
 
-from linbench.correctness import CaseResult, Shape
+from linbench.check.correctness import CaseResult, Shape
 from linbench.measure.nvml import GPU_IDLE
 from linbench.results.processes import ProcessResult
 from linbench.runner.execute import gate_result, with_nvml

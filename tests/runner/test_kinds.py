@@ -7,14 +7,17 @@ import pytest
 import torch
 
 from linbench.measure.timing_policy import TimingPolicy
+from linbench.results.kinds import DECODE_ROWS, RUN_ROWS, row_kind
 from linbench.results.processes import ProcessResult
 from linbench.results.record import PER_SECOND, PER_TOKEN
 from linbench.runner import execute_gpu
 from linbench.runner.decode_workload import DecodeWorkload
-from linbench.runner.kind_protocol import Task
-from linbench.runner.kinds import DECODE, KINDS, RUN, Kind, kind_of, kind_of_mode
+from linbench.runner.kind_protocol import Kind, Task
+from linbench.runner.kinds import DECODE, KINDS, RUN, kind_of, kind_of_mode
+from linbench.runner.pack_kind import PackKind
 from linbench.runner.workload import Workload
 from linbench.shape import Shape
+from linbench.sweep.lengths import draw_pack
 from linbench.sweep.points import Point
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import build_spec
@@ -31,8 +34,18 @@ def test_the_kind_is_the_command_s_and_a_row_s_mode_says_which() -> None:
     assert (kind_of("run"), kind_of("decode")) == (RUN, DECODE)
     assert [kind_of_mode(mode) for mode in ("fwd", "bwd", "fwdbwd", "decode")] == [RUN, RUN, RUN, DECODE]
     members = [name for name in dir(Kind) if not name.startswith("_")]
-    for kind in KINDS.values():
+    pack = kind_of("run", draw_pack("lognormal:mean=64", 256))  # a run of a pack: a kind made for it
+    assert isinstance(pack, PackKind) and pack.modes == RUN.modes
+    for kind in (*KINDS.values(), pack):  # every kind kind_of gives
         assert all(hasattr(kind, name) for name in members), kind.name
+
+
+def test_the_runner_s_kinds_speak_their_rows_words() -> None:
+    # One table (results/kinds.py) for the runner and the reading side: a report names a
+    # decode row's length as the runner's decode kind does.
+    assert (RUN.words, RUN.rate, RUN.modes) == (RUN_ROWS.words, RUN_ROWS.rate, RUN_ROWS.modes)
+    assert (DECODE.words, DECODE.rate, DECODE.modes) == (DECODE_ROWS.words, DECODE_ROWS.rate, DECODE_ROWS.modes)
+    assert [row_kind(mode) for mode in ("fwd", "bwd", "fwdbwd", "decode")] == [RUN_ROWS] * 3 + [DECODE_ROWS]
 
 
 def test_a_decode_point_is_one_process_of_exact_steps_and_no_shared_worker() -> None:

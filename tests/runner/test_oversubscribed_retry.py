@@ -74,9 +74,9 @@ def test_an_oversubscribed_process_is_measured_again_and_only_the_clean_one_kept
     runner = _runner(tmp_path, crowded=1, clean_now=True, monkeypatch=monkeypatch)
     runner.run(runner.pending())
     (process,) = runner.store.process_rows()
-    assert process["oversubscribed"] == "False" and float(process["time_ms"]) == 1.0
+    assert process["oversubscribed"] is False and process["time_ms"] == 1.0
     (row,) = runner.store.rows()
-    assert row["oversubscribed"] == "False"
+    assert row["oversubscribed"] is False
     assert runner.ledger.retried == 1 and runner.ledger.processes == 1
 
 
@@ -86,7 +86,7 @@ def test_the_mark_stays_when_the_second_process_is_oversubscribed_too(
     runner = _runner(tmp_path, crowded=2, clean_now=True, monkeypatch=monkeypatch)
     runner.run(runner.pending())
     (row,) = runner.store.rows()
-    assert row["oversubscribed"] == "True" and row["neighbour_cpu"] == "1.8"
+    assert row["oversubscribed"] is True and row["neighbour_cpu"] == 1.8
     assert runner.ledger.retried == 1  # measured again once, never more
 
 
@@ -94,4 +94,4 @@ def test_no_second_process_while_the_cores_are_still_taken(tmp_path: Path, monke
     runner = _runner(tmp_path, crowded=1, clean_now=False, monkeypatch=monkeypatch)
     runner.run(runner.pending())
     (row,) = runner.store.rows()
-    assert row["oversubscribed"] == "True" and runner.ledger.retried == 0
+    assert row["oversubscribed"] is True and runner.ledger.retried == 0

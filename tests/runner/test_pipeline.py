@@ -36,16 +36,22 @@ PAIRS = {("cosine", "chunked"), ("softmax", "sdpa")}
 
 def test_a_sweep_runs_from_python_into_a_folder_of_rows(tmp_path: Path) -> None:
     heard: list[tuple[str, str]] = []
+    rows_heard: list[dict[str, object]] = []
 
     def listen(event: str, point: Point, row: dict[str, object] | None) -> None:
         heard.append((event, f"{point.variant}:{point.impl}"))
+        if row is not None:
+            rows_heard.append(row)
 
     outcome = run_sweep(TINY, out=tmp_path, listener=listen)
     assert outcome.status == "complete" and outcome.failure is None
     assert outcome.path.parent == tmp_path and outcome.results_path.is_file()
     assert len(outcome.rows) == 4 and {row["status"] for row in outcome.rows} == {"ok"}
     assert {(row["variant"], row["impl"]) for row in outcome.rows} == PAIRS
-    assert sorted(int(row["seq"]) for row in outcome.rows) == [64, 64, 128, 128]
+    assert sorted(row["seq"] for row in outcome.rows) == [64, 64, 128, 128]
+    # One typed row for a Python caller: the listener hears what Outcome.rows holds.
+    assert rows_heard == outcome.rows and all(row["causal"] is True for row in outcome.rows)
+    assert all(isinstance(row["time_ms"], float) for row in outcome.rows)
     meta = json.loads((outcome.path / "meta.json").read_text())
     assert meta["status"] == outcome.meta["status"] == "complete"
     assert meta["command"].startswith("linbench.run_sweep() in ")  # not "linbench" and pytest's argv

@@ -57,10 +57,10 @@ def test_some_points_of_a_recorded_sweep_run_into_an_exact_folder_with_hooks(tmp
     outcome = run_points(agent, keys, store, hooks)
     assert store.path == tmp_path / "attempt-1" and outcome.status == "complete"
     rows = store.rows()
-    assert [tuple(r[c] for c in ("impl", "seq")) for r in rows] == [("chunked", "64"), ("chunked", "128")]
+    assert [tuple(r[c] for c in ("impl", "seq")) for r in rows] == [("chunked", 64), ("chunked", 128)]
     assert {r["status"] for r in rows} == {"ok"}
-    assert all(r["shard"] == "s007" and r["attempt"] == "2" and r["host"] == "node-a" for r in rows)
-    assert all(r["gpu_uuid"] == "" for r in rows)  # a column the hooks did not stamp stays empty
+    assert all(r["shard"] == "s007" and r["attempt"] == 2 and r["host"] == "node-a" for r in rows)
+    assert all(r["gpu_uuid"] is None for r in rows)  # a column the hooks did not stamp stays empty
     assert hooks.asked == keys and [tuple(str(r[c]) for c in ("seq",)) for r in hooks.rows] == [("64",), ("128",)]
     meta = json.loads((store.path / "meta.json").read_text())
     assert meta["command"] == "linbench run --devices cuda:0-1" and meta["fleet"] == {}
@@ -74,7 +74,7 @@ def test_a_refused_point_gets_a_skipped_row_with_the_reason(tmp_path: Path) -> N
     run_points(agent, keys, store, Hooks(busy="sdpa"))
     rows = {r["impl"]: r for r in store.rows()}
     assert rows["sdpa"]["status"] == "skipped" and rows["sdpa"]["error"] == "GPU busy: 1 other process"
-    assert rows["sdpa"]["time_ms"] == "" and rows["chunked"]["status"] == "ok"
+    assert rows["sdpa"]["time_ms"] is None and rows["chunked"]["status"] == "ok"
     assert not [p for p in store.process_rows() if p["impl"] == "sdpa"]  # never measured
 
 
@@ -85,7 +85,7 @@ def test_history_teaches_the_skip_rules_and_stray_keys_are_refused(tmp_path: Pat
     store = start(agent, at=tmp_path / "run")
     run_points(agent, [long.key], store, history=[oom])  # an earlier attempt ran out of memory shorter
     (row,) = store.rows()
-    assert row["seq"] == "128" and row["status"] == "skipped" and "ran out of memory" in row["error"]
+    assert row["seq"] == 128 and row["status"] == "skipped" and "ran out of memory" in row["error"]
     with pytest.raises(RunSetupError, match="not in the sweep as planned here"):
         run_points(agent, [(*long.key[:5], "cuda:0", *long.key[6:])], store)
 
@@ -95,7 +95,7 @@ def test_the_where_columns_are_empty_in_a_run_without_hooks(tmp_path: Path) -> N
     store = start(agent, at=tmp_path / "run")
     run_points(agent, [agent.plan.points[0].key], store)
     (row,) = store.rows()
-    assert all(row[c] == "" for c in WHERE_COLUMNS)
+    assert all(row[c] is None for c in WHERE_COLUMNS)
 
 
 class SecondProcessRefused(Hooks):

@@ -21,7 +21,7 @@ def test_a_run_resumed_with_other_threads_names_both_sessions(tmp_path: Path) ->
     chosen = [(s["threads"], s["threads_by"], s["points"]) for s in sessions]
     assert chosen == [(2, "--threads", 1), (1, "--threads", 1)]
     assert all(s["started_at"] and s["ended_at"] for s in sessions)
-    assert [row["threads"] for row in store.rows()] == ["2", "1"]
+    assert [row["threads"] for row in store.rows()] == [2, 1]
     note = sessions_note(meta)
     assert note is not None and "2 sessions under different load" in note
     assert "session 1 at" in note and "1 point, 2 threads" in note and "1 point, 1 thread" in note
@@ -35,4 +35,4 @@ def test_by_default_a_cpu_worker_takes_the_idle_cores_and_records_why(tmp_path: 
     # Whatever the machine's load: at least one thread, at most torch's default.
     assert 1 <= choice["threads"] <= choice["most"]
     # (The threads follow the idle cores between points, so the row's may differ from the start's.)
-    assert 1 <= int(store.rows()[0]["threads"]) <= choice["most"]
+    assert 1 <= store.rows()[0]["threads"] <= choice["most"]

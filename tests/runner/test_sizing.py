@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from linbench.runner.kinds import call_flops
 from linbench.runner.plan import RunPlan, make_plan
+from linbench.runner.run_kind import call_flops
 from linbench.runner.sizing import fit_and_estimate
 from linbench.shape import Shape
 from linbench.sweep.estimate import SweepTooLargeError

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.correctness import Shape, check_impl
+from linbench.check.correctness import Shape, check_impl
 from linbench.measure.compile_time import compile_seconds
 from linbench.variants.feature_forms import compiled
 from linbench.variants.feature_forms.chunked import chunked_linear_attention

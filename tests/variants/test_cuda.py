@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.correctness import Shape, check_impl
+from linbench.check.correctness import Shape, check_impl
 
 pytestmark = pytest.mark.cuda
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.correctness import Shape, check_decoder, make_inputs
+from linbench.check.correctness import Shape, check_decoder, make_inputs
 from linbench.variants.decoding import decode, state_bytes
 from linbench.variants.registry import Impl, Variant
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.correctness import Shape, check_impl
+from linbench.check.correctness import Shape, check_impl
 
 SHAPES = [
     Shape(1, 2, 1, 8, 8),

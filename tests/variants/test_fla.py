@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.correctness import check_impl
+from linbench.check.correctness import check_impl
 from linbench.shape import Shape
 from linbench.variants.feature_forms import fla
 from linbench.variants.registry import Variant

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.packed_check import check_packed
+from linbench.check.packed import check_packed
 from linbench.variants.feature_forms import fla
 
 FLA_EPS = 1e-10

@@ -17,7 +17,7 @@ from fla_naive import fla_source
 from fla_stand_ins import Kernels
 
 import linbench
-from linbench.correctness import check_impl
+from linbench.check.correctness import check_impl
 from linbench.shape import Shape
 from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.gated import fla as gated_fla

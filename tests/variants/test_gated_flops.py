@@ -6,12 +6,6 @@ import pytest
 from gated_cases import VARIANTS
 
 import linbench
-from linbench.variants.gated.flops import (
-    decay_chunked_flops,
-    decay_quadratic_flops,
-    delta_chunked_flops,
-    delta_quadratic_flops,
-)
 
 SHAPE = (2, 8, 1024, 64, 32)  # batch, heads, seq, Dk, Dv
 
@@ -34,16 +28,3 @@ def test_the_delta_rule_counts_its_prediction_too(name: str) -> None:
     assert variant.flops(*SHAPE, True, "fwdbwd") == 3 * variant.flops(*SHAPE, True, "fwd")
     with pytest.raises(ValueError, match="unknown mode 'train'"):
         variant.flops(*SHAPE, True, "train")
-
-
-def test_the_forms_own_counts() -> None:
-    batch, heads, seq, dim_k, dim_v = SHAPE
-    tokens = batch * heads * seq
-    assert decay_chunked_flops(*SHAPE, True, "fwd", chunk_size=64) == tokens * (2 * 64 * 96 + 4 * 64 * 32)
-    assert decay_quadratic_flops(*SHAPE, True, "fwd") == tokens * seq * 2 * 96
-    assert delta_chunked_flops(*SHAPE, True, "fwd", chunk_size=32) == tokens * (32 * (5 * 64 + 3 * 32) + 6 * 64 * 32)
-    assert delta_quadratic_flops(*SHAPE, True, "fwdbwd") == 3 * tokens * seq * (4 * 64 + 3 * 32)
-    # A chunk of one token does the recurrence's work plus its 1×1 "blocks".
-    assert decay_chunked_flops(*SHAPE, True, "fwd", chunk_size=1) == VARIANTS["gla"].flops(*SHAPE, True, "fwd") + (
-        tokens * 2 * (dim_k + dim_v)
-    )

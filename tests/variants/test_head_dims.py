@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.correctness import Shape, check_impl
+from linbench.check.correctness import Shape, check_impl
 
 # Short sequences: the head dims are what is under test. Dk ≠ Dv both ways round.
 DIMS = [(128, 128), (256, 256), (128, 64), (64, 256)]

@@ -11,7 +11,7 @@ import torch
 
 import linbench
 from linbench import Impl, Variant, register_variant
-from linbench.correctness import Shape, check_decoder, check_impl
+from linbench.check.correctness import Shape, check_decoder, check_impl
 from linbench.variants.decoding import decode, state_bytes
 from linbench.variants.heads import expand_call, expand_heads, groups, per_kv_head
 from linbench.variants.registry import unregister_variant

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.correctness import Shape, check_impl, make_inputs
+from linbench.check.correctness import Shape, check_impl, make_inputs
 
 HEINSEN = linbench.get_variant("heinsen")
 

@@ -87,7 +87,7 @@ def test_impl_parameter_for_another_impl_is_rejected() -> None:
 
 
 def test_check_reports_an_unavailable_backend_as_unavailable_not_wrong() -> None:
-    from linbench.correctness import Shape, check_impl
+    from linbench.check.correctness import Shape, check_impl
 
     result = check_impl(
         linbench.get_variant("softmax"), "sdpa", Shape(1, 2, 9, 8, 12), causal=True, params={"backend": "flash"}

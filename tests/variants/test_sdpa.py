@@ -54,7 +54,7 @@ def test_a_pinned_backend_that_runs_out_of_memory_reads_as_out_of_memory(
     monkeypatch: pytest.MonkeyPatch, failure: RuntimeError
 ) -> None:
     """An allocation failure is the point's reach (status oom), not a backend that cannot run it."""
-    from linbench.correctness import Shape, check_impl
+    from linbench.check.correctness import Shape, check_impl
 
     def allocation_fails(*args: object, **kwargs: object) -> torch.Tensor:
         raise failure

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.correctness import Shape, make_inputs
+from linbench.check.correctness import Shape, make_inputs
 
 STREAMED = ["cosine", "cosformer", "heinsen", "linear"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from linbench.packed_check import check_packed, run_packing
+from linbench.check.packed import check_packed, run_packing
 from linbench.variants.registry import get_variant, list_variants
 from linbench.variants.varlen import Segments
 

@@ -1,12 +1,12 @@
-"""Error against length (linbench/accuracy.py): the fp64 answer it measures against. CPU."""
+"""Error against length (linbench/check/accuracy.py): the fp64 answer it measures against. CPU."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from linbench import accuracy
-from linbench.accuracy import error_at_length, reference_at
+from linbench.check import accuracy
+from linbench.check.accuracy import error_at_length, reference_at
 from linbench.shape import Shape
 from linbench.variants.registry import get_variant
 

@@ -1,7 +1,7 @@
 """How far a tensor is from its reference, in units of a tolerance for its dtype.
 
-The rules every correctness check judges by (linbench/correctness.py for an impl or a
-decoder, linbench/packed_check.py for a pack): an element-wise tolerance scaled by the
+The rules every correctness check judges by (linbench/check/correctness.py for an impl or a
+decoder, linbench/check/packed.py for a pack): an element-wise tolerance scaled by the
 reference's RMS, and for 16-bit dtypes a norm-wise rule and a scale-error rule besides.
 A result of the wrong shape, or with NaN or infinite elements, fails without a distance.
 """
@@ -48,7 +48,7 @@ ROW_ULPS = 32
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Closeness:
     """How far one tensor is from its reference."""
 
     name: str
@@ -94,7 +94,7 @@ def rms(t: torch.Tensor) -> float:
 
 def compare(
     name: str, actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype, floor_scale: float = 0.0
-) -> Comparison:
+) -> Closeness:
     """Distance of ``actual`` from ``expected`` in units of the tolerance for ``dtype``.
 
     The absolute part of the tolerance scales with the RMS of ``expected``, but never with
@@ -110,26 +110,26 @@ def compare(
     diff = (actual64 - expected64).abs()
     scale = max(rms(expected64), floor_scale, 1e-30)
     ratio = diff / (atol * scale + rtol * expected64.abs())
-    result = Comparison(name, float(diff.max()), float(ratio.max()), float(diff.max()) / scale)
+    result = Closeness(name, float(diff.max()), float(ratio.max()), float(diff.max()) / scale)
     if dtype not in UNIT_ROUNDOFF or expected64.numel() == 0:
         return result
     normwise, scale_error = _normwise_ratios(actual64, expected64, UNIT_ROUNDOFF[dtype], floor_scale)
     return dataclasses.replace(result, normwise_ratio=normwise, scale_ratio=scale_error)
 
 
-def _unmeasurable(name: str, actual: torch.Tensor, expected: torch.Tensor) -> Comparison | None:
+def _unmeasurable(name: str, actual: torch.Tensor, expected: torch.Tensor) -> Closeness | None:
     """A failing comparison for a result of the wrong shape or with NaN or infinite elements
     (no distance means anything then), else None. A wrong shape is caught before it can
     broadcast: an empty output broadcasts against any reference."""
     if actual.shape != expected.shape:
         words = f"has shape {tuple(actual.shape)} where the reference has {tuple(expected.shape)}"
-        return Comparison(name, math.inf, math.inf, math.inf, problem="shape", detail=words)
+        return Closeness(name, math.inf, math.inf, math.inf, problem="shape", detail=words)
     nan, inf = int(actual.isnan().sum()), int(actual.isinf().sum())
     if not nan and not inf:
         return None
     problem, count, word = ("NaN", nan, "NaN") if nan else ("inf", inf, "infinite")
     words = f"is {word} at {count} of {actual.numel()} elements"
-    return Comparison(name, math.inf, math.inf, math.inf, problem=problem, detail=words)
+    return Closeness(name, math.inf, math.inf, math.inf, problem=problem, detail=words)
 
 
 def _normwise_ratios(actual: torch.Tensor, expected: torch.Tensor, u: float, floor_scale: float) -> tuple[float, float]:

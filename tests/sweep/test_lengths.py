@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from linbench.lengths import PackError, draw_pack, file_pack, read_lengths
+from linbench.sweep.lengths import PackError, draw_pack, file_pack, read_lengths
 
 
 def test_a_lognormal_pack_fills_its_budget_exactly_and_the_same_every_time() -> None:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from linbench.api import attention
-from linbench.correctness import Shape, check_impl, compare
+from linbench.check.correctness import Shape, check_impl, compare
 from linbench.variants.registry import Impl, Variant, get_variant, register_variant, unregister_variant
 
 

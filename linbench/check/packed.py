@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from linbench.api import attention, attention_packed, attention_padded, get_variant
-from linbench.comparison import compare, rms
-from linbench.correctness import CaseResult, make_inputs
+from linbench.check.closeness import compare, rms
+from linbench.check.correctness import CaseResult, make_inputs
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape

@@ -3,7 +3,7 @@
 The reference always runs in fp64 on the same inputs, so an fp32 or bf16 impl is judged
 against the true answer rather than against another rounding of it. Used by the tests,
 by `linbench check`, and (later) by the runner before it times anything. The rules a
-result is judged by (tolerances per dtype) are linbench/comparison.py's.
+result is judged by (tolerances per dtype) are linbench/check/closeness.py's.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from linbench.comparison import Comparison, compare, rms
+from linbench.check.closeness import Closeness, compare, rms
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
@@ -32,7 +32,7 @@ class CaseResult:
     shape: Shape
     causal: bool
     dtype: torch.dtype
-    comparisons: list[Comparison] = field(default_factory=list)
+    comparisons: list[Closeness] = field(default_factory=list)
     error: str | None = None  # the impl raised instead of returning
     reference_failed: bool = False  # ... or the reference did, so there was nothing to judge against
     out_of_memory: bool = False  # ... and what it raised was an allocation failure
@@ -49,7 +49,7 @@ class CaseResult:
         return max((c.rel_error for c in self.comparisons), default=math.nan)
 
     @property
-    def worst(self) -> Comparison | None:
+    def worst(self) -> Closeness | None:
         return max(self.comparisons, key=lambda c: c.ratio, default=None)
 
     def describe(self) -> str:

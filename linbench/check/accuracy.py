@@ -1,6 +1,6 @@
 """Error against length: how far an impl's output drifts from the fp64 answer as sequences grow.
 
-The correctness gate (linbench/correctness.py) says pass or fail at a reduced length, fast.
+The correctness gate (linbench/check/correctness.py) says pass or fail at a reduced length, fast.
 This measures instead, at the full length asked for: each impl's output in fp32, bf16 or
 fp16 against the fp64 answer on the same inputs (rounded to the dtype for both sides, so
 what is measured is the impl's arithmetic, not the rounding of its inputs), as two numbers:
@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from linbench.api import attention
-from linbench.correctness import make_inputs
+from linbench.check.correctness import make_inputs
 from linbench.shape import Shape
 from linbench.variants.variant import Variant
 

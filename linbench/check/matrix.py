@@ -1,0 +1,98 @@
+"""``linbench check``'s matrix: each impl in each dtype and masking (a cell), judged against
+its variant's fp64 reference over a few shapes chosen to catch the usual bugs: a single token,
+Dk ≠ Dv, and a length that is not a multiple of any chunk size. cli/check_cmd.py runs the
+cells and cli/check_display.py shows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from linbench.check.correctness import CaseResult, Shape, check_impl
+from linbench.dtypes import torch_dtype
+
+if TYPE_CHECKING:
+    import torch
+
+    from linbench.variants.variant import Variant
+
+__all__ = ["SHAPES", "Cell", "Row", "run_cell"]
+
+
+@dataclass
+class Cell:
+    """One impl in one dtype and masking, over every checked shape."""
+
+    cases: list[CaseResult] = field(default_factory=list)
+    unavailable: str | None = None  # why it cannot run here; not a failure
+    skipped: str | None = None  # the variant does not compute this masking (Variant.masking)
+
+    @property
+    def failures(self) -> list[CaseResult]:
+        if self.unavailable or self.skipped:
+            return []
+        return [case for case in self.cases if not case.ok and not case.unavailable]
+
+    @property
+    def not_run(self) -> list[CaseResult]:
+        """The shapes this impl declared or proved it cannot take, in a cell judged on the rest."""
+        return [case for case in self.cases if case.unavailable]
+
+    @property
+    def worst_ratio(self) -> float:
+        return max((case.worst.ratio for case in self.cases if case.worst), default=0.0)
+
+    @property
+    def problem(self) -> str:
+        """Why a failing result could not be measured ("shape", "NaN", "inf"), or ""."""
+        return next((case.worst.problem for case in self.failures if case.worst and case.worst.problem), "")
+
+
+@dataclass
+class Row:
+    """One variant:impl across every (dtype, masking) column."""
+
+    variant: str
+    impl: str
+    is_reference: bool
+    cells: list[Cell]
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant}:{self.impl}" + (" (ref)" if self.is_reference else "")
+
+
+# (batch, heads, seq, dim_k, dim_v); Shape itself lives with torch, so it is built late.
+SHAPES = ((1, 2, 1, 8, 8), (2, 3, 100, 16, 24), (1, 2, 257, 32, 32))
+
+
+def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device: torch.device) -> Cell:
+    """Every shape for one impl, dtype and masking; unavailable impls, and maskings the
+    variant does not compute, are not run."""
+    reason = variant.impls[impl].unavailable_reason(device)
+    if reason is not None:
+        return Cell(unavailable=reason)
+    if variant.masking_reason(causal) is not None:
+        masking = "causal" if causal else "bidirectional"
+        return Cell(skipped=f"{variant.name}: {variant.masking[0]} only; its {masking} cells are not checked")
+    cases: list[CaseResult] = []
+    # The defaults, then each setting the variant asks to be checked at (a gated variant's
+    # strong gates), at every shape.
+    for params in ({}, *variant.check_params):
+        for dims in SHAPES:
+            shape, dtype = Shape(*dims), torch_dtype(dtype_name)
+            # Head dims or a dtype the impl declares it cannot take (flash attention: fp16 and
+            # bf16, one head dim) are not run at all; the other shapes still are.
+            declared = variant.impls[impl].unsupported_reason(shape.dim_k, shape.dim_v, dtype_name, device.type)
+            if declared is not None:
+                cases.append(CaseResult(variant.name, impl, shape, causal, dtype, unavailable=declared))
+                continue
+            cases.append(
+                check_impl(variant, impl, shape, causal=causal, dtype=dtype, device=device, params=dict(params))
+            )
+    # A backend that takes some of the shapes (flash attention: one head dim) is judged on
+    # those; only when it takes none is the whole cell unavailable.
+    if all(case.unavailable for case in cases):
+        return Cell(unavailable=cases[0].unavailable)
+    return Cell(cases=cases)

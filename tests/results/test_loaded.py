@@ -1,0 +1,51 @@
+"""``linbench.load_run``: a run folder's rows typed as every reader sees them, a DataFrame on
+request, a newer schema refused (CPU only; a committed run and small written ones)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from result_rows import process_row, result_row
+from torn_rows import tear_last_row
+
+import linbench
+from linbench.results.schema import SCHEMA_VERSION
+from linbench.results.store import RunStore
+
+COMMITTED = Path(__file__).parents[2] / "results" / "cpu-reference" / "20261124T060541Z-gated"
+
+
+def test_a_committed_run_loads_as_typed_rows_and_a_frame() -> None:
+    run = linbench.load_run(COMMITTED / "results.csv")  # the file names its folder
+    assert run.path == COMMITTED and run.meta["schema_version"] <= SCHEMA_VERSION and run.left_out == []
+    assert run.rows and all(isinstance(row["causal"], bool) and isinstance(row["seq"], int) for row in run.rows)
+    assert all(isinstance(row["time_ms"], float) for row in run.rows if row["status"] == "ok")
+    assert len(run.processes) >= len(run.rows) and isinstance(run.processes[0]["process"], int)
+    frame = run.frame()
+    assert list(frame.columns) == list(run.columns) and len(frame) == len(run.rows)
+    assert frame["seq"].dtype.kind == "i" and frame["causal"].dtype == bool
+    assert len(run.processes_frame()) == len(run.processes)
+
+
+def test_a_torn_row_is_left_out_and_named(tmp_path: Path) -> None:
+    store = RunStore.create(tmp_path, "load")
+    store.write_meta({"schema_version": SCHEMA_VERSION})
+    for seq in (256, 512):
+        store.append_process(process_row(seq, 0), [1.0])
+        store.append(result_row(seq, time_ms=42.5))
+    tear_last_row(store.results_path)
+    run = linbench.load_run(store.path)
+    assert [row["seq"] for row in run.rows] == [256] and [row["seq"] for row in run.processes] == [256, 512]
+    (line,) = run.left_out
+    assert "results.csv" in line and "line 3 is torn" in line
+
+
+def test_a_run_from_a_newer_schema_is_refused_naming_both_versions(tmp_path: Path) -> None:
+    store = RunStore.create(tmp_path, "load")
+    (store.path / "meta.json").write_text(json.dumps({"schema_version": 99}))
+    with pytest.raises(
+        ValueError, match=f"schema version 99; this linbench reads schema versions up to {SCHEMA_VERSION}"
+    ):
+        linbench.load_run(store.path)
