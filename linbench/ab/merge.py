@@ -19,7 +19,6 @@ from typing import Any
 
 from linbench.results.kinds import row_kind
 from linbench.results.meta import LoadSection, Overhead
-from linbench.results.point_list import Key
 from linbench.results.record import (
     Checked,
     Key,

@@ -23,7 +23,6 @@ from linbench.runner.kind_protocol import SharedKind, Task, Work
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
 from linbench.sweep.serving import Serving
-from linbench.sweep.settings import LENGTH_AXIS
 from linbench.variants.declarations import Param
 from linbench.variants.registry import get_variant
 from linbench.variants.selection import Selected, select_decoders

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from linbench.lengths import PackError, draw_lengths
+from linbench.sweep.lengths import PackError, draw_lengths
 from linbench.sweep.settings import SERVING_KEYS
 from linbench.sweep.values import SpecError, optional, positive_int
 from linbench.units import SizeError, parse_size

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import linbench
-from linbench.correctness import Shape, make_inputs
+from linbench.check.correctness import Shape, make_inputs
 from linbench.variants.serving import Accept, Server
 
 DECODERS = [
