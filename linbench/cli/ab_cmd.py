@@ -5,8 +5,8 @@ Its run options are ``linbench run``'s and its threshold options ``linbench comp
 from those commands' signatures, so the three never drift apart: a run option given here is
 passed on to each round's ``linbench run`` (and only the options given, so a baseline from
 before a newer option still runs), and the compare options go to ``linbench compare``
-unchanged. run's ``--baseline`` (baseline impls) is ``--baseline-impl`` here, where
-``--baseline`` names the revision. Progress and the folders go to stderr; stdout carries the
+unchanged. ``--baseline`` is the revision, and only that: the impls run measures beside the
+variants are ``--against``, as in run. Progress and the folders go to stderr; stdout carries the
 comparison exactly as ``linbench compare`` prints it, so ``--format md > compare.md`` works.
 The job itself (the worktree, the rounds, the merge) is linbench/ab/job.py: this command
 parses, calls it and prints.
@@ -38,11 +38,10 @@ INTERRUPTED_EXIT = 130
 RUN_OPTIONS_NOT_FORWARDED = (
     *("out", "quiet", "yes"),
     *("resume", "dry_run", "processes", "max_processes", "mix", "allow_failures"),
+    *("baseline", "no_baseline"),  # run's refused old spellings of --against: ab's --baseline is the revision
 )
 # ab gives compare --changed-since itself: the baseline revision.
 COMPARE_ARGUMENTS = ("baseline", "current", "changed_since")
-# run's --baseline names baseline impls; ab's --baseline is the revision.
-RENAMED = {"baseline": ("baseline_impl", "--baseline-impl")}
 HELP = {
     "baseline": "The git revision to measure against (a sha, a branch, HEAD~1, origin/main).",
     "rounds": f"Rounds: each runs every point once per side, in ABBA order. Default: {DEFAULT_ROUNDS} "
@@ -67,11 +66,9 @@ class Forwarded:
     parameter: inspect.Parameter
 
 
-def forwarded_options(
-    command: Callable[..., Any], skip: tuple[str, ...], panel: str, renamed: dict[str, tuple[str, str]] | None = None
-) -> list[Forwarded]:
+def forwarded_options(command: Callable[..., Any], skip: tuple[str, ...], panel: str) -> list[Forwarded]:
     """The Typer options of ``command`` but ``skip``, as keyword parameters shown under
-    ``panel`` in ``--help``; ``renamed`` maps a parameter to its (name, flag) in ab."""
+    ``panel`` in ``--help``."""
     hints = typing.get_type_hints(command, include_extras=True)
     options = []
     for param in inspect.signature(command).parameters.values():
@@ -80,16 +77,15 @@ def forwarded_options(
         base, info = typing.get_args(hints[param.name])[:2]
         info = copy.copy(info)
         flag = str(info.default)  # Typer keeps an Annotated option's first name in ``default``
-        name, new_flag = (renamed or {}).get(param.name, (param.name, flag))
-        info.default = new_flag
         info.rich_help_panel = panel
         annotated = Annotated[base, info]  # type: ignore[valid-type]
-        parameter = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=param.default, annotation=annotated)
-        options.append(Forwarded(name, param.name, flag, parameter))
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        parameter = inspect.Parameter(param.name, keyword, default=param.default, annotation=annotated)
+        options.append(Forwarded(param.name, param.name, flag, parameter))
     return options
 
 
-RUN_OPTIONS = forwarded_options(run_command, RUN_OPTIONS_NOT_FORWARDED, "Run options (each round)", RENAMED)
+RUN_OPTIONS = forwarded_options(run_command, RUN_OPTIONS_NOT_FORWARDED, "Run options (each round)")
 COMPARE_OPTIONS = forwarded_options(compare_command, COMPARE_ARGUMENTS, "Compare options")
 
 
@@ -134,6 +130,8 @@ def ab_command(**values: Any) -> None:
 
     revision, rounds, out = values.pop("baseline"), values.pop("rounds"), values.pop("out")
     max_rounds, no_widen = values.pop("max_rounds"), values.pop("no_widen")
+    if values.pop("baseline_impl"):
+        exit_usage_error("--baseline-impl is now --against, as in linbench run (the impls measured beside)")
     compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
     with usage_errors():
         _check_compare_flags(compare_flags)
@@ -167,7 +165,7 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool) -> None:
 
     suite = read_suite(values["suite"]) if values.get("suite") is not None else {}
     variants = values.get("variant") or _as_list(suite.get("variant")) or ["all"]
-    baselines = values.get("baseline_impl") or _as_list(suite.get("baseline"))
+    baselines = values.get("against") or _as_list(suite.get("against"))
     device = values.get("device") or str(suite.get("device", "auto"))
     widening = sweep_widening(changes_since(job.root, job.sha), variants, baselines, device, enabled)
     for line in widening.lines():
@@ -232,6 +230,13 @@ _OWN = [
         inspect.Parameter.KEYWORD_ONLY,
         default=None,
         annotation=Annotated[Path | None, typer.Option("--out", help=HELP["out"])],
+    ),
+    # ab's old spelling of run's --against, hidden, refused naming it.
+    inspect.Parameter(
+        "baseline_impl",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[list[str] | None, typer.Option("--baseline-impl", hidden=True)],
     ),
 ]
 _PARAMETERS = [*_OWN, *(o.parameter for o in RUN_OPTIONS), *(o.parameter for o in COMPARE_OPTIONS)]

@@ -29,7 +29,7 @@ with the S×S FLOPs (linbench/runner/kinds.py counts each point's FLOPs from wha
 variant declares). The GPU rate and minimum call are guesses; the CUDA overhead is the middle
 of the 5-8 s of process start-up and correctness gate an H200 point took (results/h200/README.md).
 Measured since (load 3.6-4.6, torch 2.13.0): the run-overhead sweep ``--variant cosine:kernel
---baseline softmax:sdpa --seq 4k,8k,16k --mode fwd`` took 38-40 s against 98 s (ratios
+--against softmax:sdpa --seq 4k,8k,16k --mode fwd`` took 38-40 s against 98 s (ratios
 0.39-0.41, three runs at load 2.7-5.0; softmax:sdpa ran at 75 GFLOP/s against the model's 20),
 while a user's gated run took 329 s against 161 s (2.0) and a decode run 89 s against 210 s
 (0.42). One CPU rate cannot fit both directions, so it is not refitted: a rate per impl family

@@ -37,7 +37,7 @@ SWEEP = [
     "cpu",
     "--variant",
     "softmax:sdpa",
-    "--no-baseline",
+    "--no-against",
     "--seq",
     "256,512",
     "--budget-s",
@@ -273,10 +273,10 @@ def test_each_round_gets_only_the_run_flags_given_with_paths_made_absolute(
     monkeypatch.chdir(tmp_path)
     values: dict[str, Any] = {option.name: option.parameter.default for option in ab_cmd.RUN_OPTIONS}
     assert ab_cmd.run_arguments(values) == []  # nothing given: an older revision's defaults
-    values |= {"variant": ["cosine:chunked", "softmax"], "baseline_impl": ["softmax:sdpa"], "causal": True}
+    values |= {"variant": ["cosine:chunked", "softmax"], "against": ["softmax:sdpa"], "causal": True}
     values |= {"budget_s": 0.1, "plugin": [Path("mine.py")]}
     assert ab_cmd.run_arguments(values) == [
-        *("--variant", "cosine:chunked", "--variant", "softmax", "--baseline", "softmax:sdpa", "--causal"),
+        *("--variant", "cosine:chunked", "--variant", "softmax", "--against", "softmax:sdpa", "--causal"),
         *("--plugin", str(tmp_path / "mine.py"), "--budget-s", "0.1"),
     ]
 
@@ -292,7 +292,7 @@ def test_ab_takes_every_compare_option_and_none_of_run_s_that_a_round_must_not_g
     assert compare - {"--changed-since"} <= ab  # ab gives compare the baseline revision itself
     assert "--changed-since" not in ab
     assert not {"--processes", "--max-processes", "--resume", "--dry-run", "--mix", "--allow-failures"} & ab
-    assert {"--baseline", "--baseline-impl", "--rounds", "--out", "--suite", "--device", "--variant"} <= ab
+    assert {"--baseline", "--against", "--rounds", "--out", "--suite", "--device", "--variant"} <= ab
 
 
 def test_a_sweep_the_baseline_refuses_stops_the_ab_with_its_message_and_removes_the_worktree(

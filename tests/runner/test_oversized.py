@@ -23,7 +23,7 @@ GIB = 1 << 30
 def _plan(variants: tuple[str, ...], available_bytes: int, monkeypatch: pytest.MonkeyPatch):
     # The worker's share of what is available when the plan is made (plan.CPU_MEMORY_SHARE).
     monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: available_bytes)
-    request = SweepRequest(command="run", variants=variants, no_baseline=True, seq="1k..4k", device="cpu")
+    request = SweepRequest(command="run", variants=variants, no_against=True, seq="1k..4k", device="cpu")
     return make_plan(build_spec(request), torch.device("cpu"), "test cpu")
 
 
@@ -60,11 +60,11 @@ def test_a_form_named_explicitly_runs_wherever_asked(monkeypatch: pytest.MonkeyP
 
 
 def test_a_bare_name_keeps_the_forms_that_fit(monkeypatch: pytest.MonkeyPatch) -> None:
-    request = SweepRequest(command="run", variants=("softmax:naive",), no_baseline=True, seq="4k", device="cpu")
+    request = SweepRequest(command="run", variants=("softmax:naive",), no_against=True, seq="4k", device="cpu")
     spec = build_spec(request)
     monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: 128 << 20)  # a worker may take 102 MiB
     assert [point.impl for point in make_plan(spec, torch.device("cpu"), "test cpu").points] == ["naive"]
-    bare = build_spec(SweepRequest(command="run", variants=("softmax",), no_baseline=True, seq="4k", device="cpu"))
+    bare = build_spec(SweepRequest(command="run", variants=("softmax",), no_against=True, seq="4k", device="cpu"))
     plan = make_plan(bare, torch.device("cpu"), "test cpu")
     assert "naive" not in {point.impl for point in plan.points} and "sdpa" in {point.impl for point in plan.points}
 
@@ -76,7 +76,7 @@ def test_a_bare_name_with_nothing_left_that_fits_is_refused(monkeypatch: pytest.
     impl = Impl("scores", scores, "S×S scores", "O(s²d)", "O(s²)")
     register_variant(Variant("test-all-s-by-s", "softmax", (impl,), "scores", (), lambda *a: 0.0, "O(s²d)", "O(s²)"))
     try:
-        request = SweepRequest(command="run", variants=("test-all-s-by-s",), no_baseline=True, seq="4k", device="cpu")
+        request = SweepRequest(command="run", variants=("test-all-s-by-s",), no_against=True, seq="4k", device="cpu")
         # 64 MiB: a worker may take 51 MiB; q, k and v take 24 MiB, two S×S tensors 1 GiB.
         monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: 64 << 20)
         with pytest.raises(ValueError, match=r"^nothing to run: test-all-s-by-s:scores left out at 4k"):
@@ -87,7 +87,7 @@ def test_a_bare_name_with_nothing_left_that_fits_is_refused(monkeypatch: pytest.
 
 def test_a_point_whose_inputs_alone_cannot_fit_is_left_to_the_sweep_s_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
     # 1 MiB: softmax:naive's S×S does not fit at 4k, but neither do q, k and v (3 MiB): check_fits says so.
-    request = SweepRequest(command="run", variants=("softmax",), no_baseline=True, seq="16k", device="cpu")
+    request = SweepRequest(command="run", variants=("softmax",), no_against=True, seq="16k", device="cpu")
     monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: 1 << 20)
     plan = make_plan(build_spec(request), torch.device("cpu"), "test cpu")
     assert {point.impl for point in plan.points} >= {"naive", "sdpa"}
