@@ -13,7 +13,7 @@ from linbench.machine import load
 from linbench.runner import sizing
 
 SMALL = ("--heads", "2", "--dim", "16", "--budget-s", "0.05", "--device", "cpu")
-ARGS = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "64", *SMALL)
+ARGS = ("run", "--variant", "cosine:chunked", "--no-against", "--seq", "64", *SMALL)
 
 
 @pytest.fixture

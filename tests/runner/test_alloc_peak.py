@@ -49,7 +49,7 @@ def test_a_points_figure_is_the_same_alone_first_in_a_warm_process_and_after_a_l
 def test_cosine_recurrent_grows_with_length_on_the_cpu(tmp_path: Path) -> None:
     """Its state is fixed-size, so what a call allocates grows as the length (the output and
     the per-step temporaries): doubling the length about doubles the figure."""
-    argv = [sys.executable, "-m", "linbench", "run", "--variant", "cosine:recurrent", "--no-baseline"]
+    argv = [sys.executable, "-m", "linbench", "run", "--variant", "cosine:recurrent", "--no-against"]
     argv += ["--seq", "256,512,1k", "--device", "cpu", "--budget-s", "0.02", "--warmup-s", "0.02", "-q"]
     done = subprocess.run([*argv, "--out", tmp_path], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
