@@ -32,8 +32,9 @@ Measured since (load 3.6-4.6, torch 2.13.0): the run-overhead sweep ``--variant 
 --against softmax:sdpa --seq 4k,8k,16k --mode fwd`` took 38-40 s against 98 s (ratios
 0.39-0.41, three runs at load 2.7-5.0; softmax:sdpa ran at 75 GFLOP/s against the model's 20),
 while a user's gated run took 329 s against 161 s (2.0) and a decode run 89 s against 210 s
-(0.42). One CPU rate cannot fit both directions, so it is not refitted: a rate per impl family
-would be needed.
+(0.42). One CPU rate cannot fit both directions, so a run call's rate is the form's
+(CPU_FORM_RATE: sdpa and the kernels faster than RATE, the chunked, recurrent and quadratic
+loops of small ops slower).
 
 **Memory of a form.** An impl declares how its memory grows (``memory_complexity``: the
 quadratic forms ``O(s²)`` or ``O(s²d)``); ``working_set_bytes`` turns that into the least a call
@@ -58,6 +59,16 @@ from linbench.units import format_bytes
 ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
 # FLOP/s a call achieves, seconds a call takes at least, and the fixed cost of a point.
 RATE = {"cpu": 20e9, "cuda": 20e12}
+# A run call's FLOP/s on the CPU by the form of its impl (its name, or the part before a dash:
+# sdpa-math is sdpa), where one rate is off tens of times. The quiet reference run
+# results/cpu-reference/*-paper-fig5 (B1 H8, D16-128, 1k-8k, fwd and fwdbwd, fp32, 2 threads),
+# each call's FLOPs as the model counts them, gave (middle half of its points) sdpa 89-146
+# GFLOP/s, cosine:kernel 40-101, cosine:chunked 9-53, cosine:recurrent 0.4-8.6 (median 1.8);
+# cosine:quadratic 24-57 and softmax:naive 14-41 are RATE's. The gated run beside it (busy:
+# sdpa 6x slower) kept the order: chunked forms 2-4, recurrent 0.3-1.4, sdpa 11-20. Each rate
+# is near its median, rounded down. Any other form (a plugin's) takes RATE; so do decode
+# steps, whose decoders' names say nothing of a step's speed.
+CPU_FORM_RATE = {"sdpa": 100e9, "kernel": 40e9, "chunked": 15e9, "recurrent": 1.5e9}
 MIN_CALL_S = {"cpu": 2e-4, "cuda": 2e-5}
 # CUDA: an H200 point took 5-8 s of process start-up and correctness gate
 # (results/h200/README.md), the middle of that range.
@@ -169,10 +180,20 @@ def _bytes(count: int) -> str:
     return format_bytes(count) if count < 1 << 50 else f"{count:.1e} bytes"
 
 
-def call_seconds(point: Point, flops: float) -> float:
-    """Seconds one call of ``flops`` takes by the model (at least MIN_CALL_S)."""
+def call_seconds(point: Point, flops: float, rate: float | None = None) -> float:
+    """Seconds one call of ``flops`` takes by the model (at least MIN_CALL_S), at ``rate``
+    FLOP/s, else the device's RATE."""
     device = _device_type(point)
-    return max(flops / RATE[device], MIN_CALL_S[device])
+    return max(flops / (rate or RATE[device]), MIN_CALL_S[device])
+
+
+def form_rate(point: Point) -> float:
+    """FLOP/s of a run call of ``point``'s impl: by its form on the CPU (CPU_FORM_RATE),
+    else the device's RATE."""
+    device = _device_type(point)
+    if device != "cpu":
+        return RATE[device]
+    return CPU_FORM_RATE.get(point.impl.split("-")[0], RATE[device])
 
 
 def step_flops(point: Point, step_exponent: int | None) -> float:
