@@ -27,7 +27,7 @@ from typing import Annotated, Any
 import typer
 
 from linbench.cli.compare_cmd import compare_command
-from linbench.cli.errors import exit_usage_error, usage_errors
+from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_cmd import run_command
 from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, MIN_TO_JUDGE, TRUST_PROCESSES
 
@@ -52,6 +52,9 @@ HELP = {
     "no_widen": "Measure the sweep as given: an impl whose code changed since the baseline (git diff, mapped by "
     "the import graph) and that the sweep does not measure is not added, and the verdict is inconclusive "
     "(exit 4), naming it.",
+    "max_widen_s": "The most seconds the impls added for changed code may take over the rounds, both sides, by "
+    "the estimate (each added impl's is shown before the rounds): the ones past it are not measured, and the "
+    "verdict is inconclusive (exit 4), naming them. Default: no cap.",
     "out": "The A/B folder: baseline/ and current/ run folders, each with its rounds. Default: results/ab/<UTC time>.",
 }
 
@@ -129,7 +132,7 @@ def ab_command(**values: Any) -> None:
     from linbench.ab.worktree import WorktreeError
 
     revision, rounds, out = values.pop("baseline"), values.pop("rounds"), values.pop("out")
-    max_rounds, no_widen = values.pop("max_rounds"), values.pop("no_widen")
+    max_rounds, no_widen, max_widen_s = values.pop("max_rounds"), values.pop("no_widen"), values.pop("max_widen_s")
     if values.pop("baseline_impl"):
         exit_usage_error("--baseline-impl is now --against, as in linbench run (the impls measured beside)")
     compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
@@ -138,7 +141,9 @@ def ab_command(**values: Any) -> None:
         job = AbJob.prepare(revision, rounds, out, max_rounds)  # AbError, WorktreeError: one line and exit 2
         if values.get("suite") is not None:
             values["suite"] = suite_file(values["suite"])
-        _widen(job, values, not no_widen)
+        if max_widen_s is not None and max_widen_s < 0:
+            raise CliUsageError(f"--max-widen-s must be 0 or more, not {max_widen_s:g}")
+        _widen(job, values, not no_widen, max_widen_s)
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
     try:
         folders = job.measure(run_args, _note)
@@ -156,11 +161,14 @@ def ab_command(**values: Any) -> None:
         )
 
 
-def _widen(job: Any, values: dict[str, Any], enabled: bool) -> None:
+def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None) -> None:
     """Add to the rounds' ``--variant`` each impl whose code changed since the baseline and
     that the sweep (the suite's, or the flags') does not measure, unless it cannot run on the
-    sweep's device or ``enabled`` is False; say what was done."""
+    sweep's device, ``enabled`` is False, or the added impls' predicted time passes ``max_s``
+    (``--max-widen-s``); say what was done, with each added impl's predicted time."""
     from linbench.ab.changes import changes_since, sweep_widening, widened_variants
+    from linbench.ab.widen_cost import added_seconds
+    from linbench.cli.run_flow import sweep_request
     from linbench.sweep.suites import read_suite
 
     suite = read_suite(values["suite"]) if values.get("suite") is not None else {}
@@ -168,6 +176,9 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool) -> None:
     baselines = values.get("against") or _as_list(suite.get("against"))
     device = values.get("device") or str(suite.get("device", "auto"))
     widening = sweep_widening(changes_since(job.root, job.sha), variants, baselines, device, enabled)
+    if widening.added:
+        request = sweep_request("run", values)
+        widening = widening.priced({impl: added_seconds(request, impl, job.rounds) for impl in widening.added}, max_s)
     for line in widening.lines():
         _note(line)
     if widening.added:
@@ -224,6 +235,12 @@ _OWN = [
         inspect.Parameter.KEYWORD_ONLY,
         default=False,
         annotation=Annotated[bool, typer.Option("--no-widen", help=HELP["no_widen"])],
+    ),
+    inspect.Parameter(
+        "max_widen_s",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[float | None, typer.Option("--max-widen-s", help=HELP["max_widen_s"], show_default=False)],
     ),
     inspect.Parameter(
         "out",

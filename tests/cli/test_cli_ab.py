@@ -174,13 +174,17 @@ def test_ab_exits_as_compare_does_on_the_merged_rounds(
 GATED_CHANGE = Touched({"gated-deltanet:chunked": ("linbench/variants/gated/triangular.py",)}, (), ())
 
 
-@pytest.mark.parametrize(("flags", "status"), [((), 0), (("--no-widen",), 4)])
+@pytest.mark.parametrize(
+    ("flags", "status"),
+    [((), 0), (("--no-widen",), 4), (("--max-widen-s", "0.5"), 4), (("--max-widen-s", "86400"), 0)],
+)
 def test_a_changed_impl_the_suite_does_not_measure_is_added_or_stops_a_pass(
     invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: tuple[str, ...], status: int
 ) -> None:
     """gated-deltanet:chunked's code changed (planted) and the sweep measures softmax:sdpa
-    only: ab adds it to every round's --variant, or, with --no-widen, says it was not measured
-    and exits 4, not 0."""
+    only: ab adds it to every round's --variant, saying how long it will take, or, with
+    --no-widen or a --max-widen-s its predicted time passes, says it was not measured and
+    exits 4, not 0."""
     monkeypatch.setattr(changes, "changes_since", lambda root, sha: GATED_CHANGE)
     given: list[list[str]] = []
     base = (10.0, 10.05, 9.95)
@@ -197,10 +201,13 @@ def test_a_changed_impl_the_suite_does_not_measure_is_added_or_stops_a_pass(
     assert result.exit_code == status, result.output
     report = json.loads(result.stdout)
     widened = "gated-deltanet:chunked" in given[0]
-    assert widened == (not flags)
+    assert widened == (status == 0)
     assert report["changed_code"]["impls"] == ["gated-deltanet:chunked"]
     assert report["changed_code"]["unmeasured"] == ([] if widened else ["gated-deltanet:chunked"])
-    said = "added 1 impl(s) to the points: gated-deltanet:chunked" if widened else "not measured: --no-widen"
+    if widened:
+        said = "added 1 impl(s) to the points: gated-deltanet:chunked (about "
+    else:
+        said = "not measured: --no-widen" if "--no-widen" in flags else "over the rounds, past --max-widen-s 0.5"
     assert said in result.stderr
 
 
