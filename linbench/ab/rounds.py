@@ -42,10 +42,12 @@ class RoundError(RuntimeError):
 
 @dataclass(frozen=True)
 class Side:
-    """One side of the A/B: its name and the tree its code runs from."""
+    """One side of the A/B: its name, the tree its code runs from, and the run flags as its
+    code spells them where that differs (``words``: a revision from before a rename)."""
 
     name: str
     tree: Path
+    words: Callable[[Sequence[str]], list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,8 @@ def run_one(side: Side, index: int, run_args: Sequence[str], out_dir: Path) -> R
     where.mkdir(parents=True, exist_ok=True)
     before = set(where.iterdir())
     log = where / f"round-{index}.log"
-    argv = [sys.executable, "-m", "linbench", "run", *run_args, "--quiet", "--yes", "--out", str(where)]
+    args = side.words(run_args) if side.words is not None else list(run_args)
+    argv = [sys.executable, "-m", "linbench", "run", *args, "--quiet", "--yes", "--out", str(where)]
     started = time.perf_counter()
     with log.open("w") as handle:
         code = subprocess.run(
