@@ -138,11 +138,11 @@ def ab_command(**values: Any) -> None:
     compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
     with usage_errors():
         _check_compare_flags(compare_flags)
+        if max_widen_s is not None and max_widen_s < 0:
+            raise CliUsageError(f"--max-widen-s must be 0 or more, not {max_widen_s:g}")
         job = AbJob.prepare(revision, rounds, out, max_rounds)  # AbError, WorktreeError: one line and exit 2
         if values.get("suite") is not None:
             values["suite"] = suite_file(values["suite"])
-        if max_widen_s is not None and max_widen_s < 0:
-            raise CliUsageError(f"--max-widen-s must be 0 or more, not {max_widen_s:g}")
         _widen(job, values, not no_widen, max_widen_s)
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
     try:
