@@ -79,7 +79,9 @@ BUILD_S = {"cpu": 25.0, "cuda": 120.0}
 # The fewest tensors of its declared size (memory_complexity) a form held at its peak, measured
 # on the CPU in fwd fp32 at 512 and 1k tokens: cosine:quadratic 2 of S×S, softmax:naive 2.3,
 # retention:quadratic 3.2, deltanet:quadratic 4.3; gla:quadratic 4 of S×S×Dk (8 GiB at 1k, B1
-# H8 D64). The fewest, so that a form is never left out where it would have fitted.
+# H8 D64). The fewest, so that a form is never left out where it would have fitted; a form
+# measured to hold more declares it (Impl.working_copies: gla:quadratic 4, deltanet's 4,
+# retention's 3), else it would run at 2k on a 24 GiB machine and end out of memory.
 WORKING_COPIES = 2
 # A sweep past either limit runs only with --yes.
 MAX_POINTS = 2000
@@ -150,14 +152,15 @@ def context_bytes(point: Point) -> int:
     return b * point.shape.kv_heads * s * (dk + dv) * ELEMENT_BYTES.get(point.dtype, 4)
 
 
-def working_set_bytes(point: Point, s_power: int, d_power: int) -> int:
+def working_set_bytes(point: Point, s_power: int, d_power: int, copies: int | None = None) -> int:
     """The least memory a call of an impl holds by its memory declaration (``O(s²d)``: s_power
-    2, d_power 1): WORKING_COPIES tensors of B·H·s^s_power·d^d_power elements of the point's
-    dtype (d: the smaller head dim). A lower bound: a form that needs more than the machine
-    has by it would run out of memory, so a sweep can leave it out before it runs."""
+    2, d_power 1): ``copies`` (the impl's measured ``working_copies``, else WORKING_COPIES)
+    tensors of B·H·s^s_power·d^d_power elements of the point's dtype (d: the smaller head
+    dim). A lower bound: a form that needs more than the machine has by it would run out of
+    memory, so a sweep can leave it out before it runs."""
     b, h, s, dk, dv = point.shape.sizes()
     elements = b * h * s**s_power * min(dk, dv) ** d_power
-    return elements * ELEMENT_BYTES.get(point.dtype, 4) * WORKING_COPIES
+    return elements * ELEMENT_BYTES.get(point.dtype, 4) * (copies or WORKING_COPIES)
 
 
 def check_fits(points: Iterable[Point], memory_bytes: int, model: PointModel) -> None:

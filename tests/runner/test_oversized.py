@@ -14,7 +14,7 @@ from linbench.sweep.points import Point
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import build_spec
 from linbench.variants.declarations import Impl, powers_in_s_and_d
-from linbench.variants.registry import register_variant, unregister_variant
+from linbench.variants.registry import get_variant, register_variant, unregister_variant
 from linbench.variants.variant import Variant
 
 GIB = 1 << 30
@@ -45,12 +45,25 @@ def test_a_quadratic_form_s_least_working_set() -> None:
 
 
 def test_a_bare_variant_name_leaves_out_a_form_that_cannot_fit(monkeypatch: pytest.MonkeyPatch) -> None:
-    plan = _plan(("gla",), 19 * GIB, monkeypatch)  # a worker may take 15.2 GiB: 4 GiB at 1k fits, 16 at 2k not
+    plan = _plan(("gla",), 19 * GIB, monkeypatch)  # a worker may take 15.2 GiB: 8 GiB at 1k fits, 32 at 2k not
     assert _lengths(plan, "quadratic") == [1024]
     assert _lengths(plan, "chunked") == [1024, 2048, 4096]  # O(sd): a few MiB
     (note,) = [note for note in plan.targets.notes if "gla:quadratic" in note]
-    assert note.startswith("gla:quadratic left out at 2k, 4k: its O(s²d) working set needs at least 16.0 GiB there")
+    assert note.startswith("gla:quadratic left out at 2k, 4k: its O(s²d) working set needs at least 32.0 GiB there")
     assert note.endswith("name it (--variant gla:quadratic) to run it anyway")
+
+
+def test_a_form_measured_to_hold_more_copies_is_left_out_where_the_least_would_have_run_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """gla:quadratic held 4 tensors of B·H·S²·Dk (8 GiB at 1k): on a machine with 24 GiB
+    available (19.2 GiB a worker) two would say 16 GiB fits at 2k, where it ran out of memory."""
+    assert get_variant("gla").impl("quadratic").working_copies == 4
+    point = Point("gla", "quadratic", "fwd", True, "fp32", "cpu", Shape(1, 8, 2048, 64, 64))
+    assert working_set_bytes(point, 2, 1, 4) == 32 * GIB
+    plan = _plan(("gla",), 24 * GIB, monkeypatch)
+    assert _lengths(plan, "quadratic") == [1024]
+    assert get_variant("cosine").impl("quadratic").working_copies is None  # measured at the least: 2
 
 
 def test_a_form_named_explicitly_runs_wherever_asked(monkeypatch: pytest.MonkeyPatch) -> None:
