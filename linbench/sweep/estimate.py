@@ -33,8 +33,9 @@ Measured since (load 3.6-4.6, torch 2.13.0): the run-overhead sweep ``--variant 
 0.39-0.41, three runs at load 2.7-5.0; softmax:sdpa ran at 75 GFLOP/s against the model's 20),
 while a user's gated run took 329 s against 161 s (2.0) and a decode run 89 s against 210 s
 (0.42). One CPU rate cannot fit both directions, so a run call's rate is the form's
-(CPU_FORM_RATE: sdpa and the kernels faster than RATE, the chunked, recurrent and quadratic
-loops of small ops slower).
+(CPU_FORM_RATE: sdpa and the kernels faster than RATE, the chunked and recurrent loops of
+small ops slower): the run-overhead sweep is now estimated at 26 s and took 41-48 s at load
+2.6-4.0 (docs/measurement.md), paper-fig5 377 s against 342 s.
 
 **Memory of a form.** An impl declares how its memory grows (``memory_complexity``: the
 quadratic forms ``O(s²)`` or ``O(s²d)``); ``working_set_bytes`` turns that into the least a call
