@@ -16,11 +16,12 @@ measures runs them, so the suite's points are what measure them, and the verdict
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from linbench.ab.worktree import git_lines
 from linbench.impl_code import Touched, impl_code, touched
+from linbench.sweep.estimate import format_duration
 
 
 def changed_files(root: Path, sha: str) -> list[str]:
@@ -46,17 +47,53 @@ class Widening:
     measured: tuple[str, ...] = ()
     added: tuple[str, ...] = ()
     left_out: Mapping[str, str] = field(default_factory=dict)
+    # Seconds each added impl's points take over the rounds by the estimate (None: unknown).
+    costs: Mapping[str, float | None] = field(default_factory=dict)
+
+    def priced(self, costs: Mapping[str, float | None], max_s: float | None) -> Widening:
+        """This widening with each added impl's predicted time, and the impls past ``max_s``
+        seconds together (``--max-widen-s``) moved to ``left_out``."""
+        kept, over = within_cap({impl: costs.get(impl) for impl in self.added}, max_s)
+        priced = {impl: costs.get(impl) for impl in kept}
+        return replace(self, added=tuple(kept), left_out={**self.left_out, **over}, costs=priced)
 
     def lines(self) -> list[str]:
         """What the widening did, one line each, for the job's progress."""
         lines = []
         if self.added:
-            lines.append(f"changed code: added {len(self.added)} impl(s) to the points: {', '.join(self.added)}")
+            names = ", ".join(
+                f"{impl} ({cost_text(self.costs[impl])})" if impl in self.costs else impl for impl in self.added
+            )
+            lines.append(f"changed code: added {len(self.added)} impl(s) to the points: {names}")
         if self.measured:
             lines.append(f"changed code: the sweep measures {', '.join(self.measured)}")
         for impl, why in self.left_out.items():
             lines.append(f"changed code: {impl} is not measured: {why}")
         return lines
+
+
+def within_cap(costs: Mapping[str, float | None], max_s: float | None) -> tuple[list[str], dict[str, str]]:
+    """The impls that fit ``max_s`` seconds together, in order, and why each other one was
+    left out; every impl fits without a cap. An impl whose time is unknown is kept: the cap
+    is a time limit, and only a predicted time can pass it."""
+    kept: list[str] = []
+    left_out: dict[str, str] = {}
+    spent = 0.0
+    for impl, cost in costs.items():
+        if max_s is not None and cost is not None and spent + cost > max_s:
+            left_out[impl] = (
+                f"its points would take about {format_duration(cost)} over the rounds, "
+                f"past --max-widen-s {max_s:g} ({format_duration(spent)} already added)"
+            )
+            continue
+        kept.append(impl)
+        spent += cost or 0.0
+    return kept, left_out
+
+
+def cost_text(cost: float | None) -> str:
+    """``about 3 min`` for an added impl's line, or what is not known."""
+    return "time unknown" if cost is None else f"about {format_duration(cost)} over the rounds"
 
 
 def widen(changes: Touched, swept: Iterable[str], refusals: Mapping[str, str | None], enabled: bool) -> Widening:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from linbench.ab.merge import merge_rounds
-from linbench.ab.rounds import SIDES, Folders, RoundResult, Side, can_narrow, run_rounds
+from linbench.ab.rounds import SIDES, Folders, RoundResult, Side, can_narrow, run_rounds, side_env
+from linbench.ab.spelling import knows_against, old_spelling
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
 from linbench.gate.statistic import process_times
 from linbench.machine.facts import git_sha
@@ -81,7 +83,9 @@ class AbJob:
             on_progress(line + "; ".join(result.summary() for result in results))
 
         with detached_worktree(self.root, self.sha) as tree:
-            sides = {"baseline": Side("baseline", tree, command), "current": Side("current", self.root, command)}
+            # A revision from before run's --baseline became --against is given the old words.
+            spelt = None if knows_against(tree, side_env(tree)) else partial(old_spelling, out_dir=self.out_dir)
+            sides = {"baseline": Side("baseline", tree, command, spelt), "current": Side("current", self.root, command)}
             # The current side is this code, whose run takes --only-points; only the baseline is
             # asked. decode takes no --only-points: its extra rounds measure every point.
             narrow = protocol.most > protocol.wanted and command == "run" and can_narrow(sides["baseline"])

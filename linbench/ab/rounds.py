@@ -43,12 +43,14 @@ class RoundError(RuntimeError):
 
 @dataclass(frozen=True)
 class Side:
-    """One side of the A/B: its name, the tree its code runs from, and the command its rounds
-    run (``run``, or ``decode`` for a decode suite)."""
+    """One side of the A/B: its name, the tree its code runs from, the command its rounds run
+    (``run``, or ``decode`` for a decode suite), and the flags as its code spells them where that
+    differs (``words``: a revision from before a rename)."""
 
     name: str
     tree: Path
     command: str = "run"
+    words: Callable[[Sequence[str]], list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,8 @@ def run_one(side: Side, index: int, run_args: Sequence[str], out_dir: Path) -> R
     where.mkdir(parents=True, exist_ok=True)
     before = set(where.iterdir())
     log = where / f"round-{index}.log"
-    argv = [sys.executable, "-m", "linbench", side.command, *run_args, "--quiet", "--yes", "--out", str(where)]
+    args = side.words(run_args) if side.words is not None else list(run_args)
+    argv = [sys.executable, "-m", "linbench", side.command, *args, "--quiet", "--yes", "--out", str(where)]
     started = time.perf_counter()
     with log.open("w") as handle:
         code = subprocess.run(

@@ -5,8 +5,8 @@ Its run options are ``linbench run``'s and its threshold options ``linbench comp
 from those commands' signatures, so the three never drift apart: a run option given here is
 passed on to each round's ``linbench run`` (and only the options given, so a baseline from
 before a newer option still runs), and the compare options go to ``linbench compare``
-unchanged. run's ``--baseline`` (baseline impls) is ``--baseline-impl`` here, where
-``--baseline`` names the revision. Progress and the folders go to stderr; stdout carries the
+unchanged. ``--baseline`` is the revision, and only that: the impls run measures beside the
+variants are ``--against``, as in run. Progress and the folders go to stderr; stdout carries the
 comparison exactly as ``linbench compare`` prints it, so ``--format md > compare.md`` works.
 The job itself (the worktree, the rounds, the merge) is linbench/ab/job.py: this command
 parses, calls it and prints.
@@ -27,7 +27,7 @@ from typing import Annotated, Any
 import typer
 
 from linbench.cli.compare_cmd import compare_command
-from linbench.cli.errors import INTERRUPTED_EXIT, exit_usage_error, usage_errors
+from linbench.cli.errors import INTERRUPTED_EXIT, CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_cmd import run_command
 from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, MIN_TO_JUDGE, TRUST_PROCESSES
 
@@ -37,11 +37,10 @@ DEFAULT_ROUNDS = 5
 RUN_OPTIONS_NOT_FORWARDED = (
     *("out", "quiet", "yes"),
     *("resume", "dry_run", "processes", "max_processes", "mix", "allow_failures"),
+    *("baseline", "no_baseline"),  # run's refused old spellings of --against: ab's --baseline is the revision
 )
 # ab gives compare --changed-since itself: the baseline revision.
 COMPARE_ARGUMENTS = ("baseline", "current", "changed_since")
-# run's --baseline names baseline impls; ab's --baseline is the revision.
-RENAMED = {"baseline": ("baseline_impl", "--baseline-impl")}
 HELP = {
     "baseline": "The git revision to measure against (a sha, a branch, HEAD~1, origin/main).",
     "rounds": f"Rounds: each runs every point once per side, in ABBA order. Default: {DEFAULT_ROUNDS} "
@@ -52,6 +51,9 @@ HELP = {
     "no_widen": "Measure the sweep as given: an impl whose code changed since the baseline (git diff, mapped by "
     "the import graph) and that the sweep does not measure is not added, and the verdict is inconclusive "
     "(exit 4), naming it.",
+    "max_widen_s": "The most seconds the impls added for changed code may take over the rounds, both sides, by "
+    "the estimate (each added impl's is shown before the rounds): the ones past it are not measured, and the "
+    "verdict is inconclusive (exit 4), naming them. Default: no cap.",
     "out": "The A/B folder: baseline/ and current/ run folders, each with its rounds. Default: results/ab/<UTC time>.",
 }
 
@@ -66,11 +68,9 @@ class Forwarded:
     parameter: inspect.Parameter
 
 
-def forwarded_options(
-    command: Callable[..., Any], skip: tuple[str, ...], panel: str, renamed: dict[str, tuple[str, str]] | None = None
-) -> list[Forwarded]:
+def forwarded_options(command: Callable[..., Any], skip: tuple[str, ...], panel: str) -> list[Forwarded]:
     """The Typer options of ``command`` but ``skip``, as keyword parameters shown under
-    ``panel`` in ``--help``; ``renamed`` maps a parameter to its (name, flag) in ab."""
+    ``panel`` in ``--help``."""
     hints = typing.get_type_hints(command, include_extras=True)
     options = []
     for param in inspect.signature(command).parameters.values():
@@ -79,16 +79,15 @@ def forwarded_options(
         base, info = typing.get_args(hints[param.name])[:2]
         info = copy.copy(info)
         flag = str(info.default)  # Typer keeps an Annotated option's first name in ``default``
-        name, new_flag = (renamed or {}).get(param.name, (param.name, flag))
-        info.default = new_flag
         info.rich_help_panel = panel
         annotated = Annotated[base, info]  # type: ignore[valid-type]
-        parameter = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=param.default, annotation=annotated)
-        options.append(Forwarded(name, param.name, flag, parameter))
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        parameter = inspect.Parameter(param.name, keyword, default=param.default, annotation=annotated)
+        options.append(Forwarded(param.name, param.name, flag, parameter))
     return options
 
 
-RUN_OPTIONS = forwarded_options(run_command, RUN_OPTIONS_NOT_FORWARDED, "Run options (each round)", RENAMED)
+RUN_OPTIONS = forwarded_options(run_command, RUN_OPTIONS_NOT_FORWARDED, "Run options (each round)")
 COMPARE_OPTIONS = forwarded_options(compare_command, COMPARE_ARGUMENTS, "Compare options")
 
 
@@ -132,14 +131,18 @@ def ab_command(**values: Any) -> None:
     from linbench.ab.worktree import WorktreeError
 
     revision, rounds, out = values.pop("baseline"), values.pop("rounds"), values.pop("out")
-    max_rounds, no_widen = values.pop("max_rounds"), values.pop("no_widen")
+    max_rounds, no_widen, max_widen_s = values.pop("max_rounds"), values.pop("no_widen"), values.pop("max_widen_s")
+    if values.pop("baseline_impl"):
+        exit_usage_error("--baseline-impl is now --against, as in linbench run (the impls measured beside)")
     compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
     with usage_errors():
         _check_compare_flags(compare_flags)
+        if max_widen_s is not None and max_widen_s < 0:
+            raise CliUsageError(f"--max-widen-s must be 0 or more, not {max_widen_s:g}")
         job = AbJob.prepare(revision, rounds, out, max_rounds)  # AbError, WorktreeError: one line and exit 2
         if values.get("suite") is not None:
             values["suite"] = suite_file(values["suite"])
-        _widen(job, values, not no_widen)
+        _widen(job, values, not no_widen, max_widen_s)
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
         command = rounds_command(values.get("suite"))
     try:
@@ -158,18 +161,24 @@ def ab_command(**values: Any) -> None:
         )
 
 
-def _widen(job: Any, values: dict[str, Any], enabled: bool) -> None:
+def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None) -> None:
     """Add to the rounds' ``--variant`` each impl whose code changed since the baseline and
     that the sweep (the suite's, or the flags') does not measure, unless it cannot run on the
-    sweep's device or ``enabled`` is False; say what was done."""
+    sweep's device, ``enabled`` is False, or the added impls' predicted time passes ``max_s``
+    (``--max-widen-s``); say what was done, with each added impl's predicted time."""
     from linbench.ab.changes import changes_since, sweep_widening, widened_variants
+    from linbench.ab.widen_cost import added_seconds
+    from linbench.cli.run_flow import sweep_request
     from linbench.sweep.suites import read_suite
 
     suite = read_suite(values["suite"]) if values.get("suite") is not None else {}
     variants = values.get("variant") or _as_list(suite.get("variant")) or ["all"]
-    baselines = values.get("baseline_impl") or _as_list(suite.get("baseline"))
+    baselines = values.get("against") or _as_list(suite.get("against"))
     device = values.get("device") or str(suite.get("device", "auto"))
     widening = sweep_widening(changes_since(job.root, job.sha), variants, baselines, device, enabled)
+    if widening.added:
+        request = sweep_request("run", values)
+        widening = widening.priced({impl: added_seconds(request, impl, job.rounds) for impl in widening.added}, max_s)
     for line in widening.lines():
         _note(line)
     if widening.added:
@@ -228,10 +237,23 @@ _OWN = [
         annotation=Annotated[bool, typer.Option("--no-widen", help=HELP["no_widen"])],
     ),
     inspect.Parameter(
+        "max_widen_s",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[float | None, typer.Option("--max-widen-s", help=HELP["max_widen_s"], show_default=False)],
+    ),
+    inspect.Parameter(
         "out",
         inspect.Parameter.KEYWORD_ONLY,
         default=None,
         annotation=Annotated[Path | None, typer.Option("--out", help=HELP["out"])],
+    ),
+    # ab's old spelling of run's --against, hidden, refused naming it.
+    inspect.Parameter(
+        "baseline_impl",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[list[str] | None, typer.Option("--baseline-impl", hidden=True)],
     ),
 ]
 _PARAMETERS = [*_OWN, *(o.parameter for o in RUN_OPTIONS), *(o.parameter for o in COMPARE_OPTIONS)]

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, refuse_old_names
 from linbench.cli.common import DEVICE_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP
 from linbench.cli.errors import usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
@@ -21,7 +22,8 @@ HELP = {
     "dry_run": "Print the plan (points, impls, estimated time) and make no folder.",
     "allow_failures": "Exit 0 even when points failed (mismatch, error, crashed); without it such a run exits 1.",
     "variant": "NAME or NAME:DECODER (repeatable or comma list): cosine, cosine:recurrent, 'all'. Default: all.",
-    "baseline": "Decoders to compare with. Default: softmax (kvcache and recompute).",
+    "against": "Decoders measured beside the variants, the reference they are judged against. "
+    "Default: softmax (kvcache and recompute).",
     "context": f"Context lengths prefilled before the timed steps: {RANGE_HELP}. Default: 1k..64k.",
     "tokens": "Generated tokens timed per point, after two untimed steps (the first, whose memory is read, "
     "and one more). Default: 32.",
@@ -53,8 +55,8 @@ HELP = {
 
 def decode_command(
     variant: Annotated[list[str] | None, typer.Option("--variant", help=HELP["variant"])] = None,
-    baseline: Annotated[list[str] | None, typer.Option("--baseline", help=HELP["baseline"])] = None,
-    no_baseline: Annotated[bool, typer.Option("--no-baseline", help="Run no baseline.")] = False,
+    against: Annotated[list[str] | None, typer.Option("--against", help=HELP["against"])] = None,
+    no_against: Annotated[bool, typer.Option("--no-against", help=NO_AGAINST_HELP)] = False,
     context: Annotated[str | None, typer.Option("--context", help=HELP["context"])] = None,
     tokens: Annotated[str | None, typer.Option("--tokens", help=HELP["tokens"])] = None,
     batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
@@ -92,10 +94,13 @@ def decode_command(
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
+    baseline: OldBaseline = None,
+    no_baseline: OldNoBaseline = False,
 ) -> None:
     """Measure autoregressive decoding: time per token and state memory against context length."""
     options = locals()  # every option, by its parameter name: the request takes the sweep's
     with usage_errors():
+        refuse_old_names(baseline, no_baseline)
         request = sweep_request("decode", options)
     execute_sweep(
         request,

@@ -8,12 +8,15 @@ from typing import Annotated
 import typer
 
 from linbench.cli import fleet_options as fleet
+from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, refuse_old_names
 from linbench.cli.common import DEVICE_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, TRUST_PROCESSES
 
 HELP = {
+    "against": "Impls measured beside the variants, the reference they are judged against: NAME or NAME:IMPL "
+    "(repeatable or comma list). Default: softmax, every impl that runs on the device.",
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
     "dry_run": "Print the plan (points, impls, estimated time) and make no folder.",
     "budget": "A budget file (`linbench budget` makes one): after the run, exit 1 when a point's time or memory "
@@ -62,10 +65,8 @@ def run_command(
             "--variant", help="NAME or NAME:IMPL (repeatable or comma list); 'all' for every variant. Default: all."
         ),
     ] = None,
-    baseline: Annotated[
-        list[str] | None, typer.Option("--baseline", help="Baselines to compare with. Default: softmax, every impl.")
-    ] = None,
-    no_baseline: Annotated[bool, typer.Option("--no-baseline", help="Run no baseline.")] = False,
+    against: Annotated[list[str] | None, typer.Option("--against", help=HELP["against"])] = None,
+    no_against: Annotated[bool, typer.Option("--no-against", help=NO_AGAINST_HELP)] = False,
     seq: Annotated[str | None, typer.Option("--seq", help=HELP["seq"])] = None,
     batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
     heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
@@ -120,10 +121,13 @@ def run_command(
     slurm_time: fleet.SlurmTime = None,
     slurm_option: fleet.SlurmOption = None,
     ray_address: fleet.RayAddress = None,
+    baseline: OldBaseline = None,
+    no_baseline: OldNoBaseline = False,
 ) -> None:
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
     options = locals()  # every option, by its parameter name: the request takes the sweep's
     with usage_errors():
+        refuse_old_names(baseline, no_baseline)
         request = sweep_request("run", options, causal=_masking(causal, bidirectional))
         spread = fleet.fleet_options(options)
         if budget is not None:

@@ -154,7 +154,7 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         f"linbench {spec.command} --dry-run: nothing runs and no folder is made",
         f"  points: {len(prepared.pending)} of {len(plan.points)} to run on {plan.device} ({plan.device_name})",
         f"  {what}: {names(measured)}",
-        f"  baselines: {names([pair for pair in plan.targets.baselines if pair in planned])}",
+        f"  against: {names([pair for pair in plan.targets.baselines if pair in planned])}",
         *_axes_lines(spec.blocks, spec.command, packed=spec.pack is not None),
         *([f"  pack: {pack_line(spec.pack, spec.packing)}"] if spec.pack is not None else []),
         *(f"  note: {note}" for note in plan.targets.notes),

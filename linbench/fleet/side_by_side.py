@@ -75,7 +75,7 @@ def control_request(fake: bool, processes: int = PROCESSES, most: int = MOST_PRO
     size = {"seq": "256", "heads": 2, "dim": 16, "budget_s": 0.05} if fake else {"seq": "1k", "heads": 8, "dim": 64}
     return SweepRequest(
         variants=("cosine:chunked",),
-        no_baseline=True,
+        no_against=True,
         dtypes=("fp32",),
         modes=("fwd",),
         device="cpu" if fake else "cuda",

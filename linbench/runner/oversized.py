@@ -3,7 +3,8 @@
 A bare variant name (``--variant gla``) selects every form of it, and its quadratic form holds
 a tensor of B·H·S²·Dk elements: 8 GiB at 1k tokens (B1 H8 D64) and out of memory at 2k on a
 machine with 24 GiB. What a form holds is declared (``Impl.memory_complexity``), so the points
-where even its least working set (linbench/sweep/estimate.py ``working_set_bytes``) passes the
+where even its least working set (linbench/sweep/estimate.py ``working_set_bytes``, in the
+copies the impl was measured to hold, ``Impl.working_copies``) passes the
 memory a worker may take are left out, with a note saying so. An impl named explicitly
 (``--variant gla:quadratic``) runs wherever asked: its ``oom`` rows are then what was asked for.
 """
@@ -41,8 +42,8 @@ def leave_out_oversized(points: list[Point], targets: Targets, memory_bytes: int
 
 
 def _need(point: Point) -> int:
-    complexity = get_variant(point.variant).impl(point.impl).memory_complexity
-    return working_set_bytes(point, *powers_in_s_and_d(complexity))
+    impl = get_variant(point.variant).impl(point.impl)
+    return working_set_bytes(point, *powers_in_s_and_d(impl.memory_complexity), impl.working_copies)
 
 
 def _note(pair: tuple[str, str], dropped: list[tuple[Point, int]], memory_bytes: int) -> str:

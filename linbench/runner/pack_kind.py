@@ -96,7 +96,7 @@ class PackKind(RunKind):
     def call_s(self, point: Point) -> float:
         """A padded call computes its padding too; a packed one the sequences alone."""
         flops = call_flops(point) if point.packing == "padded" else self.useful_flops(point)
-        return estimate.call_seconds(point, flops)
+        return estimate.call_seconds(point, flops, estimate.form_rate(point))
 
     def gate_lengths(self, cap: int) -> tuple[int, ...]:
         """The pack's first sequences, each cut to ``cap`` tokens."""

@@ -112,7 +112,7 @@ class RunKind(SharedKind):
         )
 
     def call_s(self, point: Point) -> float:
-        return estimate.call_seconds(point, call_flops(point))
+        return estimate.call_seconds(point, call_flops(point), estimate.form_rate(point))
 
     def setup_s(self, point: Point) -> float:
         return 0.0

@@ -1,4 +1,4 @@
-"""Resolving ``--variant`` and ``--baseline`` names against the registry, for a device.
+"""Resolving ``--variant`` and ``--against`` names against the registry, for a device.
 
 For ``linbench run`` the names select impls; for ``linbench decode`` they select decoders,
 which run wherever torch does.

@@ -29,11 +29,13 @@ with the S×S FLOPs (linbench/runner/kinds.py counts each point's FLOPs from wha
 variant declares). The GPU rate and minimum call are guesses; the CUDA overhead is the middle
 of the 5-8 s of process start-up and correctness gate an H200 point took (results/h200/README.md).
 Measured since (load 3.6-4.6, torch 2.13.0): the run-overhead sweep ``--variant cosine:kernel
---baseline softmax:sdpa --seq 4k,8k,16k --mode fwd`` took 38-40 s against 98 s (ratios
+--against softmax:sdpa --seq 4k,8k,16k --mode fwd`` took 38-40 s against 98 s (ratios
 0.39-0.41, three runs at load 2.7-5.0; softmax:sdpa ran at 75 GFLOP/s against the model's 20),
 while a user's gated run took 329 s against 161 s (2.0) and a decode run 89 s against 210 s
-(0.42). One CPU rate cannot fit both directions, so it is not refitted: a rate per impl family
-would be needed.
+(0.42). One CPU rate cannot fit both directions, so a run call's rate is the form's
+(CPU_FORM_RATE: sdpa and the kernels faster than RATE, the chunked and recurrent loops of
+small ops slower): the run-overhead sweep is now estimated at 26 s and took 41-48 s at load
+2.6-4.0 (docs/measurement.md), paper-fig5 377 s against 342 s.
 
 **Memory of a form.** An impl declares how its memory grows (``memory_complexity``: the
 quadratic forms ``O(s²)`` or ``O(s²d)``); ``working_set_bytes`` turns that into the least a call
@@ -59,6 +61,16 @@ from linbench.units import format_bytes
 ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
 # FLOP/s a call achieves, seconds a call takes at least, and the fixed cost of a point.
 RATE = {"cpu": 20e9, "cuda": 20e12}
+# A run call's FLOP/s on the CPU by the form of its impl (its name, or the part before a dash:
+# sdpa-math is sdpa), where one rate is off tens of times. The quiet reference run
+# results/cpu-reference/*-paper-fig5 (B1 H8, D16-128, 1k-8k, fwd and fwdbwd, fp32, 2 threads),
+# each call's FLOPs as the model counts them, gave (middle half of its points) sdpa 89-146
+# GFLOP/s, cosine:kernel 40-101, cosine:chunked 9-53, cosine:recurrent 0.4-8.6 (median 1.8);
+# cosine:quadratic 24-57 and softmax:naive 14-41 are RATE's. The gated run beside it (busy:
+# sdpa 6x slower) kept the order: chunked forms 2-4, recurrent 0.3-1.4, sdpa 11-20. Each rate
+# is near its median, rounded down. Any other form (a plugin's) takes RATE; so do decode
+# steps, whose decoders' names say nothing of a step's speed.
+CPU_FORM_RATE = {"sdpa": 100e9, "kernel": 40e9, "chunked": 15e9, "recurrent": 1.5e9}
 MIN_CALL_S = {"cpu": 2e-4, "cuda": 2e-5}
 # CUDA: an H200 point took 5-8 s of process start-up and correctness gate
 # (results/h200/README.md), the middle of that range.
@@ -69,7 +81,9 @@ BUILD_S = {"cpu": 25.0, "cuda": 120.0}
 # The fewest tensors of its declared size (memory_complexity) a form held at its peak, measured
 # on the CPU in fwd fp32 at 512 and 1k tokens: cosine:quadratic 2 of S×S, softmax:naive 2.3,
 # retention:quadratic 3.2, deltanet:quadratic 4.3; gla:quadratic 4 of S×S×Dk (8 GiB at 1k, B1
-# H8 D64). The fewest, so that a form is never left out where it would have fitted.
+# H8 D64). The fewest, so that a form is never left out where it would have fitted; a form
+# measured to hold more declares it (Impl.working_copies: gla:quadratic 4, deltanet's 4,
+# retention's 3), else it would run at 2k on a 24 GiB machine and end out of memory.
 WORKING_COPIES = 2
 # A sweep past either limit runs only with --yes.
 MAX_POINTS = 2000
@@ -134,14 +148,15 @@ def context_bytes(point: Point) -> int:
     return b * point.shape.kv_heads * s * (dk + dv) * ELEMENT_BYTES.get(point.dtype, 4)
 
 
-def working_set_bytes(point: Point, s_power: int, d_power: int) -> int:
+def working_set_bytes(point: Point, s_power: int, d_power: int, copies: int | None = None) -> int:
     """The least memory a call of an impl holds by its memory declaration (``O(s²d)``: s_power
-    2, d_power 1): WORKING_COPIES tensors of B·H·s^s_power·d^d_power elements of the point's
-    dtype (d: the smaller head dim). A lower bound: a form that needs more than the machine
-    has by it would run out of memory, so a sweep can leave it out before it runs."""
+    2, d_power 1): ``copies`` (the impl's measured ``working_copies``, else WORKING_COPIES)
+    tensors of B·H·s^s_power·d^d_power elements of the point's dtype (d: the smaller head
+    dim). A lower bound: a form that needs more than the machine has by it would run out of
+    memory, so a sweep can leave it out before it runs."""
     b, h, s, dk, dv = point.shape.sizes()
     elements = b * h * s**s_power * min(dk, dv) ** d_power
-    return elements * ELEMENT_BYTES.get(point.dtype, 4) * WORKING_COPIES
+    return elements * ELEMENT_BYTES.get(point.dtype, 4) * (copies or WORKING_COPIES)
 
 
 def check_fits(points: Iterable[Point], memory_bytes: int, model: PointModel) -> None:
@@ -164,10 +179,20 @@ def _bytes(count: int) -> str:
     return format_bytes(count) if count < 1 << 50 else f"{count:.1e} bytes"
 
 
-def call_seconds(point: Point, flops: float) -> float:
-    """Seconds one call of ``flops`` takes by the model (at least MIN_CALL_S)."""
+def call_seconds(point: Point, flops: float, rate: float | None = None) -> float:
+    """Seconds one call of ``flops`` takes by the model (at least MIN_CALL_S), at ``rate``
+    FLOP/s, else the device's RATE."""
     device = _device_type(point)
-    return max(flops / RATE[device], MIN_CALL_S[device])
+    return max(flops / (rate or RATE[device]), MIN_CALL_S[device])
+
+
+def form_rate(point: Point) -> float:
+    """FLOP/s of a run call of ``point``'s impl: by its form on the CPU (CPU_FORM_RATE),
+    else the device's RATE."""
+    device = _device_type(point)
+    if device != "cpu":
+        return RATE[device]
+    return CPU_FORM_RATE.get(point.impl.split("-")[0], RATE[device])
 
 
 def step_flops(point: Point, step_exponent: int | None) -> float:

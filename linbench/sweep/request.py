@@ -23,7 +23,6 @@ Sizes = str | int | tuple[int | str, ...]
 # field holding several values is plural; the key, like the option, is not).
 SETTING_KEYS = {
     "variants": "variant",
-    "baselines": "baseline",
     "dtypes": "dtype",
     "modes": "mode",
     "params": "param",
@@ -40,8 +39,8 @@ class SweepRequest:
     command: str = "run"  # "run" (calls over sequence lengths) or "decode" (tokens after a context)
     suite: Path | None = None  # a suite file, or the name of one of ``linbench suites``
     variants: tuple[str, ...] | None = None  # "cosine", "cosine:chunked", "all"
-    baselines: tuple[str, ...] | None = None  # "softmax", "softmax:sdpa"
-    no_baseline: bool | None = None
+    against: tuple[str, ...] | None = None  # the impls measured beside the variants: "softmax", "softmax:sdpa"
+    no_against: bool | None = None  # measure the variants alone
     seq: Sizes | None = None  # run: sequence lengths
     context: Sizes | None = None  # decode: context lengths
     batch: Sizes | None = None
@@ -80,7 +79,7 @@ class SweepRequest:
 
     def __post_init__(self) -> None:
         # A script may write variants="cosine" or a list; the request keeps tuples (it is frozen).
-        for name in ("variants", "baselines", "dtypes", "modes", "packing", "state_dtype"):
+        for name in ("variants", "against", "dtypes", "modes", "packing", "state_dtype"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _strings(value))

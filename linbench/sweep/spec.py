@@ -27,7 +27,15 @@ from linbench.sweep.packs import pack_settings
 from linbench.sweep.params import parse_param
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.serving import Serving, check_serving, read_serving
-from linbench.sweep.settings import COMMANDS, DEFAULT_SETTINGS, DEFAULTS, FIXED_AXES, LENGTH_AXIS, TOKEN_BUDGET
+from linbench.sweep.settings import (
+    COMMANDS,
+    DEFAULT_SETTINGS,
+    DEFAULTS,
+    FIXED_AXES,
+    LENGTH_AXIS,
+    RENAMED_KEYS,
+    TOKEN_BUDGET,
+)
 from linbench.sweep.suites import find_suite, load_suite, read_suite, suite_command
 from linbench.sweep.values import (
     SpecError,
@@ -221,10 +229,10 @@ def build_spec(request: SweepRequest) -> SweepSpec:
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
-    if given.get("no_baseline") is True and "baseline" in given:
-        raise SpecError("--no-baseline and --baseline contradict each other; give one")
-    if "baseline" in given:
-        given.setdefault("no_baseline", False)  # --baseline overrides a suite's no_baseline
+    if given.get("no_against") is True and "against" in given:
+        raise SpecError("--no-against and --against contradict each other; give one")
+    if "against" in given:
+        given.setdefault("no_against", False)  # --against overrides a suite's no_against
     # Command-line axes override every table; a table's own keys override the suite's top level.
     tables = [{k: v for k, v in table.items() if k not in given} for table in tables]
     if TOKEN_BUDGET[command]:
@@ -238,10 +246,12 @@ def spec_from_settings(
 ) -> SweepSpec:
     """The spec for fully merged settings (as stored in a run's meta.json, for resume)."""
     defaults = DEFAULTS[command]
+    # A run recorded before a key's rename spells it the old way: read it under the new name.
+    settings = {RENAMED_KEYS.get(k, k): v for k, v in settings.items()}
     base = dict(defaults) | {k: v for k, v in settings.items() if k in defaults}
     blocks = [_axes(base | table, command) for table in tables or [{}]]
     variants = tuple(name_list("variant", base["variant"]))
-    baselines = () if base["no_baseline"] else tuple(name_list("baseline", base["baseline"]))
+    baselines = () if base["no_against"] else tuple(name_list("against", base["against"]))
     if not variants:
         raise SpecError("variant: no variant given")
     budget = base.get("budget_s")

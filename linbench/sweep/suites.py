@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from linbench.sweep.settings import COMMANDS, SUITE_KEYS, TABLE_KEYS, TOP_KEYS
+from linbench.sweep.settings import COMMANDS, RENAMED_KEYS, SUITE_KEYS, TABLE_KEYS, TOP_KEYS
 from linbench.sweep.values import SpecError
 
 if sys.version_info >= (3, 11):
@@ -71,15 +71,26 @@ def load_suite(path: Path, command: str = "run") -> tuple[dict[str, Any], list[d
     tables = data.pop("sweep", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise SpecError(f"suite file {str(path)!r}: 'sweep' must be an array of tables ([[sweep]])")
+    _check_renamed(path, data)
     _check_keys(path, data, (*TOP_KEYS[command], *SUITE_KEYS))
-    if data.get("no_baseline") is True and "baseline" in data:
-        raise SpecError(f"suite file {str(path)!r}: baseline and no_baseline = true contradict each other; keep one")
+    if data.get("no_against") is True and "against" in data:
+        raise SpecError(f"suite file {str(path)!r}: against and no_against = true contradict each other; keep one")
     for table in tables:
         _check_keys(path, table, TABLE_KEYS[command])
     # Plugin paths in a suite are relative to the suite file, not to where linbench runs.
     plugins = data.get("plugin", [])
     data["plugin"] = [str((path.parent / p).resolve()) for p in ([plugins] if isinstance(plugins, str) else plugins)]
     return data, tables
+
+
+def _check_renamed(path: Path, table: Mapping[str, Any]) -> None:
+    """A key renamed since (``baseline``, now ``against``) is refused naming its new name: a
+    silent alias would keep two spellings alive, and "baseline" is ab's git revision."""
+    for old, new in RENAMED_KEYS.items():
+        if old in table:
+            raise SpecError(
+                f"suite file {str(path)!r}: key {old!r} is now {new!r} (the impls measured beside the variants)"
+            )
 
 
 def _check_keys(path: Path, table: Mapping[str, Any], allowed: Iterable[str]) -> None:

@@ -190,6 +190,11 @@ class Impl:
     # (a folder ends in /): no import leads to them, so a change to them is tied to the impl
     # here. The impls on the compiled kernels say "csrc/" (linbench/impl_code.py).
     sources: tuple[str, ...] = ()
+    # The fewest tensors of memory_complexity's size a call was measured to hold at its peak
+    # (gla:quadratic 4 of B·H·S²·Dk): a sweep of bare names leaves the form out where that
+    # passes a worker's memory. None: WORKING_COPIES (linbench/sweep/estimate.py), the least
+    # of any form measured, so that no form is left out where it would have fitted.
+    working_copies: int | None = None
 
     def __post_init__(self) -> None:
         derive_exponent(self, "time_exponent", self.time_complexity)

@@ -137,7 +137,7 @@ part_kernel() {
   rm -rf "$WORK/kernel" && mkdir -p "$WORK/kernel"
   # shellcheck disable=SC2086  # GRAPH is one flag or nothing
   timeout -s INT -k 10 "${KERNEL_LIMIT:-150}" "$PY" -m linbench run --variant cosine:kernel,cosine:fla,cosine:chunked \
-    --baseline "$SDPA_ALL" \
+    --against "$SDPA_ALL" \
     --batch 2 --heads 16 --dim 64 --seq "$SEQ_STD" --dtype bf16 --mode fwd,fwdbwd --device "$DEVICE" $GRAPH \
     --allow-failures --out "$WORK/kernel" -q 2>&1 | tail -4 | tee -a "$OUT/summary.txt"
   for run in "$WORK"/kernel/*/; do lb report "$run" --format md >"$run/report.md" 2>&1; done
@@ -155,7 +155,7 @@ part_backends() {
   # lengths and two modes.
   local impls=gated-deltanet:chunked,gated-deltanet:fla,gated-deltanet:fla-recurrent,gla:fla,cosine:fla
   timeout -s INT -k 10 "${BACKENDS_LIMIT:-200}" "$PY" -m linbench run --variant "$impls" \
-    --baseline "$SDPA_PINNED" --batch 1 --heads "$HEADS_BIG" --dim "$DIM_BIG" \
+    --against "$SDPA_PINNED" --batch 1 --heads "$HEADS_BIG" --dim "$DIM_BIG" \
     --seq "$SEQ_BACK" --dtype bf16 --mode fwd,fwdbwd --device "$DEVICE" --budget-s 0.3 \
     --allow-failures --out "$WORK/backends" -q 2>&1 | tail -4 | tee -a "$OUT/summary.txt"
   for run in "$WORK"/backends/*/; do lb report "$run" --format md >"$run/report.md" 2>&1; done
@@ -166,7 +166,7 @@ part_decodebatch() {
   rm -rf "$WORK/decode" && mkdir -p "$WORK/decode"
   # shellcheck disable=SC2086
   timeout -s INT -k 10 "${DECODE_LIMIT:-60}" "$PY" -m linbench decode --variant gated-deltanet,cosine \
-    --baseline softmax:kvcache --context "$DECODE_CTX" --batch "$BATCHES" --dtype bf16 --device "$DEVICE" \
+    --against softmax:kvcache --context "$DECODE_CTX" --batch "$BATCHES" --dtype bf16 --device "$DEVICE" \
     --tokens 50 $GRAPH --allow-failures --out "$WORK/decode" -q 2>&1 | tail -3 | tee -a "$OUT/summary.txt"
   local verify=()
   [ "$DEVICE" = cpu ] && verify=(--rehearse)
@@ -186,7 +186,7 @@ part_gate() {
   (cd "$repo" && git init -q && git add -A && git -c user.name=truth -c user.email=truth@localhost commit -qm base)
   local suite=suites/ci-gpu.toml
   [ "$DEVICE" = cpu ] && suite=suites/gate-cpu.toml
-  local args=(--suite "$suite" --variant cosine:kernel --baseline-impl softmax:sdpa --seq "$GATE_SEQ"
+  local args=(--suite "$suite" --variant cosine:kernel --against softmax:sdpa --seq "$GATE_SEQ"
     --mode fwd --device "$DEVICE" --rounds 3 --max-rounds "${GATE_MAX_ROUNDS:-4}")
   [ "$DEVICE" = cpu ] && args+=(--batch 1 --heads 2 --dim 16)
   for side in same planted; do
@@ -217,7 +217,7 @@ part_fig2() {
 
 part_fig5lite() {
   timeout "${FIG5_LIMIT:-100}" "$PY" -m linbench run --suite suites/paper-fig5-gpu.toml --dim 64 \
-    --variant cosine:kernel,cosine:chunked --baseline softmax:sdpa --out "$WORK/fig5" -q 2>&1 | tail -2
+    --variant cosine:kernel,cosine:chunked --against softmax:sdpa --out "$WORK/fig5" -q 2>&1 | tail -2
   tar czf "$OUT/fig5.tgz" -C "$WORK" fig5
 }
 

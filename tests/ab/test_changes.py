@@ -76,3 +76,18 @@ def test_an_impl_that_cannot_run_here_is_left_out_with_its_reason() -> None:
     widened = widen(changes, set(), refusals, enabled=True)
     assert widened.left_out == {"gla:chunked": "it cannot run here (no such device)"}
     assert "gla:chunked" not in widened.added and "gated-deltanet:chunked" in widened.added
+
+
+def test_added_impls_past_the_cap_are_left_out_in_order_with_their_predicted_time() -> None:
+    changes = touched(["linbench/variants/gated/triangular.py"], impl_code())
+    widened = widen(changes, set(), dict.fromkeys(changes.names), enabled=True)
+    first, second, *rest = widened.added
+    costs: dict[str, float | None] = {first: 40.0, second: 300.0} | dict.fromkeys(rest, 10.0)
+    capped = widened.priced(costs, max_s=100.0)
+    assert capped.added == (first, *rest[:6])  # 40 s, then 10 s each while the total stays within 100 s
+    assert set(capped.left_out) == set(widened.added) - set(capped.added)
+    said = "its points would take about 5 min over the rounds, past --max-widen-s 100 (40 s already added)"
+    assert capped.left_out[second] == said
+    assert f"{first} (about 40 s over the rounds)" in capped.lines()[0]
+    uncapped = widened.priced({first: None}, max_s=None)
+    assert uncapped.added == widened.added and "(time unknown)" in uncapped.lines()[0]

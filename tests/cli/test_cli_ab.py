@@ -37,7 +37,7 @@ SWEEP = [
     "cpu",
     "--variant",
     "softmax:sdpa",
-    "--no-baseline",
+    "--no-against",
     "--seq",
     "256,512",
     "--budget-s",
@@ -120,6 +120,7 @@ def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
         (["--max-slowdown", "fast"], "--max-slowdown 'fast' is not a percentage"),
         (["--format", "pdf"], "unknown --format 'pdf'"),
         (["--suite", "no-such-suite"], "'no-such-suite' does not exist"),
+        (["--max-widen-s", "-1"], "--max-widen-s must be 0 or more, not -1"),
     ],
 )
 def test_bad_ab_flags_are_refused_before_any_round(
@@ -174,13 +175,17 @@ def test_ab_exits_as_compare_does_on_the_merged_rounds(
 GATED_CHANGE = Touched({"gated-deltanet:chunked": ("linbench/variants/gated/triangular.py",)}, (), ())
 
 
-@pytest.mark.parametrize(("flags", "status"), [((), 0), (("--no-widen",), 4)])
+@pytest.mark.parametrize(
+    ("flags", "status"),
+    [((), 0), (("--no-widen",), 4), (("--max-widen-s", "0.5"), 4), (("--max-widen-s", "86400"), 0)],
+)
 def test_a_changed_impl_the_suite_does_not_measure_is_added_or_stops_a_pass(
     invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: tuple[str, ...], status: int
 ) -> None:
     """gated-deltanet:chunked's code changed (planted) and the sweep measures softmax:sdpa
-    only: ab adds it to every round's --variant, or, with --no-widen, says it was not measured
-    and exits 4, not 0."""
+    only: ab adds it to every round's --variant, saying how long it will take, or, with
+    --no-widen or a --max-widen-s its predicted time passes, says it was not measured and
+    exits 4, not 0."""
     monkeypatch.setattr(changes, "changes_since", lambda root, sha: GATED_CHANGE)
     given: list[list[str]] = []
     base = (10.0, 10.05, 9.95)
@@ -197,10 +202,13 @@ def test_a_changed_impl_the_suite_does_not_measure_is_added_or_stops_a_pass(
     assert result.exit_code == status, result.output
     report = json.loads(result.stdout)
     widened = "gated-deltanet:chunked" in given[0]
-    assert widened == (not flags)
+    assert widened == (status == 0)
     assert report["changed_code"]["impls"] == ["gated-deltanet:chunked"]
     assert report["changed_code"]["unmeasured"] == ([] if widened else ["gated-deltanet:chunked"])
-    said = "added 1 impl(s) to the points: gated-deltanet:chunked" if widened else "not measured: --no-widen"
+    if widened:
+        said = "added 1 impl(s) to the points: gated-deltanet:chunked (about "
+    else:
+        said = "not measured: --no-widen" if "--no-widen" in flags else "over the rounds, past --max-widen-s 0.5"
     assert said in result.stderr
 
 
@@ -285,10 +293,10 @@ def test_each_round_gets_only_the_run_flags_given_with_paths_made_absolute(
     monkeypatch.chdir(tmp_path)
     values: dict[str, Any] = {option.name: option.parameter.default for option in ab_cmd.RUN_OPTIONS}
     assert ab_cmd.run_arguments(values) == []  # nothing given: an older revision's defaults
-    values |= {"variant": ["cosine:chunked", "softmax"], "baseline_impl": ["softmax:sdpa"], "causal": True}
+    values |= {"variant": ["cosine:chunked", "softmax"], "against": ["softmax:sdpa"], "causal": True}
     values |= {"budget_s": 0.1, "plugin": [Path("mine.py")]}
     assert ab_cmd.run_arguments(values) == [
-        *("--variant", "cosine:chunked", "--variant", "softmax", "--baseline", "softmax:sdpa", "--causal"),
+        *("--variant", "cosine:chunked", "--variant", "softmax", "--against", "softmax:sdpa", "--causal"),
         *("--plugin", str(tmp_path / "mine.py"), "--budget-s", "0.1"),
     ]
 
@@ -304,7 +312,7 @@ def test_ab_takes_every_compare_option_and_none_of_run_s_that_a_round_must_not_g
     assert compare - {"--changed-since"} <= ab  # ab gives compare the baseline revision itself
     assert "--changed-since" not in ab
     assert not {"--processes", "--max-processes", "--resume", "--dry-run", "--mix", "--allow-failures"} & ab
-    assert {"--baseline", "--baseline-impl", "--rounds", "--out", "--suite", "--device", "--variant"} <= ab
+    assert {"--baseline", "--against", "--rounds", "--out", "--suite", "--device", "--variant"} <= ab
 
 
 def test_a_sweep_the_baseline_refuses_stops_the_ab_with_its_message_and_removes_the_worktree(

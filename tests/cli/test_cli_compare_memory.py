@@ -43,7 +43,7 @@ register_variant(
     replace=True,
 )
 """
-RUN = ["--variant", "memplant:scores", "--no-baseline", "--seq", "1k", "--heads", "1", "--dim", "32"]
+RUN = ["--variant", "memplant:scores", "--no-against", "--seq", "1k", "--heads", "1", "--dim", "32"]
 RUN += ["--device", "cpu", "--budget-s", "0.02", "--warmup-s", "0.02", "-q"]
 
 

@@ -27,7 +27,7 @@ import pytest
 from cli_helpers import linbench_argv
 
 # A CPU test: pinned, so that a machine with a GPU does not time the sweep on CUDA.
-SWEEP = ["--variant", "softmax:sdpa", "--no-baseline", "--seq", "512,1k,2k", "--heads", "2,4", "--dim", "32"]
+SWEEP = ["--variant", "softmax:sdpa", "--no-against", "--seq", "512,1k,2k", "--heads", "2,4", "--dim", "32"]
 # Three processes per point (the fewest the gate judges), no more, and short timings: the
 # test's time stays bounded. What it asserts holds for any timings.
 RUN = [*SWEEP, "--device", "cpu", "--threads", "1", "--budget-s", "0.05", "--warmup-s", "0.05", "--processes", "3"]

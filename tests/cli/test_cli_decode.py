@@ -60,7 +60,7 @@ def test_a_tiny_decode_run_writes_the_decode_columns(invoke: Invoke, tmp_path: P
 
 
 def test_resume_finishes_a_decode_run_and_run_refuses_it(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("--variant", "cosine:recurrent", "--no-baseline", *TINY, "--out", tmp_path, "-q")
+    args = ("--variant", "cosine:recurrent", "--no-against", *TINY, "--out", tmp_path, "-q")
     assert invoke("decode", *args).exit_code == 0
     folder = only_run(tmp_path)
     first, _ = read_rows(folder)  # drop the second row, as a kill before it was written would
@@ -80,7 +80,7 @@ def test_resume_finishes_a_decode_run_and_run_refuses_it(invoke: Invoke, tmp_pat
         (("--variant", "nope"), ("unknown variant 'nope'",)),
         (("--variant", "cosine:chunked"), ("cosine:chunked is an impl, not a decoder", "recurrent")),
         (("--variant", "cosine:kvcache"), ("cosine:kvcache", "decoders of cosine: recurrent")),
-        (("--baseline", "softmax:sdpa"), ("softmax:sdpa is an impl, not a decoder", "kvcache, recompute")),
+        (("--against", "softmax:sdpa"), ("softmax:sdpa is an impl, not a decoder", "kvcache, recompute")),
         (("--context", "0"), ("context", "not a positive size")),
         (("--context", "1k..64"), ("context", "reversed")),
         (("--context", "1k..2k:x1"), ("context", "larger than x1")),

@@ -61,7 +61,7 @@ def test_doctor_on_a_gpu_that_does_not_exist_is_a_usage_error(invoke: Invoke) ->
 
 
 def test_run_records_its_ceilings_in_meta(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--dtype", "fp32,bf16", "--device", "cpu")
+    args = ("run", "--variant", "cosine:chunked", "--no-against", "--dtype", "fp32,bf16", "--device", "cpu")
     result = invoke(*args, *TINY, "--out", tmp_path)
     assert result.exit_code == 0, result.output
     (folder,) = tmp_path.iterdir()

@@ -25,7 +25,7 @@ def statuses(out: Path) -> set[tuple[str, str]]:
 
 
 def test_run_exits_1_when_a_point_fails_and_says_so(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("run", "--plugin", PLANTED_FILE, "--variant", "planted:good,planted:wrong", "--no-baseline", *TINY)
+    args = ("run", "--plugin", PLANTED_FILE, "--variant", "planted:good,planted:wrong", "--no-against", *TINY)
     result = invoke(*args, "--out", tmp_path, "--quiet")
     assert result.exit_code == 1, result.output
     assert statuses(tmp_path) == {("good", "ok"), ("wrong", "mismatch")}
@@ -36,14 +36,14 @@ def test_run_exits_1_when_a_point_fails_and_says_so(invoke: Invoke, tmp_path: Pa
 
 
 def test_allow_failures_exits_0_anyway(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("run", "--plugin", PLANTED_FILE, "--variant", "planted:wrong", "--no-baseline", *TINY)
+    args = ("run", "--plugin", PLANTED_FILE, "--variant", "planted:wrong", "--no-against", *TINY)
     result = invoke(*args, "--out", tmp_path, "--quiet", "--allow-failures")
     assert result.exit_code == 0, result.output
     assert "exit 0 (--allow-failures)" in result.stdout
 
 
 def test_oom_and_timeout_are_the_sweep_s_reach_and_exit_0(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("run", "--plugin", PLANTED_FILE, "--variant", "planted:oom,planted:hang", "--no-baseline", *SMALL)
+    args = ("run", "--plugin", PLANTED_FILE, "--variant", "planted:oom,planted:hang", "--no-against", *SMALL)
     result = invoke(*args, "--seq", "512", "--timeout-s", "2", "--out", tmp_path, "--quiet")
     assert statuses(tmp_path) == {("oom", "oom"), ("hang", "timeout")}
     assert result.exit_code == 0, result.output
@@ -51,7 +51,7 @@ def test_oom_and_timeout_are_the_sweep_s_reach_and_exit_0(invoke: Invoke, tmp_pa
 
 
 def test_decode_exits_1_when_a_decoder_fails(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("decode", "--plugin", PLANTED_FILE, "--variant", "planted:good,planted:wrong", "--no-baseline")
+    args = ("decode", "--plugin", PLANTED_FILE, "--variant", "planted:good,planted:wrong", "--no-against")
     result = invoke(*args, *TINY_DECODE, "--out", tmp_path, "--quiet")
     assert result.exit_code == 1, result.output
     assert statuses(tmp_path) == {("good", "ok"), ("wrong", "mismatch")}
@@ -79,7 +79,7 @@ def test_a_full_disk_mid_run_is_one_line_and_the_folder_resumes(
         real_append(path, text)
 
     monkeypatch.setattr(store, "_append_text", disk_fills_at_the_second_row)
-    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "64,128,256", *SMALL)
+    args = ("run", "--variant", "cosine:chunked", "--no-against", "--seq", "64,128,256", *SMALL)
     result = invoke(*args, "--out", tmp_path, "--quiet")
     assert_usage_error(result, "results.csv", "No space left on device", "--resume")
     (folder,) = tmp_path.iterdir()
@@ -107,7 +107,7 @@ def test_a_full_disk_when_meta_json_is_first_written_leaves_no_folder(
 
     monkeypatch.setattr(Path, "write_text", full)
     out = tmp_path / "out"
-    result = invoke("run", "--variant", "cosine:chunked", "--no-baseline", *TINY, "--out", out)
+    result = invoke("run", "--variant", "cosine:chunked", "--no-against", *TINY, "--out", out)
     assert_usage_error(result, "meta.json", "No space left on device", "no run folder was made")
     assert not out.exists() or not list(out.iterdir())
 
@@ -204,10 +204,10 @@ def test_the_bare_command_still_shows_its_help(invoke: Invoke) -> None:
         (("--seq", "1k..3k"), ("the range 1k..3k in powers of two ends at 2k", "1k..2k", "1k..3k:+1k")),
         (("--seq", "99999999999999999999"), ("S99999999999999999999", "more elements than a tensor can index")),
         (("--seq", "1m", "--batch", "1m"), ("B1048576-H8-S1048576", "inputs q, k and v alone", "no impl can run it")),
-        (("--no-baseline", "--baseline", "softmax:sdpa"), ("--no-baseline and --baseline contradict each other",)),
+        (("--no-against", "--against", "softmax:sdpa"), ("--no-against and --against contradict each other",)),
         (("--variant", "cosine:chunked,,linear"), ("variant", "empty item")),
         (("--seq", "1k,,2k"), ("seq", "empty item")),
-        (("--baseline", "softmax:sdpa,"), ("baseline", "empty item")),
+        (("--against", "softmax:sdpa,"), ("against", "empty item")),
         (("--dtype", "fp32,,bf16"), ("dtype", "empty item")),
     ],
 )
@@ -238,7 +238,7 @@ def test_an_option_that_takes_one_value_given_twice_is_refused(
 
 
 def test_a_repeatable_option_and_a_repeated_flag_are_still_taken(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("--variant", "cosine:chunked", "--variant", "cosine:naive", "--no-baseline", "--seq", "64", "-q", "-q")
+    args = ("--variant", "cosine:chunked", "--variant", "cosine:naive", "--no-against", "--seq", "64", "-q", "-q")
     result = invoke("run", *args, "--device", "cpu", "--out", tmp_path, "--dry-run")
     assert result.exit_code == 0, result.output
 
@@ -248,7 +248,7 @@ def test_decode_refuses_a_context_whose_kv_cache_no_device_holds(invoke: Invoke,
     args = ("decode", "--context", "1m", "--batch", "1m", "--device", "cpu", "--out", out)
     assert_usage_error(invoke(*args), "softmax:kvcache", "keys and values", "drop the decoder")
     assert not out.exists()
-    recurrent = invoke(*args, "--variant", "cosine:recurrent", "--no-baseline", "--dry-run")
+    recurrent = invoke(*args, "--variant", "cosine:recurrent", "--no-against", "--dry-run")
     assert recurrent.exit_code == 0, recurrent.output  # its state does not grow with the context
 
 
@@ -258,7 +258,7 @@ def test_check_refuses_empty_list_items_too(invoke: Invoke) -> None:
 
 def test_a_sweep_past_2000_points_needs_yes_and_dry_run_prints_the_plan(invoke: Invoke, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "16..32k:+16", "--device", "cpu")
+    args = ("run", "--variant", "cosine:chunked", "--no-against", "--seq", "16..32k:+16", "--device", "cpu")
     assert_usage_error(invoke(*args, "--out", out), "2048 points (more than 2000)", "--yes", "--dry-run")
     plan = invoke(*args, "--out", out, "--dry-run")
     assert plan.exit_code == 0, plan.output
@@ -270,7 +270,7 @@ def test_a_sweep_past_2000_points_needs_yes_and_dry_run_prints_the_plan(invoke: 
 def test_a_sweep_past_2_hours_by_the_estimate_needs_yes(invoke: Invoke, tmp_path: Path) -> None:
     out = tmp_path / "out"
     # 1875 points under 2000, but each spends 5 s of timed repetitions
-    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "16..30000:+16", "--budget-s", "5")
+    args = ("run", "--variant", "cosine:chunked", "--no-against", "--seq", "16..30000:+16", "--budget-s", "5")
     assert_usage_error(invoke(*args, "--device", "cpu", "--out", out), "h by a rough estimate (more than 2 h)")
     assert not out.exists()
 
@@ -279,7 +279,7 @@ def test_yes_runs_a_sweep_past_the_limit(invoke: Invoke, tmp_path: Path, monkeyp
     from linbench.sweep import estimate
 
     monkeypatch.setattr(estimate, "MAX_POINTS", 1)
-    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "64,128", *SMALL, "--quiet")
+    args = ("run", "--variant", "cosine:chunked", "--no-against", "--seq", "64,128", *SMALL, "--quiet")
     assert_usage_error(invoke(*args, "--out", tmp_path / "refused"), "2 points (more than 1)")
     result = invoke(*args, "--out", tmp_path / "ran", "--yes")
     assert result.exit_code == 0, result.output
@@ -288,7 +288,7 @@ def test_yes_runs_a_sweep_past_the_limit(invoke: Invoke, tmp_path: Path, monkeyp
 
 
 def test_dry_run_of_a_resume_lists_the_missing_points_and_changes_nothing(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "64,128", *SMALL, "--quiet")
+    args = ("run", "--variant", "cosine:chunked", "--no-against", "--seq", "64,128", *SMALL, "--quiet")
     assert invoke(*args, "--out", tmp_path).exit_code == 0
     (folder,) = tmp_path.iterdir()
     lines = (folder / "results.csv").read_text().splitlines(keepends=True)

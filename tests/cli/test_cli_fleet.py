@@ -25,7 +25,7 @@ from linbench.results.schema import KEY_COLUMNS
 FAKE = "LINBENCH_FAKE_DEVICES"
 # Two scenarios (heads 1, 2) of one impl at two lengths: four points.
 SWEEP = [
-    *("--variant", "cosine:chunked", "--no-baseline", "--seq", "32..64", "--heads", "1,2", "--dim", "8"),
+    *("--variant", "cosine:chunked", "--no-against", "--seq", "32..64", "--heads", "1,2", "--dim", "8"),
     *("--device", "cpu", "--budget-s", "0.02", "--warmup-s", "0", "--min-reps", "2"),
 ]
 WAIT_S = 300.0  # a bound on waiting for a process, never a measured duration

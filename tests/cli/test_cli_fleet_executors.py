@@ -19,7 +19,7 @@ from cli_helpers import linbench_argv
 FAKE = "LINBENCH_FAKE_DEVICES"
 # Two scenarios (heads 1, 2) of one impl at two lengths: four points.
 SWEEP = [
-    *("--variant", "cosine:chunked", "--no-baseline", "--seq", "32..64", "--heads", "1,2", "--dim", "8"),
+    *("--variant", "cosine:chunked", "--no-against", "--seq", "32..64", "--heads", "1,2", "--dim", "8"),
     *("--device", "cpu", "--budget-s", "0.02", "--warmup-s", "0", "--min-reps", "2"),
 ]
 UUIDS = {f"GPU-fake-{i}" for i in range(4)}

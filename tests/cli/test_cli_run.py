@@ -36,7 +36,7 @@ def read_rows(folder: Path) -> list[dict[str, str]]:
 
 
 def test_a_tiny_sweep_writes_results_samples_and_meta(invoke: Invoke, tmp_path: Path) -> None:
-    result = invoke("run", "--variant", "cosine:chunked", "--baseline", "softmax:sdpa", *TINY, "--out", tmp_path)
+    result = invoke("run", "--variant", "cosine:chunked", "--against", "softmax:sdpa", *TINY, "--out", tmp_path)
     assert result.exit_code == 0, result.output
     folder = run_folder(tmp_path)
     assert folder.name.endswith("-cosine-chunked")
@@ -63,7 +63,7 @@ def test_a_tiny_sweep_writes_results_samples_and_meta(invoke: Invoke, tmp_path: 
 
 
 def test_the_start_says_how_many_torch_threads_the_workers_run_with(invoke: Invoke, tmp_path: Path) -> None:
-    result = invoke("run", "--variant", "cosine:chunked", "--no-baseline", *TINY, "--threads", "1", "--out", tmp_path)
+    result = invoke("run", "--variant", "cosine:chunked", "--no-against", *TINY, "--threads", "1", "--out", tmp_path)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if "points to run" in line)
@@ -84,7 +84,7 @@ def test_the_threads_line_says_the_idle_cores_chose_them() -> None:
 
 
 def test_quiet_prints_only_the_plan_and_the_summary_line(invoke: Invoke, tmp_path: Path) -> None:
-    result = invoke("run", "--variant", "cosine:chunked", "--no-baseline", *TINY, "--out", tmp_path, "--quiet")
+    result = invoke("run", "--variant", "cosine:chunked", "--no-against", *TINY, "--out", tmp_path, "--quiet")
     assert result.exit_code == 0, result.output
     assert len(result.stdout.strip().splitlines()) == 2 and "2 ok" in result.stdout
     assert "2 of 2 points to run (1 impl) on cpu" in result.stdout
@@ -153,7 +153,7 @@ def test_an_unsupported_head_dim_is_a_usage_error(invoke: Invoke, planted: str, 
 def test_a_plugin_file_shows_in_list_and_runs(invoke: Invoke, tmp_path: Path) -> None:
     listed = invoke("list", "--plugin", PLANTED_FILE, *CPU)
     assert listed.exit_code == 0 and "planted" in listed.stdout
-    args = ("--plugin", PLANTED_FILE, "--variant", "planted:good,planted:wrong", "--no-baseline", *TINY)
+    args = ("--plugin", PLANTED_FILE, "--variant", "planted:good,planted:wrong", "--no-against", *TINY)
     result = invoke("run", *args, "--out", tmp_path)
     assert result.exit_code == 1, result.output  # planted:wrong fails its check
     statuses = {(r["impl"], r["status"]) for r in read_rows(run_folder(tmp_path))}
@@ -164,7 +164,7 @@ def test_a_plugin_file_shows_in_list_and_runs(invoke: Invoke, tmp_path: Path) ->
 # worker measuring it, after the rows of the three shorter points: a kill or a Ctrl-C lands
 # mid-sweep by construction, never by a race with the clock.
 STALL_SEQS = ("64", "128", "256", "512", "1024")
-STALL_RUN = ("--plugin", PLANTED_FILE, "--variant", "planted:stall", "--no-baseline", *CPU, "-q")
+STALL_RUN = ("--plugin", PLANTED_FILE, "--variant", "planted:stall", "--no-against", *CPU, "-q")
 STALL_RUN += ("--seq", ",".join(STALL_SEQS), "--heads", "2", "--dim", "16", "--budget-s", "0.05", "--warmup-s", "0")
 
 

@@ -14,7 +14,7 @@ from linbench.runner import sizing
 from linbench.sweep.estimate import BUILD_S, format_duration
 
 SMALL = ("--heads", "2", "--dim", "16", "--budget-s", "0.05", "--device", "cpu")
-ARGS = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "64", *SMALL)
+ARGS = ("run", "--variant", "cosine:chunked", "--no-against", "--seq", "64", *SMALL)
 
 
 @pytest.fixture

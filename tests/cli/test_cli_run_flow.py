@@ -15,8 +15,8 @@ from linbench.sweep.spec import SpecError
 def test_options_fill_the_request_by_name_and_what_was_not_given_stays_unset() -> None:
     options = {
         "variant": ["cosine", "linear:chunked"],
-        "baseline": None,
-        "no_baseline": False,
+        "against": None,
+        "no_against": False,
         "seq": "1k..4k",
         "dtype": [],
         "plugin": [Path("p.py")],

@@ -27,14 +27,14 @@ def test_a_run_suite_takes_cuda_graph_and_is_refused_the_same_way_on_cpu(invoke:
     suite = tmp_path / "graph.toml"
     suite.write_text('variant = ["cosine:chunked"]\nseq = 256\ncuda_graph = true\n')
     out = tmp_path / "runs"
-    result = invoke("run", "--suite", suite, "--no-baseline", "--device", "cpu", "--out", out)
+    result = invoke("run", "--suite", suite, "--no-against", "--device", "cpu", "--out", out)
     assert_usage_error(result, "--cuda-graph", "CUDA device")
     _assert_no_folder(out)
 
 
 @pytest.mark.cuda
 def test_cuda_graph_times_every_run_point_as_a_replay(invoke: Invoke, tmp_path: Path) -> None:
-    variants = ("--variant", "cosine:chunked,heinsen:chunked", "--no-baseline", "--mode", "fwd,fwdbwd")
+    variants = ("--variant", "cosine:chunked,heinsen:chunked", "--no-against", "--mode", "fwd,fwdbwd")
     result = invoke("run", *variants, *TINY, "--device", "cuda", "--cuda-graph", "--out", tmp_path)
     assert result.exit_code == 0, result.output
     (folder,) = tmp_path.iterdir()

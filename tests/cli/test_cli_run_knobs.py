@@ -23,7 +23,7 @@ def rows_and_meta(out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
 def test_knobs_reach_the_workers_the_rows_and_meta(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke(
         "run",
-        *("--variant", "cosine:chunked", "--baseline", "softmax:sdpa", *TINY),
+        *("--variant", "cosine:chunked", "--against", "softmax:sdpa", *TINY),
         *("--param", "cosine:chunked.chunk_size=16", "--param", "cosine.norm_const=0.3"),
         *("--param", "softmax:sdpa.backend=math", "--threads", "1", "--warmup-s", "0", "--min-reps", "4"),
         *("--out", tmp_path),
@@ -45,7 +45,7 @@ def test_knobs_reach_the_workers_the_rows_and_meta(invoke: Invoke, tmp_path: Pat
 
 
 def test_a_param_value_the_impl_rejects_is_that_impl_s_error_row(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("--variant", "cosine:chunked", "--no-baseline", *TINY, "--param", "cosine.chunk_size=0")
+    args = ("--variant", "cosine:chunked", "--no-against", *TINY, "--param", "cosine.chunk_size=0")
     result = invoke("run", *args, "--out", tmp_path)
     assert result.exit_code == 1, result.output  # an error row is a broken impl: run says so
     (row,) = rows_and_meta(tmp_path)[0]
@@ -53,7 +53,7 @@ def test_a_param_value_the_impl_rejects_is_that_impl_s_error_row(invoke: Invoke,
 
 
 def test_without_knobs_the_columns_say_defaults(invoke: Invoke, tmp_path: Path) -> None:
-    result = invoke("run", "--variant", "cosine:chunked", "--no-baseline", *TINY, "--out", tmp_path)
+    result = invoke("run", "--variant", "cosine:chunked", "--no-against", *TINY, "--out", tmp_path)
     assert result.exit_code == 0, result.output
     (row,), meta = rows_and_meta(tmp_path)
     assert row["params"] == "" and int(row["threads"]) >= 1 and meta["params"] == {}
@@ -76,7 +76,7 @@ def test_bad_knobs_exit_2_with_one_line_and_no_folder(
     invoke: Invoke, tmp_path: Path, args: tuple[str, ...], fragments: tuple[str, ...]
 ) -> None:
     out = tmp_path / "out"
-    result = invoke("run", "--variant", "cosine:chunked", "--no-baseline", *TINY, *args, "--out", out)
+    result = invoke("run", "--variant", "cosine:chunked", "--no-against", *TINY, *args, "--out", out)
     assert_usage_error(result, *fragments)
     assert not out.exists()
 
@@ -84,7 +84,7 @@ def test_bad_knobs_exit_2_with_one_line_and_no_folder(
 def test_decode_takes_variant_parameters_and_threads(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke(
         "decode",
-        *("--variant", "cosine:recurrent", "--no-baseline", "--context", "64", "--heads", "2", "--dim", "16"),
+        *("--variant", "cosine:recurrent", "--no-against", "--context", "64", "--heads", "2", "--dim", "16"),
         *("--tokens", "4", "--device", "cpu", "--param", "cosine.norm_const=0.3", "--threads", "1"),
         *("--out", tmp_path),
     )

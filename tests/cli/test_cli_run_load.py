@@ -10,7 +10,7 @@ from cli_helpers import Invoke
 
 from linbench.machine import load
 
-TINY = ("--variant", "cosine:chunked", "--no-baseline", "--seq", "64", "--heads", "2", "--dim", "16")
+TINY = ("--variant", "cosine:chunked", "--no-against", "--seq", "64", "--heads", "2", "--dim", "16")
 FAST = ("--budget-s", "0.05", "--warmup-s", "0", "--device", "cpu")
 
 

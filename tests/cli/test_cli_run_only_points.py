@@ -14,7 +14,7 @@ from linbench.results.record import row_key
 from linbench.runner.pipeline import prepare
 
 CPU = ("--device", "cpu")
-SWEEP = ("--variant", "cosine:chunked", "--baseline", "softmax:sdpa", "--seq", "64,128", "--heads", "2", "--dim", "16")
+SWEEP = ("--variant", "cosine:chunked", "--against", "softmax:sdpa", "--seq", "64,128", "--heads", "2", "--dim", "16")
 TINY = (*SWEEP, "--budget-s", "0.05", "--warmup-s", "0", *CPU)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import Invoke, assert_usage_error
 
-TINY = ("--no-baseline", "--heads", "2", "--dim", "8", "--budget-s", "0.05", "--warmup-s", "0", "--device", "cpu")
+TINY = ("--no-against", "--heads", "2", "--dim", "8", "--budget-s", "0.05", "--warmup-s", "0", "--device", "cpu")
 
 
 def read_rows(out: Path) -> list[dict[str, str]]:
@@ -103,7 +103,7 @@ def test_a_gated_variant_runs_its_forms_packed_and_padded(invoke: Invoke, tmp_pa
     args = ("--heads", "2", "--dim", "8", "--budget-s", "0.02", "--warmup-s", "0", "--device", "cpu")
     pack = ("--lengths-file", tmp_path / "lengths.txt", "--tokens", "40")
     (tmp_path / "lengths.txt").write_text("5 17 3 15\n")
-    result = invoke("run", "--variant", "gated-deltanet", "--baseline", "softmax:naive", *args, *pack, "--out", out)
+    result = invoke("run", "--variant", "gated-deltanet", "--against", "softmax:naive", *args, *pack, "--out", out)
     assert result.exit_code == 0, result.output
     assert "(4 impls)" in result.output  # three gated forms and the baseline
     ran = {(row["impl"], row["packing"]): row for row in read_rows(out) if row["variant"] == "gated-deltanet"}
@@ -112,7 +112,7 @@ def test_a_gated_variant_runs_its_forms_packed_and_padded(invoke: Invoke, tmp_pa
         assert row["status"] == "ok", row["error"]
 
 
-@pytest.mark.parametrize("baseline", [("--no-baseline",), ("--baseline", "softmax:naive"), ()])
+@pytest.mark.parametrize("baseline", [("--no-against",), ("--against", "softmax:naive"), ()])
 @pytest.mark.parametrize("dry_run", [(), ("--dry-run",)])
 def test_a_variant_with_no_point_left_is_refused_whatever_the_baseline(
     invoke: Invoke, tmp_path: Path, baseline: tuple[str, ...], dry_run: tuple[str, ...]

@@ -33,7 +33,7 @@ def test_a_causal_only_variant_with_no_point_left_is_refused_though_a_baseline_w
     invoke: Invoke, causal_only: str, tmp_path: Path
 ) -> None:
     """The run would measure softmax:naive alone: refused, in a dry run too, naming why."""
-    args = ("--variant", causal_only, "--baseline", "softmax:naive", "--seq", "64", "--bidirectional", *CPU)
+    args = ("--variant", causal_only, "--against", "softmax:naive", "--seq", "64", "--bidirectional", *CPU)
     result = invoke("run", *args, "--out", tmp_path / "out", "--dry-run")
     assert_usage_error(result, f"nothing to run of {causal_only}: {causal_only} is causal only")
     assert not (tmp_path / "out").exists()
@@ -42,7 +42,7 @@ def test_a_causal_only_variant_with_no_point_left_is_refused_though_a_baseline_w
 def test_a_sweep_of_nothing_but_a_masking_the_variant_lacks_is_refused(
     invoke: Invoke, causal_only: str, tmp_path: Path
 ) -> None:
-    args = ("--variant", causal_only, "--no-baseline", "--seq", "64", "--bidirectional", *CPU)
+    args = ("--variant", causal_only, "--no-against", "--seq", "64", "--bidirectional", *CPU)
     result = invoke("run", *args, "--out", tmp_path / "out")
     assert_usage_error(result, f"nothing to run: {causal_only} is causal only")
     assert not (tmp_path / "out").exists()
@@ -76,7 +76,7 @@ def test_an_out_that_is_a_file_is_refused_as_not_a_folder(
     afile = tmp_path / "afile"
     afile.write_text("mine")
     for dry_run in ((), ("--dry-run",)):
-        result = invoke(command, "--variant", "cosine", "--no-baseline", *CPU, "--out", f"{afile}{under}", *dry_run)
+        result = invoke(command, "--variant", "cosine", "--no-against", *CPU, "--out", f"{afile}{under}", *dry_run)
         assert_usage_error(result, f"--out {afile}{under}: {afile} is a file; --out must be a folder")
     assert afile.read_text() == "mine"
 
@@ -92,7 +92,7 @@ def test_dry_run_shows_the_values_of_every_axis(invoke: Invoke, tmp_path: Path) 
 
 
 def test_dry_run_of_decode_shows_the_contexts(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("--variant", "cosine:recurrent", "--no-baseline", "--context", "1k..4k", "--tokens", "4")
+    args = ("--variant", "cosine:recurrent", "--no-against", "--context", "1k..4k", "--tokens", "4")
     result = invoke("decode", *args, *CPU, "--out", tmp_path, "--dry-run")
     assert result.exit_code == 0, result.output
     assert "context 1k, 2k, 4k" in result.stdout
@@ -125,7 +125,7 @@ def test_a_gate_drawn_in_the_wrong_shape_is_refused_before_anything_runs(
     invoke: Invoke, wrong_gate: str, tmp_path: Path
 ) -> None:
     """CPU. One line, exit 2, no run folder: not an error row in every point."""
-    result = invoke("run", "--variant", wrong_gate, "--no-baseline", "--seq", "64", *CPU, "--out", tmp_path / "out")
+    result = invoke("run", "--variant", wrong_gate, "--no-against", "--seq", "64", *CPU, "--out", tmp_path / "out")
     assert_usage_error(result, f"{wrong_gate}: its draw_fn for g (weak regime) drew what it refuses: g must have shape")
     assert not (tmp_path / "out").exists()
 

@@ -14,7 +14,7 @@ from cli_helpers import Invoke, assert_usage_error
 
 from linbench.results.schema import SCHEMA_VERSION
 
-ONE_IMPL = ("--variant", "softmax:sdpa", "--no-baseline", "--heads", "2", "--dim", "16")
+ONE_IMPL = ("--variant", "softmax:sdpa", "--no-against", "--heads", "2", "--dim", "16")
 TINY = (*ONE_IMPL, "--seq", "64")
 QUICK = ("--budget-s", "0.05", "--warmup-s", "0", "--device", "cpu")
 

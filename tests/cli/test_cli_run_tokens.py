@@ -11,7 +11,7 @@ from cli_helpers import Invoke, assert_usage_error
 TINY = (
     "--variant",
     "cosine:chunked",
-    "--no-baseline",
+    "--no-against",
     "--heads",
     "2",
     "--dim",

@@ -30,17 +30,17 @@ def _rows(out: Path) -> list[dict[str, str]]:
         ("decode", ("--preset", "llama9"), ("unknown preset 'llama9'", "presets: llama3-8b")),
         (
             "run",
-            ("--variant", "cosine:kernel", "--no-baseline", "--chunk", "2048"),
+            ("--variant", "cosine:kernel", "--no-against", "--chunk", "2048"),
             ("--chunk 2048", "cosine:kernel cannot take it on cpu", "chunks of 1..1024 tokens"),
         ),
         (
             "run",
-            ("--variant", "cosine:naive,cosine:recurrent", "--no-baseline", "--chunk", "64"),
+            ("--variant", "cosine:naive,cosine:recurrent", "--no-against", "--chunk", "64"),
             ("--chunk: no impl of this run takes a chunk size", "cosine:chunked"),
         ),
         (
             "run",
-            ("--variant", "cosine:chunked", "--no-baseline", "--chunk", "64", "--param", "cosine.chunk_size=32"),
+            ("--variant", "cosine:chunked", "--no-against", "--chunk", "64", "--param", "cosine.chunk_size=32"),
             ("--chunk and --param", "give one"),
         ),
         ("run", ("--chunk", "0"), ("chunk",)),
@@ -68,7 +68,7 @@ def test_the_cuda_kernel_refuses_a_chunk_other_than_64_at_plan_time() -> None:
 
 
 def test_kv_heads_run_records_the_key_value_heads_and_how_each_impl_took_them(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("run", "--variant", "cosine:chunked,cosine:kernel", "--baseline", "softmax:sdpa", "--seq", "32")
+    args = ("run", "--variant", "cosine:chunked,cosine:kernel", "--against", "softmax:sdpa", "--seq", "32")
     result = invoke(*args, "--heads", "4", "--kv-heads", "4,1", *SMALL, "--out", tmp_path)
     assert result.exit_code == 0, result.output
     seen = {(row["impl"], row["kv_heads"]): (row["gqa"], row["status"]) for row in _rows(tmp_path)}
@@ -83,7 +83,7 @@ def test_kv_heads_run_records_the_key_value_heads_and_how_each_impl_took_them(in
 
 
 def test_decode_state_shrinks_with_the_key_value_heads(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("decode", "--variant", "cosine", "--baseline", "softmax:kvcache", "--context", "32", "--tokens", "2")
+    args = ("decode", "--variant", "cosine", "--against", "softmax:kvcache", "--context", "32", "--tokens", "2")
     result = invoke(*args, "--heads", "4", "--kv-heads", "4,1", "--dim", "16", "--device", "cpu", "--out", tmp_path)
     assert result.exit_code == 0, result.output
     state = {(row["impl"], row["kv_heads"]): int(row["state_bytes"]) for row in _rows(tmp_path)}
@@ -93,7 +93,7 @@ def test_decode_state_shrinks_with_the_key_value_heads(invoke: Invoke, tmp_path:
 
 
 def test_chunk_sweep_gives_a_point_per_chunk_size_to_the_impls_that_take_one(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("run", "--variant", "cosine:chunked,cosine:kernel,cosine:recurrent", "--no-baseline", "--seq", "64")
+    args = ("run", "--variant", "cosine:chunked,cosine:kernel,cosine:recurrent", "--no-against", "--seq", "64")
     result = invoke(*args, "--heads", "2", "--chunk", "16,32", *SMALL, "--out", tmp_path)
     assert result.exit_code == 0, result.output
     seen = sorted((row["impl"], row["chunk"], row["status"]) for row in _rows(tmp_path))

@@ -87,7 +87,7 @@ def test_compare_warns_once_and_leaves_the_torn_point_unmatched(invoke: Invoke, 
 
 
 def test_resume_measures_the_torn_and_the_malformed_point_again(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("run", "--variant", "cosine:chunked", "--no-baseline", "--seq", "64,128,256", *SMALL, "--quiet")
+    args = ("run", "--variant", "cosine:chunked", "--no-against", "--seq", "64,128,256", *SMALL, "--quiet")
     assert invoke(*args, "--out", tmp_path).exit_code == 0
     (folder,) = tmp_path.iterdir()
     results = folder / "results.csv"

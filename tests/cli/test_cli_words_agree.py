@@ -80,7 +80,7 @@ def test_every_axis_option_s_help_gives_the_default_the_sweep_takes(command: str
     defaults = DEFAULTS[command]
     shown = {
         "variant": "Default: all.",
-        "baseline": "Default: softmax",
+        "against": "Default: softmax",
         "batch": f"Default: {defaults['batch']}.",
         "heads": f"Default: {defaults['heads']}.",
         "dim": f"Default: {defaults['dim']}.",

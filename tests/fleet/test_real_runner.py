@@ -30,7 +30,7 @@ from linbench.runner.pipeline import prepare
 # 4 scenarios (batch 1, 2 x heads 1, 2) of one impl at two lengths: 8 points, on the CPU.
 SWEEP = SweepRequest(
     variants=("cosine:chunked",),
-    no_baseline=True,
+    no_against=True,
     seq="32..64",
     batch="1,2",
     heads="1,2",

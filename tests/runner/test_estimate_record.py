@@ -17,7 +17,7 @@ from linbench.results.estimate_record import EstimateRecord
 from linbench.results.meta import timing_protocol
 from linbench.runner.kinds import kind_of
 from linbench.shape import Shape
-from linbench.sweep.estimate import estimate_s
+from linbench.sweep.estimate import CPU_FORM_RATE, RATE, estimate_s, form_rate
 from linbench.sweep.points import Point
 
 RESULTS = Path(__file__).parents[2] / "results"
@@ -98,3 +98,36 @@ def test_the_record_reads_back_what_it_wrote() -> None:
     assert EstimateRecord.read({"estimate": section}) == EstimateRecord(100.0, 25.0, 27, False, 41.2, 196.0, "complete")
     assert EstimateRecord.read({}) is None and EstimateRecord.read({"estimate": {"points": 3}}) is None
     assert EstimateRecord(100.0, 0.0, 1).ratio is None  # still running
+
+
+def _measured_rates(form: str) -> list[float]:
+    """FLOP/s of every ok row of ``form`` (sdpa-math counts as sdpa) in the recorded quiet CPU
+    runs, each call's FLOPs as the model counts them."""
+    from linbench.runner.run_kind import call_flops
+
+    rates = []
+    for folder in recorded_runs():
+        if json.loads((folder / "meta.json").read_text())["sweep"].get("command", "run") != "run":
+            continue
+        for row in _rows(folder):
+            if row["status"] == "ok" and row["impl"].split("-")[0] == form and float(row["time_ms"]) > 0:
+                rates.append(call_flops(_point(row)) / (float(row["time_ms"]) / 1e3))
+    return sorted(rates)
+
+
+@pytest.mark.parametrize("form", sorted(CPU_FORM_RATE))
+def test_each_form_s_cpu_rate_is_near_the_median_the_recorded_runs_measured(form: str) -> None:
+    """The rate per form replaced one CPU rate that was off 5x for sdpa and 10x for the loops:
+    each must stay within 2x of what the committed quiet runs measured of that form."""
+    rates = _measured_rates(form)
+    assert len(rates) >= 5, f"no recorded run measures {form}"
+    median = rates[len(rates) // 2]
+    assert median / 2 <= CPU_FORM_RATE[form] <= median, f"{form}: {CPU_FORM_RATE[form]:.3g} against {median:.3g}"
+
+
+def test_a_form_takes_its_rate_and_any_other_impl_the_device_s() -> None:
+    shape = Shape(1, 8, 4096, 64, 64)
+    cpu = {impl: form_rate(Point("v", impl, "fwd", True, "fp32", "cpu", shape)) for impl in ("sdpa-math", "mine")}
+    assert cpu == {"sdpa-math": CPU_FORM_RATE["sdpa"], "mine": RATE["cpu"]}
+    assert form_rate(Point("v", "kernel", "fwd", True, "fp32", "cuda", shape)) == RATE["cuda"]
+    assert CPU_FORM_RATE["sdpa"] > RATE["cpu"] > CPU_FORM_RATE["recurrent"]

@@ -85,7 +85,7 @@ def test_the_column_holds_only_values_that_differ_from_the_defaults() -> None:
 def test_knobs_are_checked_and_reach_the_plan() -> None:
     request = SweepRequest(
         variants=("cosine:chunked",),
-        no_baseline=True,
+        no_against=True,
         params=("cosine.norm_const=0.3",),
         threads=2,
         warmup_s=0.0,

@@ -14,7 +14,7 @@ from linbench.sweep.points import Point
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import build_spec
 from linbench.variants.declarations import Impl, powers_in_s_and_d
-from linbench.variants.registry import register_variant, unregister_variant
+from linbench.variants.registry import get_variant, register_variant, unregister_variant
 from linbench.variants.variant import Variant
 
 GIB = 1 << 30
@@ -23,7 +23,7 @@ GIB = 1 << 30
 def _plan(variants: tuple[str, ...], available_bytes: int, monkeypatch: pytest.MonkeyPatch):
     # The worker's share of what is available when the plan is made (plan.CPU_MEMORY_SHARE).
     monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: available_bytes)
-    request = SweepRequest(command="run", variants=variants, no_baseline=True, seq="1k..4k", device="cpu")
+    request = SweepRequest(command="run", variants=variants, no_against=True, seq="1k..4k", device="cpu")
     return make_plan(build_spec(request), torch.device("cpu"), "test cpu")
 
 
@@ -45,12 +45,25 @@ def test_a_quadratic_form_s_least_working_set() -> None:
 
 
 def test_a_bare_variant_name_leaves_out_a_form_that_cannot_fit(monkeypatch: pytest.MonkeyPatch) -> None:
-    plan = _plan(("gla",), 19 * GIB, monkeypatch)  # a worker may take 15.2 GiB: 4 GiB at 1k fits, 16 at 2k not
+    plan = _plan(("gla",), 19 * GIB, monkeypatch)  # a worker may take 15.2 GiB: 8 GiB at 1k fits, 32 at 2k not
     assert _lengths(plan, "quadratic") == [1024]
     assert _lengths(plan, "chunked") == [1024, 2048, 4096]  # O(sd): a few MiB
     (note,) = [note for note in plan.targets.notes if "gla:quadratic" in note]
-    assert note.startswith("gla:quadratic left out at 2k, 4k: its O(s²d) working set needs at least 16.0 GiB there")
+    assert note.startswith("gla:quadratic left out at 2k, 4k: its O(s²d) working set needs at least 32.0 GiB there")
     assert note.endswith("name it (--variant gla:quadratic) to run it anyway")
+
+
+def test_a_form_measured_to_hold_more_copies_is_left_out_where_the_least_would_have_run_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """gla:quadratic held 4 tensors of B·H·S²·Dk (8 GiB at 1k): on a machine with 24 GiB
+    available (19.2 GiB a worker) two would say 16 GiB fits at 2k, where it ran out of memory."""
+    assert get_variant("gla").impl("quadratic").working_copies == 4
+    point = Point("gla", "quadratic", "fwd", True, "fp32", "cpu", Shape(1, 8, 2048, 64, 64))
+    assert working_set_bytes(point, 2, 1, 4) == 32 * GIB
+    plan = _plan(("gla",), 24 * GIB, monkeypatch)
+    assert _lengths(plan, "quadratic") == [1024]
+    assert get_variant("cosine").impl("quadratic").working_copies is None  # measured at the least: 2
 
 
 def test_a_form_named_explicitly_runs_wherever_asked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,11 +73,11 @@ def test_a_form_named_explicitly_runs_wherever_asked(monkeypatch: pytest.MonkeyP
 
 
 def test_a_bare_name_keeps_the_forms_that_fit(monkeypatch: pytest.MonkeyPatch) -> None:
-    request = SweepRequest(command="run", variants=("softmax:naive",), no_baseline=True, seq="4k", device="cpu")
+    request = SweepRequest(command="run", variants=("softmax:naive",), no_against=True, seq="4k", device="cpu")
     spec = build_spec(request)
     monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: 128 << 20)  # a worker may take 102 MiB
     assert [point.impl for point in make_plan(spec, torch.device("cpu"), "test cpu").points] == ["naive"]
-    bare = build_spec(SweepRequest(command="run", variants=("softmax",), no_baseline=True, seq="4k", device="cpu"))
+    bare = build_spec(SweepRequest(command="run", variants=("softmax",), no_against=True, seq="4k", device="cpu"))
     plan = make_plan(bare, torch.device("cpu"), "test cpu")
     assert "naive" not in {point.impl for point in plan.points} and "sdpa" in {point.impl for point in plan.points}
 
@@ -76,7 +89,7 @@ def test_a_bare_name_with_nothing_left_that_fits_is_refused(monkeypatch: pytest.
     impl = Impl("scores", scores, "S×S scores", "O(s²d)", "O(s²)")
     register_variant(Variant("test-all-s-by-s", "softmax", (impl,), "scores", (), lambda *a: 0.0, "O(s²d)", "O(s²)"))
     try:
-        request = SweepRequest(command="run", variants=("test-all-s-by-s",), no_baseline=True, seq="4k", device="cpu")
+        request = SweepRequest(command="run", variants=("test-all-s-by-s",), no_against=True, seq="4k", device="cpu")
         # 64 MiB: a worker may take 51 MiB; q, k and v take 24 MiB, two S×S tensors 1 GiB.
         monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: 64 << 20)
         with pytest.raises(ValueError, match=r"^nothing to run: test-all-s-by-s:scores left out at 4k"):
@@ -87,7 +100,7 @@ def test_a_bare_name_with_nothing_left_that_fits_is_refused(monkeypatch: pytest.
 
 def test_a_point_whose_inputs_alone_cannot_fit_is_left_to_the_sweep_s_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
     # 1 MiB: softmax:naive's S×S does not fit at 4k, but neither do q, k and v (3 MiB): check_fits says so.
-    request = SweepRequest(command="run", variants=("softmax",), no_baseline=True, seq="16k", device="cpu")
+    request = SweepRequest(command="run", variants=("softmax",), no_against=True, seq="16k", device="cpu")
     monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: 1 << 20)
     plan = make_plan(build_spec(request), torch.device("cpu"), "test cpu")
     assert {point.impl for point in plan.points} >= {"naive", "sdpa"}

@@ -23,7 +23,7 @@ from linbench.sweep.spec import SpecError
 # softmax:sdpa against cosine:chunked at two lengths: four points, a second or two each.
 TINY = SweepRequest(
     variants=("cosine:chunked",),
-    baselines=("softmax:sdpa",),
+    against=("softmax:sdpa",),
     seq="64..128",
     heads=2,
     dim=16,

@@ -16,7 +16,7 @@ from linbench.runner.pipeline import Prepared, prepare
 from linbench.sweep.estimate import BUILD_S, OVERHEAD_S
 
 TINY = SweepRequest(
-    variants=("cosine:chunked",), no_baseline=True, seq="64", heads=2, dim=16, device="cpu", budget_s=0.05
+    variants=("cosine:chunked",), no_against=True, seq="64", heads=2, dim=16, device="cpu", budget_s=0.05
 )
 
 

@@ -19,7 +19,7 @@ from linbench.sweep.points import Point
 
 TINY = SweepRequest(
     variants=("cosine:chunked",),
-    baselines=("softmax:sdpa",),
+    against=("softmax:sdpa",),
     seq="64..128",
     heads=2,
     dim=16,

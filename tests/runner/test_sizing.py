@@ -27,7 +27,7 @@ def test_an_impl_quadratic_where_its_variant_is_not_is_counted_with_s_by_s_flops
 
 def decode_plan(decoder: str, context: str, batch: str = "1") -> RunPlan:
     request = SweepRequest(
-        command="decode", variants=(decoder,), no_baseline=True, context=context, batch=batch, device="cpu"
+        command="decode", variants=(decoder,), no_against=True, context=context, batch=batch, device="cpu"
     )
     return make_plan(build_spec(request), torch.device("cpu"), "test cpu")
 

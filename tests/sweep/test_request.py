@@ -32,8 +32,8 @@ def test_settings_hold_only_what_was_given_by_suite_key() -> None:
 
 
 def test_options_name_what_a_resume_must_not_be_given() -> None:
-    request = SweepRequest(suite=Path("s.toml"), seq="1k", no_baseline=True, timeout_s=5.0, params=("a.b=1",))
-    assert request.options() == ["--no-baseline", "--param", "--seq", "--suite"]
+    request = SweepRequest(suite=Path("s.toml"), seq="1k", no_against=True, timeout_s=5.0, params=("a.b=1",))
+    assert request.options() == ["--no-against", "--param", "--seq", "--suite"]
 
 
 def test_from_settings_maps_suite_keys_and_refuses_unknown_ones() -> None:

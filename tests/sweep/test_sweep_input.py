@@ -55,26 +55,46 @@ def test_empty_list_items_are_refused_like_the_range_grammar_s(value: str) -> No
         parse_range("1k,,2k")
 
 
-@pytest.mark.parametrize("key", ["variant", "baseline", "mode", "dtype"])
+@pytest.mark.parametrize("key", ["variant", "against", "mode", "dtype"])
 def test_empty_items_in_a_setting_name_the_setting(key: str) -> None:
     with pytest.raises(SpecError, match=f"^{key}: .*empty item"):
         build_spec(SweepRequest.from_settings({key: ["fwd,,fp32"]}))
 
 
-def test_no_baseline_with_a_baseline_is_a_contradiction(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match="--no-baseline and --baseline contradict each other"):
-        build_spec(SweepRequest(no_baseline=True, baselines=("softmax:sdpa",)))
+def test_no_against_with_against_is_a_contradiction(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="--no-against and --against contradict each other"):
+        build_spec(SweepRequest(no_against=True, against=("softmax:sdpa",)))
     suite = tmp_path / "both.toml"
-    suite.write_text('no_baseline = true\nbaseline = ["softmax:sdpa"]\n')
+    suite.write_text('no_against = true\nagainst = ["softmax:sdpa"]\n')
     with pytest.raises(SpecError, match=r"both\.toml.*contradict"):
         build_spec(SweepRequest(suite=suite))
 
 
-def test_a_baseline_flag_overrides_a_suite_s_no_baseline(tmp_path: Path) -> None:
+def test_an_against_flag_overrides_a_suite_s_no_against(tmp_path: Path) -> None:
     suite = tmp_path / "none.toml"
-    suite.write_text("no_baseline = true\n")
+    suite.write_text("no_against = true\n")
     assert build_spec(SweepRequest(suite=suite)).baselines == ()
-    assert build_spec(SweepRequest(suite=suite, baselines=("softmax:sdpa",))).baselines == ("softmax:sdpa",)
+    assert build_spec(SweepRequest(suite=suite, against=("softmax:sdpa",))).baselines == ("softmax:sdpa",)
+
+
+@pytest.mark.parametrize(("old", "new"), [("baseline", "against"), ("no_baseline", "no_against")])
+def test_a_suite_s_old_key_is_refused_naming_the_new_one(tmp_path: Path, old: str, new: str) -> None:
+    """ "baseline" is ab's git revision: a suite keeps one name for the impls measured beside."""
+    suite = tmp_path / "old.toml"
+    value = "true" if old.startswith("no_") else '["softmax:sdpa"]'
+    suite.write_text(f"{old} = {value}\n")
+    with pytest.raises(SpecError, match=rf"old\.toml.*key '{old}' is now '{new}'"):
+        build_spec(SweepRequest(suite=suite))
+
+
+def test_a_run_recorded_under_the_old_keys_resumes_with_its_impls(tmp_path: Path) -> None:
+    """meta.json of a run made before the rename spells baseline/no_baseline; its spec reads them."""
+    from linbench.sweep.spec import spec_from_settings
+
+    recorded = {"variant": ["cosine:chunked"], "baseline": ["softmax:sdpa"], "seq": "64"}
+    assert spec_from_settings(recorded, [], name="old", suite=None).baselines == ("softmax:sdpa",)
+    alone = spec_from_settings({**recorded, "no_baseline": True}, [], name="old", suite=None)
+    assert alone.baselines == ()
 
 
 def point(seq: int, *, batch: int = 1, mode: str = "fwd", impl: str = "chunked") -> Point:

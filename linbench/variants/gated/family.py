@@ -11,7 +11,7 @@ bidirectional form) are the same for all. A family declares only what is its own
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from linbench.variants.declarations import FlopsFn, Param
@@ -39,6 +39,9 @@ class GatedFamily:
     extra_inputs: tuple[ExtraInput, ...] = ()
     # Settings ``linbench check`` checks at besides the defaults (Variant.check_params).
     check_params: tuple[Mapping[str, Any], ...] = ()
+    # Form → the tensors of its memory declaration's size it was measured to hold at its peak
+    # (Impl.working_copies); a form not named takes the sweep's least.
+    working_copies: Mapping[str, int] = field(default_factory=dict)
 
 
 def gated_variant(family: GatedFamily) -> Variant:
@@ -48,7 +51,7 @@ def gated_variant(family: GatedFamily) -> Variant:
         name=family.name,
         summary=family.summary,
         impl_list=(
-            *gated_impls(family.name, prepare, dict(family.forms)),
+            *gated_impls(family.name, prepare, dict(family.forms), family.working_copies),
             *gated_fla_impls(family.name, family.extra_inputs),
         ),
         reference="recurrent",

@@ -13,7 +13,7 @@ form's inputs in the compute dtype, q scaled (and normalised for the delta rule)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,9 +162,11 @@ def _packed_chunked(owner: str, prepare: Prepare) -> PackedFn:
     return chunked
 
 
-def gated_impls(owner: str, prepare: Prepare, summaries: dict[str, tuple[str, str]]) -> tuple[Impl, ...]:
+def gated_impls(
+    owner: str, prepare: Prepare, summaries: dict[str, tuple[str, str]], copies: Mapping[str, int] | None = None
+) -> tuple[Impl, ...]:
     """The recurrent, quadratic and chunked impls of ``owner``; ``summaries`` maps each form
-    to (summary, memory complexity)."""
+    to (summary, memory complexity), ``copies`` a form to its measured working copies."""
     makers = {"recurrent": _recurrent_impl, "quadratic": _quadratic_impl, "chunked": _chunked_impl}
     # Their packed forms (linbench/variants/gated/packed.py): the state resets at every boundary.
     packed = {"recurrent": _packed_recurrent, "quadratic": _packed_quadratic, "chunked": _packed_chunked}
@@ -178,6 +180,7 @@ def gated_impls(owner: str, prepare: Prepare, summaries: dict[str, tuple[str, st
             memory,
             params=(CHUNK_SIZE,) if name == "chunked" else (),
             packed=packed[name](owner, prepare),
+            working_copies=(copies or {}).get(name),
         )
         for name, (summary, memory) in summaries.items()
     )

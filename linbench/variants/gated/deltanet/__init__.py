@@ -40,5 +40,6 @@ VARIANT = register_family(
         source="DeltaNet (Schlag et al., 2021), arXiv:2102.11174; chunked by Yang et al. (2024), arXiv:2406.06484",
         decoder_summary="chunked prefill into a Dk×Dv state, then one delta-rule step per token",
         extra_inputs=(BETA,),
+        working_copies={"quadratic": 4},  # 4.3 tensors of B·H·S² measured at 512 and 1k (fp32, fwd)
     )
 )

@@ -38,5 +38,6 @@ VARIANT = register_family(
         decoder_summary="chunked prefill into a Dk×Dv state, then S_t = diag(e^{g_t}) S_{t−1} + k_t v_tᵀ",
         extra_inputs=(CHANNEL_GATE,),
         check_params=STRONG_GATES,
+        working_copies={"quadratic": 4},  # 8 GiB at 1k (B1 H8 D64 fp32, fwd): 4 tensors of B·H·S²·Dk
     )
 )

@@ -49,5 +49,6 @@ VARIANT = register_family(
         params=(GAMMA, SCALE),
         # the strong regime: γ = 0.5, forgotten within a few tokens
         check_params=({"gamma": 0.5},),
+        working_copies={"quadratic": 3},  # 3.2 tensors of B·H·S² measured at 512 and 1k (fp32, fwd)
     )
 )

@@ -1,0 +1,39 @@
+"""How long the impls ``linbench ab`` adds for changed code will take, before any round runs.
+
+An added impl runs at the sweep's shapes, and a slow form there (a recurrent loop, a
+quadratic form at a gate suite's lengths) can take far longer than the suite itself. Each
+added impl's points are planned as ``linbench run`` would plan them alone and costed by the
+duration model (linbench/sweep/estimate.py), one process a point a round, on both sides.
+``--max-widen-s`` caps the total: the impls past it are left unmeasured, and the comparison
+names them and is inconclusive (exit 4), never a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from linbench.runner.plan import make_plan
+from linbench.sweep.estimate import estimate_s
+from linbench.sweep.request import SweepRequest
+from linbench.sweep.spec import build_spec
+from linbench.sweep.values import SpecError
+
+SIDES = 2  # the baseline's rounds and the current code's
+
+
+def added_seconds(request: SweepRequest, impl: str, rounds: int) -> float | None:
+    """Seconds ``impl`` (``variant:impl``) adds to an A/B of ``rounds`` rounds of the sweep
+    ``request`` asks for, by the estimate; None where its points cannot be planned here."""
+    from linbench.devices import resolve_device
+
+    alone = replace(request, variants=(impl,), against=None, no_against=True)
+    try:
+        spec = build_spec(alone)
+        device = resolve_device(spec.device)
+        plan = make_plan(spec, device, str(device))
+    except (SpecError, ValueError, RuntimeError):
+        return None
+    return SIDES * estimate_s(plan.points, plan.timing, plan.timeout_s, plan.kind, rounds)
+
+
+__all__ = ["added_seconds"]
