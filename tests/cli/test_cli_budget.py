@@ -14,7 +14,7 @@ TINY = ("--seq", "64", "--heads", "2", "--dim", "16", "--budget-s", "0.05", "--w
 
 
 def _run(invoke: Invoke, out: Path, *more: object):  # type: ignore[no-untyped-def]
-    return invoke("run", "--variant", "cosine:chunked", "--no-baseline", *TINY, "--out", out, "--quiet", *more)
+    return invoke("run", "--variant", "cosine:chunked", "--no-against", *TINY, "--out", out, "--quiet", *more)
 
 
 def test_run_against_budgets_from_the_budget_command(invoke: Invoke, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ def test_a_serving_run_reports_per_request_state_accepted_tokens_drift_and_capac
     invoke: Invoke, tmp_path: Path
 ) -> None:
     """Requests at drawn contexts in a pool of 5 slots, 2 tokens a step, half the drafts kept."""
-    args = ("--variant", "gated-deltanet", "--baseline", "softmax:kvcache", "--batch", "2", "--pool", "5")
+    args = ("--variant", "gated-deltanet", "--against", "softmax:kvcache", "--batch", "2", "--pool", "5")
     serving = ("--contexts", "uniform:min=8,max=24", "--tokens-per-step", "2", "--accept", "0.5")
     result = invoke(
         "decode", *args, *serving, "--state-dtype", "fp32,bf16", "--memory-budget", "1GiB", *TINY, "--out", tmp_path
@@ -92,6 +92,6 @@ def test_bad_serving_input_is_one_line_and_exit_2(invoke: Invoke, args: tuple[st
 
 def test_a_state_dtype_for_decoders_that_keep_only_a_kv_cache_is_refused(invoke: Invoke) -> None:
     result = invoke(
-        "decode", "--variant", "softmax:kvcache", "--no-baseline", "--state-dtype", "bf16", "--dry-run", *CPU
+        "decode", "--variant", "softmax:kvcache", "--no-against", "--state-dtype", "bf16", "--dry-run", *CPU
     )
     assert_usage_error(result, "--state-dtype", "softmax:kvcache")
