@@ -52,7 +52,7 @@ def test_list_shows_each_variants_extra_inputs(invoke: Invoke) -> None:
     assert extra[("kda", "g")] == ["(B, H, S, Dk)", "fp32 for 16-bit q, else q's"]
     assert {name for name, _ in extra} == {"simple-gla", "gla", "deltanet", "gated-deltanet", "kda"}
     causal_only = {row[0] for row in cells if "causal only" in row}
-    assert causal_only >= {"retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"}
+    assert causal_only >= {"retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"}
 
 
 def test_list_says_why_an_impl_cannot_run(invoke: Invoke, planted: str) -> None:

@@ -19,6 +19,7 @@ import torch
 from gated_cases import VARIANTS, assert_matches, draw_case, one_thread, reference, rounded, run
 
 import linbench.variants.gated.decay_chunked as decay_chunked
+from linbench.variants.gated.gates import lightning_log_decays
 from linbench.variants.registry import ImplUnavailableError
 
 LENGTHS = (1, 7, 100, 129)
@@ -195,3 +196,17 @@ def test_scale_multiplies_q() -> None:
     doubled, _ = run("simple-gla", "chunked", leaves, torch.float64, scale=2 * 8**-0.5)
     torch.testing.assert_close(default, explicit, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(doubled, 2 * default, rtol=1e-12, atol=1e-12)
+
+
+def test_lightning_decays_by_the_layers_depth_as_fla_builds_it() -> None:
+    """λ_h = −(8/H)(1 − layer/layers)·h (fla-core 0.6's chunk_lightning_attn): head 0 keeps
+    everything, deeper layers forget more slowly; the last layer's slow decays (the weak end)
+    pass every form too."""
+    assert lightning_log_decays(4, 0, 2) == [0.0, -2.0, -4.0, -6.0]
+    assert lightning_log_decays(4, 1, 2) == [0.0, -1.0, -2.0, -3.0]
+    leaves = draw_case("lightning", 100, "weak")
+    want = run("lightning", "recurrent", leaves, torch.float64, layer=79)
+    for impl, params in (("chunked", {"chunk_size": 16}), ("quadratic", {})):
+        assert_matches(run("lightning", impl, leaves, torch.float64, layer=79, **params), want, 1e-10)
+    with pytest.raises(ValueError, match="layer must be below layers"):
+        run("lightning", "chunked", leaves, torch.float64, layer=80, layers=80)

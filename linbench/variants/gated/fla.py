@@ -13,6 +13,8 @@ g then beta, its naive reference beta then g). The mapping:
 - retention: chunk_retention / fused_recurrent_retention for γ = None (RetNet's schedule, which
   fla builds itself); for a given γ, chunk_simple_gla / fused_recurrent_simple_gla with
   g_gamma = log γ per head, which is what the retention kernels call;
+- lightning: chunk_lightning_attn / fused_recurrent_lightning_attn (layer_idx=layer,
+  num_layers=layers: fla builds the decay, simple-gla's g_gamma, from them);
 - simple-gla: chunk_simple_gla(g=g) / fused_recurrent_simple_gla(g=g);
 - gla: chunk_gla(g=g) / fused_recurrent_gla(gk=g);
 - deltanet: chunk_delta_rule / fused_recurrent_delta_rule (beta=β, use_qk_l2norm_in_kernel=True,
@@ -41,7 +43,7 @@ from linbench.errors import ImplUnavailableError
 from linbench.variants.declarations import Impl
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.feature_forms import fla as fla_common
-from linbench.variants.gated.gates import retention_log_decay
+from linbench.variants.gated.gates import lightning_log_decay, retention_log_decay
 from linbench.variants.gated.numerics import resolve_scale
 from linbench.variants.varlen import per_sequence
 
@@ -96,6 +98,27 @@ def retention_fla(
         raise ImplUnavailableError(f"retention:{kernel}: fla takes γ as a constant (g_gamma); no gradient reaches it")
     log_decay = retention_log_decay(gamma, q.shape[1], q.float()).detach()
     return _call("simple_gla", f"{fused}_simple_gla", q, k, v, g_gamma=log_decay, scale=factor)
+
+
+def lightning_fla(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    layer: Any,
+    layers: Any,
+    scale: Any,
+    kernel: str,
+) -> torch.Tensor:
+    """Lightning attention: fla builds the per-head decay from the layer's index and count
+    (checked here first, so a bad pair is the same ValueError as the PyTorch forms')."""
+    _causal_only(f"lightning:{kernel}", causal)
+    lightning_log_decay(layer, layers, q.shape[1], q.float())
+    fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
+    factor = resolve_scale(scale, q.shape[-1])
+    given = {"layer_idx": int(layer), "num_layers": int(layers), "scale": factor}
+    return _call("lightning_attn", f"{fused}_lightning_attn", q, k, v, **given)
 
 
 def simple_gla_fla(
@@ -189,6 +212,14 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
         {
             CHUNK: "fla-core's chunk_retention (chunk_simple_gla with g_gamma = log γ for a given γ)",
             RECURRENT: "fla-core's fused_recurrent_retention (fused_recurrent_simple_gla, g_gamma, for a given γ)",
+        },
+    ),
+    "lightning": (
+        "lightning_attn",
+        lightning_fla,
+        {
+            CHUNK: "fla-core's chunk_lightning_attn (chunk_simple_gla with the layer's g_gamma)",
+            RECURRENT: "fla-core's fused_recurrent_lightning_attn (fused_recurrent_simple_gla, g_gamma)",
         },
     ),
     "simple-gla": (

@@ -1,4 +1,5 @@
-"""The gated variants' extra inputs (log-gates, β) and retention's fixed per-head decay γ.
+"""The gated variants' extra inputs (log-gates, β), retention's fixed per-head decay γ and
+lightning's per-layer one.
 
 Draws follow what trained models feed these kernels:
 
@@ -113,3 +114,37 @@ def retention_log_decay(gamma: object, heads: int, like: torch.Tensor) -> torch.
         span = f"its values run from {low:g} to {high:g}"
         raise ValueError(f"parameter gamma must lie in (0, 1) (a decay per token); {span}")
     return gamma.to(device=like.device, dtype=like.dtype).log()
+
+
+def lightning_log_decays(heads: int, layer: int, layers: int) -> list[float]:
+    """Lightning attention's per-head log-decay, −(8/H)(1 − layer/layers)·h for h = 0..H−1: the
+    schedule fla-core 0.6 builds in ``chunk_lightning_attn`` (layer counted from 0; head 0 does
+    not decay, and the decays weaken linearly with depth, MiniMax-01's design, arXiv:2501.08313)."""
+    return [-(8 / heads) * (1 - layer / layers) * h for h in range(heads)]
+
+
+def layer_problem(layer: object) -> str | None:
+    """What is wrong with a layer index (counted from 0), or None."""
+    if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or layer < 0:
+        return f"must be an integer ≥ 0 (the layer's index, counted from 0); got {layer!r}"
+    return None
+
+
+def layers_problem(layers: object) -> str | None:
+    """What is wrong with a layer count, or None."""
+    if isinstance(layers, bool) or not isinstance(layers, numbers.Integral) or layers < 1:
+        return f"must be a positive integer (the model's number of layers); got {layers!r}"
+    return None
+
+
+def lightning_log_decay(layer: object, layers: object, heads: int, like: torch.Tensor) -> torch.Tensor:
+    """Lightning attention's log-decay per head, (H,), in ``like``'s dtype and device;
+    ValueError unless 0 ≤ layer < layers."""
+    for name, value, check in (("layer", layer, layer_problem), ("layers", layers, layers_problem)):
+        problem = check(value)
+        if problem:
+            raise ValueError(f"parameter {name} {problem}")
+    if layer >= layers:  # type: ignore[operator]
+        raise ValueError(f"parameter layer must be below layers (counted from 0); got layer={layer}, layers={layers}")
+    decays = lightning_log_decays(heads, int(layer), int(layers))  # type: ignore[call-overload]
+    return torch.tensor(decays, dtype=like.dtype, device=like.device)
