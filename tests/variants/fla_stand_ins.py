@@ -45,6 +45,14 @@ def _l2(q: torch.Tensor, k: torch.Tensor, norm: bool) -> tuple[torch.Tensor, tor
     return (F.normalize(q, dim=-1), F.normalize(k, dim=-1)) if norm else (q, k)
 
 
+def _value_heads(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """q and k (B, T, H, K) as the gated delta rule kernels read them for v (B, T, HV, V): value
+    head i_hv reads q/k head i_hv // (HV // H) (fla-core 0.6, gated_delta_rule/fused_recurrent.py);
+    naive_recurrent_gated_delta_rule takes one q/k head per value head."""
+    group = v.shape[2] // q.shape[2]
+    return q.repeat_interleave(group, dim=2), k.repeat_interleave(group, dim=2)
+
+
 class Kernels:
     """The kernels of fla-core 0.6 that linbench calls, as stand-ins; ``calls`` records each call."""
 
@@ -259,8 +267,8 @@ class Kernels:
         cp_context: Any = None,
         **kwargs: Any,
     ) -> Any:
-        self._note("chunk_gated_delta_rule", q=q, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
-        q, k = _l2(q, k, use_qk_l2norm_in_kernel)
+        self._note("chunk_gated_delta_rule", q=q, v=v, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
+        q, k = _value_heads(*_l2(q, k, use_qk_l2norm_in_kernel), v)
         return naive("gated_delta_rule", "naive_recurrent_gated_delta_rule")(q, k, v, beta, g, scale=scale)
 
     def fused_recurrent_gated_delta_rule(
@@ -285,8 +293,10 @@ class Kernels:
         cu_seqlens: Any = None,
         **kwargs: Any,
     ) -> Any:
-        self._note("fused_recurrent_gated_delta_rule", q=q, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
-        q, k = _l2(q, k, use_qk_l2norm_in_kernel)
+        self._note(
+            "fused_recurrent_gated_delta_rule", q=q, v=v, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel
+        )
+        q, k = _value_heads(*_l2(q, k, use_qk_l2norm_in_kernel), v)
         out, _ = naive("gated_delta_rule", "naive_recurrent_gated_delta_rule")(q, k, v, beta, g, scale=scale)
         return out.detach(), None  # fla has no backward for it
 

@@ -60,6 +60,7 @@ def _impl(impl: Impl) -> dict[str, Any]:
         "packed": _callable(impl.packed),
         "key_masked": _callable(impl.key_masked),
         "gqa": impl.gqa,
+        "gva": impl.gva,
     }
 
 
@@ -97,6 +98,7 @@ def describe(variant: Variant) -> dict[str, Any]:
         "extra_inputs": [extra.name for extra in variant.extra_inputs],
         "draw_params": [_param(p) for p in variant.draw_params],
         "check_params": [dict(setting) for setting in variant.check_params],
+        "value_heads": variant.value_heads,
     }
 
 

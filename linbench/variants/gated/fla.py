@@ -25,6 +25,10 @@ g then beta, its naive reference beta then g). The mapping:
   the gate and β given as computed, use_gate_in_kernel and use_beta_sigmoid_in_kernel left
   False), the fused recurrent one forward only.
 
+More value heads than q/k heads (GVA): chunk_gated_delta_rule, fused_recurrent_gated_delta_rule,
+chunk_kda and fused_recurrent_kda take v, g and β with HV heads and q, k with H (value head j
+reads q/k head j // (HV / H)) natively; the other kernels get q and k repeated to HV heads.
+
 fla takes a constant decay (g_gamma) without a gradient and has no backward for the fused
 recurrent gated delta rule nor for fused_recurrent_kda: a gradient asked of either is ImplUnavailableError (the point is
 skipped with the reason). chunk_delta_rule refuses fp32 (fp16 and bf16 only); no fla kernel
@@ -45,6 +49,7 @@ from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.gated.gates import lightning_log_decay, retention_log_decay
 from linbench.variants.gated.numerics import resolve_scale
+from linbench.variants.heads import repeat_qk
 from linbench.variants.varlen import per_sequence
 
 CHUNK, RECURRENT = "fla", "fla-recurrent"
@@ -259,12 +264,29 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
 }
 
 
+# fla-core 0.6's kernels that take v (B, T, HV, V) with HV a multiple of q's and k's H themselves.
+NATIVE_VALUE_HEADS = ("gated-deltanet", "kda")
+
+
+def _value_heads_repeated(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """An fla impl whose kernel takes one q/k head per value head: q and k repeated to v's heads
+    first (inside the timed call, as a model running that kernel would)."""
+
+    def call(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **params: Any) -> torch.Tensor:
+        q, k = repeat_qk(q, k, v)
+        return fn(q, k, v, **params)
+
+    return call
+
+
 def gated_fla_impls(variant: str, extra_inputs: Iterable[ExtraInput] = ()) -> tuple[Impl, ...]:
     """The ``fla`` and ``fla-recurrent`` impls of ``variant``; they run where fla-core 0.6 and a
     Triton GPU are, and are left out with the reason elsewhere. A pack runs as one kernel call
     per sequence, ``extra_inputs`` cut at the boundaries (fla's cu_seqlens path for these
     kernels is not wired: it could not be checked without a GPU)."""
-    module, fn, summaries = KERNELS[variant]
+    module, kernel_fn, summaries = KERNELS[variant]
+    native = variant in NATIVE_VALUE_HEADS
+    fn = kernel_fn if native else _value_heads_repeated(kernel_fn)
     declared = tuple(extra_inputs)
     return tuple(
         Impl(
@@ -280,6 +302,7 @@ def gated_fla_impls(variant: str, extra_inputs: Iterable[ExtraInput] = ()) -> tu
             layout="bshd",
             library=fla_common.DISTRIBUTION,
             packed=per_sequence(partial(fn, kernel=kernel), declared),
+            gva=native,
         )
         for kernel, summary in summaries.items()
     )
