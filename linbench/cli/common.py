@@ -46,6 +46,10 @@ KV_HEADS_HELP = (
     "Key/value heads, each dividing every --heads (fewer: grouped-query attention, 1: multi-query). "
     "Default: as many as --heads."
 )
+V_HEADS_HELP = (
+    "Value heads, each a multiple of every --heads (more: GVA, as Qwen3-Next's Gated DeltaNet; the state, "
+    "gates and beta per value head). Gated and delta-rule variants only. Default: as many as --heads."
+)
 PRESET_HELP = (
     "A model's attention shape (heads, kv-heads, dim, lengths); flags override it. linbench suites lists them."
 )

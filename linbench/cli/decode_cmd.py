@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from linbench.cli.common import DEVICE_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP
+from linbench.cli.common import DEVICE_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, V_HEADS_HELP
 from linbench.cli.errors import usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 
@@ -43,6 +43,7 @@ def decode_command(
     batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
     heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
     kv_heads: Annotated[str | None, typer.Option("--kv-heads", help=KV_HEADS_HELP)] = None,
+    v_heads: Annotated[str | None, typer.Option("--v-heads", help=V_HEADS_HELP)] = None,
     preset: Annotated[str | None, typer.Option("--preset", help=PRESET_HELP)] = None,
     dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
     dim_v: Annotated[

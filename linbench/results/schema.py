@@ -48,6 +48,7 @@ __all__ = [
 # 7: kv_heads and chunk in every file's key, gqa in results.csv.
 # 8: cpu_ms_p20 (the 20th percentile of the repetitions' process CPU times on a CPU).
 # 9: alloc_peak_bytes (a CPU call's peak of live bytes allocated through torch).
+# schema 9: v_heads in every file's key (more value heads than q/k heads, GVA).
 SCHEMA_VERSION = 9
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
@@ -131,6 +132,11 @@ COLUMNS = {
             ("dim_v", int, "head dimension of values"),
             ("kv_heads", int, "key/value heads (fewer than heads: grouped-query attention; older runs: heads)"),
             ("chunk", int, "tokens per chunk, for an impl that takes chunk_size in a --chunk sweep (else empty)"),
+            (
+                "v_heads",
+                int,
+                "value heads (more than heads: GVA, each q/k head serving v_heads / heads; older runs: heads)",
+            ),
         ),
         *_group(
             "point",
@@ -278,10 +284,10 @@ COLUMNS = {
 # Where a fleet run measured a point (the ``where`` columns, in declaration order).
 WHERE_COLUMNS = tuple(name for name, column in COLUMNS.items() if column.combine == "where")
 _FIRST_KEYS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
-KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk")
-# What a key column of a row from before it existed reads as (record.row_key): kv_heads the
-# row's heads, chunk empty.
-KEY_DEFAULTS = {"kv_heads": "heads", "chunk": None}
+KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk", "v_heads")
+# What a key column of a row from before it existed reads as (record.row_key): kv_heads and
+# v_heads the row's heads, chunk empty.
+KEY_DEFAULTS = {"kv_heads": "heads", "chunk": None, "v_heads": "heads"}
 # The key columns every run file has had (a reader fills the rest as KEY_DEFAULTS says).
 REQUIRED_KEY_COLUMNS = _FIRST_KEYS
 # results.csv: the order of earlier versions, new columns at the end but for the key's (readers go
@@ -290,7 +296,8 @@ RESULT_COLUMNS = (
     *_FIRST_KEYS[:6],
     "device_name",
     *_FIRST_KEYS[6:],
-    # Schema 7: the key's last columns beside the others, so that a torn row's key still reads.
+    # Schema 7: the key's last columns beside the others, so that a torn row's key still reads
+    # (schema 9's v_heads among them).
     *KEY_COLUMNS[len(_FIRST_KEYS) :],
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
     *("nvml_peak_bytes", "flops", "tflops", "rel_err", "error", "check_seq", "sm_clock_mhz", "temp_c"),

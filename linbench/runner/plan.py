@@ -26,6 +26,7 @@ from linbench.runner.task import TimingPolicy
 from linbench.sweep.points import Point, expand_pack_points, expand_points
 from linbench.sweep.spec import SweepSpec
 from linbench.variants.extra_inputs import probe_draws
+from linbench.variants.heads import VALUE_HEADS_REFUSED
 from linbench.variants.registry import get_variant
 
 Pair = tuple[str, str]
@@ -131,17 +132,30 @@ def _check_shape_support(targets: Targets, spec: SweepSpec, kind: Kind, device_t
                         raise ValueError(f"{pair[0]}:{pair[1]} does not support {what}: {reason}")
 
 
+def _undefined(point: Point) -> str | None:
+    """Why ``point``'s variant does not compute it (a masking it lacks, more value heads than
+    q/k heads where its maths has none), as a note, or None."""
+    variant = get_variant(point.variant)
+    reason = variant.masking_reason(point.causal)
+    if reason is not None:
+        return f"{reason}: its {'causal' if point.causal else 'bidirectional'} points are left out"
+    if point.shape.value_grouped and not variant.value_heads:
+        return f"{variant.name} {VALUE_HEADS_REFUSED}: its --v-heads points are left out"
+    return None
+
+
 def _drop_other_maskings(points: list[Point], targets: Targets) -> tuple[list[Point], Targets]:
-    """The points without those of a masking their variant does not compute (Variant.masking),
-    and a note for each variant left so; ValueError when nothing is left."""
+    """The points without those of a masking their variant does not compute (Variant.masking)
+    or with value heads it does not take (Variant.value_heads), and a note for each variant
+    left so; ValueError when nothing is left."""
     kept: list[Point] = []
     notes: dict[str, None] = {}  # each once, in order
     for point in points:
-        reason = get_variant(point.variant).masking_reason(point.causal)
+        reason = _undefined(point)
         if reason is None:
             kept.append(point)
         else:
-            notes[f"{reason}: its {'causal' if point.causal else 'bidirectional'} points are left out"] = None
+            notes[reason] = None
     if points and not kept:
         raise ValueError(f"nothing to run: {'; '.join(notes)}")
     return kept, replace(targets, notes=(*targets.notes, *notes))
@@ -152,9 +166,10 @@ def _points(spec: SweepSpec, targets: Targets, device: torch.device, chunked: se
     a --chunk sweep), or its pack run each way an impl can run it."""
     if spec.pack is None:
         return _drop_other_maskings(expand_points(spec.blocks, targets.pairs, str(device), chunked), targets)
-    if any(block.kv_heads or block.chunk for block in spec.blocks):
+    if any(block.kv_heads or block.v_heads or block.chunk for block in spec.blocks):
         raise ValueError(
-            "--pack runs as many key/value heads as heads, at each impl's own chunk size: drop --kv-heads and --chunk"
+            "--pack runs as many key/value and value heads as heads, at each impl's own chunk size: "
+            "drop --kv-heads, --v-heads and --chunk"
         )
     points = expand_pack_points(spec.blocks, targets.pairs, str(device), spec.pack, spec.packing)
     points, targets = _drop_other_maskings(points, targets)

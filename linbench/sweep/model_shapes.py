@@ -1,4 +1,4 @@
-"""The axes of a sweep that model shapes add: key/value heads, and presets that fill them.
+"""The axes of a sweep that model shapes add: key/value heads, value heads, and presets that fill them.
 
 spec.py asks these when it reads a sweep's settings; each refuses a bad value with a
 SpecError naming the setting and the values it takes.
@@ -24,6 +24,22 @@ def kv_heads_axis(value: Any, heads: tuple[int, ...]) -> tuple[int, ...] | None:
             valid = ", ".join(str(d) for d in range(1, count + 1) if count % d == 0)
             raise SpecError(f"kv_heads: {bad[0]} does not divide heads {count}; kv_heads that do: {valid}")
     return kv_heads
+
+
+def v_heads_axis(value: Any, heads: tuple[int, ...], kv_heads: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The value head counts, each a multiple of every head count (GVA); SpecError when one is
+    not, or when key/value heads are set too (the two groupings do not combine)."""
+    if value is None:
+        return None
+    v_heads = parse_sizes("v_heads", value)
+    if kv_heads is not None and any(kv != count for kv in kv_heads for count in heads):
+        raise SpecError("v_heads: more value heads (GVA) and fewer key/value heads (--kv-heads) do not combine")
+    for count in heads:
+        bad = [v for v in v_heads if v % count]
+        if bad:
+            serves = "each q/k head serves v_heads / heads value heads"
+            raise SpecError(f"v_heads: {bad[0]} is not a multiple of heads {count} ({serves})")
+    return v_heads
 
 
 def preset_settings(name: Any, command: str) -> dict[str, Any]:

@@ -74,11 +74,12 @@ def expand_points(
         for dtype in axes.dtype:
             for causal in axes.causal:
                 shapes = [
-                    Shape(b, h, s, dk, dv, kv)
+                    Shape(b, h, s, dk, dv, kv, hv)
                     for s in axes.seq
                     for b in axes.batches(s)
                     for h in axes.heads
                     for kv in axes.kv_heads_for(h)
+                    for hv in axes.v_heads_for(h)
                     for dk, dv in axes.dims()
                 ]
                 # Equal volumes (a --tokens sweep holds batch·seq fixed): shorter lengths first.

@@ -47,6 +47,7 @@ class SweepRequest:
     batch: Sizes | None = None
     heads: Sizes | None = None
     kv_heads: Sizes | None = None  # key/value heads, each dividing every head count (grouped-query)
+    v_heads: Sizes | None = None  # value heads, each a multiple of every head count (GVA)
     dim: Sizes | None = None
     dim_v: Sizes | None = None
     chunk: Sizes | None = None  # run: chunk sizes, an axis of the impls that take chunk_size
@@ -76,7 +77,7 @@ class SweepRequest:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _strings(value))
-        for name in ("seq", "context", "batch", "heads", "kv_heads", "dim", "dim_v", "chunk", "tokens"):
+        for name in ("seq", "context", "batch", "heads", "kv_heads", "v_heads", "dim", "dim_v", "chunk", "tokens"):
             value = getattr(self, name)
             if isinstance(value, list | tuple):
                 object.__setattr__(self, name, tuple(value))

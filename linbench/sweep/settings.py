@@ -8,7 +8,7 @@ from typing import Any
 from linbench.results.schema import DECODE_MODE
 
 COMMANDS = ("run", "decode")
-SIZE_AXES = ("seq", "batch", "heads", "kv_heads", "dim", "dim_v", "chunk")
+SIZE_AXES = ("seq", "batch", "heads", "kv_heads", "v_heads", "dim", "dim_v", "chunk")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
 # Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens,
 # --processes, --max-processes).
@@ -23,7 +23,7 @@ RUN_KEYS = (
     *RUN_KNOBS,
     *PACK_KEYS,
 )
-DECODE_AXIS_KEYS = ("context", "batch", "heads", "kv_heads", "dim", "dim_v", "dtype")
+DECODE_AXIS_KEYS = ("context", "batch", "heads", "kv_heads", "v_heads", "dim", "dim_v", "dtype")
 DECODE_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
     "preset",
@@ -36,6 +36,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "batch": 1,
     "heads": 8,
     "kv_heads": None,  # None: as many key/value heads as heads; fewer: grouped-query attention
+    "v_heads": None,  # None: as many value heads as heads; a multiple: GVA (gated variants only)
     "dim": 64,
     "dim_v": None,  # None: dim_v = dim_k, paired rather than crossed
     "chunk": None,  # None: each chunked impl's own chunk_size; sizes: an axis of the impls that take one
@@ -72,6 +73,7 @@ DECODE_SETTINGS: dict[str, Any] = {
     "batch": 1,
     "heads": 8,
     "kv_heads": None,
+    "v_heads": None,
     "dim": 64,
     "dim_v": None,
     "dtype": "fp32",

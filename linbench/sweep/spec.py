@@ -22,7 +22,7 @@ from typing import Any
 from linbench.dtypes import parse_dtypes
 from linbench.lengths import Pack
 from linbench.results.schema import MODES
-from linbench.sweep.model_shapes import kv_heads_axis, preset_settings
+from linbench.sweep.model_shapes import kv_heads_axis, preset_settings, v_heads_axis
 from linbench.sweep.packs import pack_settings
 from linbench.sweep.params import parse_param
 from linbench.sweep.request import SweepRequest
@@ -74,10 +74,16 @@ class Axes:
     kv_heads: tuple[int, ...] | None = None
     # Chunk sizes of the impls that take chunk_size (None: each impl's own).
     chunk: tuple[int, ...] | None = None
+    # Value heads (None: as many as heads), each a multiple of every head count (GVA).
+    v_heads: tuple[int, ...] | None = None
 
     def kv_heads_for(self, heads: int) -> tuple[int, ...]:
         """The key/value head counts at ``heads`` query heads."""
         return self.kv_heads or (heads,)
+
+    def v_heads_for(self, heads: int) -> tuple[int, ...]:
+        """The value head counts at ``heads`` q/k heads."""
+        return self.v_heads or (heads,)
 
     def batches(self, seq: int) -> tuple[int, ...]:
         """The batch sizes at length ``seq``."""
@@ -159,6 +165,7 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
             raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
     heads = parse_sizes("heads", settings["heads"])
     kv_heads = kv_heads_axis(settings.get("kv_heads"), heads)
+    v_heads = v_heads_axis(settings.get("v_heads"), heads, kv_heads)
     chunk = settings.get("chunk")
     return Axes(
         seq=seqs,
@@ -171,6 +178,7 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         causal=fixed.get("causal") or _causal(settings["causal"]),
         tokens=tokens,
         kv_heads=kv_heads,
+        v_heads=v_heads,
         chunk=None if chunk is None else parse_sizes("chunk", chunk),
     )
 

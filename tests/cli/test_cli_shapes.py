@@ -47,7 +47,18 @@ def _rows(out: Path) -> list[dict[str, str]]:
         (
             "run",
             ("--variant", "cosine:chunked", "--pack", "lognormal:mean=64", "--tokens", "1k", "--kv-heads", "1"),
-            ("--pack runs as many key/value heads as heads", "drop --kv-heads and --chunk"),
+            ("--pack runs as many key/value and value heads as heads", "drop --kv-heads, --v-heads and --chunk"),
+        ),
+        ("run", ("--variant", "kda", "--heads", "2", "--v-heads", "3"), ("v_heads: 3 is not a multiple of heads 2",)),
+        (
+            "run",
+            ("--variant", "softmax", "--heads", "2", "--v-heads", "4"),
+            ("nothing to run: softmax has one value head per query head", "--v-heads"),
+        ),
+        (
+            "decode",
+            ("--variant", "kda", "--heads", "2", "--kv-heads", "1", "--v-heads", "4"),
+            ("more value heads (GVA) and fewer key/value heads (--kv-heads) do not combine",),
         ),
     ],
 )
@@ -90,6 +101,27 @@ def test_decode_state_shrinks_with_the_key_value_heads(invoke: Invoke, tmp_path:
     assert state[("recurrent", "1")] * 4 == state[("recurrent", "4")]
     assert state[("kvcache", "1")] * 4 == state[("kvcache", "4")]
     assert "KV=1" in result.stdout  # the summary tells the two apart
+
+
+def test_v_heads_run_and_decode_record_the_value_heads_and_the_state_grows_with_them(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    """GVA (Qwen3-Next's layout, small): gated-deltanet at 2 q/k heads against 2 and 4 value
+    heads, softmax (the baseline) left out with the reason; decode's state is per value head."""
+    args = ("run", "--variant", "gated-deltanet:chunked", "--seq", "32", "--heads", "2", "--v-heads", "2,4")
+    result = invoke(*args, *SMALL, "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert "softmax has one value head per query head" in result.stdout
+    seen = {(row["variant"], row["v_heads"], row["status"]) for row in _rows(tmp_path / "run")}
+    assert ("gated-deltanet", "4", "ok") in seen and ("gated-deltanet", "2", "ok") in seen
+    assert ("softmax", "4", "ok") not in seen and ("softmax", "2", "ok") in seen
+    args = ("decode", "--variant", "gated-deltanet", "--no-baseline", "--context", "32", "--tokens", "2")
+    result = invoke(
+        *args, "--heads", "2", "--v-heads", "2,4", "--dim", "16", "--device", "cpu", "--out", tmp_path / "d"
+    )
+    assert result.exit_code == 0, result.output
+    state = {row["v_heads"]: int(row["state_bytes"]) for row in _rows(tmp_path / "d")}
+    assert state["4"] == 2 * state["2"] == 2 * (2 * 16 * 16 * 4)  # H_v × Dk × Dv fp32
 
 
 def test_chunk_sweep_gives_a_point_per_chunk_size_to_the_impls_that_take_one(invoke: Invoke, tmp_path: Path) -> None:

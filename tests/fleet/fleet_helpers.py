@@ -81,7 +81,7 @@ def sweep_keys(
         for seq in seqs:
             for h in heads:
                 for impl in impls:
-                    sizes = ("1", str(h), str(seq), "64", "64", str(h), "")  # kv_heads = heads, no chunk
+                    sizes = ("1", str(h), str(seq), "64", "64", str(h), "", str(h))  # kv_heads = v_heads = heads
                     keys.append(("cosine", impl, "fwd", "True", dtype, device, *sizes))
     return keys
 

@@ -67,14 +67,30 @@ def test_the_key_of_a_row_is_its_key_columns_as_csv_text() -> None:
     process = process_row(FACTS, ProcessResult("ok", process=0, pid=42))
     checked(process, PROCESS_COLUMNS, "processes.csv")
     assert row_key(process) == row_key({k: str(v) for k, v in KEY.items()})
-    # A row without kv_heads and chunk (from an older run) reads as kv_heads = heads, no chunk.
-    assert row_key(KEY) == ("cosine", "chunked", "fwd", "True", "fp32", "cpu", "2", "8", "1024", "64", "64", "8", "")
-    assert row_key(KEY | {"kv_heads": 2, "chunk": None})[-2:] == ("2", "")
-    assert row_key(KEY | {"kv_heads": "", "chunk": 32})[-2:] == ("8", "32")
+    # A row without kv_heads, chunk and v_heads (from an older run): kv_heads = v_heads = heads, no chunk.
+    assert row_key(KEY) == (
+        "cosine",
+        "chunked",
+        "fwd",
+        "True",
+        "fp32",
+        "cpu",
+        "2",
+        "8",
+        "1024",
+        "64",
+        "64",
+        "8",
+        "",
+        "8",
+    )
+    assert row_key(KEY | {"kv_heads": 2, "chunk": None})[-3:] == ("2", "", "8")
+    assert row_key(KEY | {"kv_heads": "", "chunk": 32})[-3:] == ("8", "32", "8")
+    assert row_key(KEY | {"v_heads": 16})[-1] == "16"
 
 
 def test_the_facts_a_results_row_recorded_read_back_from_its_text() -> None:
     text = {k: str(v) for k, v in FACTS.columns().items()} | {"context": "", "gqa": ""}
-    filled = {"kv_heads": "8", "chunk": ""}  # what an older row without them reads as
+    filled = {"kv_heads": "8", "chunk": "", "v_heads": "8"}  # what an older row without them reads as
     expected = FACTS.columns() | {k: str(v) for k, v in KEY.items()} | filled
     assert PointFacts.from_row(text, FACTS.rate).columns() == expected
