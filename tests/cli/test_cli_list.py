@@ -117,3 +117,18 @@ def test_list_shows_a_plugin_decoder_s_declared_costs(invoke: Invoke, causal_plu
     assert recurrent.count("O(d²)") == 2
     undeclared = next(line for line in lines if "undeclared" in line)
     assert "not declared" in undeclared  # not a bare "-"
+
+
+def test_list_says_which_impls_take_more_value_heads(invoke: Invoke) -> None:
+    """CPU. The "v heads" column: fla's gated delta rule and kda kernels natively, the gated
+    PyTorch forms by repeating q and k, "-" for a variant without value heads (softmax)."""
+    result = invoke("list", "--device", "cpu")
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines()]
+    impls = [row for row in rows if len(row) == 8]
+    variant, v_heads = "", {}
+    for row in impls:
+        variant = row[0] or variant
+        v_heads[(variant, row[1].removesuffix(" (ref)"))] = row[6]
+    assert v_heads[("kda", "fla")] == v_heads[("gated-deltanet", "fla-recurrent")] == "native"
+    assert v_heads[("kda", "chunked")] == v_heads[("simple-gla", "fla")] == "expanded"
+    assert v_heads[("softmax", "sdpa")] == "-"
