@@ -51,7 +51,13 @@ V_HEADS_HELP = (
     "gates and beta per value head). Gated and delta-rule variants only. Default: as many as --heads."
 )
 PRESET_HELP = (
-    "A model's attention shape (heads, kv-heads, dim, lengths); flags override it. linbench suites lists them."
+    "A model's attention shape (heads, kv-heads, dim, lengths), or a linear-attention hybrid's two layer kinds "
+    "(qwen3-next-80b, kimi-linear-48b, minimax-m1, ...: report then gives the model's cost); flags override it. "
+    "linbench suites lists them."
+)
+TP_HELP = (
+    "N-way tensor parallelism: the preset's head counts as one rank holds them (each must divide by N; "
+    "key/value heads fewer than N are replicated, one per rank)."
 )
 
 

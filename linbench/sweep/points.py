@@ -86,6 +86,8 @@ def expand_points(
                 for shape in sorted(shapes, key=lambda sh: (_volume(sh), sh.seq, sh)):
                     for mode in axes.mode:
                         for variant, impl in targets:
+                            if axes.layer_variants is not None and variant not in axes.layer_variants:
+                                continue  # a hybrid's block of the other layer kind
                             chunks = axes.chunk if axes.chunk and (variant, impl) in chunked else (None,)
                             for chunk in chunks:
                                 points[Point(variant, impl, mode, causal, dtype, device, shape, chunk=chunk)] = None

@@ -69,7 +69,8 @@ class SweepRequest:
     pack: str | None = None  # run: a length distribution filling --tokens ("lognormal:mean=2k")
     lengths_file: Path | None = None  # run: a file of lengths filling --tokens
     packing: tuple[str, ...] | None = None  # run: "packed", "padded"
-    preset: str | None = None  # a model's attention shape (linbench/sweep/presets.py)
+    preset: str | None = None  # a model's attention shape (linbench/sweep/presets.py, hybrids.py)
+    tp: int | None = None  # tensor parallelism: a preset's head counts divided as one of tp ranks holds them
 
     def __post_init__(self) -> None:
         # A script may write variants="cosine" or a list; the request keeps tuples (it is frozen).

@@ -19,6 +19,7 @@ DECODE_KNOBS = ("param", "threads")
 RUN_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "cuda_graph", "plugin"),
     "preset",
+    "tp",
     "controls",
     *RUN_KNOBS,
     *PACK_KEYS,
@@ -27,6 +28,7 @@ DECODE_AXIS_KEYS = ("context", "batch", "heads", "kv_heads", "v_heads", "dim", "
 DECODE_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
     "preset",
+    "tp",
     *DECODE_KNOBS,
 )
 # Keys a suite's top level takes beside its command's own.
@@ -65,6 +67,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "lengths_file": None,
     "packing": ["packed", "padded"],
     "preset": None,  # a model's attention shape (sweep/presets.py): heads, kv_heads, dim and lengths
+    "tp": None,  # N-way tensor parallelism: a preset's head counts as one rank holds them
 }
 DECODE_SETTINGS: dict[str, Any] = {
     "context": "1k..64k",
@@ -86,6 +89,7 @@ DECODE_SETTINGS: dict[str, Any] = {
     "param": [],
     "threads": None,
     "preset": None,
+    "tp": None,
 }
 DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
 TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}

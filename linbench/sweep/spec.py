@@ -76,6 +76,8 @@ class Axes:
     chunk: tuple[int, ...] | None = None
     # Value heads (None: as many as heads), each a multiple of every head count (GVA).
     v_heads: tuple[int, ...] | None = None
+    # The variants this block is for (None: every one): a hybrid preset's block of one layer kind.
+    layer_variants: tuple[str, ...] | None = None
 
     def kv_heads_for(self, heads: int) -> tuple[int, ...]:
         """The key/value head counts at ``heads`` query heads."""
@@ -179,6 +181,7 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         tokens=tokens,
         kv_heads=kv_heads,
         v_heads=v_heads,
+        layer_variants=tuple(settings["layer_variants"]) if settings.get("layer_variants") else None,
         chunk=None if chunk is None else parse_sizes("chunk", chunk),
     )
 
@@ -208,8 +211,11 @@ def build_spec(request: SweepRequest) -> SweepSpec:
         suite = find_suite(suite)
         top, tables = load_suite(suite, command)
     given = request.settings()
-    # A preset fills its axes over the defaults; the suite and the command line override it.
-    base |= preset_settings(given.get("preset", top.get("preset")), command) | top
+    # A preset fills its axes over the defaults; the suite and the command line override it. A
+    # hybrid's two layer kinds are the sweep's blocks where no suite gives any.
+    filled, blocks = preset_settings(given.get("preset", top.get("preset")), command, given.get("tp", top.get("tp")))
+    base |= filled | top
+    tables = tables or blocks
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")

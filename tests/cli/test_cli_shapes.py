@@ -49,6 +49,8 @@ def _rows(out: Path) -> list[dict[str, str]]:
             ("--variant", "cosine:chunked", "--pack", "lognormal:mean=64", "--tokens", "1k", "--kv-heads", "1"),
             ("--pack runs as many key/value and value heads as heads", "drop --kv-heads, --v-heads and --chunk"),
         ),
+        ("run", ("--preset", "qwen3-next-80b", "--tp", "3"), ("tp: 3 does not divide qwen3-next-80b",)),
+        ("decode", ("--tp", "2"), ("tp: divides a model's head counts; give it with --preset",)),
         ("run", ("--variant", "kda", "--heads", "2", "--v-heads", "3"), ("v_heads: 3 is not a multiple of heads 2",)),
         (
             "run",
