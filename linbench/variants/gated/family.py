@@ -23,6 +23,7 @@ from linbench.variants.declarations import FlopsFn, Param
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.gated.fla import gated_fla_impls
 from linbench.variants.gated.impls import (
+    INITIAL_STATE,
     SCALE,
     DecayInputs,
     DeltaInputs,
@@ -77,7 +78,7 @@ def gated_variant(family: GatedFamily) -> Variant:
             *gated_fla_impls(family.name, family.extra_inputs),
         ),
         reference="recurrent",
-        param_specs=family.params,
+        param_specs=(*family.params, INITIAL_STATE),
         flop_formula=family.flops,
         time_complexity="O(sd²)",
         memory_complexity="O(sd)",

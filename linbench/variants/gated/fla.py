@@ -66,12 +66,26 @@ def _seq_major(t: torch.Tensor) -> torch.Tensor:
     return t.transpose(1, 2)
 
 
-def _call(module: str, name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **given: Any) -> torch.Tensor:
-    """The kernel on seq-major views of q, k, v and the tensors in ``given``; the output back
-    as a (B, H, S, Dv) view."""
+def _call(
+    module: str,
+    name: str,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    initial_state: torch.Tensor | None = None,
+    **given: Any,
+) -> torch.Tensor:
+    """The kernel on seq-major views of q, k, v and the tensors in ``given``, from
+    ``initial_state`` (N, H_v, K, V) as fla takes it; the output back as a (B, H, S, Dv) view."""
     if q.dtype == torch.float64:
         raise ImplUnavailableError(f"fla.ops.{module}.{name} has no fp64 form")
     args = {key: _seq_major(value) if _per_token(value) else value for key, value in given.items()}
+    if initial_state is not None:
+        want = (q.shape[0], v.shape[1], q.shape[-1], v.shape[-1])
+        if tuple(initial_state.shape) != want:
+            got = tuple(initial_state.shape)
+            raise ValueError(f"parameter initial_state must have shape (B, H_v, Dk, Dv) = {want}; got {got}")
+        args["initial_state"] = initial_state
     out, _ = fla_kernel(module, name)(q=_seq_major(q), k=_seq_major(k), v=_seq_major(v), **args)
     return out.transpose(1, 2)
 
@@ -90,7 +104,15 @@ def _causal_only(owner: str, causal: bool) -> None:
 
 
 def retention_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, gamma: Any, scale: Any, kernel: str
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    gamma: Any,
+    scale: Any,
+    kernel: str,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """RetNet's retention: fla's own kernel for RetNet's γ schedule, its simple-GLA kernel with
     a constant decay per head (g_gamma, exactly what the retention kernel builds) for another γ."""
@@ -98,11 +120,13 @@ def retention_fla(
     factor = resolve_scale(scale, q.shape[-1])
     fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
     if gamma is None:
-        return _call("retention", f"{fused}_retention", q, k, v, scale=factor)
+        return _call("retention", f"{fused}_retention", q, k, v, scale=factor, initial_state=initial_state)
     if isinstance(gamma, torch.Tensor) and _needs_gradient(gamma):
         raise ImplUnavailableError(f"retention:{kernel}: fla takes γ as a constant (g_gamma); no gradient reaches it")
     log_decay = retention_log_decay(gamma, q.shape[1], q.float()).detach()
-    return _call("simple_gla", f"{fused}_simple_gla", q, k, v, g_gamma=log_decay, scale=factor)
+    return _call(
+        "simple_gla", f"{fused}_simple_gla", q, k, v, g_gamma=log_decay, scale=factor, initial_state=initial_state
+    )
 
 
 def lightning_fla(
@@ -115,6 +139,7 @@ def lightning_fla(
     layers: Any,
     scale: Any,
     kernel: str,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """Lightning attention: fla builds the per-head decay from the layer's index and count
     (checked here first, so a bad pair is the same ValueError as the PyTorch forms')."""
@@ -123,27 +148,52 @@ def lightning_fla(
     fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
     factor = resolve_scale(scale, q.shape[-1])
     given = {"layer_idx": int(layer), "num_layers": int(layers), "scale": factor}
-    return _call("lightning_attn", f"{fused}_lightning_attn", q, k, v, **given)
+    return _call("lightning_attn", f"{fused}_lightning_attn", q, k, v, **given, initial_state=initial_state)
 
 
 def simple_gla_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, g: torch.Tensor, scale: Any, kernel: str
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    g: torch.Tensor,
+    scale: Any,
+    kernel: str,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """A scalar log-gate per head and token, as fla's ``g`` (B, S, H)."""
     _causal_only(f"simple-gla:{kernel}", causal)
     fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
-    return _call("simple_gla", f"{fused}_simple_gla", q, k, v, g=g, scale=resolve_scale(scale, q.shape[-1]))
+    return _call(
+        "simple_gla",
+        f"{fused}_simple_gla",
+        q,
+        k,
+        v,
+        g=g,
+        scale=resolve_scale(scale, q.shape[-1]),
+        initial_state=initial_state,
+    )
 
 
 def gla_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, g: torch.Tensor, scale: Any, kernel: str
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    g: torch.Tensor,
+    scale: Any,
+    kernel: str,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """A log-gate per key channel: chunk_gla's ``g``, fused_recurrent_gla's ``gk`` (B, S, H, Dk)."""
     _causal_only(f"gla:{kernel}", causal)
     factor = resolve_scale(scale, q.shape[-1])
     if kernel == RECURRENT:
-        return _call("gla", "fused_recurrent_gla", q, k, v, gk=g, scale=factor)
-    return _call("gla", "chunk_gla", q, k, v, g=g, scale=factor)
+        return _call("gla", "fused_recurrent_gla", q, k, v, gk=g, scale=factor, initial_state=initial_state)
+    return _call("gla", "chunk_gla", q, k, v, g=g, scale=factor, initial_state=initial_state)
 
 
 def delta_fla(
@@ -155,6 +205,7 @@ def delta_fla(
     beta: torch.Tensor,
     scale: Any,
     kernel: str,
+    initial_state: Any = None,
     g: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The (gated) delta rule, q and k L2-normalised inside fla's kernel (as fla's layers call it)."""
@@ -165,11 +216,32 @@ def delta_fla(
         if kernel == CHUNK and q.dtype == torch.float32:
             raise ImplUnavailableError(f"{owner}: {FP32_REFUSED}")
         name = "fused_recurrent_delta_rule" if kernel == RECURRENT else "chunk_delta_rule"
-        return _call("delta_rule", name, q, k, v, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+        return _call(
+            "delta_rule",
+            name,
+            q,
+            k,
+            v,
+            beta=beta,
+            scale=factor,
+            use_qk_l2norm_in_kernel=True,
+            initial_state=initial_state,
+        )
     if kernel == RECURRENT and _needs_gradient(q, k, v, g, beta):
         raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_gated_delta_rule has no backward (forward only)")
     name = "fused_recurrent_gated_delta_rule" if kernel == RECURRENT else "chunk_gated_delta_rule"
-    return _call("gated_delta_rule", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+    return _call(
+        "gated_delta_rule",
+        name,
+        q,
+        k,
+        v,
+        g=g,
+        beta=beta,
+        scale=factor,
+        use_qk_l2norm_in_kernel=True,
+        initial_state=initial_state,
+    )
 
 
 def kda_fla(
@@ -182,6 +254,7 @@ def kda_fla(
     beta: torch.Tensor,
     scale: Any,
     kernel: str,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """Kimi Delta Attention: a log-gate per key channel, q and k L2-normalised in the kernel."""
     owner = f"kda:{kernel}"
@@ -190,7 +263,9 @@ def kda_fla(
         raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_kda has no backward (forward only)")
     name = "fused_recurrent_kda" if kernel == RECURRENT else "chunk_kda"
     factor = resolve_scale(scale, q.shape[-1])
-    return _call("kda", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+    return _call(
+        "kda", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True, initial_state=initial_state
+    )
 
 
 def _dtype_support(refuse_fp32: bool) -> Callable[[int, int, str], str | None]:
