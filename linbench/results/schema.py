@@ -158,7 +158,8 @@ COLUMNS = {
                 "gqa",
                 str,
                 "with fewer key/value heads than heads: native (one state per key/value head) or expanded "
-                "(k and v repeated to every head inside the call)",
+                "(k and v repeated to every head inside the call); with more value heads (v_heads, GVA): native "
+                "(the kernel takes them) or expanded (q and k repeated to every value head)",
             ),
         ),
         # What was measured (per process in processes.csv; over processes in results.csv).

@@ -117,6 +117,8 @@ def test_v_heads_run_and_decode_record_the_value_heads_and_the_state_grows_with_
     seen = {(row["variant"], row["v_heads"], row["status"]) for row in _rows(tmp_path / "run")}
     assert ("gated-deltanet", "4", "ok") in seen and ("gated-deltanet", "2", "ok") in seen
     assert ("softmax", "4", "ok") not in seen and ("softmax", "2", "ok") in seen
+    how = {row["v_heads"]: row["gqa"] for row in _rows(tmp_path / "run") if row["variant"] == "gated-deltanet"}
+    assert how == {"2": "", "4": "expanded"}  # the chunked form repeats q and k per value head
     args = ("decode", "--variant", "gated-deltanet", "--no-baseline", "--context", "32", "--tokens", "2")
     result = invoke(
         *args, "--heads", "2", "--v-heads", "2,4", "--dim", "16", "--device", "cpu", "--out", tmp_path / "d"
