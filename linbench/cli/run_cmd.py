@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from linbench.cli import fleet_options as fleet
-from linbench.cli.common import DEVICE_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, TP_HELP, V_HEADS_HELP
+from linbench.cli.common import DEVICE_HELP, GATES_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, TP_HELP, V_HEADS_HELP
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, TRUST_PROCESSES
@@ -74,6 +74,7 @@ def run_command(
     chunk: Annotated[str | None, typer.Option("--chunk", help=HELP["chunk"])] = None,
     preset: Annotated[str | None, typer.Option("--preset", help=PRESET_HELP)] = None,
     tp: Annotated[str | None, typer.Option("--tp", help=TP_HELP)] = None,
+    gates: Annotated[str | None, typer.Option("--gates", help=GATES_HELP)] = None,
     dtype: Annotated[
         list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list). Default: fp32.")
     ] = None,

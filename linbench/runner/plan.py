@@ -191,6 +191,20 @@ def _keep_planned(points: list[Point], targets: Targets) -> Targets:
     return replace(targets, pairs=kept(targets.pairs), baselines=kept(targets.baselines), chosen=kept(targets.chosen))
 
 
+def gate_params(profile: str | None, pairs: Iterable[Pair]) -> list[str]:
+    """--gates as a --param gate_regime of every gated variant of the run (an explicit --param
+    after it wins); ValueError, one line, naming the variants whose gate lacks the profile."""
+    if profile is None:
+        return []
+    names = list(dict.fromkeys(variant for variant, _ in pairs))
+    gated = {name: spec for name in names for spec in get_variant(name).draw_params if spec.name == "gate_regime"}
+    lacking = [name for name, spec in gated.items() if spec.problem(profile)]
+    if lacking or not gated:
+        why = f"{', '.join(lacking)}: no gate profile {profile!r}" if lacking else "no variant of the run has a gate"
+        raise ValueError(f"--gates {profile}: {why}; --param VARIANT.gate_regime=... sets one variant's")
+    return [f"{name}.gate_regime={profile}" for name in gated]
+
+
 def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPlan:
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
     kind = kind_of(spec.command) if spec.pack is None else PackKind(pack=spec.pack)
@@ -217,7 +231,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         plugins=spec.plugins,
         memory_limit_bytes=memory,
         cuda_graph=spec.cuda_graph,
-        params=resolve_params(spec.params, targets.pairs, kind),
+        params=resolve_params((*gate_params(spec.gates, targets.pairs), *spec.params), targets.pairs, kind),
         threads=spec.threads,
         tokens=next((block.tokens for block in spec.blocks if block.tokens), None),
         processes=kind.protocol(spec),

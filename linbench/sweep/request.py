@@ -70,6 +70,7 @@ class SweepRequest:
     lengths_file: Path | None = None  # run: a file of lengths filling --tokens
     packing: tuple[str, ...] | None = None  # run: "packed", "padded"
     preset: str | None = None  # a model's attention shape (linbench/sweep/presets.py, hybrids.py)
+    gates: str | None = None  # every gated variant's gate profile (production, lower-bound, weak, strong)
     tp: int | None = None  # tensor parallelism: a preset's head counts divided as one of tp ranks holds them
 
     def __post_init__(self) -> None:

@@ -20,6 +20,7 @@ RUN_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "budget_s", "cuda_graph", "plugin"),
     "preset",
     "tp",
+    "gates",
     "controls",
     *RUN_KNOBS,
     *PACK_KEYS,
@@ -29,6 +30,7 @@ DECODE_KEYS = (
     *("name", "variant", "baseline", "no_baseline", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
     "preset",
     "tp",
+    "gates",
     *DECODE_KNOBS,
 )
 # Keys a suite's top level takes beside its command's own.
@@ -68,6 +70,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "packing": ["packed", "padded"],
     "preset": None,  # a model's attention shape (sweep/presets.py): heads, kv_heads, dim and lengths
     "tp": None,  # N-way tensor parallelism: a preset's head counts as one rank holds them
+    "gates": None,  # every gated variant's gate profile (gate_regime): production, lower-bound, ...
 }
 DECODE_SETTINGS: dict[str, Any] = {
     "context": "1k..64k",
@@ -90,6 +93,7 @@ DECODE_SETTINGS: dict[str, Any] = {
     "threads": None,
     "preset": None,
     "tp": None,
+    "gates": None,
 }
 DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
 TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}

@@ -116,6 +116,8 @@ class SweepSpec:
     tokens: int | None = None  # decode: timed steps per point
     cuda_graph: bool = False  # also time each call (run) or step (decode) as a CUDA-graph replay
     params: tuple[str, ...] = ()  # --param settings, as given (resolved by runner/params.py)
+    # --gates: the gate profile (a gate_regime) of every gated variant of the run; None: each its own.
+    gates: str | None = None
     threads: int | None = None  # torch threads per worker; None: torch's default
     warmup_s: float | None = None  # run: replaces the device's warm-up time
     min_reps: int | None = None  # run: replaces the device's minimum repetitions
@@ -259,6 +261,7 @@ def spec_from_settings(
         tokens=None if TOKEN_BUDGET[command] else one_size("tokens", base["tokens"]),
         cuda_graph=flag("cuda_graph", base.get("cuda_graph", False)),
         params=_param_texts(base.get("param") or []),
+        gates=None if base.get("gates") in (None, "") else str(base["gates"]),
         threads=optional(positive_int, "threads", base.get("threads")),
         warmup_s=optional(nonnegative_float, "warmup_s", base.get("warmup_s")),
         min_reps=optional(positive_int, "min_reps", base.get("min_reps")),

@@ -52,6 +52,12 @@ def _rows(out: Path) -> list[dict[str, str]]:
         ("run", ("--preset", "qwen3-next-80b", "--tp", "3"), ("tp: 3 does not divide qwen3-next-80b",)),
         (
             "run",
+            ("--variant", "kda:chunked,gla:chunked", "--gates", "lower-bound"),
+            ("--gates lower-bound: gla: no gate profile 'lower-bound'",),
+        ),
+        ("run", ("--variant", "softmax", "--gates", "production"), ("no variant of the run has a gate",)),
+        (
+            "run",
             ("--variant", "gla", "--param", "gla.gate_regime=production"),
             ("gate_regime must be one of weak, strong; got 'production'",),
         ),
@@ -116,13 +122,16 @@ def test_v_heads_run_and_decode_record_the_value_heads_and_the_state_grows_with_
     """GVA (Qwen3-Next's layout, small): gated-deltanet at 2 q/k heads against 2 and 4 value
     heads, softmax (the baseline) left out with the reason; decode's state is per value head."""
     args = ("run", "--variant", "gated-deltanet:chunked", "--seq", "32", "--heads", "2", "--v-heads", "2,4")
-    result = invoke(*args, *SMALL, "--out", tmp_path / "run")
+    result = invoke(*args, "--gates", "production", *SMALL, "--out", tmp_path / "run")
     assert result.exit_code == 0, result.output
     assert "softmax has one value head per query head" in result.stdout
     seen = {(row["variant"], row["v_heads"], row["status"]) for row in _rows(tmp_path / "run")}
     assert ("gated-deltanet", "4", "ok") in seen and ("gated-deltanet", "2", "ok") in seen
     assert ("softmax", "4", "ok") not in seen and ("softmax", "2", "ok") in seen
     how = {row["v_heads"]: row["gqa"] for row in _rows(tmp_path / "run") if row["variant"] == "gated-deltanet"}
+    assert {row["params"] for row in _rows(tmp_path / "run") if row["variant"] == "gated-deltanet"} == {
+        "gate_regime=production"
+    }  # --gates: the gates drawn as the models compute them
     assert how == {"2": "", "4": "expanded"}  # the chunked form repeats q and k per value head
     args = ("decode", "--variant", "gated-deltanet", "--no-baseline", "--context", "32", "--tokens", "2")
     result = invoke(
