@@ -11,7 +11,7 @@ import torch
 
 from linbench.errors import ImplUnavailableError
 from linbench.variants.declarations import Impl
-from linbench.variants.heads import expand_call
+from linbench.variants.heads import check_value_heads, expand_call, per_value_head
 from linbench.variants.registry import get_variant, list_variants
 from linbench.variants.validation import check_qkv
 from linbench.variants.variant import Variant
@@ -34,7 +34,10 @@ def attention(
 
     q: (B, H, S, Dk); k: (B, H_kv, S, Dk); v: (B, H_kv, S, Dv), H_kv dividing H (fewer is
     grouped-query attention; a variant's extra inputs then come per key/value head too).
-    Returns (B, H, S, Dv) in q's dtype, on q's device. An impl without native grouped-query
+    Or, for a variant with ``value_heads`` (the gated and delta-rule ones), v: (B, H_v, S, Dv)
+    with H_v a multiple of H = H_kv (GVA: value head j reads q/k head j // (H_v / H); the
+    gates and β then come per value head). Returns (B, H or H_v, S, Dv) in q's dtype, on q's
+    device. An impl without native grouped-query
     support (``Impl.gqa``) gets k, v and the extra inputs repeated to H heads, in this call.
     ``impl="auto"`` picks the fastest impl available for the tensors' device. Unknown
     variants, impls or parameters, malformed shapes, a masking the variant does not
@@ -78,6 +81,7 @@ def _attend(
     if impl != "auto":
         spec.impl(impl)  # an unknown impl name is reported before anything about the tensors
     check_qkv(q, k, v)
+    check_value_heads(spec.name, spec.value_heads, k, v)
     masking = spec.masking_reason(bool(causal))
     if masking is not None:
         raise ValueError(f"{masking}; call it with causal={not causal}")
@@ -86,7 +90,8 @@ def _attend(
     if spec.extra_inputs:
         from linbench.variants.extra_inputs import check_extra_inputs
 
-        check_extra_inputs(spec.name, spec.extra_inputs, bound, q, read_values=read_values)
+        like = per_value_head(q, k, v)
+        check_extra_inputs(spec.name, spec.extra_inputs, bound, like, read_values=read_values)
     if k.shape[1] != q.shape[1] and not chosen.gqa:
         k, v, bound = expand_call(q, k, v, bound, [extra.name for extra in spec.extra_inputs])
     out = chosen.fn(q, k, v, causal=bool(causal), **bound)
@@ -101,6 +106,7 @@ def _resolve(
     if impl != "auto":
         spec.impl(impl)
     check_qkv(q, k, v)
+    check_value_heads(spec.name, spec.value_heads, k, v)
     masking = spec.masking_reason(bool(causal))
     if masking is not None:
         raise ValueError(f"{masking}; call it with causal={not causal}")
@@ -156,12 +162,17 @@ def _packed(
     segments.check_packed(q)
     if chosen.packed is None:
         raise ImplUnavailableError(f"{spec.name}:{chosen.name} has no packed form; run it padded (attention_padded)")
-    bound = _bound(spec, chosen, segments, params, q, read_values)
+    bound = _bound(spec, chosen, segments, params, (q, k, v), read_values)
     return chosen.packed(q, k, v, segments=segments, causal=bool(causal), **bound).to(q.dtype)
 
 
 def _bound(
-    spec: Variant, chosen: Impl, segments: Segments, params: dict[str, Any], q: torch.Tensor, read_values: bool
+    spec: Variant,
+    chosen: Impl,
+    segments: Segments,
+    params: dict[str, Any],
+    qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    read_values: bool,
 ) -> dict[str, Any]:
     """The impl's parameters, length-derived ones fixed to the longest sequence, and the extra
     inputs, checked against q (their values only with ``read_values``)."""
@@ -169,7 +180,7 @@ def _bound(
     if spec.extra_inputs:
         from linbench.variants.extra_inputs import check_extra_inputs
 
-        check_extra_inputs(spec.name, spec.extra_inputs, bound, q, read_values=read_values)
+        check_extra_inputs(spec.name, spec.extra_inputs, bound, per_value_head(*qkv), read_values=read_values)
     return bound
 
 
@@ -241,7 +252,7 @@ def _padded(
     segments = lengths if isinstance(lengths, Segments) else Segments.from_lengths(lengths)
     if segments.count != q.shape[0] or segments.longest > q.shape[2]:
         raise ValueError(f"lengths {list(segments.lengths)} do not fit a padded batch of shape {tuple(q.shape)}")
-    bound = _bound(spec, chosen, segments, params, q, read_values)
+    bound = _bound(spec, chosen, segments, params, (q, k, v), read_values)
     if causal:
         return chosen.fn(q, k, v, causal=True, **bound).to(q.dtype)
     if chosen.key_masked is None:

@@ -72,7 +72,8 @@ def make_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     """fp64 q, k, v (Gaussian noise times ``scale``), and the keyword inputs: the variant's
     learnable parameters and its extra inputs;
-    k and v have ``shape.kv_heads`` heads.
+    k and v have ``shape.kv_heads`` heads (v ``shape.v_heads`` under GVA, and the extra
+    inputs are per value head).
 
     Learnable parameters (cosine's norm_const: ``Param.learnable``) are given as per-head
     tensors so that their gradients are checked too. Extra inputs (a gated variant's gates,
@@ -85,10 +86,10 @@ def make_inputs(
 
     q = draw(shape.batch, shape.heads, shape.seq, shape.dim_k)
     k = draw(shape.batch, shape.kv_heads, shape.seq, shape.dim_k)
-    v = draw(shape.batch, shape.kv_heads, shape.seq, shape.dim_v)
+    v = draw(shape.batch, shape.v_tensor_heads, shape.seq, shape.dim_v)
     keywords = {p.name: p.learnable(shape.heads, gen).to(device) for p in variant.param_specs if p.learnable}
     if variant.extra_inputs:
-        sizes = (shape.batch, shape.heads, shape.seq, shape.dim_k)
+        sizes = (shape.batch, shape.v_heads, shape.seq, shape.dim_k)
         keywords |= draw_extra_inputs(
             variant.extra_inputs, sizes, generator=gen, device=device, dtype=torch.float64, settings=settings
         )
@@ -121,8 +122,8 @@ def _forward_backward(
 ) -> dict[str, torch.Tensor]:
     """Output and, when asked, gradients of <out, cotangent> for q, k, v and each keyword input
     gradients reach (learnable parameters, gates, β). ``expand``: k and v are repeated to q's heads
-    inside the graph (what grouped-query attention means), so that the reference never runs a
-    grouped form of its own."""
+    inside the graph (what grouped-query attention means), or q and k to v's under GVA, so that
+    the reference never runs a grouped form of its own."""
     from linbench.api import attention
 
     q, k, v = (t.detach().to(dtype).requires_grad_(gradients) for t in inputs)
@@ -133,8 +134,8 @@ def _forward_backward(
         for name, t in keywords.items()
     }
     with torch.set_grad_enabled(gradients):
-        grouped_k, grouped_v = (expand_heads(k, q.shape[1]), expand_heads(v, q.shape[1])) if expand else (k, v)
-        out = attention(q, grouped_k, grouped_v, variant=variant.name, impl=impl, causal=causal, **params, **given)
+        one_q, one_k, one_v = _ungrouped(q, k, v) if expand else (q, k, v)
+        out = attention(one_q, one_k, one_v, variant=variant.name, impl=impl, causal=causal, **params, **given)
     if not gradients or out.shape != cotangent.shape:  # a wrong shape fails on the output alone
         return {"out": out}
     learn = {name: t for name, t in given.items() if t.requires_grad}
@@ -182,6 +183,14 @@ def forget_references() -> None:
     _DRAWS.clear()
 
 
+def _ungrouped(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One q, k and v head per output head: k and v repeated to q's heads (grouped-query), or
+    q and k to v's (more value heads, GVA)."""
+    if v.shape[1] > k.shape[1]:
+        return expand_heads(q, v.shape[1]), expand_heads(k, v.shape[1]), v
+    return q, expand_heads(k, q.shape[1]), expand_heads(v, q.shape[1])
+
+
 def _draws(
     variant: Variant, shape: Shape, device: torch.device | str, seed: int, scale: float, settings: DrawSettings
 ) -> dict[str, torch.Tensor]:
@@ -193,7 +202,7 @@ def _draws(
     if drawn is None:
         q, k, v, learnable = make_inputs(variant, shape, device, seed, scale, settings)
         gen = torch.Generator(device="cpu").manual_seed(seed + 1)
-        size = (shape.batch, shape.heads, shape.seq, shape.dim_v)
+        size = (shape.batch, shape.v_heads, shape.seq, shape.dim_v)
         cotangent = torch.randn(*size, generator=gen, dtype=torch.float64).to(device)
         drawn = {"q": q, "k": k, "v": v, "cotangent": cotangent}
         drawn |= {_LEARNABLE + name: t for name, t in learnable.items()}
@@ -316,8 +325,8 @@ def check_decoder(
         if name not in given
     }
     params = variant.length_params(shape.seq, learnable | given)
-    k64, v64 = expand_heads(k, shape.heads), expand_heads(v, shape.heads)
-    expected = attention(q, k64, v64, variant=variant.name, impl=variant.reference, causal=True, **params)
+    q64, k64, v64 = _ungrouped(q, k, v)
+    expected = attention(q64, k64, v64, variant=variant.name, impl=variant.reference, causal=True, **params)
     # The decoder's params: the keyword inputs in their dtype, and those given as they are.
     decoder_params: dict[str, Any] = {
         name: t.to(keyword_dtype(variant, name, dtype)) for name, t in learnable.items()

@@ -46,8 +46,23 @@ KV_HEADS_HELP = (
     "Key/value heads, each dividing every --heads (fewer: grouped-query attention, 1: multi-query). "
     "Default: as many as --heads."
 )
+V_HEADS_HELP = (
+    "Value heads, each a multiple of every --heads (more: GVA, as Qwen3-Next's Gated DeltaNet; the state, "
+    "gates and beta per value head). Gated and delta-rule variants only. Default: as many as --heads."
+)
 PRESET_HELP = (
-    "A model's attention shape (heads, kv-heads, dim, lengths); flags override it. linbench suites lists them."
+    "A model's attention shape (heads, kv-heads, dim, lengths), or a linear-attention hybrid's two layer kinds "
+    "(qwen3-next-80b, kimi-linear-48b, minimax-m1, ...: report then gives the model's cost); flags override it. "
+    "linbench suites lists them."
+)
+GATES_HELP = (
+    "The gate profile of every gated variant of the run: weak, strong, production (-exp(A_log) * "
+    "softplus(x + dt_bias), as Mamba2 / Gated DeltaNet / Kimi Linear compute it) or lower-bound (KDA's -5 bound); "
+    "a variant whose gate lacks it is refused. --param V.gate_regime=... sets one variant's."
+)
+TP_HELP = (
+    "N-way tensor parallelism: the preset's head counts as one rank holds them (each must divide by N; "
+    "key/value heads fewer than N are replicated, one per rank)."
 )
 
 

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, refuse_old_names
-from linbench.cli.common import DEVICE_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP
+from linbench.cli.common import DEVICE_HELP, GATES_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, TP_HELP, V_HEADS_HELP
 from linbench.cli.errors import usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 
@@ -62,7 +62,10 @@ def decode_command(
     batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
     heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
     kv_heads: Annotated[str | None, typer.Option("--kv-heads", help=KV_HEADS_HELP)] = None,
+    v_heads: Annotated[str | None, typer.Option("--v-heads", help=V_HEADS_HELP)] = None,
     preset: Annotated[str | None, typer.Option("--preset", help=PRESET_HELP)] = None,
+    tp: Annotated[str | None, typer.Option("--tp", help=TP_HELP)] = None,
+    gates: Annotated[str | None, typer.Option("--gates", help=GATES_HELP)] = None,
     dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
     dim_v: Annotated[
         str | None, typer.Option("--dim-v", help="Head dims of v, crossed with --dim. Default: the same as --dim.")

@@ -41,8 +41,9 @@ def _needs_build(impl: Impl) -> bool:
 def impl_table(variants: list[Variant], device: torch.device) -> Table:
     """One row per impl: what it costs, what it takes, and whether it can run on ``device``."""
     table = Table(title=f"variants and impls (runs here = on {device})", title_justify="left")
-    # "kv heads": how the impl takes fewer key/value heads than heads (--kv-heads).
-    for column in ("variant", "impl", "time", "memory", "impl params", "kv heads", "runs here"):
+    # "kv heads": how the impl takes fewer key/value heads than heads (--kv-heads); "v heads":
+    # how it takes more value heads (--v-heads), or "-" where its variant has none.
+    for column in ("variant", "impl", "time", "memory", "impl params", "kv heads", "v heads", "runs here"):
         table.add_column(column)
     for variant in variants:
         for i, impl in enumerate(variant.impls.values()):
@@ -52,13 +53,22 @@ def impl_table(variants: list[Variant], device: torch.device) -> Table:
                 reason = impl.unavailable_reason(device)
                 runs = "[green]yes[/]" if reason is None else f"[red]no[/]: {escape(reason)}"
             label = f"{impl.name} (ref)" if impl.name == variant.reference else impl.name
-            cells = (impl.time_complexity, impl.memory_complexity, format_params(impl.params), _kv_heads(impl.gqa))
+            heads = (_kv_heads(impl.gqa), _v_heads(variant, impl.gva))
+            cells = (impl.time_complexity, impl.memory_complexity, format_params(impl.params), *heads)
             table.add_row(variant.name, label, *cells, runs, end_section=i == len(variant.impls) - 1)
     return table
 
 
 def _kv_heads(native: bool) -> str:
     """native: one state per key/value head; expanded: k and v repeated to every head."""
+    return "native" if native else "expanded"
+
+
+def _v_heads(variant: Variant, native: bool) -> str:
+    """native: the kernel takes v with more heads than q and k; expanded: q and k repeated to
+    v's heads; "-": the variant has no value heads apart from its query heads."""
+    if not variant.value_heads:
+        return "-"
     return "native" if native else "expanded"
 
 

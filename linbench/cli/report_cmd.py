@@ -43,6 +43,7 @@ def report_command(
     from linbench.report.analysis import analyse
     from linbench.report.capacity import capacity_tables
     from linbench.report.load import load_runs
+    from linbench.report.model_cost import model_cost_tables
     from linbench.report.render import markdown, report_tables
     from linbench.report.roofline import roofline_json, roofline_tables
     from linbench.results.machine_load import load_warning, run_notes
@@ -78,7 +79,7 @@ def report_command(
             notes = [f"\n\n**warning:** {busy}"] if busy else []
             notes += [f"\n\n**note:** {note}" for note in run_notes(run.results.to_dict("records"), run.meta)]
             title = f"linbench report: {analysis.run}" + "".join(notes)
-            tables = report_tables(analysis, bool(busy)) + roofline_tables(run) + capacity_tables(run.results)
+            tables = report_tables(analysis, bool(busy)) + roofline_tables(run) + capacity_tables(run.results) + model_cost_tables(run)
             sections.append(markdown(tables, title))
         text = "\n".join(sections)
     else:  # the tables, as plain text for a file
@@ -94,6 +95,7 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
     from rich.markup import escape
 
     from linbench.report.capacity import capacity_tables
+    from linbench.report.model_cost import model_cost_tables
     from linbench.report.render import report_tables, rich_table
     from linbench.report.roofline import roofline_tables
     from linbench.results.machine_load import load_warning, run_notes
@@ -104,7 +106,7 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
             console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
         for note in run_notes(run.results.to_dict("records"), run.meta):
             console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
-        for table in report_tables(analysis, bool(busy)) + roofline_tables(run) + capacity_tables(run.results):
+        for table in report_tables(analysis, bool(busy)) + roofline_tables(run) + capacity_tables(run.results) + model_cost_tables(run):
             console.print(rich_table(table))
 
 

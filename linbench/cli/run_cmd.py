@@ -9,7 +9,7 @@ import typer
 
 from linbench.cli import fleet_options as fleet
 from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, refuse_old_names
-from linbench.cli.common import DEVICE_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP
+from linbench.cli.common import DEVICE_HELP, GATES_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, TP_HELP, V_HEADS_HELP
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, TRUST_PROCESSES
@@ -71,10 +71,13 @@ def run_command(
     batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
     heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
     kv_heads: Annotated[str | None, typer.Option("--kv-heads", help=KV_HEADS_HELP)] = None,
+    v_heads: Annotated[str | None, typer.Option("--v-heads", help=V_HEADS_HELP)] = None,
     dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
     dim_v: Annotated[str | None, typer.Option("--dim-v", help=HELP["dim_v"])] = None,
     chunk: Annotated[str | None, typer.Option("--chunk", help=HELP["chunk"])] = None,
     preset: Annotated[str | None, typer.Option("--preset", help=PRESET_HELP)] = None,
+    tp: Annotated[str | None, typer.Option("--tp", help=TP_HELP)] = None,
+    gates: Annotated[str | None, typer.Option("--gates", help=GATES_HELP)] = None,
     dtype: Annotated[
         list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list). Default: fp32.")
     ] = None,

@@ -38,6 +38,8 @@ def row_line(row: Mapping[str, Any]) -> str:
     what = f"{row['variant']}:{row['impl']} {row['mode']} {length}"
     if str(row.get("kv_heads") or row["heads"]) != str(row["heads"]):  # grouped-query: which way
         what += f" KV={row['kv_heads']} ({row.get('gqa') or '-'})"
+    if str(row.get("v_heads") or row["heads"]) != str(row["heads"]):  # GVA: the value heads
+        what += f" HV={row['v_heads']}"
     if row.get("chunk"):
         what += f" C={row['chunk']}"
     style = STATUS_STYLE.get(status, "red")
@@ -86,7 +88,8 @@ def _group_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     sizes = ("mode", "dtype", "causal", "batch", "heads", "dim_k", "dim_v")
     # kv_heads: as many as heads unless grouped-query; chunk: set only in a --chunk sweep.
     # packing: a pack of one sequence has the same shape packed and padded.
-    extra = (row.get("kv_heads") or row["heads"], row.get("chunk") or "", row.get("packing") or "")
+    extra = (row.get("kv_heads") or row["heads"], row.get("v_heads") or row["heads"], row.get("chunk") or "")
+    extra += (row.get("packing") or "",)
     return (*(row[c] for c in sizes), *extra)
 
 
@@ -99,9 +102,10 @@ def summary_tables(rows: Iterable[Mapping[str, Any]], baselines: Iterable[tuple[
     for row in rows:
         groups[_group_key(row)][int(row["seq"])].append(row)
     tables = []
-    for (mode, dtype, causal, batch, heads, dim_k, dim_v, kv_heads, chunk, _), by_seq in groups.items():
+    for (mode, dtype, causal, batch, heads, dim_k, dim_v, kv_heads, v_heads, chunk, _), by_seq in groups.items():
         masking = "causal" if causal else "bidirectional"
         grouped = f" KV={kv_heads}" if kv_heads != heads else ""
+        grouped += f" HV={v_heads}" if v_heads != heads else ""
         chunked = f" C={chunk}" if chunk else ""
         title = f"{mode} {dtype} {masking}  B={batch} H={heads}{grouped} Dk={dim_k} Dv={dim_v}{chunked}"
         title += _packing_words(by_seq)

@@ -198,6 +198,8 @@ def axes_line(block: Axes, command: str, packed: bool = False) -> str:
     parts = [f"{length} {values(block.seq)}", f"batch {batch}", f"heads {values(block.heads)}"]
     if block.kv_heads:
         parts.append(f"kv_heads {values(block.kv_heads)}")
+    if block.v_heads:
+        parts.append(f"v_heads {values(block.v_heads)}")
     if packed:
         parts = parts[2:]
     parts.append(f"dim {values(block.dim)}" + (f" × dim_v {values(block.dim_v)}" if block.dim_v else ""))

@@ -96,7 +96,11 @@ def suites_command(
     how = "NAME" if named else f"{where}/NAME.toml"
     console.print(f"run one with: linbench run --suite {how} (decode suites: linbench decode --suite {how})")
     console.print(presets_table())
-    console.print("use one with: linbench run --preset NAME (or decode); --heads, --seq and the rest override it")
+    console.print(hybrids_table())
+    console.print(
+        "use one with: linbench run --preset NAME (or decode) [--tp N]; --heads, --seq and the rest override it; "
+        "report gives a hybrid's model-level cost"
+    )
 
 
 def presets_table() -> Table:
@@ -109,4 +113,20 @@ def presets_table() -> Table:
     for preset in PRESETS.values():
         cells = (preset.name, str(preset.heads), str(preset.kv_heads), str(preset.dim), preset.lengths)
         table.add_row(*cells, escape(preset.source))
+    return table
+
+
+def hybrids_table() -> Table:
+    """The hybrid presets (linbench/hybrids.py): both layer kinds, their counts and the source."""
+    from linbench.hybrids import HYBRIDS
+
+    table = Table(title="hybrid presets (--preset NAME [--tp N]): linear layers + softmax layers", title_justify="left")
+    for column in ("preset", "linear layers", "softmax layers", "lengths", "source"):
+        table.add_column(column)
+    for hybrid in HYBRIDS.values():
+        linear, softmax = hybrid.linear, hybrid.softmax
+        v_heads = f"/{linear.v_heads} v" if linear.v_heads and linear.v_heads != linear.heads else ""
+        left = f"{linear.layers} × {linear.variant} {linear.heads}{v_heads} heads, {linear.dim}/{linear.dim_v}"
+        right = f"{softmax.layers} × {softmax.heads} q/{softmax.kv_heads} kv heads, {softmax.dim}/{softmax.dim_v}"
+        table.add_row(hybrid.name, left, right, hybrid.lengths, escape(hybrid.source))
     return table

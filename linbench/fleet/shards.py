@@ -90,8 +90,8 @@ def scenario_of(
     free = set(_FREE[split]) | set(along)
     if fixed_tokens and "seq" in free:
         free.add("batch")
-    if "heads" in free:  # key/value heads go with the heads (as many, or a fixed share of them)
-        free.add("kv_heads")
+    if "heads" in free:  # key/value and value heads go with the heads (as many, or a fixed share or multiple)
+        free.update(("kv_heads", "v_heads"))
     fixed = [(column, value) for column, value in row.items() if column not in free]
     if fixed_tokens and "seq" in free:
         fixed.append(("tokens", str(int(row["batch"]) * int(row["seq"]))))

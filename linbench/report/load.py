@@ -168,7 +168,7 @@ def _typed(frame: pd.DataFrame, always: tuple[str, ...], csv_path: Path) -> pd.D
 
 def _fill_keys(frame: pd.DataFrame) -> None:
     """The key columns a file from an older run lacks (or left empty) as KEY_DEFAULTS says:
-    kv_heads the row's heads. An empty chunk (the impl's own chunk size, or an impl without
+    kv_heads and v_heads the row's heads. An empty chunk (the impl's own chunk size, or an impl without
     one) reads as NO_CHUNK, so that every key column is a number a point can be matched on."""
     for column, default in KEY_DEFAULTS.items():
         if column not in frame.columns:

@@ -21,7 +21,7 @@ from linbench.results.kinds import DECODE_ROWS, row_kind
 from linbench.units import format_size
 
 # Held fixed in every scenario, whichever axis it runs along.
-BASE_COLUMNS = ("device", "device_name", "dtype", "mode", "causal", "batch", "heads", "kv_heads")
+BASE_COLUMNS = ("device", "device_name", "dtype", "mode", "causal", "batch", "heads", "kv_heads", "v_heads")
 AXES = ("seq", "dim", "batch", "heads", "chunk")
 METRICS = ("time", "memory", "state")
 METRIC_COLUMN = {"time": "time_ms", "memory": "peak_bytes", "state": "state_bytes"}
@@ -104,6 +104,9 @@ def _held_counts(fixed: dict[str, Any]) -> list[tuple[str, str, str]]:
     kv_heads = fixed.get("kv_heads")
     if kv_heads is not None and kv_heads != fixed.get("heads"):  # grouped-query: the key/value heads
         held.append(("KV", "KV", str(kv_heads)))
+    v_heads = fixed.get("v_heads")
+    if v_heads is not None and v_heads != fixed.get("heads"):  # GVA: the value heads
+        held.append(("HV", "HV", str(v_heads)))
     return held
 
 
@@ -167,7 +170,7 @@ def scenario_columns(results: pd.DataFrame, axis: str) -> list[str]:
     elif axis == "chunk":
         columns = [*base, "seq", "dim_k", "dim_v"]
     else:  # along heads, the key/value heads go with them (as many, or a share of them)
-        free = (axis, "kv_heads") if axis == "heads" else (axis,)
+        free = (axis, "kv_heads", "v_heads") if axis == "heads" else (axis,)
         columns = [column for column in base if column not in free] + ["seq", "dim_k", "dim_v", "chunk"]
     columns += ["tokens_per_step", "state_dtype"]  # a serving decode point's: its own scenario
     return [column for column in columns if column in results.columns]

@@ -48,10 +48,11 @@ __all__ = [
 # 7: kv_heads and chunk in every file's key, gqa in results.csv.
 # 8: cpu_ms_p20 (the 20th percentile of the repetitions' process CPU times on a CPU).
 # 9: alloc_peak_bytes (a CPU call's peak of live bytes allocated through torch).
-# schema 9: decode as it is served: tokens_per_step and state_dtype in the key; pool, accept,
-#    contexts, accepted_per_step, time_per_accepted_token_ms, state_bytes_per_request,
-#    state_drift, drift_steps, memory_budget_bytes and requests_fit in results.csv.
-SCHEMA_VERSION = 9
+# 10: v_heads in every file's key (more value heads than q/k heads, GVA); decode as it is
+#    served: tokens_per_step and state_dtype in the key, and pool, accept, contexts,
+#    accepted_per_step, time_per_accepted_token_ms, state_bytes_per_request, state_drift,
+#    drift_steps, memory_budget_bytes, requests_fit and graph_pools in results.csv.
+SCHEMA_VERSION = 10
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -134,6 +135,11 @@ COLUMNS = {
             ("dim_v", int, "head dimension of values"),
             ("kv_heads", int, "key/value heads (fewer than heads: grouped-query attention; older runs: heads)"),
             ("chunk", int, "tokens per chunk, for an impl that takes chunk_size in a --chunk sweep (else empty)"),
+            (
+                "v_heads",
+                int,
+                "value heads (more than heads: GVA, each q/k head serving v_heads / heads; older runs: heads)",
+            ),
             ("tokens_per_step", int, "decode --tokens-per-step: tokens each request takes a step (else empty)"),
             (
                 "state_dtype",
@@ -164,7 +170,8 @@ COLUMNS = {
                 "gqa",
                 str,
                 "with fewer key/value heads than heads: native (one state per key/value head) or expanded "
-                "(k and v repeated to every head inside the call)",
+                "(k and v repeated to every head inside the call); with more value heads (v_heads, GVA): native "
+                "(the kernel takes them) or expanded (q and k repeated to every value head)",
             ),
         ),
         # What was measured (per process in processes.csv; over processes in results.csv).
@@ -325,10 +332,10 @@ COLUMNS = {
 # Where a fleet run measured a point (the ``where`` columns, in declaration order).
 WHERE_COLUMNS = tuple(name for name, column in COLUMNS.items() if column.combine == "where")
 _FIRST_KEYS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
-KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk", "tokens_per_step", "state_dtype")
-# What a key column of a row from before it existed reads as (record.row_key): kv_heads the
-# row's heads, chunk empty.
-KEY_DEFAULTS = {"kv_heads": "heads", "chunk": None, "tokens_per_step": None, "state_dtype": None}
+KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk", "v_heads", "tokens_per_step", "state_dtype")
+# What a key column of a row from before it existed reads as (record.row_key): kv_heads and
+# v_heads the row's heads, the others empty.
+KEY_DEFAULTS = {"kv_heads": "heads", "chunk": None, "v_heads": "heads", "tokens_per_step": None, "state_dtype": None}
 # The key columns every run file has had (a reader fills the rest as KEY_DEFAULTS says).
 REQUIRED_KEY_COLUMNS = _FIRST_KEYS
 # results.csv: the order of earlier versions, new columns at the end but for the key's (readers go
@@ -337,7 +344,8 @@ RESULT_COLUMNS = (
     *_FIRST_KEYS[:6],
     "device_name",
     *_FIRST_KEYS[6:],
-    # Schema 7: the key's last columns beside the others, so that a torn row's key still reads.
+    # Schema 7: the key's last columns beside the others, so that a torn row's key still reads
+    # (schema 10's v_heads, tokens_per_step and state_dtype among them).
     *KEY_COLUMNS[len(_FIRST_KEYS) :],
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
     *("nvml_peak_bytes", "flops", "tflops", "rel_err", "error", "check_seq", "sm_clock_mhz", "temp_c"),
@@ -360,6 +368,7 @@ RESULT_COLUMNS = (
     "cpu_ms_p20",
     # Schema 9.
     "alloc_peak_bytes",
+    # Schema 10.
     *("pool", "accept", "contexts", "accepted_per_step", "time_per_accepted_token_ms", "state_bytes_per_request"),
     *("state_drift", "drift_steps", "memory_budget_bytes", "requests_fit", "graph_pools"),
 )

@@ -22,6 +22,7 @@ from linbench.measure.memory import release_free_heap
 from linbench.runner.workload import EXTRA_SEED_OFFSET
 from linbench.sweep.points import Point
 from linbench.variants.extra_inputs import check_extra_inputs, draw_extra_inputs, split_draw_settings, take_tokens
+from linbench.variants.heads import per_value_head
 from linbench.variants.registry import get_variant
 
 Tokens = tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]
@@ -72,7 +73,9 @@ class DecodeWorkload:
             return torch.randn(b, heads, length, dim, generator=self._gen, device=self.device, dtype=self.dtype)
 
         # k and v with the point's key/value heads: a grouped decoder's state is that much smaller.
-        q, k, v = one(dim_k), one(dim_k, self.shape.kv_heads), one(dim_v, self.shape.kv_heads)
+        # v with the point's value heads under GVA (h, the output's heads, is then v's too).
+        heads = self.shape.heads
+        q, k, v = one(dim_k, heads), one(dim_k, self.shape.kv_heads), one(dim_v, self.shape.v_tensor_heads)
         extras = draw_extra_inputs(
             self.declared,
             (b, h, length, dim_k),
@@ -81,7 +84,7 @@ class DecodeWorkload:
             dtype=self.dtype,
             settings=self.settings,
         )
-        check_extra_inputs(self.owner, self.declared, extras, q)
+        check_extra_inputs(self.owner, self.declared, extras, per_value_head(q, k, v))
         return q, k, v, extras
 
     def prefill(self) -> None:

@@ -152,6 +152,8 @@ class SharedKind:
         native: bool = False,
     ) -> PointFacts:
         tokens = point.shape.batch * point.shape.seq
-        # With fewer key/value heads than heads, how the impl (decoder) took them.
-        gqa = ("native" if native else "expanded") if point.shape.grouped else ""
+        # With fewer key/value heads than heads, or more value heads (GVA), how the impl
+        # (decoder) took them.
+        grouped = point.shape.grouped or point.shape.value_grouped
+        gqa = ("native" if native else "expanded") if grouped else ""
         return PointFacts(point.as_row(), device_name, params, flops, context, self.rate, tokens, traffic, gqa=gqa)

@@ -26,6 +26,7 @@ from linbench.runner.targets import Targets, resolve_targets
 from linbench.sweep.points import Point, expand_pack_points, expand_points
 from linbench.sweep.spec import SweepSpec
 from linbench.variants.extra_inputs import probe_draws
+from linbench.variants.heads import VALUE_HEADS_REFUSED
 from linbench.variants.registry import get_variant
 
 Pair = tuple[str, str]
@@ -131,17 +132,30 @@ def _check_shape_support(targets: Targets, spec: SweepSpec, kind: Kind, device_t
                         raise ValueError(f"{pair[0]}:{pair[1]} does not support {what}: {reason}")
 
 
+def _undefined(point: Point) -> str | None:
+    """Why ``point``'s variant does not compute it (a masking it lacks, more value heads than
+    q/k heads where its maths has none), as a note, or None."""
+    variant = get_variant(point.variant)
+    reason = variant.masking_reason(point.causal)
+    if reason is not None:
+        return f"{reason}: its {'causal' if point.causal else 'bidirectional'} points are left out"
+    if point.shape.value_grouped and not variant.value_heads:
+        return f"{variant.name} {VALUE_HEADS_REFUSED}: its --v-heads points are left out"
+    return None
+
+
 def _drop_other_maskings(points: list[Point], targets: Targets) -> tuple[list[Point], Targets]:
-    """The points without those of a masking their variant does not compute (Variant.masking),
-    and a note for each variant left so; ValueError when nothing is left."""
+    """The points without those of a masking their variant does not compute (Variant.masking)
+    or with value heads it does not take (Variant.value_heads), and a note for each variant
+    left so; ValueError when nothing is left."""
     kept: list[Point] = []
     notes: dict[str, None] = {}  # each once, in order
     for point in points:
-        reason = get_variant(point.variant).masking_reason(point.causal)
+        reason = _undefined(point)
         if reason is None:
             kept.append(point)
         else:
-            notes[f"{reason}: its {'causal' if point.causal else 'bidirectional'} points are left out"] = None
+            notes[reason] = None
     if points and not kept:
         raise ValueError(f"nothing to run: {'; '.join(notes)}")
     return kept, replace(targets, notes=(*targets.notes, *notes))
@@ -154,9 +168,10 @@ def _points(spec: SweepSpec, targets: Targets, device: torch.device, chunked: se
         grown = _grown(spec, targets)
         points = expand_points(spec.blocks, targets.pairs, str(device), chunked, spec.serving, grown)
         return _drop_other_maskings(_drawn_contexts(points), targets)
-    if any(block.kv_heads or block.chunk for block in spec.blocks):
+    if any(block.kv_heads or block.v_heads or block.chunk for block in spec.blocks):
         raise ValueError(
-            "--pack runs as many key/value heads as heads, at each impl's own chunk size: drop --kv-heads and --chunk"
+            "--pack runs as many key/value and value heads as heads, at each impl's own chunk size: "
+            "drop --kv-heads, --v-heads and --chunk"
         )
     points = expand_pack_points(spec.blocks, targets.pairs, str(device), spec.pack, spec.packing)
     points, targets = _drop_other_maskings(points, targets)
@@ -202,6 +217,20 @@ def _keep_planned(points: list[Point], targets: Targets) -> Targets:
     return replace(targets, pairs=kept(targets.pairs), baselines=kept(targets.baselines), chosen=kept(targets.chosen))
 
 
+def gate_params(profile: str | None, pairs: Iterable[Pair]) -> list[str]:
+    """--gates as a --param gate_regime of every gated variant of the run (an explicit --param
+    after it wins); ValueError, one line, naming the variants whose gate lacks the profile."""
+    if profile is None:
+        return []
+    names = list(dict.fromkeys(variant for variant, _ in pairs))
+    gated = {name: spec for name in names for spec in get_variant(name).draw_params if spec.name == "gate_regime"}
+    lacking = [name for name, spec in gated.items() if spec.problem(profile)]
+    if lacking or not gated:
+        why = f"{', '.join(lacking)}: no gate profile {profile!r}" if lacking else "no variant of the run has a gate"
+        raise ValueError(f"--gates {profile}: {why}; --param VARIANT.gate_regime=... sets one variant's")
+    return [f"{name}.gate_regime={profile}" for name in gated]
+
+
 def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPlan:
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
     kind = kind_of(spec.command, spec.pack)
@@ -228,7 +257,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         plugins=spec.plugins,
         memory_limit_bytes=memory,
         cuda_graph=spec.cuda_graph,
-        params=resolve_params(spec.params, targets.pairs, kind),
+        params=resolve_params((*gate_params(spec.gates, targets.pairs), *spec.params), targets.pairs, kind),
         threads=spec.threads,
         tokens=next((block.tokens for block in spec.blocks if block.tokens), None),
         processes=kind.protocol(spec),

@@ -99,7 +99,8 @@ class RunKind(SharedKind):
         variant = get_variant(point.variant)
         flops = variant.flops(*point.shape.sizes(), point.causal, point.mode)
         traffic = minimal_bytes(point.mode, point.shape.sizes(), torch_dtype(point.dtype), variant.extra_inputs)
-        native = variant.impl(point.impl).gqa
+        impl = variant.impl(point.impl)
+        native = impl.gva if point.shape.value_grouped else impl.gqa
         return self._facts(point, device_name, params, flops, context=None, traffic=traffic, native=native)
 
     def held_bytes(self, point: Point) -> int:

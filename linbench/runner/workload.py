@@ -39,6 +39,7 @@ from linbench.variants.extra_inputs import (
     seq_major,
     split_draw_settings,
 )
+from linbench.variants.heads import per_value_head
 from linbench.variants.registry import get_variant
 
 # A new placement of the inputs costs at most this share of the time the calls take.
@@ -77,8 +78,9 @@ class Workload:
 
         # k and v have the point's key/value heads (fewer than q's: grouped-query attention).
         self.q = draw(shape.dim_k)
-        self.k, self.v = draw(shape.dim_k, shape.kv_heads), draw(shape.dim_v, shape.kv_heads)
-        self.grad_out = draw(shape.dim_v).detach() if grad else None
+        # v has the point's value heads under GVA (more than q's), and so do the output and the gates.
+        self.k, self.v = draw(shape.dim_k, shape.kv_heads), draw(shape.dim_v, shape.v_tensor_heads)
+        self.grad_out = draw(shape.dim_v, shape.v_heads).detach() if grad else None
         self.extras = self._draw_extras(settings, seed, grad)
         self._pending: torch.Tensor | None = None
         self._shuffle_layout = device.type == "cpu"
@@ -102,13 +104,13 @@ class Workload:
         shape = self.point.shape
         drawn = draw_extra_inputs(
             declared,
-            (shape.batch, shape.heads, shape.seq, shape.dim_k),
+            (shape.batch, shape.v_heads, shape.seq, shape.dim_k),  # per value head under GVA
             generator=gen,
             device=self.q.device,
             dtype=self.q.dtype,
             settings=settings,
         )
-        check_extra_inputs(self.point.variant, declared, drawn, self.q)
+        check_extra_inputs(self.point.variant, declared, drawn, per_value_head(self.q, self.k, self.v))
         return {
             extra.name: (seq_major(extra, drawn[extra.name]) if self._seq_major else drawn[extra.name]).requires_grad_(
                 grad and extra.differentiable

@@ -136,16 +136,20 @@ def _device_type(point: Point) -> str:
 
 
 def input_bytes(point: Point) -> int:
-    """Bytes of a call's inputs, q, k and v (k and v with the point's key/value heads)."""
-    b, h, s, dk, dv = point.shape.sizes()
-    kv = point.shape.kv_heads
-    return b * s * (h * dk + kv * (dk + dv)) * ELEMENT_BYTES.get(point.dtype, 4)
+    """Bytes of a call's inputs, q, k and v (k and v with the point's key/value heads, v with its
+    value heads under GVA)."""
+    b, _, s, dk, dv = point.shape.sizes()
+    shape = point.shape
+    elements = shape.heads * dk + shape.kv_heads * dk + shape.v_tensor_heads * dv
+    return b * s * elements * ELEMENT_BYTES.get(point.dtype, 4)
 
 
 def context_bytes(point: Point) -> int:
-    """Bytes of the keys and values of a decode point's context (per key/value head)."""
+    """Bytes of the keys and values of a decode point's context (per key/value head, values per
+    value head under GVA)."""
     b, _, s, dk, dv = point.shape.sizes()
-    return b * point.shape.kv_heads * s * (dk + dv) * ELEMENT_BYTES.get(point.dtype, 4)
+    elements = point.shape.kv_heads * dk + point.shape.v_tensor_heads * dv
+    return b * s * elements * ELEMENT_BYTES.get(point.dtype, 4)
 
 
 def working_set_bytes(point: Point, s_power: int, d_power: int, copies: int | None = None) -> int:

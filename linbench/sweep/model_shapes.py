@@ -1,4 +1,4 @@
-"""The axes of a sweep that model shapes add: key/value heads, and presets that fill them.
+"""The axes of a sweep that model shapes add: key/value heads, value heads, and presets that fill them.
 
 spec.py asks these when it reads a sweep's settings; each refuses a bad value with a
 SpecError naming the setting and the values it takes.
@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from linbench.hybrids import LayerShape, get_hybrid
 from linbench.sweep.presets import get_preset
-from linbench.sweep.values import SpecError, parse_sizes
+from linbench.sweep.settings import LENGTH_AXIS
+from linbench.sweep.values import SpecError, parse_sizes, positive_int
 
 
 def kv_heads_axis(value: Any, heads: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -26,11 +28,44 @@ def kv_heads_axis(value: Any, heads: tuple[int, ...]) -> tuple[int, ...] | None:
     return kv_heads
 
 
-def preset_settings(name: Any, command: str) -> dict[str, Any]:
-    """The settings preset ``name`` fills (none for None); SpecError listing the presets."""
+def v_heads_axis(value: Any, heads: tuple[int, ...], kv_heads: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The value head counts, each a multiple of every head count (GVA); SpecError when one is
+    not, or when key/value heads are set too (the two groupings do not combine)."""
+    if value is None:
+        return None
+    v_heads = parse_sizes("v_heads", value)
+    if kv_heads is not None and any(kv != count for kv in kv_heads for count in heads):
+        raise SpecError("v_heads: more value heads (GVA) and fewer key/value heads (--kv-heads) do not combine")
+    for count in heads:
+        bad = [v for v in v_heads if v % count]
+        if bad:
+            serves = "each q/k head serves v_heads / heads value heads"
+            raise SpecError(f"v_heads: {bad[0]} is not a multiple of heads {count} ({serves})")
+    return v_heads
+
+
+def preset_settings(name: Any, command: str, tp: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The settings preset ``name`` fills (none for None), its head counts as one of ``tp``
+    tensor-parallel ranks holds them, and the sweep's blocks a hybrid preset fills (its two
+    layer kinds); SpecError listing the presets, or naming a head count ``tp`` does not divide."""
+    ranks = None if tp is None else positive_int("tp", tp)
     if name is None:
-        return {}
+        if ranks is not None:
+            raise SpecError("tp: divides a model's head counts; give it with --preset")
+        return {}, []
+    hybrid = get_hybrid(str(name))
     try:
-        return get_preset(str(name)).settings(command) | {"preset": str(name)}
+        if hybrid is not None:
+            hybrid = hybrid if ranks is None else hybrid.sharded(ranks)
+            run_name = str(name) if ranks is None else f"{name}-tp{ranks}"
+            return hybrid.settings(LENGTH_AXIS[command]) | {"preset": str(name), "name": run_name}, hybrid.tables()
+        preset = get_preset(str(name))
+        settings = preset.settings(command) | {"preset": str(name)}
+        if ranks is not None:
+            layer = LayerShape("softmax", 1, preset.heads, preset.dim, preset.dim, kv_heads=preset.kv_heads)
+            shard = layer.sharded(ranks, str(name))
+            settings |= {"heads": shard.heads, "kv_heads": shard.kv_heads}
+        return settings, []
     except ValueError as exc:
-        raise SpecError(f"preset: {exc}") from None
+        text = str(exc)
+        raise SpecError(text if text.startswith("tp:") else f"preset: {text}") from None

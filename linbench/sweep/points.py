@@ -93,17 +93,20 @@ def expand_points(
         for dtype in axes.dtype:
             for causal in axes.causal:
                 shapes = [
-                    Shape(b, h, s, dk, dv, kv)
+                    Shape(b, h, s, dk, dv, kv, hv)
                     for s in axes.seq
                     for b in axes.batches(s)
                     for h in axes.heads
                     for kv in axes.kv_heads_for(h)
+                    for hv in axes.v_heads_for(h)
                     for dk, dv in axes.dims()
                 ]
                 # Equal volumes (a --tokens sweep holds batch·seq fixed): shorter lengths first.
                 for shape in sorted(shapes, key=lambda sh: (_volume(sh), sh.seq, sh)):
                     for mode in axes.mode:
                         for variant, impl in targets:
+                            if axes.layer_variants is not None and variant not in axes.layer_variants:
+                                continue  # a hybrid's block of the other layer kind
                             chunks = axes.chunk if axes.chunk and (variant, impl) in chunked else (None,)
                             states = (None,) if (variant, impl) in grown else axes.state_dtype or (None,)
                             ways = product(chunks, axes.tokens_per_step or (None,), states)

@@ -7,8 +7,8 @@ that publishes the architecture's configuration. A row holds one layer's attenti
 query heads, the key/value heads (fewer: grouped-query attention; one: multi-query), the
 head dimension, and lengths up to the context the model was trained for.
 
-The rows are softmax models' shapes; a Gated-DeltaNet-style hybrid (its gated layers' heads
-beside its softmax layers') has no row yet.
+The rows are softmax models' shapes; the linear-attention hybrids (their gated layers' heads
+beside their softmax layers') are linbench/hybrids.py's, taken by the same --preset.
 """
 
 from __future__ import annotations
@@ -98,4 +98,7 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}") from None
+        from linbench.hybrids import HYBRIDS
+
+        names = ", ".join((*PRESETS, *HYBRIDS))
+        raise ValueError(f"unknown preset {name!r}; presets: {names}") from None

@@ -46,6 +46,7 @@ class SweepRequest:
     batch: Sizes | None = None
     heads: Sizes | None = None
     kv_heads: Sizes | None = None  # key/value heads, each dividing every head count (grouped-query)
+    v_heads: Sizes | None = None  # value heads, each a multiple of every head count (GVA)
     dim: Sizes | None = None
     dim_v: Sizes | None = None
     chunk: Sizes | None = None  # run: chunk sizes, an axis of the impls that take chunk_size
@@ -67,7 +68,9 @@ class SweepRequest:
     pack: str | None = None  # run: a length distribution filling --tokens ("lognormal:mean=2k")
     lengths_file: Path | None = None  # run: a file of lengths filling --tokens
     packing: tuple[str, ...] | None = None  # run: "packed", "padded"
-    preset: str | None = None  # a model's attention shape (linbench/sweep/presets.py)
+    preset: str | None = None  # a model's attention shape (linbench/sweep/presets.py, hybrids.py)
+    gates: str | None = None  # every gated variant's gate profile (production, lower-bound, weak, strong)
+    tp: int | None = None  # tensor parallelism: a preset's head counts divided as one of tp ranks holds them
     # decode as it is served (linbench/sweep/serving.py)
     tokens_per_step: Sizes | None = None  # decode: tokens each request takes a step
     state_dtype: tuple[str, ...] | None = None  # decode: dtypes a state is kept in between steps
@@ -83,8 +86,8 @@ class SweepRequest:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _strings(value))
-        sizes = ("seq", "context", "batch", "heads", "kv_heads", "dim", "dim_v", "chunk", "tokens", "tokens_per_step")
-        for name in sizes:
+        sizes = ("seq", "context", "batch", "heads", "kv_heads", "v_heads", "dim", "dim_v", "chunk", "tokens")
+        for name in (*sizes, "tokens_per_step"):
             value = getattr(self, name)
             if isinstance(value, list | tuple):
                 object.__setattr__(self, name, tuple(value))

@@ -9,7 +9,7 @@ from linbench.results.kinds import ROW_KINDS
 from linbench.results.schema import DECODE_MODE
 
 COMMANDS = ("run", "decode")
-SIZE_AXES = ("seq", "batch", "heads", "kv_heads", "dim", "dim_v", "chunk")
+SIZE_AXES = ("seq", "batch", "heads", "kv_heads", "v_heads", "dim", "dim_v", "chunk")
 AXIS_KEYS = (*SIZE_AXES, "dtype", "mode", "causal")
 # Knobs of how each point runs (--param, --threads; run also --warmup-s, --min-reps, --tokens,
 # --processes, --max-processes).
@@ -22,14 +22,20 @@ SERVING_KEYS = ("pool", "accept", "contexts", "drift_steps", "memory_budget")
 RUN_KEYS = (
     *("name", "variant", "against", "no_against", "device", "timeout_s", "budget_s", "cuda_graph", "plugin"),
     "preset",
+    "tp",
+    "gates",
     "controls",
     *RUN_KNOBS,
     *PACK_KEYS,
 )
-DECODE_AXIS_KEYS = ("context", "batch", "heads", "kv_heads", "dim", "dim_v", "dtype", "tokens_per_step", "state_dtype")
+DECODE_AXIS_KEYS = (
+    "context", "batch", "heads", "kv_heads", "v_heads", "dim", "dim_v", "dtype", "tokens_per_step", "state_dtype",
+)  # fmt: skip
 DECODE_KEYS = (
     *("name", "variant", "against", "no_against", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
     "preset",
+    "tp",
+    "gates",
     *DECODE_KNOBS,
     *SERVING_KEYS,
 )
@@ -43,6 +49,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "batch": 1,
     "heads": 8,
     "kv_heads": None,  # None: as many key/value heads as heads; fewer: grouped-query attention
+    "v_heads": None,  # None: as many value heads as heads; a multiple: GVA (gated variants only)
     "dim": 64,
     "dim_v": None,  # None: dim_v = dim_k, paired rather than crossed
     "chunk": None,  # None: each chunked impl's own chunk_size; sizes: an axis of the impls that take one
@@ -71,6 +78,8 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "lengths_file": None,
     "packing": ["packed", "padded"],
     "preset": None,  # a model's attention shape (sweep/presets.py): heads, kv_heads, dim and lengths
+    "tp": None,  # N-way tensor parallelism: a preset's head counts as one rank holds them
+    "gates": None,  # every gated variant's gate profile (gate_regime): production, lower-bound, ...
 }
 DECODE_SETTINGS: dict[str, Any] = {
     "context": "1k..64k",
@@ -79,6 +88,7 @@ DECODE_SETTINGS: dict[str, Any] = {
     "batch": 1,
     "heads": 8,
     "kv_heads": None,
+    "v_heads": None,
     "dim": 64,
     "dim_v": None,
     "dtype": "fp32",
@@ -101,6 +111,8 @@ DECODE_SETTINGS: dict[str, Any] = {
     "contexts": None,
     "drift_steps": None,
     "memory_budget": None,
+    "tp": None,
+    "gates": None,
 }
 DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
 TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}

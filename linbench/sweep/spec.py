@@ -22,7 +22,7 @@ from typing import Any
 from linbench.dtypes import parse_dtypes
 from linbench.results.schema import MODES
 from linbench.sweep.lengths import Pack
-from linbench.sweep.model_shapes import kv_heads_axis, preset_settings
+from linbench.sweep.model_shapes import kv_heads_axis, preset_settings, v_heads_axis
 from linbench.sweep.packs import pack_settings
 from linbench.sweep.params import parse_param
 from linbench.sweep.request import SweepRequest
@@ -86,10 +86,18 @@ class Axes:
     # decode: tokens a request takes a step, and the dtypes a state is kept in between steps.
     tokens_per_step: tuple[int, ...] | None = None
     state_dtype: tuple[str, ...] | None = None
+    # Value heads (None: as many as heads), each a multiple of every head count (GVA).
+    v_heads: tuple[int, ...] | None = None
+    # The variants this block is for (None: every one): a hybrid preset's block of one layer kind.
+    layer_variants: tuple[str, ...] | None = None
 
     def kv_heads_for(self, heads: int) -> tuple[int, ...]:
         """The key/value head counts at ``heads`` query heads."""
         return self.kv_heads or (heads,)
+
+    def v_heads_for(self, heads: int) -> tuple[int, ...]:
+        """The value head counts at ``heads`` q/k heads."""
+        return self.v_heads or (heads,)
 
     def batches(self, seq: int) -> tuple[int, ...]:
         """The batch sizes at length ``seq``."""
@@ -120,6 +128,8 @@ class SweepSpec:
     tokens: int | None = None  # decode: timed steps per point
     cuda_graph: bool = False  # also time each call (run) or step (decode) as a CUDA-graph replay
     params: tuple[str, ...] = ()  # --param settings, as given (resolved by runner/params.py)
+    # --gates: the gate profile (a gate_regime) of every gated variant of the run; None: each its own.
+    gates: str | None = None
     threads: int | None = None  # torch threads per worker; None: torch's default
     warmup_s: float | None = None  # run: replaces the device's warm-up time
     min_reps: int | None = None  # run: replaces the device's minimum repetitions
@@ -172,6 +182,7 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
             raise SpecError(f"tokens: {tokens} is {what} (each point's batch is tokens / seq)")
     heads = parse_sizes("heads", settings["heads"])
     kv_heads = kv_heads_axis(settings.get("kv_heads"), heads)
+    v_heads = v_heads_axis(settings.get("v_heads"), heads, kv_heads)
     chunk = settings.get("chunk")
     steps, states = settings.get("tokens_per_step"), settings.get("state_dtype")
     return Axes(
@@ -185,6 +196,8 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         causal=fixed.get("causal") or _causal(settings["causal"]),
         tokens=tokens,
         kv_heads=kv_heads,
+        v_heads=v_heads,
+        layer_variants=tuple(settings["layer_variants"]) if settings.get("layer_variants") else None,
         chunk=None if chunk is None else parse_sizes("chunk", chunk),
         tokens_per_step=None if steps is None else parse_sizes("tokens_per_step", steps),
         state_dtype=None if states is None else _state_dtypes(states),
@@ -224,8 +237,11 @@ def build_spec(request: SweepRequest) -> SweepSpec:
         suite = find_suite(suite)
         top, tables = load_suite(suite, command)
     given = request.settings()
-    # A preset fills its axes over the defaults; the suite and the command line override it.
-    base |= preset_settings(given.get("preset", top.get("preset")), command) | top
+    # A preset fills its axes over the defaults; the suite and the command line override it. A
+    # hybrid's two layer kinds are the sweep's blocks where no suite gives any.
+    filled, blocks = preset_settings(given.get("preset", top.get("preset")), command, given.get("tp", top.get("tp")))
+    base |= filled | top
+    tables = tables or blocks
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")
@@ -276,6 +292,7 @@ def spec_from_settings(
         tokens=None if TOKEN_BUDGET[command] else one_size("tokens", base["tokens"]),
         cuda_graph=flag("cuda_graph", base.get("cuda_graph", False)),
         params=_param_texts(base.get("param") or []),
+        gates=None if base.get("gates") in (None, "") else str(base["gates"]),
         threads=optional(positive_int, "threads", base.get("threads")),
         warmup_s=optional(nonnegative_float, "warmup_s", base.get("warmup_s")),
         min_reps=optional(positive_int, "min_reps", base.get("min_reps")),

@@ -183,6 +183,10 @@ class Impl:
     # cache per key/value head. False: attention() repeats k and v to q's heads first, inside
     # the call (linbench/variants/heads.py), and results say "expanded".
     gqa: bool = False
+    # Takes v with more heads than q and k itself (GVA, a variant with ``value_heads``): fla's
+    # gated delta rule and kda kernels. False: the impl repeats q and k to v's heads inside the
+    # call (linbench/variants/heads.py).
+    gva: bool = False
     # Returns None when the impl takes these head dims on a device type ("cpu", "cuda"), else
     # why not: limits of one device's kernel (the CUDA kernel's tiles), asked at plan time.
     device_shape_support: Callable[[int, int, str], str | None] | None = None

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from linbench.variants.extra_inputs import check_extra_inputs, take_tokens
-from linbench.variants.heads import expand_call
+from linbench.variants.heads import check_value_heads, expand_call, per_value_head
 from linbench.variants.validation import check_qkv
 from linbench.variants.variant import Variant
 
@@ -65,13 +65,14 @@ def decode(
     whole length S, so the rows equal the last rows of any impl over the whole sequence.
     """
     check_qkv(q, k, v)
+    check_value_heads(variant.name, variant.value_heads, k, v)  # GVA: the state is per value head
     total = q.shape[-2]
     if not 0 <= context < total:
         raise ValueError(f"context must leave at least one token to generate: 0 <= {context} < {total}")
     chosen = variant.decoder(decoder)
     bound = variant.length_params(total, params)
     if variant.extra_inputs:
-        check_extra_inputs(variant.name, variant.extra_inputs, bound, q)
+        check_extra_inputs(variant.name, variant.extra_inputs, bound, per_value_head(q, k, v))
     if k.shape[1] != q.shape[1] and not chosen.gqa:
         k, v, bound = expand_call(q, k, v, bound, [extra.name for extra in variant.extra_inputs])
     state = None

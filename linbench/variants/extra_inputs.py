@@ -10,7 +10,8 @@ must lie in. Like q, k and v, an extra input is (batch, heads) first and sequenc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import torch
@@ -23,9 +24,14 @@ SHAPES: Mapping[str, str] = {"per_head": "(B, H)", "per_token": "(B, H, S)", "pe
 # log-gate is summed over the sequence and 8 bits of mantissa lose the sum (the kernels that
 # train these models keep their gates in fp32 for the same reason).
 DTYPE_RULES = ("like_q", "fp32_or_wider")
-# How strongly a gate forgets: every draw function takes one of these (those of an input that
-# does not depend on it ignore it).
-REGIMES = ("weak", "strong")
+# How strongly a gate forgets, or how a model computes it: every draw function takes one of
+# these (those of an input that does not depend on it ignore it). "weak" and "strong" are
+# every gate's; "production" (the gate as Mamba2, Gated DeltaNet and Kimi Linear compute it
+# from A_log and dt_bias) and "lower-bound" (KDA's gate bounded below at −5, Kimi K3 and
+# GLM-5.3-Flash) are those of the gates that declare them (``ExtraInput.regimes``).
+REGIMES = ("weak", "strong", "production", "lower-bound")
+# The regimes every gate takes (a plugin's draw_fn is asked for these alone).
+BASIC_REGIMES = ("weak", "strong")
 
 # Draws an input of the given sizes: fp64 on the CPU from the generator, so that a workload is
 # the same on every device; ``ExtraInput.draw`` moves it to the device and dtype.
@@ -49,6 +55,8 @@ class ExtraInput:
     # A gate: its draw depends on the regime, and a constant ``log_gate`` replaces it
     # (DRAW_PARAMS). β is not one: how much a token writes is not how fast the state forgets.
     follows_regime: bool = True
+    # The regimes a gate's draw_fn takes (every one of REGIMES for an input that ignores it).
+    regimes: tuple[str, ...] = BASIC_REGIMES
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
@@ -83,6 +91,8 @@ class ExtraInput:
         """Realistic values for q of this shape and ``dtype`` (see ``distribution``)."""
         if regime not in REGIMES:
             raise ValueError(f"unknown regime {regime!r} for {self.name}; regimes: {', '.join(REGIMES)}")
+        if self.follows_regime and regime not in self.regimes:
+            raise ValueError(f"{self.name} has no gate profile {regime!r}; it takes {', '.join(self.regimes)}")
         values = self.draw_fn(self.sizes(batch, heads, seq, dim_k), generator, regime)
         return values.to(device=device, dtype=self.dtype_for(dtype))
 
@@ -140,7 +150,7 @@ def probe_draws(owner: str, declared: Iterable[ExtraInput]) -> None:
     shape, before a run, so that a plugin's mistake is a refusal, not an error in every point."""
     q = torch.zeros(1, 2, 3, 4)
     for extra in declared:
-        for regime in REGIMES:
+        for regime in extra.regimes if extra.follows_regime else BASIC_REGIMES:
             try:
                 value = extra.draw(
                     *q.shape, generator=torch.Generator().manual_seed(0), device="cpu", dtype=q.dtype, regime=regime
@@ -169,8 +179,8 @@ def take_tokens(declared: Iterable[ExtraInput], given: Mapping[str, Any], start:
     }
 
 
-def _regime_problem(value: Any) -> str | None:
-    return None if value in REGIMES else f"must be one of {', '.join(REGIMES)}; got {value!r}"
+def _regime_problem(value: Any, regimes: tuple[str, ...] = REGIMES) -> str | None:
+    return None if value in regimes else f"must be one of {', '.join(regimes)}; got {value!r}"
 
 
 def _log_gate_problem(value: Any) -> str | None:
@@ -211,8 +221,17 @@ class DrawSettings:
 
 
 def draw_params(declared: Iterable[ExtraInput]) -> tuple[Param, ...]:
-    """The draw settings that mean something for these inputs: DRAW_PARAMS when one is a gate."""
-    return DRAW_PARAMS if any(extra.follows_regime for extra in declared) else ()
+    """The draw settings that mean something for these inputs: DRAW_PARAMS when one is a gate,
+    its gate_regime taking the regimes every gate among them takes (a --param naming another
+    is refused before anything runs)."""
+    gates = [extra for extra in declared if extra.follows_regime]
+    if not gates:
+        return ()
+    regimes = tuple(regime for regime in REGIMES if all(regime in gate.regimes for gate in gates))
+    more = regimes[len(BASIC_REGIMES) :]
+    help_text = GATE_REGIME.help + (f"; also {', '.join(more)} (as models compute the gate)" if more else "")
+    regime = replace(GATE_REGIME, help=help_text, check=partial(_regime_problem, regimes=regimes))
+    return (regime, LOG_GATE)
 
 
 def split_draw_settings(params: Mapping[str, Any]) -> tuple[DrawSettings, dict[str, Any]]:

@@ -98,3 +98,47 @@ def per_kv_head(form: Form) -> Form:
         return _ungroup(result)
 
     return grouped  # type: ignore[return-value]
+
+
+# More value heads than q/k heads ("GVA", grouped value attention: Qwen3-Next's and Qwen3.5's
+# Gated DeltaNet layers): v (B, H_v, S, Dv) with H_v a multiple of q's and k's H; value head j
+# reads q/k head j // (H_v / H) (fla-core 0.6's kernels index ``i_h = i_hv // (HV // H)``), and
+# the state, the gates and β are per value head. Only a variant whose maths defines it
+# (``Variant.value_heads``) takes it; every impl of such a variant does, natively (fla's gated
+# delta rule and kda kernels: ``Impl.gva``) or by repeating q and k to H_v heads inside the call.
+
+VALUE_HEADS_REFUSED = (
+    "has one value head per query head: more value heads than q/k heads (--v-heads) is defined "
+    "only for the gated and delta-rule variants, whose state is per value head"
+)
+
+
+def value_groups(q: torch.Tensor, v: torch.Tensor) -> int:
+    """G_v, the value heads per q/k head (1 without GVA); ValueError unless q's heads divide v's."""
+    heads, v_heads = q.shape[1], v.shape[1]
+    if heads < 1 or v_heads % heads:
+        raise ValueError(f"v must have a multiple of q's {heads} heads (more value heads, GVA); got {v_heads}")
+    return v_heads // heads
+
+
+def check_value_heads(variant: str, takes_value_heads: bool, k: torch.Tensor, v: torch.Tensor) -> None:
+    """ValueError, one line, when v has more heads than k and ``variant`` cannot take them."""
+    if v.shape[1] != k.shape[1] and not takes_value_heads:
+        raise ValueError(f"{variant} {VALUE_HEADS_REFUSED}; got k {tuple(k.shape)}, v {tuple(v.shape)}")
+
+
+def per_value_head(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """A tensor shaped as q would be with v's heads, for checking inputs given per value head
+    (gates, β) without copying q: a zero-stride view; q itself without GVA."""
+    if v.shape[1] == k.shape[1]:
+        return q
+    return q.new_empty(()).expand(q.shape[0], v.shape[1], *q.shape[2:])
+
+
+def repeat_qk(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """q and k repeated to v's heads (value head j reads q/k head j // G_v), for a form that
+    takes one q/k head per value head."""
+    if v.shape[1] == q.shape[1]:
+        return q, k
+    value_groups(q, v)
+    return expand_heads(q, v.shape[1]), expand_heads(k, v.shape[1])

@@ -74,11 +74,12 @@ def unregister_variant(name: str) -> None:
 
 BUILTIN_VARIANTS = (
     *("softmax", "cosine", "cosformer", "heinsen", "linear"),
-    *("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"),
+    *("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"),
 )
 # The package of each built-in variant whose name is not its package's (a hyphen).
 _BUILTIN_PACKAGES = {
     "retention": "gated.retention",
+    "lightning": "gated.lightning",
     "simple-gla": "gated.simple_gla",
     "gla": "gated.gla",
     "deltanet": "gated.deltanet",

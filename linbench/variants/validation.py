@@ -14,7 +14,9 @@ def _shapes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str:
 
 def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     """Raise ValueError unless q: (B, H, S, Dk), k: (B, H_kv, S, Dk) and v: (B, H_kv, S, Dv)
-    agree, H_kv dividing H (grouped-query attention when smaller: linbench/variants/heads.py).
+    agree, H_kv dividing H (grouped-query attention when smaller: linbench/variants/heads.py),
+    or v: (B, H_v, S, Dv) with H_v a multiple of H = H_kv (more value heads, GVA; whether the
+    variant takes them is ``Variant.value_heads``). The two groupings do not combine.
 
     Also rejects mixed dtypes, mixed devices, non-floating tensors and empty dimensions,
     since each of those would otherwise be cast or broadcast behind the caller's back.
@@ -28,8 +30,10 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         raise ValueError(f"q, k, v must be 4-D (B, H, S, D); got {_shapes(q, k, v)}")
     if not (q.shape[0] == k.shape[0] == v.shape[0] and q.shape[2] == k.shape[2] == v.shape[2]):
         raise ValueError(f"q, k, v must agree in batch and sequence (B, S); got {_shapes(q, k, v)}")
-    if k.shape[1] != v.shape[1] or k.shape[1] < 1 or q.shape[1] % k.shape[1]:
-        raise ValueError(f"k and v must have one number of heads H_kv dividing q's heads H; got {_shapes(q, k, v)}")
+    if k.shape[1] < 1 or q.shape[1] % k.shape[1]:
+        raise ValueError(f"k must have a number of heads H_kv dividing q's heads H; got {_shapes(q, k, v)}")
+    if k.shape[1] != v.shape[1]:
+        _check_value_heads(q, k, v)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same head dimension Dk; got {_shapes(q, k, v)}")
     if 0 in q.shape or 0 in v.shape:
@@ -40,3 +44,16 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         raise ValueError(f"q, k, v must be floating point; got {q.dtype}")
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k, v must be on one device; got {q.device}, {k.device}, {v.device}")
+
+
+def _check_value_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """v with more heads than k: GVA, which needs as many k heads as q heads."""
+    if v.shape[1] % k.shape[1]:
+        raise ValueError(
+            f"v must have as many heads as k, or a multiple of them (more value heads); got {_shapes(q, k, v)}"
+        )
+    if q.shape[1] != k.shape[1]:
+        raise ValueError(
+            "more value heads than q/k heads (GVA) and fewer k heads than q heads (GQA) do not combine; "
+            f"got {_shapes(q, k, v)}"
+        )

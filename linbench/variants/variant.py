@@ -53,6 +53,9 @@ class Variant:
     # Settings ``linbench check`` checks every impl at besides the defaults, each a mapping of
     # parameters or draw settings: a gated variant's strong gates ({"gate_regime": "strong"}).
     check_params: tuple[Mapping[str, Any], ...] = ()
+    # v may have more heads than q and k (GVA: the state, gates and β per value head), in
+    # every impl, stream and decoder (linbench/variants/heads.py); False: one line refuses it.
+    value_heads: bool = False
     _impls: Mapping[str, Impl] = field(init=False, repr=False, compare=False)
     _decoders: Mapping[str, Decoder] = field(init=False, repr=False, compare=False)
 

@@ -38,7 +38,7 @@ PACKED = _cases("packed")
 def test_the_packed_forms_cover_softmax_and_the_linear_forms() -> None:
     names = {f"{v}:{i}" for v, i, _ in PACKED}
     assert {"softmax:sdpa", "softmax:naive", "cosine:chunked", "cosine:recurrent", "linear:chunked"} <= names
-    gated = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
+    gated = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
     assert {f"{v}:{form}" for v in gated for form in ("chunked", "quadratic", "recurrent")} <= names
 
 

@@ -52,7 +52,7 @@ def test_list_shows_each_variants_extra_inputs(invoke: Invoke) -> None:
     assert extra[("kda", "g")] == ["(B, H, S, Dk)", "fp32 for 16-bit q, else q's"]
     assert {name for name, _ in extra} == {"simple-gla", "gla", "deltanet", "gated-deltanet", "kda"}
     causal_only = {row[0] for row in cells if "causal only" in row}
-    assert causal_only >= {"retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"}
+    assert causal_only >= {"retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"}
 
 
 def test_list_says_why_an_impl_cannot_run(invoke: Invoke, planted: str) -> None:
@@ -117,3 +117,18 @@ def test_list_shows_a_plugin_decoder_s_declared_costs(invoke: Invoke, causal_plu
     assert recurrent.count("O(d²)") == 2
     undeclared = next(line for line in lines if "undeclared" in line)
     assert "not declared" in undeclared  # not a bare "-"
+
+
+def test_list_says_which_impls_take_more_value_heads(invoke: Invoke) -> None:
+    """CPU. The "v heads" column: fla's gated delta rule and kda kernels natively, the gated
+    PyTorch forms by repeating q and k, "-" for a variant without value heads (softmax)."""
+    result = invoke("list", "--device", "cpu")
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines()]
+    impls = [row for row in rows if len(row) == 8]
+    variant, v_heads = "", {}
+    for row in impls:
+        variant = row[0] or variant
+        v_heads[(variant, row[1].removesuffix(" (ref)"))] = row[6]
+    assert v_heads[("kda", "fla")] == v_heads[("gated-deltanet", "fla-recurrent")] == "native"
+    assert v_heads[("kda", "chunked")] == v_heads[("simple-gla", "fla")] == "expanded"
+    assert v_heads[("softmax", "sdpa")] == "-"

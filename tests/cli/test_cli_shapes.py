@@ -47,7 +47,31 @@ def _rows(out: Path) -> list[dict[str, str]]:
         (
             "run",
             ("--variant", "cosine:chunked", "--pack", "lognormal:mean=64", "--tokens", "1k", "--kv-heads", "1"),
-            ("--pack runs as many key/value heads as heads", "drop --kv-heads and --chunk"),
+            ("--pack runs as many key/value and value heads as heads", "drop --kv-heads, --v-heads and --chunk"),
+        ),
+        ("run", ("--preset", "qwen3-next-80b", "--tp", "3"), ("tp: 3 does not divide qwen3-next-80b",)),
+        (
+            "run",
+            ("--variant", "kda:chunked,gla:chunked", "--gates", "lower-bound"),
+            ("--gates lower-bound: gla: no gate profile 'lower-bound'",),
+        ),
+        ("run", ("--variant", "softmax", "--gates", "production"), ("no variant of the run has a gate",)),
+        (
+            "run",
+            ("--variant", "gla", "--param", "gla.gate_regime=production"),
+            ("gate_regime must be one of weak, strong; got 'production'",),
+        ),
+        ("decode", ("--tp", "2"), ("tp: divides a model's head counts; give it with --preset",)),
+        ("run", ("--variant", "kda", "--heads", "2", "--v-heads", "3"), ("v_heads: 3 is not a multiple of heads 2",)),
+        (
+            "run",
+            ("--variant", "softmax", "--heads", "2", "--v-heads", "4"),
+            ("nothing to run: softmax has one value head per query head", "--v-heads"),
+        ),
+        (
+            "decode",
+            ("--variant", "kda", "--heads", "2", "--kv-heads", "1", "--v-heads", "4"),
+            ("more value heads (GVA) and fewer key/value heads (--kv-heads) do not combine",),
         ),
     ],
 )
@@ -90,6 +114,48 @@ def test_decode_state_shrinks_with_the_key_value_heads(invoke: Invoke, tmp_path:
     assert state[("recurrent", "1")] * 4 == state[("recurrent", "4")]
     assert state[("kvcache", "1")] * 4 == state[("kvcache", "4")]
     assert "KV=1" in result.stdout  # the summary tells the two apart
+
+
+def test_v_heads_run_and_decode_record_the_value_heads_and_the_state_grows_with_them(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    """GVA (Qwen3-Next's layout, small): gated-deltanet at 2 q/k heads against 2 and 4 value
+    heads, softmax (the baseline) left out with the reason; decode's state is per value head."""
+    args = ("run", "--variant", "gated-deltanet:chunked", "--seq", "32", "--heads", "2", "--v-heads", "2,4")
+    result = invoke(*args, "--gates", "production", *SMALL, "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert "softmax has one value head per query head" in result.stdout
+    seen = {(row["variant"], row["v_heads"], row["status"]) for row in _rows(tmp_path / "run")}
+    assert ("gated-deltanet", "4", "ok") in seen and ("gated-deltanet", "2", "ok") in seen
+    assert ("softmax", "4", "ok") not in seen and ("softmax", "2", "ok") in seen
+    how = {row["v_heads"]: row["gqa"] for row in _rows(tmp_path / "run") if row["variant"] == "gated-deltanet"}
+    assert {row["params"] for row in _rows(tmp_path / "run") if row["variant"] == "gated-deltanet"} == {
+        "gate_regime=production"
+    }  # --gates: the gates drawn as the models compute them
+    assert how == {"2": "", "4": "expanded"}  # the chunked form repeats q and k per value head
+    args = ("decode", "--variant", "gated-deltanet", "--no-baseline", "--context", "32", "--tokens", "2")
+    result = invoke(
+        *args, "--heads", "2", "--v-heads", "2,4", "--dim", "16", "--device", "cpu", "--out", tmp_path / "d"
+    )
+    assert result.exit_code == 0, result.output
+    state = {row["v_heads"]: int(row["state_bytes"]) for row in _rows(tmp_path / "d")}
+    assert state["4"] == 2 * state["2"] == 2 * (2 * 16 * 16 * 4)  # H_v × Dk × Dv fp32
+
+
+def test_a_hybrid_preset_runs_both_layer_kinds_and_report_gives_the_model_cost(invoke: Invoke, tmp_path: Path) -> None:
+    """qwen3.5-397b at TP8 (2 q/k heads, 8 value heads; softmax 4 q, 1 kv), one short length."""
+    args = ("run", "--preset", "qwen3.5-397b", "--tp", "8", "--seq", "64", "--variant", "gated-deltanet:chunked")
+    quick = ("--budget-s", "0.02", "--warmup-s", "0.01", "--device", "cpu", "--quiet")  # the preset's head dims
+    result = invoke(*args, "--baseline", "softmax:sdpa", *quick, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    rows = {(row["variant"], row["heads"], row["v_heads"], row["kv_heads"], row["status"]) for row in _rows(tmp_path)}
+    assert rows == {("gated-deltanet", "2", "8", "2", "ok"), ("softmax", "4", "4", "1", "ok")}
+    (folder,) = tmp_path.iterdir()
+    assert folder.name.endswith("qwen3.5-397b-tp8")
+    report = invoke("report", str(folder))
+    assert report.exit_code == 0, report.output
+    assert "qwen3.5-397b model attention cost per token (prefill)" in report.stdout
+    assert "45×" in report.stdout and "+ 15×" in report.stdout and "/ 1×64 tokens" in report.stdout
 
 
 def test_chunk_sweep_gives_a_point_per_chunk_size_to_the_impls_that_take_one(invoke: Invoke, tmp_path: Path) -> None:

@@ -84,7 +84,8 @@ def sweep_keys(
         for seq in seqs:
             for h in heads:
                 for impl in impls:
-                    sizes = ("1", str(h), str(seq), "64", "64", str(h), "", "", "")  # kv_heads = heads, no chunk, no T
+                    # kv_heads = v_heads = heads, no chunk, not served
+                    sizes = ("1", str(h), str(seq), "64", "64", str(h), "", str(h), "", "")
                     keys.append(("cosine", impl, "fwd", "True", dtype, device, *sizes))
     return keys
 

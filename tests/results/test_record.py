@@ -67,8 +67,8 @@ def test_the_key_of_a_row_is_its_key_columns_as_csv_text() -> None:
     process = process_row(FACTS, ProcessResult("ok", process=0, pid=42))
     checked(process, PROCESS_COLUMNS, "processes.csv")
     assert row_key(process) == row_key({k: str(v) for k, v in KEY.items()})
-    # A row without kv_heads and chunk (from an older run) reads as kv_heads = heads, no chunk.
-    # (and, before schema 9, without tokens_per_step and state_dtype: empty, a point that is not served).
+    # A row without kv_heads, chunk and v_heads (from an older run): kv_heads = v_heads = heads, no chunk;
+    # without tokens_per_step and state_dtype (before schema 10): empty, a point that is not served.
     assert row_key(KEY) == (
         "cosine",
         "chunked",
@@ -83,11 +83,13 @@ def test_the_key_of_a_row_is_its_key_columns_as_csv_text() -> None:
         "64",
         "8",
         "",
+        "8",
         "",
         "",
     )
-    assert row_key(KEY | {"kv_heads": 2, "chunk": None})[-4:-2] == ("2", "")
-    assert row_key(KEY | {"kv_heads": "", "chunk": 32})[-4:-2] == ("8", "32")
+    assert row_key(KEY | {"kv_heads": 2, "chunk": None})[-5:-2] == ("2", "", "8")
+    assert row_key(KEY | {"kv_heads": "", "chunk": 32})[-5:-2] == ("8", "32", "8")
+    assert row_key(KEY | {"v_heads": 16})[-3] == "16"
     assert row_key(KEY | {"tokens_per_step": 4, "state_dtype": "bf16"})[-2:] == ("4", "bf16")
 
 
@@ -96,6 +98,7 @@ def test_the_facts_a_results_row_recorded_read_back_from_its_text() -> None:
     filled = {
         "kv_heads": "8",
         "chunk": "",
+        "v_heads": "8",
         "tokens_per_step": "",
         "state_dtype": "",
     }  # what an older row without them reads as

@@ -45,3 +45,13 @@ def test_an_optional_impl_named_where_it_cannot_run_is_left_out_with_its_reason(
     assert note.startswith("cosine:fla left out: ") and "fla" in note
     with pytest.raises(ValueError, match=r"no impl of cosine:fla can run on cpu \(cosine:fla left out: "):
         resolve_targets(["cosine:fla"], [], CPU)
+
+
+def test_gates_set_the_gate_profile_of_every_gated_variant_of_the_run() -> None:
+    """--gates production reaches the gated variants (an explicit --param after it wins) and
+    leaves softmax alone."""
+    from linbench.runner.plan import gate_params
+
+    pairs = [("kda", "chunked"), ("softmax", "sdpa"), ("gated-deltanet", "recurrent"), ("kda", "recurrent")]
+    assert gate_params("production", pairs) == ["kda.gate_regime=production", "gated-deltanet.gate_regime=production"]
+    assert gate_params(None, pairs) == []

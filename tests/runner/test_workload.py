@@ -73,3 +73,13 @@ def test_a_grouped_point_draws_k_and_v_with_its_key_value_heads(mode: str) -> No
     assert (work.q.shape, work.k.shape, work.v.shape) == ((1, 6, 40, 8), (1, 2, 40, 8), (1, 2, 40, 4))
     work.before()
     work.run()
+
+
+def test_a_value_grouped_point_draws_v_the_gates_and_beta_per_value_head() -> None:
+    """GVA: q and k with the point's heads, v, the output's cotangent, g and β with its value heads."""
+    point = Point("gated-deltanet", "chunked", "fwdbwd", True, "fp32", "cpu", Shape(1, 2, 40, 8, 4, v_heads=6))
+    work = Workload(point, CPU, params={"chunk_size": 16})
+    assert (work.q.shape, work.k.shape, work.v.shape) == ((1, 2, 40, 8), (1, 2, 40, 8), (1, 6, 40, 4))
+    assert work.extras["g"].shape == work.extras["beta"].shape == (1, 6, 40)
+    work.before()
+    work.run()

@@ -28,6 +28,12 @@ def _retnet_gamma(heads: int) -> torch.Tensor:
     return (1 - torch.tensor(2.0).pow(-5.0 - torch.arange(heads, dtype=torch.float))).log()
 
 
+def _lightning_gamma(heads: int, layer_idx: int, num_layers: int) -> torch.Tensor:
+    """What chunk_lightning_attn builds (fla-core 0.6, fla/ops/lightning_attn/chunk.py):
+    −(8/H)(1 − layer_idx/num_layers)·h per head h, in fp32."""
+    return -(8 / heads * (1 - layer_idx / num_layers)) * torch.arange(heads, dtype=torch.float)
+
+
 def _gate_of(q: torch.Tensor, g: torch.Tensor | None, g_gamma: torch.Tensor | None) -> torch.Tensor:
     if g is not None:
         return g
@@ -37,6 +43,14 @@ def _gate_of(q: torch.Tensor, g: torch.Tensor | None, g_gamma: torch.Tensor | No
 
 def _l2(q: torch.Tensor, k: torch.Tensor, norm: bool) -> tuple[torch.Tensor, torch.Tensor]:
     return (F.normalize(q, dim=-1), F.normalize(k, dim=-1)) if norm else (q, k)
+
+
+def _value_heads(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """q and k (B, T, H, K) as the gated delta rule kernels read them for v (B, T, HV, V): value
+    head i_hv reads q/k head i_hv // (HV // H) (fla-core 0.6, gated_delta_rule/fused_recurrent.py);
+    naive_recurrent_gated_delta_rule takes one q/k head per value head."""
+    group = v.shape[2] // q.shape[2]
+    return q.repeat_interleave(group, dim=2), k.repeat_interleave(group, dim=2)
 
 
 class Kernels:
@@ -116,6 +130,41 @@ class Kernels:
     ) -> Any:
         self._note("fused_recurrent_retention", q=q, scale=scale)
         gamma = _retnet_gamma(q.shape[2])
+        return naive("simple_gla", "naive_recurrent_simple_gla")(q, k, v, _gate_of(q, None, gamma), scale=scale)
+
+    def chunk_lightning_attn(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        layer_idx: int,
+        num_layers: int,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("chunk_lightning_attn", q=q, layer_idx=layer_idx, num_layers=num_layers, scale=scale)
+        gamma = _lightning_gamma(q.shape[2], layer_idx, num_layers)
+        return naive("simple_gla", "naive_recurrent_simple_gla")(q, k, v, _gate_of(q, None, gamma), scale=scale)
+
+    def fused_recurrent_lightning_attn(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        layer_idx: int,
+        num_layers: int,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        reverse: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("fused_recurrent_lightning_attn", q=q, layer_idx=layer_idx, num_layers=num_layers, scale=scale)
+        gamma = _lightning_gamma(q.shape[2], layer_idx, num_layers)
         return naive("simple_gla", "naive_recurrent_simple_gla")(q, k, v, _gate_of(q, None, gamma), scale=scale)
 
     def _gla(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gk: torch.Tensor, scale: float | None) -> Any:
@@ -218,8 +267,8 @@ class Kernels:
         cp_context: Any = None,
         **kwargs: Any,
     ) -> Any:
-        self._note("chunk_gated_delta_rule", q=q, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
-        q, k = _l2(q, k, use_qk_l2norm_in_kernel)
+        self._note("chunk_gated_delta_rule", q=q, v=v, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
+        q, k = _value_heads(*_l2(q, k, use_qk_l2norm_in_kernel), v)
         return naive("gated_delta_rule", "naive_recurrent_gated_delta_rule")(q, k, v, beta, g, scale=scale)
 
     def fused_recurrent_gated_delta_rule(
@@ -244,8 +293,10 @@ class Kernels:
         cu_seqlens: Any = None,
         **kwargs: Any,
     ) -> Any:
-        self._note("fused_recurrent_gated_delta_rule", q=q, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel)
-        q, k = _l2(q, k, use_qk_l2norm_in_kernel)
+        self._note(
+            "fused_recurrent_gated_delta_rule", q=q, v=v, g=g, beta=beta, scale=scale, norm=use_qk_l2norm_in_kernel
+        )
+        q, k = _value_heads(*_l2(q, k, use_qk_l2norm_in_kernel), v)
         out, _ = naive("gated_delta_rule", "naive_recurrent_gated_delta_rule")(q, k, v, beta, g, scale=scale)
         return out.detach(), None  # fla has no backward for it
 
@@ -325,6 +376,7 @@ class Kernels:
         """``fla_kernel``'s stand-in: fla.ops.<module>.<name>."""
         modules = {
             "retention": ("chunk_retention", "fused_recurrent_retention"),
+            "lightning_attn": ("chunk_lightning_attn", "fused_recurrent_lightning_attn"),
             "simple_gla": ("chunk_simple_gla", "fused_recurrent_simple_gla"),
             "gla": ("chunk_gla", "fused_recurrent_gla"),
             "delta_rule": ("chunk_delta_rule", "fused_recurrent_delta_rule"),

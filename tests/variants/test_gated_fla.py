@@ -24,7 +24,7 @@ from linbench.variants.gated import fla as gated_fla
 from linbench.variants.registry import ImplUnavailableError
 
 SHAPE = Shape(2, 3, 37, 16, 24)  # Dk ≠ Dv; 37 tokens, a multiple of no chunk
-GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
+GATED = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
 # fla has no backward for these two fused recurrent kernels.
 FORWARD_ONLY = (("gated-deltanet", "fla-recurrent"), ("kda", "fla-recurrent"))
 SETTINGS = (None, {"gate_regime": "strong"})
@@ -107,6 +107,21 @@ def test_retention_with_a_given_gamma_runs_simple_gla_with_a_constant_decay(kern
     linbench.attention(q, k, v, variant="retention", impl="fla-recurrent", gamma=0.5)
     name, given = kernels.calls[-1]
     assert name == "fused_recurrent_simple_gla" and given["g_gamma"] == (2,) and given["g"] is None
+
+
+def test_lightning_hands_fla_the_layer_and_fla_builds_the_same_decay(kernels: Kernels) -> None:
+    """chunk_lightning_attn and fused_recurrent_lightning_attn get the layer's index and count
+    by fla's names; the stand-ins build fla's decay from them and must match linbench's."""
+    q, k, v = (torch.randn(1, 4, 9, 8) for _ in range(3))
+    ours = linbench.attention(q, k, v, variant="lightning", impl="recurrent", layer=3, layers=10)
+    for impl in ("fla", "fla-recurrent"):
+        theirs = linbench.attention(q, k, v, variant="lightning", impl=impl, layer=3, layers=10)
+        torch.testing.assert_close(theirs, ours, rtol=1e-5, atol=1e-5)
+    (chunk, given), (fused, _) = kernels.calls
+    assert (chunk, fused) == ("chunk_lightning_attn", "fused_recurrent_lightning_attn")
+    assert given == {"q": (1, 9, 4, 8), "layer_idx": 3, "num_layers": 10, "scale": 8**-0.5}
+    with pytest.raises(ValueError, match="layer must be below layers"):
+        linbench.attention(q, k, v, variant="lightning", impl="fla", layer=10, layers=10)
 
 
 def test_a_wrong_scale_fails_the_gate(kernels: Kernels, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,7 @@ import torch
 from gated_cases import VARIANTS, assert_matches, draw_case, one_thread, reference, rounded, run
 
 import linbench.variants.gated.decay_chunked as decay_chunked
+from linbench.variants.gated.gates import lightning_log_decays
 from linbench.variants.registry import ImplUnavailableError
 
 LENGTHS = (1, 7, 100, 129)
@@ -195,3 +196,47 @@ def test_scale_multiplies_q() -> None:
     doubled, _ = run("simple-gla", "chunked", leaves, torch.float64, scale=2 * 8**-0.5)
     torch.testing.assert_close(default, explicit, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(doubled, 2 * default, rtol=1e-12, atol=1e-12)
+
+
+def test_lightning_decays_by_the_layers_depth_as_fla_builds_it() -> None:
+    """λ_h = −(8/H)(1 − layer/layers)·h (fla-core 0.6's chunk_lightning_attn): head 0 keeps
+    everything, deeper layers forget more slowly; the last layer's slow decays (the weak end)
+    pass every form too."""
+    assert lightning_log_decays(4, 0, 2) == [0.0, -2.0, -4.0, -6.0]
+    assert lightning_log_decays(4, 1, 2) == [0.0, -1.0, -2.0, -3.0]
+    leaves = draw_case("lightning", 100, "weak")
+    want = run("lightning", "recurrent", leaves, torch.float64, layer=79)
+    for impl, params in (("chunked", {"chunk_size": 16}), ("quadratic", {})):
+        assert_matches(run("lightning", impl, leaves, torch.float64, layer=79, **params), want, 1e-10)
+    with pytest.raises(ValueError, match="layer must be below layers"):
+        run("lightning", "chunked", leaves, torch.float64, layer=80, layers=80)
+
+
+# Gates as the models compute them (linbench/variants/gated/gates.py): from A_log and dt_bias
+# (Mamba2, Gated DeltaNet, Kimi Linear), and KDA's gate bounded below at −5 (Kimi K3, GLM-5.3-Flash).
+PROFILES = [("simple-gla", "production"), ("gated-deltanet", "production"), ("kda", "production")]
+
+
+@pytest.mark.parametrize(("name", "regime"), [*PROFILES, ("kda", "lower-bound")])
+@DTYPES
+def test_every_form_equals_the_reference_with_gates_as_models_compute_them(
+    name: str, regime: str, dtype: torch.dtype
+) -> None:
+    leaves = draw_case(name, 100, regime)
+    if regime == "lower-bound":  # the profile reaches the bound: a share of the gates sit at −5
+        assert float(leaves["g"].min()) < -4.9 and float((leaves["g"] < -4.5).double().mean()) > 0.2
+    want = reference(name, 100, regime)
+    for impl, params in (("chunked", {"chunk_size": 32}), ("quadratic", {})):
+        assert_matches(run(name, impl, leaves, dtype, **params), want, TOLERANCE[dtype])
+
+
+def test_a_gate_profile_a_variant_does_not_have_is_refused() -> None:
+    """gla's gate has no production profile, simple-gla's no lower bound: one line naming what
+    each takes (a --param naming it is exit 2 before anything runs)."""
+    gla, simple = VARIANTS["gla"], VARIANTS["simple-gla"]
+    (regime, _) = gla.draw_params
+    assert regime.problem("production") == "parameter gate_regime must be one of weak, strong; got 'production'"
+    (regime, _) = simple.draw_params
+    assert "must be one of weak, strong, production;" in str(regime.problem("lower-bound"))
+    with pytest.raises(ValueError, match="g has no gate profile 'lower-bound'; it takes weak, strong, production"):
+        draw_case("simple-gla", 10, "lower-bound")

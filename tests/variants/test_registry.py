@@ -19,7 +19,7 @@ EXPECTED_IMPLS = {
     "heinsen": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
     "linear": ["quadratic", "chunked", "recurrent", "kernel", "compiled", "fla"],
 }
-GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
+GATED = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
 EXPECTED_IMPLS |= {name: ["recurrent", "quadratic", "chunked", "fla", "fla-recurrent"] for name in GATED}
 
 
@@ -126,6 +126,7 @@ def test_the_gated_variants_are_causal_only_with_constant_state_decoders() -> No
     extras = {name: [e.name for e in linbench.get_variant(name).extra_inputs] for name in GATED}
     assert extras == {
         "retention": [],
+        "lightning": [],
         "simple-gla": ["g"],
         "gla": ["g"],
         "deltanet": ["beta"],
@@ -135,7 +136,8 @@ def test_the_gated_variants_are_causal_only_with_constant_state_decoders() -> No
     draws = {name: [p.name for p in linbench.get_variant(name).draw_params] for name in GATED}
     assert draws["gla"] == draws["simple-gla"] == draws["gated-deltanet"] == ["gate_regime", "log_gate"]
     assert draws["kda"] == ["gate_regime", "log_gate"]
-    assert draws["retention"] == draws["deltanet"] == []  # no gate to draw: β does not follow a regime
+    # no gate to draw: β does not follow a regime
+    assert draws["retention"] == draws["lightning"] == draws["deltanet"] == []
 
 
 @pytest.fixture

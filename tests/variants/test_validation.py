@@ -17,7 +17,9 @@ def _t(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     [
         (_t(2, 9, 8), _t(2, 9, 8), _t(2, 9, 8), r"must be 4-D .* got q \(2, 9, 8\)"),
         (_t(1, 2, 9, 8), _t(1, 2, 10, 8), _t(1, 2, 9, 8), r"agree in batch and sequence .* k \(1, 2, 10, 8\)"),
-        (_t(1, 2, 9, 8), _t(1, 1, 9, 8), _t(1, 2, 9, 8), r"one number of heads H_kv .* k \(1, 1, 9, 8\)"),
+        (_t(1, 2, 9, 8), _t(1, 1, 9, 8), _t(1, 2, 9, 8), r"\(GVA\) and fewer k heads .* k \(1, 1, 9, 8\)"),
+        (_t(1, 2, 9, 8), _t(1, 2, 9, 8), _t(1, 3, 9, 8), r"as many heads as k, or a multiple .* v \(1, 3, 9, 8\)"),
+        (_t(1, 2, 9, 8), _t(1, 3, 9, 8), _t(1, 3, 9, 8), r"heads H_kv dividing q's heads H; .* k \(1, 3, 9, 8\)"),
         (_t(1, 3, 9, 8), _t(1, 2, 9, 8), _t(1, 2, 9, 8), r"dividing q's heads H; got q \(1, 3, 9, 8\)"),
         (_t(1, 2, 9, 8), _t(1, 4, 9, 8), _t(1, 4, 9, 8), r"dividing q's heads H"),
         (_t(2, 2, 9, 8), _t(1, 2, 9, 8), _t(2, 2, 9, 8), r"agree in batch and sequence"),

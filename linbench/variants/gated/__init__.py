@@ -1,4 +1,4 @@
-"""Gated and delta-rule linear attention: retention, simple-gla, gla, deltanet, gated-deltanet, kda.
+"""Gated and delta-rule linear attention: retention, lightning, simple-gla, gla, deltanet, gated-deltanet, kda.
 
 Each family's package builds and registers its ``VARIANT`` (they are built-in variants:
 ``linbench list`` shows them); ``gated_variants`` imports them all.
@@ -13,6 +13,7 @@ from linbench.variants.variant import Variant
 # Package of each variant, in the order the families build on each other.
 PACKAGES = {
     "retention": "retention",
+    "lightning": "lightning",
     "simple-gla": "simple_gla",
     "gla": "gla",
     "deltanet": "deltanet",

@@ -5,7 +5,10 @@ delta-rule recurrence (``prepare``, linbench/variants/gated/impls.py), and from 
 three PyTorch forms, fla's two kernels, the stream, the decoder, the reference (the recurrent
 form, in fp64), the impl tried first by ``auto`` (chunked), the variant's complexity and its
 masking (causal only: a state that decays or is overwritten in token order has no
-bidirectional form) are the same for all. A family declares only what is its own.
+bidirectional form) are the same for all. A family declares only what is its own. Every
+family takes more value heads than q/k heads (GVA): its forms repeat q and k to v's heads
+before ``prepare`` (``per_value_head``), fla's gated delta rule and kda kernels take them
+natively.
 """
 
 from __future__ import annotations
@@ -14,10 +17,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from linbench.variants.declarations import FlopsFn, Param
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.gated.fla import gated_fla_impls
-from linbench.variants.gated.impls import SCALE, Prepare, gated_decoder, gated_impls, gated_stream
+from linbench.variants.gated.impls import (
+    INITIAL_STATE,
+    SCALE,
+    DecayInputs,
+    DeltaInputs,
+    Prepare,
+    gated_decoder,
+    gated_impls,
+    gated_stream,
+)
+from linbench.variants.heads import repeat_qk
 from linbench.variants.registry import register_variant
 from linbench.variants.variant import Variant
 
@@ -44,9 +59,20 @@ class GatedFamily:
     working_copies: Mapping[str, int] = field(default_factory=dict)
 
 
+def per_value_head(prepare: Prepare) -> Prepare:
+    """``prepare`` for v with more heads than q and k (GVA): q and k repeated to v's heads first,
+    so the state, the gates, β and a per-head decay are per value head in every form."""
+
+    def prepared(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **params: Any) -> DecayInputs | DeltaInputs:
+        q, k = repeat_qk(q, k, v)
+        return prepare(q, k, v, **params)
+
+    return prepared
+
+
 def gated_variant(family: GatedFamily) -> Variant:
     """The variant ``family`` declares: its forms and fla's kernels, stream and decoder."""
-    prepare = family.prepare
+    prepare = per_value_head(family.prepare)
     return Variant(
         name=family.name,
         summary=family.summary,
@@ -55,7 +81,7 @@ def gated_variant(family: GatedFamily) -> Variant:
             *gated_fla_impls(family.name, family.extra_inputs),
         ),
         reference="recurrent",
-        param_specs=family.params,
+        param_specs=(*family.params, INITIAL_STATE),
         flop_formula=family.flops,
         time_complexity="O(sd²)",
         memory_complexity="O(sd)",
@@ -66,6 +92,7 @@ def gated_variant(family: GatedFamily) -> Variant:
         extra_inputs=family.extra_inputs,
         masking=("causal",),
         check_params=family.check_params,
+        value_heads=True,
     )
 
 

@@ -13,6 +13,8 @@ g then beta, its naive reference beta then g). The mapping:
 - retention: chunk_retention / fused_recurrent_retention for γ = None (RetNet's schedule, which
   fla builds itself); for a given γ, chunk_simple_gla / fused_recurrent_simple_gla with
   g_gamma = log γ per head, which is what the retention kernels call;
+- lightning: chunk_lightning_attn / fused_recurrent_lightning_attn (layer_idx=layer,
+  num_layers=layers: fla builds the decay, simple-gla's g_gamma, from them);
 - simple-gla: chunk_simple_gla(g=g) / fused_recurrent_simple_gla(g=g);
 - gla: chunk_gla(g=g) / fused_recurrent_gla(gk=g);
 - deltanet: chunk_delta_rule / fused_recurrent_delta_rule (beta=β, use_qk_l2norm_in_kernel=True,
@@ -22,6 +24,10 @@ g then beta, its naive reference beta then g). The mapping:
 - kda: chunk_kda / fused_recurrent_kda (g=g per key channel (B, S, H, Dk), beta=β, the same;
   the gate and β given as computed, use_gate_in_kernel and use_beta_sigmoid_in_kernel left
   False), the fused recurrent one forward only.
+
+More value heads than q/k heads (GVA): chunk_gated_delta_rule, fused_recurrent_gated_delta_rule,
+chunk_kda and fused_recurrent_kda take v, g and β with HV heads and q, k with H (value head j
+reads q/k head j // (HV / H)) natively; the other kernels get q and k repeated to HV heads.
 
 fla takes a constant decay (g_gamma) without a gradient and has no backward for the fused
 recurrent gated delta rule nor for fused_recurrent_kda: a gradient asked of either is ImplUnavailableError (the point is
@@ -41,8 +47,9 @@ from linbench.errors import ImplUnavailableError
 from linbench.variants.declarations import Impl
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.feature_forms import fla as fla_common
-from linbench.variants.gated.gates import retention_log_decay
+from linbench.variants.gated.gates import lightning_log_decay, retention_log_decay
 from linbench.variants.gated.numerics import resolve_scale
+from linbench.variants.heads import repeat_qk
 from linbench.variants.varlen import per_sequence
 
 CHUNK, RECURRENT = "fla", "fla-recurrent"
@@ -59,12 +66,26 @@ def _seq_major(t: torch.Tensor) -> torch.Tensor:
     return t.transpose(1, 2)
 
 
-def _call(module: str, name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **given: Any) -> torch.Tensor:
-    """The kernel on seq-major views of q, k, v and the tensors in ``given``; the output back
-    as a (B, H, S, Dv) view."""
+def _call(
+    module: str,
+    name: str,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    initial_state: torch.Tensor | None = None,
+    **given: Any,
+) -> torch.Tensor:
+    """The kernel on seq-major views of q, k, v and the tensors in ``given``, from
+    ``initial_state`` (N, H_v, K, V) as fla takes it; the output back as a (B, H, S, Dv) view."""
     if q.dtype == torch.float64:
         raise ImplUnavailableError(f"fla.ops.{module}.{name} has no fp64 form")
     args = {key: _seq_major(value) if _per_token(value) else value for key, value in given.items()}
+    if initial_state is not None:
+        want = (q.shape[0], v.shape[1], q.shape[-1], v.shape[-1])
+        if tuple(initial_state.shape) != want:
+            got = tuple(initial_state.shape)
+            raise ValueError(f"parameter initial_state must have shape (B, H_v, Dk, Dv) = {want}; got {got}")
+        args["initial_state"] = initial_state
     out, _ = fla_kernel(module, name)(q=_seq_major(q), k=_seq_major(k), v=_seq_major(v), **args)
     return out.transpose(1, 2)
 
@@ -83,7 +104,15 @@ def _causal_only(owner: str, causal: bool) -> None:
 
 
 def retention_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, gamma: Any, scale: Any, kernel: str
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    gamma: Any,
+    scale: Any,
+    kernel: str,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """RetNet's retention: fla's own kernel for RetNet's γ schedule, its simple-GLA kernel with
     a constant decay per head (g_gamma, exactly what the retention kernel builds) for another γ."""
@@ -91,31 +120,80 @@ def retention_fla(
     factor = resolve_scale(scale, q.shape[-1])
     fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
     if gamma is None:
-        return _call("retention", f"{fused}_retention", q, k, v, scale=factor)
+        return _call("retention", f"{fused}_retention", q, k, v, scale=factor, initial_state=initial_state)
     if isinstance(gamma, torch.Tensor) and _needs_gradient(gamma):
         raise ImplUnavailableError(f"retention:{kernel}: fla takes γ as a constant (g_gamma); no gradient reaches it")
     log_decay = retention_log_decay(gamma, q.shape[1], q.float()).detach()
-    return _call("simple_gla", f"{fused}_simple_gla", q, k, v, g_gamma=log_decay, scale=factor)
+    return _call(
+        "simple_gla", f"{fused}_simple_gla", q, k, v, g_gamma=log_decay, scale=factor, initial_state=initial_state
+    )
+
+
+def lightning_fla(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    layer: Any,
+    layers: Any,
+    scale: Any,
+    kernel: str,
+    initial_state: Any = None,
+) -> torch.Tensor:
+    """Lightning attention: fla builds the per-head decay from the layer's index and count
+    (checked here first, so a bad pair is the same ValueError as the PyTorch forms')."""
+    _causal_only(f"lightning:{kernel}", causal)
+    lightning_log_decay(layer, layers, q.shape[1], q.float())
+    fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
+    factor = resolve_scale(scale, q.shape[-1])
+    given = {"layer_idx": int(layer), "num_layers": int(layers), "scale": factor}
+    return _call("lightning_attn", f"{fused}_lightning_attn", q, k, v, **given, initial_state=initial_state)
 
 
 def simple_gla_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, g: torch.Tensor, scale: Any, kernel: str
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    g: torch.Tensor,
+    scale: Any,
+    kernel: str,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """A scalar log-gate per head and token, as fla's ``g`` (B, S, H)."""
     _causal_only(f"simple-gla:{kernel}", causal)
     fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
-    return _call("simple_gla", f"{fused}_simple_gla", q, k, v, g=g, scale=resolve_scale(scale, q.shape[-1]))
+    return _call(
+        "simple_gla",
+        f"{fused}_simple_gla",
+        q,
+        k,
+        v,
+        g=g,
+        scale=resolve_scale(scale, q.shape[-1]),
+        initial_state=initial_state,
+    )
 
 
 def gla_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, g: torch.Tensor, scale: Any, kernel: str
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    g: torch.Tensor,
+    scale: Any,
+    kernel: str,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """A log-gate per key channel: chunk_gla's ``g``, fused_recurrent_gla's ``gk`` (B, S, H, Dk)."""
     _causal_only(f"gla:{kernel}", causal)
     factor = resolve_scale(scale, q.shape[-1])
     if kernel == RECURRENT:
-        return _call("gla", "fused_recurrent_gla", q, k, v, gk=g, scale=factor)
-    return _call("gla", "chunk_gla", q, k, v, g=g, scale=factor)
+        return _call("gla", "fused_recurrent_gla", q, k, v, gk=g, scale=factor, initial_state=initial_state)
+    return _call("gla", "chunk_gla", q, k, v, g=g, scale=factor, initial_state=initial_state)
 
 
 def delta_fla(
@@ -127,6 +205,7 @@ def delta_fla(
     beta: torch.Tensor,
     scale: Any,
     kernel: str,
+    initial_state: Any = None,
     g: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The (gated) delta rule, q and k L2-normalised inside fla's kernel (as fla's layers call it)."""
@@ -137,11 +216,32 @@ def delta_fla(
         if kernel == CHUNK and q.dtype == torch.float32:
             raise ImplUnavailableError(f"{owner}: {FP32_REFUSED}")
         name = "fused_recurrent_delta_rule" if kernel == RECURRENT else "chunk_delta_rule"
-        return _call("delta_rule", name, q, k, v, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+        return _call(
+            "delta_rule",
+            name,
+            q,
+            k,
+            v,
+            beta=beta,
+            scale=factor,
+            use_qk_l2norm_in_kernel=True,
+            initial_state=initial_state,
+        )
     if kernel == RECURRENT and _needs_gradient(q, k, v, g, beta):
         raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_gated_delta_rule has no backward (forward only)")
     name = "fused_recurrent_gated_delta_rule" if kernel == RECURRENT else "chunk_gated_delta_rule"
-    return _call("gated_delta_rule", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+    return _call(
+        "gated_delta_rule",
+        name,
+        q,
+        k,
+        v,
+        g=g,
+        beta=beta,
+        scale=factor,
+        use_qk_l2norm_in_kernel=True,
+        initial_state=initial_state,
+    )
 
 
 def kda_fla(
@@ -154,6 +254,7 @@ def kda_fla(
     beta: torch.Tensor,
     scale: Any,
     kernel: str,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """Kimi Delta Attention: a log-gate per key channel, q and k L2-normalised in the kernel."""
     owner = f"kda:{kernel}"
@@ -162,7 +263,9 @@ def kda_fla(
         raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_kda has no backward (forward only)")
     name = "fused_recurrent_kda" if kernel == RECURRENT else "chunk_kda"
     factor = resolve_scale(scale, q.shape[-1])
-    return _call("kda", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+    return _call(
+        "kda", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True, initial_state=initial_state
+    )
 
 
 def _dtype_support(refuse_fp32: bool) -> Callable[[int, int, str], str | None]:
@@ -189,6 +292,14 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
         {
             CHUNK: "fla-core's chunk_retention (chunk_simple_gla with g_gamma = log γ for a given γ)",
             RECURRENT: "fla-core's fused_recurrent_retention (fused_recurrent_simple_gla, g_gamma, for a given γ)",
+        },
+    ),
+    "lightning": (
+        "lightning_attn",
+        lightning_fla,
+        {
+            CHUNK: "fla-core's chunk_lightning_attn (chunk_simple_gla with the layer's g_gamma)",
+            RECURRENT: "fla-core's fused_recurrent_lightning_attn (fused_recurrent_simple_gla, g_gamma)",
         },
     ),
     "simple-gla": (
@@ -228,12 +339,29 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
 }
 
 
+# fla-core 0.6's kernels that take v (B, T, HV, V) with HV a multiple of q's and k's H themselves.
+NATIVE_VALUE_HEADS = ("gated-deltanet", "kda")
+
+
+def _value_heads_repeated(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """An fla impl whose kernel takes one q/k head per value head: q and k repeated to v's heads
+    first (inside the timed call, as a model running that kernel would)."""
+
+    def call(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **params: Any) -> torch.Tensor:
+        q, k = repeat_qk(q, k, v)
+        return fn(q, k, v, **params)
+
+    return call
+
+
 def gated_fla_impls(variant: str, extra_inputs: Iterable[ExtraInput] = ()) -> tuple[Impl, ...]:
     """The ``fla`` and ``fla-recurrent`` impls of ``variant``; they run where fla-core 0.6 and a
     Triton GPU are, and are left out with the reason elsewhere. A pack runs as one kernel call
     per sequence, ``extra_inputs`` cut at the boundaries (fla's cu_seqlens path for these
     kernels is not wired: it could not be checked without a GPU)."""
-    module, fn, summaries = KERNELS[variant]
+    module, kernel_fn, summaries = KERNELS[variant]
+    native = variant in NATIVE_VALUE_HEADS
+    fn = kernel_fn if native else _value_heads_repeated(kernel_fn)
     declared = tuple(extra_inputs)
     return tuple(
         Impl(
@@ -249,6 +377,7 @@ def gated_fla_impls(variant: str, extra_inputs: Iterable[ExtraInput] = ()) -> tu
             layout="bshd",
             library=fla_common.DISTRIBUTION,
             packed=per_sequence(partial(fn, kernel=kernel), declared),
+            gva=native,
         )
         for kernel, summary in summaries.items()
     )

@@ -10,7 +10,7 @@ Each variant's own formula, which its GFLOP/s is computed from, is the recurrent
 count, the work the recurrence itself needs, so that GFLOP/s means the same as for the seed
 variants' linear forms (4·S·Dk·Dv):
 
-- decaying (retention, simple-gla, gla): write k_t v_tᵀ and read S_tᵀ q_t, 2·Dk·Dv each per
+- decaying (retention, lightning, simple-gla, gla): write k_t v_tᵀ and read S_tᵀ q_t, 2·Dk·Dv each per
   token: 4·S·Dk·Dv, exactly the seed linear forms' count;
 - delta rule (deltanet, gated-deltanet): also predict S̃ᵀ k_t before writing: 6·S·Dk·Dv.
 

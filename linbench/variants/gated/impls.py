@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from linbench.errors import ImplUnavailableError
 from linbench.variants.declarations import Decoder, Impl, ImplFn, PackedFn, Param, PrefillFn, StreamFn
 from linbench.variants.gated.decay_chunked import decay_chunked_scan
 from linbench.variants.gated.decay_quadratic import channel_decay_quadratic, scalar_decay_quadratic
@@ -41,6 +42,32 @@ STRONG_GATES: tuple[dict[str, Any], ...] = ({"gate_regime": "strong"},)
 SCALE = Param(
     "scale", None, "the factor on q; None: Dk^-1/2, as every paper of these variants scales", check=scale_problem
 )
+
+
+def _initial_state_problem(value: object) -> str | None:
+    if isinstance(value, torch.Tensor):
+        return None  # its shape is checked against the inputs when it is used (initial_state)
+    return f"must be a tensor (B, H_v, Dk, Dv), given from Python (linbench.attention); got {type(value).__name__}"
+
+
+INITIAL_STATE = Param(
+    "initial_state",
+    None,
+    "the state (B, H_v, Dk, Dv) the recurrence starts from (None: zeros); its gradient is carried",
+    check=_initial_state_problem,
+)
+
+
+def initial_state(given: object, x: DecayInputs | DeltaInputs) -> GatedState | None:
+    """The state a form starts from: None for zeros, else ``given`` in the compute dtype;
+    ValueError, one line, unless it is (B, H_v, Dk, Dv) for these inputs."""
+    if given is None:
+        return None
+    want = (x.k.shape[0], x.k.shape[1], x.k.shape[-1], x.v.shape[-1])
+    if not isinstance(given, torch.Tensor) or tuple(given.shape) != want:
+        got = tuple(given.shape) if isinstance(given, torch.Tensor) else type(given).__name__
+        raise ValueError(f"parameter initial_state must have shape (B, H_v, Dk, Dv) = {want}; got {got}")
+    return GatedState(given.to(device=x.k.device, dtype=x.k.dtype), 0)
 
 
 @dataclass(frozen=True)
@@ -92,16 +119,23 @@ def _quadratic(x: DecayInputs | DeltaInputs) -> torch.Tensor:
 
 
 def _recurrent_impl(owner: str, prepare: Prepare) -> ImplFn:
-    def recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, **params: Any) -> torch.Tensor:
+    def recurrent(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, initial_state: Any = None, **params: Any
+    ) -> torch.Tensor:
         causal_only(f"{owner}:recurrent", causal)
-        return _scan(prepare(q, k, v, **params), None)[0]
+        x = prepare(q, k, v, **params)
+        return _scan(x, _start(initial_state, x))[0]
 
     return recurrent
 
 
 def _quadratic_impl(owner: str, prepare: Prepare) -> ImplFn:
-    def quadratic(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, **params: Any) -> torch.Tensor:
+    def quadratic(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, initial_state: Any = None, **params: Any
+    ) -> torch.Tensor:
         causal_only(f"{owner}:quadratic", causal)
+        if initial_state is not None:
+            raise ImplUnavailableError(f"{owner}:quadratic computes from a zero state; it takes no initial_state")
         return _quadratic(prepare(q, k, v, **params))
 
     return quadratic
@@ -109,13 +143,25 @@ def _quadratic_impl(owner: str, prepare: Prepare) -> ImplFn:
 
 def _chunked_impl(owner: str, prepare: Prepare) -> ImplFn:
     def chunked(
-        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, chunk_size: int, **params: Any
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        *,
+        causal: bool,
+        chunk_size: int,
+        initial_state: Any = None,
+        **params: Any,
     ) -> torch.Tensor:
         causal_only(f"{owner}:chunked", causal)
         size = chunk_length(chunk_size)
-        return _chunked_scan(prepare(q, k, v, **params), size, None)[0]
+        x = prepare(q, k, v, **params)
+        return _chunked_scan(x, size, _start(initial_state, x))[0]
 
     return chunked
+
+
+def _start(given: object, x: DecayInputs | DeltaInputs) -> GatedState | None:
+    return initial_state(given, x)
 
 
 def _lockstep(x: DecayInputs | DeltaInputs, segments: Segments) -> torch.Tensor:
@@ -124,12 +170,22 @@ def _lockstep(x: DecayInputs | DeltaInputs, segments: Segments) -> torch.Tensor:
     return delta_lockstep(x.q, x.k, x.v, x.beta, x.g, segments)
 
 
+def _zero_start(owner: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` without initial_state; a pack starts every sequence from zeros, so a given one
+    is refused."""
+    if params.pop("initial_state", None) is not None:
+        raise ImplUnavailableError(
+            f"{owner}: a pack starts every sequence from a zero state; it takes no initial_state"
+        )
+    return params
+
+
 def _packed_recurrent(owner: str, prepare: Prepare) -> PackedFn:
     def recurrent(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool, **params: Any
     ) -> torch.Tensor:
         causal_only(f"{owner}:recurrent", causal)
-        return _lockstep(prepare(q, k, v, **params), segments)
+        return _lockstep(prepare(q, k, v, **_zero_start(owner, params)), segments)
 
     return recurrent
 
@@ -139,7 +195,7 @@ def _packed_quadratic(owner: str, prepare: Prepare) -> PackedFn:
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool, **params: Any
     ) -> torch.Tensor:
         causal_only(f"{owner}:quadratic", causal)
-        return per_sequence_form(_quadratic, prepare(q, k, v, **params), segments)
+        return per_sequence_form(_quadratic, prepare(q, k, v, **_zero_start(owner, params)), segments)
 
     return quadratic
 
@@ -157,7 +213,8 @@ def _packed_chunked(owner: str, prepare: Prepare) -> PackedFn:
     ) -> torch.Tensor:
         causal_only(f"{owner}:chunked", causal)
         size = chunk_length(chunk_size)
-        return per_sequence_form(lambda x: _chunked_scan(x, size, None)[0], prepare(q, k, v, **params), segments)
+        x = prepare(q, k, v, **_zero_start(owner, params))
+        return per_sequence_form(lambda part: _chunked_scan(part, size, None)[0], x, segments)
 
     return chunked
 
@@ -191,9 +248,16 @@ def gated_stream(prepare: Prepare) -> StreamFn:
     those of the new tokens only."""
 
     def stream(
-        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: GatedState | None = None, **params: Any
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        *,
+        state: GatedState | None = None,
+        initial_state: Any = None,
+        **params: Any,
     ) -> tuple[torch.Tensor, GatedState]:
-        return _scan(prepare(q, k, v, **params), state)
+        x = prepare(q, k, v, **params)
+        return _scan(x, state if state is not None else _start(initial_state, x))
 
     return stream
 
@@ -203,10 +267,18 @@ def gated_prefill(prepare: Prepare) -> PrefillFn:
     whatever ``capacity``)."""
 
     def prefill(
-        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, state: GatedState | None, capacity: int, **params: Any
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        *,
+        state: GatedState | None,
+        capacity: int,
+        initial_state: Any = None,
+        **params: Any,
     ) -> GatedState:
         del capacity
-        return _chunked_scan(prepare(q, k, v, **params), CHUNK_SIZE.default, state)[1]
+        x = prepare(q, k, v, **params)
+        return _chunked_scan(x, CHUNK_SIZE.default, state if state is not None else _start(initial_state, x))[1]
 
     return prefill
 

@@ -41,6 +41,6 @@ VARIANT = register_family(
         source="Gated DeltaNet (Yang, Kautz and Hatamizadeh, 2024), arXiv:2412.06464",
         decoder_summary="chunked prefill into a Dk×Dv state, then one gated delta step per token",
         extra_inputs=(HEAD_GATE, BETA),
-        check_params=STRONG_GATES,
+        check_params=(*STRONG_GATES, {"gate_regime": "production"}),
     )
 )

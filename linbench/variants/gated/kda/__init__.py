@@ -10,7 +10,7 @@ from __future__ import annotations
 from linbench.variants.gated.family import GatedFamily, register_family
 from linbench.variants.gated.flops import delta_flops
 from linbench.variants.gated.gated_deltanet import prepare  # the same inputs; only g's shape differs
-from linbench.variants.gated.gates import BETA, CHANNEL_GATE
+from linbench.variants.gated.gates import BETA, KDA_GATE
 from linbench.variants.gated.impls import STRONG_GATES
 
 VARIANT = register_family(
@@ -26,7 +26,7 @@ VARIANT = register_family(
         flops=delta_flops,
         source="Kimi Linear: Kimi Delta Attention (Kimi Team, 2025), arXiv:2510.26692",
         decoder_summary="chunked prefill into a Dk×Dv state, then one per-channel-gated delta step per token",
-        extra_inputs=(CHANNEL_GATE, BETA),
-        check_params=STRONG_GATES,
+        extra_inputs=(KDA_GATE, BETA),
+        check_params=(*STRONG_GATES, {"gate_regime": "lower-bound"}),
     )
 )
