@@ -77,7 +77,7 @@ class HybridPreset:
     def settings(self, length_axis: str) -> dict[str, Any]:
         """The sweep settings: the linear mixer's variant against softmax, and the lengths along
         ``length_axis`` (run: seq, decode: context)."""
-        return {"variant": [self.linear.variant], "baseline": ["softmax"], length_axis: self.lengths}
+        return {"variant": [self.linear.variant], "against": ["softmax"], length_axis: self.lengths}
 
     def tables(self) -> list[dict[str, Any]]:
         """The sweep's two blocks: the linear layers' shape, then the softmax layers'."""

@@ -79,7 +79,12 @@ def report_command(
             notes = [f"\n\n**warning:** {busy}"] if busy else []
             notes += [f"\n\n**note:** {note}" for note in run_notes(run.results.to_dict("records"), run.meta)]
             title = f"linbench report: {analysis.run}" + "".join(notes)
-            tables = report_tables(analysis, bool(busy)) + roofline_tables(run) + capacity_tables(run.results) + model_cost_tables(run)
+            tables = (
+                report_tables(analysis, bool(busy))
+                + roofline_tables(run)
+                + capacity_tables(run.results)
+                + model_cost_tables(run)
+            )
             sections.append(markdown(tables, title))
         text = "\n".join(sections)
     else:  # the tables, as plain text for a file
@@ -106,7 +111,12 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
             console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
         for note in run_notes(run.results.to_dict("records"), run.meta):
             console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
-        for table in report_tables(analysis, bool(busy)) + roofline_tables(run) + capacity_tables(run.results) + model_cost_tables(run):
+        for table in (
+            report_tables(analysis, bool(busy))
+            + roofline_tables(run)
+            + capacity_tables(run.results)
+            + model_cost_tables(run)
+        ):
             console.print(rich_table(table))
 
 

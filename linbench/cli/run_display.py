@@ -88,8 +88,13 @@ def _group_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     sizes = ("mode", "dtype", "causal", "batch", "heads", "dim_k", "dim_v")
     # kv_heads: as many as heads unless grouped-query; chunk: set only in a --chunk sweep.
     # packing: a pack of one sequence has the same shape packed and padded.
-    extra = (row.get("kv_heads") or row["heads"], row.get("v_heads") or row["heads"], row.get("chunk") or "")
-    extra += (row.get("packing") or "",)
+    heads = row["heads"]
+    extra = (
+        row.get("kv_heads") or heads,
+        row.get("v_heads") or heads,
+        row.get("chunk") or "",
+        row.get("packing") or "",
+    )
     return (*(row[c] for c in sizes), *extra)
 
 

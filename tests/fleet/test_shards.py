@@ -56,7 +56,24 @@ def test_finer_splits_and_other_axes() -> None:
 def test_a_token_budget_sweep_keeps_its_curve_in_one_shard() -> None:
     # run --tokens: batch·seq fixed, so the batch shrinks as the length grows.
     keys = [
-        ("cosine", "chunked", "fwd", "True", "fp32", "cuda", str(4096 // s), "8", str(s), "64", "64", "8", "", "8", "", "")
+        (
+            "cosine",
+            "chunked",
+            "fwd",
+            "True",
+            "fp32",
+            "cuda",
+            str(4096 // s),
+            "8",
+            str(s),
+            "64",
+            "64",
+            "8",
+            "",
+            "8",
+            "",
+            "",
+        )
         for s in (256, 512, 1024)
     ]
     assert len(make_shards(keys)) == 3

@@ -35,7 +35,24 @@ def test_overlapping_tables_do_not_repeat_points(tmp_path) -> None:
 
 def test_key_matches_the_csv_columns() -> None:
     (point,) = expand_points(build_spec(SweepRequest(seq=8)).blocks, [("cosine", "chunked")], "cpu")
-    assert point.key == ("cosine", "chunked", "fwd", "True", "fp32", "cpu", "1", "8", "8", "64", "64", "8", "", "8", "", "")
+    assert point.key == (
+        "cosine",
+        "chunked",
+        "fwd",
+        "True",
+        "fp32",
+        "cpu",
+        "1",
+        "8",
+        "8",
+        "64",
+        "64",
+        "8",
+        "",
+        "8",
+        "",
+        "",
+    )
     assert len(point.key) == len(KEY_COLUMNS)
 
 
