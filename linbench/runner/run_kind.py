@@ -22,6 +22,7 @@ from linbench.sweep import estimate
 from linbench.sweep.points import Point
 from linbench.sweep.settings import LENGTH_AXIS
 from linbench.variants.declarations import Param
+from linbench.variants.feature_forms.triton_interpreter import untimeable_reason
 from linbench.variants.registry import get_variant
 from linbench.variants.selection import Selected, select_impls
 from linbench.variants.traffic import minimal_bytes
@@ -59,7 +60,8 @@ class RunKind(SharedKind):
         return select_impls(specs)
 
     def unavailable_reason(self, pick: Selected, device: torch.device) -> str | None:
-        return pick.variant.impls[pick.impl].unavailable_reason(device)
+        impl = pick.variant.impls[pick.impl]
+        return impl.unavailable_reason(device) or untimeable_reason(impl.library, device)
 
     def optional(self, pick: Selected) -> bool:
         return pick.variant.impls[pick.impl].optional

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import os
 from collections.abc import Callable
@@ -32,6 +33,7 @@ import torch.nn.functional as F
 
 from linbench.errors import ImplUnavailableError
 from linbench.variants.declarations import Impl
+from linbench.variants.feature_forms.triton_interpreter import bridge_interpreter, interpreter_on
 from linbench.variants.impl_helpers import positive_number
 
 DISTRIBUTION = "fla-core"
@@ -58,8 +60,10 @@ def pin_fla_dispatch() -> None:
 
 
 def import_fla(module: str) -> Any:
-    """``module`` (an fla module), imported with the dispatch pinned off first."""
+    """``module`` (an fla module), imported with the dispatch pinned off first (and, under
+    Triton's interpreter, its two gaps bridged: triton_interpreter.py)."""
     pin_fla_dispatch()
+    bridge_interpreter()
     return importlib.import_module(module)
 
 
@@ -101,12 +105,19 @@ def fla_unavailable(device: torch.device, module: str = "fla.ops.linear_attn") -
         return f"fla-core is not installed ({INSTALL_HINT}); its Triton kernels also need a CUDA GPU"
     if not _tested(version):
         return f"fla-core {version} is installed; linbench's fla impls are written for {TESTED_RANGE}"
-    if device.type != "cuda":
-        return f"fla's kernels are Triton kernels and need a CUDA GPU, not {device.type}"
-    from torch.utils._triton import has_triton
+    if device.type == "cpu" and interpreter_on():
+        if importlib.util.find_spec("triton") is None:
+            return "TRITON_INTERPRET=1 is set but Triton is not installed (pip install triton)"
+    elif device.type != "cuda":
+        return (
+            f"fla's kernels are Triton kernels and need a CUDA GPU, not {device.type} "
+            "(on a CPU: TRITON_INTERPRET=1 runs them interpreted, for linbench check)"
+        )
+    else:
+        from torch.utils._triton import has_triton
 
-    if not has_triton():
-        return "fla's kernels need Triton, which is not installed or finds no GPU it supports"
+        if not has_triton():
+            return "fla's kernels need Triton, which is not installed or finds no GPU it supports"
     try:
         import_fla(module)
     except Exception as exc:  # a broken install says why, in list, instead of crashing a run

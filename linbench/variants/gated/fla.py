@@ -1,9 +1,12 @@
 """fla-core's Triton kernels as impls of the gated variants: ``fla`` (chunk) and ``fla-recurrent``
 (fused_recurrent), on the ``.[fla]`` extra like cosine's and linear's ``fla``.
 
-Written against fla-core 0.6.x's signatures; they run only on a CUDA GPU with Triton, so on
-linbench's development machine they are checked against fla's own pure-PyTorch references
-(``naive.py``) standing in for the kernels, never run (tests/variants/test_gated_fla.py). Every
+Written against fla-core 0.6.x's signatures; they run on a CUDA GPU with Triton, and on a CPU
+under Triton's interpreter (``TRITON_INTERPRET=1``, feature_forms/triton_interpreter.py), where
+``linbench check`` and the tests prove fla's real kernels against the fp64 reference
+(tests/variants/test_gated_fla_interpreted.py) but nothing is timed; without Triton the tests
+check the mapping against fla's pure-PyTorch references standing in for the kernels
+(tests/variants/test_gated_fla.py). Every
 kernel takes (B, S, H, D) tensors (the impls hand it views of linbench's (B, H, S, D) ones,
 which ``linbench run`` draws in fla's layout, untimed), gates and β as (B, S, H) or
 (B, S, H, Dk), and q's factor as ``scale`` (None there means Dk^-1/2, as here); every
@@ -26,7 +29,7 @@ g then beta, its naive reference beta then g). The mapping:
 fla takes a constant decay (g_gamma) without a gradient and has no backward for the fused
 recurrent gated delta rule nor for fused_recurrent_kda: a gradient asked of either is ImplUnavailableError (the point is
 skipped with the reason). chunk_delta_rule refuses fp32 (fp16 and bf16 only); no fla kernel
-has an fp64 form.
+has an fp64 form. Under the interpreter bf16 is refused (INTERPRETED_BF16).
 """
 
 from __future__ import annotations
@@ -41,11 +44,15 @@ from linbench.errors import ImplUnavailableError
 from linbench.variants.declarations import Impl
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.feature_forms import fla as fla_common
+from linbench.variants.feature_forms.triton_interpreter import interpreter_on
 from linbench.variants.gated.gates import retention_log_decay
 from linbench.variants.gated.numerics import resolve_scale
 from linbench.variants.varlen import per_sequence
 
 CHUNK, RECURRENT = "fla", "fla-recurrent"
+# Measured with fla-core 0.6.0 and triton 3.9: chunk_delta_rule in bf16 under the interpreter is
+# off by 1e9 (numpy has no bf16: its matmuls overflow); in fp16 it matches the reference.
+INTERPRETED_BF16 = "Triton's interpreter computes bf16 wrongly on a CPU (numpy has no bf16); fp16 and fp32 run"
 FP32_REFUSED = "fla's chunk_delta_rule takes fp16 and bf16 only (it asserts against fp32)"
 
 
@@ -64,6 +71,8 @@ def _call(module: str, name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     as a (B, H, S, Dv) view."""
     if q.dtype == torch.float64:
         raise ImplUnavailableError(f"fla.ops.{module}.{name} has no fp64 form")
+    if q.dtype == torch.bfloat16 and q.device.type == "cpu" and interpreter_on():
+        raise ImplUnavailableError(f"fla.ops.{module}.{name}: {INTERPRETED_BF16}")
     args = {key: _seq_major(value) if _per_token(value) else value for key, value in given.items()}
     out, _ = fla_kernel(module, name)(q=_seq_major(q), k=_seq_major(k), v=_seq_major(v), **args)
     return out.transpose(1, 2)
@@ -232,7 +241,7 @@ def gated_fla_impls(variant: str, extra_inputs: Iterable[ExtraInput] = ()) -> tu
     """The ``fla`` and ``fla-recurrent`` impls of ``variant``; they run where fla-core 0.6 and a
     Triton GPU are, and are left out with the reason elsewhere. A pack runs as one kernel call
     per sequence, ``extra_inputs`` cut at the boundaries (fla's cu_seqlens path for these
-    kernels is not wired: it could not be checked without a GPU)."""
+    kernels is not wired yet)."""
     module, fn, summaries = KERNELS[variant]
     declared = tuple(extra_inputs)
     return tuple(
