@@ -64,6 +64,7 @@ class ProcessResult:
     oversubscribed: bool | None = None
     cpu_ms_p20: float | None = None
     alloc_peak_bytes: int | None = None
+    backend: str | None = None
     # The timed repetitions, for samples.csv; a recorded process keeps none.
     samples_ms: tuple[float, ...] = ()
 

@@ -48,6 +48,7 @@ __all__ = [
 # 7: kv_heads and chunk in every file's key, gqa in results.csv.
 # 8: cpu_ms_p20 (the 20th percentile of the repetitions' process CPU times on a CPU).
 # 9: alloc_peak_bytes (a CPU call's peak of live bytes allocated through torch).
+# schema 9: backend (the library and kernel that answered the call).
 SCHEMA_VERSION = 9
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
@@ -165,6 +166,12 @@ COLUMNS = {
             ("threads", int, "torch threads the worker ran with"),
             ("state_bytes", int, "decode: the bytes the decoder's state holds"),
             ("compile_s", float, "compiled impls: seconds torch.compile took, outside the timed calls"),
+            (
+                "backend",
+                str,
+                "the library and kernel that answered the call (fla-triton chunk_gated_delta_rule, torch sdpa "
+                "flash, linbench csrc, torch eager, ...): what the impl's call said it ran, else what it declares",
+            ),
         ),
         *_group(
             "median",
@@ -312,7 +319,7 @@ RESULT_COLUMNS = (
     # Schema 8.
     "cpu_ms_p20",
     # Schema 9.
-    "alloc_peak_bytes",
+    *("alloc_peak_bytes", "backend"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
@@ -321,7 +328,7 @@ MEASURED_COLUMNS = (
     *("status", "time_ms", "time_ms_p20", "time_ms_p80", "samples", "peak_bytes", "reserved_bytes"),
     *("nvml_peak_bytes", "sm_clock_mhz", "temp_c", "throttle_reasons", "cuda_graph", "device_ms"),
     *("graph_error", "kernels_per_call", "threads", "state_bytes", "compile_s", "rel_err", "error"),
-    *("neighbour_cpu", "oversubscribed", "cpu_ms_p20", "alloc_peak_bytes"),
+    *("neighbour_cpu", "oversubscribed", "cpu_ms_p20", "alloc_peak_bytes", "backend"),
 )
 PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s")
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")

@@ -29,6 +29,8 @@ from linbench.results.processes import ProcessResult
 from linbench.runner.execute_gpu import graph_predicted_s, time_with_policy
 from linbench.runner.kinds import Work
 from linbench.runner.task import Task
+from linbench.variants.backends import declared_backend, take_noted
+from linbench.variants.registry import get_variant
 
 
 def run_gate(task: Task) -> ProcessResult:
@@ -69,15 +71,27 @@ def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     kind = task.kind
+    take_noted()  # what an earlier call in this worker (a check, another point) ran is not this point's
     try:
         with kind.measuring():
             work, held = kind.workload(task, device)
             result = replace(_measure(task, work, device, started, warm_curve), state_bytes=held)
+            backend = _backend(task)
             if device.type == "cuda":
                 result = kind.after_eager(task, work, device, result)
-        return replace(result, compile_s=_compiled(compiled_before))
+        return replace(result, compile_s=_compiled(compiled_before), backend=backend)
     except StopEarlyError as stop:
         return ProcessResult("timeout", error=str(stop))
+
+
+def _backend(task: Task) -> str:
+    """The library and kernel the timed calls ran: what they noted, else what the impl
+    declares (linbench/variants/backends.py)."""
+    noted = take_noted()
+    if noted is not None:
+        return noted
+    variant = get_variant(task.point.variant)
+    return declared_backend(variant.impls.get(task.point.impl))
 
 
 def _compiled(before: float | None) -> float | None:

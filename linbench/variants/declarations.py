@@ -190,6 +190,10 @@ class Impl:
     # (a folder ends in /): no import leads to them, so a change to them is tied to the impl
     # here. The impls on the compiled kernels say "csrc/" (linbench/impl_code.py).
     sources: tuple[str, ...] = ()
+    # The library and kernel the impl runs, for results.csv's ``backend`` when its call does
+    # not say (linbench/variants/backends.py): "linbench csrc", "torch compile (inductor)".
+    # None: its library's name, else "torch eager".
+    backend: str | None = None
 
     def __post_init__(self) -> None:
         derive_exponent(self, "time_exponent", self.time_complexity)

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from linbench.errors import ImplUnavailableError
+from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
 from linbench.variants.feature_forms.triton_interpreter import bridge_interpreter, interpreter_on
 from linbench.variants.impl_helpers import positive_number
@@ -80,6 +81,13 @@ def dispatch_record() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return record
+
+
+def backend_name(kernel: str, device: torch.device) -> str:
+    """results.csv's ``backend`` for fla's own Triton ``kernel`` (dispatch off), marked
+    interpreted where it runs under Triton's interpreter on the CPU."""
+    interpreted = device.type == "cpu" and interpreter_on()
+    return f"fla-triton{' (interpreted)' if interpreted else ''} {kernel}"
 
 
 def fla_version() -> str | None:
@@ -137,6 +145,7 @@ def _run_fla(
     inputs in fla's layout), the output back as a (B, H, S, D) view. With ``segments`` (a
     packed batch's, linbench/variants/varlen.py), fla's own varlen path: ``cu_seqlens``."""
     fq, fk, fv = (t.transpose(1, 2) for t in (q, k, v))
+    note_backend(backend_name("chunk_linear_attn", q.device))
     kernel = chunk_linear_attn()
     if segments is None:
         out, _ = kernel(fq, fk, fv, scale=scale, normalize=normalize)

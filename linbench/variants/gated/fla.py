@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from linbench.errors import ImplUnavailableError
+from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.feature_forms import fla as fla_common
@@ -74,6 +75,7 @@ def _call(module: str, name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     if q.dtype == torch.bfloat16 and q.device.type == "cpu" and interpreter_on():
         raise ImplUnavailableError(f"fla.ops.{module}.{name}: {INTERPRETED_BF16}")
     args = {key: _seq_major(value) if _per_token(value) else value for key, value in given.items()}
+    note_backend(fla_common.backend_name(name, q.device))
     out, _ = fla_kernel(module, name)(q=_seq_major(q), k=_seq_major(k), v=_seq_major(v), **args)
     return out.transpose(1, 2)
 
