@@ -50,6 +50,11 @@ def cases() -> Iterator[tuple[str, Callable[[], CaseResult]]]:
                 ),
             )
     gdn = linbench.get_variant("gated-deltanet")
+    # fla's own registry of backends asked (none installed here: fla's kernel answers).
+    yield (
+        "gated-deltanet:fla-dispatch",
+        lambda: check_impl(gdn, "fla-dispatch", SHAPE, causal=True, dtype=torch.float32),
+    )
     yield "gated-deltanet:fla gqa", lambda: check_impl(gdn, "fla", GQA, causal=True, dtype=torch.float32)
     yield (
         "gated-deltanet:fla packed",

@@ -33,6 +33,7 @@ EXPECTED = {
         for name in ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
         for kernel in ("fla", "fla-recurrent")
     ),
+    "gated-deltanet:fla-dispatch",
     "gated-deltanet:fla gqa",
     "gated-deltanet:fla packed",
     "retention:fla gamma=0.9",

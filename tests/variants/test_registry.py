@@ -21,6 +21,8 @@ EXPECTED_IMPLS = {
 }
 GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
 EXPECTED_IMPLS |= {name: ["recurrent", "quadratic", "chunked", "fla", "fla-recurrent"] for name in GATED}
+EXPECTED_IMPLS["gated-deltanet"] = [*EXPECTED_IMPLS["gated-deltanet"], "fla-dispatch"]
+EXPECTED_IMPLS["kda"] = [*EXPECTED_IMPLS["kda"], "fla-dispatch"]
 
 
 def test_every_variant_and_impl_is_registered() -> None:

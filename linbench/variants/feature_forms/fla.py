@@ -53,11 +53,22 @@ DISPATCH_SWITCHES = {"FLA_DISABLE_BACKEND_DISPATCH": "1", "FLA_FLASH_KDA": "0"}
 DISPATCH_TARGETS = ("flash-qla", "flash-kda")
 
 
+_PINNED: set[str] = set()  # the switches linbench set itself (not the user)
+
+
 def pin_fla_dispatch() -> None:
     """Turn fla's hand-off to other kernel libraries off, where the user has not set it (fla
     reads these when its modules are first imported, so this runs before any fla import)."""
     for name, value in DISPATCH_SWITCHES.items():
-        os.environ.setdefault(name, value)
+        if name not in os.environ:
+            os.environ[name] = value
+            _PINNED.add(name)
+
+
+def pinned_by_linbench() -> tuple[str, ...]:
+    """The per-backend switches of DISPATCH_SWITCHES that linbench set (FLA_FLASH_KDA), not the
+    process-wide one, which fla read once at import."""
+    return tuple(sorted(_PINNED - {"FLA_DISABLE_BACKEND_DISPATCH"}))
 
 
 def import_fla(module: str) -> Any:
@@ -87,7 +98,11 @@ def backend_name(kernel: str, device: torch.device) -> str:
     """results.csv's ``backend`` for fla's own Triton ``kernel`` (dispatch off), marked
     interpreted where it runs under Triton's interpreter on the CPU."""
     interpreted = device.type == "cpu" and interpreter_on()
-    return f"fla-triton{' (interpreted)' if interpreted else ''} {kernel}"
+    name = f"fla-triton{' (interpreted)' if interpreted else ''} {kernel}"
+    # Unset reads as off: linbench pins it so before fla is first imported.
+    if os.environ.get("FLA_DISABLE_BACKEND_DISPATCH", "1") != "1":  # the user turned fla's dispatch on
+        return f"{name} (or a library fla's dispatch handed it to)"
+    return name
 
 
 def fla_version() -> str | None:

@@ -46,6 +46,7 @@ from linbench.variants.declarations import Impl
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.feature_forms.triton_interpreter import interpreter_on
+from linbench.variants.gated.fla_dispatch import DISPATCH, run_dispatched
 from linbench.variants.gated.gates import retention_log_decay
 from linbench.variants.gated.numerics import resolve_scale
 from linbench.variants.varlen import per_sequence
@@ -67,16 +68,22 @@ def _seq_major(t: torch.Tensor) -> torch.Tensor:
     return t.transpose(1, 2)
 
 
-def _call(module: str, name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **given: Any) -> torch.Tensor:
+def _call(
+    module: str, name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dispatch: bool = False, **given: Any
+) -> torch.Tensor:
     """The kernel on seq-major views of q, k, v and the tensors in ``given``; the output back
-    as a (B, H, S, Dv) view."""
+    as a (B, H, S, Dv) view. ``dispatch``: as fla's dispatch would run it (fla_dispatch.py)."""
     if q.dtype == torch.float64:
         raise ImplUnavailableError(f"fla.ops.{module}.{name} has no fp64 form")
     if q.dtype == torch.bfloat16 and q.device.type == "cpu" and interpreter_on():
         raise ImplUnavailableError(f"fla.ops.{module}.{name}: {INTERPRETED_BF16}")
     args = {key: _seq_major(value) if _per_token(value) else value for key, value in given.items()}
-    note_backend(fla_common.backend_name(name, q.device))
-    out, _ = fla_kernel(module, name)(q=_seq_major(q), k=_seq_major(k), v=_seq_major(v), **args)
+    args |= {"q": _seq_major(q), "k": _seq_major(k), "v": _seq_major(v)}
+    if dispatch:
+        out, _ = run_dispatched(name, fla_kernel(module, name), **args)
+    else:
+        note_backend(fla_common.backend_name(name, q.device))
+        out, _ = fla_kernel(module, name)(**args)
     return out.transpose(1, 2)
 
 
@@ -152,7 +159,8 @@ def delta_fla(
     if kernel == RECURRENT and _needs_gradient(q, k, v, g, beta):
         raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_gated_delta_rule has no backward (forward only)")
     name = "fused_recurrent_gated_delta_rule" if kernel == RECURRENT else "chunk_gated_delta_rule"
-    return _call("gated_delta_rule", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+    given = {"g": g, "beta": beta, "scale": factor, "use_qk_l2norm_in_kernel": True}
+    return _call("gated_delta_rule", name, q, k, v, kernel == DISPATCH, **given)
 
 
 def kda_fla(
@@ -173,7 +181,8 @@ def kda_fla(
         raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_kda has no backward (forward only)")
     name = "fused_recurrent_kda" if kernel == RECURRENT else "chunk_kda"
     factor = resolve_scale(scale, q.shape[-1])
-    return _call("kda", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+    dispatch = kernel == DISPATCH
+    return _call("kda", name, q, k, v, dispatch, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
 
 
 def _dtype_support(refuse_fp32: bool) -> Callable[[int, int, str], str | None]:
@@ -226,6 +235,7 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
         {
             CHUNK: "fla-core's chunk_gated_delta_rule, L2 norms in the kernel",
             RECURRENT: "fla-core's fused_recurrent_gated_delta_rule: forward only (fla has no backward)",
+            DISPATCH: "chunk_gated_delta_rule as fla's dispatch runs it (FlashQLA where it takes the call)",
         },
     ),
     "kda": (
@@ -234,6 +244,7 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
         {
             CHUNK: "fla-core's chunk_kda (g per key channel), L2 norms in the kernel",
             RECURRENT: "fla-core's fused_recurrent_kda: forward only (fla has no backward)",
+            DISPATCH: "chunk_kda as fla's dispatch runs it (FlashKDA where it takes the call)",
         },
     ),
 }
@@ -252,7 +263,7 @@ def gated_fla_impls(variant: str, extra_inputs: Iterable[ExtraInput] = ()) -> tu
             partial(fn, kernel=kernel),
             summary + "; fla's (B, S, H, D) layout made untimed; unverified on a GPU here",
             "O(sd²)",
-            "O(sd)" if kernel == CHUNK else "O(d²)",
+            "O(sd)" if kernel != RECURRENT else "O(d²)",
             time_exponent=1,
             availability=_availability(module),
             shape_support=_dtype_support(variant == "deltanet" and kernel == CHUNK),
