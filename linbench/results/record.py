@@ -43,6 +43,7 @@ PACK_COLUMNS = ("pack", "packing", "sequences", "padding_waste")
 TIME_COLUMNS = (
     *("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops", "time_per_token_ms", "device_ms"),
     *("tokens_per_s", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "timing"),
+    *("kernel_ms", "host_overhead_ms", "energy_j", "power_w", "tokens_per_j"),
 )
 
 
@@ -165,4 +166,15 @@ def _with_rates(row: dict[str, Any], facts: PointFacts) -> dict[str, Any]:
     if facts.flops:
         row["tflops"] = facts.flops / seconds / 1e12
     row[facts.rate] = time_ms if facts.rate == PER_TOKEN else facts.tokens / seconds
+    return _with_device_split(row, facts)
+
+
+def _with_device_split(row: dict[str, Any], facts: PointFacts) -> dict[str, Any]:
+    """The host's share of the call's time, where its kernels' device time was read, and the
+    tokens per joule of a run point, where its energy was."""
+    kernel_ms, energy_j = row.get("kernel_ms"), row.get("energy_j")
+    if kernel_ms not in (None, ""):
+        row["host_overhead_ms"] = float(row["time_ms"]) - float(kernel_ms)
+    if energy_j not in (None, "") and float(energy_j) > 0 and facts.rate == PER_SECOND:
+        row["tokens_per_j"] = facts.tokens / float(energy_j)
     return row

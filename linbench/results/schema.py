@@ -49,6 +49,8 @@ __all__ = [
 # 8: cpu_ms_p20 (the 20th percentile of the repetitions' process CPU times on a CPU).
 # 9: alloc_peak_bytes (a CPU call's peak of live bytes allocated through torch).
 # schema 9: backend (the library and kernel that answered the call).
+# schema 9: kernel_ms, kernel_names, host_overhead_ms, energy_j, power_w, tokens_per_j, power_limit_w,
+#   mem_clock_mhz, device_split_note (kernel-only device time and energy per call, CUDA).
 SCHEMA_VERSION = 9
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
@@ -172,6 +174,20 @@ COLUMNS = {
                 "the library and kernel that answered the call (fla-triton chunk_gated_delta_rule, torch sdpa "
                 "flash, linbench csrc, torch eager, ...): what the impl's call said it ran, else what it declares",
             ),
+            (
+                "kernel_names",
+                str,
+                "CUDA: the kernels, memcpys and memsets one call ran, each once, without template arguments "
+                "(;-separated): which library's kernels answered",
+            ),
+            ("power_limit_w", float, "CUDA: the GPU's enforced power limit while the point ran (NVML)"),
+            ("mem_clock_mhz", float, "CUDA: the GPU's memory clock while the point ran (NVML)"),
+            (
+                "device_split_note",
+                str,
+                "why kernel_ms or energy_j is empty (a CPU has neither; NVML without an energy counter; a "
+                "profiler trace that lost records)",
+            ),
         ),
         *_group(
             "median",
@@ -189,6 +205,19 @@ COLUMNS = {
                 "preemption by another process does not add to; results.csv: median over processes)",
             ),
             ("sm_clock_mhz", float, "CUDA: SM clock while the point ran"),
+            (
+                "kernel_ms",
+                float,
+                "CUDA: device time of one call's kernels, memcpys and memsets, summed (torch.profiler, 3 calls "
+                "after the timed ones, each after an L2 flush; the median call's)",
+            ),
+            (
+                "energy_j",
+                float,
+                "CUDA: joules per call: NVML's total-energy counter around at least 0.5 s of calls back to back, "
+                "after the timed ones",
+            ),
+            ("power_w", float, "CUDA: the GPU's average power over those calls (W)"),
         ),
         *_group("sum", ("samples", int, "timed repetitions (results.csv: over all processes)")),
         *_group(
@@ -246,6 +275,13 @@ COLUMNS = {
             ("tflops", float, "flops / time_ms"),
             ("time_per_token_ms", float, "decode: the median time of one step"),
             ("tokens_per_s", float, "run: batch·seq tokens processed per second (a pack's: its real tokens)"),
+            (
+                "host_overhead_ms",
+                float,
+                "CUDA: time_ms − kernel_ms, the call's time its kernels do not account for (Python, dispatch, "
+                "launches the GPU waits on)",
+            ),
+            ("tokens_per_j", float, "run, CUDA: tokens processed per joule (the tokens of tokens_per_s / energy_j)"),
         ),
         # processes.csv and samples.csv only.
         *_group(
@@ -319,7 +355,8 @@ RESULT_COLUMNS = (
     # Schema 8.
     "cpu_ms_p20",
     # Schema 9.
-    *("alloc_peak_bytes", "backend"),
+    *("alloc_peak_bytes", "backend", "kernel_ms", "host_overhead_ms", "kernel_names", "energy_j", "power_w"),
+    *("tokens_per_j", "power_limit_w", "mem_clock_mhz", "device_split_note"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
@@ -329,6 +366,7 @@ MEASURED_COLUMNS = (
     *("nvml_peak_bytes", "sm_clock_mhz", "temp_c", "throttle_reasons", "cuda_graph", "device_ms"),
     *("graph_error", "kernels_per_call", "threads", "state_bytes", "compile_s", "rel_err", "error"),
     *("neighbour_cpu", "oversubscribed", "cpu_ms_p20", "alloc_peak_bytes", "backend"),
+    *("kernel_ms", "kernel_names", "energy_j", "power_w", "power_limit_w", "mem_clock_mhz", "device_split_note"),
 )
 PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s")
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")

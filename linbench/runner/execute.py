@@ -48,6 +48,9 @@ def gate_result(case: CaseResult) -> ProcessResult:
     return ProcessResult(status, rel_err=case.rel_error, error="" if case.ok else case.describe())
 
 
+# Why a CPU row has no kernel_ms or energy_j (results/schema.py).
+CPU_SPLIT_NOTE = "CPU: no GPU kernels to time apart and no energy counter (kernel_ms and energy_j are CUDA's)"
+
 # A long first call (TimingPolicy.long_first_call_timed) kept as a repetition may be this much
 # slower than the slowest later one: a call past it had not reached its steady speed.
 FIRST_CALL_SLACK = 0.1
@@ -158,6 +161,7 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
     threads = torch.get_num_threads()
     return replace(
         _timed(timing),
+        device_split_note=CPU_SPLIT_NOTE,
         peak_bytes=peak.peak_bytes,
         alloc_peak_bytes=_allocated_peak(task, work),
         neighbour_cpu=None if neighbours.cores is None else round(neighbours.cores, 2),

@@ -151,8 +151,8 @@ class RunKind(SharedKind):
         return Workload(task.point, device, task.seed, task.params), None
 
     def after_eager(self, task: Task, work: Work, device: torch.device, result: ProcessResult) -> ProcessResult:
-        """The graph's replays, then the launch count: in this order, since the profiler slows
-        the process after it (execute_gpu.py)."""
+        """The graph's replays, then the launch count, the kernels' device time and the energy:
+        in this order, since the profiler slows the process after it (execute_gpu.py)."""
         from linbench.runner import execute_gpu
         from linbench.runner.workload import Workload
 
@@ -162,6 +162,8 @@ class RunKind(SharedKind):
             result = execute_gpu.with_graph(result, lambda: execute_gpu.capturable_call(work), device, graph)
         if task.count_launches:
             result = execute_gpu.with_launches(result, work.run, device, before=work.before)
+            # The kernels' own time and the energy: once per point, as the launches are counted.
+            result = execute_gpu.with_device_split(result, work.run, device, before=work.before)
         return result
 
     def graph_policy(self, timing: TimingPolicy) -> TimingPolicy:
