@@ -41,6 +41,7 @@ def report_command(
 ) -> None:
     """Fit time and memory against length and head dim; crossovers and speedups against softmax."""
     from linbench.report.analysis import analyse
+    from linbench.report.device_split import device_split_tables
     from linbench.report.load import load_runs
     from linbench.report.render import markdown, report_tables
     from linbench.report.roofline import roofline_json, roofline_tables
@@ -77,7 +78,8 @@ def report_command(
             notes = [f"\n\n**warning:** {busy}"] if busy else []
             notes += [f"\n\n**note:** {note}" for note in run_notes(run.results.to_dict("records"), run.meta)]
             title = f"linbench report: {analysis.run}" + "".join(notes)
-            sections.append(markdown(report_tables(analysis, bool(busy)) + roofline_tables(run), title))
+            tables = report_tables(analysis, bool(busy)) + roofline_tables(run) + device_split_tables(run)
+            sections.append(markdown(tables, title))
         text = "\n".join(sections)
     else:  # the tables, as plain text for a file
         buffer = io.StringIO()
@@ -91,6 +93,7 @@ def report_command(
 def _print_tables(console: Console, loaded: list, analyses: list) -> None:
     from rich.markup import escape
 
+    from linbench.report.device_split import device_split_tables
     from linbench.report.render import report_tables, rich_table
     from linbench.report.roofline import roofline_tables
     from linbench.results.machine_load import load_warning, run_notes
@@ -101,7 +104,7 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
             console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
         for note in run_notes(run.results.to_dict("records"), run.meta):
             console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
-        for table in report_tables(analysis, bool(busy)) + roofline_tables(run):
+        for table in report_tables(analysis, bool(busy)) + roofline_tables(run) + device_split_tables(run):
             console.print(rich_table(table))
 
 
