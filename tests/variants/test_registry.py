@@ -21,7 +21,7 @@ EXPECTED_IMPLS = {
 }
 GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
 EXPECTED_IMPLS |= {name: ["recurrent", "quadratic", "chunked", "fla", "fla-recurrent"] for name in GATED}
-EXPECTED_IMPLS["gated-deltanet"] = [*EXPECTED_IMPLS["gated-deltanet"], "fla-dispatch"]
+EXPECTED_IMPLS["gated-deltanet"] = [*EXPECTED_IMPLS["gated-deltanet"], "fla-dispatch", "flash-qla"]
 EXPECTED_IMPLS["kda"] = [*EXPECTED_IMPLS["kda"], "fla-dispatch"]
 
 

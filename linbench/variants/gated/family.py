@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from linbench.variants.declarations import FlopsFn, Param
+from linbench.variants.declarations import FlopsFn, Impl, Param
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.gated.fla import gated_fla_impls
+from linbench.variants.gated.flash_qla import flash_qla_impl
 from linbench.variants.gated.impls import SCALE, Prepare, gated_decoder, gated_impls, gated_stream
 from linbench.variants.registry import register_variant
 from linbench.variants.variant import Variant
@@ -41,6 +42,11 @@ class GatedFamily:
     check_params: tuple[Mapping[str, Any], ...] = ()
 
 
+def library_impls(name: str, extra_inputs: tuple[ExtraInput, ...]) -> tuple[Impl, ...]:
+    """The impls of other kernel libraries a family has: FlashQLA's for gated-deltanet."""
+    return (flash_qla_impl(extra_inputs),) if name == "gated-deltanet" else ()
+
+
 def gated_variant(family: GatedFamily) -> Variant:
     """The variant ``family`` declares: its forms and fla's kernels, stream and decoder."""
     prepare = family.prepare
@@ -50,6 +56,7 @@ def gated_variant(family: GatedFamily) -> Variant:
         impl_list=(
             *gated_impls(family.name, prepare, dict(family.forms)),
             *gated_fla_impls(family.name, family.extra_inputs),
+            *library_impls(family.name, tuple(family.extra_inputs)),
         ),
         reference="recurrent",
         param_specs=family.params,
