@@ -21,7 +21,10 @@ EXPECTED_IMPLS = {
 }
 GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
 EXPECTED_IMPLS |= {name: ["recurrent", "quadratic", "chunked", "fla", "fla-recurrent"] for name in GATED}
-EXPECTED_IMPLS["gated-deltanet"] = [*EXPECTED_IMPLS["gated-deltanet"], "fla-dispatch", "flash-qla"]
+EXPECTED_IMPLS["gated-deltanet"] = [
+    *EXPECTED_IMPLS["gated-deltanet"],
+    *("fla-dispatch", "flash-qla", "flashinfer", "cudnn"),
+]
 EXPECTED_IMPLS["kda"] = [*EXPECTED_IMPLS["kda"], "fla-dispatch"]
 
 

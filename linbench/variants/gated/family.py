@@ -18,6 +18,7 @@ from linbench.variants.declarations import FlopsFn, Impl, Param
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.gated.fla import gated_fla_impls
 from linbench.variants.gated.flash_qla import flash_qla_impl
+from linbench.variants.gated.flashinfer_gdn import flashinfer_impls
 from linbench.variants.gated.impls import SCALE, Prepare, gated_decoder, gated_impls, gated_stream
 from linbench.variants.registry import register_variant
 from linbench.variants.variant import Variant
@@ -43,8 +44,9 @@ class GatedFamily:
 
 
 def library_impls(name: str, extra_inputs: tuple[ExtraInput, ...]) -> tuple[Impl, ...]:
-    """The impls of other kernel libraries a family has: FlashQLA's for gated-deltanet."""
-    return (flash_qla_impl(extra_inputs),) if name == "gated-deltanet" else ()
+    """The impls of other kernel libraries a family has: FlashQLA's, FlashInfer's and cuDNN's
+    for gated-deltanet."""
+    return (flash_qla_impl(extra_inputs), *flashinfer_impls()) if name == "gated-deltanet" else ()
 
 
 def gated_variant(family: GatedFamily) -> Variant:
