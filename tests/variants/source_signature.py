@@ -23,7 +23,8 @@ def installed_file(package: str, relative: str) -> Path | None:
 def source_signature(path: Path, function: str) -> inspect.Signature:
     """The signature of the top-level ``function`` defined in ``path`` (defaults as placeholders)."""
     tree = ast.parse(path.read_text())
-    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
+    # The last definition: a function with ``@overload`` stubs is defined after them.
+    node = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function][-1]
     args = node.args
     kinds = [
         (args.posonlyargs, inspect.Parameter.POSITIONAL_ONLY),

@@ -13,7 +13,10 @@ from linbench.variants.extra_inputs import draw_extra_inputs
 from linbench.variants.registry import Impl, Variant, exponent_in_s, register_variant, unregister_variant
 
 EXPECTED_IMPLS = {
-    "softmax": ["naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "varlen", "fa2", "fa4"],
+    "softmax": [
+        *("naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "varlen"),
+        *("fa2", "fa4", "flashinfer"),
+    ],
     "cosine": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled", "fla"],
     "cosformer": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled"],
     "heinsen": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
