@@ -4,8 +4,9 @@ NVML counts the energy the GPU has drawn since the driver loaded, in millijoules
 (``nvmlDeviceGetTotalEnergyConsumption``, Volta and later). Read before and after calls made
 back to back, the difference over the calls is the energy of one call and over the seconds the
 average power. The counter moves in steps of its own (tens of milliseconds on current GPUs), so
-the window runs at least ``MIN_WINDOW_S`` seconds; the joules of a shorter window would be
-mostly the step. The power limit and the clocks the GPU held say what the figure was measured at.
+the window runs at least ``MIN_WINDOW_S`` seconds (or one call, where a call is longer); the
+joules of a shorter window would be mostly the step. The power limit and the clocks the GPU held
+say what the figure was measured at.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 MIN_WINDOW_S = 0.5
-MIN_CALLS = 10
+# Calls are made in batches of about this many seconds between synchronisations: the clock must
+# see the GPU's work, yet a short call synchronised every time would leave the GPU idling.
+BATCH_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -40,21 +43,22 @@ def measure_energy(
     fn: Callable[[], object],
     read_millijoules: Callable[[], float],
     synchronize: Callable[[], object],
+    call_s: float,
     min_s: float = MIN_WINDOW_S,
-    min_calls: int = MIN_CALLS,
     clock: Callable[[], float] = time.perf_counter,
 ) -> EnergyWindow:
-    """Calls of ``fn`` back to back until at least ``min_s`` seconds and ``min_calls`` calls,
+    """Calls of ``fn`` (about ``call_s`` seconds each, as timed) back to back, in batches of
+    about BATCH_S seconds, until at least ``min_s`` seconds have passed (one call at least),
     the counter read (after ``synchronize``) on either side."""
+    batch = max(1, round(BATCH_S / max(call_s, 1e-6)))
     synchronize()
     start_mj, start_s = read_millijoules(), clock()
     calls = 0
-    while calls < min_calls or clock() - start_s < min_s:
-        fn()
-        calls += 1
-        if calls % min_calls == 0:  # the clock must see the GPU's work, not only the launches
-            synchronize()
-    synchronize()
+    while calls == 0 or clock() - start_s < min_s:
+        for _ in range(batch):
+            fn()
+        calls += batch
+        synchronize()
     end_mj, end_s = read_millijoules(), clock()
     return EnergyWindow(end_mj - start_mj, end_s - start_s, calls)
 

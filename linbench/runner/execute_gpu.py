@@ -113,14 +113,21 @@ def with_launches(
 
 
 def with_device_split(
-    result: ProcessResult, fn: Callable[[], object], device: torch.device, before: Callable[[], object] | None = None
+    result: ProcessResult,
+    fn: Callable[[], object],
+    device: torch.device,
+    before: Callable[[], object] | None = None,
+    energy: bool = True,
 ) -> ProcessResult:
     """``result`` with the kernels' own device time of a call and their names (torch.profiler),
     then the energy of calls back to back (NVML) with the power limit and memory clock; what
     cannot be read is left empty and ``device_split_note`` says why. Last of all: the profiler
     slows the process after it (launches.py)."""
     notes: list[str] = []
-    result = replace(result, **_energy(fn, device, notes))
+    if energy:
+        result = replace(result, **_energy(fn, (result.time_ms or 0.0) / 1e3, device, notes))
+    else:  # a bwd call needs its forward built before each call, whose energy would count too
+        notes.append("energy not read: a bwd call needs a forward built before it, which the counter would count")
     try:
         from linbench.measure.cuda_timer import l2_flush_bytes
         from linbench.measure.kernel_time import measure_kernel_time
@@ -134,8 +141,9 @@ def with_device_split(
     return replace(result, device_split_note="; ".join(notes) or None)
 
 
-def _energy(fn: Callable[[], object], device: torch.device, notes: list[str]) -> dict[str, Any]:
-    """energy_j, power_w, power_limit_w and mem_clock_mhz of calls of ``fn`` back to back."""
+def _energy(fn: Callable[[], object], call_s: float, device: torch.device, notes: list[str]) -> dict[str, Any]:
+    """energy_j, power_w, power_limit_w and mem_clock_mhz of calls of ``fn`` (``call_s`` seconds
+    each, as timed) back to back."""
     from linbench.measure.energy import measure_energy, power_facts
     from linbench.measure.nvml import load_nvml, nvml_handle
 
@@ -147,7 +155,10 @@ def _energy(fn: Callable[[], object], device: torch.device, notes: list[str]) ->
     try:
         handle = nvml_handle(nvml, device.index if device.index is not None else torch.cuda.current_device())
         window = measure_energy(
-            fn, lambda: float(nvml.nvmlDeviceGetTotalEnergyConsumption(handle)), lambda: torch.cuda.synchronize(device)
+            fn,
+            lambda: float(nvml.nvmlDeviceGetTotalEnergyConsumption(handle)),
+            lambda: torch.cuda.synchronize(device),
+            call_s,
         )
         facts: dict[str, Any] = dict(power_facts(nvml, handle))
         if window.millijoules <= 0:

@@ -163,7 +163,8 @@ class RunKind(SharedKind):
         if task.count_launches:
             result = execute_gpu.with_launches(result, work.run, device, before=work.before)
             # The kernels' own time and the energy: once per point, as the launches are counted.
-            result = execute_gpu.with_device_split(result, work.run, device, before=work.before)
+            energy = task.point.mode != "bwd"
+            result = execute_gpu.with_device_split(result, work.run, device, before=work.before, energy=energy)
         return result
 
     def graph_policy(self, timing: TimingPolicy) -> TimingPolicy:

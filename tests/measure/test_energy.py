@@ -27,16 +27,17 @@ class Gpu:
 
 def test_joules_per_call_and_power_are_the_counter_s_difference_over_calls_and_seconds() -> None:
     gpu = Gpu(watts=400.0, call_s=0.01)
-    window = measure_energy(gpu.call, gpu.millijoules, gpu.synchronize, min_s=0.5, clock=lambda: gpu.now)
-    assert window.calls == 50  # 0.5 s of 10 ms calls
+    window = measure_energy(gpu.call, gpu.millijoules, gpu.synchronize, 0.01, min_s=0.5, clock=lambda: gpu.now)
+    assert window.calls == 50  # 0.5 s of 10 ms calls, in batches of 5 (50 ms)
+    assert gpu.syncs == 11  # before the window, then after each batch
     assert window.joules_per_call == pytest.approx(4.0)  # 400 W × 10 ms
     assert window.watts == pytest.approx(400.0)
 
 
-def test_a_long_call_still_makes_the_fewest_calls() -> None:
-    gpu = Gpu(watts=100.0, call_s=1.0)
-    window = measure_energy(gpu.call, gpu.millijoules, gpu.synchronize, min_s=0.5, min_calls=3, clock=lambda: gpu.now)
-    assert window.calls == 3 and window.joules_per_call == pytest.approx(100.0)
+def test_a_call_longer_than_the_window_is_made_once() -> None:
+    gpu = Gpu(watts=100.0, call_s=2.0)
+    window = measure_energy(gpu.call, gpu.millijoules, gpu.synchronize, 2.0, min_s=0.5, clock=lambda: gpu.now)
+    assert window.calls == 1 and window.joules_per_call == pytest.approx(200.0)
 
 
 def test_the_window_s_arithmetic() -> None:
