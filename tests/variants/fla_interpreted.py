@@ -60,6 +60,18 @@ def cases() -> Iterator[tuple[str, Callable[[], CaseResult]]]:
         "gated-deltanet:fla packed",
         lambda: check_packed(gdn, "fla", PACK, 2, 16, 16, packing="packed", causal=True, dtype=torch.float32),
     )
+    # A pack goes to fla whole, with cu_seqlens: a decaying chunk kernel and a forward-only fused one too.
+    gla, kda = linbench.get_variant("gla"), linbench.get_variant("kda")
+    yield (
+        "gla:fla packed",
+        lambda: check_packed(gla, "fla", PACK, 2, 16, 16, packing="packed", causal=True, dtype=torch.float32),
+    )
+    yield (
+        "kda:fla-recurrent packed",
+        lambda: check_packed(
+            kda, "fla-recurrent", PACK, 2, 16, 16, packing="packed", causal=True, dtype=torch.float32, gradients=False
+        ),
+    )
     retention = linbench.get_variant("retention")
     yield (
         "retention:fla gamma=0.9",

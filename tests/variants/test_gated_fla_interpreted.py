@@ -36,6 +36,8 @@ EXPECTED = {
     "gated-deltanet:fla-dispatch",
     "gated-deltanet:fla gqa",
     "gated-deltanet:fla packed",
+    "gla:fla packed",
+    "kda:fla-recurrent packed",
     "retention:fla gamma=0.9",
 }
 
@@ -53,7 +55,8 @@ def _run(*args: str) -> dict[str, dict[str, Any]]:
 
 def test_every_fla_kernel_of_every_gated_family_matches_the_fp64_reference_interpreted() -> None:
     """fp32 (chunk_delta_rule refuses fp32 and the interpreter computes bf16 wrongly, so
-    deltanet's chunk kernel runs in fp16); GQA, a pack and a given γ besides the default."""
+    deltanet's chunk kernel runs in fp16); fla's dispatch, GQA, packs (fla's cu_seqlens) and a
+    given γ besides the default."""
     cases = _run()
     assert set(cases) == EXPECTED
     failed = {name: case["failed"] for name, case in cases.items() if not case["ok"]}

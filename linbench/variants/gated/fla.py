@@ -42,14 +42,14 @@ import torch
 
 from linbench.errors import ImplUnavailableError
 from linbench.variants.backends import note_backend
-from linbench.variants.declarations import Impl
+from linbench.variants.declarations import Impl, PackedFn
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.feature_forms.triton_interpreter import interpreter_on
 from linbench.variants.gated.fla_dispatch import DISPATCH, run_dispatched
 from linbench.variants.gated.gates import retention_log_decay
 from linbench.variants.gated.numerics import resolve_scale
-from linbench.variants.varlen import per_sequence
+from linbench.variants.varlen import Segments
 
 CHUNK, RECURRENT = "fla", "fla-recurrent"
 # Measured with fla-core 0.6.0 and triton 3.9: chunk_delta_rule in bf16 under the interpreter is
@@ -69,16 +69,27 @@ def _seq_major(t: torch.Tensor) -> torch.Tensor:
 
 
 def _call(
-    module: str, name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dispatch: bool = False, **given: Any
+    module: str,
+    name: str,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    dispatch: bool = False,
+    *,
+    cu_seqlens: torch.Tensor | None = None,
+    **given: Any,
 ) -> torch.Tensor:
     """The kernel on seq-major views of q, k, v and the tensors in ``given``; the output back
-    as a (B, H, S, Dv) view. ``dispatch``: as fla's dispatch would run it (fla_dispatch.py)."""
+    as a (B, H, S, Dv) view. ``dispatch``: as fla's dispatch would run it (fla_dispatch.py).
+    ``cu_seqlens``: a pack's boundaries (q, k, v (1, H, T, D)), fla's own varlen path."""
     if q.dtype == torch.float64:
         raise ImplUnavailableError(f"fla.ops.{module}.{name} has no fp64 form")
     if q.dtype == torch.bfloat16 and q.device.type == "cpu" and interpreter_on():
         raise ImplUnavailableError(f"fla.ops.{module}.{name}: {INTERPRETED_BF16}")
     args = {key: _seq_major(value) if _per_token(value) else value for key, value in given.items()}
     args |= {"q": _seq_major(q), "k": _seq_major(k), "v": _seq_major(v)}
+    if cu_seqlens is not None:
+        args["cu_seqlens"] = cu_seqlens
     if dispatch:
         out, _ = run_dispatched(name, fla_kernel(module, name), **args)
     else:
@@ -101,7 +112,15 @@ def _causal_only(owner: str, causal: bool) -> None:
 
 
 def retention_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, gamma: Any, scale: Any, kernel: str
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    gamma: Any,
+    scale: Any,
+    kernel: str,
+    cu_seqlens: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """RetNet's retention: fla's own kernel for RetNet's γ schedule, its simple-GLA kernel with
     a constant decay per head (g_gamma, exactly what the retention kernel builds) for another γ."""
@@ -109,31 +128,56 @@ def retention_fla(
     factor = resolve_scale(scale, q.shape[-1])
     fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
     if gamma is None:
-        return _call("retention", f"{fused}_retention", q, k, v, scale=factor)
+        return _call("retention", f"{fused}_retention", q, k, v, scale=factor, cu_seqlens=cu_seqlens)
     if isinstance(gamma, torch.Tensor) and _needs_gradient(gamma):
         raise ImplUnavailableError(f"retention:{kernel}: fla takes γ as a constant (g_gamma); no gradient reaches it")
     log_decay = retention_log_decay(gamma, q.shape[1], q.float()).detach()
-    return _call("simple_gla", f"{fused}_simple_gla", q, k, v, g_gamma=log_decay, scale=factor)
+    return _call("simple_gla", f"{fused}_simple_gla", q, k, v, g_gamma=log_decay, scale=factor, cu_seqlens=cu_seqlens)
 
 
 def simple_gla_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, g: torch.Tensor, scale: Any, kernel: str
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    g: torch.Tensor,
+    scale: Any,
+    kernel: str,
+    cu_seqlens: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """A scalar log-gate per head and token, as fla's ``g`` (B, S, H)."""
     _causal_only(f"simple-gla:{kernel}", causal)
     fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
-    return _call("simple_gla", f"{fused}_simple_gla", q, k, v, g=g, scale=resolve_scale(scale, q.shape[-1]))
+    return _call(
+        "simple_gla",
+        f"{fused}_simple_gla",
+        q,
+        k,
+        v,
+        g=g,
+        scale=resolve_scale(scale, q.shape[-1]),
+        cu_seqlens=cu_seqlens,
+    )
 
 
 def gla_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, g: torch.Tensor, scale: Any, kernel: str
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool,
+    g: torch.Tensor,
+    scale: Any,
+    kernel: str,
+    cu_seqlens: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """A log-gate per key channel: chunk_gla's ``g``, fused_recurrent_gla's ``gk`` (B, S, H, Dk)."""
     _causal_only(f"gla:{kernel}", causal)
     factor = resolve_scale(scale, q.shape[-1])
     if kernel == RECURRENT:
-        return _call("gla", "fused_recurrent_gla", q, k, v, gk=g, scale=factor)
-    return _call("gla", "chunk_gla", q, k, v, g=g, scale=factor)
+        return _call("gla", "fused_recurrent_gla", q, k, v, gk=g, scale=factor, cu_seqlens=cu_seqlens)
+    return _call("gla", "chunk_gla", q, k, v, g=g, scale=factor, cu_seqlens=cu_seqlens)
 
 
 def delta_fla(
@@ -145,6 +189,7 @@ def delta_fla(
     beta: torch.Tensor,
     scale: Any,
     kernel: str,
+    cu_seqlens: torch.Tensor | None = None,
     g: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The (gated) delta rule, q and k L2-normalised inside fla's kernel (as fla's layers call it)."""
@@ -155,12 +200,14 @@ def delta_fla(
         if kernel == CHUNK and q.dtype == torch.float32:
             raise ImplUnavailableError(f"{owner}: {FP32_REFUSED}")
         name = "fused_recurrent_delta_rule" if kernel == RECURRENT else "chunk_delta_rule"
-        return _call("delta_rule", name, q, k, v, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+        return _call(
+            "delta_rule", name, q, k, v, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True, cu_seqlens=cu_seqlens
+        )
     if kernel == RECURRENT and _needs_gradient(q, k, v, g, beta):
         raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_gated_delta_rule has no backward (forward only)")
     name = "fused_recurrent_gated_delta_rule" if kernel == RECURRENT else "chunk_gated_delta_rule"
     given = {"g": g, "beta": beta, "scale": factor, "use_qk_l2norm_in_kernel": True}
-    return _call("gated_delta_rule", name, q, k, v, kernel == DISPATCH, **given)
+    return _call("gated_delta_rule", name, q, k, v, kernel == DISPATCH, **given, cu_seqlens=cu_seqlens)
 
 
 def kda_fla(
@@ -173,6 +220,7 @@ def kda_fla(
     beta: torch.Tensor,
     scale: Any,
     kernel: str,
+    cu_seqlens: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Kimi Delta Attention: a log-gate per key channel, q and k L2-normalised in the kernel."""
     owner = f"kda:{kernel}"
@@ -182,7 +230,19 @@ def kda_fla(
     name = "fused_recurrent_kda" if kernel == RECURRENT else "chunk_kda"
     factor = resolve_scale(scale, q.shape[-1])
     dispatch = kernel == DISPATCH
-    return _call("kda", name, q, k, v, dispatch, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True)
+    return _call(
+        "kda",
+        name,
+        q,
+        k,
+        v,
+        dispatch,
+        g=g,
+        beta=beta,
+        scale=factor,
+        use_qk_l2norm_in_kernel=True,
+        cu_seqlens=cu_seqlens,
+    )
 
 
 def _dtype_support(refuse_fp32: bool) -> Callable[[int, int, str], str | None]:
@@ -250,13 +310,25 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
 }
 
 
+def _varlen(fn: Callable[..., torch.Tensor], kernel: str) -> PackedFn:
+    """A pack (1, H, T, D) in one kernel call with its boundaries: fla's ``cu_seqlens``, the
+    state starting afresh at each (proven under Triton's interpreter by the tests)."""
+
+    def packed(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool, **params: Any
+    ) -> torch.Tensor:
+        return fn(q, k, v, causal=causal, kernel=kernel, cu_seqlens=segments.cu_seqlens(q.device), **params)
+
+    return packed
+
+
 def gated_fla_impls(variant: str, extra_inputs: Iterable[ExtraInput] = ()) -> tuple[Impl, ...]:
-    """The ``fla`` and ``fla-recurrent`` impls of ``variant``; they run where fla-core 0.6 and a
-    Triton GPU are, and are left out with the reason elsewhere. A pack runs as one kernel call
-    per sequence, ``extra_inputs`` cut at the boundaries (fla's cu_seqlens path for these
-    kernels is not wired yet)."""
+    """The ``fla``, ``fla-recurrent`` (and ``fla-dispatch``) impls of ``variant``; they run where
+    fla-core 0.6 and a Triton GPU are (or on a CPU under Triton's interpreter, for ``check``),
+    and are left out with the reason elsewhere. A pack runs as one kernel call with fla's
+    ``cu_seqlens``."""
+    del extra_inputs  # the pack's gates and β go to the kernel whole, cut by cu_seqlens
     module, fn, summaries = KERNELS[variant]
-    declared = tuple(extra_inputs)
     return tuple(
         Impl(
             kernel,
@@ -270,7 +342,7 @@ def gated_fla_impls(variant: str, extra_inputs: Iterable[ExtraInput] = ()) -> tu
             optional=True,
             layout="bshd",
             library=fla_common.DISTRIBUTION,
-            packed=per_sequence(partial(fn, kernel=kernel), declared),
+            packed=_varlen(fn, kernel),
         )
         for kernel, summary in summaries.items()
     )
