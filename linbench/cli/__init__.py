@@ -26,6 +26,7 @@ from linbench.cli.history_cmd import history_command
 from linbench.cli.list_cmd import list_command
 from linbench.cli.merge_cmd import merge_command
 from linbench.cli.plot_cmd import plot_command
+from linbench.cli.profile_cmd import profile_command
 from linbench.cli.report_cmd import report_command
 from linbench.cli.run_cmd import run_command
 from linbench.cli.suites_cmd import suites_command
@@ -106,6 +107,7 @@ for _name, _command in (
     ("suites", suites_command),
     ("doctor", doctor_command),
     ("build", build_command),
+    ("profile", profile_command),
 ):
     _add(_name, _command)
 

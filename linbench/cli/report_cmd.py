@@ -42,6 +42,7 @@ def report_command(
     """Fit time and memory against length and head dim; crossovers and speedups against softmax."""
     from linbench.report.analysis import analyse
     from linbench.report.capacity import capacity_tables
+    from linbench.report.device_split import device_split_tables
     from linbench.report.load import load_runs
     from linbench.report.model_cost import model_cost_tables
     from linbench.report.render import markdown, report_tables
@@ -84,6 +85,7 @@ def report_command(
                 + roofline_tables(run)
                 + capacity_tables(run.results)
                 + model_cost_tables(run)
+                + device_split_tables(run)
             )
             sections.append(markdown(tables, title))
         text = "\n".join(sections)
@@ -100,6 +102,7 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
     from rich.markup import escape
 
     from linbench.report.capacity import capacity_tables
+    from linbench.report.device_split import device_split_tables
     from linbench.report.model_cost import model_cost_tables
     from linbench.report.render import report_tables, rich_table
     from linbench.report.roofline import roofline_tables
@@ -116,6 +119,7 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
             + roofline_tables(run)
             + capacity_tables(run.results)
             + model_cost_tables(run)
+            + device_split_tables(run)
         ):
             console.print(rich_table(table))
 

@@ -19,6 +19,7 @@ from html import escape
 from typing import Any
 
 from linbench.report.analysis import Analysis, Crossover, FitResult
+from linbench.report.device_split import device_split_tables
 from linbench.report.html_load import load_details, load_summary
 from linbench.report.html_table import key_values, table_html
 from linbench.report.load import Run
@@ -83,6 +84,10 @@ def _run_section(n: int, run: Run, analysis: Analysis, figures: bool) -> list[st
     if roofline:
         parts.append("<h3>Against the ceilings</h3>")
         parts += [table_html(table) for table in roofline]
+    split = device_split_tables(run)
+    if split:
+        parts.append("<h3>Kernels and energy</h3>")
+        parts += [table_html(table) for table in split]
     if figures:
         parts += ["<h3>Figures</h3>", *_figures(run)]
     parts += ["<h3>Details</h3>", "<h4>The run</h4>", key_values(run_metadata(run.meta), "meta")]

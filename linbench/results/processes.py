@@ -71,6 +71,14 @@ class ProcessResult:
     drift_steps: int | None = None
     memory_budget_bytes: int | None = None
     graph_pools: int | None = None
+    backend: str | None = None
+    kernel_ms: float | None = None
+    kernel_names: str | None = None
+    energy_j: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    mem_clock_mhz: float | None = None
+    device_split_note: str | None = None
     # The timed repetitions, for samples.csv; a recorded process keeps none.
     samples_ms: tuple[float, ...] = ()
 

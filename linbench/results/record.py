@@ -54,6 +54,7 @@ TIME_COLUMNS = (
     *("time_ms", "time_ms_p20", "time_ms_p80", "samples", "tflops", "time_per_token_ms", "device_ms"),
     *("tokens_per_s", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "timing"),
     "time_per_accepted_token_ms",
+    *("kernel_ms", "host_overhead_ms", "energy_j", "power_w", "tokens_per_j"),
 )
 
 
@@ -177,7 +178,7 @@ def _with_rates(row: dict[str, Any], facts: PointFacts) -> dict[str, Any]:
     if facts.flops:
         row["tflops"] = facts.flops / seconds / 1e12
     row[facts.rate] = time_ms if facts.rate == PER_TOKEN else facts.tokens / seconds
-    return _serving_rates(row, seconds)
+    return _with_device_split(_serving_rates(row, seconds), facts)
 
 
 def _serving_rates(row: dict[str, Any], seconds: float) -> dict[str, Any]:
@@ -190,4 +191,15 @@ def _serving_rates(row: dict[str, Any], seconds: float) -> dict[str, Any]:
     budget, each = as_number(row.get("memory_budget_bytes")), as_number(row.get("state_bytes_per_request"))
     if budget and each:
         row["requests_fit"] = int(budget // each)
+    return row
+
+
+def _with_device_split(row: dict[str, Any], facts: PointFacts) -> dict[str, Any]:
+    """The host's share of the call's time, where its kernels' device time was read, and the
+    tokens per joule of a run point, where its energy was."""
+    kernel_ms, energy_j = row.get("kernel_ms"), row.get("energy_j")
+    if kernel_ms not in (None, ""):
+        row["host_overhead_ms"] = float(row["time_ms"]) - float(kernel_ms)
+    if energy_j not in (None, "") and float(energy_j) > 0 and facts.rate == PER_SECOND:
+        row["tokens_per_j"] = facts.tokens / float(energy_j)
     return row

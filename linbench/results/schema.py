@@ -52,6 +52,9 @@ __all__ = [
 #    served: tokens_per_step and state_dtype in the key, and pool, accept, contexts,
 #    accepted_per_step, time_per_accepted_token_ms, state_bytes_per_request, state_drift,
 #    drift_steps, memory_budget_bytes, requests_fit and graph_pools in results.csv.
+#    The backend (the library and kernel that answered the call), and on CUDA kernel-only device
+#    time and energy per call: kernel_ms, kernel_names, host_overhead_ms, energy_j, power_w,
+#    tokens_per_j, power_limit_w, mem_clock_mhz, device_split_note.
 SCHEMA_VERSION = 10
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
@@ -208,6 +211,26 @@ COLUMNS = {
                 "decode (serving): the memory requests_fit counts against (--memory-budget, else the device's)",
             ),
             ("compile_s", float, "compiled impls: seconds torch.compile took, outside the timed calls"),
+            (
+                "backend",
+                str,
+                "the library and kernel that answered the call (fla-triton chunk_gated_delta_rule, torch sdpa "
+                "flash, linbench csrc, torch eager, ...): what the impl's call said it ran, else what it declares",
+            ),
+            (
+                "kernel_names",
+                str,
+                "CUDA: the kernels, memcpys and memsets one call ran, each once, without template arguments "
+                "(;-separated): which library's kernels answered",
+            ),
+            ("power_limit_w", float, "CUDA: the GPU's enforced power limit while the point ran (NVML)"),
+            ("mem_clock_mhz", float, "CUDA: the GPU's memory clock while the point ran (NVML)"),
+            (
+                "device_split_note",
+                str,
+                "why kernel_ms or energy_j is empty (a CPU has neither; NVML without an energy counter; a "
+                "profiler trace that lost records)",
+            ),
         ),
         *_group(
             "median",
@@ -225,6 +248,19 @@ COLUMNS = {
                 "preemption by another process does not add to; results.csv: median over processes)",
             ),
             ("sm_clock_mhz", float, "CUDA: SM clock while the point ran"),
+            (
+                "kernel_ms",
+                float,
+                "CUDA: device time of one call's kernels, memcpys and memsets, summed (torch.profiler, 3 calls "
+                "after the timed ones, each after an L2 flush; the median call's)",
+            ),
+            (
+                "energy_j",
+                float,
+                "CUDA: joules per call: NVML's total-energy counter around at least 0.5 s of calls back to back, "
+                "after the timed ones",
+            ),
+            ("power_w", float, "CUDA: the GPU's average power over those calls (W)"),
         ),
         *_group("sum", ("samples", int, "timed repetitions (results.csv: over all processes)")),
         *_group(
@@ -293,6 +329,13 @@ COLUMNS = {
                 "decode (serving): the step's time over the tokens a request keeps per step",
             ),
             ("requests_fit", int, "decode (serving): requests at this context whose state fits memory_budget_bytes"),
+            (
+                "host_overhead_ms",
+                float,
+                "CUDA: time_ms − kernel_ms, the call's time its kernels do not account for (Python, dispatch, "
+                "launches the GPU waits on)",
+            ),
+            ("tokens_per_j", float, "run, CUDA: tokens processed per joule (the tokens of tokens_per_s / energy_j)"),
         ),
         # processes.csv and samples.csv only.
         *_group(
@@ -371,6 +414,8 @@ RESULT_COLUMNS = (
     # Schema 10.
     *("pool", "accept", "contexts", "accepted_per_step", "time_per_accepted_token_ms", "state_bytes_per_request"),
     *("state_drift", "drift_steps", "memory_budget_bytes", "requests_fit", "graph_pools"),
+    *("backend", "kernel_ms", "host_overhead_ms", "kernel_names", "energy_j", "power_w"),
+    *("tokens_per_j", "power_limit_w", "mem_clock_mhz", "device_split_note"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
@@ -382,6 +427,8 @@ MEASURED_COLUMNS = (
     *("neighbour_cpu", "oversubscribed", "cpu_ms_p20", "alloc_peak_bytes"),
     *("state_bytes_per_request", "accepted_per_step", "state_drift", "drift_steps", "memory_budget_bytes"),
     "graph_pools",
+    *("backend", "kernel_ms", "kernel_names", "energy_j", "power_w", "power_limit_w", "mem_clock_mhz"),
+    "device_split_note",
 )
 PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s")
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")

@@ -28,6 +28,8 @@ from linbench.measure.timer import Timing, time_cpu
 from linbench.results.processes import ProcessResult
 from linbench.runner.execute_gpu import graph_predicted_s, time_with_policy
 from linbench.runner.kind_protocol import Task, Work
+from linbench.variants.backends import declared_backend, take_noted
+from linbench.variants.registry import get_variant
 
 
 def run_gate(task: Task) -> ProcessResult:
@@ -44,6 +46,9 @@ def gate_result(case: CaseResult) -> ProcessResult:
     status = "ok" if case.ok else "mismatch"
     return ProcessResult(status, rel_err=case.rel_error, error="" if case.ok else case.describe())
 
+
+# Why a CPU row has no kernel_ms or energy_j (results/schema.py).
+CPU_SPLIT_NOTE = "CPU: no GPU kernels to time apart and no energy counter (kernel_ms and energy_j are CUDA's)"
 
 # A long first call (TimingPolicy.long_first_call_timed) kept as a repetition may be this much
 # slower than the slowest later one: a call past it had not reached its steady speed.
@@ -68,10 +73,12 @@ def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     kind = task.kind
+    take_noted()  # what an earlier call in this worker (a check, another point) ran is not this point's
     try:
         with kind.measuring():
             work, held = kind.workload(task, device)
             result = replace(_measure(task, work, device, started, warm_curve), state_bytes=held)
+            backend = _backend(task)
             if device.type == "cuda":
                 result = kind.after_eager(task, work, device, result)
             # A workload's own readings after its timed calls (a serving decode point's: what a
@@ -79,9 +86,19 @@ def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
             readings = getattr(work, "readings", None)
             if readings is not None:
                 result = replace(result, **readings())
-        return replace(result, compile_s=_compiled(compiled_before))
+        return replace(result, compile_s=_compiled(compiled_before), backend=backend)
     except StopEarlyError as stop:
         return ProcessResult("timeout", error=str(stop))
+
+
+def _backend(task: Task) -> str:
+    """The library and kernel the timed calls ran: what they noted, else what the impl
+    declares (linbench/variants/backends.py)."""
+    noted = take_noted()
+    if noted is not None:
+        return noted
+    variant = get_variant(task.point.variant)
+    return declared_backend(variant.impls.get(task.point.impl))
 
 
 def _compiled(before: float | None) -> float | None:
@@ -148,6 +165,7 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
     threads = torch.get_num_threads()
     return replace(
         _timed(timing),
+        device_split_note=CPU_SPLIT_NOTE,
         peak_bytes=peak.peak_bytes,
         alloc_peak_bytes=_allocated_peak(task, work),
         neighbour_cpu=None if neighbours.cores is None else round(neighbours.cores, 2),

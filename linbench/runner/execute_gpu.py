@@ -16,6 +16,7 @@ import itertools
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import torch
 
@@ -110,6 +111,66 @@ def with_launches(
         print(f"kernels_per_call not counted: {_first_line(exc)}", file=sys.stderr)
         return result
     return result if count is None else replace(result, kernels_per_call=count)
+
+
+def with_device_split(
+    result: ProcessResult,
+    fn: Callable[[], object],
+    device: torch.device,
+    before: Callable[[], object] | None = None,
+    energy: bool = True,
+) -> ProcessResult:
+    """``result`` with the kernels' own device time of a call and their names (torch.profiler),
+    then the energy of calls back to back (NVML) with the power limit and memory clock; what
+    cannot be read is left empty and ``device_split_note`` says why. Last of all: the profiler
+    slows the process after it (launches.py)."""
+    notes: list[str] = []
+    if energy:
+        result = replace(result, **_energy(fn, (result.time_ms or 0.0) / 1e3, device, notes))
+    else:  # a bwd call needs its forward built before each call, whose energy would count too
+        notes.append("energy not read: a bwd call needs a forward built before it, which the counter would count")
+    try:
+        from linbench.measure.cuda_timer import l2_flush_bytes
+        from linbench.measure.kernel_time import measure_kernel_time
+
+        flush = torch.empty(l2_flush_bytes(device) // 4, dtype=torch.int32, device=device)
+        split = measure_kernel_time(fn, device, before=before, flush=flush.zero_)
+        if split is not None:
+            result = replace(result, kernel_ms=split.kernel_ms, kernel_names=";".join(split.names))
+    except Exception as exc:  # a figure that cannot be trusted is left out, never guessed
+        notes.append(f"kernel time not read: {_first_line(exc)}")
+    return replace(result, device_split_note="; ".join(notes) or None)
+
+
+def _energy(fn: Callable[[], object], call_s: float, device: torch.device, notes: list[str]) -> dict[str, Any]:
+    """energy_j, power_w, power_limit_w and mem_clock_mhz of calls of ``fn`` (``call_s`` seconds
+    each, as timed) back to back."""
+    from linbench.measure.energy import measure_energy, power_facts
+    from linbench.measure.nvml import load_nvml, nvml_handle
+
+    try:
+        nvml = load_nvml()
+    except Exception as exc:
+        notes.append(f"energy not read: NVML unavailable: {_first_line(exc)}")
+        return {}
+    try:
+        handle = nvml_handle(nvml, device.index if device.index is not None else torch.cuda.current_device())
+        window = measure_energy(
+            fn,
+            lambda: float(nvml.nvmlDeviceGetTotalEnergyConsumption(handle)),
+            lambda: torch.cuda.synchronize(device),
+            call_s,
+        )
+        facts: dict[str, Any] = dict(power_facts(nvml, handle))
+        if window.millijoules <= 0:
+            notes.append("energy not read: NVML's energy counter did not move")
+            return facts
+        return facts | {"energy_j": window.joules_per_call, "power_w": round(window.watts, 1)}
+    except Exception as exc:  # a GPU without the counter (before Volta) or a failed call
+        notes.append(f"energy not read: {_first_line(exc)}")
+        return {}
+    finally:
+        nvml.nvmlShutdown()
 
 
 def _settle(device: torch.device) -> None:

@@ -21,6 +21,7 @@ from linbench.runner.kind_protocol import SharedKind, Task, Work
 from linbench.sweep import estimate
 from linbench.sweep.points import Point
 from linbench.variants.declarations import Param
+from linbench.variants.feature_forms.triton_interpreter import untimeable_reason
 from linbench.variants.registry import get_variant
 from linbench.variants.selection import Selected, select_impls
 from linbench.variants.traffic import minimal_bytes
@@ -57,7 +58,8 @@ class RunKind(SharedKind):
         return select_impls(specs)
 
     def unavailable_reason(self, pick: Selected, device: torch.device) -> str | None:
-        return pick.variant.impls[pick.impl].unavailable_reason(device)
+        impl = pick.variant.impls[pick.impl]
+        return impl.unavailable_reason(device) or untimeable_reason(impl.library, device)
 
     def optional(self, pick: Selected) -> bool:
         return pick.variant.impls[pick.impl].optional
@@ -148,8 +150,8 @@ class RunKind(SharedKind):
         return Workload(task.point, device, task.seed, task.params), None
 
     def after_eager(self, task: Task, work: Work, device: torch.device, result: ProcessResult) -> ProcessResult:
-        """The graph's replays, then the launch count: in this order, since the profiler slows
-        the process after it (execute_gpu.py)."""
+        """The graph's replays, then the launch count, the kernels' device time and the energy:
+        in this order, since the profiler slows the process after it (execute_gpu.py)."""
         from linbench.runner import execute_gpu
         from linbench.runner.workload import Workload
 
@@ -159,6 +161,9 @@ class RunKind(SharedKind):
             result = execute_gpu.with_graph(result, lambda: execute_gpu.capturable_call(work), device, graph)
         if task.count_launches:
             result = execute_gpu.with_launches(result, work.run, device, before=work.before)
+            # The kernels' own time and the energy: once per point, as the launches are counted.
+            energy = task.point.mode != "bwd"
+            result = execute_gpu.with_device_split(result, work.run, device, before=work.before, energy=energy)
         return result
 
     def graph_policy(self, timing: TimingPolicy) -> TimingPolicy:

@@ -199,6 +199,10 @@ class Impl:
     # passes a worker's memory. None: WORKING_COPIES (linbench/sweep/estimate.py), the least
     # of any form measured, so that no form is left out where it would have fitted.
     working_copies: int | None = None
+    # The library and kernel the impl runs, for results.csv's ``backend`` when its call does
+    # not say (linbench/variants/backends.py): "linbench csrc", "torch compile (inductor)".
+    # None: its library's name, else "torch eager".
+    backend: str | None = None
 
     def __post_init__(self) -> None:
         derive_exponent(self, "time_exponent", self.time_complexity)

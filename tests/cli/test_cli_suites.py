@@ -20,7 +20,7 @@ SUITE_FILES = sorted(SUITES.glob("*.toml"))
 EXPECTED = {
     *("paper-fig5", "paper-fig5-gpu", "paper-fig2", "heinsen-constant-cost", "cosformer"),
     *("ci-cpu", "ci-gpu", "gate-cpu"),
-    *("gated", "gated-gpu", "gated-decode"),
+    *("gated", "gated-gpu", "gated-decode", "backends-gpu"),
     *("gate-decode-cpu", "gate-decode-gpu"),
 }
 
@@ -56,9 +56,10 @@ def test_each_suite_parses_and_plans_the_points_the_listing_gives(invoke: Invoke
     # ci-gpu times CUDA graphs, which a CPU plan refuses; the points are the same without.
     plan = make_plan(replace(spec, cuda_graph=False), torch.device("cpu"), "test cpu")
     listed = listed_counts(invoke("suites", SUITES).stdout)
-    # The listing counts every impl a suite names; on CPU the fla impls (fla, fla-recurrent) are
-    # left out with a note.
-    left_out = [note for note in plan.targets.notes if re.search(r":fla(-recurrent)? left out", note)]
+    # The listing counts every impl a suite names; on CPU the optional kernel libraries' impls
+    # (fla's, flash-qla, flashinfer, cudnn, fa2, fa4) are left out with a note.
+    optional = re.compile(r":(fla(-recurrent|-dispatch)?|flash-qla|flashinfer|cudnn|fa2|fa4) left out")
+    left_out = [note for note in plan.targets.notes if optional.search(note)]
     per_impl = len(plan.points) // len(plan.targets.pairs)
     assert listed[path.stem] == (command, len(plan.points) + per_impl * len(left_out))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from linbench.results.record import (
@@ -104,3 +106,18 @@ def test_the_facts_a_results_row_recorded_read_back_from_its_text() -> None:
     }  # what an older row without them reads as
     expected = FACTS.columns() | {k: str(v) for k, v in KEY.items()} | filled
     assert PointFacts.from_row(text, FACTS.rate).columns() == expected
+
+
+def test_a_cuda_point_s_row_splits_its_time_and_gives_tokens_per_joule() -> None:
+    """host_overhead_ms = time_ms − kernel_ms; tokens_per_j = the call's tokens / joules per call."""
+    process = replace(_ok(3.0), kernel_ms=2.25, energy_j=0.5, power_w=400.0, kernel_names="gemm;softmax")
+    row = point_row(FACTS, CHECKED, [process])
+    assert row["host_overhead_ms"] == pytest.approx(0.75)
+    assert row["tokens_per_j"] == pytest.approx(2 * 1024 / 0.5)
+    assert row["kernel_names"] == "gemm;softmax"
+
+
+def test_a_row_without_a_kernel_time_or_energy_has_no_split() -> None:
+    row = point_row(FACTS, CHECKED, [replace(_ok(3.0), device_split_note="CPU: none")])
+    assert row.get("host_overhead_ms") is None and row.get("tokens_per_j") is None
+    assert row["device_split_note"] == "CPU: none"

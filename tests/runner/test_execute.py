@@ -32,3 +32,18 @@ def test_the_nvml_columns_leave_out_the_idle_reason() -> None:
     assert result == ProcessResult(
         "ok", time_ms=1.0, nvml_peak_bytes=300, sm_clock_mhz=1200, temp_c=60, throttle_reasons="sw_power_cap"
     )
+
+
+def test_a_cpu_point_has_no_kernel_time_or_energy_and_says_why() -> None:
+    from linbench.measure.timing_policy import TimingPolicy
+    from linbench.runner.execute import CPU_SPLIT_NOTE, run_measure
+    from linbench.runner.kind_protocol import Task
+    from linbench.runner.kinds import RUN
+    from linbench.sweep.points import Point
+
+    point = Point("cosine", "recurrent", "fwd", True, "fp32", "cpu", Shape(1, 2, 16, 8, 8))
+    timing = TimingPolicy.for_device("cpu", budget_s=0.01)
+    result = run_measure(Task(job="measure", point=point, timing=timing, kind=RUN, threads=1))
+    assert result.status == "ok", result.error
+    assert (result.kernel_ms, result.energy_j, result.power_w) == (None, None, None)
+    assert result.device_split_note == CPU_SPLIT_NOTE

@@ -54,8 +54,7 @@ def test_enough_pools_rotate_that_the_others_hold_twice_the_l2() -> None:
 
 @pytest.mark.cuda
 def test_on_cuda_the_rotating_steps_are_captured_and_replayed_in_turn() -> None:
-    from linbench.runner.task import TimingPolicy
-
+    from linbench.measure.timing_policy import TimingPolicy
     from linbench.results.processes import ProcessResult
     from linbench.runner.execute_gpu import decode_graph_policy, with_rotating_graphs
 

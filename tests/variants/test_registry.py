@@ -13,7 +13,10 @@ from linbench.variants.extra_inputs import draw_extra_inputs
 from linbench.variants.registry import Impl, Variant, exponent_in_s, register_variant, unregister_variant
 
 EXPECTED_IMPLS = {
-    "softmax": ["naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "varlen"],
+    "softmax": [
+        *("naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "varlen"),
+        *("fa2", "fa4", "flashinfer"),
+    ],
     "cosine": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled", "fla"],
     "cosformer": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled"],
     "heinsen": ["quadratic", "naive", "chunked", "recurrent", "kernel"],
@@ -21,6 +24,11 @@ EXPECTED_IMPLS = {
 }
 GATED = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
 EXPECTED_IMPLS |= {name: ["recurrent", "quadratic", "chunked", "fla", "fla-recurrent"] for name in GATED}
+EXPECTED_IMPLS["gated-deltanet"] = [
+    *EXPECTED_IMPLS["gated-deltanet"],
+    *("fla-dispatch", "flash-qla", "flashinfer", "cudnn"),
+]
+EXPECTED_IMPLS["kda"] = [*EXPECTED_IMPLS["kda"], "fla-dispatch"]
 
 
 def test_every_variant_and_impl_is_registered() -> None:

@@ -107,4 +107,5 @@ def compiled_impl(features: FeatureMap, length_params: Iterable[str] = (), summa
         params=(CHUNK_SIZE,),
         availability=functools.lru_cache(maxsize=None)(compile_unavailable),
         by_name=True,
+        backend="torch compile (inductor)",
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import os
 from collections.abc import Callable
@@ -31,7 +32,9 @@ import torch
 import torch.nn.functional as F
 
 from linbench.errors import ImplUnavailableError
+from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
+from linbench.variants.feature_forms.triton_interpreter import bridge_interpreter, interpreter_on
 from linbench.variants.impl_helpers import positive_number
 
 DISTRIBUTION = "fla-core"
@@ -50,16 +53,29 @@ DISPATCH_SWITCHES = {"FLA_DISABLE_BACKEND_DISPATCH": "1", "FLA_FLASH_KDA": "0"}
 DISPATCH_TARGETS = ("flash-qla", "flash-kda")
 
 
+_PINNED: set[str] = set()  # the switches linbench set itself (not the user)
+
+
 def pin_fla_dispatch() -> None:
     """Turn fla's hand-off to other kernel libraries off, where the user has not set it (fla
     reads these when its modules are first imported, so this runs before any fla import)."""
     for name, value in DISPATCH_SWITCHES.items():
-        os.environ.setdefault(name, value)
+        if name not in os.environ:
+            os.environ[name] = value
+            _PINNED.add(name)
+
+
+def pinned_by_linbench() -> tuple[str, ...]:
+    """The per-backend switches of DISPATCH_SWITCHES that linbench set (FLA_FLASH_KDA), not the
+    process-wide one, which fla read once at import."""
+    return tuple(sorted(_PINNED - {"FLA_DISABLE_BACKEND_DISPATCH"}))
 
 
 def import_fla(module: str) -> Any:
-    """``module`` (an fla module), imported with the dispatch pinned off first."""
+    """``module`` (an fla module), imported with the dispatch pinned off first (and, under
+    Triton's interpreter, its two gaps bridged: triton_interpreter.py)."""
     pin_fla_dispatch()
+    bridge_interpreter()
     return importlib.import_module(module)
 
 
@@ -76,6 +92,17 @@ def dispatch_record() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return record
+
+
+def backend_name(kernel: str, device: torch.device) -> str:
+    """results.csv's ``backend`` for fla's own Triton ``kernel`` (dispatch off), marked
+    interpreted where it runs under Triton's interpreter on the CPU."""
+    interpreted = device.type == "cpu" and interpreter_on()
+    name = f"fla-triton{' (interpreted)' if interpreted else ''} {kernel}"
+    # Unset reads as off: linbench pins it so before fla is first imported.
+    if os.environ.get("FLA_DISABLE_BACKEND_DISPATCH", "1") != "1":  # the user turned fla's dispatch on
+        return f"{name} (or a library fla's dispatch handed it to)"
+    return name
 
 
 def fla_version() -> str | None:
@@ -101,12 +128,19 @@ def fla_unavailable(device: torch.device, module: str = "fla.ops.linear_attn") -
         return f"fla-core is not installed ({INSTALL_HINT}); its Triton kernels also need a CUDA GPU"
     if not _tested(version):
         return f"fla-core {version} is installed; linbench's fla impls are written for {TESTED_RANGE}"
-    if device.type != "cuda":
-        return f"fla's kernels are Triton kernels and need a CUDA GPU, not {device.type}"
-    from torch.utils._triton import has_triton
+    if device.type == "cpu" and interpreter_on():
+        if importlib.util.find_spec("triton") is None:
+            return "TRITON_INTERPRET=1 is set but Triton is not installed (pip install triton)"
+    elif device.type != "cuda":
+        return (
+            f"fla's kernels are Triton kernels and need a CUDA GPU, not {device.type} "
+            "(on a CPU: TRITON_INTERPRET=1 runs them interpreted, for linbench check)"
+        )
+    else:
+        from torch.utils._triton import has_triton
 
-    if not has_triton():
-        return "fla's kernels need Triton, which is not installed or finds no GPU it supports"
+        if not has_triton():
+            return "fla's kernels need Triton, which is not installed or finds no GPU it supports"
     try:
         import_fla(module)
     except Exception as exc:  # a broken install says why, in list, instead of crashing a run
@@ -126,6 +160,7 @@ def _run_fla(
     inputs in fla's layout), the output back as a (B, H, S, D) view. With ``segments`` (a
     packed batch's, linbench/variants/varlen.py), fla's own varlen path: ``cu_seqlens``."""
     fq, fk, fv = (t.transpose(1, 2) for t in (q, k, v))
+    note_backend(backend_name("chunk_linear_attn", q.device))
     kernel = chunk_linear_attn()
     if segments is None:
         out, _ = kernel(fq, fk, fv, scale=scale, normalize=normalize)

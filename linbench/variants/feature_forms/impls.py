@@ -145,6 +145,7 @@ def kernel_impl(fn: ImplFn, summary: str = KERNEL_SUMMARY, feature_width: int = 
         availability=kernel_ops.unavailable_reason,
         device_shape_support=kernel_dims_refusal(feature_width),
         sources=(COMPILED_SOURCES,),
+        backend="linbench csrc",
     )
 
 

@@ -19,9 +19,11 @@ from typing import Any
 
 import torch
 
-from linbench.variants.declarations import FlopsFn, Param
+from linbench.variants.declarations import FlopsFn, Impl, Param
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.gated.fla import gated_fla_impls
+from linbench.variants.gated.flash_qla import flash_qla_impl
+from linbench.variants.gated.flashinfer_gdn import flashinfer_impls
 from linbench.variants.gated.impls import (
     INITIAL_STATE,
     SCALE,
@@ -70,6 +72,12 @@ def per_value_head(prepare: Prepare) -> Prepare:
     return prepared
 
 
+def library_impls(name: str, extra_inputs: tuple[ExtraInput, ...]) -> tuple[Impl, ...]:
+    """The impls of other kernel libraries a family has: FlashQLA's, FlashInfer's and cuDNN's
+    for gated-deltanet."""
+    return (flash_qla_impl(extra_inputs), *flashinfer_impls()) if name == "gated-deltanet" else ()
+
+
 def gated_variant(family: GatedFamily) -> Variant:
     """The variant ``family`` declares: its forms and fla's kernels, stream and decoder."""
     prepare = per_value_head(family.prepare)
@@ -79,6 +87,7 @@ def gated_variant(family: GatedFamily) -> Variant:
         impl_list=(
             *gated_impls(family.name, prepare, dict(family.forms), family.working_copies),
             *gated_fla_impls(family.name, family.extra_inputs),
+            *library_impls(family.name, tuple(family.extra_inputs)),
         ),
         reference="recurrent",
         param_specs=(*family.params, INITIAL_STATE),

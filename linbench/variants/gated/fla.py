@@ -1,9 +1,12 @@
 """fla-core's Triton kernels as impls of the gated variants: ``fla`` (chunk) and ``fla-recurrent``
 (fused_recurrent), on the ``.[fla]`` extra like cosine's and linear's ``fla``.
 
-Written against fla-core 0.6.x's signatures; they run only on a CUDA GPU with Triton, so on
-linbench's development machine they are checked against fla's own pure-PyTorch references
-(``naive.py``) standing in for the kernels, never run (tests/variants/test_gated_fla.py). Every
+Written against fla-core 0.6.x's signatures; they run on a CUDA GPU with Triton, and on a CPU
+under Triton's interpreter (``TRITON_INTERPRET=1``, feature_forms/triton_interpreter.py), where
+``linbench check`` and the tests prove fla's real kernels against the fp64 reference
+(tests/variants/test_gated_fla_interpreted.py) but nothing is timed; without Triton the tests
+check the mapping against fla's pure-PyTorch references standing in for the kernels
+(tests/variants/test_gated_fla.py). Every
 kernel takes (B, S, H, D) tensors (the impls hand it views of linbench's (B, H, S, D) ones,
 which ``linbench run`` draws in fla's layout, untimed), gates and β as (B, S, H) or
 (B, S, H, Dk), and q's factor as ``scale`` (None there means Dk^-1/2, as here); every
@@ -32,7 +35,7 @@ reads q/k head j // (HV / H)) natively; the other kernels get q and k repeated t
 fla takes a constant decay (g_gamma) without a gradient and has no backward for the fused
 recurrent gated delta rule nor for fused_recurrent_kda: a gradient asked of either is ImplUnavailableError (the point is
 skipped with the reason). chunk_delta_rule refuses fp32 (fp16 and bf16 only); no fla kernel
-has an fp64 form.
+has an fp64 form. Under the interpreter bf16 is refused (INTERPRETED_BF16).
 """
 
 from __future__ import annotations
@@ -44,15 +47,21 @@ from typing import Any
 import torch
 
 from linbench.errors import ImplUnavailableError
-from linbench.variants.declarations import Impl
+from linbench.variants.backends import note_backend
+from linbench.variants.declarations import Impl, PackedFn
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.feature_forms import fla as fla_common
+from linbench.variants.feature_forms.triton_interpreter import interpreter_on
+from linbench.variants.gated.fla_dispatch import DISPATCH, run_dispatched
 from linbench.variants.gated.gates import lightning_log_decay, retention_log_decay
 from linbench.variants.gated.numerics import resolve_scale
 from linbench.variants.heads import repeat_qk
-from linbench.variants.varlen import per_sequence
+from linbench.variants.varlen import Segments
 
 CHUNK, RECURRENT = "fla", "fla-recurrent"
+# Measured with fla-core 0.6.0 and triton 3.9: chunk_delta_rule in bf16 under the interpreter is
+# off by 1e9 (numpy has no bf16: its matmuls overflow); in fp16 it matches the reference.
+INTERPRETED_BF16 = "Triton's interpreter computes bf16 wrongly on a CPU (numpy has no bf16); fp16 and fp32 run"
 FP32_REFUSED = "fla's chunk_delta_rule takes fp16 and bf16 only (it asserts against fp32)"
 
 
@@ -72,13 +81,20 @@ def _call(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
+    dispatch: bool = False,
+    *,
+    cu_seqlens: torch.Tensor | None = None,
     initial_state: torch.Tensor | None = None,
     **given: Any,
 ) -> torch.Tensor:
     """The kernel on seq-major views of q, k, v and the tensors in ``given``, from
-    ``initial_state`` (N, H_v, K, V) as fla takes it; the output back as a (B, H, S, Dv) view."""
+    ``initial_state`` (N, H_v, K, V) as fla takes it; the output back as a (B, H, S, Dv) view.
+    ``dispatch``: as fla's dispatch would run it (fla_dispatch.py). ``cu_seqlens``: a pack's
+    boundaries (q, k, v (1, H, T, D)), fla's own varlen path."""
     if q.dtype == torch.float64:
         raise ImplUnavailableError(f"fla.ops.{module}.{name} has no fp64 form")
+    if q.dtype == torch.bfloat16 and q.device.type == "cpu" and interpreter_on():
+        raise ImplUnavailableError(f"fla.ops.{module}.{name}: {INTERPRETED_BF16}")
     args = {key: _seq_major(value) if _per_token(value) else value for key, value in given.items()}
     if initial_state is not None:
         want = (q.shape[0], v.shape[1], q.shape[-1], v.shape[-1])
@@ -86,7 +102,14 @@ def _call(
             got = tuple(initial_state.shape)
             raise ValueError(f"parameter initial_state must have shape (B, H_v, Dk, Dv) = {want}; got {got}")
         args["initial_state"] = initial_state
-    out, _ = fla_kernel(module, name)(q=_seq_major(q), k=_seq_major(k), v=_seq_major(v), **args)
+    args |= {"q": _seq_major(q), "k": _seq_major(k), "v": _seq_major(v)}
+    if cu_seqlens is not None:
+        args["cu_seqlens"] = cu_seqlens
+    if dispatch:
+        out, _ = run_dispatched(name, fla_kernel(module, name), **args)
+    else:
+        note_backend(fla_common.backend_name(name, q.device))
+        out, _ = fla_kernel(module, name)(**args)
     return out.transpose(1, 2)
 
 
@@ -113,6 +136,7 @@ def retention_fla(
     scale: Any,
     kernel: str,
     initial_state: Any = None,
+    cu_seqlens: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """RetNet's retention: fla's own kernel for RetNet's γ schedule, its simple-GLA kernel with
     a constant decay per head (g_gamma, exactly what the retention kernel builds) for another γ."""
@@ -120,12 +144,22 @@ def retention_fla(
     factor = resolve_scale(scale, q.shape[-1])
     fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
     if gamma is None:
-        return _call("retention", f"{fused}_retention", q, k, v, scale=factor, initial_state=initial_state)
+        return _call(
+            "retention", f"{fused}_retention", q, k, v, scale=factor, initial_state=initial_state, cu_seqlens=cu_seqlens
+        )
     if isinstance(gamma, torch.Tensor) and _needs_gradient(gamma):
         raise ImplUnavailableError(f"retention:{kernel}: fla takes γ as a constant (g_gamma); no gradient reaches it")
     log_decay = retention_log_decay(gamma, q.shape[1], q.float()).detach()
     return _call(
-        "simple_gla", f"{fused}_simple_gla", q, k, v, g_gamma=log_decay, scale=factor, initial_state=initial_state
+        "simple_gla",
+        f"{fused}_simple_gla",
+        q,
+        k,
+        v,
+        g_gamma=log_decay,
+        scale=factor,
+        initial_state=initial_state,
+        cu_seqlens=cu_seqlens,
     )
 
 
@@ -140,6 +174,7 @@ def lightning_fla(
     scale: Any,
     kernel: str,
     initial_state: Any = None,
+    cu_seqlens: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Lightning attention: fla builds the per-head decay from the layer's index and count
     (checked here first, so a bad pair is the same ValueError as the PyTorch forms')."""
@@ -147,8 +182,17 @@ def lightning_fla(
     lightning_log_decay(layer, layers, q.shape[1], q.float())
     fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
     factor = resolve_scale(scale, q.shape[-1])
-    given = {"layer_idx": int(layer), "num_layers": int(layers), "scale": factor}
-    return _call("lightning_attn", f"{fused}_lightning_attn", q, k, v, **given, initial_state=initial_state)
+    given: dict[str, Any] = {"layer_idx": int(layer), "num_layers": int(layers), "scale": factor}
+    return _call(
+        "lightning_attn",
+        f"{fused}_lightning_attn",
+        q,
+        k,
+        v,
+        **given,
+        initial_state=initial_state,
+        cu_seqlens=cu_seqlens,
+    )
 
 
 def simple_gla_fla(
@@ -161,6 +205,7 @@ def simple_gla_fla(
     scale: Any,
     kernel: str,
     initial_state: Any = None,
+    cu_seqlens: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """A scalar log-gate per head and token, as fla's ``g`` (B, S, H)."""
     _causal_only(f"simple-gla:{kernel}", causal)
@@ -174,6 +219,7 @@ def simple_gla_fla(
         g=g,
         scale=resolve_scale(scale, q.shape[-1]),
         initial_state=initial_state,
+        cu_seqlens=cu_seqlens,
     )
 
 
@@ -187,13 +233,24 @@ def gla_fla(
     scale: Any,
     kernel: str,
     initial_state: Any = None,
+    cu_seqlens: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """A log-gate per key channel: chunk_gla's ``g``, fused_recurrent_gla's ``gk`` (B, S, H, Dk)."""
     _causal_only(f"gla:{kernel}", causal)
     factor = resolve_scale(scale, q.shape[-1])
     if kernel == RECURRENT:
-        return _call("gla", "fused_recurrent_gla", q, k, v, gk=g, scale=factor, initial_state=initial_state)
-    return _call("gla", "chunk_gla", q, k, v, g=g, scale=factor, initial_state=initial_state)
+        return _call(
+            "gla",
+            "fused_recurrent_gla",
+            q,
+            k,
+            v,
+            gk=g,
+            scale=factor,
+            initial_state=initial_state,
+            cu_seqlens=cu_seqlens,
+        )
+    return _call("gla", "chunk_gla", q, k, v, g=g, scale=factor, initial_state=initial_state, cu_seqlens=cu_seqlens)
 
 
 def delta_fla(
@@ -206,6 +263,7 @@ def delta_fla(
     scale: Any,
     kernel: str,
     initial_state: Any = None,
+    cu_seqlens: torch.Tensor | None = None,
     g: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The (gated) delta rule, q and k L2-normalised inside fla's kernel (as fla's layers call it)."""
@@ -226,20 +284,21 @@ def delta_fla(
             scale=factor,
             use_qk_l2norm_in_kernel=True,
             initial_state=initial_state,
+            cu_seqlens=cu_seqlens,
         )
     if kernel == RECURRENT and _needs_gradient(q, k, v, g, beta):
         raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_gated_delta_rule has no backward (forward only)")
     name = "fused_recurrent_gated_delta_rule" if kernel == RECURRENT else "chunk_gated_delta_rule"
+    given = {"g": g, "beta": beta, "scale": factor, "use_qk_l2norm_in_kernel": True}
     return _call(
         "gated_delta_rule",
         name,
         q,
         k,
         v,
-        g=g,
-        beta=beta,
-        scale=factor,
-        use_qk_l2norm_in_kernel=True,
+        kernel == DISPATCH,
+        **given,
+        cu_seqlens=cu_seqlens,
         initial_state=initial_state,
     )
 
@@ -255,6 +314,7 @@ def kda_fla(
     scale: Any,
     kernel: str,
     initial_state: Any = None,
+    cu_seqlens: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Kimi Delta Attention: a log-gate per key channel, q and k L2-normalised in the kernel."""
     owner = f"kda:{kernel}"
@@ -263,8 +323,20 @@ def kda_fla(
         raise ImplUnavailableError(f"{owner}: fla's fused_recurrent_kda has no backward (forward only)")
     name = "fused_recurrent_kda" if kernel == RECURRENT else "chunk_kda"
     factor = resolve_scale(scale, q.shape[-1])
+    dispatch = kernel == DISPATCH
     return _call(
-        "kda", name, q, k, v, g=g, beta=beta, scale=factor, use_qk_l2norm_in_kernel=True, initial_state=initial_state
+        "kda",
+        name,
+        q,
+        k,
+        v,
+        dispatch,
+        g=g,
+        beta=beta,
+        scale=factor,
+        use_qk_l2norm_in_kernel=True,
+        cu_seqlens=cu_seqlens,
+        initial_state=initial_state,
     )
 
 
@@ -326,6 +398,7 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
         {
             CHUNK: "fla-core's chunk_gated_delta_rule, L2 norms in the kernel",
             RECURRENT: "fla-core's fused_recurrent_gated_delta_rule: forward only (fla has no backward)",
+            DISPATCH: "chunk_gated_delta_rule as fla's dispatch runs it (FlashQLA where it takes the call)",
         },
     ),
     "kda": (
@@ -334,9 +407,22 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
         {
             CHUNK: "fla-core's chunk_kda (g per key channel), L2 norms in the kernel",
             RECURRENT: "fla-core's fused_recurrent_kda: forward only (fla has no backward)",
+            DISPATCH: "chunk_kda as fla's dispatch runs it (FlashKDA where it takes the call)",
         },
     ),
 }
+
+
+def _varlen(fn: Callable[..., torch.Tensor], kernel: str) -> PackedFn:
+    """A pack (1, H, T, D) in one kernel call with its boundaries: fla's ``cu_seqlens``, the
+    state starting afresh at each (proven under Triton's interpreter by the tests)."""
+
+    def packed(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool, **params: Any
+    ) -> torch.Tensor:
+        return fn(q, k, v, causal=causal, kernel=kernel, cu_seqlens=segments.cu_seqlens(q.device), **params)
+
+    return packed
 
 
 # fla-core 0.6's kernels that take v (B, T, HV, V) with HV a multiple of q's and k's H themselves.
@@ -355,28 +441,28 @@ def _value_heads_repeated(fn: Callable[..., torch.Tensor]) -> Callable[..., torc
 
 
 def gated_fla_impls(variant: str, extra_inputs: Iterable[ExtraInput] = ()) -> tuple[Impl, ...]:
-    """The ``fla`` and ``fla-recurrent`` impls of ``variant``; they run where fla-core 0.6 and a
-    Triton GPU are, and are left out with the reason elsewhere. A pack runs as one kernel call
-    per sequence, ``extra_inputs`` cut at the boundaries (fla's cu_seqlens path for these
-    kernels is not wired: it could not be checked without a GPU)."""
+    """The ``fla``, ``fla-recurrent`` (and ``fla-dispatch``) impls of ``variant``; they run where
+    fla-core 0.6 and a Triton GPU are (or on a CPU under Triton's interpreter, for ``check``),
+    and are left out with the reason elsewhere. A pack runs as one kernel call with fla's
+    ``cu_seqlens``."""
+    del extra_inputs  # the pack's gates and β go to the kernel whole, cut by cu_seqlens
     module, kernel_fn, summaries = KERNELS[variant]
     native = variant in NATIVE_VALUE_HEADS
     fn = kernel_fn if native else _value_heads_repeated(kernel_fn)
-    declared = tuple(extra_inputs)
     return tuple(
         Impl(
             kernel,
             partial(fn, kernel=kernel),
             summary + "; fla's (B, S, H, D) layout made untimed; unverified on a GPU here",
             "O(sd²)",
-            "O(sd)" if kernel == CHUNK else "O(d²)",
+            "O(sd)" if kernel != RECURRENT else "O(d²)",
             time_exponent=1,
             availability=_availability(module),
             shape_support=_dtype_support(variant == "deltanet" and kernel == CHUNK),
             optional=True,
             layout="bshd",
             library=fla_common.DISTRIBUTION,
-            packed=per_sequence(partial(fn, kernel=kernel), declared),
+            packed=_varlen(fn, kernel),
             gva=native,
         )
         for kernel, summary in summaries.items()

@@ -98,4 +98,5 @@ def varlen_impl() -> Impl:
         availability=varlen_unavailable,
         shape_support=varlen_dtypes,
         packed=varlen_packed,
+        backend="torch varlen_attn (flash)",
     )

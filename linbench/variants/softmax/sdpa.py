@@ -13,6 +13,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
+from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl, ImplFn, MaskedFn
 
 BACKENDS: dict[str, SDPBackend | None] = {
@@ -57,9 +58,10 @@ def sdpa(
         warnings.simplefilter("always")
         try:
             grouped = k.shape[1] != q.shape[1]  # fewer key/value heads: SDPA's grouped-query option
-            if key_mask is None:
+            mask = None if key_mask is None else padding_mask(key_mask, causal)
+            note_backend(f"torch sdpa {backend if pinned is not None else _chosen(q, k, v, mask, causal, grouped)}")
+            if mask is None:
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=grouped)
-            mask = padding_mask(key_mask, causal)
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=grouped)
         except RuntimeError as exc:
             if pinned is None or is_out_of_memory(exc):
@@ -69,6 +71,18 @@ def sdpa(
                 f"SDPA's {backend} backend cannot run q {tuple(q.shape)}, v {tuple(v.shape)} "
                 f"{q.dtype} on {q.device}: {why}"
             ) from None
+
+
+def _chosen(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, causal: bool, grouped: bool
+) -> str:
+    """The backend SDPA picks for these inputs (flash, efficient, math, cudnn), as torch's own
+    dispatcher chooses it; "auto" where torch cannot say."""
+    try:
+        choice = torch._fused_sdp_choice(q, k, v, attn_mask=mask, is_causal=causal and mask is None, enable_gqa=grouped)
+        return SDPBackend(choice).name.lower().removesuffix("_attention")
+    except Exception:  # a private call of torch's: where it moved, say no more than "auto"
+        return "auto"
 
 
 def backend_refusal(messages: list[str]) -> str:

@@ -1,0 +1,114 @@
+"""Every fla impl of every gated family checked against the fp64 reference under Triton's
+interpreter, on the CPU: run as its own process by tests/variants/test_gated_fla_interpreted.py,
+since TRITON_INTERPRET must be set before triton and fla are first imported (a test worker may
+have imported them already, compiled for a GPU).
+
+Prints one JSON line per case: its name, ok, why it could not run (``unavailable``), what failed
+and the seconds it took. ``--plant-wrong-scale``: q's factor handed to fla 10 % too large, which
+the check must catch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import torch
+from linbench.correctness import CaseResult, check_impl
+from linbench.packed_check import check_packed
+
+import linbench
+from linbench.shape import Shape
+from linbench.variants.gated import fla as gated_fla
+
+# 70 tokens: two of fla's 64-token chunks, the second partial; Dk ≠ Dv.
+SHAPE = Shape(1, 2, 70, 16, 24)
+GQA = Shape(1, 4, 40, 16, 16, kv_heads=2)
+PACK = (30, 45)  # two sequences, neither a multiple of a chunk
+GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
+# fla has no backward for these two fused recurrent kernels.
+FORWARD_ONLY = {("gated-deltanet", "fla-recurrent"), ("kda", "fla-recurrent")}
+
+
+def cases() -> Iterator[tuple[str, Callable[[], CaseResult]]]:
+    """(name, check) for every impl of every gated family, then GQA, a pack, a given γ."""
+    for name in GATED:
+        variant = linbench.get_variant(name)
+        for kernel in ("fla", "fla-recurrent"):
+            gradients = (name, kernel) not in FORWARD_ONLY
+            dtype = torch.float16 if (name, kernel) == ("deltanet", "fla") else torch.float32
+            yield (
+                f"{name}:{kernel}",
+                lambda v=variant, k=kernel, g=gradients, d=dtype: check_impl(
+                    v, k, SHAPE, causal=True, dtype=d, gradients=g
+                ),
+            )
+    gdn = linbench.get_variant("gated-deltanet")
+    # fla's own registry of backends asked (none installed here: fla's kernel answers).
+    yield (
+        "gated-deltanet:fla-dispatch",
+        lambda: check_impl(gdn, "fla-dispatch", SHAPE, causal=True, dtype=torch.float32),
+    )
+    yield "gated-deltanet:fla gqa", lambda: check_impl(gdn, "fla", GQA, causal=True, dtype=torch.float32)
+    yield (
+        "gated-deltanet:fla packed",
+        lambda: check_packed(gdn, "fla", PACK, 2, 16, 16, packing="packed", causal=True, dtype=torch.float32),
+    )
+    # A pack goes to fla whole, with cu_seqlens: a decaying chunk kernel and a forward-only fused one too.
+    gla, kda = linbench.get_variant("gla"), linbench.get_variant("kda")
+    yield (
+        "gla:fla packed",
+        lambda: check_packed(gla, "fla", PACK, 2, 16, 16, packing="packed", causal=True, dtype=torch.float32),
+    )
+    yield (
+        "kda:fla-recurrent packed",
+        lambda: check_packed(
+            kda, "fla-recurrent", PACK, 2, 16, 16, packing="packed", causal=True, dtype=torch.float32, gradients=False
+        ),
+    )
+    retention = linbench.get_variant("retention")
+    yield (
+        "retention:fla gamma=0.9",
+        lambda: check_impl(retention, "fla", SHAPE, causal=True, dtype=torch.float32, params={"gamma": 0.9}),
+    )
+
+
+def plant_wrong_scale() -> None:
+    """q's factor 10 % too large on its way to fla's kernels."""
+    right = gated_fla.resolve_scale
+
+    def wrong(scale: Any, dim_k: int) -> float:
+        return 1.1 * right(scale, dim_k)
+
+    gated_fla.resolve_scale = wrong  # type: ignore[assignment]
+
+
+def main(argv: list[str]) -> None:
+    chosen = set(argv) - {"--plant-wrong-scale"}
+    if "--plant-wrong-scale" in argv:
+        plant_wrong_scale()
+    for name, check in cases():
+        if chosen and name not in chosen:
+            continue
+        started, cpu = time.perf_counter(), time.process_time()
+        case = check()
+        line = {
+            "case": name,
+            "ok": case.ok,
+            "unavailable": case.unavailable,
+            "error": case.error,
+            "failed": None if case.ok else case.describe(),
+            "seconds": round(time.perf_counter() - started, 2),
+            "cpu_seconds": round(time.process_time() - cpu, 2),
+        }
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,69 @@
+"""fla's real Triton kernels, every fla impl of every gated family, proven on the CPU against the
+fp64 reference under Triton's interpreter (TRITON_INTERPRET=1), outputs and gradients.
+
+The cases run in one process of their own (tests/variants/fla_interpreted.py): the interpreter
+must be on before triton and fla are first imported. Skipped where fla-core or triton is not
+installed (``pip install -e '.[fla-cpu]'``). Measured on the 2-core development machine: about
+20 s of CPU for the whole set (KDA's chunk kernel the longest, the interpreter running each
+program instance in numpy), so the set is marked slow and starts first.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).with_name("fla_interpreted.py")
+MISSING = [name for name in ("fla", "triton") if importlib.util.find_spec(name) is None]
+pytestmark = [
+    pytest.mark.skipif(bool(MISSING), reason=f"not installed: {', '.join(MISSING)} (pip install -e '.[fla-cpu]')"),
+    pytest.mark.slow,
+]
+# Every case the script runs (tests/variants/fla_interpreted.py's cases()).
+EXPECTED = {
+    *(
+        f"{name}:{kernel}"
+        for name in ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
+        for kernel in ("fla", "fla-recurrent")
+    ),
+    "gated-deltanet:fla-dispatch",
+    "gated-deltanet:fla gqa",
+    "gated-deltanet:fla packed",
+    "gla:fla packed",
+    "kda:fla-recurrent packed",
+    "retention:fla gamma=0.9",
+}
+
+
+def _run(*args: str) -> dict[str, dict[str, Any]]:
+    """The script's cases by name, run on the CPU under the interpreter."""
+    env = os.environ | {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return {line["case"]: line for line in lines}
+
+
+def test_every_fla_kernel_of_every_gated_family_matches_the_fp64_reference_interpreted() -> None:
+    """fp32 (chunk_delta_rule refuses fp32 and the interpreter computes bf16 wrongly, so
+    deltanet's chunk kernel runs in fp16); fla's dispatch, GQA, packs (fla's cu_seqlens) and a
+    given γ besides the default."""
+    cases = _run()
+    assert set(cases) == EXPECTED
+    failed = {name: case["failed"] for name, case in cases.items() if not case["ok"]}
+    assert not failed, failed
+
+
+def test_a_wrong_scale_handed_to_fla_fails_the_check() -> None:
+    cases = _run("--plant-wrong-scale", "gated-deltanet:fla")
+    assert not cases["gated-deltanet:fla"]["ok"]
+    assert "out err" in cases["gated-deltanet:fla"]["failed"]
