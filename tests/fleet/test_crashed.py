@@ -23,7 +23,7 @@ def test_each_point_gets_a_crashed_row_with_its_where_columns_and_device(tmp_pat
     assert [row_key(r) for r in rows] == KEYS
     for row in rows:
         assert row["status"] == "crashed" and row["error"].endswith("died (signal 9) while this point ran")
-        assert (row["gpu_uuid"], row["shard"], row["attempt"], row["agent_pid"]) == ("GPU-a", "s000", "1", "4242")
+        assert (row["gpu_uuid"], row["shard"], row["attempt"], row["agent_pid"]) == ("GPU-a", "s000", 1, 4242)
         assert row["device_name"] == "NVIDIA H100 80GB HBM3" and row["finished_at"]
         assert not any(row[c] for c in TIME_COLUMNS)  # a crashed point has no time
 
