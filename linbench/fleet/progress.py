@@ -19,7 +19,7 @@ from linbench.fleet.folders import attempts
 from linbench.fleet.shards import Shard
 from linbench.results.record import Key, row_key
 from linbench.results.rows import CsvFileError, read_rows
-from linbench.results.store import META_FILE, RESULTS_FILE, RunStore, RunStoreError
+from linbench.results.store import META_FILE, RESULTS_FILE, NewerRunError, RunStore, RunStoreError
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,8 @@ def read_attempts(run_dir: Path, shard: Shard) -> list[Attempt]:
             continue  # claimed, then the agent died before writing anything
         try:
             meta = RunStore(path).read_meta()
+        except NewerRunError:
+            raise  # an attempt of a newer linbench is never merged as if it were known
         except RunStoreError:
             continue
         asked = tuple(tuple(str(v) for v in key) for key in meta.get("fleet", {}).get("keys", []))

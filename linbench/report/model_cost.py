@@ -19,6 +19,7 @@ import pandas as pd
 from linbench.hybrids import HybridPreset, LayerShape, get_hybrid
 from linbench.report.load import Run
 from linbench.report.render import ReportTable
+from linbench.results.rows import is_set
 from linbench.results.schema import DECODE_MODE
 from linbench.units import format_bytes, format_size
 
@@ -112,7 +113,7 @@ def _table(hybrid: HybridPreset, mode: str, dtype: str, batch: int, results: pd.
 
 
 def _busy(row: Any) -> str:
-    return "*" if str(row.get("oversubscribed")) == "True" else ""
+    return "*" if is_set(row.get("oversubscribed")) else ""
 
 
 def _v(layer: LayerShape) -> str:

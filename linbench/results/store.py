@@ -48,6 +48,10 @@ class RunStoreError(ValueError):
     """A folder that is not a linbench run (for --resume)."""
 
 
+class NewerRunError(RunStoreError):
+    """A run written with a newer results schema than this linbench reads."""
+
+
 class RunStoreWriteError(RunStoreError):
     """A file of the run folder could not be written (disk full, read-only, ...)."""
 
@@ -227,7 +231,7 @@ class RunStore:
         try:
             check_schema_version(meta, str(where))
         except NewerSchemaError as exc:
-            raise RunStoreError(str(exc)) from None
+            raise NewerRunError(str(exc)) from None
         return meta
 
     def _repair(self) -> None:

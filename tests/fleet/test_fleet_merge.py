@@ -16,8 +16,8 @@ from linbench.fleet.errors import MergeError
 from linbench.fleet.merge import merge_run
 from linbench.results.record import row_key
 from linbench.results.rows import typed
-from linbench.results.schema import KEY_COLUMNS, RESULT_COLUMNS
-from linbench.results.store import RunStore
+from linbench.results.schema import KEY_COLUMNS, RESULT_COLUMNS, SCHEMA_VERSION
+from linbench.results.store import RunStore, RunStoreError
 
 KEYS = sweep_keys()
 
@@ -207,3 +207,11 @@ def test_a_column_this_linbench_does_not_write_is_refused_unless_mixed_is_allowe
     merge_run(tmp_path, allow_mixed=True)
     merged = rows(tmp_path / "results.csv")
     assert keys_of(merged) == KEYS and list(merged[0]) == list(RESULT_COLUMNS)  # every point, the column left out
+
+
+def test_an_attempt_from_a_newer_schema_is_refused_naming_both_versions(tmp_path: Path) -> None:
+    complete_run(tmp_path)
+    meta_path = tmp_path / "shards" / "s000" / "attempt-1" / "meta.json"
+    meta_path.write_text(json.dumps(json.loads(meta_path.read_text()) | {"schema_version": SCHEMA_VERSION + 89}))
+    with pytest.raises(RunStoreError, match=rf"schema version {SCHEMA_VERSION + 89}; .*up to {SCHEMA_VERSION}"):
+        merge_run(tmp_path)
