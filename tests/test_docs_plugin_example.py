@@ -113,3 +113,20 @@ def test_a_plugin_can_declare_the_built_in_gate(tmp_path: Path) -> None:
         assert result.ok and "grad g" in {c.name for c in result.comparisons}, result.describe()
     finally:
         unload_plugin_file(plugin)
+
+
+def test_every_python_block_is_an_example_or_runs_beside_the_decay_example(tmp_path: Path) -> None:
+    """A block that is not a whole plugin (a piece the text explains) runs in the decay example's
+    namespace, where its names (torch, Decoder, stream) are defined: no block is a sketch."""
+    import runpy
+
+    blocks = re.findall(r"```python\n(.*?)```", PLUGINS_DOC.read_text(), re.S)
+    pieces = [block for block in blocks if not re.match(r"# \S+\.py", block)]
+    assert pieces, "docs/plugins.md has no piece to run"
+    plugin = _example("decay.py", tmp_path)
+    try:
+        namespace = runpy.run_path(str(plugin))
+        for piece in pieces:
+            exec(compile(piece, "docs/plugins.md", "exec"), dict(namespace))
+    finally:
+        unload_plugin_file(plugin)
