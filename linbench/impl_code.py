@@ -102,9 +102,11 @@ def _covers(entry: str, path: str) -> bool:
     return path.startswith(entry) if entry.endswith("/") else path == entry
 
 
-def _own_modules(fn: Callable[..., Any]) -> set[str]:
-    """The modules of ``fn`` and of the functions it closes over or is a partial of: a form
-    built by a factory (feature_forms/impls.py) runs the variant's function it was given."""
+def _own_modules(fn: Callable[..., Any], depth: int = 4) -> set[str]:
+    """The modules of ``fn`` and of the functions it closes over or is a partial of, and theirs in
+    turn (``depth`` wrappers deep): a form built by a factory (feature_forms/impls.py) runs the
+    variant's function it was given, and a gated form's preparation is itself wrapped (GVA's
+    per_value_head) around the variant's own."""
     while isinstance(fn, functools.partial):
         fn = fn.func
     modules = {str(getattr(fn, "__module__", ""))}
@@ -114,7 +116,7 @@ def _own_modules(fn: Callable[..., Any]) -> set[str]:
         except ValueError:  # an empty cell
             continue
         if callable(held) and not isinstance(held, type):
-            modules.add(str(getattr(held, "__module__", "")))
+            modules |= _own_modules(held, depth - 1) if depth > 1 else {str(getattr(held, "__module__", ""))}
     return {module for module in modules if module == PACKAGE or module.startswith(PACKAGE + ".")}
 
 

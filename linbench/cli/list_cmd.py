@@ -76,8 +76,10 @@ def variant_table(variants: list[Variant]) -> Table:
     """One row per variant: the function it computes, with which masking, and the parameters
     every impl shares."""
     table = Table(title="what each variant computes", title_justify="left")
-    for column in ("variant", "maths", "masking", "variant params"):
-        table.add_column(column)
+    table.add_column("variant")
+    table.add_column("maths", no_wrap=True)  # a formula read whole; the parameters wrap instead
+    table.add_column("masking")
+    table.add_column("variant params", overflow="fold")
     for variant in variants:
         masking = ", ".join(variant.masking) if len(variant.masking) > 1 else f"{variant.masking[0]} only"
         table.add_row(variant.name, escape(variant.summary), masking, format_params(variant.param_specs))

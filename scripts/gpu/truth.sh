@@ -47,11 +47,11 @@ if [ "$DEVICE" = cuda ] && ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cu
   exit 3
 fi
 if [ "$DEVICE" = cpu ]; then  # toy sizes: the commands are the same, the work is tiny
-  SEQ_STD=256 SEQ_BACK=128,256 BATCHES=1,4 DECODE_CTX=128 GRAPH="" HEADS_BIG=2 DIM_BIG=16 GATE_SEQ=256,512 PLANT_SEQ=512
+  SEQ_STD=256 SEQ_BACK=128,256 BATCHES=1,4 DECODE_CTX=128 GRAPH="" HEADS_BIG=2 V_HEADS_BIG=4 DIM_BIG=16 GATE_SEQ=256,512 PLANT_SEQ=512
   SDPA_PINNED=softmax:sdpa-flash,softmax:sdpa-math SDPA_ALL=softmax:sdpa,softmax:sdpa-flash
   PYTEST_MARK="not cuda and not slow and not slurm and not ray" PYTEST_SEL="tests/variants/test_registry.py"
 else
-  SEQ_STD=16k SEQ_BACK=4k,16k BATCHES=1,64,1024 DECODE_CTX=1k GRAPH=--cuda-graph HEADS_BIG=32 DIM_BIG=128 GATE_SEQ=4k,16k PLANT_SEQ=16384
+  SEQ_STD=16k SEQ_BACK=4k,16k BATCHES=1,64,1024 DECODE_CTX=1k GRAPH=--cuda-graph HEADS_BIG=16 V_HEADS_BIG=32 DIM_BIG=128 GATE_SEQ=4k,16k PLANT_SEQ=16384
   SDPA_PINNED=softmax:sdpa-flash,softmax:sdpa-cudnn SDPA_ALL=softmax:sdpa,$SDPA_PINNED,softmax:sdpa-efficient
   PYTEST_MARK=cuda PYTEST_SEL=""
 fi
@@ -151,11 +151,13 @@ part_kernel() {
 
 part_backends() {
   rm -rf "$WORK/backends" && mkdir -p "$WORK/backends"
-  # 5-8 s a point on the H200 (a fresh worker each, its fla kernels autotuned): seven impls at two
-  # lengths and two modes.
-  local impls=gated-deltanet:chunked,gated-deltanet:fla,gated-deltanet:fla-recurrent,gla:fla,cosine:fla
+  # 5-8 s a point on the H200 (a fresh worker each, its fla kernels autotuned): every backend of
+  # Gated DeltaNet and KDA at Qwen3.5's TP2 shard (16 q/k heads, 32 value heads: --v-heads), two
+  # lengths and two modes; the libraries not installed are left out with their reason.
+  local impls=gated-deltanet:chunked,gated-deltanet:fla,gated-deltanet:fla-recurrent,gated-deltanet:fla-dispatch
+  impls+=,gated-deltanet:flash-qla,gated-deltanet:flashinfer,gated-deltanet:cudnn,kda:chunked,kda:fla
   timeout -s INT -k 10 "${BACKENDS_LIMIT:-200}" "$PY" -m linbench run --variant "$impls" \
-    --against "$SDPA_PINNED" --batch 1 --heads "$HEADS_BIG" --dim "$DIM_BIG" \
+    --against "$SDPA_PINNED" --batch 1 --heads "$HEADS_BIG" --v-heads "$V_HEADS_BIG" --dim "$DIM_BIG" \
     --seq "$SEQ_BACK" --dtype bf16 --mode fwd,fwdbwd --device "$DEVICE" --budget-s 0.3 \
     --allow-failures --out "$WORK/backends" -q 2>&1 | tail -4 | tee -a "$OUT/summary.txt"
   for run in "$WORK"/backends/*/; do lb report "$run" --format md >"$run/report.md" 2>&1; done

@@ -133,7 +133,7 @@ def test_v_heads_run_and_decode_record_the_value_heads_and_the_state_grows_with_
         "gate_regime=production"
     }  # --gates: the gates drawn as the models compute them
     assert how == {"2": "", "4": "expanded"}  # the chunked form repeats q and k per value head
-    args = ("decode", "--variant", "gated-deltanet", "--no-baseline", "--context", "32", "--tokens", "2")
+    args = ("decode", "--variant", "gated-deltanet", "--no-against", "--context", "32", "--tokens", "2")
     result = invoke(
         *args, "--heads", "2", "--v-heads", "2,4", "--dim", "16", "--device", "cpu", "--out", tmp_path / "d"
     )
@@ -146,7 +146,7 @@ def test_a_hybrid_preset_runs_both_layer_kinds_and_report_gives_the_model_cost(i
     """qwen3.5-397b at TP8 (2 q/k heads, 8 value heads; softmax 4 q, 1 kv), one short length."""
     args = ("run", "--preset", "qwen3.5-397b", "--tp", "8", "--seq", "64", "--variant", "gated-deltanet:chunked")
     quick = ("--budget-s", "0.02", "--warmup-s", "0.01", "--device", "cpu", "--quiet")  # the preset's head dims
-    result = invoke(*args, "--baseline", "softmax:sdpa", *quick, "--out", tmp_path)
+    result = invoke(*args, "--against", "softmax:sdpa", *quick, "--out", tmp_path)
     assert result.exit_code == 0, result.output
     rows = {(row["variant"], row["heads"], row["v_heads"], row["kv_heads"], row["status"]) for row in _rows(tmp_path)}
     assert rows == {("gated-deltanet", "2", "8", "2", "ok"), ("softmax", "4", "4", "1", "ok")}

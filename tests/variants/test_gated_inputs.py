@@ -61,9 +61,9 @@ def test_the_registry_binds_extra_inputs_beside_parameters() -> None:
     variant = VARIANTS["gla"]
     g = torch.zeros(2, 3, 5, 4)
     bound = variant.bind_params(variant.impl("chunked"), {"g": g})
-    assert bound["g"] is g and bound == {"scale": None, "chunk_size": 64, "g": g}
+    assert bound["g"] is g and bound == {"scale": None, "chunk_size": 64, "initial_state": None, "g": g}
     with pytest.raises(
-        ValueError, match=r"unknown parameter\(s\) beta for gla:chunked; it takes: chunk_size, g, scale"
+        ValueError, match=r"unknown parameter\(s\) beta for gla:chunked; it takes: chunk_size, g, initial_state, scale"
     ):
         variant.bind_params(variant.impl("chunked"), {"g": g, "beta": g})
 

@@ -35,6 +35,10 @@ DIMS = 128
 DTYPES = ("bf16", "fp16")
 
 
+# FlashQLA takes an initial state, but its layout could not be proven without a GPU: not passed.
+NO_INITIAL_STATE = "gated-deltanet:flash-qla: an initial state is not passed to FlashQLA (unproven here)"
+
+
 def flash_qla_kernel() -> Any:
     """FlashQLA's chunk_gated_delta_rule (looked up per call, so tests can stand one in)."""
     return importlib.import_module("flash_qla").chunk_gated_delta_rule
@@ -76,8 +80,11 @@ def flash_qla(
     g: torch.Tensor,
     beta: torch.Tensor,
     scale: Any,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """The gated delta rule by FlashQLA on (B, S, H, D) views of linbench's (B, H, S, D) tensors."""
+    if initial_state is not None:
+        raise ImplUnavailableError(NO_INITIAL_STATE)
     if not causal:
         raise ImplUnavailableError("gated-deltanet:flash-qla: FlashQLA's kernel is causal only")
     if q.dtype not in (torch.bfloat16, torch.float16):

@@ -128,8 +128,10 @@ def gdn(
     g: torch.Tensor,
     beta: torch.Tensor,
     scale: Any,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """A (B, H, S, D) batch as B sequences of S tokens back to back (views of the bshd drawing)."""
+    _no_initial_state(engine, initial_state)
     if not causal:
         raise ImplUnavailableError(f"gated-deltanet:{engine.impl}: causal only")
     batch, heads, seq, _ = q.shape
@@ -161,12 +163,23 @@ def gdn_packed(
     g: torch.Tensor,
     beta: torch.Tensor,
     scale: Any,
+    initial_state: Any = None,
 ) -> torch.Tensor:
     """A pack (1, H, T, D) in one call with its cu_seqlens."""
+    _no_initial_state(engine, initial_state)
     if not causal:
         raise ImplUnavailableError(f"gated-deltanet:{engine.impl}: causal only")
     cu = segments.cu_seqlens(q.device, torch.int32)
     return _run(engine, q, k, v, g, beta, scale=resolve_scale(scale, q.shape[-1]), cu_seqlens=cu)
+
+
+def _no_initial_state(engine: Engine, initial_state: Any) -> None:
+    """FlashInfer's prefill takes an initial state, but its layout (k-last or v-last) could not be
+    proven without a GPU: a state given is refused, never passed in a layout that may be wrong."""
+    if initial_state is not None:
+        raise ImplUnavailableError(
+            f"gated-deltanet:{engine.impl}: an initial state is not passed to it (unproven here)"
+        )
 
 
 def _availability(engine: Engine, device: torch.device) -> str | None:
