@@ -20,8 +20,8 @@ from typing import Any
 os.environ["TRITON_INTERPRET"] = "1"
 
 import torch
-from linbench.correctness import CaseResult, check_impl
-from linbench.packed_check import check_packed
+from linbench.check.correctness import CaseResult, check_impl
+from linbench.check.packed import check_packed
 
 import linbench
 from linbench.shape import Shape
