@@ -20,10 +20,10 @@ from typing import Any
 os.environ["TRITON_INTERPRET"] = "1"
 
 import torch
-from linbench.check.correctness import CaseResult, check_impl
-from linbench.check.packed import check_packed
 
 import linbench
+from linbench.check.correctness import CaseResult, check_impl
+from linbench.check.packed import check_packed
 from linbench.shape import Shape
 from linbench.variants.gated import fla as gated_fla
 

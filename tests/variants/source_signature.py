@@ -20,6 +20,12 @@ def installed_file(package: str, relative: str) -> Path | None:
     return path if path.is_file() else None
 
 
+def installed_module_file(module: str) -> Path | None:
+    """The source file of the installed top-level ``module`` (found without importing it), or None."""
+    spec = importlib.util.find_spec(module)
+    return Path(spec.origin) if spec is not None and spec.origin and spec.origin.endswith(".py") else None
+
+
 def source_signature(path: Path, function: str) -> inspect.Signature:
     """The signature of the top-level ``function`` defined in ``path`` (defaults as placeholders)."""
     tree = ast.parse(path.read_text())

@@ -1,4 +1,4 @@
-"""softmax's ``fa2`` and ``fa4``: FlashAttention 2 and 4 mapped from their documented APIs (CPU;
+"""softmax's ``fa2``, ``fa3`` and ``fa4``: FlashAttention 2, 3 and 4 mapped from their documented APIs (CPU;
 each library stood in by SDPA behind its documented signature: (B, S, H, D) tensors, k and v
 with fewer heads, ``softmax_scale``, ``causal``; a pack as (T, H, D) with cu_seqlens).
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from source_signature import installed_file, source_signature
+from source_signature import installed_file, installed_module_file, source_signature
 
 import linbench
 from linbench.check.correctness import check_impl
@@ -23,8 +23,15 @@ from linbench.shape import Shape
 from linbench.variants import backends
 from linbench.variants.softmax import flash_attn
 
-# The file each library defines its functions in, inside the flash_attn package.
+# The file each library defines its functions in: inside the flash_attn package, or (FlashAttention
+# 3's Hopper build) the top-level flash_attn_interface module.
 SOURCES = {"fa2": "flash_attn_interface.py", "fa4": "cute/interface.py"}
+
+
+def _source(impl: str) -> Any:
+    return (
+        installed_module_file("flash_attn_interface") if impl == "fa3" else installed_file("flash_attn", SOURCES[impl])
+    )
 
 
 class StandIn:
@@ -82,7 +89,7 @@ def test_the_mapping_passes_the_gate_in_bf16_with_gqa_and_on_a_pack(
 
 def test_each_call_binds_to_the_installed_library(library: tuple[flash_attn.Library, StandIn]) -> None:
     chosen, fake = library
-    path = installed_file("flash_attn", SOURCES[chosen.impl])
+    path = _source(chosen.impl)
     if path is None:
         pytest.skip(f"{chosen.distribution} is not installed (pip install {chosen.distribution})")
     q = torch.randn(1, 2, 8, 16, dtype=torch.bfloat16)

@@ -15,7 +15,7 @@ from linbench.variants.registry import Impl, Variant, exponent_in_s, register_va
 EXPECTED_IMPLS = {
     "softmax": [
         *("naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "varlen"),
-        *("fa2", "fa4", "flashinfer"),
+        *("fa2", "fa3", "fa4", "flashinfer"),
     ],
     "cosine": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled", "fla"],
     "cosformer": ["quadratic", "naive", "chunked", "recurrent", "kernel", "compiled"],

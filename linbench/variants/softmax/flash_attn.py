@@ -1,4 +1,4 @@
-"""FlashAttention 2 and 4 as softmax impls (``fa2``, ``fa4``), each an optional library.
+"""FlashAttention 2, 3 and 4 as softmax impls (``fa2``, ``fa3``, ``fa4``), each an optional library.
 
 Mapped from each library's documented API; both take (B, S, H, D) tensors (the impls hand them
 views of linbench's (B, H, S, D) ones, drawn in that layout untimed: ``layout="bshd"``), k and v
@@ -9,13 +9,18 @@ Dk^-1/2, and a pack as (T, H, D) with int32 ``cu_seqlens`` and the longest lengt
   softmax_scale=None, causal=False, ...)`` → out, and ``flash_attn_varlen_func(q, k, v,
   cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale, causal)``;
   an Ampere GPU or newer (SM80+), fp16/bf16, head dims up to 256, Dk = Dv.
+- ``fa3``: FlashAttention 3's Hopper build (the ``flash_attn_3`` distribution, built from the
+  repository's ``hopper/`` folder; module ``flash_attn_interface``): ``flash_attn_func(q, k, v,
+  softmax_scale=None, causal=False, ...)`` and ``flash_attn_varlen_func(q, k, v, cu_seqlens_q,
+  cu_seqlens_k, max_seqlen_q, max_seqlen_k, ...)``; SM90 only, fp16/bf16 (and fp8, not used
+  here), head dims up to 256. Its releases return out alone or (out, lse): both are taken.
 - ``fa4``: flash-attn-4's ``flash_attn.cute.flash_attn_func(q, k, v, softmax_scale=None,
   causal=False, ...)`` → (out, lse), and ``flash_attn_varlen_func(q, k, v, cu_seqlens_q=...,
   cu_seqlens_k=..., max_seqlen_q=..., max_seqlen_k=..., causal=...)``; Hopper or Blackwell
   (SM90, SM100/110), fp16/bf16, head dims 8..256 on SM90 and 8..128 (or 256) on SM100.
 
-FlashAttention 3 (its Hopper build, ``flash_attn_interface``) is not mapped yet. Neither is
-verified on a GPU here; the tests bind each call to the installed function's signature.
+None is verified on a GPU here; the tests bind each call to the installed function's signature
+where the library installs (FlashAttention 3 installs only from a build on a Hopper machine).
 """
 
 from __future__ import annotations
@@ -51,6 +56,15 @@ class Library:
 FA2 = Library(
     "fa2", "flash-attn", "flash_attn", (8, 9, 10, 12), 256, False, "FlashAttention 2 (flash-attn): SM80+, fp16/bf16"
 )
+FA3 = Library(
+    "fa3",
+    "flash_attn_3",
+    "flash_attn_interface",
+    (9,),
+    256,
+    False,
+    "FlashAttention 3 (flash_attn_3, the Hopper build): SM90",
+)
 FA4 = Library(
     "fa4",
     "flash-attn-4",
@@ -60,7 +74,7 @@ FA4 = Library(
     True,
     "FlashAttention 4 (flash-attn-4, CuTe DSL): SM90/SM100",
 )
-LIBRARIES = (FA2, FA4)
+LIBRARIES = (FA2, FA3, FA4)
 
 
 def kernel(library: Library, name: str) -> Callable[..., Any]:
@@ -100,7 +114,9 @@ def shape_support(library: Library) -> Callable[[int, int, str], str | None]:
 
 
 def _out(library: Library, result: Any) -> torch.Tensor:
-    return result[0] if library.returns_lse else result
+    """The output of a call that returns it alone or first (with the log-sum-exp): FlashAttention
+    3's releases have done both."""
+    return result[0] if library.returns_lse or isinstance(result, tuple) else result
 
 
 def attend(library: Library, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
@@ -132,7 +148,7 @@ def _availability(library: Library, device: torch.device) -> str | None:
 
 
 def flash_attn_impls() -> tuple[Impl, ...]:
-    """``fa2`` and ``fa4``: optional, left out with the reason where their library cannot run."""
+    """``fa2``, ``fa3`` and ``fa4``: optional, left out with the reason where their library cannot run."""
     return tuple(
         Impl(
             library.impl,
