@@ -30,8 +30,9 @@ from linbench.variants.gated import fla as gated_fla
 # 70 tokens: two of fla's 64-token chunks, the second partial; Dk ≠ Dv.
 SHAPE = Shape(1, 2, 70, 16, 24)
 GQA = Shape(1, 4, 40, 16, 16, kv_heads=2)
+GVA = Shape(1, 2, 40, 16, 16, v_heads=4)  # more value heads than q/k heads: fla's native GVA
 PACK = (30, 45)  # two sequences, neither a multiple of a chunk
-GATED = ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
+GATED = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
 # fla has no backward for these two fused recurrent kernels.
 FORWARD_ONLY = {("gated-deltanet", "fla-recurrent"), ("kda", "fla-recurrent")}
 
@@ -56,6 +57,7 @@ def cases() -> Iterator[tuple[str, Callable[[], CaseResult]]]:
         lambda: check_impl(gdn, "fla-dispatch", SHAPE, causal=True, dtype=torch.float32),
     )
     yield "gated-deltanet:fla gqa", lambda: check_impl(gdn, "fla", GQA, causal=True, dtype=torch.float32)
+    yield "gated-deltanet:fla value heads", lambda: check_impl(gdn, "fla", GVA, causal=True, dtype=torch.float32)
     yield (
         "gated-deltanet:fla packed",
         lambda: check_packed(gdn, "fla", PACK, 2, 16, 16, packing="packed", causal=True, dtype=torch.float32),

@@ -30,11 +30,12 @@ pytestmark = [
 EXPECTED = {
     *(
         f"{name}:{kernel}"
-        for name in ("retention", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
+        for name in ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
         for kernel in ("fla", "fla-recurrent")
     ),
     "gated-deltanet:fla-dispatch",
     "gated-deltanet:fla gqa",
+    "gated-deltanet:fla value heads",
     "gated-deltanet:fla packed",
     "gla:fla packed",
     "kda:fla-recurrent packed",
@@ -55,8 +56,8 @@ def _run(*args: str) -> dict[str, dict[str, Any]]:
 
 def test_every_fla_kernel_of_every_gated_family_matches_the_fp64_reference_interpreted() -> None:
     """fp32 (chunk_delta_rule refuses fp32 and the interpreter computes bf16 wrongly, so
-    deltanet's chunk kernel runs in fp16); fla's dispatch, GQA, packs (fla's cu_seqlens) and a
-    given γ besides the default."""
+    deltanet's chunk kernel runs in fp16); fla's dispatch, GQA, more value heads than q/k heads
+    (fla's native GVA), packs (fla's cu_seqlens) and a given γ besides the default."""
     cases = _run()
     assert set(cases) == EXPECTED
     failed = {name: case["failed"] for name, case in cases.items() if not case["ok"]}
