@@ -64,6 +64,8 @@ def test_a_form_measured_to_hold_more_copies_is_left_out_where_the_least_would_h
     plan = _plan(("gla",), 24 * GIB, monkeypatch)
     assert _lengths(plan, "quadratic") == [1024]
     assert get_variant("cosine").impl("quadratic").working_copies is None  # measured at the least: 2
+    # kda's quadratic form holds the same per-channel S²·Dk tensors (8.6 GB at 1k): left out at 2k too.
+    assert _lengths(_plan(("kda",), 24 * GIB, monkeypatch), "quadratic") == [1024]
 
 
 def test_a_form_named_explicitly_runs_wherever_asked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,9 @@ VARIANT = register_family(
             "chunked": ("the WY/UT form in chunks, per-channel gates cumulated from each chunk's start", "O(sd)"),
         },
         flops=delta_flops,
+        # 8.6 GB at 1k (B1 H8 D64 fp32, fwd): 4 tensors of B·H·S²·Dk, so a default sweep leaves it
+        # out at 2k on a 24 GiB machine instead of running it out of memory.
+        working_copies={"quadratic": 4},
         source="Kimi Linear: Kimi Delta Attention (Kimi Team, 2025), arXiv:2510.26692",
         decoder_summary="chunked prefill into a Dk×Dv state, then one per-channel-gated delta step per token",
         extra_inputs=(KDA_GATE, BETA),
