@@ -51,6 +51,7 @@ class Library:
     max_dim: int
     returns_lse: bool  # the function returns (out, lse) rather than out
     summary: str
+    install: str = ""  # how to install it, where not "pip install <distribution>"
 
 
 FA2 = Library(
@@ -64,6 +65,7 @@ FA3 = Library(
     256,
     False,
     "FlashAttention 3 (flash_attn_3, the Hopper build): SM90",
+    "build it from flash-attention's hopper/ folder on a Hopper machine: not on PyPI",
 )
 FA4 = Library(
     "fa4",
@@ -87,7 +89,8 @@ def unavailable(library: Library, device: torch.device) -> str | None:
     try:
         importlib.metadata.version(library.distribution)
     except importlib.metadata.PackageNotFoundError:
-        return f"{library.distribution} is not installed (pip install {library.distribution}; a CUDA GPU)"
+        how = library.install or f"pip install {library.distribution}"
+        return f"{library.distribution} is not installed ({how}; a CUDA GPU)"
     if device.type != "cuda":
         return f"{library.summary.split(':')[0]} is a CUDA kernel, not for {device.type}"
     major, minor = torch.cuda.get_device_capability(device)
