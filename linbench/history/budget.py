@@ -104,8 +104,9 @@ def judge(run: Run, budget: Budget) -> tuple[list[Overrun], list[int]]:
     """Each point of ``run`` over a limit that matches it, and the limits (1-based) no point matched."""
     overruns: list[Overrun] = []
     matched: set[int] = set()
-    memory = _memory(run)
-    for observation in of_run(run):
+    observations = of_run(run)
+    memory = _memory(run, observations)
+    for observation in observations:
         key = dict(zip(KEY_FIELDS, observation.key, strict=True))
         for number, limit in enumerate(budget.limits, start=1):
             if not limit.matches(key):
@@ -121,7 +122,8 @@ def judge(run: Run, budget: Budget) -> tuple[list[Overrun], list[int]]:
 
 def write(run: Run, margin: float) -> str:
     """A budget file's text: every ok point of ``run`` with limits ``margin`` above what it measured."""
-    memory = _memory(run)
+    observations = of_run(run)
+    memory = _memory(run, observations)
     lines = [
         f"# linbench budget from {run.name} (commit {run.meta.get('git_sha', '?')}), "
         f"{margin:.0%} above what it measured.",
@@ -129,7 +131,7 @@ def write(run: Run, margin: float) -> str:
         f"budget_version = {BUDGET_VERSION}",
         "tolerance = 0.0",
     ]
-    for observation in of_run(run):
+    for observation in observations:
         lines.append("\n[[point]]")
         for name, value in zip(KEY_FIELDS, observation.key, strict=True):
             if value != "":
@@ -142,10 +144,10 @@ def write(run: Run, margin: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _memory(run: Run) -> dict[tuple[str, ...], float]:
+def _memory(run: Run, observations: list[Observation]) -> dict[tuple[str, ...], float]:
     """Each ok point's allocator peak: alloc_peak_bytes where recorded (a CPU's), else peak_bytes."""
     peaks = {}
-    for observation, row in _rows(run):
+    for observation, row in _rows(run, observations):
         for column in ("alloc_peak_bytes", "peak_bytes"):
             value = row.get(column)
             if value is not None and value == value and float(value) > 0:
@@ -154,11 +156,11 @@ def _memory(run: Run) -> dict[tuple[str, ...], float]:
     return peaks
 
 
-def _rows(run: Run) -> list[tuple[Observation, dict[str, Any]]]:
+def _rows(run: Run, observations: list[Observation]) -> list[tuple[Observation, dict[str, Any]]]:
     results = run.results.copy()
     results["device_type"] = results["device"].astype(str).str.split(":").str[0]
     by_key = {tuple(cell_text(row.get(name)) for name in KEY_FIELDS): row for row in results.to_dict("records")}
-    return [(o, by_key[o.key]) for o in of_run(run) if o.key in by_key]
+    return [(o, by_key[o.key]) for o in observations if o.key in by_key]
 
 
 def _name(key: dict[str, str]) -> str:
