@@ -21,7 +21,7 @@ import torch
 
 from linbench.variants.declarations import FlopsFn, Impl, Param
 from linbench.variants.extra_inputs import ExtraInput
-from linbench.variants.gated.fla import gated_fla_impls
+from linbench.variants.gated.fla_impls import gated_fla_impls
 from linbench.variants.gated.flash_qla import flash_qla_impl
 from linbench.variants.gated.flashinfer_gdn import flashinfer_impls
 from linbench.variants.gated.impls import (
