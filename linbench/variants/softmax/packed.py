@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -47,10 +48,10 @@ def varlen_kernel() -> Callable[..., torch.Tensor]:
 
 
 def varlen_unavailable(device: torch.device) -> str | None:
-    """Why torch's varlen kernel cannot run on ``device`` (None: it can)."""
-    try:
-        importlib.import_module("torch.nn.attention.varlen")
-    except ImportError:
+    """Why torch's varlen kernel cannot run on ``device`` (None: it can). Looked up, not imported:
+    importing torch.nn.attention.varlen imports torch._dynamo, seconds of CPU that every `list`
+    and `run` would pay for a kernel most of them never call."""
+    if importlib.util.find_spec("torch.nn.attention.varlen") is None:
         return f"this torch ({torch.__version__}) has no torch.nn.attention.varlen"
     if device.type != "cuda":
         return f"torch's varlen_attn is a flash-attention kernel for CUDA GPUs, not {device.type}"
