@@ -125,8 +125,8 @@ def test_a_pack_is_one_call_with_its_boundaries_each_sequence_as_alone(libraries
 
 def test_cula_lightning_passes_the_check_whole_and_packed(libraries: dict[str, Any]) -> None:
     lightning = linbench.get_variant("lightning")
-    for params in ({}, {"layer": 40}):
-        case = check_impl(lightning, "cula", SHAPE, causal=True, dtype=torch.bfloat16, gradients=False, params=params)
+    for shape, params in ((SHAPE, {}), (SHAPE, {"layer": 40}), (VALUE_HEADS, {})):
+        case = check_impl(lightning, "cula", shape, causal=True, dtype=torch.bfloat16, gradients=False, params=params)
         assert case.ok, case.describe()
     assert backends.take_noted() == "cula lightning_attn_fwd"
     impl = lightning.impl("cula")
