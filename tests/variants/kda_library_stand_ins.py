@@ -144,7 +144,7 @@ class FlashInferKDA:
                 backend=backend,
             )
         )
-        assert all(x.dtype == torch.bfloat16 for x in (q, k, v, g, beta)), "FlashInfer's KDA: bf16"
+        assert all(x.dtype == torch.bfloat16 and x.is_contiguous() for x in (q, k, v, g, beta)), "bf16, contiguous"
         assert not use_gate_in_kernel and not beta_is_logit and use_qk_l2norm_in_kernel
         q, k = _grouped(*_normalised(q, k), v, head_dim=2)
         factor = q.shape[-1] ** -0.5 if scale is None else scale

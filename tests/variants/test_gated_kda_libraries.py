@@ -93,6 +93,19 @@ def test_flash_kda_gets_the_gate_before_activation(libraries: dict[str, Any]) ->
     assert not broken.ok
 
 
+MODULES = {"flash-kda": flash_kda, "flashinfer": flashinfer_kda, "cudnn": cudnn_kda, "cula": cula}
+
+
+@pytest.mark.parametrize(("variant", "impl"), [*(("kda", name) for name in KDA), ("lightning", "cula")])
+def test_a_planted_wrong_scale_fails_the_check(libraries: dict[str, Any], variant: str, impl: str) -> None:
+    """The stand-ins compute with the scale they are given: a mapping that passes a wrong one fails."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(MODULES[impl], "resolve_scale", lambda scale, dim_k: 2 * dim_k**-0.5)
+        chosen = linbench.get_variant(variant)
+        case = check_impl(chosen, impl, SHAPE, causal=True, dtype=torch.bfloat16, gradients=False)
+    assert not case.ok and case.unavailable is None
+
+
 def test_a_gate_below_the_floor_is_refused_with_its_value(libraries: dict[str, Any]) -> None:
     q = torch.randn(1, 2, 8, 16, dtype=torch.bfloat16)
     g = torch.full((1, 2, 8, 16), -0.5)

@@ -9,8 +9,10 @@ backend="auto")`` → ``(output, final_state)``.
 
 - Layout: q and k (B, T, H, K), v (B, T, HV, V), g (B, T, HV, K), β (B, T, HV), all bf16
   ("must be bfloat16"); a pack is (1, T, ...) with ``cu_seqlens`` (int32 or int64). More value
-  heads than q/k heads are taken natively ("GQA is applied when HV != H"; value head j reading
-  q/k head j // (HV / H) is assumed, the convention of fla and of FlashInfer's GDN).
+  heads than q/k heads are taken natively ("GQA is applied when HV != H"), value head j
+  reading q/k head j // (HV / H) (``kda_kernels/recurrent_kda.py``: ``query_head_idx =
+  value_head_idx // (HV // H)``), linbench's convention. Every tensor is handed contiguous (a
+  no-op for q, k and v drawn bshd).
 - g the log-gate per key channel when precomputed (``use_gate_in_kernel=False``), passed in
   bf16: linbench's fp32 gate rounded (a relative error of 2^-9 per gate). β post-sigmoid
   (``beta_is_logit=False``). q and k L2-normalised in the kernel
@@ -89,9 +91,9 @@ def _run(
     refuse_gradient(OWNER, q, k, v, g, beta)
     note_backend(f"flashinfer {FUNCTION} (auto)")
     out, _ = flashinfer_kda_kernel()(
-        *(seq_major(x) for x in (q, k, v)),
-        seq_major(g).to(torch.bfloat16),
-        seq_major(beta).to(torch.bfloat16),
+        *(seq_major(x).contiguous() for x in (q, k, v)),
+        seq_major(g).to(torch.bfloat16).contiguous(),
+        seq_major(beta).to(torch.bfloat16).contiguous(),
         use_qk_l2norm_in_kernel=True,
         use_gate_in_kernel=False,
         beta_is_logit=False,
