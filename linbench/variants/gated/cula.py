@@ -97,6 +97,8 @@ def _kda_run(
     """cuLA's kda entry for the device on (B, H, S, D) tensors (q and k at v's heads)."""
     owner = "kda:cula"
     _bf16_only(owner, q)
+    # The entry for the GPU (availability admits SM90 and SM100/SM103 only); Blackwell's on a
+    # CPU, where only the tests' stand-in runs.
     major = torch.cuda.get_device_capability(q.device)[0] if q.device.type == "cuda" else 10
     function = KDA_FUNCTIONS.get(major, KDA_FUNCTIONS[10])
     if function != "chunk_kda":  # Hopper's fused kernel has no backward
