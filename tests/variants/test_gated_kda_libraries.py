@@ -212,3 +212,26 @@ def test_cula_hopper_prefill_takes_the_same_call(libraries: dict[str, Any]) -> N
         linbench.get_variant("kda"), "cula", Shape(1, 1, 4, 16, 16), causal=True, dtype=torch.bfloat16, gradients=False
     )
     source_signature(path, "cula_kda_prefill").bind(**libraries["cula"].calls[-1][1])
+
+
+@pytest.mark.parametrize("regime", ("strong", "lower-bound"))
+@pytest.mark.parametrize("impl", ("flash-kda", "cula"))
+def test_the_bounded_gate_kernels_pass_at_kimi_s_gates(libraries: dict[str, Any], impl: str, regime: str) -> None:
+    """KDA's lower-bound profile puts many gates near −5, where FlashKDA's logit is large."""
+    kda = linbench.get_variant("kda")
+    params = {"gate_regime": regime}
+    case = check_impl(kda, impl, SHAPE, causal=True, dtype=torch.bfloat16, gradients=False, params=params)
+    assert case.ok, case.describe()
+
+
+def test_a_gate_of_minus_six_passes_the_log_gate_kernels_and_is_refused_by_the_bounded_ones(
+    libraries: dict[str, Any],
+) -> None:
+    """cuDNN and FlashInfer take any log-gate; FlashKDA and cuLA's safe gate stop at −5."""
+    kda, params = linbench.get_variant("kda"), {"log_gate": -6.0}
+    for impl in ("flashinfer", "cudnn"):
+        case = check_impl(kda, impl, SHAPE, causal=True, dtype=torch.bfloat16, gradients=False, params=params)
+        assert case.ok, case.describe()
+    for impl in ("flash-kda", "cula"):
+        case = check_impl(kda, impl, SHAPE, causal=True, dtype=torch.bfloat16, gradients=False, params=params)
+        assert "bounded below at -5; these gates go down to -6" in (case.unavailable or "")
