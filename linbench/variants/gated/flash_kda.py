@@ -94,7 +94,15 @@ def beta_logits(beta: torch.Tensor) -> torch.Tensor:
     return (b.log() - (-b).log1p()).to(torch.bfloat16)
 
 
-def _run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, **kw: Any) -> Any:
+def _run(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float,
+    cu_seqlens: torch.Tensor | None = None,
+) -> torch.Tensor:
     """FlashKDA on (B, H, S, D) tensors (q and k at v's heads), its output as (B, H, S, Dv)."""
     if q.dtype != torch.bfloat16:
         raise ImplUnavailableError(f"{OWNER}: FlashKDA takes bf16 only, not {q.dtype}")
@@ -110,12 +118,12 @@ def _run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, bet
         vs,
         seq_major(gate_logits(g)).contiguous(),
         seq_major(beta_logits(beta)).contiguous(),
-        kw["scale"],
+        scale,
         out,
         A_log=torch.zeros(heads, dtype=torch.float32, device=q.device),
         dt_bias=torch.zeros(heads, dim_k, dtype=torch.float32, device=q.device),
         lower_bound=GATE_FLOOR,
-        cu_seqlens=kw.get("cu_seqlens"),
+        cu_seqlens=cu_seqlens,
     )
     return out.transpose(1, 2)
 
@@ -135,7 +143,7 @@ def flash_kda(
     refuse_initial_state(OWNER, initial_state)
     refuse_non_causal(OWNER, causal)
     q, k = repeat_qk(q, k, v)
-    return _run(q, k, v, g, beta, scale=resolve_scale(scale, q.shape[-1]))
+    return _run(q, k, v, g, beta, resolve_scale(scale, q.shape[-1]))
 
 
 def flash_kda_packed(
@@ -155,7 +163,7 @@ def flash_kda_packed(
     refuse_non_causal(OWNER, causal)
     q, k = repeat_qk(q, k, v)
     cu = segments.cu_seqlens(q.device, torch.int64)
-    return _run(q, k, v, g, beta, scale=resolve_scale(scale, q.shape[-1]), cu_seqlens=cu)
+    return _run(q, k, v, g, beta, resolve_scale(scale, q.shape[-1]), cu)
 
 
 def flash_kda_impl() -> Impl:
