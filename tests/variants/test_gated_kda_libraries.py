@@ -19,6 +19,7 @@ from source_signature import installed_file, source_signature
 
 import linbench
 from linbench.check.correctness import check_impl
+from linbench.check.matrix import SHAPES, run_cell, shapes_for
 from linbench.errors import ImplUnavailableError
 from linbench.shape import Shape
 from linbench.variants import backends
@@ -235,3 +236,18 @@ def test_a_gate_of_minus_six_passes_the_log_gate_kernels_and_is_refused_by_the_b
     for impl in ("flash-kda", "cula"):
         case = check_impl(kda, impl, SHAPE, causal=True, dtype=torch.bfloat16, gradients=False, params=params)
         assert "bounded below at -5; these gates go down to -6" in (case.unavailable or "")
+
+
+def test_linbench_check_proves_a_kernel_of_head_size_128_alone_at_that_size(libraries: dict[str, Any]) -> None:
+    """The check matrix's shapes have head sizes 8 to 32, which FlashKDA refuses: it is checked
+    at the libraries' 128 instead, at every gate setting, and the other impls are not."""
+    kda = linbench.get_variant("kda")
+    cell = run_cell(kda, "flash-kda", "bf16", True, torch.device("cpu"))
+    proven = [case for case in cell.cases if not case.unavailable]
+    assert len(proven) == 1 + len(kda.check_params) and not cell.failures
+    assert all(case.ok and (case.shape.dim_k, case.shape.seq) == (128, 70) for case in proven)
+    assert "forward-only" in (cell.outputs_only or "")  # its outputs proven, its gradients said not to be
+    assert shapes_for(kda, "chunked", "bf16", "cpu") == SHAPES
+    with_backward = run_cell(kda, "cudnn", "bf16", True, torch.device("cpu"))
+    assert with_backward.outputs_only is None and not with_backward.failures
+    assert all(len(case.comparisons) > 1 for case in with_backward.cases if not case.unavailable)
