@@ -16,7 +16,9 @@ from rich.progress import Progress
 from linbench.cli.check_display import (
     failure_lines,
     legend_line,
+    library_shape_lines,
     matrix_table,
+    outputs_only_lines,
     setting_lines,
     skipped_lines,
     summary_line,
@@ -147,14 +149,17 @@ def check_command(
         _error_against_length(selection, dtypes, lengths, heads, dim, resolved, out, plot)
         return
     from linbench.check.correctness import Shape
-    from linbench.check.matrix import SHAPES
+    from linbench.check.matrix import LIBRARY_SHAPE, SHAPES
 
     rows = run_matrix(selection, columns, resolved, quiet)
     console = stdout_console()
     console.print(matrix_table(rows, columns, resolved))
     console.print(legend_line([Shape(*dims) for dims in SHAPES]), markup=False, soft_wrap=True)
+    for line in library_shape_lines(rows, Shape(*LIBRARY_SHAPE)):
+        console.print(line, markup=False, soft_wrap=True)
     sections = (
         ("also checked at:", setting_lines(rows)),
+        ("outputs only (no gradients):", outputs_only_lines(rows)),
         ("unavailable here:", unavailable_lines(rows)),
         ("not checked:", skipped_lines(rows)),
         ("failures:", failure_lines(rows)),

@@ -51,6 +51,14 @@ def legend_line(shapes: list[Shape]) -> str:
     return f"cell = worst |error| / tolerance over output and gradients (≤ 1 passes), at {checked}"
 
 
+def library_shape_lines(rows: list[Row], library_shape: Shape) -> list[str]:
+    """The impls that took none of the legend's head sizes and were checked at the kernel
+    libraries' instead (matrix.LIBRARY_SHAPE), one line."""
+    label = library_shape.label
+    impls = [row.label for row in rows if any(case.shape.label == label for cell in row.cells for case in cell.cases)]
+    return [f"{', '.join(impls)}: at {label} (none of those head sizes is theirs)"] if impls else []
+
+
 def setting_lines(rows: list[Row]) -> list[str]:
     """``gla: gate_regime=strong``: the settings besides the defaults that a variant's cells
     were also checked at (its check_params), once per variant."""
@@ -67,6 +75,13 @@ def setting_lines(rows: list[Row]) -> list[str]:
 def failure_lines(rows: list[Row]) -> list[str]:
     """The describe() line of every failing case, in table order."""
     return [case.describe() for row in rows for cell in row.cells for case in cell.failures]
+
+
+def outputs_only_lines(rows: list[Row]) -> list[str]:
+    """The impls whose gradients could not be checked (forward-only kernels), with the reason
+    they gave: their cells judge the outputs alone."""
+    lines = {f"{row.label}: {cell.outputs_only}" for row in rows for cell in row.cells if cell.outputs_only}
+    return sorted(lines)
 
 
 def unavailable_lines(rows: list[Row]) -> list[str]:

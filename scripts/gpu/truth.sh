@@ -15,8 +15,8 @@
 #   correct      check, then cudatests
 #   kernel       cosine:kernel against cosine:fla and SDPA's backends at B2 H16 S16k
 #                D64 bf16, fwd and fwd+bwd, time and peak memory; one ncu summary    -> kernel.tgz
-#   backends     Gated DeltaNet's three forms, gla:fla and cosine:fla at 4k and 16k,
-#                B1 H32 D128 bf16, fwd and fwd+bwd, against SDPA's flash and cuDNN                         -> backends.tgz
+#   backends     every Gated DeltaNet and KDA backend and cuLA's lightning at 4k and 16k,
+#                B1 H16 (32 value heads) D128 bf16, fwd and fwd+bwd, against SDPA's flash and cuDNN -> backends.tgz
 #   decodebatch  linbench decode at batch 1, 64 and 1024 with CUDA graphs, then
 #                against a hand-timed loop (verify_decode.py)                      -> decode.tgz
 #   gate         linbench ab --baseline HEAD on a ci-gpu slice, unchanged and with a
@@ -64,7 +64,7 @@ part_setup() {
   [ "$DEVICE" = cuda ] && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu,memory.used,memory.total --format=csv | tee -a "$OUT/summary.txt"
   "$PY" - <<'EOF' 2>&1 | tee -a "$OUT/summary.txt"
 import importlib, os, subprocess, torch
-names = ("triton", "fla", "flashinfer", "flash_attn", "cudnn", "flash_qla")
+names = ("triton", "fla", "flashinfer", "flash_attn", "cudnn", "flash_qla", "flash_kda", "cula")
 found = {n: getattr(importlib.import_module(n), "__version__", "?") for n in names if importlib.util.find_spec(n)}
 head = subprocess.run(["git", "log", "-1", "--format=%h %s"], capture_output=True, text=True).stdout.strip()
 print(f"torch {torch.__version__}; cuda {torch.version.cuda}; {found}; git HEAD: {head or 'none'}")
@@ -152,10 +152,12 @@ part_kernel() {
 part_backends() {
   rm -rf "$WORK/backends" && mkdir -p "$WORK/backends"
   # 5-8 s a point on the H200 (a fresh worker each, its fla kernels autotuned): every backend of
-  # Gated DeltaNet and KDA at Qwen3.5's TP2 shard (16 q/k heads, 32 value heads: --v-heads), two
-  # lengths and two modes; the libraries not installed are left out with their reason.
+  # Gated DeltaNet and KDA (and cuLA's lightning) at Qwen3.5's TP2 shard (16 q/k heads, 32 value
+  # heads: --v-heads), two lengths and two modes; the libraries not installed are left out with
+  # their reason.
   local impls=gated-deltanet:chunked,gated-deltanet:fla,gated-deltanet:fla-recurrent,gated-deltanet:fla-dispatch
   impls+=,gated-deltanet:flash-qla,gated-deltanet:flashinfer,gated-deltanet:cudnn,kda:chunked,kda:fla
+  impls+=,kda:flash-kda,kda:flashinfer,kda:cudnn,kda:cula,lightning:cula
   timeout -s INT -k 10 "${BACKENDS_LIMIT:-200}" "$PY" -m linbench run --variant "$impls" \
     --against "$SDPA_PINNED" --batch 1 --heads "$HEADS_BIG" --v-heads "$V_HEADS_BIG" --dim "$DIM_BIG" \
     --seq "$SEQ_BACK" --dtype bf16 --mode fwd,fwdbwd --device "$DEVICE" --budget-s 0.3 \

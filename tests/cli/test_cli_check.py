@@ -269,3 +269,32 @@ def test_a_dtype_an_impl_declares_it_cannot_take_is_unavailable_not_an_error() -
     cell = run_cell(linbench.get_variant("softmax"), "varlen", "fp32", True, torch.device("cuda"))
     assert cell.unavailable is not None and "fp16 and bf16" in cell.unavailable
     assert not cell.failures
+
+
+def _forward_only(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    if torch.is_grad_enabled() and q.requires_grad:
+        raise ImplUnavailableError("planted: a forward-only kernel")
+    return _v(q, k, v, causal=causal)
+
+
+def _only_128(dim_k: int, dim_v: int, dtype: str) -> str | None:
+    return None if (dim_k, dim_v) == (128, 128) else "planted: head size 128 only"
+
+
+def test_a_forward_only_kernel_of_head_size_128_is_checked_on_its_outputs_at_128(invoke: Invoke) -> None:
+    """A kernel library's impl (K = V = 128, no backward) was "unavailable" in every cell; now
+    its outputs are checked at the libraries' shape, and the lines under the table say both."""
+    impls = (
+        Impl("ref", _v, "", "O(s)", "O(s)"),
+        Impl("library", _forward_only, "", "O(s)", "O(s)", shape_support=_only_128),
+    )
+    name = "test-cli-library"
+    register_variant(Variant(name, "O = V", impls, "ref", (), lambda *a: 0.0, "O(s)", "O(s)"))
+    try:
+        result = invoke("check", "--variant", f"{name}:library", "--dtype", "fp64", *CPU, "--quiet")
+    finally:
+        unregister_variant(name)
+    assert result.exit_code == 0, result.output
+    assert f"{name}:library: at B1-H2-S70-Dk128-Dv128 (none of those head sizes is theirs)" in result.stdout
+    assert f"outputs only (no gradients):\n{name}:library: planted: a forward-only kernel" in result.stdout
+    assert "2 cells checked, 0 failed" in result.stdout

@@ -21,9 +21,13 @@ import torch
 
 from linbench.variants.declarations import FlopsFn, Impl, Param
 from linbench.variants.extra_inputs import ExtraInput
+from linbench.variants.gated.cudnn_kda import cudnn_kda_impl
+from linbench.variants.gated.cula import cula_kda_impl, cula_lightning_impl
 from linbench.variants.gated.fla_impls import gated_fla_impls
+from linbench.variants.gated.flash_kda import flash_kda_impl
 from linbench.variants.gated.flash_qla import flash_qla_impl
 from linbench.variants.gated.flashinfer_gdn import flashinfer_impls
+from linbench.variants.gated.flashinfer_kda import flashinfer_kda_impl
 from linbench.variants.gated.impls import (
     INITIAL_STATE,
     SCALE,
@@ -74,8 +78,15 @@ def per_value_head(prepare: Prepare) -> Prepare:
 
 def library_impls(name: str, extra_inputs: tuple[ExtraInput, ...]) -> tuple[Impl, ...]:
     """The impls of other kernel libraries a family has: FlashQLA's, FlashInfer's and cuDNN's
-    for gated-deltanet."""
-    return (flash_qla_impl(extra_inputs), *flashinfer_impls()) if name == "gated-deltanet" else ()
+    for gated-deltanet; FlashKDA's, FlashInfer's, cuDNN's and cuLA's for kda; cuLA's for
+    lightning."""
+    if name == "gated-deltanet":
+        return (flash_qla_impl(extra_inputs), *flashinfer_impls())
+    if name == "kda":
+        return (flash_kda_impl(), flashinfer_kda_impl(), cudnn_kda_impl(), cula_kda_impl())
+    if name == "lightning":
+        return (cula_lightning_impl(),)
+    return ()
 
 
 def gated_variant(family: GatedFamily) -> Variant:

@@ -97,7 +97,7 @@ KERNELS: dict[str, tuple[str, Callable[..., torch.Tensor], dict[str, str]]] = {
         {
             CHUNK: "fla-core's chunk_kda (g per key channel), L2 norms in the kernel",
             RECURRENT: "fla-core's fused_recurrent_kda: forward only (fla has no backward)",
-            DISPATCH: "chunk_kda as fla's dispatch runs it (FlashKDA where it takes the call)",
+            DISPATCH: "chunk_kda as fla's dispatch runs it (FlashKDA takes only an in-kernel gate: not linbench's)",
         },
     ),
 }
