@@ -151,16 +151,7 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
     # The measured call was the first warm-up call; only the rest of the warm-up time remains,
     # none where it was that long itself or the worker is warm from this curve's last point.
     warmup_s = 0.0 if keep_first or warm_curve else max(policy.warmup_s - first_ms / 1e3, 0.0)
-    warmup_calls = policy.warmup_calls
-    allocated: int | None = None
-    counted = False
-    if _counts_allocations(task) and (warmup_s > 0 or warmup_calls > 0):
-        # Untimed warm-up calls run anyway: the profiled call is the first of them, and its
-        # time is warm-up time spent (a call of the same code), not a call more.
-        profiled_start = time.perf_counter()
-        allocated, counted = _allocated_peak(work), True
-        warmup_s = max(warmup_s - (time.perf_counter() - profiled_start), 0.0)
-        warmup_calls = max(warmup_calls - 1, 0)
+    warmup_s, warmup_calls, allocated = _profiled_warm_up(task, work, warmup_s, policy.warmup_calls)
     timing = time_cpu(
         work.run,
         before=work.before,
@@ -173,7 +164,7 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
     )
     if keep_first:
         timing = _with_first_call(timing, first_ms, first_cpu_ms, work)
-    if _counts_allocations(task) and not counted:  # no warm-up call to spare: one call more, untimed
+    if allocated is None and _counts_allocations(task):  # no warm-up call to spare: one call more
         allocated = _allocated_peak(work)
     threads = torch.get_num_threads()
     return replace(
@@ -184,6 +175,17 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
         neighbour_cpu=None if neighbours.cores is None else round(neighbours.cores, 2),
         oversubscribed=neighbours.oversubscribed(threads) if neighbours.cores is not None else None,
     )
+
+
+def _profiled_warm_up(task: Task, work: Work, warmup_s: float, warmup_calls: int) -> tuple[float, int, int | None]:
+    """Where the point makes untimed warm-up calls anyway and counts allocations, the profiled
+    call is the first of them: its time is warm-up time spent (a call of the same code), not a
+    call more. The warm-up left (seconds, calls) and the figure, None where not counted here."""
+    if not _counts_allocations(task) or (warmup_s <= 0 and warmup_calls <= 0):
+        return warmup_s, warmup_calls, None
+    started = time.perf_counter()
+    allocated = _allocated_peak(work)
+    return max(warmup_s - (time.perf_counter() - started), 0.0), max(warmup_calls - 1, 0), allocated
 
 
 def _counts_allocations(task: Task) -> bool:
