@@ -13,10 +13,12 @@ import sys
 
 import pytest
 
+from linbench import __version__
 from linbench.cli.process_exit import exit_status
 
 # The entry point as the ``linbench`` script calls it, in a process that holds an object whose
-# finalizer runs only in the interpreter's teardown, and an atexit handler that must run.
+# finalizer runs only in the interpreter's teardown, and an atexit handler that must run;
+# torch imported here stands for a measuring command's (the cheapest commands then suffice).
 ENTRY = """
 import atexit, sys
 import torch  # loaded by every measuring command; here without measuring anything
@@ -40,11 +42,11 @@ def _entry(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_command_that_loaded_torch_exits_without_the_teardown_and_keeps_its_output() -> None:
-    done = _entry("list")
+def test_a_process_that_loaded_torch_exits_without_the_teardown_and_keeps_its_output() -> None:
+    done = _entry("--version")
     assert done.returncode == 0, done.stderr
-    # The command's whole output reached the pipe (its table's last border), then atexit's.
-    assert "cosine" in done.stdout and done.stdout.endswith("┘\natexit ran\n"), done.stdout[-200:]
+    # The command's whole output reached the pipe, then atexit's.
+    assert done.stdout == f"linbench {__version__}\natexit ran\n"
     assert "teardown ran" not in done.stdout
     assert "main returned" not in done.stdout  # the process ended in main
 
