@@ -26,6 +26,7 @@ from linbench.cli.history_cmd import history_command
 from linbench.cli.list_cmd import list_command
 from linbench.cli.merge_cmd import merge_command
 from linbench.cli.plot_cmd import plot_command
+from linbench.cli.process_exit import exit_now, teardown_worth_skipping
 from linbench.cli.profile_cmd import profile_command
 from linbench.cli.report_cmd import report_command
 from linbench.cli.run_cmd import run_command
@@ -130,6 +131,17 @@ def _root(
 
 
 def main() -> None:
-    """Console-script entry point; the fixed name keeps usage lines right under ``python -m``."""
+    """Console-script entry point; the fixed name keeps usage lines right under ``python -m``.
+
+    A command that loaded torch ends its process here without the interpreter's teardown
+    (cli/process_exit.py: a second after a run); one that did not (``--help``, the reports)
+    raises SystemExit as usual, so a caller in Python gets control back."""
     mark_command_process()
-    app(prog_name="linbench")
+    try:
+        app(prog_name="linbench")
+    except SystemExit as done:
+        if teardown_worth_skipping():
+            exit_now(done.code)
+        raise
+    if teardown_worth_skipping():
+        exit_now(0)

@@ -60,9 +60,10 @@ class StopEarlyError(Exception):
 
 
 def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
-    """Peak memory of the first full-size call, then the timed repetitions; on a CPU then one
-    more call, untimed, that counts what it allocates through torch; on a GPU then what the
-    kind times after them. ``state_bytes``: what the point's state holds once prepared.
+    """Peak memory of the first full-size call, then the timed repetitions; on a CPU one call,
+    untimed, also counts what it allocates through torch (the first warm-up call after the
+    measured one where the point warms up, else a call after the repetitions); on a GPU then
+    what the kind times after them. ``state_bytes``: what the point's state holds once prepared.
     ``warm_curve``: this worker has just measured the point's curve at another size (a warm
     CPU worker), so the first call at this size is all the warm-up the point needs."""
     started = time.perf_counter()
@@ -150,11 +151,12 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
     # The measured call was the first warm-up call; only the rest of the warm-up time remains,
     # none where it was that long itself or the worker is warm from this curve's last point.
     warmup_s = 0.0 if keep_first or warm_curve else max(policy.warmup_s - first_ms / 1e3, 0.0)
+    warmup_s, warmup_calls, allocated = _profiled_warm_up(task, work, warmup_s, policy.warmup_calls)
     timing = time_cpu(
         work.run,
         before=work.before,
         warmup_s=warmup_s,
-        min_warmup_calls=policy.warmup_calls,
+        min_warmup_calls=warmup_calls,
         budget_s=policy.budget_s - (first_ms / 1e3 if keep_first else 0.0),
         min_reps=policy.min_reps - int(keep_first),
         max_reps=policy.max_reps - int(keep_first),
@@ -162,23 +164,41 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
     )
     if keep_first:
         timing = _with_first_call(timing, first_ms, first_cpu_ms, work)
+    if allocated is None and _counts_allocations(task):  # no warm-up call to spare: one call more
+        allocated = _allocated_peak(work)
     threads = torch.get_num_threads()
     return replace(
         _timed(timing),
         device_split_note=CPU_SPLIT_NOTE,
         peak_bytes=peak.peak_bytes,
-        alloc_peak_bytes=_allocated_peak(task, work),
+        alloc_peak_bytes=allocated,
         neighbour_cpu=None if neighbours.cores is None else round(neighbours.cores, 2),
         oversubscribed=neighbours.oversubscribed(threads) if neighbours.cores is not None else None,
     )
 
 
-def _allocated_peak(task: Task, work: Work) -> int | None:
-    """The peak of what one more call, untimed and profiled, allocates through torch
-    (measure/allocations.py); None for a kind with no call to spare (a decoder's steps) and
-    for a point's later processes (the figure is its first process's)."""
-    if not task.kind.calls_again or not task.count_allocations:
-        return None
+def _profiled_warm_up(task: Task, work: Work, warmup_s: float, warmup_calls: int) -> tuple[float, int, int | None]:
+    """Where the point makes untimed warm-up calls anyway and counts allocations, the profiled
+    call is the first of them: its time is warm-up time spent (a call of the same code), not a
+    call more. The warm-up left (seconds, calls) and the figure, None where not counted here."""
+    if not _counts_allocations(task) or (warmup_s <= 0 and warmup_calls <= 0):
+        return warmup_s, warmup_calls, None
+    started = time.perf_counter()
+    allocated = _allocated_peak(work)
+    return max(warmup_s - (time.perf_counter() - started), 0.0), max(warmup_calls - 1, 0), allocated
+
+
+def _counts_allocations(task: Task) -> bool:
+    """Whether the point's process counts what a call allocates: not for a kind with no call
+    to spare (a decoder's steps), nor in a point's later processes (the figure is its first
+    process's)."""
+    return task.kind.calls_again and task.count_allocations
+
+
+def _allocated_peak(work: Work) -> int:
+    """The peak of what one call, untimed and profiled, allocates through torch
+    (measure/allocations.py): a warm-up call where the point makes one anyway, else one call
+    after the timed repetitions. Never a timed call: the profiler slows a call."""
     work.before()
     return allocated_peak_bytes(work.run)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Literal
 
 from linbench.results.processes import ProcessResult
@@ -158,11 +159,21 @@ class Schedule:
         if result.status != "ok" or not result.oversubscribed or not self.session.recheck():
             return result, wall_s
         self.ledger.add_retried(wall_s)
-        return self._run(point, stop_after_s)
+        # What a call allocates is the same in every process at the same threads (measure/
+        # allocations.py): the dropped process's count stands, and its profiled call is not run again.
+        known = result.alloc_peak_bytes if result.threads == self.session.threads else None
+        again, again_s = self._run(point, stop_after_s, count_allocations=known is None)
+        if known is not None and again.status == "ok":
+            again = replace(again, alloc_peak_bytes=known)
+        return again, again_s
 
-    def _run(self, point: Point, stop_after_s: float | None) -> tuple[ProcessResult, float]:
-        """One measuring process of ``point``, and its wall time from hand-over to result."""
-        task = self._task("measure", point, stop_after_s=stop_after_s, first=not self.recorder.started(point))
+    def _run(
+        self, point: Point, stop_after_s: float | None, count_allocations: bool = True
+    ) -> tuple[ProcessResult, float]:
+        """One measuring process of ``point``, and its wall time from hand-over to result;
+        ``count_allocations``: False where the point's count is already known."""
+        first = not self.recorder.started(point)
+        task = self._task("measure", point, stop_after_s=stop_after_s, first=first, count_allocations=count_allocations)
         started = time.perf_counter()
         result = self.supervisor.run(task, self.plan.timeout_s, worker=self._worker(point))
         return result, time.perf_counter() - started
@@ -214,9 +225,11 @@ class Schedule:
         point: Point,
         stop_after_s: float | None = None,
         first: bool = True,
+        count_allocations: bool = True,
     ) -> Task:
         """A task for ``point``; ``first``: the point's first process, the one that counts its
-        launches (CUDA) and its allocations (CPU), each the same in every process."""
+        launches (CUDA) and its allocations (CPU, unless ``count_allocations`` is False: known
+        already), each the same in every process."""
         return Task(
             job=job,
             point=point,
@@ -229,5 +242,5 @@ class Schedule:
             params=self.plan.point_params(point),
             threads=self.session.threads,
             count_launches=first and self.plan.device.type == "cuda",
-            count_allocations=first,
+            count_allocations=first and count_allocations,
         )

@@ -11,7 +11,8 @@ context (a KV cache: state O(s·d)) need its keys and values, B·H·S·(Dk + Dv)
 costs a fixed overhead (its worker forked, the correctness gate, its row written) plus the
 wall time the timing policy gives one call (warm-up and repetitions, as the skip policy
 predicts it), and one more call for the gate; a CPU ``run`` point's first process runs one more,
-profiled for alloc_peak_bytes. A point is measured in ``--processes`` processes, and more, up to
+profiled for alloc_peak_bytes, where its warm-up calls cannot take it in (a call longer than
+the warm-up). A point is measured in ``--processes`` processes, and more, up to
 ``--max-processes``, while they disagree: the estimate counts the processes asked for, and
 ``most_estimate`` (linbench/runner/sizing.py) the most allowed, the range the start line gives.
 One call takes the point's FLOPs (the variant's matmul count) at a rate per device (at least
@@ -222,7 +223,8 @@ def estimate_s(
     """Seconds the points will take by the model, each in ``processes`` processes: each
     process's overhead, set-up, calls under ``timing`` and one more for the gate, at most
     ``timeout_s`` (the longer points of a series that passed it are skipped); on a CPU, the
-    profiled call of a point's first process (``model.calls_again``: alloc_peak_bytes)."""
+    profiled call of a point's first process (``model.calls_again``: alloc_peak_bytes) where
+    the point's warm-up does not take it in."""
     total = 0.0
     stopped: set[tuple[object, ...]] = set()
     for point in points:
@@ -234,9 +236,16 @@ def estimate_s(
             stopped.add(point.series)
             seconds = timeout_s
         device = _device_type(point)
-        profiled = one if model.calls_again and device == "cpu" else 0.0
+        profiled = _profiled_s(one, timing) if model.calls_again and device == "cpu" else 0.0
         total += (OVERHEAD_S[device] + seconds) * processes + min(profiled, timeout_s)
     return total
+
+
+def _profiled_s(call_s: float, timing: TimingPolicy) -> float:
+    """What the profiled call adds to a point: the warm-up calls the point makes anyway
+    (``timing.predicted_s``'s) take it in, and only the part of one call past them is more."""
+    warmup = max(timing.warmup_s - call_s, 0.0) + timing.warmup_calls * call_s
+    return max(call_s - warmup, 0.0)
 
 
 def format_duration(seconds: float) -> str:

@@ -8,7 +8,7 @@ timed, how many calls run) holds however busy the machine is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import pytest
@@ -108,8 +108,9 @@ def test_a_long_first_call_slower_than_its_slack_is_replaced_by_one_more_repetit
 def test_a_short_first_call_is_warm_up_and_the_warm_up_time_runs_out(clock: ScriptedClock) -> None:
     samples = _measure(clock, first_ms=60.0, later_ms=50.0)
     assert 60.0 not in samples
-    # After the 60 ms first call, 140 ms of warm-up remain: three more 50 ms calls untimed.
-    assert clock.calls == 1 + 1 + 3 + len(samples) + 1  # and the call that counts allocations
+    # After the 60 ms first call, 140 ms of warm-up remain: three more 50 ms calls untimed,
+    # the first of them the one that counts allocations (no call more for it).
+    assert clock.calls == 1 + 1 + 3 + len(samples)
 
 
 def test_a_warm_workers_later_point_of_a_curve_has_no_warm_up_beyond_its_first_call(clock: ScriptedClock) -> None:
@@ -122,4 +123,26 @@ def test_a_first_call_shorter_than_a_longer_warm_up_asked_for_is_warm_up(clock: 
     # --warmup-s 0.5: a 300 ms first call leaves 200 ms of warm-up, so it is not timed.
     samples = _measure(clock, first_ms=300.0, later_ms=250.0, timing=replace(CPU, warmup_s=0.5))
     assert 300.0 not in samples
-    assert clock.calls == 1 + 1 + 1 + len(samples) + 1  # one more call of warm-up
+    assert clock.calls == 1 + 1 + 1 + len(samples)  # one more call of warm-up, which counts allocations
+
+
+def test_the_call_that_counts_allocations_is_a_warm_up_call_never_a_timed_one(
+    clock: ScriptedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the point warms up, the profiled call is its first warm-up call; where it does not
+    (a warm worker's later point), it comes after the timed calls. Either way it is untimed."""
+    profiled_at: list[int] = []
+
+    def profiled(call: Callable[[], object]) -> int:
+        profiled_at.append(clock.calls)
+        call()
+        return 1
+
+    monkeypatch.setattr(execute, "allocated_peak_bytes", profiled)
+    samples = _measure(clock, first_ms=60.0, later_ms=50.0)
+    assert profiled_at == [2]  # right after the tiny call and the measured first call
+    assert len(samples) == clock.calls - 1 - 1 - 3  # the warm-up: the profiled call and two more
+    profiled_at.clear()
+    clock.calls = 0
+    samples = _measure(clock, first_ms=60.0, later_ms=50.0, warm_curve=True)
+    assert profiled_at == [2 + len(samples)]  # after every timed call

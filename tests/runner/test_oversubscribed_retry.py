@@ -27,6 +27,8 @@ class _Crowded:
     def __init__(self, crowded: int) -> None:
         self.crowded = crowded
         self.measured: list[int | None] = []  # the threads each measurement was given
+        self.counted: list[bool] = []  # whether each measurement counted its allocations
+        self.threads_seen = 1  # the threads a worker reports it ran with
 
     def ready(self) -> None:
         pass  # no fork server to wait for
@@ -35,10 +37,13 @@ class _Crowded:
         if task.job == "gate":
             return ProcessResult("ok", rel_err=0.0)
         self.measured.append(task.threads)
+        self.counted.append(task.count_allocations)
         marked = len(self.measured) <= self.crowded
         ms = 70.0 if marked else 1.0
+        allocated = 1000 + len(self.measured) if task.count_allocations else None
         return ProcessResult("ok", time_ms=ms, samples=3, samples_ms=(ms, ms, ms), neighbour_cpu=1.8 if marked
-                             else 0.0, oversubscribed=marked)  # fmt: skip
+                             else 0.0, oversubscribed=marked, threads=self.threads_seen,
+                             alloc_peak_bytes=allocated)  # fmt: skip
 
     def run_batch(self, tasks: list[Task], timeout_s: float) -> list[tuple[ProcessResult | None, float]]:
         return [(self.run(task, timeout_s), 0.0) for task in tasks]
@@ -95,3 +100,26 @@ def test_no_second_process_while_the_cores_are_still_taken(tmp_path: Path, monke
     runner.run(runner.pending())
     (row,) = runner.store.rows()
     assert row["oversubscribed"] is True and runner.ledger.retried == 0
+
+
+def test_a_process_measured_again_at_the_same_threads_keeps_the_dropped_ones_allocation_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a call allocates is the same in every process at the same threads: the second
+    process does not profile a call again, and the kept row carries the first one's count."""
+    runner = _runner(tmp_path, crowded=1, clean_now=True, monkeypatch=monkeypatch)
+    runner.run(runner.pending())
+    assert runner.supervisor.counted == [True, False]  # type: ignore[attr-defined]
+    (process,) = runner.store.process_rows()
+    assert process["time_ms"] == 1.0 and process["alloc_peak_bytes"] == 1001
+
+
+def test_at_other_threads_the_process_measured_again_counts_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = _runner(tmp_path, crowded=1, clean_now=True, monkeypatch=monkeypatch)
+    runner.supervisor.threads_seen = 2  # type: ignore[attr-defined]  # not the session's 1
+    runner.run(runner.pending())
+    assert runner.supervisor.counted == [True, True]  # type: ignore[attr-defined]
+    (process,) = runner.store.process_rows()
+    assert process["alloc_peak_bytes"] == 1002

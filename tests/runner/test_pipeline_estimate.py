@@ -19,6 +19,9 @@ TINY = SweepRequest(
     variants=("cosine:chunked",), no_against=True, seq="64", heads=2, dim=16, device="cpu", budget_s=0.05
 )
 
+# No warm-up: a point's profiled call is a call more (linbench/sweep/estimate.py).
+NO_WARMUP = replace(TINY, warmup_s=0.0)
+
 
 def test_a_run_records_its_estimate_what_it_took_and_their_ratio(tmp_path: Path) -> None:
     outcome = run_sweep(TINY, out=tmp_path)
@@ -50,9 +53,9 @@ def test_no_build_is_counted_where_planning_loaded_no_kernel(monkeypatch: pytest
 def test_an_estimate_ranges_from_the_processes_asked_for_to_the_most_allowed() -> None:
     """A point's processes grow while they disagree, up to --max-processes: the start line
     gives the range, each process's cost times the processes, from 3 to 20."""
-    prepared = prepare(replace(TINY, processes=3, max_processes=20))
+    prepared = prepare(replace(NO_WARMUP, processes=3, max_processes=20))
     assert prepared.most_s is not None
-    one = prepare(TINY)
+    one = prepare(NO_WARMUP)
     profiled = one.estimate_s - OVERHEAD_S["cpu"] - _process_s(one)
     assert prepared.estimate_s == pytest.approx(3 * (one.estimate_s - profiled) + profiled)
     assert prepared.most_s == pytest.approx(20 * (one.estimate_s - profiled) + profiled)
@@ -61,11 +64,19 @@ def test_an_estimate_ranges_from_the_processes_asked_for_to_the_most_allowed() -
 
 
 def test_a_cpu_run_point_counts_its_profiled_call_once() -> None:
-    """The first process of a CPU run point runs one more call, profiled (alloc_peak_bytes)."""
-    prepared = prepare(TINY)
+    """The first process of a CPU run point with no warm-up to spare runs one more call,
+    profiled (alloc_peak_bytes)."""
+    prepared = prepare(NO_WARMUP)
     (point,) = prepared.pending
     call = prepared.plan.kind.call_s(point)
     assert prepared.estimate_s == pytest.approx(OVERHEAD_S["cpu"] + _process_s(prepared) + call)
+
+
+def test_a_cpu_run_point_that_warms_up_counts_no_call_more() -> None:
+    """Its profiled call is one of its warm-up calls (the tiny point's call is far shorter
+    than the 0.05 s of warm-up)."""
+    prepared = prepare(TINY)
+    assert prepared.estimate_s == pytest.approx(OVERHEAD_S["cpu"] + _process_s(prepared))
 
 
 def _process_s(prepared: Prepared) -> float:

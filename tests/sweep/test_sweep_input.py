@@ -120,6 +120,9 @@ def test_decode_counts_the_context_only_for_decoders_that_keep_it() -> None:
 class Policy:
     """A CPU timing policy: 0.2 s of warm-up, a budget of 1 s, 3 repetitions at least."""
 
+    warmup_s = 0.2
+    warmup_calls = 0
+
     def predicted_s(self, call_s: float) -> float:
         return call_s + max(0.2 - call_s, 0.0) + max(3 * call_s, min(1.0, 100 * call_s))
 
@@ -155,10 +158,18 @@ def test_the_estimate_grows_with_the_work_and_stops_at_the_timeout() -> None:
 
 
 def test_each_process_is_counted_and_the_profiled_call_once_a_point() -> None:
+    # 1e10 FLOPs: a 0.5 s call, longer than the 0.2 s warm-up, so no warm-up call takes the
+    # profiled call in.
+    one = estimate_s([point(1024)], Policy(), 120, Calls(1e10))
+    profiled = estimate_s([point(1024)], Policy(), 120, Calls(1e10, calls_again=True))
+    assert profiled - one == pytest.approx(1e10 / RATE["cpu"])  # one more call of the model's
+    assert estimate_s([point(1024)], Policy(), 120, Calls(1e10), processes=20) == pytest.approx(20 * one)
+
+
+def test_a_short_points_profiled_call_is_one_of_its_warm_up_calls() -> None:
+    # 1e9 FLOPs: a 0.05 s call, then 0.15 s of warm-up that the profiled call is part of.
     one = estimate_s([point(1024)], Policy(), 120, Calls(1e9))
-    profiled = estimate_s([point(1024)], Policy(), 120, Calls(1e9, calls_again=True))
-    assert profiled - one == pytest.approx(1e9 / RATE["cpu"])  # one more call of the model's
-    assert estimate_s([point(1024)], Policy(), 120, Calls(1e9), processes=20) == pytest.approx(20 * one)
+    assert estimate_s([point(1024)], Policy(), 120, Calls(1e9, calls_again=True)) == pytest.approx(one)
 
 
 def test_sweeps_past_2000_points_or_2_hours_need_yes() -> None:
