@@ -64,6 +64,7 @@ class ProcessResult:
     oversubscribed: bool | None = None
     cpu_ms_p20: float | None = None
     alloc_peak_bytes: int | None = None
+    alloc_call_timed: bool | None = None
     # decode as it is served (linbench/variants/serving.py)
     state_bytes_per_request: int | None = None
     accepted_per_step: float | None = None

@@ -55,7 +55,9 @@ __all__ = [
 #    The backend (the library and kernel that answered the call), and on CUDA kernel-only device
 #    time and energy per call: kernel_ms, kernel_names, host_overhead_ms, energy_j, power_w,
 #    tokens_per_j, power_limit_w, mem_clock_mhz, device_split_note.
-SCHEMA_VERSION = 10
+# 11: alloc_call_timed in processes.csv (whether the profiled call that counted allocations was
+#    one of the timed repetitions).
+SCHEMA_VERSION = 11
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -275,8 +277,8 @@ COLUMNS = {
                 "alloc_peak_bytes",
                 int,
                 "CPU: peak of the live bytes one call allocated through torch, above what was live before it "
-                "(torch.profiler's memory events, in an untimed call): the same in every process; the CPU's "
-                "memory figure",
+                "(torch.profiler's memory events, in a call of its own: a warm-up call, or a timed one where "
+                "alloc_call_timed): the same in every process; the CPU's memory figure",
             ),
             ("reserved_bytes", int, "CUDA: the caching allocator's reserved peak"),
             ("nvml_peak_bytes", int, "CUDA: the device memory NVML saw in use at the peak"),
@@ -344,6 +346,12 @@ COLUMNS = {
             ("pid", int, "the worker's process id"),
             ("wall_s", float, "seconds from handing the task to the worker to its result"),
             ("timed_s", float, "seconds of timed repetitions inside the process"),
+            (
+                "alloc_call_timed",
+                bool,
+                "CPU: the profiled call that counted alloc_peak_bytes was one of the timed repetitions (its "
+                "profiler cost under 0.5% of its time); false: an untimed call; empty: none in this process",
+            ),
         ),
         # results.csv of a run spread over several GPUs (docs/scale-out.md): one agent per GPU
         # measured the point, and says where. A run made without the fleet leaves them empty.
@@ -430,7 +438,11 @@ MEASURED_COLUMNS = (
     *("backend", "kernel_ms", "kernel_names", "energy_j", "power_w", "power_limit_w", "mem_clock_mhz"),
     "device_split_note",
 )
-PROCESS_COLUMNS = (*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s")
+PROCESS_COLUMNS = (
+    *(*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s"),
+    # Schema 11.
+    "alloc_call_timed",
+)
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")
 
 

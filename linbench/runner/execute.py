@@ -20,11 +20,12 @@ import torch
 
 from linbench.check.correctness import CaseResult, forget_references
 from linbench.machine.cpu_use import NeighbourWindow
-from linbench.measure.allocations import allocated_peak_bytes
+from linbench.measure.allocations import ProfiledCall, profiled_call
 from linbench.measure.compile_time import compile_seconds
 from linbench.measure.memory import PeakRSS, release_free_heap
 from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
 from linbench.measure.timer import Timing, time_cpu
+from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.processes import ProcessResult
 from linbench.runner.execute_gpu import graph_predicted_s, time_with_policy
 from linbench.runner.kind_protocol import Task, Work
@@ -61,9 +62,10 @@ class StopEarlyError(Exception):
 
 def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
     """Peak memory of the first full-size call, then the timed repetitions; on a CPU one call,
-    untimed, also counts what it allocates through torch (the first warm-up call after the
-    measured one where the point warms up, else a call after the repetitions); on a GPU then
-    what the kind times after them. ``state_bytes``: what the point's state holds once prepared.
+    profiled, also counts what it allocates through torch (the first warm-up call after the
+    measured one where the point warms up, else the call after it, timed as a repetition where
+    the profiler's cost is negligible and untimed where not); on a GPU then what the kind
+    times after them. ``state_bytes``: what the point's state holds once prepared.
     ``warm_curve``: this worker has just measured the point's curve at another size (a warm
     CPU worker), so the first call at this size is all the warm-up the point needs."""
     started = time.perf_counter()
@@ -152,29 +154,61 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
     # none where it was that long itself or the worker is warm from this curve's last point.
     warmup_s = 0.0 if keep_first or warm_curve else max(policy.warmup_s - first_ms / 1e3, 0.0)
     warmup_s, warmup_calls, allocated = _profiled_warm_up(task, work, warmup_s, policy.warmup_calls)
-    timing = time_cpu(
-        work.run,
-        before=work.before,
-        warmup_s=warmup_s,
-        min_warmup_calls=warmup_calls,
-        budget_s=policy.budget_s - (first_ms / 1e3 if keep_first else 0.0),
-        min_reps=policy.min_reps - int(keep_first),
-        max_reps=policy.max_reps - int(keep_first),
-        timed_window=neighbours,
-    )
-    if keep_first:
-        timing = _with_first_call(timing, first_ms, first_cpu_ms, work)
-    if allocated is None and _counts_allocations(task):  # no warm-up call to spare: one call more
-        allocated = _allocated_peak(work)
+    first = Timing((first_ms,), (first_cpu_ms,)) if keep_first else Timing(())
+    alloc_call_timed = None if allocated is None else False  # profiled as a warm-up call
+    if allocated is None and _counts_allocations(task):  # no warm-up call to spare: no warm-up left
+        later, allocated, alloc_call_timed = _profiled_repetition(work, policy, first, neighbours)
+    else:
+        later = _repeat(work, policy, warmup_s, warmup_calls, first, neighbours)
+    timing = _with_first_call(later, first_ms, first_cpu_ms, work) if keep_first else later
     threads = torch.get_num_threads()
     return replace(
         _timed(timing),
         device_split_note=CPU_SPLIT_NOTE,
         peak_bytes=peak.peak_bytes,
         alloc_peak_bytes=allocated,
+        alloc_call_timed=alloc_call_timed,
         neighbour_cpu=None if neighbours.cores is None else round(neighbours.cores, 2),
         oversubscribed=neighbours.oversubscribed(threads) if neighbours.cores is not None else None,
     )
+
+
+def _profiled_repetition(
+    work: Work, policy: TimingPolicy, first: Timing, window: NeighbourWindow
+) -> tuple[Timing, int, bool]:
+    """Where the point has no warm-up call to spare, the profiled call comes right after the
+    measured one, inside the window of the timed calls, and is one of the repetitions when the
+    profiler cost it nothing measurable (ProfiledCall.timeable) and the policy wants one more;
+    else it is one untimed call more. The repetitions after the first call, the allocation
+    figure, and whether the profiled call is among those repetitions."""
+    with window:
+        profiled = _profiled_call(work)
+        timed = profiled.timeable and first.count < policy.max_reps
+        ahead = Timing((profiled.wall_ms,), (profiled.cpu_ms,)) if timed else Timing(())
+        rest = _repeat(work, policy, 0.0, 0, _joined(first, ahead), None)
+    return _joined(ahead, rest), profiled.peak_bytes, timed
+
+
+def _repeat(
+    work: Work, policy: TimingPolicy, warmup_s: float, warmup_calls: int, ahead: Timing, window: NeighbourWindow | None
+) -> Timing:
+    """The rest of the warm-up, then the timed repetitions the policy asks for beyond those
+    already timed (``ahead``: their count and time come off its bounds and budget)."""
+    return time_cpu(
+        work.run,
+        before=work.before,
+        warmup_s=warmup_s,
+        min_warmup_calls=warmup_calls,
+        budget_s=policy.budget_s - sum(ahead.samples_ms) / 1e3,
+        min_reps=max(policy.min_reps - ahead.count, 0),
+        max_reps=max(policy.max_reps - ahead.count, 0),
+        timed_window=window,
+    )
+
+
+def _joined(earlier: Timing, later: Timing) -> Timing:
+    """Two runs of repetitions as one, in the order they were timed."""
+    return Timing((*earlier.samples_ms, *later.samples_ms), (*earlier.cpu_samples_ms, *later.cpu_samples_ms))
 
 
 def _profiled_warm_up(task: Task, work: Work, warmup_s: float, warmup_calls: int) -> tuple[float, int, int | None]:
@@ -184,7 +218,7 @@ def _profiled_warm_up(task: Task, work: Work, warmup_s: float, warmup_calls: int
     if not _counts_allocations(task) or (warmup_s <= 0 and warmup_calls <= 0):
         return warmup_s, warmup_calls, None
     started = time.perf_counter()
-    allocated = _allocated_peak(work)
+    allocated = _profiled_call(work).peak_bytes
     return max(warmup_s - (time.perf_counter() - started), 0.0), max(warmup_calls - 1, 0), allocated
 
 
@@ -195,22 +229,22 @@ def _counts_allocations(task: Task) -> bool:
     return task.kind.calls_again and task.count_allocations
 
 
-def _allocated_peak(work: Work) -> int:
-    """The peak of what one call, untimed and profiled, allocates through torch
-    (measure/allocations.py): a warm-up call where the point makes one anyway, else one call
-    after the timed repetitions. Never a timed call: the profiler slows a call."""
+def _profiled_call(work: Work) -> ProfiledCall:
+    """One call under torch's profiler (measure/allocations.py): what it allocates through
+    torch, and its time, which counts as a repetition only where ProfiledCall.timeable says
+    the profiler cost it nothing measurable; else it is a warm-up call or one call more."""
     work.before()
-    return allocated_peak_bytes(work.run)
+    return profiled_call(work.run)
 
 
-def _with_first_call(timing: Timing, first_ms: float, first_cpu_ms: float, work: Work) -> Timing:
+def _with_first_call(later: Timing, first_ms: float, first_cpu_ms: float, work: Work) -> Timing:
     """The repetitions with the measured first call among them when it was steady (no slower
-    than the slowest of them by more than FIRST_CALL_SLACK); else with one more repetition
-    timed in its place, so a point keeps its count of repetitions."""
-    if first_ms <= max(timing.samples_ms) * (1 + FIRST_CALL_SLACK):
-        return Timing((first_ms, *timing.samples_ms), (first_cpu_ms, *timing.cpu_samples_ms))
+    than the slowest later one by more than FIRST_CALL_SLACK, or the only one); else with one
+    more repetition timed in its place, so a point keeps its count of repetitions."""
+    if not later.samples_ms or first_ms <= max(later.samples_ms) * (1 + FIRST_CALL_SLACK):
+        return _joined(Timing((first_ms,), (first_cpu_ms,)), later)
     more = time_cpu(work.run, before=work.before, warmup_s=0.0, min_warmup_calls=0, budget_s=0.0, min_reps=1)
-    return Timing((*timing.samples_ms, *more.samples_ms), (*timing.cpu_samples_ms, *more.cpu_samples_ms))
+    return _joined(later, more)
 
 
 def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) -> ProcessResult:
