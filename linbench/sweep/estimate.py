@@ -8,17 +8,18 @@ point streams its context through the prefill, so only decoders whose state grow
 context (a KV cache: state O(s·d)) need its keys and values, B·H·S·(Dk + Dv) elements.
 
 **Duration.** A rough model, meant to tell minutes from days, not to predict a run. Each point
-costs a fixed overhead (its worker forked, the correctness gate, its row written) plus the
-wall time the timing policy gives one call (warm-up and repetitions, as the skip policy
-predicts it), and one more call for the gate; a CPU ``run`` point's first process runs one more,
-profiled for alloc_peak_bytes, where its warm-up calls cannot take it in (a call longer than
-the warm-up). A point is measured in ``--processes`` processes, and more, up to
-``--max-processes``, while they disagree: the estimate counts the processes asked for, and
-``most_estimate`` (linbench/runner/sizing.py) the most allowed, the range the start line gives.
-One call takes the point's FLOPs (the variant's matmul count) at a rate per device (at least
-MIN_CALL_S); decode points take a prefill (the state's work over the context) and one step per
-timed token. A point whose time passes ``--timeout-s`` costs the timeout, and the longer points
-of its series cost nothing: the runner skips them.
+costs a fixed overhead (its worker forked, the correctness gate, its row written) plus the wall
+time the timing policy gives one call (warm-up and repetitions, as the skip policy predicts it),
+and one more call for the gate; a CPU ``run`` point's first process runs one more, profiled for
+alloc_peak_bytes, where its warm-up calls cannot take it in (a call longer than the warm-up): at
+most one more, since where the profiler's cost is negligible that call is a timed repetition
+instead, which the estimate cannot know before the call. A point is measured in ``--processes``
+processes, and more, up to ``--max-processes``, while they disagree: the estimate counts the
+processes asked for, and ``most_estimate`` (linbench/runner/sizing.py) the most allowed, the
+range the start line gives. One call takes the point's FLOPs (the variant's matmul count) at a
+rate per device (at least MIN_CALL_S); decode points take a prefill (the state's work over the
+context) and one step per timed token. A point whose time passes ``--timeout-s`` costs the
+timeout, and the longer points of its series cost nothing: the runner skips them.
 
 The CPU constants were fitted to the runs recorded on the development machine (2 cores, torch
 2.13.0), estimate against measured wall time: paper-fig5 6 min / 5 min 42 s and paper-fig2
