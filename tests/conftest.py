@@ -60,6 +60,7 @@ SHARED_MODULES = {
     "tests/cli/test_cli_compare_real.py": "compare-real",
     "tests/doctor/test_doctor_cpu.py": "doctor-cpu",
     "tests/test_layers.py": "layers",
+    "tests/variants/test_gated_fla_interpreted.py": "fla-interpreted",
 }
 # At most this many workers: each imports torch (a few hundred MB) and many tests start
 # processes of their own, so more buy memory use rather than time.

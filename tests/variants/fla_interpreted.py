@@ -91,25 +91,38 @@ def plant_wrong_scale() -> None:
     gated_fla.resolve_scale = wrong  # type: ignore[assignment]
 
 
+def report(name: str, check: Callable[[], CaseResult]) -> None:
+    """Run one case and print its line (JSON)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    case = check()
+    line = {
+        "case": name,
+        "ok": case.ok,
+        "unavailable": case.unavailable,
+        "error": case.error,
+        "failed": None if case.ok else case.describe(),
+        "seconds": round(time.perf_counter() - started, 2),
+        "cpu_seconds": round(time.process_time() - cpu, 2),
+    }
+    print(json.dumps(line), flush=True)
+
+
 def main(argv: list[str]) -> None:
-    chosen = set(argv) - {"--plant-wrong-scale"}
-    if "--plant-wrong-scale" in argv:
+    """The cases named (all when none is), then, with ``--then-plant-wrong-scale CASE``, CASE
+    again with q's scale planted wrong, as ``CASE planted``: one process, so triton and fla are
+    imported once for both."""
+    planted: str | None = None
+    if "--then-plant-wrong-scale" in argv:
+        at = argv.index("--then-plant-wrong-scale")
+        planted, argv = argv[at + 1], argv[:at] + argv[at + 2 :]
+    chosen = set(argv)
+    every = dict(cases())
+    for name, check in every.items():
+        if not chosen or name in chosen:
+            report(name, check)
+    if planted is not None:
         plant_wrong_scale()
-    for name, check in cases():
-        if chosen and name not in chosen:
-            continue
-        started, cpu = time.perf_counter(), time.process_time()
-        case = check()
-        line = {
-            "case": name,
-            "ok": case.ok,
-            "unavailable": case.unavailable,
-            "error": case.error,
-            "failed": None if case.ok else case.describe(),
-            "seconds": round(time.perf_counter() - started, 2),
-            "cpu_seconds": round(time.process_time() - cpu, 2),
-        }
-        print(json.dumps(line), flush=True)
+        report(f"{planted} planted", every[planted])
 
 
 if __name__ == "__main__":

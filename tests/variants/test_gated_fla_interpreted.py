@@ -54,17 +54,29 @@ def _run(*args: str) -> dict[str, dict[str, Any]]:
     return {line["case"]: line for line in lines}
 
 
-def test_every_fla_kernel_of_every_gated_family_matches_the_fp64_reference_interpreted() -> None:
+PLANTED = "gated-deltanet:fla"
+
+
+@pytest.fixture(scope="module")
+def interpreted() -> dict[str, dict[str, Any]]:
+    """Every case, then PLANTED with a wrong scale, in one process (its imports of triton and
+    fla, seconds of CPU, paid once; conftest.py keeps this module's tests in one worker)."""
+    return _run("--then-plant-wrong-scale", PLANTED)
+
+
+def test_every_fla_kernel_of_every_gated_family_matches_the_fp64_reference_interpreted(
+    interpreted: dict[str, dict[str, Any]],
+) -> None:
     """fp32 (chunk_delta_rule refuses fp32 and the interpreter computes bf16 wrongly, so
     deltanet's chunk kernel runs in fp16); fla's dispatch, GQA, more value heads than q/k heads
     (fla's native GVA), packs (fla's cu_seqlens) and a given γ besides the default."""
-    cases = _run()
+    cases = {name: case for name, case in interpreted.items() if name != f"{PLANTED} planted"}
     assert set(cases) == EXPECTED
     failed = {name: case["failed"] for name, case in cases.items() if not case["ok"]}
     assert not failed, failed
 
 
-def test_a_wrong_scale_handed_to_fla_fails_the_check() -> None:
-    cases = _run("--plant-wrong-scale", "gated-deltanet:fla")
-    assert not cases["gated-deltanet:fla"]["ok"]
-    assert "out err" in cases["gated-deltanet:fla"]["failed"]
+def test_a_wrong_scale_handed_to_fla_fails_the_check(interpreted: dict[str, dict[str, Any]]) -> None:
+    planted = interpreted[f"{PLANTED} planted"]
+    assert not planted["ok"]
+    assert "out err" in planted["failed"]
