@@ -179,14 +179,18 @@ def _points(spec: SweepSpec, targets: Targets, device: torch.device, chunked: se
 
 
 def _grown(spec: SweepSpec, targets: Targets) -> set[Pair]:
-    """The decoders whose state grows (a KV cache, kept in the compute dtype): no state dtype of
-    their own; ValueError when --state-dtype is given and every decoder is one."""
+    """The decoders whose state grows (a KV cache, kept in the compute dtype, not pooled): no state
+    dtype or layout of their own; ValueError when --state-dtype or --state-layout is given and
+    every decoder is one."""
     if spec.command != "decode":
         return set()
     grown = {pair for pair in targets.pairs if get_variant(pair[0]).decoder(pair[1]).state_grows}
     if any(block.state_dtype for block in spec.blocks) and grown >= set(targets.pairs):
         names = ", ".join(f"{v}:{i}" for v, i in targets.pairs)
         raise ValueError(f"--state-dtype: {names} keep keys and values in the compute dtype; use --dtype")
+    if any(block.state_layout for block in spec.blocks) and grown >= set(targets.pairs):
+        names = ", ".join(f"{v}:{i}" for v, i in targets.pairs)
+        raise ValueError(f"--state-layout: {names} keep keys and values, not a state matrix per head")
     return grown
 
 

@@ -21,6 +21,7 @@ import torch
 
 from linbench.variants.declarations import FlopsFn, Impl, Param
 from linbench.variants.extra_inputs import ExtraInput
+from linbench.variants.gated.fla_decoder import fla_decoders
 from linbench.variants.gated.fla_impls import gated_fla_impls
 from linbench.variants.gated.flash_qla import flash_qla_impl
 from linbench.variants.gated.flashinfer_gdn import flashinfer_impls
@@ -97,7 +98,7 @@ def gated_variant(family: GatedFamily) -> Variant:
         auto_order=("chunked", "recurrent", "quadratic"),
         source=family.source,
         stream=gated_stream(prepare),
-        decoder_list=(gated_decoder(prepare, family.decoder_summary),),
+        decoder_list=(gated_decoder(prepare, family.decoder_summary), *fla_decoders(family.name)),
         extra_inputs=family.extra_inputs,
         masking=("causal",),
         check_params=family.check_params,
