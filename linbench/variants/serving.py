@@ -273,12 +273,13 @@ def pool_slots_per_request(decoder: Decoder, tokens_per_step: int) -> int:
     return tokens_per_step if decoder.pooled is not None else 1
 
 
-def pool_need(decoder: Decoder, batch: int, tokens_per_step: int) -> str:
-    """What a pool must hold for ``batch`` requests, as the end of a sentence."""
+def pool_need(decoder: Decoder, batch: int, tokens_per_step: int, owner: str | None = None) -> str:
+    """What a pool must hold for ``batch`` requests, as the end of a sentence (``owner``: the
+    decoder's full name, VARIANT:DECODER)."""
     if decoder.pooled is None or tokens_per_step == 1:
         return f"{batch} requests (pool ≥ batch)"
     return (
-        f"{batch} requests of {tokens_per_step} tokens a step with {decoder.name}, whose kernel keeps each "
+        f"{batch} requests of {tokens_per_step} tokens a step with {owner or decoder.name}, whose kernel keeps each "
         f"token's state in a slot of its own (pool ≥ batch × tokens per step = {batch * tokens_per_step})"
     )
 

@@ -6,8 +6,9 @@ Each case serves a batch of requests at mixed contexts, their slots scattered in
 than the batch, T tokens a step with acceptance that differs by request, and checks every
 request's outputs, request by request, against the variant's fp64 forward over its accepted
 tokens, and that the slots no request names are untouched. Prints one JSON line per case.
-``--plant-stale-slot``: the kernel told every request kept one token fewer than it did, which
-the check must catch.
+The case ``planted`` serves "kda T3 rate" with the kernel told every request kept one token
+fewer than it did, which the check must catch; ``workload`` is a served point as ``linbench
+decode`` measures it.
 """
 
 from __future__ import annotations
@@ -93,12 +94,52 @@ def serve(case: str, plant: bool = False) -> dict[str, Any]:
     return {"max_error": worst, "untouched": untouched, "backend": take_noted()}
 
 
+def workload() -> dict[str, Any]:
+    """A serving point of kda:fla-recurrent as ``linbench decode`` measures it (T = 2, a k-last
+    bf16 pool): the steps, the readings, and the steps a CUDA graph would capture, run eagerly
+    over rotating pools."""
+    from linbench.runner.serving_workload import ServingWorkload
+    from linbench.shape import Shape as PointShape
+    from linbench.sweep.points import Point
+    from linbench.sweep.serving import Serving
+
+    serving = Serving(accept="1", drift_steps=4)
+    shape = PointShape(3, 2, 6, 8, 8)
+    point = Point("kda", "fla-recurrent", "decode", True, "fp32", "cpu", shape, tokens_per_step=2,
+                  state_dtype="bf16", state_layout="k-last", serving=serving)  # fmt: skip
+    work = ServingWorkload(point, torch.device("cpu"), 2)
+    work.prefill()
+    work.run()
+    take_noted()
+    readings = work.readings()
+    pool = work.server.pool
+    assert pool is not None
+    steps = work.graph_steps(2)
+    before = pool.matrix.clone()
+    steps[1]()  # a copy's step: the server's own pool is untouched
+    own_untouched = bool(torch.equal(pool.matrix, before))
+    steps[0]()
+    used = work.server.token_slots.flatten()
+    return {
+        "slots": work.server.slot_count,
+        "pool_shape": list(pool.matrix.shape),
+        "pool_dtype": str(pool.matrix.dtype),
+        "state_bytes_per_request": readings["state_bytes_per_request"],
+        "state_drift": readings["state_drift"],
+        "copy_left_own_pool": own_untouched,
+        "own_step_wrote_slots": not bool(torch.equal(pool.matrix[used], before[used])),
+        "backend": take_noted(),
+    }
+
+
 def main(argv: list[str]) -> None:
-    plant = "--plant-stale-slot" in argv
-    chosen = [name for name in argv if not name.startswith("--")] or list(CASES)
-    for case in chosen:
+    for case in argv or [*CASES, "planted", "workload"]:
         started = time.perf_counter()
-        line = {"case": case, **serve(case, plant), "seconds": round(time.perf_counter() - started, 2)}
+        if case == "workload":
+            found = workload()
+        else:
+            found = serve("kda T3 rate", plant=True) if case == "planted" else serve(case)
+        line = {"case": case, **found, "seconds": round(time.perf_counter() - started, 2)}
         print(json.dumps(line), flush=True)
 
 
