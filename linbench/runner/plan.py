@@ -198,10 +198,15 @@ def _grown(spec: SweepSpec, targets: Targets) -> set[Pair]:
 
 def _pool_holds_every_draft(spec: SweepSpec, targets: Targets) -> None:
     """A --pool too small for a decoder whose kernel keeps each draft token's state in a slot of
-    its own (kda:fla-recurrent: batch × tokens per step): ValueError, one line."""
+    its own (kda:fla-recurrent: batch × tokens per step), named where it runs or not:
+    ValueError, one line."""
     if spec.serving is None or spec.serving.pool is None:
         return
-    for variant, name in targets.pairs:
+    kind = kind_of(spec.command)
+    # Every decoder named, whether it runs here or not: a suite's pool fits wherever it runs.
+    picks = [pick for names in (spec.variants, spec.baselines) if names for pick in kind.select(names)]
+    named = [(pick.variant.name, pick.impl) for pick in picks]
+    for variant, name in dict.fromkeys([*targets.pairs, *named]):
         decoder = get_variant(variant).decoder(name)
         for block in spec.blocks:
             batch, steps = max(block.batch), max(block.tokens_per_step or (1,))
