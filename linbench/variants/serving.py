@@ -10,7 +10,13 @@ variant's ``Decoder`` (its ``prefill`` and ``step``, unchanged):
   MTP), one token at a time with the state after each kept, then each request's state rolled
   back to its last accepted token (``accepted``: 1..T per request);
 - **the state's own dtype**: the pool keeps the state in ``state_dtype`` (bf16, fp32) between
-  steps; the step computes in the decoder's dtype.
+  steps; the step computes in the decoder's dtype;
+- **the state's layout**: each head's matrix kept v-last or k-last in the pool (slot_pool.py).
+
+A decoder whose kernel takes the pool itself (``Decoder.pooled``: kda's fla kernel, with the
+slots as fla's ``ssm_state_indices``) gets the pool and the slots instead of the gather and the
+write-back: T slots a request at T > 1, the state after each token in its own, the rollback the
+slot the next step starts from (``num_accepted_tokens``).
 
 A decoder whose state grows (a KV cache) keeps its requests' caches where they are (a paged
 cache's block table is a server's gather): requests of one cache length step together, and a

@@ -5,7 +5,8 @@ delta-rule recurrence (``prepare``, linbench/variants/gated/impls.py), and from 
 three PyTorch forms, fla's two kernels, the stream, the decoder, the reference (the recurrent
 form, in fp64), the impl tried first by ``auto`` (chunked), the variant's complexity and its
 masking (causal only: a state that decays or is overwritten in token order has no
-bidirectional form) are the same for all. A family declares only what is its own. Every
+bidirectional form) are the same for all; gated-deltanet and kda also decode with fla's fused
+recurrent kernels (``fla-recurrent``, fla_decoder.py). A family declares only what is its own. Every
 family takes more value heads than q/k heads (GVA): its forms repeat q and k to v's heads
 before ``prepare`` (``per_value_head``), fla's gated delta rule and kda kernels take them
 natively.
