@@ -6,9 +6,10 @@ Each case serves a batch of requests at mixed contexts, their slots scattered in
 than the batch, T tokens a step with acceptance that differs by request, and checks every
 request's outputs, request by request, against the variant's fp64 forward over its accepted
 tokens, and that the slots no request names are untouched. Prints one JSON line per case.
-The case ``planted`` serves "kda T3 rate" with the kernel told every request kept one token
-fewer than it did, which the check must catch; ``workload`` is a served point as ``linbench
-decode`` measures it.
+``gated-deltanet plain`` and ``kda plain`` are each decoder unserved, as decode's correctness
+gate runs it. ``planted`` serves "kda T3 rate" with the kernel told every request kept one
+token fewer than it did, which the check must catch; ``workload`` is a served point as
+``linbench decode`` measures it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import torch
 
 import linbench
-from linbench.check.correctness import Shape, make_inputs
+from linbench.check.correctness import Shape, check_decoder, make_inputs
 from linbench.variants.backends import take_noted
 from linbench.variants.serving import Accept, Server
 
@@ -132,10 +133,24 @@ def workload() -> dict[str, Any]:
     }
 
 
+def plain(name: str) -> dict[str, Any]:
+    """The decoder as ``linbench decode``'s correctness gate runs it: a prefill, then 4 steps
+    against the last rows of the fp64 reference."""
+    result = check_decoder(
+        linbench.get_variant(name), "fla-recurrent", Shape(1, 2, 40, 16, 16), steps=4, dtype=torch.float32
+    )
+    return {"ok": result.ok, "failed": None if result.ok else result.describe()}
+
+
+PLAIN = {"gated-deltanet plain": "gated-deltanet", "kda plain": "kda"}
+
+
 def main(argv: list[str]) -> None:
-    for case in argv or [*CASES, "planted", "workload"]:
+    for case in argv or [*CASES, "planted", "workload", *PLAIN]:
         started = time.perf_counter()
-        if case == "workload":
+        if case in PLAIN:
+            found = plain(PLAIN[case])
+        elif case == "workload":
             found = workload()
         else:
             found = serve("kda T3 rate", plant=True) if case == "planted" else serve(case)

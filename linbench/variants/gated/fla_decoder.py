@@ -161,7 +161,7 @@ def fla_decoder(variant: str) -> Decoder:
     pooled = "the kernel takes the pool and slots" if variant in POOLED else "the pool gathered by linbench"
     decoder = Decoder.from_stream(
         RECURRENT,
-        f"fla-core's {KERNELS[variant][1]} for the prefill and each step; served, {pooled}",
+        f"fla-core's {KERNELS[variant][1]} for the prefill and each step (.[fla], a CUDA GPU); served, {pooled}",
         stream,
         "O(d²)",
         "O(d²)",
