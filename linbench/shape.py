@@ -7,6 +7,11 @@ from dataclasses import dataclass
 
 # What one call computes: the forward, the backward of a forward built untimed, or both.
 MODES = ("fwd", "bwd", "fwdbwd")
+# How a decoding state's Dk×Dv matrix per head is laid out (FlashInfer's names): v-last, (H, Dk,
+# Dv), linbench's and fla's own; k-last, (H, Dv, Dk), FlashInfer's decode kernels' (fla's
+# ``state_v_first``).
+V_LAST, K_LAST = "v-last", "k-last"
+STATE_LAYOUTS = (V_LAST, K_LAST)
 
 
 @dataclass(frozen=True, order=True)

@@ -38,8 +38,12 @@ HELP = {
     "range grammar (1,4). The state after each is kept; --accept rolls each request back.",
     "state_dtype": "Serving: the dtype the state is kept in between steps: fp32, bf16 (comma list); the step "
     "computes in --dtype. A KV cache keeps --dtype.",
+    "state_layout": "Serving: how the pool lays out each head's state matrix: v-last (H, Dk, Dv; linbench's "
+    "and fla's) or k-last (H, Dv, Dk; FlashInfer's), comma list. A decoder stepping the other layout "
+    "converts in the step (timed); kda:fla-recurrent's kernel takes both. Default: v-last.",
     "pool": "Serving: state pool slots (at least the largest batch); each request holds a scattered slot, "
-    "gathered and written back each step. Default: the batch.",
+    "gathered and written back each step (kda:fla-recurrent: by its kernel, T slots a request). "
+    "Default: the batch (× T for kda:fla-recurrent).",
     "accept": "Serving: tokens a request keeps of a step's --tokens-per-step: all, a count (2), or a rate "
     "(0.7: each draft token after the first accepted with that probability). Default: all.",
     "contexts": "Serving: the requests' contexts drawn from a distribution, as run --pack's: "
@@ -89,6 +93,7 @@ def decode_command(
     max_processes: Annotated[str | None, typer.Option("--max-processes", help=HELP["max_processes"])] = None,
     tokens_per_step: Annotated[str | None, typer.Option("--tokens-per-step", help=HELP["tokens_per_step"])] = None,
     state_dtype: Annotated[list[str] | None, typer.Option("--state-dtype", help=HELP["state_dtype"])] = None,
+    state_layout: Annotated[list[str] | None, typer.Option("--state-layout", help=HELP["state_layout"])] = None,
     pool: Annotated[str | None, typer.Option("--pool", help=HELP["pool"])] = None,
     accept: Annotated[str | None, typer.Option("--accept", help=HELP["accept"])] = None,
     contexts: Annotated[str | None, typer.Option("--contexts", help=HELP["contexts"])] = None,

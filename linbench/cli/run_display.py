@@ -55,7 +55,8 @@ def _call_figures(row: Mapping[str, Any]) -> str:
 def _step_figures(row: Mapping[str, Any]) -> str:
     if row.get("accepted_per_step") not in (None, ""):  # a serving point: a step of every request
         return (
-            f"T{row.get('tokens_per_step') or 1} {row.get('state_dtype') or ''} {format_ms(row['time_ms'])}/step  "
+            f"T{row.get('tokens_per_step') or 1} {row.get('state_dtype') or ''} {row.get('state_layout') or ''} "
+            f"{format_ms(row['time_ms'])}/step  "
             f"{format_ms(row.get('time_per_accepted_token_ms'))}/kept token  "
             f"state {format_bytes(row.get('state_bytes_per_request'))}/request"
         )

@@ -210,6 +210,8 @@ def axes_line(block: Axes, command: str, packed: bool = False) -> str:
         parts.append(f"tokens/step {values(block.tokens_per_step)}")
     if block.state_dtype:
         parts.append(f"state {', '.join(block.state_dtype)}")
+    if block.state_layout:
+        parts.append(f"state layout {', '.join(block.state_layout)}")
     if command != "decode":  # decode's mode is the decode step, its masking causal
         parts.append(f"mode {values(block.mode)}")
         parts.append(", ".join("causal" if causal else "bidirectional" for causal in block.causal))

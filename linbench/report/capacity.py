@@ -69,6 +69,7 @@ def capacity_tables(results: pd.DataFrame) -> list[ReportTable]:
 
 def _label(row: dict[str, Any]) -> str:
     state = f" state {row['state_dtype']}" if row.get("state_dtype") else ""
+    state += f" {row['state_layout']}" if isinstance(row.get("state_layout"), str) and row["state_layout"] else ""
     steps = int(row.get("tokens_per_step") or 1)
     return f"{row['variant']}:{row['impl']}{state} T{steps} B{int(row['batch'])}"
 

@@ -144,9 +144,14 @@ def dim_v_tracks_dim_k(results: pd.DataFrame) -> bool:
 
 
 def _serving(fixed: dict[str, Any], words: tuple[str, str]) -> list[tuple[str, Any]]:
-    """A serving decode scenario's tokens per step and state dtype, each with its word, where set."""
-    steps, state = fixed.get("tokens_per_step"), fixed.get("state_dtype")
-    given = [(words[0], int(steps)) if steps else None, (words[1], state) if state else None]
+    """A serving decode scenario's tokens per step and state dtype, each with its word, and its
+    state layout (the layout's own name), where set."""
+    steps, state, layout = fixed.get("tokens_per_step"), fixed.get("state_dtype"), fixed.get("state_layout")
+    given = [
+        (words[0], int(steps)) if steps else None,
+        (words[1], state) if state else None,
+        ("", layout) if isinstance(layout, str) and layout else None,
+    ]
     return [pair for pair in given if pair is not None]
 
 
@@ -172,7 +177,7 @@ def scenario_columns(results: pd.DataFrame, axis: str) -> list[str]:
     else:  # along heads, the key/value heads go with them (as many, or a share of them)
         free = (axis, "kv_heads", "v_heads") if axis == "heads" else (axis,)
         columns = [column for column in base if column not in free] + ["seq", "dim_k", "dim_v", "chunk"]
-    columns += ["tokens_per_step", "state_dtype"]  # a serving decode point's: its own scenario
+    columns += ["tokens_per_step", "state_dtype", "state_layout"]  # a serving decode point's: its own scenario
     return [column for column in columns if column in results.columns]
 
 

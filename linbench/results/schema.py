@@ -55,8 +55,9 @@ __all__ = [
 #    The backend (the library and kernel that answered the call), and on CUDA kernel-only device
 #    time and energy per call: kernel_ms, kernel_names, host_overhead_ms, energy_j, power_w,
 #    tokens_per_j, power_limit_w, mem_clock_mhz, device_split_note.
-# 11: alloc_call_timed in processes.csv (whether the profiled call that counted allocations was
-#    one of the timed repetitions).
+# 11: state_layout in every file's key (decode --state-layout: the pool's v-last or k-last
+#    state); alloc_call_timed in processes.csv (whether the profiled call that counted
+#    allocations was one of the timed repetitions).
 SCHEMA_VERSION = 11
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
@@ -150,6 +151,12 @@ COLUMNS = {
                 "state_dtype",
                 str,
                 "decode --state-dtype: the dtype the state is kept in between steps (empty: the compute dtype)",
+            ),
+            (
+                "state_layout",
+                str,
+                "decode --state-layout: v-last (H, Dk, Dv) or k-last (H, Dv, Dk), how the serving pool keeps "
+                "each head's state matrix (empty: v-last, or a KV cache)",
             ),
         ),
         *_group(
@@ -383,10 +390,17 @@ COLUMNS = {
 # Where a fleet run measured a point (the ``where`` columns, in declaration order).
 WHERE_COLUMNS = tuple(name for name, column in COLUMNS.items() if column.combine == "where")
 _FIRST_KEYS = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
-KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk", "v_heads", "tokens_per_step", "state_dtype")
+KEY_COLUMNS = (*_FIRST_KEYS, "kv_heads", "chunk", "v_heads", "tokens_per_step", "state_dtype", "state_layout")
 # What a key column of a row from before it existed reads as (record.row_key): kv_heads and
 # v_heads the row's heads, the others empty.
-KEY_DEFAULTS = {"kv_heads": "heads", "chunk": None, "v_heads": "heads", "tokens_per_step": None, "state_dtype": None}
+KEY_DEFAULTS = {
+    "kv_heads": "heads",
+    "chunk": None,
+    "v_heads": "heads",
+    "tokens_per_step": None,
+    "state_dtype": None,
+    "state_layout": None,
+}
 # The key columns every run file has had (a reader fills the rest as KEY_DEFAULTS says).
 REQUIRED_KEY_COLUMNS = _FIRST_KEYS
 # results.csv: the order of earlier versions, new columns at the end but for the key's (readers go

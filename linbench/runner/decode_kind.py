@@ -26,6 +26,7 @@ from linbench.sweep.serving import Serving
 from linbench.variants.declarations import Param
 from linbench.variants.registry import get_variant
 from linbench.variants.selection import Selected, select_decoders
+from linbench.variants.serving import pool_slots_per_request
 from linbench.variants.variant import Variant
 
 if TYPE_CHECKING:
@@ -56,10 +57,13 @@ class DecodeKind(SharedKind):
         return select_decoders(specs)
 
     def unavailable_reason(self, pick: Selected, device: torch.device) -> str | None:
-        return None  # decoders run wherever torch does
+        """None for a decoder in PyTorch (it runs wherever torch does); one on a library (fla's)
+        says why it cannot run on ``device``."""
+        decoder = pick.variant.decoder(pick.impl)
+        return decoder.availability(device) if decoder.availability is not None else None
 
     def optional(self, pick: Selected) -> bool:
-        return False
+        return pick.variant.decoder(pick.impl).library is not None
 
     def unsupported_reason(
         self, pair: tuple[str, str], dim_k: int, dim_v: int, dtype: str, device_type: str | None = None
@@ -90,7 +94,9 @@ class DecodeKind(SharedKind):
         if not point.serves:
             return facts
         serving = point.serving or Serving()
-        given = {"pool": serving.slots(point.shape.batch), "accept": serving.accept, "contexts": serving.contexts}
+        per_request = pool_slots_per_request(get_variant(point.variant).decoder(point.impl), point.tokens_per_step or 1)
+        pool = serving.slots(point.shape.batch, per_request)
+        given = {"pool": pool, "accept": serving.accept, "contexts": serving.contexts}
         return replace(facts, pack={name: value for name, value in given.items() if value is not None})
 
     def held_bytes(self, point: Point) -> int:

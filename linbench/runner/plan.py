@@ -28,6 +28,7 @@ from linbench.sweep.spec import SweepSpec
 from linbench.variants.extra_inputs import probe_draws
 from linbench.variants.heads import VALUE_HEADS_REFUSED
 from linbench.variants.registry import get_variant
+from linbench.variants.serving import pool_need, pool_slots_per_request
 
 Pair = tuple[str, str]
 # The parameter a --chunk sweep sets: every chunked form and kernel takes its chunk size so.
@@ -179,15 +180,39 @@ def _points(spec: SweepSpec, targets: Targets, device: torch.device, chunked: se
 
 
 def _grown(spec: SweepSpec, targets: Targets) -> set[Pair]:
-    """The decoders whose state grows (a KV cache, kept in the compute dtype): no state dtype of
-    their own; ValueError when --state-dtype is given and every decoder is one."""
+    """The decoders whose state grows (a KV cache, kept in the compute dtype, not pooled): no state
+    dtype or layout of their own; ValueError when --state-dtype or --state-layout is given and
+    every decoder is one."""
     if spec.command != "decode":
         return set()
     grown = {pair for pair in targets.pairs if get_variant(pair[0]).decoder(pair[1]).state_grows}
     if any(block.state_dtype for block in spec.blocks) and grown >= set(targets.pairs):
         names = ", ".join(f"{v}:{i}" for v, i in targets.pairs)
         raise ValueError(f"--state-dtype: {names} keep keys and values in the compute dtype; use --dtype")
+    if any(block.state_layout for block in spec.blocks) and grown >= set(targets.pairs):
+        names = ", ".join(f"{v}:{i}" for v, i in targets.pairs)
+        raise ValueError(f"--state-layout: {names} keep keys and values, not a state matrix per head")
+    _pool_holds_every_draft(spec, targets)
     return grown
+
+
+def _pool_holds_every_draft(spec: SweepSpec, targets: Targets) -> None:
+    """A --pool too small for a decoder whose kernel keeps each draft token's state in a slot of
+    its own (kda:fla-recurrent: batch × tokens per step), named where it runs or not:
+    ValueError, one line."""
+    if spec.serving is None or spec.serving.pool is None:
+        return
+    kind = kind_of(spec.command)
+    # Every decoder named, whether it runs here or not: a suite's pool fits wherever it runs.
+    picks = [pick for names in (spec.variants, spec.baselines) if names for pick in kind.select(names)]
+    named = [(pick.variant.name, pick.impl) for pick in picks]
+    for variant, name in dict.fromkeys([*targets.pairs, *named]):
+        decoder = get_variant(variant).decoder(name)
+        for block in spec.blocks:
+            batch, steps = max(block.batch), max(block.tokens_per_step or (1,))
+            if spec.serving.pool < batch * pool_slots_per_request(decoder, steps):
+                need = pool_need(decoder, batch, steps, f"{variant}:{name}")
+                raise ValueError(f"--pool: {spec.serving.pool} slots cannot hold {need}")
 
 
 def _drawn_contexts(points: list[Point]) -> list[Point]:

@@ -19,11 +19,20 @@ from linbench.dtypes import torch_dtype
 from linbench.machine.facts import device_memory_bytes
 from linbench.measure.memory import release_free_heap
 from linbench.runner.workload import EXTRA_SEED_OFFSET
+from linbench.shape import V_LAST
 from linbench.sweep.points import Point
 from linbench.sweep.serving import Serving
 from linbench.variants.extra_inputs import draw_extra_inputs, split_draw_settings
 from linbench.variants.registry import get_variant
-from linbench.variants.serving import Accept, Server, Tokens, pooled_step, state_drift
+from linbench.variants.serving import (
+    Accept,
+    Server,
+    Tokens,
+    kernel_step,
+    pool_slots_per_request,
+    pooled_step,
+    state_drift,
+)
 
 
 class ServingWorkload:
@@ -50,15 +59,19 @@ class ServingWorkload:
         self.kv_heads = point.shape.kv_heads if self.decoder.gqa else point.shape.heads
         self._gen = torch.Generator(device=device).manual_seed(seed)
         self._extra_gen = torch.Generator().manual_seed(seed + EXTRA_SEED_OFFSET)
+        # A kernel with no fp64 form drifts against the same recurrence in PyTorch, in fp64.
+        self.exact = variant.decoders.get("recurrent") if self.decoder.library else None
         self.server = Server(
             self.decoder,
             self.params,
             self.declared,
             self.contexts,
-            slots=self.serving.slots(batch),
+            slots=self.serving.slots(batch, pool_slots_per_request(self.decoder, self.per_step)),
             dtype=self.dtype,
             state_dtype=self.state_dtype,
+            state_layout=point.state_layout or V_LAST,
             positional=any(spec.from_length for spec in variant.param_specs),
+            tokens_per_step=self.per_step,
             seed=seed,
         )
         self.accepted = Accept.parse(self.serving.accept).draw(self.per_step, batch, steps, seed)
@@ -134,14 +147,22 @@ class ServingWorkload:
         part = slice(0, self.per_step)
         cut = {name: e.tokens(extras[e.name], 0, self.per_step) for name, e in self._extras().items()}
         tokens = (q[..., part, :], k[..., part, :], v[..., part, :], cut)
-        slots = self.server.slots.to(self.device)
         pools = [pool, *(pool.copy() for _ in range(rotations - 1))]
         count = int(self.accepted[0, 0])
+        server = self.server
+        if self.decoder.pooled is not None:
+            many = server.per_request > 1
+            slots = (server.token_slots if many else server.slots).to(self.device)
+            kept = torch.full((server.batch,), count, dtype=torch.long, device=self.device) if many else None
+            return [kernel_step(self.decoder, self.params, p, slots, kept, tokens) for p in pools]
+        slots = server.slots.to(self.device)
         return [pooled_step(self.decoder, self.params, self.declared, p, slots, tokens, count) for p in pools]
 
     def _drift(self) -> float:
         tokens = self._draw(1, self.serving.drift_steps, torch.float64)
-        return state_drift(self.decoder, self.params, self.declared, self._start, tokens, self.dtype, self.state_dtype)
+        return state_drift(
+            self.decoder, self.params, self.declared, self._start, tokens, self.dtype, self.state_dtype, self.exact
+        )
 
 
 def _device_memory(device: torch.device) -> int:

@@ -39,10 +39,12 @@ class Point:
     packing: str = ""
     chunk: int | None = None  # a --chunk sweep's chunk_size, for an impl that takes one
     # decode as it is served (sweep/serving.py): tokens a request takes a step, the dtype the
-    # state is kept in between steps (None: the compute dtype), and the sweep's serving
-    # settings (not a key column: the same for every point of a run).
+    # state is kept in between steps (None: the compute dtype), the layout of the pool's state
+    # matrices (None: v-last, (H, Dk, Dv)), and the sweep's serving settings (not a key
+    # column: the same for every point of a run).
     tokens_per_step: int | None = None
     state_dtype: str | None = None
+    state_layout: str | None = None
     serving: Serving | None = None
 
     @property
@@ -62,7 +64,8 @@ class Point:
     @property
     def serves(self) -> bool:
         """A decode point measured as a server runs it (linbench/variants/serving.py)."""
-        return self.serving is not None or self.tokens_per_step is not None or self.state_dtype is not None
+        given = (self.tokens_per_step, self.state_dtype, self.state_layout)
+        return self.serving is not None or any(value is not None for value in given)
 
     @property
     def label(self) -> str:
@@ -71,7 +74,8 @@ class Point:
         packing = f" {self.packing}" if self.packing else ""
         steps = f" T{self.tokens_per_step}" if self.tokens_per_step is not None else ""
         state = f" state {self.state_dtype}" if self.state_dtype is not None else ""
-        shape = f"{self.shape.label}{chunk}{steps}{state}"
+        layout = f" {self.state_layout}" if self.state_layout is not None else ""
+        shape = f"{self.shape.label}{chunk}{steps}{state}{layout}"
         return f"{self.variant}:{self.impl}{packing} {self.mode} {self.dtype} {masking} {shape}"
 
 
@@ -85,8 +89,9 @@ def expand_points(
 ) -> list[Point]:
     """Every point of every block, each once, in run order. The targets in ``chunked`` (those
     that take chunk_size) get a point per chunk size of a block that sweeps them. Decode's
-    serving points: one per tokens per step and state dtype, but a decoder in ``grown`` (a
-    KV cache, kept in the compute dtype) gets no state dtype of its own."""
+    serving points: one per tokens per step, state dtype and state layout, but a decoder in
+    ``grown`` (a KV cache, kept in the compute dtype, not pooled) gets no state dtype or layout
+    of its own."""
     targets = list(targets)
     points: dict[Point, None] = {}
     for axes in blocks:
@@ -109,14 +114,16 @@ def expand_points(
                                 continue  # a hybrid's block of the other layer kind
                             chunks = axes.chunk if axes.chunk and (variant, impl) in chunked else (None,)
                             states = (None,) if (variant, impl) in grown else axes.state_dtype or (None,)
-                            ways = product(chunks, axes.tokens_per_step or (None,), states)
-                            for chunk, steps, state in ways:
+                            layouts = (None,) if (variant, impl) in grown else axes.state_layout or (None,)
+                            ways = product(chunks, axes.tokens_per_step or (None,), states, layouts)
+                            for chunk, steps, state, layout in ways:
                                 points[
                                     Point(
                                         *(variant, impl, mode, causal, dtype, device, shape),
                                         chunk=chunk,
                                         tokens_per_step=steps,
                                         state_dtype=state,
+                                        state_layout=layout,
                                         serving=serving,
                                     )
                                 ] = None

@@ -74,6 +74,7 @@ class SweepRequest:
     # decode as it is served (linbench/sweep/serving.py)
     tokens_per_step: Sizes | None = None  # decode: tokens each request takes a step
     state_dtype: tuple[str, ...] | None = None  # decode: dtypes a state is kept in between steps
+    state_layout: tuple[str, ...] | None = None  # decode: v-last, k-last: the pool's state matrices
     pool: int | None = None  # decode: state pool slots (≥ batch)
     accept: str | None = None  # decode: all, a count or a rate
     contexts: str | None = None  # decode: a length distribution for the requests' contexts
@@ -82,7 +83,7 @@ class SweepRequest:
 
     def __post_init__(self) -> None:
         # A script may write variants="cosine" or a list; the request keeps tuples (it is frozen).
-        for name in ("variants", "against", "dtypes", "modes", "packing", "state_dtype"):
+        for name in ("variants", "against", "dtypes", "modes", "packing", "state_dtype", "state_layout"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _strings(value))

@@ -24,14 +24,15 @@ DEFAULT_DRIFT_STEPS = 256
 class Serving:
     """How a serving point's requests are held and stepped (the same for every point of a sweep)."""
 
-    pool: int | None = None  # slots; None: as many as the batch
+    pool: int | None = None  # slots; None: as many as the batch (× T where a kernel keeps T a request)
     accept: str = "all"  # all, a count (1..T) or a rate in (0, 1)
     contexts: str | None = None  # a length distribution ("lognormal:mean=2k"); None: the context axis
     drift_steps: int = DEFAULT_DRIFT_STEPS
     memory_budget: int | None = None  # bytes requests_fit counts against; None: the device's memory
 
-    def slots(self, batch: int) -> int:
-        return self.pool if self.pool is not None else batch
+    def slots(self, batch: int, per_request: int = 1) -> int:
+        """The pool's slots: ``pool``, else a slot for each request (``per_request`` each)."""
+        return self.pool if self.pool is not None else batch * per_request
 
     def request_contexts(self, batch: int, context: int) -> tuple[int, ...]:
         """The contexts of a batch's requests: drawn from ``contexts``, or ``context`` each."""

@@ -30,6 +30,7 @@ RUN_KEYS = (
 )
 DECODE_AXIS_KEYS = (
     "context", "batch", "heads", "kv_heads", "v_heads", "dim", "dim_v", "dtype", "tokens_per_step", "state_dtype",
+    "state_layout",
 )  # fmt: skip
 DECODE_KEYS = (
     *("name", "variant", "against", "no_against", "device", "timeout_s", "tokens", "cuda_graph", "plugin"),
@@ -106,6 +107,7 @@ DECODE_SETTINGS: dict[str, Any] = {
     # decode as it is served: none given, a point is one batch of identical sequences.
     "tokens_per_step": None,
     "state_dtype": None,
+    "state_layout": None,
     "pool": None,
     "accept": None,
     "contexts": None,

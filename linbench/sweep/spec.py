@@ -21,6 +21,7 @@ from typing import Any
 
 from linbench.dtypes import parse_dtypes
 from linbench.results.schema import MODES
+from linbench.shape import STATE_LAYOUTS
 from linbench.sweep.lengths import Pack
 from linbench.sweep.model_shapes import kv_heads_axis, preset_settings, v_heads_axis
 from linbench.sweep.packs import pack_settings
@@ -86,6 +87,7 @@ class Axes:
     # decode: tokens a request takes a step, and the dtypes a state is kept in between steps.
     tokens_per_step: tuple[int, ...] | None = None
     state_dtype: tuple[str, ...] | None = None
+    state_layout: tuple[str, ...] | None = None  # v-last, k-last: the pool's state matrices
     # Value heads (None: as many as heads), each a multiple of every head count (GVA).
     v_heads: tuple[int, ...] | None = None
     # The variants this block is for (None: every one): a hybrid preset's block of one layer kind.
@@ -201,6 +203,7 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         chunk=None if chunk is None else parse_sizes("chunk", chunk),
         tokens_per_step=None if steps is None else parse_sizes("tokens_per_step", steps),
         state_dtype=None if states is None else _state_dtypes(states),
+        state_layout=_state_layouts(settings.get("state_layout")),
     )
 
 
@@ -210,6 +213,22 @@ def _state_dtypes(value: Any) -> tuple[str, ...]:
         return tuple(parse_dtypes(value if isinstance(value, list) else [value]))
     except ValueError as exc:
         raise SpecError(f"state_dtype: {exc}") from None
+
+
+def _state_layouts(value: Any) -> tuple[str, ...] | None:
+    """The layouts a serving pool keeps its state matrices in (v-last, k-last); None: not given."""
+    if value is None:
+        return None
+    words = [
+        word.strip()
+        for item in (value if isinstance(value, list | tuple) else [value])
+        for word in str(item).split(",")
+    ]
+    wrong = [word for word in words if word not in STATE_LAYOUTS]
+    if wrong or not words:
+        given = ", ".join(wrong) or "nothing"
+        raise SpecError(f"state_layout: {given} given; the layouts are {', '.join(STATE_LAYOUTS)}")
+    return tuple(dict.fromkeys(words))
 
 
 def short_name(variants: Iterable[str], suite: Path | None) -> str:
@@ -273,7 +292,7 @@ def spec_from_settings(
     budget = base.get("budget_s")
     pack, packing = pack_settings(base, blocks[0].tokens if TOKEN_BUDGET[command] else None)
     serving = read_serving(base) if command == "decode" else None
-    if serving is None and any(block.tokens_per_step or block.state_dtype for block in blocks):
+    if serving is None and any(block.tokens_per_step or block.state_dtype or block.state_layout for block in blocks):
         serving = Serving()  # every point of the sweep served, a KV cache's too
     for block in blocks:
         check_serving(serving, block.batch, block.tokens_per_step)

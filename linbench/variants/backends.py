@@ -21,6 +21,13 @@ def note_backend(name: str) -> None:
     _noted = name
 
 
+def amend_noted(suffix: str) -> None:
+    """The note of the call now running with ``suffix`` added (how it was called); none: none."""
+    global _noted
+    if _noted is not None and not _noted.endswith(suffix):
+        _noted = f"{_noted} {suffix}"
+
+
 def take_noted() -> str | None:
     """The last backend a call noted since the last take (None: none noted), forgotten."""
     global _noted

@@ -35,6 +35,11 @@ MaskedFn = Callable[..., "torch.Tensor"]
 # Absorbs a prompt into a decoding state with a parallel form:
 # fn(q, k, v, *, state, capacity, **params) -> new_state.
 PrefillFn = Callable[..., Any]
+# A step whose kernel reads and writes a state pool itself (fla's ``ssm_state_indices``):
+# fn(pool, slots, accepted, q, k, v, *, k_last, **params) -> out, the pool written in place;
+# slots (B,) or (B, T) (T > 1: the state after token t goes to slots[b, t]), accepted (B,) the
+# previous step's accepted tokens (the state read is slots[b, accepted[b] − 1]) or None.
+PooledStepFn = Callable[..., "torch.Tensor"]
 # Returns None when a parameter's value is acceptable, else what is wrong with it, as the end of
 # a sentence naming the parameter ("must lie in (0, 1); got 1.5").
 ValueCheck = Callable[[Any], "str | None"]
@@ -97,6 +102,13 @@ class Decoder:
     # decode() repeats k and v to q's heads before prefill and step, and the state is as large
     # as with a key/value head per query head.
     gqa: bool = False
+    # On an optional library (fla): why it cannot run on a device (None: it can); a command
+    # naming the variant leaves it out with the reason where it cannot, as an optional impl.
+    availability: AvailabilityFn | None = None
+    library: str | None = None
+    # Its kernel gathers the requests' states from a serving pool by slot and writes them back
+    # itself (linbench/variants/serving.py hands it the pool); None: the generic gather/scatter.
+    pooled: PooledStepFn | None = None
 
     def __post_init__(self) -> None:
         derive_exponent(self, "state_exponent", self.state_memory)

@@ -10,7 +10,13 @@ variant's ``Decoder`` (its ``prefill`` and ``step``, unchanged):
   MTP), one token at a time with the state after each kept, then each request's state rolled
   back to its last accepted token (``accepted``: 1..T per request);
 - **the state's own dtype**: the pool keeps the state in ``state_dtype`` (bf16, fp32) between
-  steps; the step computes in the decoder's dtype.
+  steps; the step computes in the decoder's dtype;
+- **the state's layout**: each head's matrix kept v-last or k-last in the pool (slot_pool.py).
+
+A decoder whose kernel takes the pool itself (``Decoder.pooled``: kda's fla kernel, with the
+slots as fla's ``ssm_state_indices``) gets the pool and the slots instead of the gather and the
+write-back: T slots a request at T > 1, the state after each token in its own, the rollback the
+slot the next step starts from (``num_accepted_tokens``).
 
 A decoder whose state grows (a KV cache) keeps its requests' caches where they are (a paged
 cache's block table is a server's gather): requests of one cache length step together, and a
@@ -21,7 +27,6 @@ requests of each position together, so that each request sees its own.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -30,8 +35,11 @@ from typing import Any
 
 import torch
 
+from linbench.shape import V_LAST
+from linbench.variants.backends import amend_noted
 from linbench.variants.declarations import Decoder
 from linbench.variants.extra_inputs import ExtraInput, take_tokens
+from linbench.variants.slot_pool import SlotPool, cast_state, select_rows, tensor_bytes, tensor_fields
 
 # q, k, v and the extra inputs (gates, β) of some tokens of every request: (B, H, n, D).
 Tokens = tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
@@ -95,76 +103,6 @@ class Accept:
         return torch.tensor([[one() for _ in range(batch)] for _ in range(steps)], dtype=torch.long)
 
 
-def _fields(state: Any) -> dict[str, Any]:
-    if not dataclasses.is_dataclass(state) or isinstance(state, type):
-        raise TypeError(f"a pooled state is a dataclass of tensors and counters; got {type(state).__name__}")
-    return {item.name: getattr(state, item.name) for item in dataclasses.fields(state)}
-
-
-def _tensor_fields(state: Any) -> dict[str, torch.Tensor]:
-    return {name: value for name, value in _fields(state).items() if isinstance(value, torch.Tensor)}
-
-
-def _counters(state: Any) -> dict[str, Any]:
-    return {name: value for name, value in _fields(state).items() if not isinstance(value, torch.Tensor)}
-
-
-def select_rows(state: Any, rows: torch.Tensor) -> Any:
-    """``state`` with every tensor cut to the batch rows ``rows`` (a copy)."""
-    cut = {name: tensor.index_select(0, rows.to(tensor.device)) for name, tensor in _tensor_fields(state).items()}
-    return dataclasses.replace(state, **cut)
-
-
-class SlotPool:
-    """Constant-size states of ``slots`` requests, each tensor of the state with a leading slot
-    axis, kept in ``dtype``; the counters (tokens absorbed) per slot."""
-
-    def __init__(self, like: Any, slots: int, dtype: torch.dtype | None) -> None:
-        self._like = like
-        # The dtype each tensor is stepped in (the decoder's own), restored when it is taken.
-        self._dtypes = {name: tensor.dtype for name, tensor in _tensor_fields(like).items()}
-        self.tensors = {
-            name: tensor.new_zeros((slots, *tensor.shape[1:]), dtype=dtype or tensor.dtype)
-            for name, tensor in _tensor_fields(like).items()
-        }
-        self._counters: list[dict[str, Any]] = [_counters(like) for _ in range(slots)]
-
-    def put(self, slots: torch.Tensor, state: Any, counters: bool = True) -> None:
-        """Write ``state``'s rows into ``slots`` (one slot per batch row); ``counters`` False
-        leaves the tokens absorbed as they were (a captured step cannot read its slots back)."""
-        for name, tensor in _tensor_fields(state).items():
-            pooled = self.tensors[name]
-            pooled.index_copy_(0, slots.to(pooled.device), tensor.to(pooled.dtype))
-        if counters:
-            kept = _counters(state)
-            for slot in slots.tolist():
-                self._counters[slot] = kept
-
-    def copy(self) -> SlotPool:
-        """Another pool of the same slots, its tensors copies of these (a rotating pool)."""
-        twin = SlotPool(self._like, 0, None)
-        twin._dtypes, twin._counters = self._dtypes, list(self._counters)
-        twin.tensors = {name: tensor.clone() for name, tensor in self.tensors.items()}
-        return twin
-
-    def take(self, slots: torch.Tensor) -> Any:
-        """The states of ``slots`` gathered into one batch, in the dtype the decoder made them in;
-        the counters are the first slot's (a group's slots share them where the step reads them)."""
-        gathered = {
-            name: pooled.index_select(0, slots.to(pooled.device)).to(self._dtypes[name])
-            for name, pooled in self.tensors.items()
-        }
-        return dataclasses.replace(self._like, **gathered, **self._counters[int(slots[0])])
-
-    @property
-    def slot_bytes(self) -> int:
-        return sum(t[0].numel() * t.element_size() for t in self.tensors.values())
-
-    @property
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.tensors.values())
-
-
 @dataclass
 class _Group:
     """Requests (batch rows) whose grown state (a KV cache) is one batched state."""
@@ -186,20 +124,33 @@ class Server:
         slots: int,
         dtype: torch.dtype,
         state_dtype: torch.dtype | None = None,
+        state_layout: str = V_LAST,
         positional: bool = False,
+        tokens_per_step: int = 1,
         seed: int = 0,
     ) -> None:
-        if slots < len(contexts):
-            raise ValueError(f"a pool of {slots} slots cannot hold {len(contexts)} requests (pool ≥ batch)")
+        # A kernel that takes the pool keeps the state after each of a step's T tokens in a slot
+        # of its own (fla's speculative decoding): T slots a request.
+        self.per_request = pool_slots_per_request(decoder, tokens_per_step)
+        needed = len(contexts) * self.per_request
+        if slots < needed:
+            raise ValueError(
+                f"a pool of {slots} slots cannot hold {pool_need(decoder, len(contexts), tokens_per_step)}"
+            )
         if decoder.state_grows and state_dtype not in (None, dtype):
             raise ValueError(f"{decoder.name} keeps keys and values in the compute dtype, no other state dtype")
         self.decoder, self.params, self.declared = decoder, params, tuple(declared)
         self.contexts = tuple(contexts)
         self.dtype, self.state_dtype, self.positional = dtype, state_dtype, positional
+        self.state_layout = state_layout
         self.batch, self.slot_count = len(contexts), slots
         # Requests hold scattered slots, as a server's do once requests have come and gone.
         order = torch.randperm(slots, generator=torch.Generator().manual_seed(seed))
         self.slots = order[: self.batch]
+        # A pool-taking kernel's: request b's slot for its step's token t (column 0: ``slots``),
+        # and the tokens each request kept last step (its state is in slot [b, kept − 1]).
+        self.token_slots = order[:needed].view(self.per_request, self.batch).t().contiguous()
+        self.kept = torch.ones(self.batch, dtype=torch.long)
         self.positions = list(self.contexts)
         self.pool: SlotPool | None = None
         self.groups: list[_Group] = []
@@ -221,7 +172,7 @@ class Server:
             self.groups.append(_Group(rows, state))
             return
         if self.pool is None:
-            self.pool = SlotPool(state, self.slot_count, self.state_dtype)
+            self.pool = SlotPool(state, self.slot_count, self.state_dtype, self.state_layout)
         self.pool.put(self.slots[rows], state)
 
     def _pooled_groups(self) -> list[torch.Tensor]:
@@ -236,6 +187,8 @@ class Server:
     def step(self, tokens: Tokens, accepted: torch.Tensor) -> torch.Tensor:
         """T tokens of every request (q (B, H, T, Dk)...), each request's state then rolled back
         to its ``accepted[b]``-th token; the outputs (B, H, T, Dv) of every token."""
+        if self.decoder.pooled is not None and not self.positional:
+            return self._kernel_step(tokens, accepted)
         q, v = tokens[0], tokens[2]
         out = v.new_empty(*q.shape[:-1], v.shape[-1])
         groups = self.groups if self.decoder.state_grows else [_Group(rows, None) for rows in self._pooled_groups()]
@@ -253,11 +206,37 @@ class Server:
                     out[group.rows.to(out.device), :, t : t + 1, :] = row
                 states.append(state)
             self._roll_back(group.rows, states, accepted[group.rows])
+        if self.pool is not None:
+            amend_noted("(pool gathered by linbench)")  # a library's kernel stepped the gathered states
         return out
+
+    def _kernel_step(self, tokens: Tokens, accepted: torch.Tensor) -> torch.Tensor:
+        """The pool and the slots handed to the decoder's kernel, which gathers the states,
+        steps them and writes each token's state back in place; the rollback is which slot
+        the next step reads (``kept``)."""
+        assert self.pool is not None and self.decoder.pooled is not None
+        q, k, v, extras = tokens
+        device, count = q.device, q.shape[-2]
+        if count > self.per_request:
+            raise ValueError(f"{count} tokens a step: the server was made for {self.per_request}")
+        slots = self.token_slots[:, :count] if self.per_request > 1 else self.slots
+        previous = self.kept.to(device) if self.per_request > 1 else None
+        out = self.decoder.pooled(
+            self.pool.matrix, slots.to(device), previous, q, k, v, k_last=self.pool.k_last, **self.params, **extras
+        )
+        before = self._current()
+        self.kept = accepted.to(torch.long).cpu().clone()
+        self.pool.moved(before, self._current(), self.kept)
+        self.positions = [p + int(n) for p, n in zip(self.positions, self.kept, strict=True)]
+        return out
+
+    def _current(self) -> torch.Tensor:
+        """Each request's slot now: that of the last token it kept."""
+        return self.token_slots[torch.arange(self.batch), self.kept - 1]
 
     def _take(self, rows: torch.Tensor) -> Any:
         assert self.pool is not None
-        return self.pool.take(self.slots[rows])
+        return self.pool.take(self._current()[rows])
 
     def _one(self, tokens: Tokens, t: int, state: Any) -> tuple[torch.Tensor, Any]:
         q, k, v, extras = tokens
@@ -283,8 +262,8 @@ class Server:
     def bytes_per_request(self) -> int:
         """What one request holds between steps: its pool slot, or its cache at its context."""
         if self.pool is not None:
-            return self.pool.slot_bytes
-        held = sum(_bytes(g.state) for g in self.groups)
+            return self.pool.slot_bytes * self.per_request
+        held = sum(tensor_bytes(g.state) for g in self.groups)
         return held // max(self.batch, 1)
 
     @property
@@ -292,11 +271,23 @@ class Server:
         """The pool (every slot) or every cache."""
         if self.pool is not None:
             return self.pool.nbytes
-        return sum(_bytes(g.state) for g in self.groups)
+        return sum(tensor_bytes(g.state) for g in self.groups)
 
 
-def _bytes(state: Any) -> int:
-    return sum(t.numel() * t.element_size() for t in _tensor_fields(state).values())
+def pool_slots_per_request(decoder: Decoder, tokens_per_step: int) -> int:
+    """The slots one request holds: T where the decoder's kernel keeps each token's state."""
+    return tokens_per_step if decoder.pooled is not None else 1
+
+
+def pool_need(decoder: Decoder, batch: int, tokens_per_step: int, owner: str | None = None) -> str:
+    """What a pool must hold for ``batch`` requests, as the end of a sentence (``owner``: the
+    decoder's full name, VARIANT:DECODER)."""
+    if decoder.pooled is None or tokens_per_step == 1:
+        return f"{batch} requests (pool ≥ batch)"
+    return (
+        f"{batch} requests of {tokens_per_step} tokens a step with {owner or decoder.name}, whose kernel keeps each "
+        f"token's state in a slot of its own (pool ≥ batch × tokens per step = {batch * tokens_per_step})"
+    )
 
 
 def _cut(tokens: Tokens, declared: Sequence[ExtraInput], rows: torch.Tensor) -> Tokens:
@@ -313,12 +304,6 @@ def _cut(tokens: Tokens, declared: Sequence[ExtraInput], rows: torch.Tensor) -> 
     return q.index_select(0, rows), k.index_select(0, rows), v.index_select(0, rows), picked
 
 
-def cast_state(state: Any, dtype: torch.dtype) -> Any:
-    """``state`` with every floating tensor in ``dtype``."""
-    cast = {name: t.to(dtype) for name, t in _tensor_fields(state).items() if t.is_floating_point()}
-    return dataclasses.replace(state, **cast)
-
-
 def state_drift(
     decoder: Decoder,
     params: dict[str, Any],
@@ -327,10 +312,13 @@ def state_drift(
     tokens: Tokens,
     dtype: torch.dtype,
     state_dtype: torch.dtype | None,
+    exact_decoder: Decoder | None = None,
 ) -> float:
     """How far the last of ``tokens``' steps (fp64 tokens, one a step) lands from the fp64 decode
     from the same ``start`` state when the state is kept in ``state_dtype`` between steps (None:
-    the decoder's own) and the step computes in ``dtype``: max |o − o₆₄| / max |o₆₄|."""
+    the decoder's own) and the step computes in ``dtype``: max |o − o₆₄| / max |o₆₄|. The fp64
+    decode is ``exact_decoder``'s where given (a kernel with no fp64 form: the same recurrence
+    in PyTorch), else ``decoder``'s."""
     q, k, v, extras = tokens
     exact, kept = cast_state(start, torch.float64), start
     cut = {name: t.to(dtype) if torch.is_tensor(t) else t for name, t in extras.items()}
@@ -338,9 +326,9 @@ def state_drift(
     row = row64 = q.new_zeros(0)
     for t in range(q.shape[-2]):
         row, stepped = _single(decoder, params, declared, low, t, kept)
-        own = _tensor_fields(stepped)
+        own = tensor_fields(stepped)
         kept = cast_state(cast_state(stepped, state_dtype), next(iter(own.values())).dtype) if state_dtype else stepped
-        row64, exact = _single(decoder, params, declared, tokens, t, exact)
+        row64, exact = _single(exact_decoder or decoder, params, declared, tokens, t, exact)
     scale = row64.abs().max().clamp_min(torch.finfo(torch.float64).tiny)
     return float((row.to(torch.float64) - row64).abs().max() / scale)
 
@@ -385,5 +373,25 @@ def pooled_step(
             _, state = _single(decoder, params, declared, tokens, t, state)
             states.append(state)
         pool.put(slots, states[accepted - 1], counters=False)
+
+    return step
+
+
+def kernel_step(
+    decoder: Decoder,
+    params: dict[str, Any],
+    pool: SlotPool,
+    slots: torch.Tensor,
+    kept: torch.Tensor | None,
+    tokens: Tokens,
+) -> Callable[[], None]:
+    """``pooled_step`` for a decoder whose kernel takes the pool: one call, reading each request's
+    state from slot [b, kept[b] − 1] (``kept`` None: ``slots`` (B,), one a request) and writing
+    every token's state back into ``slots``."""
+    q, k, v, extras = tokens
+
+    def step() -> None:
+        assert decoder.pooled is not None
+        decoder.pooled(pool.matrix, slots, kept, q, k, v, k_last=pool.k_last, **params, **extras)
 
     return step

@@ -83,6 +83,7 @@ def test_a_serving_run_reports_per_request_state_accepted_tokens_drift_and_capac
             ),
             "memory_budget",
         ),
+        (("--state-layout", "k-first"), "the layouts are v-last, k-last"),
     ],
 )
 def test_bad_serving_input_is_one_line_and_exit_2(invoke: Invoke, args: tuple[str, ...], fragment: str) -> None:
@@ -95,3 +96,30 @@ def test_a_state_dtype_for_decoders_that_keep_only_a_kv_cache_is_refused(invoke:
         "decode", "--variant", "softmax:kvcache", "--no-against", "--state-dtype", "bf16", "--dry-run", *CPU
     )
     assert_usage_error(result, "--state-dtype", "softmax:kvcache")
+
+
+def test_a_state_layout_for_decoders_that_keep_only_a_kv_cache_is_refused(invoke: Invoke) -> None:
+    result = invoke(
+        "decode", "--variant", "softmax:kvcache", "--no-against", "--state-layout", "k-last", "--dry-run", *CPU
+    )
+    assert_usage_error(result, "--state-layout", "softmax:kvcache")
+
+
+def test_a_pool_without_a_slot_per_draft_for_kda_fla_recurrent_is_refused(invoke: Invoke) -> None:
+    """Refused while the run is planned, whether or not fla can run here."""
+    args = ("--variant", "kda:fla-recurrent", "--variant", "kda:recurrent", "--no-against", "--batch", "4")
+    result = invoke("decode", *args, "--pool", "6", "--tokens-per-step", "2", "--context", "16", "--dry-run", *CPU)
+    assert_usage_error(result, "kda:fla-recurrent", "pool ≥ batch × tokens per step = 8")
+
+
+def test_each_state_layout_is_a_point_of_its_own(invoke: Invoke, tmp_path: Path) -> None:
+    """v-last and k-last pools of the same decoder: two rows, the same bytes a request, each
+    through the correctness gate; a KV cache gets no layout point."""
+    args = ("--variant", "kda:recurrent", "--against", "softmax:kvcache", "--batch", "2", "--context", "8")
+    result = invoke("decode", *args, "--state-layout", "v-last,k-last", *TINY, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    rows = {(r["impl"], r["state_layout"]): r for r in _rows(tmp_path)}
+    assert set(rows) == {("recurrent", "v-last"), ("recurrent", "k-last"), ("kvcache", "")}
+    assert all(row["status"] == "ok" for row in rows.values()), rows
+    v_last, k_last = rows["recurrent", "v-last"], rows["recurrent", "k-last"]
+    assert v_last["state_bytes_per_request"] == k_last["state_bytes_per_request"] == str(2 * 16 * 16 * 4)

@@ -88,11 +88,13 @@ def test_the_key_of_a_row_is_its_key_columns_as_csv_text() -> None:
         "8",
         "",
         "",
+        "",
     )
-    assert row_key(KEY | {"kv_heads": 2, "chunk": None})[-5:-2] == ("2", "", "8")
-    assert row_key(KEY | {"kv_heads": "", "chunk": 32})[-5:-2] == ("8", "32", "8")
-    assert row_key(KEY | {"v_heads": 16})[-3] == "16"
-    assert row_key(KEY | {"tokens_per_step": 4, "state_dtype": "bf16"})[-2:] == ("4", "bf16")
+    assert row_key(KEY | {"kv_heads": 2, "chunk": None})[-6:-3] == ("2", "", "8")
+    assert row_key(KEY | {"kv_heads": "", "chunk": 32})[-6:-3] == ("8", "32", "8")
+    assert row_key(KEY | {"v_heads": 16})[-4] == "16"
+    assert row_key(KEY | {"tokens_per_step": 4, "state_dtype": "bf16"})[-3:-1] == ("4", "bf16")
+    assert row_key(KEY | {"state_layout": "k-last"})[-1] == "k-last"
 
 
 def test_the_facts_a_results_row_recorded_read_back_from_its_text() -> None:
@@ -103,6 +105,7 @@ def test_the_facts_a_results_row_recorded_read_back_from_its_text() -> None:
         "v_heads": "8",
         "tokens_per_step": "",
         "state_dtype": "",
+        "state_layout": "",
     }  # what an older row without them reads as
     expected = FACTS.columns() | {k: str(v) for k, v in KEY.items()} | filled
     assert PointFacts.from_row(text, FACTS.rate).columns() == expected

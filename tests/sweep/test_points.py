@@ -52,6 +52,7 @@ def test_key_matches_the_csv_columns() -> None:
         "8",
         "",
         "",
+        "",
     )
     assert len(point.key) == len(KEY_COLUMNS)
 
@@ -85,7 +86,7 @@ def test_chunk_sizes_reach_only_the_impls_that_take_one() -> None:
     points = expand_points(spec.blocks, targets, "cpu", chunked={("cosine", "chunked")})
     assert [(p.impl, p.chunk) for p in points] == [("chunked", 32), ("chunked", 64), ("recurrent", None)]
     assert points[0].as_row()["chunk"] == 32 and points[2].as_row()["chunk"] is None
-    assert points[0].key[-5:-2] == ("8", "32", "8") and points[2].key[-5:-2] == ("8", "", "8")
+    assert points[0].key[-6:-3] == ("8", "32", "8") and points[2].key[-6:-3] == ("8", "", "8")
 
 
 def test_v_heads_give_a_point_per_count_and_refuse_what_does_not_fit() -> None:

@@ -130,7 +130,8 @@ def test_the_gated_variants_are_causal_only_with_constant_state_decoders() -> No
         variant = linbench.get_variant(name)
         assert variant.masking == ("causal",) and variant.reference == "recurrent"
         assert variant.auto_order == ("chunked", "recurrent", "quadratic")
-        assert list(variant.decoders) == ["recurrent"] and not variant.decoder("recurrent").state_grows
+        fla = ["fla-recurrent"] if name in ("gated-deltanet", "kda") else []
+        assert list(variant.decoders) == ["recurrent", *fla] and not variant.decoder("recurrent").state_grows
         assert variant.decoder("recurrent").step_exponent == 0
     extras = {name: [e.name for e in linbench.get_variant(name).extra_inputs] for name in GATED}
     assert extras == {

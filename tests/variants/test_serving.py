@@ -10,12 +10,15 @@ import torch
 
 import linbench
 from linbench.check.correctness import Shape, make_inputs
+from linbench.variants.gated.numerics import GatedState
 from linbench.variants.serving import Accept, Server
+from linbench.variants.slot_pool import SlotPool
 
 DECODERS = [
     pytest.param(name, decoder, id=f"{name}:{decoder}")
     for name in linbench.list_variants()
-    for decoder in linbench.get_variant(name).decoders
+    for decoder, declared in linbench.get_variant(name).decoders.items()
+    if declared.library is None  # fla's: tests/variants/test_fla_serving_interpreted.py
 ]
 CONTEXTS = (5, 11, 11, 3)  # mixed: two requests share a context, so one prefill group is batched
 STEPS, T = 4, 3
@@ -34,7 +37,7 @@ def _tokens(
     return q, k, v, cut
 
 
-def _serve(name: str, decoder: str, accept: Accept, slots: int, device: str = "cpu") -> None:
+def _serve(name: str, decoder: str, accept: Accept, slots: int, device: str = "cpu", layout: str = "v-last") -> None:
     variant = linbench.get_variant(name)
     total = max(CONTEXTS) + STEPS * T
     q, k, v, keywords = make_inputs(variant, Shape(len(CONTEXTS), 2, total, 8, 8), device, seed=3)
@@ -44,7 +47,7 @@ def _serve(name: str, decoder: str, accept: Accept, slots: int, device: str = "c
     positional = any(p.from_length for p in variant.param_specs)
     server = Server(
         variant.decoder(decoder), params, variant.extra_inputs, CONTEXTS, slots=slots, dtype=torch.float64,
-        positional=positional, seed=1,
+        state_layout=layout, positional=positional, seed=1,
     )  # fmt: skip
 
     def draw(rows: torch.Tensor, start: int, stop: int) -> Any:
@@ -67,6 +70,26 @@ def _serve(name: str, decoder: str, accept: Accept, slots: int, device: str = "c
 def test_pooled_multi_token_steps_with_rollback_equal_the_fp64_forward(name: str, decoder: str) -> None:
     """Slots scattered in a pool larger than the batch, acceptance that differs by request."""
     _serve(name, decoder, Accept(rate=0.5), slots=7)
+
+
+@pytest.mark.parametrize(
+    ("name", "decoder"), [("gated-deltanet", "recurrent"), ("cosine", "recurrent"), ("cosformer", "recurrent")]
+)
+def test_a_k_last_pool_serves_the_same_outputs(name: str, decoder: str) -> None:
+    """The pool keeps each head's state matrix (H, Dv, Dk) and the step reads it transposed: the
+    outputs equal the fp64 forward as the v-last pool's do (cosine's key sum, a vector, as it is)."""
+    _serve(name, decoder, Accept(rate=0.5), slots=7, layout="k-last")
+
+
+def test_a_k_last_pool_keeps_the_matrix_transposed() -> None:
+    state = GatedState(torch.arange(24.0).view(1, 1, 4, 6), 3)
+    pool = SlotPool(state, 3, None, "k-last")
+    pool.put(torch.tensor([2]), state)
+    assert pool.matrix.shape == (3, 1, 6, 4)
+    assert torch.equal(pool.matrix[2, 0], state.matrix[0, 0].t())
+    assert torch.equal(pool.take(torch.tensor([2])).matrix, state.matrix)
+    with pytest.raises(ValueError, match="the layouts are v-last, k-last"):
+        SlotPool(state, 3, None, "k-first")
 
 
 @pytest.mark.cuda
@@ -112,3 +135,16 @@ def test_a_bf16_pool_keeps_the_state_in_bf16_between_steps() -> None:
     assert all(t.dtype == torch.bfloat16 for t in server.pool.tensors.values())
     assert server.bytes_per_request == 2 * 8 * 8 * 2  # H·Dk·Dv bf16 values
     assert server.held_bytes == 3 * server.bytes_per_request
+
+
+def test_a_pool_without_a_slot_per_draft_token_is_refused_for_a_kernel_that_keeps_them() -> None:
+    """kda:fla-recurrent's kernel writes each of a step's T states to a slot of its own: a pool
+    of 4 requests at T = 2 needs 8 slots (nothing of fla runs to say so)."""
+    kda = linbench.get_variant("kda")
+    with pytest.raises(ValueError, match=r"pool ≥ batch × tokens per step = 8"):
+        Server(kda.decoder("fla-recurrent"), {}, kda.extra_inputs, (3, 3, 3, 3), slots=7, dtype=torch.float32,
+               tokens_per_step=2)  # fmt: skip
+    server = Server(kda.decoder("fla-recurrent"), {}, kda.extra_inputs, (3, 3), slots=4, dtype=torch.float32,
+                    tokens_per_step=2)  # fmt: skip
+    assert sorted(server.token_slots.flatten().tolist()) == [0, 1, 2, 3]
+    assert torch.equal(server.token_slots[:, 0], server.slots)

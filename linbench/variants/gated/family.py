@@ -5,7 +5,8 @@ delta-rule recurrence (``prepare``, linbench/variants/gated/impls.py), and from 
 three PyTorch forms, fla's two kernels, the stream, the decoder, the reference (the recurrent
 form, in fp64), the impl tried first by ``auto`` (chunked), the variant's complexity and its
 masking (causal only: a state that decays or is overwritten in token order has no
-bidirectional form) are the same for all. A family declares only what is its own. Every
+bidirectional form) are the same for all; gated-deltanet and kda also decode with fla's fused
+recurrent kernels (``fla-recurrent``, fla_decoder.py). A family declares only what is its own. Every
 family takes more value heads than q/k heads (GVA): its forms repeat q and k to v's heads
 before ``prepare`` (``per_value_head``), fla's gated delta rule and kda kernels take them
 natively.
@@ -23,6 +24,7 @@ from linbench.variants.declarations import FlopsFn, Impl, Param
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.gated.cudnn_kda import cudnn_kda_impl
 from linbench.variants.gated.cula import cula_kda_impl, cula_lightning_impl
+from linbench.variants.gated.fla_decoder import fla_decoders
 from linbench.variants.gated.fla_impls import gated_fla_impls
 from linbench.variants.gated.flash_kda import flash_kda_impl
 from linbench.variants.gated.flash_qla import flash_qla_impl
@@ -108,7 +110,7 @@ def gated_variant(family: GatedFamily) -> Variant:
         auto_order=("chunked", "recurrent", "quadratic"),
         source=family.source,
         stream=gated_stream(prepare),
-        decoder_list=(gated_decoder(prepare, family.decoder_summary),),
+        decoder_list=(gated_decoder(prepare, family.decoder_summary), *fla_decoders(family.name)),
         extra_inputs=family.extra_inputs,
         masking=("causal",),
         check_params=family.check_params,
