@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from linbench.fleet.inventory import Device, Inventory, MigSlice
+from linbench.results.schema import KEY_COLUMNS
 
 # This folder: where the agents a test starts find its point runners (fake_runner.py).
 RUNNERS_DIR = Path(__file__).resolve().parent
@@ -84,9 +85,11 @@ def sweep_keys(
         for seq in seqs:
             for h in heads:
                 for impl in impls:
-                    # kv_heads = v_heads = heads, no chunk, not served
-                    sizes = ("1", str(h), str(seq), "64", "64", str(h), "", str(h), "", "")
+                    # kv_heads = v_heads = heads, no chunk, not served (no tokens per step,
+                    # state dtype or state layout)
+                    sizes = ("1", str(h), str(seq), "64", "64", str(h), "", str(h), "", "", "")
                     keys.append(("cosine", impl, "fwd", "True", dtype, device, *sizes))
+    assert all(len(key) == len(KEY_COLUMNS) for key in keys)  # a key column added: add it above
     return keys
 
 

@@ -73,6 +73,7 @@ def test_a_token_budget_sweep_keeps_its_curve_in_one_shard() -> None:
             "8",
             "",
             "",
+            "",
         )
         for s in (256, 512, 1024)
     ]
