@@ -95,14 +95,25 @@ start() {
 }
 
 stop() {
-    local dir=$1 pidfile pid
-    for pidfile in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
+    # Slurm's two daemons are asked to stop together and waited for (each saves its state, a
+    # second or more), then munge, which they may still use on their way out.
+    local dir=$1
+    stop_daemons "$dir/slurmd.pid" "$dir/slurmctld.pid"
+    stop_daemons "$dir/munge/munged.pid"
+}
+
+stop_daemons() {  # SIGTERM to each pid file's process, then wait for all (SIGKILL after 10 s)
+    local pidfile pid pids=()
+    for pidfile in "$@"; do
         [ -f "$pidfile" ] || continue
         pid=$(cat "$pidfile")
         kill "$pid" 2>/dev/null || true
+        pids+=("$pid")
+        rm -f "$pidfile"
+    done
+    for pid in "${pids[@]}"; do
         for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
         kill -9 "$pid" 2>/dev/null || true  # still there after 10 s
-        rm -f "$pidfile"
     done
 }
 
