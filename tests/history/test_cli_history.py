@@ -4,6 +4,7 @@ unchanged copies pass; three copies are insufficient data; a budget of bad input
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -13,7 +14,11 @@ from typer.testing import CliRunner, Result
 
 from linbench.cli import app
 
-pytest.importorskip("otava.analysis", reason="the history extra (Apache Otava) is not installed")
+# Looked up, not imported: Otava's import (numpy, scipy) would cost every test worker's
+# collection a second; the tests import it when they run.
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("otava") is None, reason="the history extra (Apache Otava) is not installed"
+)
 
 POINT = ("gated-deltanet", "chunked", "2048")
 

@@ -3,12 +3,18 @@ BETWEEN_RUN_SIGMA, and a quieter 2%), over many seeds: what docs/history.md repo
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
 from linbench.history.detect import change_points
 
-pytest.importorskip("otava.analysis", reason="the history extra (Apache Otava) is not installed")
+# Looked up, not imported: Otava's import (numpy, scipy) would cost every test worker's
+# collection a second; the tests import it when they run.
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("otava") is None, reason="the history extra (Apache Otava) is not installed"
+)
 
 SEEDS = range(100)
 FLOOR = 0.05
