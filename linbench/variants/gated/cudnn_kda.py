@@ -35,7 +35,7 @@ from linbench.errors import ImplUnavailableError
 from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
 from linbench.variants.gated.library_calls import (
-    library_problem,
+    library_unavailable,
     refuse_initial_state,
     refuse_non_causal,
     tokens,
@@ -62,14 +62,7 @@ def cudnn_kda_kernel() -> Callable[..., Any]:
 def unavailable(device: torch.device) -> str | None:
     """Why cuDNN's KDA cannot run on ``device``, or None."""
     install = "pip install nvidia-cudnn-frontend; a Hopper or Blackwell GPU"
-    problem = library_problem((DISTRIBUTION,), install, device, ARCHES, "cuDNN's KDA")
-    if problem is not None:
-        return problem
-    try:
-        cudnn_kda_kernel()
-    except Exception as exc:  # a broken install says why, in list, instead of crashing a run
-        return f"{MODULE} cannot be imported: {' '.join(str(exc).split())[:200]}"
-    return None
+    return library_unavailable(DISTRIBUTION, install, device, ARCHES, "cuDNN's KDA", MODULE, cudnn_kda_kernel)
 
 
 def shape_support(dim_k: int, dim_v: int, dtype: str) -> str | None:

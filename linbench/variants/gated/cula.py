@@ -39,12 +39,13 @@ from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
 from linbench.variants.gated.gates import lightning_log_decay
 from linbench.variants.gated.library_calls import (
-    library_problem,
+    library_unavailable,
     refuse_gates_below_floor,
     refuse_gradient,
     refuse_initial_state,
     refuse_non_causal,
     seq_major,
+    square_bf16_support,
 )
 from linbench.variants.gated.numerics import resolve_scale
 from linbench.variants.heads import repeat_qk
@@ -67,23 +68,14 @@ def cula_function(module: str, name: str) -> Any:
 
 def unavailable(device: torch.device, arches: tuple[tuple[int, int], ...], module: str) -> str | None:
     """Why cuLA's ``module`` cannot run on ``device``, or None."""
-    problem = library_problem((DISTRIBUTION,), INSTALL, device, arches, f"cuLA's {module}")
-    if problem is not None:
-        return problem
-    try:
-        importlib.import_module(module)
-    except Exception as exc:  # a broken install says why, in list, instead of crashing a run
-        return f"{module} cannot be imported: {' '.join(str(exc).split())[:200]}"
-    return None
+    return library_unavailable(
+        DISTRIBUTION, INSTALL, device, arches, f"cuLA's {module}", module, lambda: importlib.import_module(module)
+    )
 
 
 def shape_support(dim_k: int, dim_v: int, dtype: str) -> str | None:
     """cuLA's limits for kda and lightning: K = V = 128, bf16."""
-    if (dim_k, dim_v) != (DIMS, DIMS):
-        return f"cuLA takes K = V = {DIMS} only, not Dk {dim_k}, Dv {dim_v}"
-    if dtype != "bf16":
-        return f"cuLA takes bf16 only, not {dtype}"
-    return None
+    return square_bf16_support("cuLA", DIMS, dim_k, dim_v, dtype)
 
 
 def _bf16_only(owner: str, q: torch.Tensor) -> None:

@@ -35,12 +35,13 @@ from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
 from linbench.variants.gated.library_calls import (
     GATE_FLOOR,
-    library_problem,
+    library_unavailable,
     refuse_gates_below_floor,
     refuse_gradient,
     refuse_initial_state,
     refuse_non_causal,
     seq_major,
+    square_bf16_support,
 )
 from linbench.variants.gated.numerics import resolve_scale
 from linbench.variants.heads import repeat_qk
@@ -62,23 +63,12 @@ def flash_kda_kernel() -> Any:
 
 def unavailable(device: torch.device) -> str | None:
     """Why FlashKDA cannot run on ``device``, or None."""
-    problem = library_problem((DISTRIBUTION,), INSTALL, device, ARCHES, "FlashKDA")
-    if problem is not None:
-        return problem
-    try:
-        flash_kda_kernel()
-    except Exception as exc:  # a broken build says why, in list, instead of crashing a run
-        return f"flash_kda cannot be imported: {' '.join(str(exc).split())[:200]}"
-    return None
+    return library_unavailable(DISTRIBUTION, INSTALL, device, ARCHES, "FlashKDA", "flash_kda", flash_kda_kernel)
 
 
 def shape_support(dim_k: int, dim_v: int, dtype: str) -> str | None:
     """FlashKDA's documented limits: K = V = 128, bf16."""
-    if (dim_k, dim_v) != (DIMS, DIMS):
-        return f"FlashKDA takes K = V = {DIMS} only, not Dk {dim_k}, Dv {dim_v}"
-    if dtype != "bf16":
-        return f"FlashKDA takes bf16 only, not {dtype}"
-    return None
+    return square_bf16_support("FlashKDA", DIMS, dim_k, dim_v, dtype)
 
 
 def gate_logits(g: torch.Tensor) -> torch.Tensor:

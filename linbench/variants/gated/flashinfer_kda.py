@@ -38,11 +38,12 @@ from linbench.errors import ImplUnavailableError
 from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
 from linbench.variants.gated.library_calls import (
-    library_problem,
+    library_unavailable,
     refuse_gradient,
     refuse_initial_state,
     refuse_non_causal,
     seq_major,
+    square_bf16_support,
 )
 from linbench.variants.gated.numerics import resolve_scale
 from linbench.variants.varlen import Segments
@@ -63,23 +64,14 @@ def flashinfer_kda_kernel() -> Callable[..., Any]:
 def unavailable(device: torch.device) -> str | None:
     """Why FlashInfer's KDA cannot run on ``device``, or None."""
     install = "pip install flashinfer-python; a Hopper or Blackwell GPU"
-    problem = library_problem((DISTRIBUTION,), install, device, ARCHES, "FlashInfer's KDA")
-    if problem is not None:
-        return problem
-    try:
-        flashinfer_kda_kernel()
-    except Exception as exc:  # a broken install says why, in list, instead of crashing a run
-        return f"flashinfer cannot be imported: {' '.join(str(exc).split())[:200]}"
-    return None
+    return library_unavailable(
+        DISTRIBUTION, install, device, ARCHES, "FlashInfer's KDA", "flashinfer", flashinfer_kda_kernel
+    )
 
 
 def shape_support(dim_k: int, dim_v: int, dtype: str) -> str | None:
     """FlashInfer's KDA: K = V = 128, bf16."""
-    if (dim_k, dim_v) != (DIMS, DIMS):
-        return f"FlashInfer's KDA takes K = V = {DIMS} only, not Dk {dim_k}, Dv {dim_v}"
-    if dtype != "bf16":
-        return f"FlashInfer's KDA takes bf16 only, not {dtype}"
-    return None
+    return square_bf16_support("FlashInfer's KDA", DIMS, dim_k, dim_v, dtype)
 
 
 def _run(

@@ -7,7 +7,7 @@ gate below a kernel's floor), and linbench's (B, H, S, ...) tensors as the libra
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 
@@ -36,6 +36,36 @@ def library_problem(
     if arch not in allowed:
         names = ", ".join(f"SM{major}{minor}" for major, minor in allowed)
         return f"{label} runs on {names} only, not SM{arch[0]}{arch[1]}"
+    return None
+
+
+def library_unavailable(
+    distribution: str,
+    install: str,
+    device: torch.device,
+    arches: Iterable[tuple[int, int]],
+    label: str,
+    module: str,
+    lookup: Callable[[], object],
+) -> str | None:
+    """``library_problem``'s reason, else why ``lookup`` (the kernel's import) fails: a broken
+    install says why, in list, instead of crashing a run; None when the library can run."""
+    problem = library_problem((distribution,), install, device, arches, label)
+    if problem is not None:
+        return problem
+    try:
+        lookup()
+    except Exception as exc:  # any import failure is the reason, in one line
+        return f"{module} cannot be imported: {' '.join(str(exc).split())[:200]}"
+    return None
+
+
+def square_bf16_support(label: str, dims: int, dim_k: int, dim_v: int, dtype: str) -> str | None:
+    """The limits FlashKDA, FlashInfer's KDA and cuLA share: K = V = ``dims``, bf16."""
+    if (dim_k, dim_v) != (dims, dims):
+        return f"{label} takes K = V = {dims} only, not Dk {dim_k}, Dv {dim_v}"
+    if dtype != "bf16":
+        return f"{label} takes bf16 only, not {dtype}"
     return None
 
 
