@@ -23,6 +23,7 @@ from linbench.errors import ImplUnavailableError
 from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
 from linbench.variants.extra_inputs import ExtraInput
+from linbench.variants.gated.library_calls import import_problem
 from linbench.variants.gated.numerics import resolve_scale
 from linbench.variants.varlen import per_sequence
 
@@ -55,11 +56,7 @@ def unavailable(device: torch.device) -> str | None:
     arch = torch.cuda.get_device_capability(device)
     if arch not in ARCHES:
         return f"FlashQLA {version} builds for SM90, SM100/103 and SM120/121 only, not SM{arch[0]}{arch[1]}"
-    try:
-        flash_qla_kernel()
-    except Exception as exc:  # a broken install says why, in list, instead of crashing a run
-        return f"flash_qla cannot be imported: {' '.join(str(exc).split())[:200]}"
-    return None
+    return import_problem("flash_qla", flash_qla_kernel)
 
 
 def shape_support(dim_k: int, dim_v: int, dtype: str) -> str | None:

@@ -28,6 +28,7 @@ import torch
 from linbench.errors import ImplUnavailableError
 from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
+from linbench.variants.gated.library_calls import import_problem
 from linbench.variants.gated.numerics import resolve_scale
 from linbench.variants.varlen import Segments
 
@@ -83,11 +84,7 @@ def unavailable(engine: Engine, device: torch.device) -> str | None:
     major, minor = torch.cuda.get_device_capability(device)
     if major not in engine.arches:
         return f"{engine.summary}: not for SM{major}{minor}"
-    try:
-        kernel(engine)
-    except Exception as exc:  # a broken install says why, in list, instead of crashing a run
-        return f"{engine.module} cannot be imported: {' '.join(str(exc).split())[:200]}"
-    return None
+    return import_problem(engine.module, lambda: kernel(engine))
 
 
 def shape_support(engine: Engine) -> Callable[[int, int, str], str | None]:

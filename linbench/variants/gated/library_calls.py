@@ -1,5 +1,6 @@
-"""What the other kernel libraries' kda and lightning impls share (flash_kda.py, cudnn_kda.py,
-cula.py): why a library cannot run on a device, the refusals every one of them makes in one
+"""What the other kernel libraries' impls share (flash_kda.py, flashinfer_kda.py, cudnn_kda.py,
+cula.py; flash_qla.py and flashinfer_gdn.py take the import check): why a library cannot run on
+a device, the refusals every one of them makes in one
 line (a gradient of a forward-only kernel, an initial state whose layout is unproven here, a
 gate below a kernel's floor), and linbench's (B, H, S, ...) tensors as the libraries' layouts.
 """
@@ -50,12 +51,15 @@ def library_unavailable(
 ) -> str | None:
     """``library_problem``'s reason, else why ``lookup`` (the kernel's import) fails: a broken
     install says why, in list, instead of crashing a run; None when the library can run."""
-    problem = library_problem((distribution,), install, device, arches, label)
-    if problem is not None:
-        return problem
+    return library_problem((distribution,), install, device, arches, label) or import_problem(module, lookup)
+
+
+def import_problem(module: str, lookup: Callable[[], object]) -> str | None:
+    """Why ``lookup`` (a library kernel's import) fails, in one line, or None: a broken install
+    says why, in list, instead of crashing a run."""
     try:
         lookup()
-    except Exception as exc:  # any import failure is the reason, in one line
+    except Exception as exc:  # any import failure is the reason
         return f"{module} cannot be imported: {' '.join(str(exc).split())[:200]}"
     return None
 
