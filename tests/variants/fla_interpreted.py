@@ -4,8 +4,8 @@ since TRITON_INTERPRET must be set before triton and fla are first imported (a t
 have imported them already, compiled for a GPU).
 
 Prints one JSON line per case: its name, ok, why it could not run (``unavailable``), what failed
-and the seconds it took. ``--plant-wrong-scale``: q's factor handed to fla 10 % too large, which
-the check must catch.
+and the seconds it took. ``--then-plant-wrong-scale CASE``: after the cases, CASE again with q's
+factor handed to fla 10 % too large (printed as "CASE planted"), which the check must catch.
 """
 
 from __future__ import annotations
