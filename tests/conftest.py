@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import torch
+from shared_modules import SHARED_MODULES
 
 # One torch thread per test process: the suite's numeric tests are small, and two threads
 # per process on a two-core machine (or beside other work) make each op wait at a barrier
@@ -47,21 +48,7 @@ def _piped_console(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # The tests run in parallel worker processes (pytest-xdist: `-n auto --dist loadgroup` in
-# pyproject.toml), one more than the cores. The tests of these modules run one after
-# the other in a single worker: the Slurm tests share the session's one-node Slurm (its daemons
-# and fixed ports) and the Ray tests each start a local Ray cluster, which two at once would
-# fight over; the others make their subject once for the whole module (a module fixture).
-# By module path, since xdist 3.8's own xdist_group marker has no effect under pytest 9.
-SHARED_MODULES = {
-    "tests/fleet/test_slurm.py": "clusters",
-    "tests/fleet/test_slurm_executor.py": "clusters",
-    "tests/fleet/test_ray.py": "clusters",
-    "tests/cli/test_cli_fleet_executors.py": "clusters",
-    "tests/cli/test_cli_compare_real.py": "compare-real",
-    "tests/doctor/test_doctor_cpu.py": "doctor-cpu",
-    "tests/test_layers.py": "layers",
-    "tests/variants/test_gated_fla_interpreted.py": "fla-interpreted",
-}
+# pyproject.toml), one more than the cores; SHARED_MODULES (tests/shared_modules.py) run in one.
 # At most this many workers: each imports torch (a few hundred MB) and many tests start
 # processes of their own, so more buy memory use rather than time.
 MOST_WORKERS = 4
