@@ -88,9 +88,11 @@ def execute_sweep(
     impl) unless ``allow_failures``; oom, timeout and skipped are the sweep's reach and exit 0.
     ``only_points``: a CSV naming the points of the sweep to measure (results/point_list.py)."""
     if not dry_run:
+        from linbench.machine.load import open_start_window
         from linbench.runner.supervisor import start_worker_server
 
         start_worker_server()  # its imports run beside this process's own, just below
+        open_start_window()  # so the start sample's window spans them, instead of waiting after
     from linbench.runner.pipeline import prepare, run, start
 
     console = stdout_console()

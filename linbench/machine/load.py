@@ -9,11 +9,15 @@ results said so. A run now samples the machine at its start, between points (eve
   a process's CPU% is its CPU time between them over the wall time between them (100% is one
   core busy; a multi-threaded process can pass 100%, never 100% times the cores). Every
   sample covers the time since the sample before, so it sees what ran beside the points, and
-  at least ``MIN_WINDOW_S`` (the start sample, and an end sample right after a between-points
-  one, wait for it): /proc counts CPU time in clock ticks (10 ms), and three ticks over 8 ms
-  once read as 367% on a 2-core machine. linbench's own processes (this one and its descendants: the
-  fork server and the workers) are left out. A process that ended between two samples is
-  not seen.
+  at least ``MIN_WINDOW_S``: /proc counts CPU time in clock ticks (10 ms), and three ticks over
+  8 ms once read as 367% on a 2-core machine. Nothing waits for that window where it can be
+  had otherwise: the start sample's window opens when the command starts
+  (``open_start_window``: its imports and planning are linbench's own time, left out like
+  the rest of it), and a sample that comes sooner than that after the one before (the end
+  sample right after a between-points one) reaches back to the reading before that one,
+  overlapping it. Only a sample with no reading that old waits. linbench's own processes
+  (this one and its descendants: the fork server and the workers) are left out. A process
+  that ended between two samples is not seen.
 * **GPU.** The compute processes NVML lists on the device (nvmlDeviceGetComputeRunningProcesses),
   linbench's own left out. In a container NVML may give process ids of another pid namespace
   that /proc here does not show; those are listed as ``not visible``, and because the process
@@ -41,8 +45,8 @@ BUSY_PROCESS_PERCENT = 50.0
 # Processes at this share or above are listed in a sample.
 LISTED_PERCENT = 10.0
 MAX_LISTED = 8
-# The shortest window a sample watches (the first one, before any point runs, watches this;
-# its idle cores choose a CPU worker's threads: linbench/runner/threads.py).
+# The shortest window a sample watches (the first one, before any point runs, chooses a CPU
+# worker's threads from its idle cores: linbench/runner/threads.py).
 MIN_WINDOW_S = 0.25
 # Between points, a sample at most this often.
 SAMPLE_INTERVAL_S = 10.0
@@ -214,6 +218,22 @@ class _Reading:
         return idle_cores(self.cpu, later.cpu, own, usable_cpus())
 
 
+# The start sample's first reading, taken when the command started (open_start_window).
+_start_window: list[_Reading] = []
+
+
+def open_start_window() -> None:
+    """Take the first reading of the next LoadMonitor's start sample now: a command calls it
+    as it starts, so the window spans its imports and planning (linbench's own CPU time, left
+    out) and the start sample need not wait MIN_WINDOW_S before anything is measured."""
+    _start_window[:] = [_Reading.now()]
+
+
+def _take_start_window() -> _Reading | None:
+    """The reading open_start_window took, once (a later monitor in this process opens its own)."""
+    return _start_window.pop() if _start_window else None
+
+
 class LoadMonitor:
     """Samples the machine's load; ``section()`` is meta.json's ``load``."""
 
@@ -229,17 +249,19 @@ class LoadMonitor:
         self.interval_s = interval_s
         old = previous.get("samples") if isinstance(previous, dict) else None
         self.samples: list[dict[str, Any]] = list(old) if isinstance(old, list) else []
-        self._last: _Reading | None = None
+        self._last: _Reading | None = _take_start_window()
+        self._earlier: _Reading | None = None  # the reading before _last
 
     def sample(self, when: str) -> dict[str, Any]:
         """Read the machine now (``when``: start, during or end) and keep the sample."""
         if self._last is None:  # nothing to compare with yet: start the window now
             self._last = _Reading.now()
-        short_by = MIN_WINDOW_S - (time.monotonic() - self._last.at)
+        before = self._window_start()
+        short_by = MIN_WINDOW_S - (time.monotonic() - before.at)
         if short_by > 0:
             time.sleep(short_by)
-        before, after = self._last, _Reading.now()
-        self._last = after
+        after = _Reading.now()
+        self._earlier, self._last = self._last, after
         elapsed = after.at - before.at
         ours = own_pids(after.table)
         sample: dict[str, Any] = {
@@ -260,6 +282,14 @@ class LoadMonitor:
         sample["busy"] = busy_reasons(sample, cpu_cores())
         self.samples.append(sample)
         return sample
+
+    def _window_start(self) -> _Reading:
+        """The last reading, or where that is younger than MIN_WINDOW_S the one before it: the
+        window then overlaps the last sample's instead of waiting (or waits less)."""
+        assert self._last is not None
+        if self._earlier is not None and time.monotonic() - self._last.at < MIN_WINDOW_S:
+            return self._earlier
+        return self._last
 
     def due(self) -> bool:
         """Whether a sample between points is due."""

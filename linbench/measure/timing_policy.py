@@ -21,7 +21,10 @@ class TimingPolicy:
     # CPU: a measured first call at least as long as the warm-up time is timed as a repetition
     # too, kept unless it was slower than every later one by more than FIRST_CALL_SLACK (then one
     # more repetition is timed in its place). Such a call is its own warm-up (the warm-up time
-    # is over when it returns), and lazy start-up ran in the tiny call before it.
+    # is over when it returns), and lazy start-up ran in the tiny call before it. So is the
+    # first call of a point whose worker is warm from its curve (``warm``: it measured another
+    # point of the curve, or checked its impl), whatever its length: there is no warm-up left
+    # to do, and the same rule drops it where it was not yet steady.
     long_first_call_timed: bool = False
 
     @classmethod
@@ -51,9 +54,10 @@ class TimingPolicy:
         """The most calls a point makes: the measured first, the warm-up calls, the repetitions."""
         return 1 + self.warmup_calls + self.max_reps
 
-    def first_is_timed(self, first_s: float) -> bool:
-        """Whether a measured first call of ``first_s`` seconds counts as a repetition."""
-        return self.long_first_call_timed and first_s >= self.warmup_s and self.max_reps > 1
+    def first_is_timed(self, first_s: float, warm: bool = False) -> bool:
+        """Whether a measured first call of ``first_s`` seconds counts as a repetition
+        (``warm``: its worker is warm from the point's curve)."""
+        return self.long_first_call_timed and (warm or first_s >= self.warmup_s) and self.max_reps > 1
 
     def predicted_s(self, call_s: float) -> float:
         """Wall time of a point whose single call takes ``call_s``: the measured first call,

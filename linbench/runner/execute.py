@@ -66,8 +66,9 @@ def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
     measured one where the point warms up, else the call after it, timed as a repetition where
     the profiler's cost is negligible and untimed where not); on a GPU then what the kind
     times after them. ``state_bytes``: what the point's state holds once prepared.
-    ``warm_curve``: this worker has just measured the point's curve at another size (a warm
-    CPU worker), so the first call at this size is all the warm-up the point needs."""
+    ``warm_curve``: this worker has measured the point's curve at another size or checked its
+    impl (a warm CPU worker), so the point needs no warm-up: its first call is timed as a
+    repetition too, kept where it was steady (TimingPolicy.long_first_call_timed)."""
     started = time.perf_counter()
     compiled_before = compile_seconds()
     forget_references()  # the fp64 references of checks this worker ran: not the point's memory
@@ -148,7 +149,7 @@ def _measure_cpu(task: Task, work: Work, started: float, warm_curve: bool) -> Pr
         first_ms = (time.perf_counter_ns() - start) / 1e6
         first_cpu_ms = (time.process_time_ns() - cpu_start) / 1e6
     _check_probation(task, first_ms / 1e3, started)
-    keep_first = policy.first_is_timed(first_ms / 1e3)
+    keep_first = policy.first_is_timed(first_ms / 1e3, warm=warm_curve)
     neighbours = NeighbourWindow()
     # The measured call was the first warm-up call; only the rest of the warm-up time remains,
     # none where it was that long itself or the worker is warm from this curve's last point.

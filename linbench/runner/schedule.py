@@ -5,7 +5,8 @@ of every point runs in plan order (so failures at one size predict the larger on
 that want more are then measured in interleaved rounds, each round in a shuffled order, so a
 slow stretch of the machine lands on many points once rather than on one point every time
 (docs/gate.md). On CPU the first processes of one curve (one impl in one mode and dtype) share a
-warm worker, which also runs the correctness checks before any point is measured; a later round
+warm worker; before any point is measured, the correctness checks that share an fp64 reference
+run in the worker of the first curve among them, which that check leaves warm; a later round
 gives each curve a new worker, so a point's processes are never one process. A process whose
 timed repetitions other processes oversubscribed is measured again, once, when the idle cores
 watched again say it could come out clean (with fewer threads). What each process found goes
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal
 
+from linbench.machine.cpu_use import usable_cpus
 from linbench.results.processes import ProcessResult
 from linbench.runner.gate_point import gate_key, gate_point
 from linbench.runner.hooks import PointHooks
@@ -35,7 +37,12 @@ from linbench.sweep.points import Point
 
 def _reference_order(point: Point) -> tuple[object, ...]:
     """Checks that share an fp64 reference (variant, masking, dtype, shape, gradients) sort together."""
-    return (point.variant, point.causal, point.dtype, point.mode != "fwd", point.shape, point.impl, point.mode)
+    return (*_reference_group(point), point.impl, point.mode)
+
+
+def _reference_group(point: Point) -> tuple[object, ...]:
+    """What the checks that share one fp64 reference have in common."""
+    return (point.variant, point.causal, point.dtype, point.mode != "fwd", point.shape)
 
 
 class Schedule:
@@ -183,32 +190,61 @@ class Schedule:
         return point.series if self._warm else None
 
     def _check_ahead(self, points: list[Point]) -> None:
-        """Run the correctness gates of ``points`` in one worker before any is measured (on
-        CPU the first point's warm worker: its set-up then serves the checks too): a gate
-        measures nothing, so it needs no fresh process, and the checks of one variant at one
-        shape are adjacent, so its fp64 reference is computed once for all its impls. A gate
-        a dead worker never reached runs alone when its point comes."""
+        """Run the correctness gates of ``points`` before any is measured: a gate measures
+        nothing, so it needs no fresh process, and the checks of one variant at one shape are
+        adjacent, so its fp64 reference is computed once for all its impls. On CPU they run
+        in warm workers, those sharing a reference in the worker of the first point among
+        them: its set-up serves the checks, and its curve, whose impl the check ran there,
+        needs no warm-up at its first point (worker.py). Elsewhere they run in one fresh
+        process. A gate a dead worker never reached runs alone when its point comes."""
         wanted: dict[tuple[object, ...], Point] = {}
+        homes: dict[tuple[object, ...], Point] = {}  # a shared reference's checks: the worker of this point
         for point in points:
             key = gate_key(point)
-            if key not in self._gates and not self.recorder.started(point):
-                wanted.setdefault(key, gate_point(point))
-        first = next((point for point in points if not self.recorder.started(point)), None)
+            if not self.recorder.started(point):
+                homes.setdefault(_reference_group(gate_point(point)), point)
+                if key not in self._gates:
+                    wanted.setdefault(key, gate_point(point))
         if len(wanted) < 2 and not (wanted and self._warm):
             return
         order = sorted(wanted.items(), key=lambda item: _reference_order(item[1]))
         tasks = [self._task("gate", p) for _, p in order]
         started = time.perf_counter()
         outcomes: list[tuple[ProcessResult | None, float]]
-        if self._warm and first is not None:
-            worker = self._worker(first)
-            outcomes = [(self.supervisor.run(task, self.plan.timeout_s, worker=worker), 0.0) for task in tasks]
+        if self._warm:
+            workers = [self._worker(homes[_reference_group(gated)]) for _, gated in order]
+            outcomes = [(result, 0.0) for result in self._gates_side_by_side(tasks, workers)]
         else:
             outcomes = self.supervisor.run_batch(tasks, self.plan.timeout_s)
         self.ledger.add_gate(time.perf_counter() - started, count=sum(r is not None for r, _ in outcomes))
         for (key, _), (result, _) in zip(order, outcomes, strict=True):
             if result is not None:  # a hang or a crash is its gate's own: a retry would end the same
                 self._gates[key] = result
+
+    def _gates_side_by_side(
+        self, tasks: list[Task], workers: list[tuple[object, ...] | None]
+    ) -> list[ProcessResult | None]:
+        """The checks, each in its warm worker, the workers' queues side by side as far as the
+        threads chosen take cores (their threads shared out: one each on two cores), since a
+        check measures nothing; one after the other where there is one thread or one worker."""
+        queues: dict[tuple[object, ...] | None, list[int]] = {}
+        for index, worker in enumerate(workers):
+            queues.setdefault(worker, []).append(index)
+        threads = self.session.threads or 1
+        width = min(len(queues), threads, len(usable_cpus()))
+        if width < 2:
+            pairs = zip(tasks, workers, strict=True)
+            return [self.supervisor.run(task, self.plan.timeout_s, worker=worker) for task, worker in pairs]
+        lanes: list[list[int]] = [[] for _ in range(width)]
+        for number, queue in enumerate(queues.values()):
+            lanes[number % width] += queue
+        handed = [[(workers[i], replace(tasks[i], threads=threads // width)) for i in lane] for lane in lanes]
+        results: list[ProcessResult | None] = [None] * len(tasks)
+        by_lane = self.supervisor.run_side_by_side(handed, self.plan.timeout_s)
+        for lane, lane_results in zip(lanes, by_lane, strict=True):
+            for index, result in zip(lane, lane_results, strict=True):
+                results[index] = result
+        return results
 
     def _gate(self, point: Point) -> ProcessResult:
         key = gate_key(point)

@@ -5,14 +5,16 @@ worker.py): a fork costs milliseconds where a fresh interpreter would cost secon
 imports. A task runs in a fresh fork, in a batch handed to one fork, or in a warm worker
 named by a key: the tasks given the same key run one after the other in one worker kept
 between them (the points of one curve: its variant's imports, kernel library and thread
-pools start once). At most ``MAX_WARM`` warm workers are kept; a worker whose task failed is
-not kept. A worker that sends no result crashed (its exit signal and the last line it logged
-are reported); one that runs past the time limit is killed and reported as a timeout.
+pools start once); tasks that measure nothing may run in several warm workers side by side.
+At most ``MAX_WARM`` warm workers are kept; a worker whose task failed is not kept. A worker
+that sends no result crashed (its exit signal and the last line it logged are reported); one
+that runs past the time limit is killed and reported as a timeout.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.forkserver
 import os
 import signal
@@ -20,7 +22,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +105,18 @@ class _Warm:
     conn: Any
 
 
+@dataclass
+class _Flight:
+    """A task in flight in a warm worker, in one lane of ``Supervisor.run_side_by_side``."""
+
+    lane: int
+    item: int
+    key: Hashable
+    warm: _Warm
+    deadline: float  # time.monotonic() past which it is killed
+    log_offset: int
+
+
 class Supervisor:
     """Hands tasks to worker forks, one at a time, and never raises because of one."""
 
@@ -147,11 +161,92 @@ class Supervisor:
             self._current = None
         if result.status == "ok" and warm.process.is_alive():
             self._warm[key] = warm
-            while len(self._warm) > MAX_WARM:
-                self._retire(self._warm.pop(next(iter(self._warm))))
+            self._trim_warm()
         else:  # a failed point may leave its worker in any state: the next one starts afresh
             self._retire(warm)
         return result
+
+    def run_side_by_side(
+        self, lanes: Sequence[Sequence[tuple[Hashable, Task]]], timeout_s: float
+    ) -> list[list[ProcessResult | None]]:
+        """The lanes side by side, each lane's tasks one after the other, each in the warm
+        worker of its key, as ``run`` with ``worker`` runs them: for tasks that measure
+        nothing (the correctness checks), whose threads the caller has shared out. The
+        results by lane; None for the tasks of a lane after one that failed (its worker is
+        not kept: it crashed, ran out of time or its task did not end ok), which the caller
+        runs again alone. A crash's last logged line may be a neighbour lane's."""
+        results: list[list[ProcessResult | None]] = [[None] * len(lane) for lane in lanes]
+        flights: dict[Any, _Flight] = {}  # by our end of the worker's pipe
+        for lane in range(len(lanes)):
+            self._launch(flights, results, lanes, lane, 0, timeout_s)
+        while flights:
+            soonest = min(flight.deadline for flight in flights.values())
+            for conn in multiprocessing.connection.wait(list(flights), max(soonest - time.monotonic(), 0.0)):
+                flight = flights.pop(conn)
+                result = self._landed(flight)
+                results[flight.lane][flight.item] = result
+                if self._kept_warm(flight, result):
+                    self._launch(flights, results, lanes, flight.lane, flight.item + 1, timeout_s)
+            for conn, flight in list(flights.items()):
+                if time.monotonic() > flight.deadline:
+                    del flights[conn]
+                    error = f"no result within --timeout-s {timeout_s:g} s; worker killed"
+                    results[flight.lane][flight.item] = ProcessResult("timeout", error=error)
+                    self._kept_warm(flight, None)
+        self._trim_warm()
+        return results
+
+    def _launch(
+        self,
+        flights: dict[Any, _Flight],
+        results: list[list[ProcessResult | None]],
+        lanes: Sequence[Sequence[tuple[Hashable, Task]]],
+        lane: int,
+        item: int,
+        timeout_s: float,
+    ) -> None:
+        """Hand the lane's task ``item`` (if there is one) to its key's warm worker."""
+        if item >= len(lanes[lane]):
+            return
+        key, task = lanes[lane][item]
+        warm = self._warm.pop(key, None)
+        if warm is None or not warm.process.is_alive():
+            warm = self._start_warm()
+        self._warm[key] = warm  # the most recently used, and where stop() reaches it
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        flight = _Flight(lane, item, key, warm, time.monotonic() + timeout_s + START_GRACE_S, offset)
+        try:
+            with _sigint_deferred():
+                warm.conn.send(task)
+        except (BrokenPipeError, ConnectionResetError):  # it died between tasks
+            results[lane][item] = ProcessResult("crashed", error=self._crash_reason(warm.process.exitcode, offset))
+            self._kept_warm(flight, None)
+            return
+        flights[warm.conn] = flight
+
+    def _landed(self, flight: _Flight) -> ProcessResult:
+        try:
+            result: ProcessResult = flight.warm.conn.recv()
+        except (EOFError, OSError):
+            flight.warm.process.join(START_GRACE_S)
+            return ProcessResult("crashed", error=self._crash_reason(flight.warm.process.exitcode, flight.log_offset))
+        return result
+
+    def _kept_warm(self, flight: _Flight, result: ProcessResult | None) -> bool:
+        """Whether the flight's worker stays warm for its lane's next task: not after a failure."""
+        if result is not None and result.status == "ok" and flight.warm.process.is_alive():
+            return True
+        if self._warm.get(flight.key) is flight.warm:
+            del self._warm[flight.key]
+        if flight.warm.process.is_alive():
+            flight.warm.process.kill()
+        self._retire(flight.warm)
+        return False
+
+    def _trim_warm(self) -> None:
+        """Stop the warm workers used longest ago past MAX_WARM."""
+        while len(self._warm) > MAX_WARM:
+            self._retire(self._warm.pop(next(iter(self._warm))))
 
     def _start_warm(self) -> _Warm:
         from linbench.runner import worker

@@ -35,8 +35,10 @@ load_builtin_variants()
 
 # torch's own thread count, read when a worker starts: a task that names none runs with it.
 _default_threads: list[int] = []
-# The curves (Point.series) this worker has measured a point of: a later point of one of them
-# meets warm pools, caches and clock, and needs no warm-up time beyond its first call.
+# The curves (Point.series) this worker has measured a point of, or passed the correctness
+# check of (the impl ran here, at the check's length, in the point's mode and dtype): a later
+# point of one of them meets warm pools, caches and clock, and needs no warm-up time beyond
+# its first call.
 _measured_curves: set[tuple[object, ...]] = set()
 
 
@@ -111,7 +113,10 @@ def _run(task: Task) -> ProcessResult:
     for plugin in task.plugins:
         load_plugin_file(plugin)
     if task.job == "gate":
-        return run_gate(task)
+        checked = run_gate(task)
+        if checked.status == "ok":
+            _measured_curves.add(task.point.series)
+        return checked
     result = run_measure(task, warm_curve=task.point.series in _measured_curves)
     if result.status == "ok":
         _measured_curves.add(task.point.series)

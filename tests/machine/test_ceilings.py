@@ -33,6 +33,9 @@ def test_probes_count_read_and_write_bytes_and_two_n_cubed_flops() -> None:
         ({256: 0.16, 512: 0.20, 1024: 0.19, 2048: 0.18}, [256, 512, 1024], 512),  # past the peak: stop
         ({256: 0.02, 512: 0.05, 1024: 0.09, 2048: 0.12, 4096: 0.13}, [256, 512, 1024, 2048], 2048),  # 50 ms
         ({256: 0.10, 512: 0.10}, [256, 512], 256),  # a doubling that gains nothing is the plateau
+        # one that gains under 5% too, the better rate kept (the noise of three calls on a shared CPU)
+        ({256: 0.192, 512: 0.196, 1024: 0.200, 2048: 0.199}, [256, 512], 512),
+        ({256: 0.10, 512: 0.20, 1024: 0.206}, [256, 512, 1024], 1024),
     ],
 )
 def test_the_cpu_matmul_doubles_while_its_rate_rises_and_a_call_is_short(

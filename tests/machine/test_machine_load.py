@@ -81,15 +81,33 @@ def test_a_process_is_never_said_to_use_more_than_every_core(monkeypatch: pytest
 
 
 def test_a_sample_right_after_another_still_watches_a_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The end sample can follow a between-points one at once: it waits out the shortest window
-    rather than divide a clock tick by a few milliseconds."""
+    """The end sample can follow a between-points one at once: rather than divide a clock tick
+    by a few milliseconds, it reaches back to the reading before (overlapping the last
+    sample's window) and waits for nothing; with no reading that old, it waits out the
+    shortest window."""
     _fake_machine(monkeypatch, hog_percent=100.0, load_1m=0.5)
     monitor = LoadMonitor(interval_s=10.0)
-    monitor.sample("start")
+    start = monitor.sample("start")  # nothing before it: it waits out the shortest window
+    assert start["window_s"] == load.MIN_WINDOW_S and load.time.monotonic() == load.MIN_WINDOW_S
     load.time.sleep(0.004)
     end = monitor.sample("end")
-    assert end["window_s"] >= load.MIN_WINDOW_S
-    assert end["busy_processes"] == [{"pid": 999999, "name": "hog", "cpu_percent": 100.0}]
+    assert end["window_s"] == round(load.MIN_WINDOW_S + 0.004, 2)
+    assert load.time.monotonic() == load.MIN_WINDOW_S + 0.004  # no wait
+    (hog,) = end["busy_processes"]  # 25 whole clock ticks in 0.254 s
+    assert hog["pid"] == 999999 and hog["cpu_percent"] == pytest.approx(100.0, abs=2.0)
+
+
+def test_the_start_window_opens_with_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``linbench run`` opens the start sample's window as it starts: its imports and planning
+    (1.5 s here) make the window, and the start sample waits for nothing. The reading serves
+    one monitor: the next one in the process opens its own."""
+    _fake_machine(monkeypatch, hog_percent=100.0, load_1m=0.5)
+    load.open_start_window()
+    load.time.sleep(1.5)
+    start = LoadMonitor().sample("start")
+    assert start["window_s"] == 1.5 and load.time.monotonic() == 1.5
+    assert start["busy_processes"] == [{"pid": 999999, "name": "hog", "cpu_percent": 100.0}]
+    assert LoadMonitor().sample("start")["window_s"] == load.MIN_WINDOW_S
 
 
 def test_the_busy_rule() -> None:

@@ -1,5 +1,5 @@
 """A CPU point's first full-size call (device: cpu): a long one is timed as a repetition when it
-was steady, and a warm worker's later point of a curve adds no warm-up time to it; the profiled
+was steady, and so is a warm worker's later point's of a curve, which adds no warm-up; the profiled
 call that counts allocations is a warm-up call where the point warms up, else a timed
 repetition where the profiler's cost is negligible (a call of few ops), else one call more.
 
@@ -149,10 +149,22 @@ def test_a_short_first_call_is_warm_up_and_the_warm_up_time_runs_out(clock: Scri
 
 def test_a_warm_workers_later_point_of_a_curve_has_no_warm_up_beyond_its_first_call(clock: ScriptedClock) -> None:
     result = _result(clock, first_ms=60.0, later_ms=50.0, warm_curve=True)
+    # The first call, more than 10% slower than the rest, was not yet steady: dropped, and one
+    # more repetition timed in its place.
     assert 60.0 not in result.samples_ms
     # The profiled call (a few events in 50 ms) is the first of the repetitions.
     assert clock.calls == 1 + 1 + len(result.samples_ms)
     assert result.alloc_call_timed is True
+
+
+def test_a_warm_workers_steady_first_call_is_a_repetition_however_short(clock: ScriptedClock) -> None:
+    """Its worker warm from the curve, a point has no warm-up to do: its 52 ms first call, within
+    10% of the later 50 ms ones, is timed as a repetition (cold, it would be warm-up)."""
+    result = _result(clock, first_ms=52.0, later_ms=50.0, warm_curve=True)
+    assert result.samples_ms[0] == 52.0 and clock.calls == 1 + len(result.samples_ms)
+    clock.calls = 0
+    cold = _result(clock, first_ms=52.0, later_ms=50.0)
+    assert 52.0 not in cold.samples_ms
 
 
 def test_a_short_calls_profiled_call_of_many_ops_is_untimed_in_a_warm_worker(clock: ScriptedClock) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sweep_helpers import make_points, run_points, run_store
 
+from linbench.results.store import WORKER_LOG
 from linbench.runner.kind_protocol import Task
 from linbench.runner.supervisor import Supervisor
 
@@ -118,3 +120,39 @@ def test_a_cuda_point_reports_allocator_nvml_and_clock_columns(tmp_path: Path) -
         assert int(row["peak_bytes"]) > 0 and int(row["reserved_bytes"]) >= int(row["peak_bytes"])
         assert int(row["nvml_peak_bytes"]) > int(row["peak_bytes"])  # the context is counted too
         assert int(row["sm_clock_mhz"]) > 0 and row["device_name"]
+
+
+def test_checks_sharing_no_reference_run_side_by_side_in_the_workers_of_their_curves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On CPU with warm workers and two threads on two cores, the checks of two variants run in
+    two lanes, one thread each, each in the worker of its variant's first curve; a curve
+    whose impl its worker checked is measured warm there (worker.py), in that same worker."""
+    from linbench.runner import schedule
+
+    monkeypatch.setattr(schedule, "usable_cpus", lambda: [0, 1])
+    handed: list[list[tuple[object, Task]]] = []
+    real = Supervisor.run_side_by_side
+
+    def recorded(self: Supervisor, lanes: Any, timeout_s: float) -> Any:
+        handed.extend(lanes)
+        return real(self, lanes, timeout_s)
+
+    monkeypatch.setattr(Supervisor, "run_side_by_side", recorded)
+    # planted's hang impl behaves below 512 tokens: a second impl sharing good's reference.
+    points = make_points([("planted", "good"), ("planted", "hang"), ("linear", "chunked")], [64])
+    store = run_store(tmp_path, points, share_workers=True, threads=2)
+    lanes = sorted([(task.point.variant, task.point.impl, task.threads) for _, task in lane] for lane in handed)
+    assert lanes == [[("linear", "chunked", 1)], [("planted", "good", 1), ("planted", "hang", 1)]]
+    homes = {task.point.variant: key for lane in handed for key, task in lane}
+    assert homes == {"planted": points[0].series, "linear": points[2].series}
+    rows = {r["impl"]: r for r in store.rows()}
+    assert {row["status"] for row in rows.values()} == {"ok"}
+    # Each check ran in the worker that then measured its home curve (the worker log's headers
+    # name the job, the point and the pid).
+    log = (store.path / WORKER_LOG).read_text()
+    pid = {
+        (job, impl): int(p) for job, impl, p in re.findall(r"^== (gate|measure) \w+:(\w+) .*\(pid (\d+)\)$", log, re.M)
+    }
+    assert pid["gate", "good"] == pid["gate", "hang"] == pid["measure", "good"] != pid["measure", "hang"]
+    assert pid["gate", "chunked"] == pid["measure", "chunked"] != pid["measure", "good"]
