@@ -130,6 +130,12 @@ def mark_command_process() -> None:
     _COMMAND_PROCESS["this"] = True
 
 
+def is_command_process() -> bool:
+    """Whether this process runs one linbench command from its start (not a host process, such
+    as a test or a notebook, that calls the command line in-process)."""
+    return _COMMAND_PROCESS["this"]
+
+
 def command_began() -> float | None:
     """When this command began, on time.monotonic's clock: its process's start (Python and the
     imports included) where the process is the command; None otherwise, or where the OS does

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from linbench.cli.common import command_began, load_plugins, stdout_console, warn_left_out
+from linbench.cli.common import command_began, is_command_process, load_plugins, stdout_console, warn_left_out
 from linbench.cli.errors import INTERRUPTED_EXIT, CliUsageError, exit_usage_error, usage_errors
 from linbench.results.point_list import read_point_list
 
@@ -87,13 +87,24 @@ def execute_sweep(
     ``mix``. Exits 1 when a point failed (mismatch, error, crashed: a wrong or broken
     impl) unless ``allow_failures``; oom, timeout and skipped are the sweep's reach and exit 0.
     ``only_points``: a CSV naming the points of the sweep to measure (results/point_list.py)."""
+    # The fork server: a fork of this process once it holds the worker's imports, where this
+    # process is the command's own (a host process's state is not ours to fork), else a process
+    # of its own, started now so that its imports run beside this one's (supervisor.py).
+    from linbench.runner.supervisor import server_can_fork_from_here, start_worker_server
+
+    fork_here = not dry_run and is_command_process() and server_can_fork_from_here()
     if not dry_run:
         from linbench.machine.load import open_start_window
-        from linbench.runner.supervisor import start_worker_server
 
-        start_worker_server()  # its imports run beside this process's own, just below
-        open_start_window()  # so the start sample's window spans them, instead of waiting after
+        if not fork_here:
+            start_worker_server()
+        open_start_window()  # so the start sample's window spans the imports, instead of waiting after
     from linbench.runner.pipeline import prepare, run, start
+
+    if fork_here:
+        import linbench.runner.worker  # noqa: F401 - the server forked now holds it for every worker
+
+        start_worker_server(fork=True)  # before this process runs any torch op
 
     console = stdout_console()
     with usage_errors():

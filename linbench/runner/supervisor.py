@@ -30,6 +30,7 @@ from typing import Any
 
 from linbench.results.processes import ProcessResult
 from linbench.runner.kind_protocol import Task
+from linbench.runner.zygote import can_fork_server, fork_server
 
 WORKER_MODULE = "linbench.runner.worker"
 # Seconds a worker gets on top of its point's limit to start and to send its result.
@@ -39,17 +40,28 @@ START_GRACE_S = 5.0
 MAX_WARM = 16
 
 
-def start_worker_server() -> None:
-    """Start the fork server now instead of at the first worker.
+def start_worker_server(fork: bool = False) -> None:
+    """Start the fork server now instead of at the first worker; a server already running is
+    kept.
 
-    It imports torch and the worker module in a process of its own, seconds of work. Started
-    before the caller imports torch itself (``linbench run`` does at its start), the two
-    imports run side by side on a machine with an idle core, not one after the other.
-    ``Supervisor.ready`` waits for it before anything is measured; a server already running
-    is kept."""
+    ``fork``: this process holds the worker module's imports and is the command's own, and
+    the server is a fork of it (zygote.py), which imports nothing, where it can be forked.
+    Else the server is a process of its own that imports torch and the worker module, seconds
+    of work: started before the caller imports torch itself, the two imports run side by side
+    on a machine with an idle core. ``Supervisor.ready`` waits for it before anything is
+    measured."""
     _worker_context()
+    if fork and fork_server(WORKER_MODULE):
+        return
     with _main_module_hidden():
         multiprocessing.forkserver.ensure_running()
+
+
+def server_can_fork_from_here() -> bool:
+    """Whether ``start_worker_server(fork=True)`` can fork the server from this Python once
+    this process holds the worker module's imports (a caller about to import them then waits
+    to start it)."""
+    return can_fork_server()
 
 
 def _worker_context() -> Any:

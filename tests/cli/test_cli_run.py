@@ -182,6 +182,37 @@ def start_stalling_run(tmp_path: Path, **popen: Any) -> tuple[subprocess.Popen[s
     return process, int(marker.read_text())
 
 
+def test_the_runs_fork_server_is_a_fork_of_the_command_and_its_workers_come_from_it(tmp_path: Path) -> None:
+    """``linbench run`` forks its fork server once it holds the worker's imports
+    (linbench/runner/zygote.py): the stalled worker's parent is a child of the command with the
+    command's own command line, and no spawned server (a Python of its own) is started."""
+    process, worker = start_stalling_run(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        server = _parent(worker)
+        assert _parent(server) == process.pid
+        assert _cmdline(server) == _cmdline(process.pid)
+        children = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if _parent(pid) == process.pid]
+        assert not [pid for pid in children if b"from multiprocessing.forkserver import main" in _cmdline(pid)]
+    finally:
+        process.kill()
+        process.wait()
+        os.kill(worker, signal.SIGKILL)
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError):
+        return -1  # it ended meanwhile
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 @pytest.mark.slow
 def test_kill_9_leaves_valid_csv_and_resume_finishes_without_duplicates(tmp_path: Path) -> None:
     process, worker = start_stalling_run(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
