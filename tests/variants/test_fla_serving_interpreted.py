@@ -13,14 +13,11 @@ first case pays the interpreter's start), so it is marked slow.
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from interpreted_cases import run_interpreted
 
 SCRIPT = Path(__file__).with_name("fla_serving_interpreted.py")
 MISSING = [name for name in ("fla", "triton") if importlib.util.find_spec(name) is None]
@@ -39,13 +36,8 @@ def cases() -> dict[str, dict[str, Any]]:
 
 
 def _run(*args: str) -> dict[str, dict[str, Any]]:
-    env = os.environ | {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    return {line["case"]: line for line in lines}
+    """The script's cases by name, run on the CPU under the interpreter."""
+    return run_interpreted(SCRIPT, *args)
 
 
 def test_fla_decoders_served_equal_the_fp64_forward_request_by_request_interpreted(

@@ -11,14 +11,11 @@ program instance in numpy), so the set is marked slow and starts first.
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from interpreted_cases import run_interpreted
 
 SCRIPT = Path(__file__).with_name("fla_interpreted.py")
 MISSING = [name for name in ("fla", "triton") if importlib.util.find_spec(name) is None]
@@ -45,13 +42,7 @@ EXPECTED = {
 
 def _run(*args: str) -> dict[str, dict[str, Any]]:
     """The script's cases by name, run on the CPU under the interpreter."""
-    env = os.environ | {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    return {line["case"]: line for line in lines}
+    return run_interpreted(SCRIPT, *args)
 
 
 PLANTED = "gated-deltanet:fla"
