@@ -1,4 +1,4 @@
-"""The supervisor's hand-over of a task to a worker fork, and warm workers side by side."""
+"""The supervisor's hand-over of a task to a worker fork, and warm workers side by side (device: cpu)."""
 
 from __future__ import annotations
 
