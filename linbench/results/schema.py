@@ -260,8 +260,9 @@ COLUMNS = {
             (
                 "kernel_ms",
                 float,
-                "CUDA: device time of one call's kernels, memcpys and memsets, summed (torch.profiler, 3 calls "
-                "after the timed ones, each after an L2 flush; the median call's)",
+                "CUDA: device time of one call's kernels, memcpys and memsets, the union of their intervals (two "
+                "streams' overlapping kernels count once; torch.profiler, 3 calls after the timed ones, each after "
+                "an L2 flush; the median call's)",
             ),
             (
                 "energy_j",
