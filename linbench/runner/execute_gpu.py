@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -194,9 +195,14 @@ def _first_line(exc: BaseException) -> str:
 
 
 def time_with_policy(
-    fn: Callable[[], object], device: torch.device, policy: TimingPolicy, before: Callable[[], object] | None = None
+    fn: Callable[[], object],
+    device: torch.device,
+    policy: TimingPolicy,
+    before: Callable[[], object] | None = None,
+    hold: AbstractContextManager[object] | None = None,
 ) -> Timing:
-    """``fn`` timed with CUDA events as ``policy`` says (warm-up, budget, repetitions, L2 flush)."""
+    """``fn`` timed with CUDA events as ``policy`` says (warm-up, budget, repetitions, L2 flush),
+    ``hold`` held while the repetitions are queued (the NVML sampler's lock)."""
     from linbench.measure.cuda_timer import time_cuda
 
     return time_cuda(
@@ -209,6 +215,7 @@ def time_with_policy(
         min_reps=policy.min_reps,
         max_reps=policy.max_reps,
         flush_l2=policy.flush_l2,
+        hold=hold,
     )
 
 
