@@ -164,9 +164,12 @@ def _energy(fn: Callable[[], object], call_s: float, device: torch.device, notes
             call_s,
         )
         facts: dict[str, Any] = dict(power_facts(nvml, handle))
+        if window.millijoules <= 0:  # a counter that went back (a driver reload) measures nothing
+            notes.append("energy not read: NVML's energy counter went back")
+            return facts
         read = {"energy_window_s": round(window.seconds, 4), "energy_updates": window.updates}
         return facts | read | {"energy_j": window.joules_per_call, "power_w": round(window.watts, 1)}
-    except Exception as exc:  # a GPU without the counter (before Volta) or a failed call
+    except Exception as exc:  # a GPU without the counter (before Volta), one that never moves, a failed call
         notes.append(f"energy not read: {_first_line(exc)}")
         return {}
     finally:
