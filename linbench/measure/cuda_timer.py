@@ -5,9 +5,9 @@ number of repetitions from the warm-up's cost, record a start and an end event a
 each call (so host launch gaps between repetitions are not counted), and overwrite a
 buffer twice the size of L2 before each call so no repetition reads the previous one's
 data from cache. The warm-up and the timing loop are the CPU timer's (timer.py), with a
-synchronize after each warm-up call and the events for a clock. A ``hold`` (the NVML sampler's,
-linbench/measure/nvml.py) is held while the repetitions are queued, so that no other thread of
-the process runs then, and let go before the host waits for the device to finish them.
+synchronize after each warm-up call and the events for a clock. A ``hold`` (the NVML sampler's
+lock, linbench/measure/nvml.py) is held while the repetitions are queued, so that the sampler's
+thread takes no sample among them, and let go before the host waits for the device to finish them.
 """
 
 from __future__ import annotations
