@@ -101,3 +101,29 @@ def test_power_facts_report_what_nvml_answers_and_leave_out_what_it_cannot() -> 
     }
     full = SimpleNamespace(**vars(nvml), nvmlDeviceGetClockInfo=lambda handle, which: 2619)
     assert power_facts(full, None) == {"power_limit_w": 700.0, "mem_clock_mhz": 2619.0}
+
+
+@pytest.mark.cuda
+def test_a_matmul_s_energy_is_read_between_two_updates_of_the_real_counter() -> None:
+    """On a GPU: the window spans whole updates of NVML's counter, at least 0.5 s."""
+    import torch
+
+    from linbench.measure.nvml import load_nvml, nvml_handle
+    from linbench.runner.execute_gpu import _marker
+
+    device = torch.device("cuda", 0)
+    a = torch.randn(4096, 4096, device=device)
+    nvml = load_nvml()
+    try:
+        handle = nvml_handle(nvml, 0)
+        window = measure_energy(
+            lambda: a @ a,
+            lambda: float(nvml.nvmlDeviceGetTotalEnergyConsumption(handle)),
+            lambda: torch.cuda.synchronize(device),
+            _marker,
+            call_s=0.001,
+        )
+    finally:
+        nvml.nvmlShutdown()
+    assert window.seconds >= 0.5 and window.updates >= 1
+    assert 10 < window.watts < 2000 and window.joules_per_call > 0
