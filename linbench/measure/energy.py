@@ -9,9 +9,10 @@ the counter between them until its value changes, and the window runs from that 
 first change at least ``MIN_WINDOW_S`` later. The energy between two updates is exact (to the
 counter's own accuracy); the seconds between them are the moments the host saw the changes,
 each late by at most one pass of the reading loop (a read, and up to two batches of ``BATCH_S``
-of calls where the host itself is what keeps the GPU waiting: under 1% of the window between them). The average power over the window times
-the seconds one call takes back to back (the loop's wall time over its calls) is the energy of
-one call. The window's length and the counter's updates in it are recorded with the result.
+of calls where the host itself is what keeps the GPU waiting: under 1% of the window between
+them). The average power over the window times the seconds one call takes back to back (the
+loop's wall time over its calls) is the energy of one call. The window's length and the
+counter's updates in it are recorded with the result.
 
 The calls are fed without waiting for the GPU: a new batch is queued whenever the oldest of
 the two in flight has finished (a ``mark`` after each batch says when), so the device never
