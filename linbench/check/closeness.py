@@ -46,6 +46,13 @@ UNIT_ROUNDOFF: dict[torch.dtype, float] = {torch.float16: 2.0**-11, torch.bfloat
 NORMWISE_ULPS = 8
 ROW_ULPS = 32
 
+# The TF32 tolerance: an fp32 result whose matrix products rounded their operands to TF32 (an
+# fp32 tl.dot in a Triton kernel on an sm_80+ GPU, by Triton's default) is judged by fp16's
+# rules, element-wise (1e-2, 1e-2) and norm-wise and scale error with u = 2^-11: TF32 keeps 10
+# explicit mantissa bits, as fp16 does, so its unit roundoff is fp16's. fp32's own (5e-4, 5e-4)
+# is about one TF32 unit roundoff (4.9e-4), which a sum of rounded products exceeds by design.
+TF32_RULES = torch.float16
+
 
 @dataclass(frozen=True)
 class Closeness:
@@ -93,15 +100,22 @@ def rms(t: torch.Tensor) -> float:
 
 
 def compare(
-    name: str, actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype, floor_scale: float = 0.0
+    name: str,
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    dtype: torch.dtype,
+    floor_scale: float = 0.0,
+    tf32: bool = False,
 ) -> Closeness:
-    """Distance of ``actual`` from ``expected`` in units of the tolerance for ``dtype``.
+    """Distance of ``actual`` from ``expected`` in units of the tolerance for ``dtype``; for an
+    fp32 result computed with TF32 dots (``tf32``), of the TF32 tolerance (TF32_RULES).
 
     The absolute part of the tolerance scales with the RMS of ``expected``, but never with
     less than ``floor_scale``: a gradient that is exactly zero (q and k at S = 1, where a
     normalised attention returns v whatever q and k are) is computed from quantities of
     the case's size and can only be zero to within their rounding.
     """
+    dtype = TF32_RULES if tf32 and dtype == torch.float32 else dtype
     rtol, atol = TOLERANCES[dtype]
     actual64, expected64 = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
     unmeasurable = _unmeasurable(name, actual64, expected64)

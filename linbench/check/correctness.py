@@ -3,7 +3,8 @@
 The reference always runs in fp64 on the same inputs, so an fp32 or bf16 impl is judged
 against the true answer rather than against another rounding of it. Used by the tests,
 by `linbench check`, and (later) by the runner before it times anything. The rules a
-result is judged by (tolerances per dtype) are linbench/check/closeness.py's.
+result is judged by (tolerances per dtype) are linbench/check/closeness.py's; an fp32 check of
+a Triton library's kernels on an sm_80+ GPU is judged by its TF32 tolerance (``tf32_dots``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
 from linbench.variants.extra_inputs import DrawSettings, draw_extra_inputs, split_draw_settings
+from linbench.variants.feature_forms.triton_interpreter import TRITON_LIBRARIES
 from linbench.variants.heads import expand_heads
 from linbench.variants.variant import Variant
 
@@ -38,6 +40,7 @@ class CaseResult:
     out_of_memory: bool = False  # ... and what it raised was an allocation failure
     unavailable: str | None = None  # the impl cannot run here (and why): not judged at all
     setting: str = ""  # the parameters or draw settings checked at, when not the defaults ("gate_regime=strong")
+    tf32: bool = False  # an fp32 case judged by the TF32 tolerance (tf32_dots)
 
     @property
     def ok(self) -> bool:
@@ -54,12 +57,31 @@ class CaseResult:
 
     def describe(self) -> str:
         where = f"{self.variant}:{self.impl} {self.shape.label} {'causal' if self.causal else 'bidirectional'} "
-        where += str(self.dtype).removeprefix("torch.") + (f" {self.setting}" if self.setting else "")
+        where += str(self.dtype).removeprefix("torch.") + (" (TF32 dots)" if self.tf32 else "")
+        where += f" {self.setting}" if self.setting else ""
         if self.unavailable:
             return f"{where}: unavailable: {self.unavailable}"
         if self.error:
             return f"{where}: {'' if self.reference_failed else 'raised '}{self.error}"
         return f"{where}: {', '.join(c.describe() for c in self.comparisons)}"
+
+
+# Triton compiles an fp32 tl.dot with TF32 operands on NVIDIA GPUs from compute capability 8.0
+# (its NVIDIA backend's default_dot_input_precision is "tf32": triton 3.9.0
+# backends/nvidia/compiler.py:139), and fla-core asks for IEEE dots only where TF32 is missing
+# (fla-core 0.6.0 fla/utils/hardware.py:111 and 129-132: TRITON_F32_DEFAULT=ieee when the major
+# capability is below 8). So an fp32 check of such kernels is judged by the TF32 tolerance; the
+# kernel judged is the one timed, compiled as it is timed, never an IEEE build of it.
+TF32_MIN_MAJOR = 8
+
+
+def tf32_dots(library: str | None, dtype: torch.dtype, device: torch.device | str) -> bool:
+    """Whether an fp32 check of an impl (or decoder) of ``library`` on ``device`` is judged by
+    the TF32 tolerance: its kernels are Triton's and the device is a CUDA GPU with TF32."""
+    device = torch.device(device)
+    if dtype != torch.float32 or library not in TRITON_LIBRARIES or device.type != "cuda":
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= TF32_MIN_MAJOR
 
 
 def make_inputs(
@@ -293,7 +315,8 @@ def check_impl(
     floor = max(rms(t) for t in expected.values()) / 100
     # A result of the wrong shape has no gradients to compare: it fails on its output alone.
     compared = [name for name in expected if name in actual]
-    result.comparisons = [compare(name, actual[name], expected[name], dtype, floor) for name in compared]
+    result.tf32 = tf32_dots(_library(variant.impls.get(impl)), dtype, device)
+    result.comparisons = [compare(n, actual[n], expected[n], dtype, floor, result.tf32) for n in compared]
     return result
 
 
@@ -346,8 +369,14 @@ def check_decoder(
         result.error = f"{type(exc).__name__}: {exc}"
         result.out_of_memory = is_out_of_memory(exc)
         return result
-    result.comparisons = [compare("decoded rows", actual, expected[..., -steps:, :], dtype)]
+    result.tf32 = tf32_dots(_library(variant.decoders.get(decoder)), dtype, device)
+    result.comparisons = [compare("decoded rows", actual, expected[..., -steps:, :], dtype, tf32=result.tf32)]
     return result
+
+
+def _library(declared: object) -> str | None:
+    """The library an impl or decoder declares (None for one not declared, "auto" say)."""
+    return getattr(declared, "library", None)
 
 
 def _setting(settings: DrawSettings, params: dict[str, Any]) -> str:

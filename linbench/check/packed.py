@@ -17,7 +17,7 @@ import torch
 
 from linbench.api import attention, attention_packed, attention_padded, get_variant
 from linbench.check.closeness import compare, rms
-from linbench.check.correctness import CaseResult, make_inputs
+from linbench.check.correctness import CaseResult, make_inputs, tf32_dots
 from linbench.errors import ImplUnavailableError
 from linbench.oom import is_out_of_memory
 from linbench.shape import Shape
@@ -134,5 +134,6 @@ def check_packed(
         result.out_of_memory = is_out_of_memory(exc)
         return result
     floor = max(rms(t) for t in expected.values()) / 100
-    result.comparisons = [compare(n, got[n], expected[n], dtype, floor) for n in expected if n in got]
+    result.tf32 = tf32_dots(getattr(variant.impls.get(impl), "library", None), dtype, device)
+    result.comparisons = [compare(n, got[n], expected[n], dtype, floor, result.tf32) for n in expected if n in got]
     return result

@@ -2,7 +2,9 @@
 report and a per-kernel summary kept in a folder (a run's, to keep the evidence beside it).
 
 The call runs in a process of its own (linbench/runner/profile_call.py) under
-``ncu --profile-from-start off``: a warm-up call unprofiled, then the profiled one. The folder
+``ncu --profile-from-start off --clock-control none``: a warm-up call unprofiled, then the
+profiled one, at the clocks the GPU runs at when linbench times it (ncu would otherwise lock them
+to base, linbench/measure/ncu.py). The folder
 gets ``<variant>-<impl>-<point>.ncu-rep`` (open it in Nsight Compute's GUI, or
 ``ncu --import``) and ``<...>.summary.csv``: per kernel launch, its duration and its DRAM and
 compute throughput as % of peak and achieved occupancy, which the command also prints.

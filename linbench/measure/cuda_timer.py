@@ -5,16 +5,19 @@ number of repetitions from the warm-up's cost, record a start and an end event a
 each call (so host launch gaps between repetitions are not counted), and overwrite a
 buffer twice the size of L2 before each call so no repetition reads the previous one's
 data from cache. The warm-up and the timing loop are the CPU timer's (timer.py), with a
-synchronize after each warm-up call and the events for a clock.
+synchronize after each warm-up call and the events for a clock. A ``hold`` (the NVML sampler's
+lock, linbench/measure/nvml.py) is held while the repetitions are queued, so that the sampler's
+thread takes no sample among them, and let go before the host waits for the device to finish them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
-from linbench.measure.timer import Timing, repeat, warm_up
+from linbench.measure.timer import Timing, readings, warm_up
 
 # Without a reported L2 size, flush a buffer larger than any current GPU's L2 (H100: 50 MiB).
 FALLBACK_FLUSH_BYTES = 256 * 1024 * 1024
@@ -65,10 +68,12 @@ def time_cuda(
     min_reps: int = 10,
     max_reps: int = 1000,
     flush_l2: bool = True,
+    hold: AbstractContextManager[object] | None = None,
 ) -> Timing:
     """Milliseconds per call of ``fn`` on ``device``; ``before`` runs untimed ahead of each call,
     and so does an overwrite of L2 unless ``flush_l2`` is False. The repetitions are as many as
-    fit ``budget_s`` at the warm-up's time per call, within ``min_reps`` and ``max_reps``."""
+    fit ``budget_s`` at the warm-up's time per call, within ``min_reps`` and ``max_reps``;
+    ``hold`` is held from the first until the last is queued."""
     flush = torch.empty(l2_flush_bytes(device) // 4 if flush_l2 else 0, dtype=torch.int32, device=device)
     before_call = before or (lambda: None)
 
@@ -81,4 +86,7 @@ def time_cuda(
     calls, elapsed_s = warm_up(fn, prepare, warmup_s, min_warmup_calls, lambda: torch.cuda.synchronize(device))
     per_call_s = elapsed_s / max(calls, 1)
     reps = int(min(max_reps, max(min_reps, budget_s / max(per_call_s, 1e-6))))
-    return repeat(fn, prepare, CudaClock(device, reps), budget_s=budget_s, min_reps=reps, max_reps=reps)
+    clock = CudaClock(device, reps)
+    with hold or nullcontext():
+        queued = readings(fn, prepare, clock, budget_s=budget_s, min_reps=reps, max_reps=reps)
+    return clock.timing(queued)

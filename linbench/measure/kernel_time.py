@@ -4,8 +4,11 @@ A call's event time (CUDA events around it) holds the host's work too: Python, d
 launches the GPU waits for. The field reports the kernels' own time beside it (one published
 KDA kernel is 1.11× faster per kernel and 0.72× slower through its op, from dispatch overhead),
 so linbench reads it from ``torch.profiler`` (CUPTI's record of what ran on the device): the
-durations of every kernel, memcpy and memset of a call, summed, for a few calls after the
-timed ones, each after the point's ``before`` and an overwrite of L2 as the timed calls have.
+time during which at least one kernel, memcpy or memset of a call ran (the union of their
+intervals), for a few calls after the timed ones, each after the point's ``before`` and an
+overwrite of L2 as the timed calls have. A union, not a sum: a library that runs kernels at once
+on two streams would have them counted twice by a sum, and its kernel time could then exceed the
+call's own; on one stream, where kernels run one after another, the two are the same.
 
 One profiler session holds every call: it opens with marker kernels (launches.py explains why)
 and brackets each call with one more marker on each side, so the call's records are those
@@ -15,6 +18,7 @@ calls and the launch count, which it would slow (launches.py).
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -39,7 +43,8 @@ class Record:
 
 @dataclass(frozen=True)
 class KernelTime:
-    """The median call's summed kernel time (ms) and the distinct kernels the calls ran."""
+    """The median call's kernel time (ms: the device busy with any of them) and the distinct
+    kernels the calls ran."""
 
     kernel_ms: float
     names: tuple[str, ...]
@@ -72,12 +77,23 @@ def calls_in(records: Iterable[Record]) -> list[list[Record]]:
 
 
 def kernel_time(calls: Sequence[Sequence[Record]]) -> KernelTime:
-    """The median of the calls' summed durations (ms) and their kernels' names, each once."""
+    """The median of the calls' busy times (ms) and their kernels' names, each once."""
     if not calls:
         raise LaunchCountError("no call was found in the profiler's trace")
-    sums_ms = [sum(record.duration_us for record in call) / 1e3 for call in calls]
+    busy_ms = [busy_us(call) / 1e3 for call in calls]
     names = dict.fromkeys(short_name(record.name) for call in calls for record in call)
-    return KernelTime(statistics.median(sums_ms), tuple(names))
+    return KernelTime(statistics.median(busy_ms), tuple(names))
+
+
+def busy_us(records: Iterable[Record]) -> float:
+    """The µs during which at least one of ``records`` ran: the length of their intervals' union."""
+    total, end = 0.0, -math.inf
+    for record in sorted(records, key=lambda r: r.start_us):
+        finish = record.start_us + record.duration_us
+        if finish > end:
+            total += finish - max(record.start_us, end)
+            end = finish
+    return total
 
 
 def short_name(name: str) -> str:

@@ -3,7 +3,10 @@ per-kernel summary read back from its report.
 
 The profiled process runs one warm-up call (compilation, autotuning, library loading) with the
 profiler off, then one call between ``cudaProfilerStart`` and ``cudaProfilerStop``; ``ncu`` runs
-with ``--profile-from-start off``, so only that call's kernels are profiled. The summary keeps,
+with ``--profile-from-start off``, so only that call's kernels are profiled, and with
+``--clock-control none``: by default ncu locks the GPU's clocks to their base values for every
+profiled kernel, while linbench times its calls at whatever clocks the GPU runs at (boost), so a
+profile at base clocks would give durations no ``time_ms`` can be compared with. The summary keeps,
 per kernel launch: its duration, DRAM and compute (SM) throughput as % of peak, and achieved
 occupancy, from ``ncu --import REPORT --csv --page raw``.
 """
@@ -46,13 +49,15 @@ def find_ncu() -> str | None:
 
 
 def profile_command(ncu: str, report: Path, section_set: str, child: Sequence[str]) -> list[str]:
-    """``ncu`` profiling the calls ``child`` makes between its profiler start and stop, its report
-    written to ``report`` (.ncu-rep), with ``section_set``'s sections and the metrics of the summary."""
+    """``ncu`` profiling the calls ``child`` makes between its profiler start and stop at the clocks
+    the GPU runs at (no clock locking), its report written to ``report`` (.ncu-rep), with
+    ``section_set``'s sections and the metrics of the summary."""
     if section_set not in SETS:
         raise ValueError(f"unknown Nsight Compute set {section_set!r}; sets: {', '.join(SETS)}")
     metrics = ",".join(METRICS.values())
     return [
-        *(ncu, "--profile-from-start", "off", "--set", section_set, "--metrics", metrics),
+        *(ncu, "--profile-from-start", "off", "--clock-control", "none"),
+        *("--set", section_set, "--metrics", metrics),
         *("--export", str(report), "--force-overwrite", *child),
     ]
 

@@ -4,12 +4,22 @@ PyTorch's allocator sees only its own process's tensors. NVML sees the whole dev
 the CUDA context, library workspaces (cuBLAS, cuDNN) and other processes. Sampling it
 every couple of milliseconds during a measured region gives the device-wide peak, and
 the clock, temperature and throttle reasons say whether the GPU ran at full speed.
+
+The sampler is a Python thread, and a sample (four NVML calls through ctypes, each handing
+the GIL back and forth) taken while the timing thread queues a timed call would be host time
+inside that call's events, for a call whose GPU waits on its host. So the sampler samples
+only under its ``quiet`` lock, which the CUDA timer holds while it queues the timed
+repetitions (linbench/measure/cuda_timer.py): it samples through the first call and the
+warm-up, while the host waits for the GPU to finish the repetitions, and after them, never
+among them. A thread waiting for the lock holds no GIL; the one wake-up that finds it held
+asks for the GIL once, not a sample's worth of calls.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -83,13 +93,20 @@ def read_throttle_mask(nvml: Any, handle: Any) -> int:
 
 
 class Periodic:
-    """Calls ``sample`` every ``interval_s`` on a daemon thread, from ``start()`` until ``stop()``.
+    """Calls ``sample`` every ``interval_s`` on a daemon thread, from ``start()`` until ``stop()``,
+    each time under ``hold`` where one is given (a sample waits while another thread holds it).
 
     Both NVML samplers (this module's, for a point, and the doctor's, for its load) run on it.
     """
 
-    def __init__(self, sample: Callable[[], object], interval_s: float, name: str) -> None:
-        self._sample, self._interval_s = sample, interval_s
+    def __init__(
+        self,
+        sample: Callable[[], object],
+        interval_s: float,
+        name: str,
+        hold: AbstractContextManager[object] | None = None,
+    ) -> None:
+        self._sample, self._interval_s, self._hold = sample, interval_s, hold
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
@@ -104,12 +121,15 @@ class Periodic:
 
     def _loop(self) -> None:
         while not self._stop.wait(self._interval_s):
-            self._sample()
+            with self._hold or nullcontext():
+                if not self._stop.is_set():
+                    self._sample()
 
 
 @dataclass
 class NvmlSampler:
-    """Context manager sampling the device every ``interval_s`` on a background thread.
+    """Context manager sampling the device every ``interval_s`` on a background thread, never
+    while another thread holds ``quiet`` (the CUDA timer, queueing timed calls).
 
     When NVML cannot be used, ``error`` says why and the figures stay None: the run goes
     on with the allocator's figures alone.
@@ -123,6 +143,7 @@ class NvmlSampler:
     throttle_mask: int = 0
     samples: int = 0
     error: str | None = None
+    quiet: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _periodic: Periodic | None = field(default=None, repr=False)
 
     def __enter__(self) -> NvmlSampler:
@@ -133,7 +154,7 @@ class NvmlSampler:
         except Exception as exc:
             self.error = f"NVML unavailable: {type(exc).__name__}: {exc}"
             return self
-        self._periodic = Periodic(self._sample, self.interval_s, "linbench-nvml").start()
+        self._periodic = Periodic(self._sample, self.interval_s, "linbench-nvml", hold=self.quiet).start()
         return self
 
     def __exit__(

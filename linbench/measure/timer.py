@@ -88,13 +88,26 @@ def repeat(
     """The timing loop of both timers: ``prepare`` untimed, then ``fn`` timed by ``clock``, until
     ``budget_s`` of timed calls have passed, but never fewer than ``min_reps`` nor more than
     ``max_reps`` repetitions (a clock read only later times exactly ``min_reps == max_reps``)."""
-    readings: list[Reading] = []
+    return clock.timing(readings(fn, prepare, clock, budget_s=budget_s, min_reps=min_reps, max_reps=max_reps))
+
+
+def readings(
+    fn: Callable[[], object],
+    prepare: Callable[[], object],
+    clock: Clock[Reading],
+    *,
+    budget_s: float,
+    min_reps: int,
+    max_reps: int,
+) -> list[Reading]:
+    """``repeat``'s loop alone: the clock's readings around each call, not yet made samples."""
+    taken: list[Reading] = []
     timed_ms = 0.0
-    while len(readings) < max_reps and (len(readings) < min_reps or timed_ms < budget_s * 1e3):
+    while len(taken) < max_reps and (len(taken) < min_reps or timed_ms < budget_s * 1e3):
         prepare()
-        readings.append(clock.around(fn))
-        timed_ms += clock.spent_ms(readings[-1])
-    return clock.timing(readings)
+        taken.append(clock.around(fn))
+        timed_ms += clock.spent_ms(taken[-1])
+    return taken
 
 
 class CpuClock:

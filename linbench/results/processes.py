@@ -77,6 +77,8 @@ class ProcessResult:
     kernel_names: str | None = None
     energy_j: float | None = None
     power_w: float | None = None
+    energy_window_s: float | None = None
+    energy_updates: int | None = None
     power_limit_w: float | None = None
     mem_clock_mhz: float | None = None
     device_split_note: str | None = None
@@ -188,7 +190,7 @@ Combine = Callable[[Sequence[ProcessResult], Column], Any]
 # combined: record.py and the runner fill them).
 COMBINERS: dict[str, Combine] = {
     "first": _first,
-    "median": lambda ps, c: _median(_numbers(ps, c.name)),
+    "median": lambda ps, c: _as_kind(c, _median(_numbers(ps, c.name))),
     "max": lambda ps, c: _as_kind(c, max(_numbers(ps, c.name), default=None)),
     "sum": lambda ps, c: _as_kind(c, sum(_numbers(ps, c.name))),
     "union": _union,

@@ -55,6 +55,7 @@ TIME_COLUMNS = (
     *("tokens_per_s", "time_ms_proc_lo", "time_ms_proc_hi", "between_spread", "timing"),
     "time_per_accepted_token_ms",
     *("kernel_ms", "host_overhead_ms", "energy_j", "power_w", "tokens_per_j"),
+    *("energy_window_s", "energy_updates"),
 )
 
 

@@ -58,7 +58,9 @@ __all__ = [
 # 11: state_layout in every file's key (decode --state-layout: the pool's v-last or k-last
 #    state); alloc_call_timed in processes.csv (whether the profiled call that counted
 #    allocations was one of the timed repetitions).
-SCHEMA_VERSION = 11
+# 12: energy_window_s and energy_updates (energy_j's window between two updates of NVML's energy counter)
+# 12: kernel_ms is the union of a call's kernel intervals (two streams' overlaps count once), not their sum
+SCHEMA_VERSION = 12
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -260,16 +262,29 @@ COLUMNS = {
             (
                 "kernel_ms",
                 float,
-                "CUDA: device time of one call's kernels, memcpys and memsets, summed (torch.profiler, 3 calls "
-                "after the timed ones, each after an L2 flush; the median call's)",
+                "CUDA: device time of one call's kernels, memcpys and memsets, the union of their intervals (two "
+                "streams' overlapping kernels count once; torch.profiler, 3 calls after the timed ones, each after "
+                "an L2 flush; the median call's)",
             ),
             (
                 "energy_j",
                 float,
-                "CUDA: joules per call: NVML's total-energy counter around at least 0.5 s of calls back to back, "
-                "after the timed ones",
+                "CUDA: joules per call: the average power between two updates of NVML's total-energy counter at "
+                "least 0.5 s apart, while calls ran back to back after the timed ones, times one such call's time",
             ),
             ("power_w", float, "CUDA: the GPU's average power over those calls (W)"),
+            (
+                "energy_window_s",
+                float,
+                "CUDA: seconds between the two counter updates energy_j was read across (results.csv: median "
+                "over processes)",
+            ),
+            (
+                "energy_updates",
+                int,
+                "CUDA: the energy counter's updates in that window (about 10 a second; results.csv: median over "
+                "processes)",
+            ),
         ),
         *_group("sum", ("samples", int, "timed repetitions (results.csv: over all processes)")),
         *_group(
@@ -438,6 +453,8 @@ RESULT_COLUMNS = (
     *("state_drift", "drift_steps", "memory_budget_bytes", "requests_fit", "graph_pools"),
     *("backend", "kernel_ms", "host_overhead_ms", "kernel_names", "energy_j", "power_w"),
     *("tokens_per_j", "power_limit_w", "mem_clock_mhz", "device_split_note"),
+    # Schema 12.
+    *("energy_window_s", "energy_updates"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
@@ -451,6 +468,8 @@ MEASURED_COLUMNS = (
     "graph_pools",
     *("backend", "kernel_ms", "kernel_names", "energy_j", "power_w", "power_limit_w", "mem_clock_mhz"),
     "device_split_note",
+    # Schema 12.
+    *("energy_window_s", "energy_updates"),
 )
 PROCESS_COLUMNS = (
     *(*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s"),

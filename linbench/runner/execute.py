@@ -259,7 +259,8 @@ def _measure_cuda(task: Task, work: Work, device: torch.device, started: float) 
         with CudaPeak(device) as peak:
             work.run()
         _check_probation(task, time.perf_counter() - start, started)
-        timing = time_with_policy(work.run, device, policy, before=work.before)
+        # The sampler waits while the repetitions are queued (measure/nvml.py).
+        timing = time_with_policy(work.run, device, policy, before=work.before, hold=nvml.quiet)
     result = with_nvml(_timed(timing), nvml)
     return replace(result, peak_bytes=peak.peak_bytes, reserved_bytes=peak.reserved_bytes)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -143,8 +144,8 @@ def with_device_split(
 
 
 def _energy(fn: Callable[[], object], call_s: float, device: torch.device, notes: list[str]) -> dict[str, Any]:
-    """energy_j, power_w, power_limit_w and mem_clock_mhz of calls of ``fn`` (``call_s`` seconds
-    each, as timed) back to back."""
+    """energy_j, power_w, energy_window_s, energy_updates, power_limit_w and mem_clock_mhz of
+    calls of ``fn`` (``call_s`` seconds each, as timed) back to back."""
     from linbench.measure.energy import measure_energy, power_facts
     from linbench.measure.nvml import load_nvml, nvml_handle
 
@@ -159,18 +160,27 @@ def _energy(fn: Callable[[], object], call_s: float, device: torch.device, notes
             fn,
             lambda: float(nvml.nvmlDeviceGetTotalEnergyConsumption(handle)),
             lambda: torch.cuda.synchronize(device),
+            _marker,
             call_s,
         )
         facts: dict[str, Any] = dict(power_facts(nvml, handle))
-        if window.millijoules <= 0:
-            notes.append("energy not read: NVML's energy counter did not move")
+        if window.millijoules <= 0:  # a counter that went back (a driver reload) measures nothing
+            notes.append("energy not read: NVML's energy counter went back")
             return facts
-        return facts | {"energy_j": window.joules_per_call, "power_w": round(window.watts, 1)}
-    except Exception as exc:  # a GPU without the counter (before Volta) or a failed call
+        read = {"energy_window_s": round(window.seconds, 4), "energy_updates": window.updates}
+        return facts | read | {"energy_j": window.joules_per_call, "power_w": round(window.watts, 1)}
+    except Exception as exc:  # a GPU without the counter (before Volta), one that never moves, a failed call
         notes.append(f"energy not read: {_first_line(exc)}")
         return {}
     finally:
         nvml.nvmlShutdown()
+
+
+def _marker() -> Callable[[], bool]:
+    """A probe of the work queued on the current stream so far: a recorded event's query."""
+    event = torch.cuda.Event()
+    event.record()
+    return event.query
 
 
 def _settle(device: torch.device) -> None:
@@ -188,9 +198,14 @@ def _first_line(exc: BaseException) -> str:
 
 
 def time_with_policy(
-    fn: Callable[[], object], device: torch.device, policy: TimingPolicy, before: Callable[[], object] | None = None
+    fn: Callable[[], object],
+    device: torch.device,
+    policy: TimingPolicy,
+    before: Callable[[], object] | None = None,
+    hold: AbstractContextManager[object] | None = None,
 ) -> Timing:
-    """``fn`` timed with CUDA events as ``policy`` says (warm-up, budget, repetitions, L2 flush)."""
+    """``fn`` timed with CUDA events as ``policy`` says (warm-up, budget, repetitions, L2 flush),
+    ``hold`` held while the repetitions are queued (the NVML sampler's lock)."""
     from linbench.measure.cuda_timer import time_cuda
 
     return time_cuda(
@@ -203,6 +218,7 @@ def time_with_policy(
         min_reps=policy.min_reps,
         max_reps=policy.max_reps,
         flush_l2=policy.flush_l2,
+        hold=hold,
     )
 
 

@@ -1,5 +1,5 @@
 """One call of an impl for Nsight Compute: ``python -m linbench.runner.profile_call``, run by
-``linbench profile`` under ``ncu --profile-from-start off``.
+``linbench profile`` under ``ncu --profile-from-start off --clock-control none``.
 
 A warm-up call first (the kernels compile, autotune and load their libraries), then the call
 between ``torch.cuda.profiler.start()`` and ``stop()``: the only kernels ncu profiles.

@@ -218,3 +218,64 @@ def test_an_all_zero_reference_is_judged_without_dividing_by_zero() -> None:
     zero = torch.zeros(4, 8, dtype=torch.float64)
     assert compare("grad q", zero, zero, torch.bfloat16).ok
     assert not compare("grad q", zero + 1e-3, zero, torch.bfloat16).ok
+
+
+def _tf32_sized_error(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    """V off by ±0.3% element by element (alternating): what sums of TF32-rounded products give,
+    past fp32's element-wise 5e-4 and within the TF32 tolerance, with no scale error."""
+    signs = torch.ones(v.shape[-1], dtype=v.dtype, device=v.device)
+    signs[1::2] = -1
+    return _identity(q, k, v, causal=causal) * (1 + 3e-3 * signs)
+
+
+def test_an_fp32_check_of_triton_kernels_on_a_tf32_gpu_uses_the_tf32_tolerance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fla's Triton kernels run fp32 dots as TF32 on sm_80+ (device: none; CUDA's capability stood in)."""
+    from linbench.check.correctness import tf32_dots
+    from linbench.variants.feature_forms.triton_interpreter import TRITON_LIBRARIES
+    from linbench.variants.registry import list_variants
+
+    cuda, fp32 = torch.device("cuda", 0), torch.float32
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    variants = [get_variant(name) for name in list_variants()]
+    declared = [*(i for v in variants for i in v.impls.values()), *(d for v in variants for d in v.decoders.values())]
+    triton = [d for d in declared if d.library in TRITON_LIBRARIES]
+    assert "fla-core" in TRITON_LIBRARIES and any(d.library == "fla-core" for d in triton)
+    assert all(tf32_dots(d.library, fp32, cuda) for d in triton)
+    assert not any(tf32_dots(d.library, fp32, cuda) for d in declared if d.library not in TRITON_LIBRARIES)
+    assert not tf32_dots("fla-core", torch.bfloat16, cuda)  # 16-bit dtypes keep their own rules
+    assert not tf32_dots("fla-core", fp32, "cpu")  # Triton's interpreter computes true fp32
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))
+    assert not tf32_dots("fla-core", fp32, cuda)  # no TF32 before sm_80: fla asks for IEEE dots there
+
+
+def test_the_tf32_tolerance_passes_tf32_sized_errors_and_still_fails_a_scaled_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from linbench.check import correctness
+
+    variant = Variant(
+        name="test-tf32",
+        summary="O = V",
+        impl_list=(
+            Impl("ref", _identity, "", "O(s)", "O(s)"),
+            Impl("tf32", _tf32_sized_error, "", "O(s)", "O(s)", library="fla-core"),
+            Impl("off", _off_by_one_percent, "", "O(s)", "O(s)", library="fla-core"),
+        ),
+        reference="ref",
+        param_specs=(),
+        flop_formula=lambda *args: 0.0,
+        time_complexity="O(s)",
+        memory_complexity="O(s)",
+    )
+    register_variant(variant)
+    try:
+        shape = Shape(1, 2, 9, 4, 4)
+        ieee = check_impl(variant, "tf32", shape, causal=True, dtype=torch.float32)
+        monkeypatch.setattr(correctness, "tf32_dots", lambda library, dtype, device: library == "fla-core")
+        tf32 = check_impl(variant, "tf32", shape, causal=True, dtype=torch.float32)
+        scaled = check_impl(variant, "off", shape, causal=True, dtype=torch.float32)
+    finally:
+        unregister_variant(variant.name)
+    assert not ieee.ok and not ieee.tf32
+    assert tf32.ok and tf32.tf32 and "float32 (TF32 dots)" in tf32.describe(), tf32.describe()
+    assert not scaled.ok  # a 1% scale error fails the TF32 tolerance's scale rule

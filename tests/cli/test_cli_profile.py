@@ -40,7 +40,10 @@ def test_the_report_and_its_summary_go_to_the_folder(
     assert result.exit_code == 0, result.output
     profiled, summarised = calls.read_text().splitlines()
     assert "--import" in summarised and "--print-units base" in summarised
-    assert "--profile-from-start off --set source" in profiled and "linbench.runner.profile_call" in profiled
+    assert (
+        "--profile-from-start off --clock-control none --set source" in profiled
+        and "linbench.runner.profile_call" in profiled
+    )
     assert "--variant kda --impl fla" in profiled and "--seq 1024" in profiled
     (summary,) = out.glob("*.summary.csv")
     assert summary.read_text().splitlines()[1] == "chunk_fwd_kernel_o,2.5,70.1,30.2,45.0"

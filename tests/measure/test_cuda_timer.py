@@ -88,3 +88,20 @@ def test_each_repetition_is_prepared_untimed(device: Device) -> None:
     assert timing.samples_ms == (CALL_MS, CALL_MS)
     repetition = ["before", "record", "call", "record"]
     assert device.log == ["sync", "before", "call", "sync", *repetition, *repetition, "sync"]
+
+
+def test_a_hold_is_held_while_the_repetitions_are_queued_and_let_go_before_the_wait(device: Device) -> None:
+    """The NVML sampler's lock: taken before the first timed repetition, after the warm-up, and
+    let go before the host waits for the GPU (so the sampler samples then, never among the calls)."""
+
+    class Hold:
+        def __enter__(self) -> None:
+            device.log.append("hold")
+
+        def __exit__(self, *exc: object) -> None:
+            device.log.append("let go")
+
+    cuda_timer.time_cuda(device.call, device=torch.device("cpu"), warmup_s=0.0, min_reps=2, max_reps=2,
+                         flush_l2=False, hold=Hold())  # fmt: skip
+    repetition = ["record", "call", "record"]
+    assert device.log == ["sync", "call", "sync", "hold", *repetition, *repetition, "let go", "sync"]

@@ -23,20 +23,29 @@ def _trace(*calls: list[tuple[str, float]], lead: int = 2) -> list[Record]:
         for name, duration in [("void at::native::vectorized_elementwise_kernel<4, FillFunctor>", 50.0), (MARK, 1.0)]:
             records.append(Record(name, t, duration))
             t += 10
-        for name, duration in call:
+        for name, duration in call:  # one stream: each kernel starts after the last ends
             records.append(Record(name, t, duration))
-            t += 10
+            t += duration + 10
         records.append(Record(MARK, t, 1.0))
         t += 10
     return records[::-1]  # the profiler's order is not time order
 
 
-def test_a_call_s_kernels_are_those_between_its_markers_summed() -> None:
+def test_a_call_s_kernels_are_those_between_its_markers_and_their_times_add_up() -> None:
     calls = calls_in(_trace([("gemm", 100.0), ("softmax", 20.0)], [("gemm", 110.0), ("softmax", 30.0)], []))
     assert [[r.name for r in call] for call in calls] == [["gemm", "softmax"], ["gemm", "softmax"], []]
     split = kernel_time(calls)
     assert split.kernel_ms == pytest.approx(0.12)  # the median of 0.12, 0.14 and 0 ms
     assert split.names == ("gemm", "softmax")
+
+
+def test_kernels_that_overlap_on_two_streams_count_once() -> None:
+    """A library that runs two kernels at once on two streams keeps the device busy for the
+    union of their intervals, not their sum (which could exceed the call's own time)."""
+    overlapping = [Record("main", 0.0, 100.0), Record("side", 40.0, 100.0), Record("tail", 300.0, 10.0)]
+    assert kernel_time([overlapping]).kernel_ms == pytest.approx(0.15)  # 0-140 µs busy, then 10 µs
+    nested = [Record("long", 0.0, 100.0), Record("inside", 20.0, 30.0)]
+    assert kernel_time([nested]).kernel_ms == pytest.approx(0.1)
 
 
 def test_a_trace_that_lost_its_head_or_a_closing_marker_is_refused() -> None:

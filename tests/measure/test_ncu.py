@@ -34,8 +34,17 @@ def test_output_without_a_header_has_no_launches() -> None:
 
 def test_the_commands_profile_from_the_call_s_start_and_read_base_units() -> None:
     command = profile_command("ncu", Path("r.ncu-rep"), "source", ["python", "-m", "x"])
-    assert command[:5] == ["ncu", "--profile-from-start", "off", "--set", "source"]
+    assert command[:3] == ["ncu", "--profile-from-start", "off"]
+    assert command[command.index("--set") + 1] == "source"
     assert command[-3:] == ["python", "-m", "x"] and "r.ncu-rep" in command
     assert "--print-units" in summary_command("ncu", Path("r.ncu-rep"))
     with pytest.raises(ValueError, match="sets: basic"):
         profile_command("ncu", Path("r"), "everything", [])
+
+
+def test_ncu_profiles_at_the_clocks_linbench_times_at() -> None:
+    """ncu locks the clocks to base by default; linbench's timings run at whatever the GPU
+    boosts to, so the profile must leave the clocks alone for its durations to compare."""
+    command = profile_command("ncu", Path("r.ncu-rep"), "full", ["python"])
+    at = command.index("--clock-control")
+    assert command[at + 1] == "none" and at < command.index("python")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -67,3 +68,36 @@ def test_periodic_samples_until_stopped_and_never_after() -> None:
     periodic.stop()
     seen = len(calls)
     assert seen >= 1 and not periodic._thread.is_alive() and len(calls) == seen
+
+
+def test_periodic_never_samples_while_its_hold_is_held() -> None:
+    """The timing thread holds the lock while it queues timed calls: no sample may land there."""
+    hold = threading.Lock()
+    in_call = threading.Event()
+    seen: list[bool] = []
+    sampled = threading.Event()
+
+    def sample() -> None:
+        seen.append(in_call.is_set())
+        sampled.set()
+
+    periodic = Periodic(sample, 0.0005, "test-periodic-hold", hold=hold).start()
+    for _ in range(20):
+        with hold:  # a timed repetition: the sampler wakes many times in it, and waits
+            in_call.set()
+            time.sleep(0.002)
+            in_call.clear()
+        sampled.clear()
+        assert sampled.wait(timeout=60)  # between calls it samples
+    periodic.stop()
+    assert len(seen) >= 20 and not any(seen)
+
+
+def test_the_sampler_waits_on_its_quiet_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = fake_nvml([(100, 1500, 50, 0)] * 1000)
+    monkeypatch.setattr(nvml, "load_nvml", lambda: fake)
+    monkeypatch.setattr(nvml, "nvml_handle", lambda lib, index: "handle")
+    with NvmlSampler(0, interval_s=0.0005) as sampler, sampler.quiet:
+        before = sampler.samples
+        time.sleep(0.02)  # about 40 wake-ups of its thread
+        assert sampler.samples == before

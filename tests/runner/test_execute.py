@@ -47,3 +47,47 @@ def test_a_cpu_point_has_no_kernel_time_or_energy_and_says_why() -> None:
     assert result.status == "ok", result.error
     assert (result.kernel_ms, result.energy_j, result.power_w) == (None, None, None)
     assert result.device_split_note == CPU_SPLIT_NOTE
+
+
+def test_a_gpu_point_s_nvml_sampler_waits_while_its_repetitions_are_queued(monkeypatch: Any) -> None:
+    """The timer is handed the sampler's quiet lock (device: none; CUDA's timer, peak memory,
+    synchronize and NVML stood in)."""
+    from linbench.measure import cuda_memory
+    from linbench.measure.nvml import NvmlSampler
+    from linbench.measure.timer import Timing
+    from linbench.measure.timing_policy import TimingPolicy
+    from linbench.runner import execute
+    from linbench.runner.kind_protocol import Task
+    from linbench.runner.kinds import RUN
+    from linbench.sweep.points import Point
+
+    samplers: list[NvmlSampler] = []
+    holds: list[object] = []
+
+    def sampler(index: int) -> NvmlSampler:
+        samplers.append(NvmlSampler(index))
+        return samplers[-1]
+
+    def timed(fn: object, device: object, policy: object, before: object = None, hold: object = None) -> Timing:
+        holds.append(hold)
+        return Timing((1.0,))
+
+    class Peak:
+        peak_bytes, reserved_bytes = 10, 20
+
+        def __enter__(self) -> Any:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    monkeypatch.setattr(execute, "NvmlSampler", sampler)
+    monkeypatch.setattr(execute, "time_with_policy", timed)
+    monkeypatch.setattr(cuda_memory, "CudaPeak", lambda device: Peak())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr("linbench.measure.nvml.load_nvml", lambda: (_ for _ in ()).throw(ImportError("no NVML")))
+    point = Point("cosine", "recurrent", "fwd", True, "fp32", "cuda:0", Shape(1, 2, 16, 8, 8))
+    task = Task(job="measure", point=point, timing=TimingPolicy.for_device("cuda"), kind=RUN)
+    work = SimpleNamespace(before=lambda: None, run=lambda: None)
+    result = execute._measure_cuda(task, cast(Any, work), torch.device("cuda", 0), 0.0)
+    assert result.time_ms == 1.0 and holds == [samplers[0].quiet]

@@ -133,6 +133,31 @@ def test_bwd_captures_a_backward_that_can_be_called_again_and_again(stand_in: st
     backward()  # retain_graph: the forward it differentiates outlives each call
 
 
+def test_the_energy_columns_carry_the_window_and_its_counter_updates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the energy pass records (device: none; NVML and the measurement stood in)."""
+    from types import SimpleNamespace
+
+    from linbench.measure import energy, nvml
+    from linbench.runner import execute_gpu
+
+    fake = SimpleNamespace(nvmlShutdown=lambda: None, nvmlDeviceGetEnforcedPowerLimit=lambda handle: 700000)
+    monkeypatch.setattr(nvml, "load_nvml", lambda: fake)
+    monkeypatch.setattr(nvml, "nvml_handle", lambda lib, index: "handle")
+    window = energy.EnergyWindow(millijoules=300_000.0, seconds=0.6, updates=6, call_s=0.002)
+    monkeypatch.setattr(energy, "measure_energy", lambda *args, **kwargs: window)
+    notes: list[str] = []
+    read = execute_gpu._energy(lambda: None, 0.002, CUDA, notes)
+    assert read["energy_window_s"] == 0.6 and read["energy_updates"] == 6 and read["power_w"] == 500.0
+    assert read["energy_j"] == pytest.approx(1.0) and read["power_limit_w"] == 700.0 and notes == []
+
+    def stuck(*args: object, **kwargs: object) -> energy.EnergyWindow:
+        raise energy.CounterStuckError("NVML's energy counter did not move in 2 s of calls")
+
+    monkeypatch.setattr(energy, "measure_energy", stuck)
+    assert execute_gpu._energy(lambda: None, 0.002, CUDA, notes) == {}
+    assert notes == ["energy not read: NVML's energy counter did not move in 2 s of calls"]
+
+
 def test_the_reason_a_capture_failed_is_the_first_error_in_one_line() -> None:
     try:
         try:

@@ -80,3 +80,40 @@ def test_a_refusal_keeps_torchs_reasons_and_drops_its_source_locations() -> None
         "cudnn SDPA does not support key/value sequence length 1." + where,
     ]
     assert backend_refusal(caught) == "cudnn SDPA does not support key/value sequence length 1."
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "sdpa-flash", "sdpa-math"])
+def test_a_timed_call_neither_asks_torch_for_a_backend_nor_catches_warnings(
+    monkeypatch: pytest.MonkeyPatch, impl: str
+) -> None:
+    """Which backend answers is decided by the point's first call (untimed on a GPU); the
+    repetitions after it only look their inputs' form up (device: cpu). On CPU the inputs are
+    placed anew between repetitions: new tensors of the same form."""
+    import warnings
+
+    from linbench.runner.workload import Workload
+    from linbench.shape import Shape
+    from linbench.sweep.points import Point
+    from linbench.variants.backends import take_noted
+
+    work = Workload(Point("softmax", impl, "fwd", True, "fp32", "cpu", Shape(1, 2, 24, 8, 8)), CPU)
+    work.before()
+    work.run()  # the point's first call: the memory call
+    asked: list[str] = []
+    choice, catch = torch._fused_sdp_choice, warnings.catch_warnings
+    monkeypatch.setattr(torch, "_fused_sdp_choice", lambda *a, **kw: asked.append("choice") or choice(*a, **kw))
+    monkeypatch.setattr(warnings, "catch_warnings", lambda *a, **kw: asked.append("catch") or catch(*a, **kw))
+    take_noted()
+    for _ in range(3):
+        work.before()
+        work.run()
+    assert asked == []
+    assert take_noted() == ("torch sdpa flash" if impl == "sdpa" else f"torch sdpa {impl.removeprefix('sdpa-')}")
+
+
+def test_a_refused_form_is_refused_again_with_torchs_reason() -> None:
+    q, k = torch.randn(1, 2, 16, 8), torch.randn(1, 2, 16, 8)
+    v = torch.randn(1, 2, 16, 12)  # flash on CPU needs Dk = Dv
+    for _ in range(2):  # the second time from the first call's decision
+        with pytest.raises(ImplUnavailableError, match="same last dimension"):
+            linbench.attention(q, k, v, variant="softmax", impl="sdpa-flash")
