@@ -58,7 +58,8 @@ __all__ = [
 # 11: state_layout in every file's key (decode --state-layout: the pool's v-last or k-last
 #    state); alloc_call_timed in processes.csv (whether the profiled call that counted
 #    allocations was one of the timed repetitions).
-SCHEMA_VERSION = 11
+# 14: tp in results.csv (the tensor-parallel ranks a preset's heads are one rank's shard of).
+SCHEMA_VERSION = 14
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -170,6 +171,12 @@ COLUMNS = {
                 "included): the roofline's traffic",
             ),
             ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
+            (
+                "tp",
+                int,
+                "--tp: the tensor-parallel ranks a preset's heads are split over, the row's heads being one "
+                "rank's shard (1: a preset without --tp; empty: no preset)",
+            ),
             ("params", str, "--param values of the impl that differ from its defaults (k=v;k=v)"),
             ("pool", int, "decode --pool: the state pool's slots, each request holding one (serving points)"),
             ("accept", str, "decode --accept: tokens a request keeps a step: all, a count or a rate"),
@@ -438,6 +445,8 @@ RESULT_COLUMNS = (
     *("state_drift", "drift_steps", "memory_budget_bytes", "requests_fit", "graph_pools"),
     *("backend", "kernel_ms", "host_overhead_ms", "kernel_names", "energy_j", "power_w"),
     *("tokens_per_j", "power_limit_w", "mem_clock_mhz", "device_split_note"),
+    # Schema 14.
+    "tp",
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
