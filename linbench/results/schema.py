@@ -22,6 +22,7 @@ __all__ = [
     "COLUMNS",
     "COMBINES",
     "DECODE_MODE",
+    "GROUPED_BYTES_SCHEMA",
     "KEY_COLUMNS",
     "KEY_DEFAULTS",
     "MEASURED_COLUMNS",
@@ -59,7 +60,10 @@ __all__ = [
 #    state); alloc_call_timed in processes.csv (whether the profiled call that counted
 #    allocations was one of the timed repetitions).
 # 14: tp in results.csv (the tensor-parallel ranks a preset's heads are one rank's shard of).
+# 14: bytes counts each of q, k, v and the output at its own heads (before: all at the value heads).
 SCHEMA_VERSION = 14
+# The first schema whose bytes count each tensor at its own heads (report/roofline.py corrects older runs').
+GROUPED_BYTES_SCHEMA = 14
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -167,8 +171,8 @@ COLUMNS = {
             (
                 "bytes",
                 int,
-                "run: the fewest bytes one call moves (inputs read once, outputs written once, gates and β "
-                "included): the roofline's traffic",
+                "run: the fewest bytes one call moves (inputs read once, outputs written once, each at its own "
+                "heads, gates and β included): the roofline's traffic",
             ),
             ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
             (
