@@ -271,8 +271,9 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     points, targets = _points(spec, targets, device, chunked)
     targets = _keep_planned(points, targets)
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
-    if kind is RUN:  # a decoder's state is not a call's working set; a pack's impls run padded
-        points, targets = leave_out_oversized(points, targets, memory or device_memory_bytes(device))
+    if kind is RUN or spec.pack is not None:  # a decoder's state is not a call's working set
+        longest = spec.pack.longest if spec.pack is not None else None
+        points, targets = leave_out_oversized(points, targets, memory or device_memory_bytes(device), longest)
     return RunPlan(
         points=tuple(points),
         targets=targets,
