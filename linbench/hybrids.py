@@ -13,7 +13,7 @@ issue's field notes, checked against each model's published config where named).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -28,6 +28,11 @@ class LayerShape:
     dim_v: int
     kv_heads: int | None = None  # softmax: key/value heads (None: as many as heads)
     v_heads: int | None = None  # linear mixer: value heads (None: as many as heads)
+    # Softmax layers of multi-head latent attention (MLA): (kv_lora_rank, qk_rope_head_dim). The
+    # prefill runs on the decompressed heads (the fields above); a served decode keeps one latent
+    # of kv_lora_rank + rope elements a token, shared by every head, and attends to it as one
+    # key head ("absorbed" MLA: q of kv_lora_rank + rope, values the latent's first kv_lora_rank).
+    latent: tuple[int, int] | None = None
 
     def sharded(self, tp: int, model: str) -> LayerShape:
         """This layer on one of ``tp`` tensor-parallel ranks; ValueError when a count does not divide."""
@@ -42,7 +47,21 @@ class LayerShape:
                 raise ValueError(f"tp: {tp} neither divides nor is a multiple of {model}'s kv_heads {kv_heads}")
             kv_heads = max(kv_heads // tp, 1)  # fewer than the ranks: replicated, one per rank
         v_heads = None if self.v_heads is None else self.v_heads // tp
-        return LayerShape(self.variant, self.layers, self.heads // tp, self.dim, self.dim_v, kv_heads, v_heads)
+        return replace(self, heads=self.heads // tp, kv_heads=kv_heads, v_heads=v_heads)
+
+    def decode_shape(self) -> LayerShape:
+        """The layer as a served decode runs it: MLA absorbed (one latent key/value head of
+        kv_lora_rank + rope, values its first kv_lora_rank; the q heads as they are); any other
+        layer as it is."""
+        if self.latent is None:
+            return self
+        rank, rope = self.latent
+        return replace(self, dim=rank + rope, dim_v=rank, kv_heads=1)
+
+    @property
+    def absorbed(self) -> bool:
+        """An MLA layer in its absorbed decode shape (decode_shape)."""
+        return self.latent is not None and self.dim == sum(self.latent) and self.kv_heads == 1
 
     def table(self) -> dict[str, Any]:
         """This layer's block of a sweep (its axes)."""
@@ -73,6 +92,10 @@ class HybridPreset:
             self.lengths,
             self.source,
         )
+
+    def decoding(self) -> HybridPreset:
+        """The preset's layers as decode runs them (LayerShape.decode_shape: MLA absorbed)."""
+        return replace(self, linear=self.linear.decode_shape(), softmax=self.softmax.decode_shape())
 
     def settings(self, length_axis: str) -> dict[str, Any]:
         """The sweep settings: the linear mixer's variant against softmax, and the lengths along
@@ -130,10 +153,12 @@ HYBRIDS: dict[str, HybridPreset] = {
         HybridPreset(
             "kimi-linear-48b",
             LayerShape("kda", 20, 32, 128, 128),
-            _softmax(7, 32, 32, 192, 128),
+            replace(_softmax(7, 32, 32, 192, 128), latent=(512, 64)),
             "1k..64k",
             "Kimi Linear 48B-A3B: 27 layers, 20 KDA (32 heads, 128) : 7 MLA (32 heads, NoPE, qk 128 + rope 64 = 192, "
-            "v 128, run as softmax on decompressed heads) (transformers' configuration_kimi_linear.py)",
+            "v 128, kv_lora_rank 512: run prefilling as softmax on the decompressed heads, decoding absorbed, one "
+            "latent head of 512 + 64) (transformers' configuration_kimi_linear.py; "
+            "moonshotai/Kimi-Linear-48B-A3B-Instruct config.json)",
         ),
         HybridPreset(
             "kimi-k3",

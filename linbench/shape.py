@@ -12,6 +12,10 @@ MODES = ("fwd", "bwd", "fwdbwd")
 # ``state_v_first``).
 V_LAST, K_LAST = "v-last", "k-last"
 STATE_LAYOUTS = (V_LAST, K_LAST)
+# How often a pass moves each of q, k, v and the output (or their gradients), each per (batch,
+# token, head of its own): fwd reads q, k, v and writes the output; bwd reads q, k, v and the
+# output's gradient and writes dq, dk, dv; fwdbwd both, each pass reading its inputs afresh.
+TENSOR_PASSES = {"fwd": (1, 1, 1, 1), "bwd": (2, 2, 2, 1), "fwdbwd": (3, 3, 3, 2)}
 
 
 @dataclass(frozen=True, order=True)
@@ -76,6 +80,17 @@ class Shape:
         """(batch, heads, seq, dim_k, dim_v): what a FLOP count takes, heads being the output's
         (the value heads under GVA, whose recurrences are the work)."""
         return (self.batch, self.v_heads, self.seq, self.dim_k, self.dim_v)
+
+    def qkvo_elements(self, mode: str) -> int | None:
+        """The elements of q, k, v and the output a ``mode`` pass moves at least (TENSOR_PASSES),
+        each at its own heads: q at the heads, k at the key/value heads, v at ``v_tensor_heads``,
+        the output at the value heads. None for a mode without a model (decode)."""
+        if mode not in TENSOR_PASSES:
+            return None
+        q, k, v, out = TENSOR_PASSES[mode]
+        per_token = self.dim_k * (q * self.heads + k * self.kv_heads)
+        per_token += self.dim_v * (v * self.v_tensor_heads + out * self.v_heads)
+        return self.batch * self.seq * per_token
 
     def dominates(self, other: Shape) -> bool:
         """At least as large as ``other`` along every axis (so at least as costly)."""

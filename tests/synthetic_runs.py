@@ -78,3 +78,28 @@ def decode_series(
     for row in rows:
         row.update(context=row["seq"], time_per_token_ms=row["time_ms"], state_bytes=state_bytes(row["seq"]))
     return rows
+
+
+def write_preset_run(folder: Path, rows: list[dict[str, Any]], preset: str, tp: int | None = None) -> Path:
+    """A run of ``--preset PRESET [--tp TP]``: its settings in meta.json, as a real run's are."""
+    store = RunStore.create(folder, "synthetic")
+    settings = {"preset": preset, "tp": tp}
+    store.write_meta({"command": "synthetic", "sweep": {"baselines": ["softmax"], "settings": settings}})
+    for row in rows:
+        store.append(row)
+    return store.path
+
+
+def kimi_tp4_serving_rows(budget: int = 2**30) -> list[dict[str, Any]]:
+    """A serving decode run of kimi-linear-48b at TP4 (4 requests, 2 tokens a step, 1.5 kept):
+    kda:recurrent at the KDA layers' shape (8 heads of 128; 64 KiB a request, bf16 state) and
+    softmax:kvcache at the MLA layers' absorbed shape (8 q heads, one latent head of 512 + 64;
+    1 MiB a request), at 4k of context."""
+    (kda,) = decode_series("kda", "recurrent", lambda s: 0.5, lambda s: 65536.0, contexts=(4096,))
+    (cache,) = decode_series("softmax", "kvcache", lambda s: 2.0, lambda s: 256.0 * s, contexts=(4096,))
+    kda.update(heads=8, kv_heads=8, v_heads=8, dim_k=128, dim_v=128, state_dtype="bf16")
+    cache.update(heads=8, kv_heads=1, v_heads=8, dim_k=576, dim_v=512)
+    for row, each in ((kda, 65536), (cache, 1 << 20)):
+        row.update(batch=4, tokens_per_step=2, accepted_per_step=1.5, state_bytes_per_request=each, tp=4)
+        row.update(memory_budget_bytes=budget, requests_fit=budget // each, tokens_per_s=6 / row["time_ms"] * 1e3)
+    return [kda, cache]

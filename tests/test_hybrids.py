@@ -44,3 +44,22 @@ def test_tp_is_for_a_preset_and_divides_a_softmax_preset_too() -> None:
     assert build_spec(SweepRequest(preset="qwen3.5-397b", tp=8, seq=256)).name == "qwen3.5-397b-tp8"
     with pytest.raises(SpecError, match="give it with --preset"):
         build_spec(SweepRequest(tp=2, seq=256))
+
+
+def test_kimi_linear_s_mla_layers_decode_absorbed_one_latent_head_per_rank() -> None:
+    """Kimi Linear's config: kv_lora_rank 512, qk_rope_head_dim 64. A served MLA decode attends
+    to one latent of 576 per token (values its first 512), shared by every q head; at TP4 each
+    rank has 8 q heads and the whole latent. The prefill keeps the decompressed heads."""
+    kimi = HYBRIDS["kimi-linear-48b"]
+    mla = kimi.sharded(4).decoding().softmax
+    assert (mla.heads, mla.kv_heads, mla.dim, mla.dim_v) == (8, 1, 576, 512) and mla.absorbed
+    assert kimi.decoding().linear == kimi.linear  # KDA decodes as it prefills
+    decode = build_spec(SweepRequest(command="decode", preset="kimi-linear-48b", tp=4, context="256"))
+    assert (decode.blocks[1].heads, decode.blocks[1].kv_heads, decode.blocks[1].dim, decode.blocks[1].dim_v) == (
+        (8,),
+        (1,),
+        (576,),
+        (512,),
+    )
+    prefill = build_spec(SweepRequest(preset="kimi-linear-48b", tp=4, seq=256))
+    assert (prefill.blocks[1].heads, prefill.blocks[1].dim, prefill.blocks[1].dim_v) == ((8,), (192,), (128,))

@@ -41,10 +41,10 @@ def report_command(
 ) -> None:
     """Fit time and memory against length and head dim; crossovers and speedups against softmax."""
     from linbench.report.analysis import analyse
-    from linbench.report.capacity import capacity_tables
+    from linbench.report.capacity import capacity_json, capacity_tables
     from linbench.report.device_split import device_split_tables
     from linbench.report.load import load_runs
-    from linbench.report.model_cost import model_cost_tables
+    from linbench.report.model_cost import model_cost_json, model_cost_tables
     from linbench.report.render import markdown, report_tables
     from linbench.report.roofline import roofline_json, roofline_tables
     from linbench.results.machine_load import load_warning, run_notes
@@ -72,6 +72,10 @@ def report_command(
                 merged[key] += [{"run": analysis.run, **item} for item in record.get(key, [])]
         if roofline := roofline_json(loaded):  # only runs that recorded ceilings have one
             merged["roofline"] = roofline
+        if capacity := [line for run in loaded for line in capacity_json(run)]:  # serving decode runs
+            merged["capacity"] = capacity
+        if model_cost := [line for run in loaded for line in model_cost_json(run)]:  # hybrid preset runs
+            merged["model_cost"] = model_cost
         text = json.dumps(merged, indent=2)
     elif chosen == "md":
         sections = []
@@ -83,7 +87,7 @@ def report_command(
             tables = (
                 report_tables(analysis, bool(busy))
                 + roofline_tables(run)
-                + capacity_tables(run.results)
+                + capacity_tables(run)
                 + model_cost_tables(run)
                 + device_split_tables(run)
             )
@@ -117,7 +121,7 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
         for table in (
             report_tables(analysis, bool(busy))
             + roofline_tables(run)
-            + capacity_tables(run.results)
+            + capacity_tables(run)
             + model_cost_tables(run)
             + device_split_tables(run)
         ):

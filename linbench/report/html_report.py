@@ -4,7 +4,8 @@ artefact, with nothing fetched from anywhere.
 For each run, what it shows first: the machine's load said once where it was busy (one box
 with the worst reading), the headline (each impl's crossover against the fastest softmax impl
 and its speedup at the longest length both reached), the report's tables, the roofline table
-("against the ceilings", where meta.json recorded them) and every figure ``linbench plot``
+("against the ceilings", where meta.json recorded them), a serving run's capacity table and a
+hybrid preset's model tables, and every figure ``linbench plot``
 draws, as PNG images embedded in base64. Then the details: what ran and where (the command,
 device, versions, the timing policy and the run's status, from meta.json), every fit with what
 backs it (law, exponent, R², points, range), and the load samples in a collapsed table.
@@ -19,10 +20,12 @@ from html import escape
 from typing import Any
 
 from linbench.report.analysis import Analysis, Crossover, FitResult
+from linbench.report.capacity import capacity_tables
 from linbench.report.device_split import device_split_tables
 from linbench.report.html_load import load_details, load_summary
 from linbench.report.html_table import key_values, table_html
 from linbench.report.load import Run
+from linbench.report.model_cost import model_cost_tables
 from linbench.report.render import AXIS_NAME, AXIS_SYMBOL, ReportTable, report_tables, speedup_text
 from linbench.report.roofline import roofline_tables
 from linbench.results.machine_load import load_warning, run_notes
@@ -84,6 +87,10 @@ def _run_section(n: int, run: Run, analysis: Analysis, figures: bool) -> list[st
     if roofline:
         parts.append("<h3>Against the ceilings</h3>")
         parts += [table_html(table) for table in roofline]
+    models = capacity_tables(run) + model_cost_tables(run)
+    if models:
+        parts.append("<h3>Serving capacity and model cost</h3>")
+        parts += [table_html(table) for table in models]
     split = device_split_tables(run)
     if split:
         parts.append("<h3>Kernels and energy</h3>")

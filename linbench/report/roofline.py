@@ -3,19 +3,25 @@ the copy bandwidth and matmul rate ``linbench run`` measured at its start (meta.
 "ceilings"; see linbench/machine/ceilings.py). Runs without them get no roofline.
 
 Bytes moved: a lower bound, the inputs read once and the outputs written once, in the
-row's dtype, per (batch, head, token):
+row's dtype, each tensor per (batch, token, head of its own): q at the heads H, k at the
+key/value heads H_kv (fewer under grouped-query attention), v at H_kv or, under GVA, at the
+value heads H_v, the output (and dO) at H_v (H without GVA):
 
-- ``fwd``: read q (Dk), k (Dk), v (Dv); write out (Dv): 2·Dk + 2·Dv elements.
-- ``bwd``: read q, k, v and the output's gradient dO (Dv); write dq (Dk), dk (Dk), dv (Dv):
-  4·Dk + 3·Dv elements. The forward output is not read (a linear-attention backward does not
-  need it; softmax's flash backward reads O and its log-sum-exp, left out of the bound).
+- ``fwd``: read q (Dk), k (Dk), v (Dv); write out (Dv).
+- ``bwd``: read q, k, v and the output's gradient dO (Dv); write dq (Dk), dk (Dk), dv (Dv). The
+  forward output is not read (a linear-attention backward does not need it; softmax's flash
+  backward reads O and its log-sum-exp, left out of the bound).
 - ``fwdbwd``: both, each pass reading its inputs from memory afresh (nothing is assumed to
-  stay in cache between the two): 6·Dk + 5·Dv elements.
+  stay in cache between the two).
 
-Bytes = B·H·S·elements·bytes(dtype), plus a variant's extra inputs (a gated variant's log-gates,
-the delta rule's β, in their own dtype): a run records each point's bytes (results.csv's
+With every head count H that is B·H·S·(2·Dk + 2·Dv), (4·Dk + 3·Dv) and (6·Dk + 5·Dv) elements
+(linbench/shape.py's ``Shape.qkvo_elements``), times bytes(dtype), plus a variant's extra inputs
+(a gated variant's log-gates, the delta rule's β, in their own dtype): a run records each point's bytes (results.csv's
 ``bytes``, from linbench/variants/traffic.py, the same model with the extra inputs added), and a
-row that has none (a run from before) gets the model above. Intermediates (the S×S scores of the quadratic forms, the
+row that has none (a run from before) gets the model above. Runs before schema
+GROUPED_BYTES_SCHEMA recorded a grouped row's q, k, v and output all at the value heads (the
+output's): their bytes are corrected by that difference, which the extra inputs (counted at the
+value heads then as now) do not enter. Intermediates (the S×S scores of the quadratic forms, the
 per-chunk states, fp32 copies of 16-bit inputs) are not counted, so the achieved bandwidth
 is what a kernel moving nothing else would need; a fraction near 1 means memory-bound at the
 copy rate. FLOP rate is results.csv's ``tflops`` (the variant's formula) over the matmul
@@ -39,11 +45,11 @@ import pandas as pd
 
 from linbench.report.load import Run
 from linbench.report.render import ReportTable
+from linbench.results.schema import GROUPED_BYTES_SCHEMA
+from linbench.shape import Shape
 from linbench.units import as_number, format_ms, format_size
 
 DTYPE_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
-# Elements moved per (batch, head, token): (times Dk, times Dv).
-ELEMENTS = {"fwd": (2, 2), "bwd": (4, 3), "fwdbwd": (6, 5)}
 SERIES = ("variant", "impl", "mode", "causal", "dtype", "batch", "heads", "dim_k", "dim_v")
 # Marks a share past 100% of its ceiling in the table.
 ABOVE = "*"
@@ -51,13 +57,27 @@ ABOVE = "*"
 NEAR_ROOF = 0.1
 
 
-def minimal_bytes(mode: str, batch: int, heads: int, seq: int, dim_k: int, dim_v: int, dtype: str) -> int | None:
-    """The fewest bytes a ``mode`` pass can move: inputs read once, outputs written once (None
-    for modes without a model, such as decode)."""
-    if mode not in ELEMENTS or dtype not in DTYPE_BYTES:
+def minimal_bytes(mode: str, shape: Shape, dtype: str) -> int | None:
+    """The fewest bytes a ``mode`` pass can move: inputs read once, outputs written once, each at
+    its own heads (None for modes without a model, such as decode)."""
+    elements = shape.qkvo_elements(mode)
+    if elements is None or dtype not in DTYPE_BYTES:
         return None
-    per_k, per_v = ELEMENTS[mode]
-    return batch * heads * seq * (per_k * dim_k + per_v * dim_v) * DTYPE_BYTES[dtype]
+    return elements * DTYPE_BYTES[dtype]
+
+
+def row_shape(row: dict[str, Any]) -> Shape:
+    """A row's shape, its key/value and value heads the row's heads where it has none (older runs)."""
+    heads = int(row["heads"])
+
+    def count(name: str) -> int:
+        value = _positive(row.get(name))
+        return int(value) if value is not None else heads
+
+    return Shape(
+        int(row["batch"]), heads, int(row["seq"]), int(row["dim_k"]), int(row["dim_v"]),
+        kv_heads=count("kv_heads"), v_heads=count("v_heads"),
+    )  # fmt: skip
 
 
 def run_ceilings(meta: dict[str, Any]) -> dict[str, Any] | None:
@@ -76,21 +96,27 @@ def _positive(value: Any) -> float | None:
     return number if number is not None and math.isfinite(number) and number > 0 else None
 
 
-def roofline_rows(results: pd.DataFrame, ceilings: dict[str, Any]) -> list[dict[str, Any]]:
-    """One record per ok row with a time: bytes, bandwidth and FLOP rate, and their fractions."""
+def roofline_rows(
+    results: pd.DataFrame, ceilings: dict[str, Any], schema_version: Any = GROUPED_BYTES_SCHEMA
+) -> list[dict[str, Any]]:
+    """One record per ok row with a time: bytes, bandwidth and FLOP rate, and their fractions
+    (``schema_version``: the run's, meta.json's; older than GROUPED_BYTES_SCHEMA, a grouped row's
+    recorded bytes are corrected)."""
     copy_gb_s = float(ceilings["copy_gb_per_s"])
     matmul = ceilings.get("matmul_tflops") or {}
+    before = not isinstance(schema_version, int) or schema_version < GROUPED_BYTES_SCHEMA
     out = []
     for row in results[results["status"] == "ok"].to_dict("records"):
         time_ms = _positive(row.get("time_ms"))
-        shape = (int(row["batch"]), int(row["heads"]), int(row["seq"]), int(row["dim_k"]), int(row["dim_v"]))
-        nbytes = _recorded_bytes(row) or minimal_bytes(str(row["mode"]), *shape, str(row["dtype"]))
+        shape, mode, dtype = row_shape(row), str(row["mode"]), str(row["dtype"])
+        nbytes = _recorded_bytes(row, shape, before) or minimal_bytes(mode, shape, dtype)
         if time_ms is None or nbytes is None:
             continue
         gb_s = nbytes / (time_ms * 1e-3) / 1e9
         tflops = _positive(row.get("tflops"))
         ceiling = _positive(matmul.get(str(row["dtype"])))
         record: dict[str, Any] = {column: _plain(row[column]) for column in (*SERIES[:7], "seq", *SERIES[7:])}
+        record |= {"kv_heads": shape.kv_heads, "v_heads": shape.v_heads}
         if row.get("packing"):  # a pack run's: its shape is 1 × T packed, N × L_max padded
             record["packing"] = str(row["packing"])
         record |= {
@@ -123,10 +149,20 @@ def roofline_rows(results: pd.DataFrame, ceilings: dict[str, Any]) -> list[dict[
     return out
 
 
-def _recorded_bytes(row: dict[str, Any]) -> int | None:
-    """The bytes the run recorded for the row's point (None: a run from before it recorded them)."""
+def _recorded_bytes(row: dict[str, Any], shape: Shape, before: bool) -> int | None:
+    """The bytes the run recorded for the row's point (None: a run from before it recorded them);
+    ``before`` GROUPED_BYTES_SCHEMA, a grouped row's q, k, v and output were counted at the value
+    heads: that count is replaced by each tensor's own."""
     recorded = _positive(row.get("bytes"))
-    return int(recorded) if recorded is not None else None
+    if recorded is None:
+        return None
+    if before and (shape.grouped or shape.value_grouped):
+        dtype, mode = str(row["dtype"]), str(row["mode"])
+        ungrouped = Shape(shape.batch, shape.v_heads, shape.seq, shape.dim_k, shape.dim_v)
+        then, now = minimal_bytes(mode, ungrouped, dtype), minimal_bytes(mode, shape, dtype)
+        if then is not None and now is not None:
+            return int(recorded) - then + now
+    return int(recorded)
 
 
 def _plain(value: Any) -> Any:
@@ -139,7 +175,8 @@ def roofline_json(runs: list[Run]) -> list[dict[str, Any]]:
     for run in runs:
         ceilings = run_ceilings(run.meta)
         if ceilings is not None:
-            records += [{"run": run.name, **record} for record in roofline_rows(run.results, ceilings)]
+            rows = roofline_rows(run.results, ceilings, run.meta.get("schema_version"))
+            records += [{"run": run.name, **record} for record in rows]
     return records
 
 
@@ -147,6 +184,13 @@ def _packing(row: Any) -> str:
     """`` packed`` or `` padded`` after a pack run's shape (1 × T or N × L_max), else nothing."""
     packing = row.get("packing")
     return f" {packing}" if isinstance(packing, str) and packing else ""
+
+
+def _grouping(record: dict[str, Any]) -> str:
+    """`` KV2`` (grouped-query) or `` HV32`` (more value heads) after the heads; else nothing."""
+    if record["kv_heads"] != record["heads"]:
+        return f" KV{record['kv_heads']}"
+    return f" HV{record['v_heads']}" if record["v_heads"] != record["heads"] else ""
 
 
 def _sig(value: float) -> str:
@@ -175,7 +219,7 @@ def roofline_tables(run: Run) -> list[ReportTable]:
     ceilings = run_ceilings(run.meta)
     if ceilings is None:
         return []
-    records = roofline_rows(run.results, ceilings)
+    records = roofline_rows(run.results, ceilings, run.meta.get("schema_version"))
     if not records:
         return []
     longest: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -198,7 +242,7 @@ def roofline_tables(run: Run) -> list[ReportTable]:
                 f"{r['variant']}:{r['impl']}",
                 mode,
                 r["dtype"],
-                f"B{r['batch']} H{r['heads']} S{format_size(r['seq'])} {dims}{_packing(r)}",
+                f"B{r['batch']} H{r['heads']}{_grouping(r)} S{format_size(r['seq'])} {dims}{_packing(r)}",
                 format_ms(r["time_ms"]),
                 f"{_sig(r['gb_per_s'])} GB/s",
                 _share(r["bandwidth_fraction"]),

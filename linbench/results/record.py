@@ -90,10 +90,12 @@ class PointFacts:
     # A pack's columns (pack, packing, ...), or a serving decode point's (pool, accept, contexts).
     pack: Mapping[str, Any] = field(default_factory=dict)
     gqa: str = ""  # with fewer key/value heads than heads: "native" or "expanded"
+    tp: int | None = None  # --tp: the row's heads are one of tp ranks' shard (None: no preset)
 
     def columns(self) -> dict[str, Any]:
         """The point's own columns of its results row."""
         own = {"device_name": self.device_name, "params": self.params, "flops": self.flops, "context": self.context}
+        own |= {"tp": self.tp}
         return dict(self.key) | own | {"bytes": self.bytes} | dict(self.pack) | {"gqa": self.gqa or None}
 
     @classmethod
@@ -110,6 +112,7 @@ class PointFacts:
             bytes=COLUMNS["bytes"].parse(row.get("bytes")),
             pack={c: row[c] for c in (*PACK_COLUMNS, *SERVING_COLUMNS) if row.get(c) not in (None, "")},
             gqa=str(row.get("gqa") or ""),
+            tp=COLUMNS["tp"].parse(row.get("tp")),
         )
 
 

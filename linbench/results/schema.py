@@ -22,6 +22,7 @@ __all__ = [
     "COLUMNS",
     "COMBINES",
     "DECODE_MODE",
+    "GROUPED_BYTES_SCHEMA",
     "KEY_COLUMNS",
     "KEY_DEFAULTS",
     "MEASURED_COLUMNS",
@@ -60,7 +61,11 @@ __all__ = [
 #    allocations was one of the timed repetitions).
 # 12: energy_window_s and energy_updates (energy_j's window between two updates of NVML's energy counter)
 # 12: kernel_ms is the union of a call's kernel intervals (two streams' overlaps count once), not their sum
-SCHEMA_VERSION = 12
+# 14: tp in results.csv (the tensor-parallel ranks a preset's heads are one rank's shard of).
+# 14: bytes counts each of q, k, v and the output at its own heads (before: all at the value heads).
+SCHEMA_VERSION = 14
+# The first schema whose bytes count each tensor at its own heads (report/roofline.py corrects older runs').
+GROUPED_BYTES_SCHEMA = 14
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -168,10 +173,16 @@ COLUMNS = {
             (
                 "bytes",
                 int,
-                "run: the fewest bytes one call moves (inputs read once, outputs written once, gates and β "
-                "included): the roofline's traffic",
+                "run: the fewest bytes one call moves (inputs read once, outputs written once, each at its own "
+                "heads, gates and β included): the roofline's traffic",
             ),
             ("context", int, "decode: the context prefilled before the timed steps (the same as seq)"),
+            (
+                "tp",
+                int,
+                "--tp: the tensor-parallel ranks a preset's heads are split over, the row's heads being one "
+                "rank's shard (1: a preset without --tp; empty: no preset)",
+            ),
             ("params", str, "--param values of the impl that differ from its defaults (k=v;k=v)"),
             ("pool", int, "decode --pool: the state pool's slots, each request holding one (serving points)"),
             ("accept", str, "decode --accept: tokens a request keeps a step: all, a count or a rate"),
@@ -455,6 +466,8 @@ RESULT_COLUMNS = (
     *("tokens_per_j", "power_limit_w", "mem_clock_mhz", "device_split_note"),
     # Schema 12.
     *("energy_window_s", "energy_updates"),
+    # Schema 14.
+    "tp",
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)

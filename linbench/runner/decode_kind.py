@@ -120,13 +120,14 @@ class DecodeKind(SharedKind):
         return estimate.prefill_s(point)
 
     def check(self, task: Task) -> CaseResult:
-        """Decoding against the reference's last rows, after a prefill of the point's context."""
+        """Decoding against the reference's last rows, after a prefill of the point's context;
+        a serving point's decoder also as it is served (runner/serving_gate.py)."""
         from linbench.check.correctness import check_decoder
 
         point = task.point
         shape = replace(point.shape, seq=point.shape.seq + GATE_STEPS)
         variant, dtype = get_variant(point.variant), torch_dtype(point.dtype)
-        return check_decoder(
+        result = check_decoder(
             variant,
             point.impl,
             shape,
@@ -136,6 +137,17 @@ class DecodeKind(SharedKind):
             seed=task.seed,
             params=task.params,
         )
+        if not point.serves or not result.ok:
+            return result
+        import torch
+
+        from linbench.runner.serving_gate import check_served
+
+        served = check_served(point, torch.device(point.device), task.seed, task.params)
+        result.comparisons += served.comparisons
+        result.error, result.out_of_memory = served.error, served.out_of_memory
+        result.setting = ";".join(part for part in (result.setting, served.setting) if part)
+        return result
 
     def measuring(self) -> AbstractContextManager[object]:
         import torch

@@ -32,6 +32,8 @@ def gate_point(point: Point) -> Point:
 def gate_key(point: Point) -> tuple[object, ...]:
     """Points with the same gate key share one gate run (fwd needs no gradients checked)."""
     gated = gate_point(point)
-    # Each chunk size of a --chunk sweep is its own code path, checked apart.
-    point_axes = (gated.shape, gated.packing, gated.chunk)
+    # Each chunk size of a --chunk sweep is its own code path, checked apart; so is each way a
+    # serving point is served (runner/serving_gate.py): its tokens a step, state dtype and layout.
+    served = (gated.tokens_per_step, gated.state_dtype, gated.state_layout)
+    point_axes = (gated.shape, gated.packing, gated.chunk, *served)
     return (*gated.series[:2], gated.mode != "fwd", gated.causal, gated.dtype, gated.device, *point_axes)

@@ -94,8 +94,14 @@ class PackKind(RunKind):
         return replace(run, flops=self.useful_flops(point), tokens=self.pack.tokens, pack=columns)
 
     def call_s(self, point: Point) -> float:
-        """A padded call computes its padding too; a packed one the sequences alone."""
-        flops = call_flops(point) if point.packing == "padded" else self.useful_flops(point)
+        """A padded call computes its padding too; a packed one the sequences alone, each by
+        the impl's own count (a quadratic form's S×S FLOPs where its variant is linear: the
+        time that makes it pass --timeout-s, which the estimate then counts)."""
+        if point.packing == "padded":
+            flops = call_flops(point)
+        else:
+            shape = point.shape
+            flops = sum(call_flops(replace(point, shape=replace(shape, batch=1, seq=n))) for n in self.pack.lengths)
         return estimate.call_seconds(point, flops, estimate.form_rate(point))
 
     def gate_lengths(self, cap: int) -> tuple[int, ...]:

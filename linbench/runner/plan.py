@@ -64,6 +64,7 @@ class RunPlan:
     # kernel-library load and thread pools' start.
     share_workers: bool = False
     kind: Kind = RUN  # what the points are: run or decode (runner/kinds.py), from the command
+    tp: int | None = None  # --tp: every point's heads are one of tp ranks' shard (None: no preset)
     # What each point is, for its rows: fixed here, when the plan is made, from the fields above.
     facts: Mapping[Point, PointFacts] = field(init=False, repr=False, compare=False)
 
@@ -86,7 +87,7 @@ class RunPlan:
         pair = (point.variant, point.impl)
         values = self.params.get(pair)
         params = non_default(pair, values, self.kind) if values else ""
-        return self.kind.facts(point, self.device_name, params)
+        return replace(self.kind.facts(point, self.device_name, params), tp=self.tp)
 
     def params_meta(self) -> dict[str, dict[str, Any]]:
         """meta.json's ``params``: "variant:impl" → the values given for it."""
@@ -270,8 +271,9 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     points, targets = _points(spec, targets, device, chunked)
     targets = _keep_planned(points, targets)
     memory = int(available_memory_bytes() * CPU_MEMORY_SHARE) if device.type == "cpu" else None
-    if kind is RUN:  # a decoder's state is not a call's working set; a pack's impls run padded
-        points, targets = leave_out_oversized(points, targets, memory or device_memory_bytes(device))
+    if kind is RUN or spec.pack is not None:  # a decoder's state is not a call's working set
+        longest = spec.pack.longest if spec.pack is not None else None
+        points, targets = leave_out_oversized(points, targets, memory or device_memory_bytes(device), longest)
     return RunPlan(
         points=tuple(points),
         targets=targets,
@@ -288,7 +290,15 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         processes=kind.protocol(spec),
         share_workers=kind.shares_workers(device),
         kind=kind,
+        tp=tensor_parallel(spec.settings),
     )
+
+
+def tensor_parallel(settings: Mapping[str, Any]) -> int | None:
+    """The ranks a run's preset is sharded over: --tp, 1 for a preset without it, None without one."""
+    if settings.get("tp") not in (None, ""):
+        return int(settings["tp"])
+    return 1 if settings.get("preset") else None
 
 
 def count_points(spec: SweepSpec) -> int:

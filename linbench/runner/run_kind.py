@@ -100,7 +100,7 @@ class RunKind(SharedKind):
         included: variants/traffic.py), for GFLOP/s and the roofline."""
         variant = get_variant(point.variant)
         flops = variant.flops(*point.shape.sizes(), point.causal, point.mode)
-        traffic = minimal_bytes(point.mode, point.shape.sizes(), torch_dtype(point.dtype), variant.extra_inputs)
+        traffic = minimal_bytes(point.mode, point.shape, torch_dtype(point.dtype), variant.extra_inputs)
         impl = variant.impl(point.impl)
         native = impl.gva if point.shape.value_grouped else impl.gqa
         return self._facts(point, device_name, params, flops, context=None, traffic=traffic, native=native)

@@ -39,8 +39,15 @@ class ServingWorkload:
     """A serving point's requests, prefilled, and ``steps`` steps of theirs to time."""
 
     def __init__(
-        self, point: Point, device: torch.device, steps: int, seed: int = 0, params: dict[str, Any] | None = None
+        self,
+        point: Point,
+        device: torch.device,
+        steps: int,
+        seed: int = 0,
+        params: dict[str, Any] | None = None,
+        contexts: tuple[int, ...] | None = None,
     ) -> None:
+        """``contexts``: the requests' contexts (the gate's short ones), else the point's."""
         variant = get_variant(point.variant)
         self.decoder = variant.decoder(point.impl)
         self.declared = variant.extra_inputs
@@ -51,12 +58,15 @@ class ServingWorkload:
         self.state_dtype = torch_dtype(point.state_dtype) if point.state_dtype else None
         self.per_step = point.tokens_per_step or 1
         batch = point.shape.batch
-        self.contexts = self.serving.request_contexts(batch, point.shape.seq)
+        self.contexts = contexts or self.serving.request_contexts(batch, point.shape.seq)
         # A cache holds every token a request may reach: its context and every step's drafts.
         self.capacity = max(self.contexts) + (steps + 1) * self.per_step
         self.params = variant.length_params(self.capacity, given)
-        # k and v repeated to q's heads for a decoder that keeps no state per key/value head.
-        self.kv_heads = point.shape.kv_heads if self.decoder.gqa else point.shape.heads
+        # k and v repeated to q's heads for a decoder that keeps no state per key/value head;
+        # v with the point's value heads under GVA, its state then per value head.
+        shape = point.shape
+        self.kv_heads = shape.kv_heads if self.decoder.gqa else shape.heads
+        self.v_heads = shape.v_heads if shape.value_grouped else self.kv_heads
         self._gen = torch.Generator(device=device).manual_seed(seed)
         self._extra_gen = torch.Generator().manual_seed(seed + EXTRA_SEED_OFFSET)
         # A kernel with no fp64 form drifts against the same recurrence in PyTorch, in fp64.
@@ -79,6 +89,8 @@ class ServingWorkload:
         self._next = 0
         self._start: Any = None
         self._trim_heap = device.type == "cpu"
+        # The correctness gate's record of what each prefill drew: (batch rows, tokens).
+        self.drawn: list[tuple[torch.Tensor, Tokens]] | None = None
 
     def _draw(self, batch: int, length: int, dtype: torch.dtype | None = None) -> Tokens:
         """q, k, v and the extra inputs of ``length`` tokens of ``batch`` requests."""
@@ -88,8 +100,8 @@ class ServingWorkload:
             return torch.randn(batch, heads, length, dim, generator=self._gen, device=self.device, dtype=dtype)
 
         q = one(shape.heads, shape.dim_k)
-        k, v = one(self.kv_heads, shape.dim_k), one(self.kv_heads, shape.dim_v)
-        sizes = (batch, shape.heads, length, shape.dim_k)
+        k, v = one(self.kv_heads, shape.dim_k), one(self.v_heads, shape.dim_v)
+        sizes = (batch, shape.v_heads, length, shape.dim_k)  # gates and β per value head
         extras = draw_extra_inputs(
             self.declared, sizes, generator=self._extra_gen, device=self.device, dtype=dtype, settings=self.settings
         )
@@ -97,7 +109,14 @@ class ServingWorkload:
 
     def prefill(self) -> None:
         """Every request's context, untimed; the first request's state kept for the drift."""
-        self.server.prefill(lambda rows, start, stop: self._draw(len(rows), stop - start), self.capacity)
+
+        def draw(rows: torch.Tensor, start: int, stop: int) -> Tokens:
+            tokens = self._draw(len(rows), stop - start)
+            if self.drawn is not None:
+                self.drawn.append((rows, tokens))
+            return tokens
+
+        self.server.prefill(draw, self.capacity)
         if not self.decoder.state_grows:
             self._start = self.server.state(torch.tensor([0]))
 
@@ -109,6 +128,10 @@ class ServingWorkload:
 
     def run(self) -> None:
         """The timed work: one step of every request."""
+        self.step()
+
+    def step(self) -> torch.Tensor:
+        """One step of every request: the outputs (B, H, T, Dv) of its T tokens."""
         n = self._next
         if n >= self.steps:
             raise RuntimeError(f"all {self.steps} steps were taken; no step is left")
@@ -116,7 +139,12 @@ class ServingWorkload:
         q, k, v, extras = self._tokens
         part = slice(n * self.per_step, (n + 1) * self.per_step)
         cut = {name: e.tokens(extras[e.name], part.start, part.stop) for name, e in self._extras().items()}
-        self.server.step((q[..., part, :], k[..., part, :], v[..., part, :], cut), self.accepted[n])
+        return self.server.step((q[..., part, :], k[..., part, :], v[..., part, :], cut), self.accepted[n])
+
+    @property
+    def step_tokens(self) -> Tokens:
+        """The tokens of every step, drawn up front: (B, H, steps · T, D) each."""
+        return self._tokens
 
     def _extras(self) -> dict[str, Any]:
         return {extra.name: extra for extra in self.declared}

@@ -57,6 +57,7 @@ def preset_settings(name: Any, command: str, tp: Any = None) -> tuple[dict[str, 
     try:
         if hybrid is not None:
             hybrid = hybrid if ranks is None else hybrid.sharded(ranks)
+            hybrid = hybrid.decoding() if command == "decode" else hybrid  # MLA decodes absorbed
             run_name = str(name) if ranks is None else f"{name}-tp{ranks}"
             return hybrid.settings(LENGTH_AXIS[command]) | {"preset": str(name), "name": run_name}, hybrid.tables()
         preset = get_preset(str(name))

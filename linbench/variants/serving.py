@@ -186,11 +186,13 @@ class Server:
 
     def step(self, tokens: Tokens, accepted: torch.Tensor) -> torch.Tensor:
         """T tokens of every request (q (B, H, T, Dk)...), each request's state then rolled back
-        to its ``accepted[b]``-th token; the outputs (B, H, T, Dv) of every token."""
+        to its ``accepted[b]``-th token; the outputs (B, H, T, Dv) of every token (H: the value
+        heads under GVA)."""
         if self.decoder.pooled is not None and not self.positional:
             return self._kernel_step(tokens, accepted)
         q, v = tokens[0], tokens[2]
-        out = v.new_empty(*q.shape[:-1], v.shape[-1])
+        # One output head per query head, or per value head under GVA (more value heads).
+        out = v.new_empty(q.shape[0], max(q.shape[1], v.shape[1]), q.shape[2], v.shape[-1])
         groups = self.groups if self.decoder.state_grows else [_Group(rows, None) for rows in self._pooled_groups()]
         self.groups = []
         for group in groups:

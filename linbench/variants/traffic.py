@@ -2,15 +2,19 @@
 
 The roofline (report/roofline.py) divides a row's bytes by its time; a run records them per
 point (results.csv's ``bytes``) from this model, so that a variant with extra inputs (a gated
-variant's log-gates, the delta rule's β) is charged for them too. Per (batch, head, token):
+variant's log-gates, the delta rule's β) is charged for them too. Each tensor counts at its own
+heads (grouped-query attention's k and v at the key/value heads, GVA's v at the value heads;
+linbench/shape.py's ``Shape.qkvo_elements``), per (batch, token, head of its own):
 
-- q, k, v and the output: ``fwd`` reads q, k (Dk each) and v (Dv), writes the output (Dv):
-  2·Dk + 2·Dv; ``bwd`` reads q, k, v and dO, writes dq, dk, dv: 4·Dk + 3·Dv; ``fwdbwd`` both,
-  each pass reading its inputs afresh: 6·Dk + 5·Dv. All in the run's dtype.
-- each extra input, one value per token (``per_token``) or Dk (``per_token_channel``), in its
-  own dtype (a gate stays fp32 for 16-bit q): read once per pass, and its gradient written by
-  the backward when gradients reach it. Inputs with one value per head are per sequence and
-  left out.
+- q, k, v and the output: ``fwd`` reads q, k (Dk each) and v (Dv), writes the output (Dv);
+  ``bwd`` reads q, k, v and dO, writes dq, dk, dv; ``fwdbwd`` both, each pass reading its
+  inputs afresh. With every head count equal that is 2·Dk + 2·Dv, 4·Dk + 3·Dv and 6·Dk + 5·Dv
+  elements per (batch, head, token). All in the run's dtype.
+- each extra input, one value per token (``per_token``) or Dk (``per_token_channel``) of each
+  value head (the gates and β are per value head under GVA, per head otherwise), in its own
+  dtype (a gate stays fp32 for 16-bit q): read once per pass, and its gradient written by the
+  backward when gradients reach it. Inputs with one value per head are per sequence and left
+  out.
 
 Intermediates (S×S scores, per-chunk states, fp32 copies of 16-bit inputs) are not counted: the
 bound is what a kernel moving nothing else would need. The seed variants' bytes are exactly
@@ -23,10 +27,9 @@ from collections.abc import Iterable
 
 import torch
 
+from linbench.shape import Shape
 from linbench.variants.extra_inputs import ExtraInput
 
-# Elements of q, k, v, the output and their gradients per (batch, head, token): (× Dk, × Dv).
-QKV_ELEMENTS = {"fwd": (2, 2), "bwd": (4, 3), "fwdbwd": (6, 5)}
 # Passes that read an input, and passes that write its gradient.
 PASSES = {"fwd": (1, 0), "bwd": (1, 1), "fwdbwd": (2, 1)}
 
@@ -44,16 +47,15 @@ def extra_input_bytes(mode: str, inputs: Iterable[ExtraInput], dim_k: int, dtype
 
 def minimal_bytes(
     mode: str,
-    shape: tuple[int, int, int, int, int],
+    shape: Shape,
     dtype: torch.dtype,
     extra_inputs: Iterable[ExtraInput] = (),
 ) -> int | None:
-    """The fewest bytes a ``mode`` call of ``shape`` (batch, heads, seq, Dk, Dv) moves; None for
-    a mode without a model (decode)."""
-    if mode not in QKV_ELEMENTS:
+    """The fewest bytes a ``mode`` call of ``shape`` moves, each tensor at its own heads; None
+    for a mode without a model (decode)."""
+    elements = shape.qkvo_elements(mode)
+    if elements is None:
         return None
-    batch, heads, seq, dim_k, dim_v = shape
-    per_k, per_v = QKV_ELEMENTS[mode]
     size = torch.empty(0, dtype=dtype).element_size()
-    per_token = (per_k * dim_k + per_v * dim_v) * size + extra_input_bytes(mode, extra_inputs, dim_k, dtype)
-    return batch * heads * seq * per_token
+    extra = shape.batch * shape.v_heads * shape.seq * extra_input_bytes(mode, extra_inputs, shape.dim_k, dtype)
+    return elements * size + extra

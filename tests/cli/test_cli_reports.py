@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import Invoke, assert_usage_error
-from synthetic_runs import series, write_run
+from synthetic_runs import kimi_tp4_serving_rows, series, write_preset_run, write_run
 
 LINEAR = lambda s: 0.01 * s  # noqa: E731
 QUADRATIC = lambda s: 4e-6 * s * s  # noqa: E731
@@ -178,3 +178,13 @@ def test_report_compare_to_prints_the_speedup_over_the_named_impl(invoke: Invoke
 )
 def test_report_compare_to_refuses_a_bad_name(invoke: Invoke, run_dir: Path, name: str, fragment: str) -> None:
     assert_usage_error(invoke("report", run_dir, "--compare-to", name), "--compare-to", fragment)
+
+
+def test_report_json_carries_the_capacity_and_model_tables(invoke: Invoke, tmp_path: Path) -> None:
+    """A served decode run of kimi-linear-48b at TP4: its capacity lines and model cost, as numbers."""
+    run = write_preset_run(tmp_path / "run", kimi_tp4_serving_rows(), "kimi-linear-48b", tp=4)
+    report = json.loads(invoke("report", run, "--json").stdout)
+    model = next(line for line in report["capacity"] if line["model"])
+    assert model["model"] == "kimi-linear-48b" and model["tp"] == 4
+    (cost,) = report["model_cost"]
+    assert cost["memory_bytes"] == 20 * 65536 + 7 * (1 << 20) and cost["mode"] == "decode"

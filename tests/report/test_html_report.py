@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from synthetic_runs import failed, series, write_run
+from synthetic_runs import failed, kimi_tp4_serving_rows, series, write_preset_run, write_run
 from typer.testing import CliRunner
 
 from linbench.cli import app
@@ -186,3 +186,10 @@ def test_report_format_html_prints_the_page_or_writes_it_to_out(tmp_path: Path) 
     assert unknown.exit_code == 2 and "html" in unknown.stderr
     nowhere = runner.invoke(app, ["report", str(folder), "--format", "md", "--out", str(tmp_path / "no" / "x.md")])
     assert nowhere.exit_code == 2 and "cannot write the report" in nowhere.stderr
+
+
+def test_a_serving_preset_run_s_page_shows_its_capacity_and_model_tables(tmp_path: Path) -> None:
+    run = read_run(write_preset_run(tmp_path / "run", kimi_tp4_serving_rows(), "kimi-linear-48b", tp=4))
+    page = html_report([run], [analyse(run)], figures=False)
+    assert "<h3>Serving capacity and model cost</h3>" in page
+    assert "kimi-linear-48b TP4 (20:7)" in page and "kimi-linear-48b model attention cost" in page

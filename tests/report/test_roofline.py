@@ -12,6 +12,7 @@ from synthetic_runs import write_run
 from linbench.report.load import read_run
 from linbench.report.roofline import minimal_bytes, roofline_json, roofline_rows, roofline_tables, run_ceilings
 from linbench.results.store import RunStore
+from linbench.shape import Shape
 
 CEILINGS = {"device": "cpu", "copy_gb_per_s": 10.0, "matmul_tflops": {"fp32": 2.0}}
 
@@ -28,15 +29,39 @@ def row(seq: int = 1024, time_ms: float | None = 1.0, tflops: float | None = 1.0
 
 def test_minimal_bytes_per_mode() -> None:
     # fwd: q, k, v read and out written: B·H·S·(2·Dk + 2·Dv) elements.
-    assert minimal_bytes("fwd", 1, 8, 1024, 64, 64, "fp32") == 8 * 1024 * 256 * 4
+    assert minimal_bytes("fwd", Shape(1, 8, 1024, 64, 64), "fp32") == 8 * 1024 * 256 * 4
     # bwd: q, k, v, dO read, dq, dk, dv written: 4·Dk + 3·Dv.
-    assert minimal_bytes("bwd", 2, 4, 100, 32, 16, "bf16") == 2 * 4 * 100 * (4 * 32 + 3 * 16) * 2
+    assert minimal_bytes("bwd", Shape(2, 4, 100, 32, 16), "bf16") == 2 * 4 * 100 * (4 * 32 + 3 * 16) * 2
     # fwdbwd: both passes: 6·Dk + 5·Dv.
-    assert minimal_bytes("fwdbwd", 1, 1, 10, 8, 4, "fp16") == 10 * (6 * 8 + 5 * 4) * 2
-    assert minimal_bytes("fwdbwd", 1, 1, 10, 8, 8, "fp32") == minimal_bytes("fwd", 1, 1, 10, 8, 8, "fp32") + (
-        minimal_bytes("bwd", 1, 1, 10, 8, 8, "fp32")
-    )
-    assert minimal_bytes("decode", 1, 1, 10, 8, 8, "fp32") is None
+    assert minimal_bytes("fwdbwd", Shape(1, 1, 10, 8, 4), "fp16") == 10 * (6 * 8 + 5 * 4) * 2
+    one = Shape(1, 1, 10, 8, 8)
+    assert minimal_bytes("fwdbwd", one, "fp32") == minimal_bytes("fwd", one, "fp32") + minimal_bytes("bwd", one, "fp32")
+    assert minimal_bytes("decode", one, "fp32") is None
+
+
+def test_a_grouped_row_counts_each_tensor_at_its_own_heads() -> None:
+    """By hand, fp32, B1 S100 Dk = Dv = 64. Grouped-query, 16 q heads and 2 key/value heads, fwd:
+    q 16 + k 2 + v 2 + out 16 heads. GVA, 16 q/k heads and 32 value heads, bwd: q and dq 16 + 16,
+    k and dk 16 + 16, v and dv 32 + 32, dO 32."""
+    gqa = Shape(1, 16, 100, 64, 64, kv_heads=2)
+    assert minimal_bytes("fwd", gqa, "fp32") == 100 * 64 * (16 + 2 + 2 + 16) * 4
+    gva = Shape(1, 16, 100, 64, 64, v_heads=32)
+    assert minimal_bytes("bwd", gva, "fp32") == 100 * 64 * (32 + 32 + 64 + 32) * 4
+    # The count these rows were given before: every tensor at the value heads (the output's).
+    assert minimal_bytes("fwd", Shape(1, 16, 100, 64, 64), "fp32") / minimal_bytes("fwd", gqa, "fp32") == 64 / 36
+    assert minimal_bytes("bwd", Shape(1, 32, 100, 64, 64), "fp32") / minimal_bytes("bwd", gva, "fp32") == 224 / 160
+
+
+def test_an_older_run_s_recorded_bytes_of_a_grouped_row_are_corrected() -> None:
+    """A run before schema 14 recorded q, k, v and the output of a grouped row at the value heads;
+    its gates' bytes (at the value heads then as now) stay as they were recorded."""
+    gates = 1234
+    old = 16 * 100 * (2 * 64 + 2 * 64) * 4 + gates
+    grouped = row(seq=100, heads=16, kv_heads=2, v_heads=16, dim_k=64, dim_v=64, bytes=old)
+    (record,) = roofline_rows(frame(grouped), CEILINGS, schema_version=11)
+    assert record["bytes"] == 100 * 64 * (16 + 2 + 2 + 16) * 4 + gates
+    (current,) = roofline_rows(frame(grouped), CEILINGS, schema_version=14)
+    assert current["bytes"] == old
 
 
 def test_fractions_of_the_ceilings() -> None:

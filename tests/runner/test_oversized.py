@@ -106,3 +106,36 @@ def test_a_point_whose_inputs_alone_cannot_fit_is_left_to_the_sweep_s_refusal(mo
     monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: 1 << 20)
     plan = make_plan(build_spec(request), torch.device("cpu"), "test cpu")
     assert {point.impl for point in plan.points} >= {"naive", "sdpa"}
+
+
+def _pack_plan(variants: tuple[str, ...], available_bytes: int, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(plan_module, "available_memory_bytes", lambda: available_bytes)
+    # 9 sequences of 70 to 4782 tokens in 8k (seed 0), run packed and padded.
+    request = SweepRequest(pack="lognormal:mean=1k", tokens=(8192,), variants=variants, no_against=True, device="cpu")
+    return make_plan(build_spec(request), torch.device("cpu"), "test cpu")
+
+
+def test_a_pack_leaves_out_a_form_whose_working_set_cannot_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bare kda in a pack run: its quadratic form holds B·H·S²·Dk per sequence (packed, the
+    longest's: 4782 tokens, 175 GiB in its 4 copies) or for the padded batch (9 × 4782): left
+    out with the reason, as a plain run leaves it out, before it spends its time limit."""
+    plan = _pack_plan(("kda",), 24 * GIB, monkeypatch)
+    assert {(point.impl, point.packing) for point in plan.points} == {
+        (impl, way) for impl in ("recurrent", "chunked") for way in ("packed", "padded")
+    }
+    (note,) = [note for note in plan.targets.notes if "kda:quadratic" in note]
+    assert note.startswith(
+        "kda:quadratic left out at the pack packed (its longest sequence, 4782), the pack padded (9 × 4782): "
+        "its O(s²d) working set needs at least 174.5 GiB there"
+    )
+    # Named, it runs the pack as asked.
+    assert {p.packing for p in _pack_plan(("kda:quadratic",), 24 * GIB, monkeypatch).points} == {"packed", "padded"}
+
+
+def test_a_packed_quadratic_form_is_sized_by_its_longest_sequence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packed, softmax:naive attends within each sequence in turn: its S×S scores are the
+    longest sequence's (1 × 8 × 4782² fp32 in 2 copies: 1.4 GiB), not the whole pack's (16 GiB
+    at 8k). With 4 GiB (a worker 3.2 GiB) it runs packed and is left out padded (9 × 4782)."""
+    plan = _pack_plan(("softmax",), 4 * GIB, monkeypatch)
+    assert ("naive", "packed") in {(point.impl, point.packing) for point in plan.points}
+    assert ("naive", "padded") not in {(point.impl, point.packing) for point in plan.points}

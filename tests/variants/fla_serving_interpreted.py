@@ -9,7 +9,8 @@ tokens, and that the slots no request names are untouched. Prints one JSON line 
 ``gated-deltanet plain`` and ``kda plain`` are each decoder unserved, as decode's correctness
 gate runs it. ``planted`` serves "kda T3 rate" with the kernel told every request kept one
 token fewer than it did, which the check must catch; ``workload`` is a served point as
-``linbench decode`` measures it.
+``linbench decode`` measures it. ``... served gate HV4`` runs decode's served correctness gate
+(linbench/runner/serving_gate.py) on a point with 4 value heads for 2 q/k heads, T = 2.
 """
 
 from __future__ import annotations
@@ -145,11 +146,30 @@ def plain(name: str) -> dict[str, Any]:
 PLAIN = {"gated-deltanet plain": "gated-deltanet", "kda plain": "kda"}
 
 
+def served_gate(name: str) -> dict[str, Any]:
+    """Decode's gate of a serving point with more value heads than q/k heads (GVA), T = 2."""
+    from linbench.runner.serving_gate import check_served
+    from linbench.shape import Shape as PointShape
+    from linbench.sweep.points import Point
+    from linbench.sweep.serving import Serving
+
+    shape = PointShape(2, 2, 8, 8, 8, v_heads=4)
+    point = Point(name, "fla-recurrent", "decode", True, "fp32", "cpu", shape, tokens_per_step=2,
+                  serving=Serving(accept="1"))  # fmt: skip
+    result = check_served(point, torch.device("cpu"), 0, None)
+    return {"ok": result.ok, "failed": None if result.ok else result.describe(), "backend": take_noted()}
+
+
+SERVED_GATE = {"gated-deltanet served gate HV4": "gated-deltanet", "kda served gate HV4": "kda"}
+
+
 def main(argv: list[str]) -> None:
-    for case in argv or [*CASES, "planted", "workload", *PLAIN]:
+    for case in argv or [*CASES, "planted", "workload", *PLAIN, *SERVED_GATE]:
         started = time.perf_counter()
         if case in PLAIN:
             found = plain(PLAIN[case])
+        elif case in SERVED_GATE:
+            found = served_gate(SERVED_GATE[case])
         elif case == "workload":
             found = workload()
         else:

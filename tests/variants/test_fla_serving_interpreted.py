@@ -54,6 +54,8 @@ def test_fla_decoders_served_equal_the_fp64_forward_request_by_request_interpret
         "workload",
         "gated-deltanet plain",
         "kda plain",
+        "gated-deltanet served gate HV4",
+        "kda served gate HV4",
     }
     served = {name: case for name, case in cases.items() if "max_error" in case and name != "planted"}
     for name, case in served.items():
@@ -87,6 +89,16 @@ def test_each_fla_decoder_passes_decode_s_correctness_gate(cases: dict[str, dict
     """Unserved, as ``linbench decode`` gates a point: a prefill through fla's kernel, then 4
     steps, against the fp64 reference's last rows."""
     assert cases[name]["ok"], cases[name]["failed"]
+
+
+@pytest.mark.parametrize("name", ["gated-deltanet served gate HV4", "kda served gate HV4"])
+def test_each_fla_decoder_served_with_more_value_heads_passes_the_served_gate(
+    cases: dict[str, dict[str, Any]], name: str
+) -> None:
+    """Served with 4 value heads for 2 q/k heads (kda's kernel handed the pool), T = 2: one
+    output head per value head, each request's tokens equal to the fp64 reference."""
+    assert cases[name]["ok"], cases[name]["failed"]
+    assert "pooled" in cases[name]["backend"] if name.startswith("kda") else "gathered" in cases[name]["backend"]
 
 
 def test_a_step_that_reads_a_stale_slot_is_caught(cases: dict[str, dict[str, Any]]) -> None:

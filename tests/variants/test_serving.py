@@ -37,10 +37,13 @@ def _tokens(
     return q, k, v, cut
 
 
-def _serve(name: str, decoder: str, accept: Accept, slots: int, device: str = "cpu", layout: str = "v-last") -> None:
+def _serve(
+    name: str, decoder: str, accept: Accept, slots: int, device: str = "cpu", layout: str = "v-last", v_heads: int = 0
+) -> None:
     variant = linbench.get_variant(name)
     total = max(CONTEXTS) + STEPS * T
-    q, k, v, keywords = make_inputs(variant, Shape(len(CONTEXTS), 2, total, 8, 8), device, seed=3)
+    shape = Shape(len(CONTEXTS), 2, total, 8, 8, v_heads=v_heads)
+    q, k, v, keywords = make_inputs(variant, shape, device, seed=3)
     extras = {e.name: keywords.pop(e.name) for e in variant.extra_inputs}
     params = variant.length_params(total, keywords)
     expected = linbench.attention(q, k, v, variant=name, impl=variant.reference, causal=True, **params, **extras)
@@ -79,6 +82,13 @@ def test_a_k_last_pool_serves_the_same_outputs(name: str, decoder: str) -> None:
     """The pool keeps each head's state matrix (H, Dv, Dk) and the step reads it transposed: the
     outputs equal the fp64 forward as the v-last pool's do (cosine's key sum, a vector, as it is)."""
     _serve(name, decoder, Accept(rate=0.5), slots=7, layout="k-last")
+
+
+@pytest.mark.parametrize("name", ["gated-deltanet", "kda"])
+def test_more_value_heads_than_q_k_heads_serve_one_output_head_per_value_head(name: str) -> None:
+    """GVA (--v-heads): v, the gates and β per value head, the state per value head, and a step's
+    outputs (B, H_v, T, Dv), each equal to the fp64 forward."""
+    _serve(name, "recurrent", Accept(rate=0.5), slots=7, v_heads=4)
 
 
 def test_a_k_last_pool_keeps_the_matrix_transposed() -> None:
