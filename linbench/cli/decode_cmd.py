@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, refuse_old_names
+from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, take_old_names
 from linbench.cli.common import DEVICE_HELP, GATES_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, TP_HELP, V_HEADS_HELP
 from linbench.cli.errors import usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
@@ -108,7 +108,7 @@ def decode_command(
     """Measure autoregressive decoding: time per token and state memory against context length."""
     options = locals()  # every option, by its parameter name: the request takes the sweep's
     with usage_errors():
-        refuse_old_names(baseline, no_baseline)
+        options = take_old_names(options)
         request = sweep_request("decode", options)
     execute_sweep(
         request,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from linbench.cli import fleet_options as fleet
-from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, refuse_old_names
+from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, take_old_names
 from linbench.cli.common import DEVICE_HELP, GATES_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, TP_HELP, V_HEADS_HELP
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
@@ -130,7 +130,7 @@ def run_command(
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
     options = locals()  # every option, by its parameter name: the request takes the sweep's
     with usage_errors():
-        refuse_old_names(baseline, no_baseline)
+        options = take_old_names(options)
         request = sweep_request("run", options, causal=_masking(causal, bidirectional))
         spread = fleet.fleet_options(options)
         if budget is not None:
