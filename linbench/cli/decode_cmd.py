@@ -16,6 +16,8 @@ from linbench.cli.errors import usage_errors
 from linbench.cli.help_panels import MeasureOption, OutputOption, ServingOption, ShapeOption, WhatOption
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 
+# Every dtype --state-dtype takes (linbench/dtypes.py), the usual first.
+STATE_DTYPES = ("fp32", "bf16", "fp16", "fp64")
 HELP = {
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
     "dry_run": "Print the plan (points, impls, estimated time) and make no folder.",
@@ -35,8 +37,9 @@ HELP = {
     "max_processes": "The most processes per point when its first ones disagree, as run's.",
     "tokens_per_step": "Serving: tokens each request takes a step (speculative decoding's drafts, MTP), "
     "range grammar (1,4). The state after each is kept; --accept rolls each request back.",
-    "state_dtype": "Serving: the dtype the state is kept in between steps: fp32, bf16 (comma list); the step "
-    "computes in --dtype. A KV cache keeps --dtype.",
+    "state_dtype": f"Serving: the dtype the state is kept in between steps: {', '.join(STATE_DTYPES)} (comma list; "
+    "fp64 keeps it exact, so its drift is the step's own rounding); the step computes in --dtype. A KV cache keeps "
+    "--dtype.",
     "state_layout": "Serving: how the pool lays out each head's state matrix: v-last (H, Dk, Dv; linbench's "
     "and fla's) or k-last (H, Dv, Dk; FlashInfer's), comma list. A decoder stepping the other layout "
     "converts in the step (timed); kda:fla-recurrent's kernel takes both. Default: v-last.",
