@@ -1,0 +1,73 @@
+"""Names, counts and tables the README and docs/ state, checked against the code they describe,
+so that they cannot drift from it (no device: reads files and the registries; the suites are
+planned, never run)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from linbench.hybrids import HYBRIDS
+from linbench.sweep.presets import PRESETS
+
+ROOT = Path(__file__).parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _text(page: str) -> str:
+    return (ROOT / page).read_text()
+
+
+def _table_rows(text: str, header: str) -> list[list[str]]:
+    """The cells of each body row of the table whose header line is ``header``."""
+    table = (header + text.split(header, 1)[1]).split("\n\n", 1)[0]
+    rows = re.findall(r"^\|(.+)\|$", table, re.MULTILINE)
+    return [[cell.strip() for cell in row.split("|")] for row in rows[2:]]  # past the header and its rule
+
+
+def test_every_preset_a_page_names_is_one() -> None:
+    named = {
+        (page.name, name.rstrip(".,"))
+        for page in PAGES
+        for name in re.findall(r"--preset ([a-z0-9][a-z0-9._-]*)", page.read_text())
+    }
+    unknown = sorted((page, name) for page, name in named if name not in PRESETS and name not in HYBRIDS)
+    assert not unknown, f"pages name presets that do not exist: {unknown}"
+
+
+def test_the_readme_lists_every_hybrid_preset_by_its_name() -> None:
+    text = " ".join(_text("README.md").split())
+    listed = re.search(r"`--preset (\S+)` \(and ([^)]*)\) runs both layer kinds", text)
+    assert listed is not None
+    names = [listed.group(1)] + [name.strip() for name in listed.group(2).split(",")]
+    assert sorted(names) == sorted(HYBRIDS)
+
+
+def test_run_md_s_preset_tables_are_the_presets() -> None:
+    text = _text("docs/run.md")
+    softmax = _table_rows(text, "| preset | heads | kv heads | dim | lengths | source |\n")
+    assert [row[0].strip("`") for row in softmax] == list(PRESETS)
+    for name, heads, kv_heads, dim, lengths, _ in softmax:
+        preset = PRESETS[name.strip("`")]
+        assert (int(heads), int(kv_heads), int(dim), lengths) == (
+            preset.heads,
+            preset.kv_heads,
+            preset.dim,
+            preset.lengths,
+        )
+    hybrid = _table_rows(text, "| preset | linear layers | softmax layers |\n")
+    assert [row[0].strip("`") for row in hybrid] == list(HYBRIDS)
+    for name, linear, softmax_layers in hybrid:
+        model = HYBRIDS[name.strip("`")]
+        assert linear.startswith(f"{model.linear.layers} × ") and softmax_layers.startswith(
+            f"{model.softmax.layers} × "
+        )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_no_run_or_decode_command_of_a_page_uses_a_deprecated_spelling(page: Path) -> None:
+    commands = re.findall(r"linbench (?:run|decode) [^`\n]*(?:\n[^`\n]*){0,2}", page.read_text())
+    old = [command for command in commands if re.search(r"--(?:no-)?baseline\b", command)]
+    assert not old, f"{page.name}: --baseline is --against on run and decode: {old}"
