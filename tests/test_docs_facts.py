@@ -71,3 +71,56 @@ def test_no_run_or_decode_command_of_a_page_uses_a_deprecated_spelling(page: Pat
     commands = re.findall(r"linbench (?:run|decode) [^`\n]*(?:\n[^`\n]*){0,2}", page.read_text())
     old = [command for command in commands if re.search(r"--(?:no-)?baseline\b", command)]
     assert not old, f"{page.name}: --baseline is --against on run and decode: {old}"
+
+
+def test_suites_md_s_table_is_linbench_suites() -> None:
+    """Every suite file has a row, with its command and the point count ``linbench suites`` gives."""
+    from linbench.cli.suites_cmd import describe_suite
+
+    rows = _table_rows(_text("docs/suites.md"), "| suite | command | reproduces | points |\n")
+    table = {name.strip("`"): (command, int(points)) for name, command, _, points in rows}
+    found = {info.name: (info.command, info.points) for info in map(describe_suite, (ROOT / "suites").glob("*.toml"))}
+    assert table == found
+
+
+@pytest.mark.parametrize(
+    ("page", "said", "suite"),
+    [
+        ("docs/ci.md", r"the four csrc kernels against SDPA: (\d+) points", "gate-cpu"),
+        ("docs/ci.md", r"`suites/gate-decode-cpu.toml` holds (\d+) serving points", "gate-decode-cpu"),
+        ("docs/decode.md", r"fp32 and bf16 states: (\d+) points", "gate-decode-cpu"),
+    ],
+)
+def test_a_suite_s_point_count_in_the_prose_is_the_planner_s(page: str, said: str, suite: str) -> None:
+    from linbench.cli.suites_cmd import describe_suite
+
+    found = re.search(said, " ".join(_text(page).split()))
+    assert found is not None, f"{page} no longer says {said!r}: update this test with the page"
+    assert int(found.group(1)) == describe_suite(ROOT / "suites" / f"{suite}.toml").points
+
+
+def test_the_count_of_gated_families_is_the_packages() -> None:
+    words = {5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+    families = sorted(p.parent.name for p in (ROOT / "linbench" / "variants" / "gated").glob("*/__init__.py"))
+    said = {
+        page: re.findall(r"\b(\w+) causal variants whose", _text(page))
+        for page in ("docs/variants.md", "linbench/variants/gated/README.md")
+    }
+    assert all(found == [words[len(families)].capitalize()] for found in said.values()), (families, said)
+    rows = _table_rows(_text("docs/variants.md"), "| variant | state update | extra inputs | paper |\n")
+    assert len(rows) == len(families)
+
+
+def test_gate_md_s_summary_names_every_statistic_the_gate_judges() -> None:
+    from linbench.gate.statistic import COLUMN
+
+    summary = _text("docs/gate.md").split("## In short\n", 1)[1].split("\n## ", 1)[0]
+    assert all(f"`{column}`" in summary for column in COLUMN.values()), sorted(COLUMN.values())
+
+
+def test_samples_csv_is_keyed_as_results_md_says() -> None:
+    from linbench.results.schema import KEY_COLUMNS, SAMPLE_COLUMNS
+
+    assert (*KEY_COLUMNS, "process", "time_ms") == SAMPLE_COLUMNS
+    said = " ".join(_text("docs/results.md").split())
+    assert "`samples.csv` has the key columns (every file's, as [results-columns.md](results-columns.md)" in said
