@@ -124,3 +124,13 @@ def test_samples_csv_is_keyed_as_results_md_says() -> None:
     assert (*KEY_COLUMNS, "process", "time_ms") == SAMPLE_COLUMNS
     said = " ".join(_text("docs/results.md").split())
     assert "`samples.csv` has the key columns (every file's, as [results-columns.md](results-columns.md)" in said
+
+
+def test_python_api_md_s_request_table_has_every_field() -> None:
+    import dataclasses
+
+    from linbench.sweep.request import SweepRequest
+
+    rows = _table_rows(_text("docs/python-api.md"), "| field | option | type |\n")
+    listed = {name for row in rows for name in re.findall(r"`([a-z_]+)`", row[0])}
+    assert listed == {field.name for field in dataclasses.fields(SweepRequest)}
