@@ -134,3 +134,28 @@ def test_python_api_md_s_request_table_has_every_field() -> None:
     rows = _table_rows(_text("docs/python-api.md"), "| field | option | type |\n")
     listed = {name for row in rows for name in re.findall(r"`([a-z_]+)`", row[0])}
     assert listed == {field.name for field in dataclasses.fields(SweepRequest)}
+
+
+def test_contributing_md_s_contracts_name_the_rooms_pyproject_s_do() -> None:
+    """Each forbidden contract of pyproject.toml has a row, and a row that opens with rooms names
+    exactly the contract's source rooms."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the tomli linbench depends on there
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    contracts = tomllib.loads(_text("pyproject.toml"))["tool"]["importlinter"]["contracts"]
+    forbidden = {
+        c["id"]: {m.removeprefix("linbench.") for m in c["source_modules"]}
+        for c in contracts
+        if c["type"] == "forbidden"
+    }
+    rows = {
+        row[0].strip("`"): row[1]
+        for row in _table_rows(_text("docs/contributing.md"), "| contract | what it keeps apart |\n")
+    }
+    assert set(rows) == set(forbidden)
+    for contract, words in rows.items():
+        opening = re.match(r"((?:`[a-z_]+`(?:, | and )?)+) ", words)
+        if opening is not None:
+            assert set(re.findall(r"`([a-z_]+)`", opening.group(1))) == forbidden[contract], contract
