@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli_helpers import Invoke, assert_usage_error
+from synthetic_processes import write_process_run
+from synthetic_runs import series
 from torn_rows import tear_last_row
 
 CPU = ("--device", "cpu")
@@ -47,11 +49,8 @@ def test_a_bad_budget_is_refused_before_measuring(invoke: Invoke, tmp_path: Path
 
 
 def test_a_budget_is_not_made_from_a_run_with_a_torn_row(invoke: Invoke, tmp_path: Path) -> None:
-    two = ("--seq", "64,128", *TINY[2:])
-    result = invoke("run", "--variant", "cosine:chunked", "--no-against", *two, "--out", tmp_path / "runs", "-q")
-    assert result.exit_code == 0, result.output
-    (run,) = (tmp_path / "runs").iterdir()
-    tear_last_row(run / "results.csv")  # seq 128's row: its limit would be left out without a word
+    run = write_process_run(tmp_path / "run", series("cosine", "chunked", lambda s: s / 1000, seqs=(1024, 2048)))
+    tear_last_row(run / "results.csv")  # 2048's row: its limit would be left out without a word
     out = tmp_path / "budget.toml"
     result = invoke("budget", run, "--out", out)
     assert_usage_error(result, "line 3 is torn")
