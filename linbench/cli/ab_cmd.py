@@ -177,7 +177,7 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
     device = values.get("device") or str(suite.get("device", "auto"))
     widening = sweep_widening(changes_since(job.root, job.sha), variants, baselines, device, enabled)
     if widening.added:
-        request = sweep_request("run", values)
+        request = sweep_request("run", {option.name: values[option.name] for option in RUN_OPTIONS})
         widening = widening.priced({impl: added_seconds(request, impl, job.rounds) for impl in widening.added}, max_s)
     for line in widening.lines():
         _note(line)

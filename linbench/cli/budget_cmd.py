@@ -26,7 +26,7 @@ def budget_command(
     with usage_errors():
         chosen = parse_percent(margin, "--margin")
         try:
-            text = write(read_single_run(run), chosen)
+            text = write(read_single_run(run, "budget"), chosen)  # a torn row would drop its limit
         except ReportInputError as exc:
             raise CliUsageError(str(exc)) from None
         if out is None:

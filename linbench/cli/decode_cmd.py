@@ -10,13 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import typer
-
-from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, refuse_old_names
+from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, take_old_names
 from linbench.cli.common import DEVICE_HELP, GATES_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, TP_HELP, V_HEADS_HELP
 from linbench.cli.errors import usage_errors
+from linbench.cli.help_panels import MeasureOption, OutputOption, ServingOption, ShapeOption, WhatOption
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 
+# Every dtype --state-dtype takes (linbench/dtypes.py), the usual first.
+STATE_DTYPES = ("fp32", "bf16", "fp16", "fp64")
 HELP = {
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
     "dry_run": "Print the plan (points, impls, estimated time) and make no folder.",
@@ -36,8 +37,9 @@ HELP = {
     "max_processes": "The most processes per point when its first ones disagree, as run's.",
     "tokens_per_step": "Serving: tokens each request takes a step (speculative decoding's drafts, MTP), "
     "range grammar (1,4). The state after each is kept; --accept rolls each request back.",
-    "state_dtype": "Serving: the dtype the state is kept in between steps: fp32, bf16 (comma list); the step "
-    "computes in --dtype. A KV cache keeps --dtype.",
+    "state_dtype": f"Serving: the dtype the state is kept in between steps: {', '.join(STATE_DTYPES)} (comma list; "
+    "fp64 keeps it exact, so its drift is the step's own rounding); the step computes in --dtype. A KV cache keeps "
+    "--dtype.",
     "state_layout": "Serving: how the pool lays out each head's state matrix: v-last (H, Dk, Dv; linbench's "
     "and fla's) or k-last (H, Dv, Dk; FlashInfer's), comma list. A decoder stepping the other layout "
     "converts in the step (timed); kda:fla-recurrent's kernel takes both. Default: v-last.",
@@ -58,57 +60,57 @@ HELP = {
 
 
 def decode_command(
-    variant: Annotated[list[str] | None, typer.Option("--variant", help=HELP["variant"])] = None,
-    against: Annotated[list[str] | None, typer.Option("--against", help=HELP["against"])] = None,
-    no_against: Annotated[bool, typer.Option("--no-against", help=NO_AGAINST_HELP)] = False,
-    context: Annotated[str | None, typer.Option("--context", help=HELP["context"])] = None,
-    tokens: Annotated[str | None, typer.Option("--tokens", help=HELP["tokens"])] = None,
-    batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
-    heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
-    kv_heads: Annotated[str | None, typer.Option("--kv-heads", help=KV_HEADS_HELP)] = None,
-    v_heads: Annotated[str | None, typer.Option("--v-heads", help=V_HEADS_HELP)] = None,
-    preset: Annotated[str | None, typer.Option("--preset", help=PRESET_HELP)] = None,
-    tp: Annotated[str | None, typer.Option("--tp", help=TP_HELP)] = None,
-    gates: Annotated[str | None, typer.Option("--gates", help=GATES_HELP)] = None,
-    dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
+    variant: Annotated[list[str] | None, WhatOption("--variant", help=HELP["variant"])] = None,
+    against: Annotated[list[str] | None, WhatOption("--against", help=HELP["against"])] = None,
+    no_against: Annotated[bool, WhatOption("--no-against", help=NO_AGAINST_HELP)] = False,
+    context: Annotated[str | None, ShapeOption("--context", help=HELP["context"])] = None,
+    tokens: Annotated[str | None, MeasureOption("--tokens", help=HELP["tokens"])] = None,
+    batch: Annotated[str | None, ShapeOption("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
+    heads: Annotated[str | None, ShapeOption("--heads", help="Head counts. Default: 8.")] = None,
+    kv_heads: Annotated[str | None, ShapeOption("--kv-heads", help=KV_HEADS_HELP)] = None,
+    v_heads: Annotated[str | None, ShapeOption("--v-heads", help=V_HEADS_HELP)] = None,
+    preset: Annotated[str | None, WhatOption("--preset", help=PRESET_HELP)] = None,
+    tp: Annotated[str | None, ShapeOption("--tp", help=TP_HELP)] = None,
+    gates: Annotated[str | None, WhatOption("--gates", help=GATES_HELP)] = None,
+    dim: Annotated[str | None, ShapeOption("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
     dim_v: Annotated[
-        str | None, typer.Option("--dim-v", help="Head dims of v, crossed with --dim. Default: the same as --dim.")
+        str | None, ShapeOption("--dim-v", help="Head dims of v, crossed with --dim. Default: the same as --dim.")
     ] = None,
     dtype: Annotated[
-        list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list). Default: fp32.")
+        list[str] | None, ShapeOption("--dtype", help="fp32, bf16, fp16 (comma list). Default: fp32.")
     ] = None,
-    device: Annotated[str | None, typer.Option("--device", help=f"{DEVICE_HELP}. Default: auto.")] = None,
-    suite: Annotated[Path | None, typer.Option("--suite", help="A decode suite (TOML); flags override it.")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Where run folders are made.")] = Path("results"),
+    device: Annotated[str | None, MeasureOption("--device", help=f"{DEVICE_HELP}. Default: auto.")] = None,
+    suite: Annotated[Path | None, WhatOption("--suite", help="A decode suite (TOML); flags override it.")] = None,
+    out: Annotated[Path, OutputOption("--out", help="Where run folders are made.")] = Path("results"),
     resume: Annotated[
-        Path | None, typer.Option("--resume", help="Finish the run in this folder: only its missing points run.")
+        Path | None, OutputOption("--resume", help="Finish the run in this folder: only its missing points run.")
     ] = None,
-    plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
-    timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
-    cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help=HELP["cuda_graph"])] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display; a summary line.")] = False,
-    param: Annotated[list[str] | None, typer.Option("--param", help=HELP["param"])] = None,
-    threads: Annotated[str | None, typer.Option("--threads", help=HELP["threads"])] = None,
-    processes: Annotated[str | None, typer.Option("--processes", help=HELP["processes"])] = None,
-    max_processes: Annotated[str | None, typer.Option("--max-processes", help=HELP["max_processes"])] = None,
-    tokens_per_step: Annotated[str | None, typer.Option("--tokens-per-step", help=HELP["tokens_per_step"])] = None,
-    state_dtype: Annotated[list[str] | None, typer.Option("--state-dtype", help=HELP["state_dtype"])] = None,
-    state_layout: Annotated[list[str] | None, typer.Option("--state-layout", help=HELP["state_layout"])] = None,
-    pool: Annotated[str | None, typer.Option("--pool", help=HELP["pool"])] = None,
-    accept: Annotated[str | None, typer.Option("--accept", help=HELP["accept"])] = None,
-    contexts: Annotated[str | None, typer.Option("--contexts", help=HELP["contexts"])] = None,
-    drift_steps: Annotated[str | None, typer.Option("--drift-steps", help=HELP["drift_steps"])] = None,
-    memory_budget: Annotated[str | None, typer.Option("--memory-budget", help=HELP["memory_budget"])] = None,
-    allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
+    plugin: Annotated[list[Path] | None, WhatOption("--plugin", help=PLUGIN_HELP)] = None,
+    timeout_s: Annotated[float | None, MeasureOption("--timeout-s", help=HELP["timeout_s"])] = None,
+    cuda_graph: Annotated[bool, MeasureOption("--cuda-graph", help=HELP["cuda_graph"])] = False,
+    quiet: Annotated[bool, OutputOption("--quiet", "-q", help="No progress display; a summary line.")] = False,
+    param: Annotated[list[str] | None, WhatOption("--param", help=HELP["param"])] = None,
+    threads: Annotated[str | None, MeasureOption("--threads", help=HELP["threads"])] = None,
+    processes: Annotated[str | None, MeasureOption("--processes", help=HELP["processes"])] = None,
+    max_processes: Annotated[str | None, MeasureOption("--max-processes", help=HELP["max_processes"])] = None,
+    tokens_per_step: Annotated[str | None, ServingOption("--tokens-per-step", help=HELP["tokens_per_step"])] = None,
+    state_dtype: Annotated[list[str] | None, ServingOption("--state-dtype", help=HELP["state_dtype"])] = None,
+    state_layout: Annotated[list[str] | None, ServingOption("--state-layout", help=HELP["state_layout"])] = None,
+    pool: Annotated[str | None, ServingOption("--pool", help=HELP["pool"])] = None,
+    accept: Annotated[str | None, ServingOption("--accept", help=HELP["accept"])] = None,
+    contexts: Annotated[str | None, ServingOption("--contexts", help=HELP["contexts"])] = None,
+    drift_steps: Annotated[str | None, ServingOption("--drift-steps", help=HELP["drift_steps"])] = None,
+    memory_budget: Annotated[str | None, ServingOption("--memory-budget", help=HELP["memory_budget"])] = None,
+    allow_failures: Annotated[bool, OutputOption("--allow-failures", help=HELP["allow_failures"])] = False,
+    yes: Annotated[bool, OutputOption("--yes", "-y", help=HELP["yes"])] = False,
+    dry_run: Annotated[bool, OutputOption("--dry-run", help=HELP["dry_run"])] = False,
     baseline: OldBaseline = None,
     no_baseline: OldNoBaseline = False,
 ) -> None:
     """Measure autoregressive decoding: time per token and state memory against context length."""
     options = locals()  # every option, by its parameter name: the request takes the sweep's
     with usage_errors():
-        refuse_old_names(baseline, no_baseline)
+        options = take_old_names(options)
         request = sweep_request("decode", options)
     execute_sweep(
         request,

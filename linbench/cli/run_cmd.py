@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import typer
-
 from linbench.cli import fleet_options as fleet
-from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, refuse_old_names
+from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBaseline, take_old_names
 from linbench.cli.common import DEVICE_HELP, GATES_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, TP_HELP, V_HEADS_HELP
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
+from linbench.cli.help_panels import MeasureOption, OutputOption, ShapeOption, WhatOption
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, TRUST_PROCESSES
 
@@ -61,56 +60,56 @@ HELP = {
 def run_command(
     variant: Annotated[
         list[str] | None,
-        typer.Option(
+        WhatOption(
             "--variant", help="NAME or NAME:IMPL (repeatable or comma list); 'all' for every variant. Default: all."
         ),
     ] = None,
-    against: Annotated[list[str] | None, typer.Option("--against", help=HELP["against"])] = None,
-    no_against: Annotated[bool, typer.Option("--no-against", help=NO_AGAINST_HELP)] = False,
-    seq: Annotated[str | None, typer.Option("--seq", help=HELP["seq"])] = None,
-    batch: Annotated[str | None, typer.Option("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
-    heads: Annotated[str | None, typer.Option("--heads", help="Head counts. Default: 8.")] = None,
-    kv_heads: Annotated[str | None, typer.Option("--kv-heads", help=KV_HEADS_HELP)] = None,
-    v_heads: Annotated[str | None, typer.Option("--v-heads", help=V_HEADS_HELP)] = None,
-    dim: Annotated[str | None, typer.Option("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
-    dim_v: Annotated[str | None, typer.Option("--dim-v", help=HELP["dim_v"])] = None,
-    chunk: Annotated[str | None, typer.Option("--chunk", help=HELP["chunk"])] = None,
-    preset: Annotated[str | None, typer.Option("--preset", help=PRESET_HELP)] = None,
-    tp: Annotated[str | None, typer.Option("--tp", help=TP_HELP)] = None,
-    gates: Annotated[str | None, typer.Option("--gates", help=GATES_HELP)] = None,
+    against: Annotated[list[str] | None, WhatOption("--against", help=HELP["against"])] = None,
+    no_against: Annotated[bool, WhatOption("--no-against", help=NO_AGAINST_HELP)] = False,
+    seq: Annotated[str | None, ShapeOption("--seq", help=HELP["seq"])] = None,
+    batch: Annotated[str | None, ShapeOption("--batch", help="Batch sizes, same grammar. Default: 1.")] = None,
+    heads: Annotated[str | None, ShapeOption("--heads", help="Head counts. Default: 8.")] = None,
+    kv_heads: Annotated[str | None, ShapeOption("--kv-heads", help=KV_HEADS_HELP)] = None,
+    v_heads: Annotated[str | None, ShapeOption("--v-heads", help=V_HEADS_HELP)] = None,
+    dim: Annotated[str | None, ShapeOption("--dim", help="Head dims of q and k (and v). Default: 64.")] = None,
+    dim_v: Annotated[str | None, ShapeOption("--dim-v", help=HELP["dim_v"])] = None,
+    chunk: Annotated[str | None, ShapeOption("--chunk", help=HELP["chunk"])] = None,
+    preset: Annotated[str | None, WhatOption("--preset", help=PRESET_HELP)] = None,
+    tp: Annotated[str | None, ShapeOption("--tp", help=TP_HELP)] = None,
+    gates: Annotated[str | None, WhatOption("--gates", help=GATES_HELP)] = None,
     dtype: Annotated[
-        list[str] | None, typer.Option("--dtype", help="fp32, bf16, fp16 (comma list). Default: fp32.")
+        list[str] | None, ShapeOption("--dtype", help="fp32, bf16, fp16 (comma list). Default: fp32.")
     ] = None,
-    mode: Annotated[list[str] | None, typer.Option("--mode", help=HELP["mode"])] = None,
-    causal: Annotated[bool, typer.Option("--causal", help="Causal masking (the default).")] = False,
-    bidirectional: Annotated[bool, typer.Option("--bidirectional", help="No masking.")] = False,
-    device: Annotated[str | None, typer.Option("--device", help=f"{DEVICE_HELP}. Default: auto.")] = None,
-    suite: Annotated[Path | None, typer.Option("--suite", help="A TOML suite; flags override its keys.")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Where run folders are made.")] = Path("results"),
+    mode: Annotated[list[str] | None, ShapeOption("--mode", help=HELP["mode"])] = None,
+    causal: Annotated[bool, ShapeOption("--causal", help="Causal masking (the default).")] = False,
+    bidirectional: Annotated[bool, ShapeOption("--bidirectional", help="No masking.")] = False,
+    device: Annotated[str | None, MeasureOption("--device", help=f"{DEVICE_HELP}. Default: auto.")] = None,
+    suite: Annotated[Path | None, WhatOption("--suite", help="A TOML suite; flags override its keys.")] = None,
+    out: Annotated[Path, OutputOption("--out", help="Where run folders are made.")] = Path("results"),
     resume: Annotated[
-        Path | None, typer.Option("--resume", help="Finish the run in this folder: only its missing points run.")
+        Path | None, OutputOption("--resume", help="Finish the run in this folder: only its missing points run.")
     ] = None,
-    plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
-    timeout_s: Annotated[float | None, typer.Option("--timeout-s", help=HELP["timeout_s"])] = None,
-    budget_s: Annotated[float | None, typer.Option("--budget-s", help=HELP["budget_s"])] = None,
-    cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help=HELP["cuda_graph"])] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=HELP["quiet"])] = False,
-    param: Annotated[list[str] | None, typer.Option("--param", help=HELP["param"])] = None,
-    threads: Annotated[str | None, typer.Option("--threads", help=HELP["threads"])] = None,
-    warmup_s: Annotated[str | None, typer.Option("--warmup-s", help=HELP["warmup_s"])] = None,
-    min_reps: Annotated[str | None, typer.Option("--min-reps", help=HELP["min_reps"])] = None,
-    tokens: Annotated[str | None, typer.Option("--tokens", help=HELP["tokens"])] = None,
-    pack: Annotated[str | None, typer.Option("--pack", help=HELP["pack"])] = None,
-    lengths_file: Annotated[Path | None, typer.Option("--lengths-file", help=HELP["lengths_file"])] = None,
-    packing: Annotated[list[str] | None, typer.Option("--packing", help=HELP["packing"])] = None,
-    processes: Annotated[str | None, typer.Option("--processes", help=HELP["processes"])] = None,
-    max_processes: Annotated[str | None, typer.Option("--max-processes", help=HELP["max_processes"])] = None,
-    only_points: Annotated[Path | None, typer.Option("--only-points", help=HELP["only_points"])] = None,
-    mix: Annotated[bool, typer.Option("--mix", help=HELP["mix"])] = False,
-    allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
-    budget: Annotated[Path | None, typer.Option("--budget", metavar="FILE", help=HELP["budget"])] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help=HELP["yes"])] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help=HELP["dry_run"])] = False,
+    plugin: Annotated[list[Path] | None, WhatOption("--plugin", help=PLUGIN_HELP)] = None,
+    timeout_s: Annotated[float | None, MeasureOption("--timeout-s", help=HELP["timeout_s"])] = None,
+    budget_s: Annotated[float | None, MeasureOption("--budget-s", help=HELP["budget_s"])] = None,
+    cuda_graph: Annotated[bool, MeasureOption("--cuda-graph", help=HELP["cuda_graph"])] = False,
+    quiet: Annotated[bool, OutputOption("--quiet", "-q", help=HELP["quiet"])] = False,
+    param: Annotated[list[str] | None, WhatOption("--param", help=HELP["param"])] = None,
+    threads: Annotated[str | None, MeasureOption("--threads", help=HELP["threads"])] = None,
+    warmup_s: Annotated[str | None, MeasureOption("--warmup-s", help=HELP["warmup_s"])] = None,
+    min_reps: Annotated[str | None, MeasureOption("--min-reps", help=HELP["min_reps"])] = None,
+    tokens: Annotated[str | None, ShapeOption("--tokens", help=HELP["tokens"])] = None,
+    pack: Annotated[str | None, ShapeOption("--pack", help=HELP["pack"])] = None,
+    lengths_file: Annotated[Path | None, ShapeOption("--lengths-file", help=HELP["lengths_file"])] = None,
+    packing: Annotated[list[str] | None, ShapeOption("--packing", help=HELP["packing"])] = None,
+    processes: Annotated[str | None, MeasureOption("--processes", help=HELP["processes"])] = None,
+    max_processes: Annotated[str | None, MeasureOption("--max-processes", help=HELP["max_processes"])] = None,
+    only_points: Annotated[Path | None, WhatOption("--only-points", help=HELP["only_points"])] = None,
+    mix: Annotated[bool, OutputOption("--mix", help=HELP["mix"])] = False,
+    allow_failures: Annotated[bool, OutputOption("--allow-failures", help=HELP["allow_failures"])] = False,
+    budget: Annotated[Path | None, OutputOption("--budget", metavar="FILE", help=HELP["budget"])] = None,
+    yes: Annotated[bool, OutputOption("--yes", "-y", help=HELP["yes"])] = False,
+    dry_run: Annotated[bool, OutputOption("--dry-run", help=HELP["dry_run"])] = False,
     devices: fleet.Devices = None,
     shard: fleet.Shard = None,
     executor: fleet.Executor = None,
@@ -130,7 +129,7 @@ def run_command(
     """Measure time and peak memory of attention impls across sizes; write results.csv and meta.json."""
     options = locals()  # every option, by its parameter name: the request takes the sweep's
     with usage_errors():
-        refuse_old_names(baseline, no_baseline)
+        options = take_old_names(options)
         request = sweep_request("run", options, causal=_masking(causal, bidirectional))
         spread = fleet.fleet_options(options)
         if budget is not None:

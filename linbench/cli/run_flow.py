@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ import typer
 
 from linbench.cli.common import command_began, is_command_process, load_plugins, stdout_console, warn_left_out
 from linbench.cli.errors import INTERRUPTED_EXIT, CliUsageError, exit_usage_error, usage_errors
+from linbench.cli.fleet_options import FleetOptions
 from linbench.results.point_list import read_point_list
 
 if TYPE_CHECKING:
@@ -39,23 +41,36 @@ RANGE_HELP = "a size (4k), a list (512,1k), powers of two (1k..64k), or stepped 
 # ("threads: 'two' is not a positive whole number"), not Typer's.
 WHOLE_OPTIONS = ("threads", "min_reps", "processes", "max_processes", "pool", "drift_steps")
 SECONDS_OPTIONS = ("warmup_s",)
+# The options of run and decode that are not the sweep's: where the run folder goes, how the
+# run is shown, what ends it with 1, what it measures of a plan (--only-points), the masking's
+# second flag (--bidirectional: run gives the request's causal itself), the old spellings of
+# --against (cli/against_options.py), and the fleet's (cli/fleet_options.py FleetOptions).
+# Every other option is the SweepRequest field of its name: sweep_request refuses one that is
+# neither, so an option whose name matches no field fails every run and test at once, instead
+# of being dropped without a word.
+NOT_SWEEP_OPTIONS = frozenset(
+    {"out", "resume", "quiet", "allow_failures", "yes", "dry_run", "mix", "only_points", "budget"}
+    | {"bidirectional", "baseline", "no_baseline"}
+    | {f.name for f in dataclass_fields(FleetOptions)}
+)
 
 
 def sweep_request(command: str, options: Mapping[str, Any], **fields: Any) -> SweepRequest:
     """The request of ``linbench run`` or ``linbench decode`` from its options, by parameter
     name (``variant`` fills ``variants``): a list as a tuple, an option not given (None, an
     empty list, a flag left off) left unset, whole numbers and seconds read from their text.
-    ``fields`` set what takes more than one option (run's masking); options that are not
-    the sweep's (``--out``, ``--quiet``) are left out."""
-    from dataclasses import fields as fields_of
-
+    ``fields`` set what takes more than one option (run's masking); the options that are not
+    the sweep's (NOT_SWEEP_OPTIONS: ``--out``, ``--quiet``) are left out, and any other that
+    names no field is a TypeError: a command whose option would reach nothing."""
     from linbench.sweep.request import SETTING_KEYS, SweepRequest
     from linbench.sweep.values import nonnegative_float, positive_int
 
     plural = {key: name for name, key in SETTING_KEYS.items()}  # "variant" -> "variants"
-    known = {f.name for f in fields_of(SweepRequest)}
+    known = {f.name for f in dataclass_fields(SweepRequest)}
     for option, value in options.items():
         name = plural.get(option, option)
+        if name not in known and option not in NOT_SWEEP_OPTIONS:
+            raise TypeError(f"linbench {command}'s option {option!r} is no SweepRequest field nor in NOT_SWEEP_OPTIONS")
         if name not in known or name in fields or value is None or value is False or value == []:
             continue
         if option in WHOLE_OPTIONS:

@@ -100,6 +100,24 @@ def _numbered(folder: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def foreign_entries(run_dir: Path, shards: Sequence[Shard]) -> list[Path]:
+    """What RUN/shards/ holds that no agent of this plan made: an entry that is not one of its
+    shards' folders, or, in a shard's folder, one that is not an ``attempt-<n>`` folder (a run
+    copied in, a folder renamed by hand); sorted."""
+    root = run_dir / SHARDS_DIR
+    if not root.is_dir():
+        return []
+    ids = {shard.id for shard in shards}
+    found = []
+    for entry in sorted(root.iterdir()):
+        if entry.name not in ids or not entry.is_dir():
+            found.append(entry)
+            continue
+        numbered = {path for _, path in _numbered(entry)}
+        found += [inner for inner in sorted(entry.iterdir()) if inner not in numbered]
+    return found
+
+
 def attempts(run_dir: Path, shard_id: str) -> list[tuple[int, Path]]:
     """(number, folder) of every attempt of a shard, oldest first."""
     folder = run_dir / SHARDS_DIR / shard_id

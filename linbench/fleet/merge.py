@@ -15,6 +15,8 @@ from the attempt its row came from.
 
 It refuses, with one line naming what differs:
 
+* anything in RUN/shards/ that is not an attempt folder of the plan's shards (a run copied in,
+  a folder renamed by hand), which it would otherwise leave out unread;
 * an attempt of another plan (another sweep, or the same folder reused);
 * a scenario (what a report compares: every impl and length of one dtype, mode, masking and
   shape) measured on two cards or two GPU models, or rows from a fake inventory mixed with
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from linbench.fleet.errors import MergeError
-from linbench.fleet.folders import read_plan
+from linbench.fleet.folders import foreign_entries, read_plan
 from linbench.fleet.progress import Attempt, chain_rows, chosen_chain, read_attempts, whole_rows
 from linbench.fleet.shards import Shard, scenario_of
 from linbench.results.record import Key, row_key
@@ -75,6 +77,7 @@ class MergeSummary:
 def merge_run(run_dir: Path, *, allow_mixed: bool = False, allow_partial: bool = False) -> MergeSummary:
     """Merge the shard attempts of ``run_dir`` into its top-level files (see the module doc)."""
     shards, digest, settings = read_plan(run_dir)
+    _check_no_foreign(run_dir, shards)
     chosen: list[Chosen] = []
     summary = MergeSummary()
     attempts_used: list[Attempt] = []
@@ -103,6 +106,18 @@ def merge_run(run_dir: Path, *, allow_mixed: bool = False, allow_partial: bool =
         _check_unmixed(chosen, settings, attempts_used)
     _write(run_dir, chosen, _meta(attempts_used, digest, summary, allow_mixed), allow_mixed)
     return summary
+
+
+def _check_no_foreign(run_dir: Path, shards: Sequence[Shard]) -> None:
+    """MergeError naming what RUN/shards/ holds beside this plan's attempt folders: the merge
+    reads only those, so anything else would be left out without a word."""
+    foreign = foreign_entries(run_dir, shards)
+    if foreign:
+        more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+        raise MergeError(
+            f"{foreign[0].relative_to(run_dir)}{more} is not an attempt of this run's shards "
+            "(shards/<shard>/attempt-<n>, as fleet.json plans them); move it out"
+        )
 
 
 def _check_plan(found: Sequence[Attempt], digest: str, run_dir: Path) -> None:

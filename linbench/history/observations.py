@@ -133,9 +133,11 @@ def of_run(run: Run) -> list[Observation]:
 
 
 def of_folders(paths: list[Path]) -> list[Observation]:
+    """Every observation of the runs under ``paths``; ReportInputError for a run with a row
+    left out (torn, malformed: report/load.py), which would drop its point from its series."""
     from linbench.report.load import find_run_dirs, read_run
 
-    return [obs for path in paths for folder in find_run_dirs(path) for obs in of_run(read_run(folder))]
+    return [obs for path in paths for folder in find_run_dirs(path) for obs in of_run(read_run(folder, "history"))]
 
 
 def _values(side: Side, row: pd.Series) -> dict[str, Any]:

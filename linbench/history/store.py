@@ -35,15 +35,22 @@ def is_history_file(path: Path) -> bool:
 
 
 def read(path: Path) -> list[Observation]:
-    """The observations of the history file ``path``."""
+    """The observations of the history file ``path``; HistoryFileError for one that is not
+    whole (a row cut short by a kill, or with too few or too many cells): its runs' points would
+    be judged, and appended to, as if measured."""
     try:
         with _open(path, "r") as handle:
-            rows = list(csv.DictReader(handle))
+            text = handle.read()
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
     except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
         raise HistoryFileError(f"{str(path)!r} is not a readable history file: {exc}") from None
     if rows and SCHEMA_FIELD not in rows[0]:
         raise HistoryFileError(f"{str(path)!r} is not a linbench history file (no {SCHEMA_FIELD} column)")
+    if text and not text.endswith("\n"):
+        raise HistoryFileError(f"{str(path)!r}: its last row is torn (the file ends mid-row); remove that line")
     for number, row in enumerate(rows, start=2):
+        if None in row or None in row.values():  # csv's marks of a row longer or shorter than the header
+            raise HistoryFileError(f"{str(path)!r} line {number} has other cells than the header names")
         version = row.get(SCHEMA_FIELD, "")
         if not version.isdigit():
             raise HistoryFileError(f"{str(path)!r} line {number}: {SCHEMA_FIELD} {version!r} is not a version")

@@ -6,6 +6,8 @@ missing, is not CSV or lacks columns raises ReportInputError naming the file and
 A row no writer finished (torn mid-write, cells missing or of the wrong type: rows.py) is
 left out, and the run's ``warnings`` name it in one line per file: no report, figure or
 comparison uses it, and a point whose results row is left out is left out of all of them.
+``history`` and ``budget`` take a run's points as all it measured (a series, a limit per
+point), so for them such a run is refused, in that line.
 """
 
 from __future__ import annotations
@@ -81,19 +83,21 @@ def _not_results(path: Path) -> list[Path]:
     raise ReportInputError(f"{str(path)!r} is not a {RESULTS_FILE}")
 
 
-def read_run(path: Path) -> Run:
+def read_run(path: Path, whole: str | None = None) -> Run:
     """The run in folder ``path`` (or the folder of the results.csv ``path``); ReportInputError
-    for one written by a newer schema (results/schema_version.py) before its files are read."""
+    for one written by a newer schema (results/schema_version.py) before its files are read.
+    ``whole``: the command reading it (``history``, ``budget``) takes a run's rows as all it
+    measured, so a file with rows left out is a ReportInputError naming them, not a warning."""
     folder = path.parent if path.is_file() else path
     csv_path = folder / RESULTS_FILE
     warnings: list[str] = []
     meta = read_meta(folder)
-    results = read_results(csv_path, warnings)
+    results = read_results(csv_path, warnings, whole)
     if token_budget(meta):
         results["tokens"] = results["batch"] * results["seq"]
     processes_csv = folder / PROCESSES_FILE
     has_processes = processes_csv.is_file() and processes_csv.stat().st_size
-    processes = read_processes(processes_csv, warnings) if has_processes else None
+    processes = read_processes(processes_csv, warnings, whole) if has_processes else None
     if processes is not None and processes.empty:
         processes = None  # a header alone: no process recorded (a run made without them, or stopped early)
     return Run(folder, results, meta, processes, warnings)
@@ -129,10 +133,11 @@ def token_budget(meta: dict[str, Any]) -> int | None:
         return None
 
 
-def read_results(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFrame:
+def read_results(csv_path: Path, warnings: list[str] | None = None, whole: str | None = None) -> pd.DataFrame:
     """results.csv's whole rows as a typed DataFrame; ReportInputError for a file that is not
-    one. The rows left out are named in a line appended to ``warnings``."""
-    frame, read = _read_csv(csv_path, REQUIRED_RESULT_COLUMNS, warnings, "their points count as not measured")
+    one. The rows left out are named in a line appended to ``warnings`` (refused: ``whole``)."""
+    outcome = "their points count as not measured"
+    frame, read = _read_csv(csv_path, REQUIRED_RESULT_COLUMNS, warnings, outcome, whole)
     if frame.empty and read.bad:  # rows there were, but none whole: say why, not "empty"
         raise ReportInputError(f"{str(csv_path)!r} holds no usable results: {read.summary()}")
     if frame.empty:
@@ -140,10 +145,10 @@ def read_results(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFr
     return _typed(frame, ALWAYS_RESULT_COLUMNS, csv_path)
 
 
-def read_processes(csv_path: Path, warnings: list[str] | None = None) -> pd.DataFrame:
+def read_processes(csv_path: Path, warnings: list[str] | None = None, whole: str | None = None) -> pd.DataFrame:
     """processes.csv as a typed DataFrame (one row per worker process of a point), checked
     like results.csv; it may be empty (a run stopped before its first process finished)."""
-    frame, _ = _read_csv(csv_path, PROCESS_REQUIRED_COLUMNS, warnings, "those processes are not used")
+    frame, _ = _read_csv(csv_path, PROCESS_REQUIRED_COLUMNS, warnings, "those processes are not used", whole)
     return _typed(frame, ALWAYS_PROCESS_COLUMNS, csv_path)
 
 
@@ -181,11 +186,12 @@ def _fill_keys(frame: pd.DataFrame) -> None:
 
 
 def _read_csv(
-    csv_path: Path, required: tuple[str, ...], warnings: list[str] | None, outcome: str
+    csv_path: Path, required: tuple[str, ...], warnings: list[str] | None, outcome: str, whole: str | None = None
 ) -> tuple[pd.DataFrame, CsvRows]:
     """A run's CSV file's whole rows as strings (rows.py), with its required columns, statuses
     and masking checked, and what was read (the rows left out among it); the rows left out
-    named in a line appended to ``warnings``, which ends with ``outcome``."""
+    named in a line appended to ``warnings``, which ends with ``outcome``, or, where the
+    command ``whole`` reads the file, refused in that line."""
     where = repr(str(csv_path))
     try:
         read = read_rows(csv_path)
@@ -193,6 +199,9 @@ def _read_csv(
         raise ReportInputError(f"{where} does not exist") from None
     except (OSError, CsvFileError) as exc:
         raise ReportInputError(str(exc)) from None
+    if whole is not None and read.bad:
+        refusal = f"linbench {whole} takes only whole runs: resume the run (--resume) to measure them again"
+        raise ReportInputError(str(read.warning(refusal)))
     if (warning := read.warning(outcome)) is not None and warnings is not None:
         warnings.append(warning)
     frame = pd.DataFrame(read.rows, columns=list(read.header), dtype=str)
@@ -228,9 +237,9 @@ def load_runs(paths: list[Path]) -> list[Run]:
     return runs
 
 
-def read_single_run(path: Path) -> Run:
-    """The one run at ``path``; ReportInputError when it holds several."""
+def read_single_run(path: Path, whole: str | None = None) -> Run:
+    """The one run at ``path`` (read_run's ``whole``); ReportInputError when it holds several."""
     folders = find_run_dirs(path)
     if len(folders) > 1:
         raise ReportInputError(f"{str(path)!r} holds {len(folders)} runs; name one run folder")
-    return read_run(folders[0])
+    return read_run(folders[0], whole)

@@ -3,7 +3,10 @@
 The rows are the ones every linbench reader sees (rows.py: a row no writer finished is left
 out, and named in ``left_out``), each cell typed by its column's declaration (schema.py:
 ``causal`` is True, ``time_ms`` 42.5, an empty cell None). A run written by a newer linbench
-is refused (schema_version.py); an older one is read as it is, without the columns it predates.
+is refused (schema_version.py). An older one reads as the reports read it: every column its file
+declares today is in every row, a column the run predates as its default, the key columns
+KEY_DEFAULTS names from their column (``kv_heads`` and ``v_heads``: the row's ``heads``) and any
+other None, so ``row["kv_heads"]`` means the same in a script as in ``linbench report``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from linbench.results.rows import read_rows, typed
+from linbench.results.schema import KEY_DEFAULTS, PROCESS_COLUMNS, RESULT_COLUMNS
 from linbench.results.schema_version import check_schema_version
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
 
@@ -57,11 +61,11 @@ def load_run(path: str | Path) -> LoadedRun:
     folder = folder.parent if folder.is_file() else folder
     meta = _meta(folder / META_FILE)
     left_out: list[str] = []
-    rows, columns = _typed_rows(folder / RESULTS_FILE, left_out)
+    rows, columns = _typed_rows(folder / RESULTS_FILE, RESULT_COLUMNS, left_out)
     processes: list[dict[str, Any]] = []
     process_columns: tuple[str, ...] = ()
     if (folder / PROCESSES_FILE).is_file():
-        processes, process_columns = _typed_rows(folder / PROCESSES_FILE, left_out)
+        processes, process_columns = _typed_rows(folder / PROCESSES_FILE, PROCESS_COLUMNS, left_out)
     return LoadedRun(folder, meta, rows, processes, left_out, columns, process_columns)
 
 
@@ -76,12 +80,27 @@ def _meta(path: Path) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _typed_rows(path: Path, left_out: list[str]) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
-    """The whole rows of ``path``, typed, and its header; the rows left out named in ``left_out``."""
+def _typed_rows(
+    path: Path, declared: tuple[str, ...], left_out: list[str]
+) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+    """The whole rows of ``path``, typed and completed to the ``declared`` columns (_completed),
+    and the columns they hold: the declared ones, then any other of the header's; the rows left
+    out named in ``left_out``."""
     read = read_rows(path)
     if (warning := read.warning("left out")) is not None:
         left_out.append(warning)
-    return [typed(row) for row in read.rows], read.header
+    columns = tuple(dict.fromkeys((*declared, *read.header)))
+    return [_completed(typed(row), declared) for row in read.rows], columns
+
+
+def _completed(row: dict[str, Any], declared: tuple[str, ...]) -> dict[str, Any]:
+    """``row`` with every ``declared`` column: one it lacks (a run from before it) or left empty
+    read as KEY_DEFAULTS says where it names a column (kv_heads, v_heads: heads), else None."""
+    full = {name: row.get(name) for name in declared} | row
+    for column, source in KEY_DEFAULTS.items():
+        if source is not None and column in full and full[column] is None:
+            full[column] = full.get(source)
+    return full
 
 
 def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:

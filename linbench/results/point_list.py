@@ -4,7 +4,8 @@ reads, so that a sweep measures some of its points and not all.
 Any run file with the key columns is such a list (a results.csv, or one filtered from it), so
 a user can hand ``--only-points`` the points of an earlier run; ``linbench ab`` writes one for
 the rounds past those asked for, with the points that still need a round (ab/job.py). A point
-is named by its key (record.row_key), so it matches a planned point exactly or not at all.
+is named by its key (record.row_key), so it matches a planned point exactly or not at all. It
+is read as every run file is (rows.py), and a row no writer finished refuses the list.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from linbench.results.record import Key, row_key
+from linbench.results.rows import CsvFileError, read_rows
 from linbench.results.schema import KEY_COLUMNS, REQUIRED_KEY_COLUMNS
 
 
@@ -33,18 +35,23 @@ def write_point_list(path: Path, keys: Iterable[Key]) -> Path:
 
 def read_point_list(path: Path) -> frozenset[Key]:
     """The points a CSV names by their key columns (other columns are ignored, so a results.csv
-    is one); PointListError when it cannot be read, lacks a key column or names no point."""
+    is one); PointListError when it cannot be read, lacks a key column, names no point, or has a
+    row no writer finished (rows.py: torn by a kill, a cell that is not its column's type): a
+    list with rows left out would measure fewer points than it names, without a word."""
     try:
-        with path.open(newline="") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in REQUIRED_KEY_COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise PointListError(f"{path}: not a list of points: no {', '.join(missing)} column")
-            keys = frozenset(row_key(row) for row in reader)
+        read = read_rows(path)
     except OSError as exc:
         raise PointListError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    except (csv.Error, UnicodeDecodeError) as exc:
+    except CsvFileError as exc:
+        if path.stat().st_size == 0:
+            raise PointListError(f"{path}: not a list of points: no {', '.join(REQUIRED_KEY_COLUMNS)} column") from None
         raise PointListError(f"{path}: not a CSV file: {exc}") from None
+    missing = [c for c in REQUIRED_KEY_COLUMNS if c not in read.header]
+    if missing:
+        raise PointListError(f"{path}: not a list of points: no {', '.join(missing)} column")
+    if read.bad:
+        raise PointListError(f"{path}: {read.summary()}; mend or drop those lines, or resume the run they came from")
+    keys = frozenset(row_key(row) for row in read.rows)
     if not keys:
         raise PointListError(f"{path}: names no point")
     return keys

@@ -70,3 +70,20 @@ def preset_settings(name: Any, command: str, tp: Any = None) -> tuple[dict[str, 
     except ValueError as exc:
         text = str(exc)
         raise SpecError(text if text.startswith("tp:") else f"preset: {text}") from None
+
+
+def place_groupings(blocks: list[dict[str, Any]], given: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A hybrid preset's ``blocks`` with ``given``'s value heads set on its linear layers' block
+    and its key/value heads on its softmax layers' (each grouping belongs to one layer kind:
+    GVA to the linear mixer, GQA to softmax, and the two never combine in one block), and
+    ``given`` without them; both as they are where there are no blocks."""
+    if not blocks:
+        return blocks, given
+    rest, placed = dict(given), [dict(block) for block in blocks]
+    for name, on_softmax in (("v_heads", False), ("kv_heads", True)):
+        if name in rest:
+            value = rest.pop(name)
+            for block in placed:
+                if (block.get("layer_variants") == ["softmax"]) == on_softmax:
+                    block[name] = value
+    return placed, rest

@@ -13,6 +13,7 @@ beside their softmax layers') are linbench/hybrids.py's, taken by the same --pre
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,11 +95,22 @@ PRESETS: dict[str, Preset] = {
 
 
 def get_preset(name: str) -> Preset:
-    """The preset called ``name``; ValueError listing the presets when there is none."""
+    """The preset called ``name``; ValueError naming the nearest presets ("did you mean") and
+    listing them all when there is none."""
     try:
         return PRESETS[name]
     except KeyError:
         from linbench.hybrids import HYBRIDS
 
-        names = ", ".join((*PRESETS, *HYBRIDS))
-        raise ValueError(f"unknown preset {name!r}; presets: {names}") from None
+        names = (*PRESETS, *HYBRIDS)
+        near = nearest(name, names)
+        guess = f"did you mean {' or '.join(near)}? " if near else ""
+        raise ValueError(f"unknown preset {name!r}; {guess}presets: {', '.join(names)}") from None
+
+
+def nearest(name: str, names: tuple[str, ...]) -> list[str]:
+    """The names ``name`` may have meant: those it begins (a model's family without its size,
+    ``qwen3.5``), else the close spellings (difflib's), at most three."""
+    lowered = name.strip().lower()
+    begun = [candidate for candidate in names if lowered and candidate.startswith(lowered)]
+    return (begun or difflib.get_close_matches(lowered, names, n=3, cutoff=0.6))[:3]

@@ -23,7 +23,7 @@ from linbench.dtypes import parse_dtypes
 from linbench.results.schema import MODES
 from linbench.shape import STATE_LAYOUTS
 from linbench.sweep.lengths import Pack
-from linbench.sweep.model_shapes import kv_heads_axis, preset_settings, v_heads_axis
+from linbench.sweep.model_shapes import kv_heads_axis, place_groupings, preset_settings, v_heads_axis
 from linbench.sweep.packs import pack_settings
 from linbench.sweep.params import parse_param
 from linbench.sweep.request import SweepRequest
@@ -260,7 +260,8 @@ def build_spec(request: SweepRequest) -> SweepSpec:
     # hybrid's two layer kinds are the sweep's blocks where no suite gives any.
     filled, blocks = preset_settings(given.get("preset", top.get("preset")), command, given.get("tp", top.get("tp")))
     base |= filled | top
-    tables = tables or blocks
+    if not tables:  # a hybrid preset's blocks: --v-heads for its linear layers, --kv-heads for softmax's
+        tables, given = place_groupings(blocks, given)
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise SpecError(f"unknown setting(s): {', '.join(unknown)}")

@@ -8,6 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli_helpers import Invoke, assert_usage_error
+from synthetic_processes import write_process_run
+from synthetic_runs import series
+from torn_rows import tear_last_row
 
 CPU = ("--device", "cpu")
 TINY = ("--seq", "64", "--heads", "2", "--dim", "16", "--budget-s", "0.05", "--warmup-s", "0", *CPU)
@@ -43,3 +46,12 @@ def test_a_bad_budget_is_refused_before_measuring(invoke: Invoke, tmp_path: Path
     bad.write_text("budget_version = 1\n")
     assert_usage_error(_run(invoke, tmp_path / "out", "--budget", bad), "no [[point]] limit")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_budget_is_not_made_from_a_run_with_a_torn_row(invoke: Invoke, tmp_path: Path) -> None:
+    run = write_process_run(tmp_path / "run", series("cosine", "chunked", lambda s: s / 1000, seqs=(1024, 2048)))
+    tear_last_row(run / "results.csv")  # 2048's row: its limit would be left out without a word
+    out = tmp_path / "budget.toml"
+    result = invoke("budget", run, "--out", out)
+    assert_usage_error(result, "line 3 is torn")
+    assert "budget takes only whole runs" in result.stderr and not out.exists()

@@ -25,11 +25,20 @@ def test_a_serving_run_reports_per_request_state_accepted_tokens_drift_and_capac
     args = ("--variant", "gated-deltanet", "--against", "softmax:kvcache", "--batch", "2", "--pool", "5")
     serving = ("--contexts", "uniform:min=8,max=24", "--tokens-per-step", "2", "--accept", "0.5")
     result = invoke(
-        "decode", *args, *serving, "--state-dtype", "fp32,bf16", "--memory-budget", "1GiB", *TINY, "--out", tmp_path
+        "decode",
+        *args,
+        *serving,
+        "--state-dtype",
+        "fp32,bf16,fp16,fp64",
+        "--memory-budget",
+        "1GiB",
+        *TINY,
+        "--out",
+        tmp_path,
     )
     assert result.exit_code == 0, result.output
     rows = {(r["impl"], r["state_dtype"]): r for r in _rows(tmp_path)}
-    assert set(rows) == {("recurrent", "fp32"), ("recurrent", "bf16"), ("kvcache", "")}
+    assert set(rows) == {("recurrent", d) for d in ("fp32", "bf16", "fp16", "fp64")} | {("kvcache", "")}
     for row in rows.values():
         assert row["status"] == "ok", row["error"] and row["tokens_per_step"] == "2" and row["accept"] == "0.5"
         assert row["pool"] == "5" and row["contexts"].startswith("uniform:min=8,max=24")
@@ -48,6 +57,23 @@ def test_a_serving_run_reports_per_request_state_accepted_tokens_drift_and_capac
     # fp32's drift is rounding; bf16's 8-bit mantissa shows after 8 steps.
     assert float(fp32["state_drift"]) < 1e-5 < float(bf16["state_drift"]) < 0.1 and fp32["drift_steps"] == "8"
     assert rows["kvcache", ""]["state_drift"] == ""
+    # fp16 and fp64 are kept as named: 2 and 8 bytes an element; fp16's 11-bit mantissa drifts, fp64
+    # only by the fp32 step's own rounding.
+    fp16, fp64 = rows["recurrent", "fp16"], rows["recurrent", "fp64"]
+    assert (int(fp16["state_bytes_per_request"]), int(fp64["state_bytes_per_request"])) == (
+        2 * 16 * 16 * 2,
+        2 * 16 * 16 * 8,
+    )
+    assert float(fp64["state_drift"]) < 1e-5 < float(fp16["state_drift"]) < 0.1
+
+
+def test_the_state_dtype_help_and_doc_name_every_dtype_it_takes() -> None:
+    from linbench.cli.decode_cmd import HELP, STATE_DTYPES
+    from linbench.dtypes import DTYPE_NAMES
+
+    assert set(STATE_DTYPES) == set(DTYPE_NAMES) and all(name in HELP["state_dtype"] for name in DTYPE_NAMES)
+    doc = (Path(__file__).parents[2] / "docs" / "decode.md").read_text()
+    assert f"--state-dtype {','.join(STATE_DTYPES)}" in doc
 
 
 @pytest.mark.parametrize(

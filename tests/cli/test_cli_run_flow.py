@@ -1,14 +1,18 @@
-"""run's and decode's options become one typed request (CPU; nothing runs)."""
+"""run's and decode's options become one typed request, every option either a request field
+or declared apart from the sweep (CPU; nothing runs)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
 import pytest
+import typer.main
 
-from linbench.cli.run_flow import sweep_request
-from linbench.sweep.request import SweepRequest
+from linbench.cli import app
+from linbench.cli.run_flow import NOT_SWEEP_OPTIONS, sweep_request
+from linbench.sweep.request import SETTING_KEYS, SweepRequest
 from linbench.sweep.spec import SpecError
 
 
@@ -74,3 +78,27 @@ def test_the_resume_hint_keeps_its_path_on_its_line_at_any_width(tmp_path: Path)
         end_run(prepared, Outcome("interrupted", path, {}, []), console, quiet=True, allow_failures=False)  # type: ignore[arg-type]
     text = console.export_text()
     assert f"finish with linbench run --resume {path}\n" in text
+
+
+def _options(command: str) -> list[str]:
+    """The parameter names of a command's options as Typer registers them."""
+    return [param.name for param in typer.main.get_command(app).commands[command].params if param.name]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command", ["run", "decode"])
+def test_every_option_is_a_request_field_or_declared_apart_from_the_sweep(command: str) -> None:
+    plural = {key: name for name, key in SETTING_KEYS.items()}
+    fields = {f.name for f in dataclasses.fields(SweepRequest)}
+    stray = [o for o in _options(command) if plural.get(o, o) not in fields and o not in NOT_SWEEP_OPTIONS]
+    assert not stray, f"{command}'s options {stray} reach no SweepRequest field: rename them, or declare them"
+
+
+def test_each_option_declared_apart_from_the_sweep_is_an_option_and_no_field() -> None:
+    every = set(_options("run")) | set(_options("decode"))
+    assert every >= NOT_SWEEP_OPTIONS
+    assert not NOT_SWEEP_OPTIONS & {f.name for f in dataclasses.fields(SweepRequest)}
+
+
+def test_an_option_that_names_no_field_fails_instead_of_vanishing() -> None:
+    with pytest.raises(TypeError, match="'sequence' is no SweepRequest field"):
+        sweep_request("run", {"seq": "64", "sequence": "128"})

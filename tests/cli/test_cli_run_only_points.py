@@ -47,7 +47,7 @@ def test_only_the_points_named_are_measured_and_a_resume_keeps_to_them(invoke: I
 
 def test_a_point_the_sweep_lacks_is_refused_before_anything_runs(invoke: Invoke, tmp_path: Path) -> None:
     # seq 4096: not a length of this sweep
-    stray = ("cosine", "chunked", "fwd", "True", "fp32", "cpu", "1", "2", "4096", "16", "16", "2", "")
+    stray = ("cosine", "chunked", "fwd", "True", "fp32", "cpu", "1", "2", "4096", "16", "16", "2", "", "2", "", "", "")
     points = write_point_list(tmp_path / "points.csv", [stray])
     result = invoke("run", *TINY, "--only-points", points, "--out", tmp_path / "out")
     assert_usage_error(result, "1 of the 1 points asked for are not in the sweep as planned here", "4096")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -215,3 +217,21 @@ def test_an_attempt_from_a_newer_schema_is_refused_naming_both_versions(tmp_path
     meta_path.write_text(json.dumps(json.loads(meta_path.read_text()) | {"schema_version": SCHEMA_VERSION + 89}))
     with pytest.raises(RunStoreError, match=rf"schema version {SCHEMA_VERSION + 89}; .*up to {SCHEMA_VERSION}"):
         merge_run(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("foreign", "named"),
+    [
+        ("shards/s999/attempt-1", "shards/s999"),  # a shard the plan does not have
+        ("shards/other-run", "shards/other-run"),  # a run folder copied in
+        ("shards/s000/attempt-1-copy", "shards/s000/attempt-1-copy"),  # an attempt renamed by hand
+    ],
+)
+def test_a_folder_among_the_shards_that_is_no_planned_attempt_is_refused(
+    tmp_path: Path, foreign: str, named: str
+) -> None:
+    complete_run(tmp_path)
+    shutil.copytree(tmp_path / "shards" / "s001" / "attempt-1", tmp_path / foreign)  # its rows would go unread
+    with pytest.raises(MergeError, match=rf"^{re.escape(named)} is not an attempt of this run's shards"):
+        merge_run(tmp_path)
+    assert not (tmp_path / "results.csv").exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from history_runs import commit, write_history
+from torn_rows import tear_last_row
 from typer.testing import CliRunner, Result
 
 from linbench.cli import app
@@ -82,3 +83,29 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
     result = _history(*args)
     assert result.exit_code == 2
     assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("file", ["results.csv", "processes.csv"])
+def test_a_run_with_a_torn_row_is_refused_naming_its_file_and_line(tmp_path: Path, file: str) -> None:
+    runs = write_history(tmp_path / "runs", 3, seed=0, variants=("gated-deltanet",))
+    damaged = runs[1] / file
+    tear_last_row(damaged)
+    lines = damaged.read_text().count("\n") + 1
+    for args in ([tmp_path / "runs"], ["--store", tmp_path / "h.csv", "--add", tmp_path / "runs"]):
+        result = _history(*args)
+        assert result.exit_code == 2, result.output
+        (line,) = result.output.strip().splitlines()
+        assert str(damaged) in line and f"line {lines} is torn" in line and "history takes only whole runs" in line
+    assert not (tmp_path / "h.csv").exists()  # nothing appended from a damaged run
+
+
+def test_a_torn_history_file_is_refused_and_never_appended_to(tmp_path: Path) -> None:
+    runs = write_history(tmp_path / "runs", 3, seed=0, variants=("gated-deltanet",))
+    store = tmp_path / "history.csv"
+    assert _history("--store", store, "--add", runs[0]).exit_code == 4
+    store.write_text(store.read_text()[:-20])  # a kill mid-append
+    before = store.read_text()
+    for args in ([store], ["--store", store, "--add", runs[1]]):
+        result = _history(*args)
+        assert result.exit_code == 2 and "its last row is torn" in result.output, result.output
+    assert store.read_text() == before

@@ -3,6 +3,7 @@ request, a newer schema refused (CPU only; a committed run and small written one
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -11,7 +12,8 @@ from result_rows import process_row, result_row
 from torn_rows import tear_last_row
 
 import linbench
-from linbench.results.schema import SCHEMA_VERSION
+from linbench.report.load import read_run
+from linbench.results.schema import REQUIRED_RESULT_COLUMNS, RESULT_COLUMNS, SCHEMA_VERSION
 from linbench.results.store import RunStore
 
 COMMITTED = Path(__file__).parents[2] / "results" / "cpu-reference" / "20261124T060541Z-gated"
@@ -49,3 +51,24 @@ def test_a_run_from_a_newer_schema_is_refused_naming_both_versions(tmp_path: Pat
         ValueError, match=f"schema version 99; this linbench reads schema versions up to {SCHEMA_VERSION}"
     ):
         linbench.load_run(store.path)
+
+
+def test_an_older_run_reads_a_column_it_predates_as_the_reports_do(tmp_path: Path) -> None:
+    """A run from before kv_heads, v_heads, chunk and the serving key (only the columns every
+    results.csv has had): each row has every column, kv_heads and v_heads as its heads (as
+    ``report`` reads them), the rest None; the frame has them too."""
+    folder = tmp_path / "old"
+    folder.mkdir()
+    row = result_row(256, time_ms=42.5)
+    with (folder / "results.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(REQUIRED_RESULT_COLUMNS), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerow(row)
+    (folder / "meta.json").write_text(json.dumps({"schema_version": 1}))
+    (loaded,) = linbench.load_run(folder).rows
+    assert set(RESULT_COLUMNS) <= set(loaded)
+    assert (loaded["kv_heads"], loaded["v_heads"]) == (8, 8)
+    assert loaded["chunk"] is None and loaded["state_dtype"] is None and loaded["gqa"] is None
+    assert loaded["time_ms"] == 42.5
+    assert read_run(folder).results["kv_heads"].tolist() == [loaded["kv_heads"]]  # the report's reading
+    assert linbench.load_run(folder).frame()["v_heads"].tolist() == [8]

@@ -3,10 +3,12 @@ results.csv read as one, and each way such a file can be wrong (no device: files
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from result_rows import result_row
+from torn_rows import garble_row, tear_last_row
 
 from linbench.results.point_list import PointListError, read_point_list, write_point_list
 from linbench.results.record import row_key
@@ -48,3 +50,18 @@ def test_a_list_of_no_points_or_no_file_is_refused(tmp_path: Path) -> None:
         read_point_list(empty)
     with pytest.raises(PointListError, match=r"missing\.csv: cannot read it: No such file"):
         read_point_list(tmp_path / "missing.csv")
+
+
+@pytest.mark.parametrize("damage", ["torn", "garbled"])
+def test_a_results_csv_with_a_row_no_writer_finished_is_refused_naming_the_line(tmp_path: Path, damage: str) -> None:
+    store = RunStore.create(tmp_path, "run")
+    for seq in (1024, 2048, 4096):
+        store.append(result_row(seq))
+    if damage == "torn":
+        tear_last_row(store.results_path)  # 4096's row, cut in its time: its key still reads
+        said = "1 row left out (line 4 is torn"
+    else:
+        garble_row(store.results_path, 3, column="seq")  # 2048's key cell
+        said = "1 row left out (line 3 has seq '4x2'"
+    with pytest.raises(PointListError, match=rf"results\.csv: {re.escape(said)}"):
+        read_point_list(store.results_path)

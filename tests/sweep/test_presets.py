@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from linbench.sweep.presets import PRESETS, get_preset
@@ -38,3 +40,16 @@ def test_an_unknown_preset_lists_the_presets() -> None:
         get_preset("x")
     with pytest.raises(SpecError, match="preset: unknown preset 'x'"):
         build_spec(SweepRequest(preset="x"))
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("qwen3.5", "did you mean qwen3.5-397b or qwen3.5-35b?"),
+        ("kimi-linear", "did you mean kimi-linear-48b?"),
+        ("llama3-7b", "did you mean llama3-70b or llama3-8b?"),  # the closest first
+    ],
+)
+def test_an_unknown_preset_names_the_presets_it_may_mean(given: str, meant: str) -> None:
+    with pytest.raises(SpecError, match=f"unknown preset '{re.escape(given)}'; {re.escape(meant)} presets: "):
+        build_spec(SweepRequest(preset=given))
