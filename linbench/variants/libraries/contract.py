@@ -141,7 +141,8 @@ class Contract:
             except importlib.metadata.PackageNotFoundError:
                 return f"{distribution} is not installed ({self.install or 'pip install ' + distribution})"
         if device.type != "cuda":
-            return f"{self.name} is a CUDA kernel ({self.arch_names()}), not for {device.type}"
+            none = "".join(f"; none for SM{major}x" for major in self.no_kernel)
+            return f"{self.name} is a CUDA kernel ({self.arch_names()}{none}), not for {device.type}"
         arch = torch.cuda.get_device_capability(device)
         if arch[0] in self.no_kernel:
             return f"{self.name}: {self.no_kernel[arch[0]]}"

@@ -49,7 +49,7 @@ def _cudnn_kda(fn: Any, a: Args) -> torch.Tensor:
     q, k, beta, in_kernel = a.q, a.k, a.beta, True
     if a.grad and a.arch is not None and a.arch[0] == 9:
         # SM90's one backward engine takes pre-normalised q/k, fp32 β and equal head counts
-        # (hopper/cuda_engine.py:433, :469, :487) and bakes in the scale 1/√128 (:446).
+        # (hopper/cuda_engine.py:433, :469, :487) and bakes in the scale 1/√128 (:455).
         if abs(a.scale - q.shape[-1] ** -0.5) > 1e-9:
             raise ImplUnavailableError("kda:cudnn: cuDNN's SM90 backward kernel bakes in the scale Dk^-1/2")
         group = a.v.shape[1] // q.shape[1]
@@ -100,11 +100,11 @@ KDA_FLASHINFER = Contract(
     (
         _FI_KDA + "kda.py:42-101: recurrent_kda(q, k, v, g, beta, A_log, dt_bias, scale, ..., use_gate_in_kernel,"
         " lower_bound, cu_seqlens, ..., beta_is_logit, ..., backend='auto')",
-        _FI_KDA + "kda_prefill.py:654-705: the FlashKDA-compatible prefill needs use_qk_l2norm_in_kernel,"
+        _FI_KDA + "kda_prefill.py:654-815: the FlashKDA-compatible prefill needs use_qk_l2norm_in_kernel,"
         " use_gate_in_kernel and beta_is_logit, SM100/SM103, contiguous bf16 k, v, g of q's shape (equal heads), D 128",
         _FI_KDA + "kda_prefill_cute.py:128-146: the CuTe DSL prefill: the same heads rule, D 128",
         _FI_KDA + "kda_prefill.py:59: _FLASH_KDA_SUPPORTED_COMPUTE_CAPABILITIES = {(10, 0), (10, 3)}; none for SM90",
-        _FI_KDA + "kda.py:131-139: lower_bound·sigmoid(exp(A_log)·(g + dt_bias)); A_log [H] fp32, dt_bias [H, K] fp32",
+        _FI_KDA + "kda.py:133, :158: lower_bound·sigmoid(exp(A_log)·(g + dt_bias)); A_log [H], dt_bias [H, K] fp32",
     ),
     "flashinfer", "recurrent_kda", _flashinfer_kda_prefill,
     kernels={10: "recurrent_kda prefill (auto: small-BH, CuTe DSL or Cake)", 12: "recurrent_kda SM120 prefill"},
@@ -118,10 +118,10 @@ KDA_FLASHINFER = Contract(
 KDA_FLASHINFER_RECURRENT = Contract(
     "kda", "flashinfer-recurrent", "flashinfer-python", FLASHINFER,
     (
-        _FI_KDA + "kda.py:896-921: a call no prefill route takes goes to _dispatch_recurrent_kda_decode",
-        _FI_KDA + "kda_kernels/recurrent_kda.py:2282-2285: 'Decode only supports T=1 without cu_seqlens'",
-        _FI_KDA + "kda_kernels/recurrent_kda.py:2198: with cu_seqlens, 'Batch size must be 1'",
-        _FI_KDA + "kda.py:116-125: v [B, T, HV, V], g [B, T, HV, K] bf16 log-space, beta bf16 post-sigmoid;"
+        _FI_KDA + "kda.py:885: a call no prefill route takes goes to _dispatch_recurrent_kda_decode",
+        _FI_KDA + "kda_kernels/recurrent_kda.py:2284: 'Decode only supports T=1 without cu_seqlens'",
+        _FI_KDA + "kda_kernels/recurrent_kda.py:2204: with cu_seqlens, 'Batch size must be 1'",
+        _FI_KDA + "kda.py:116-128: v [B, T, HV, V], g [B, T, HV, K] bf16 log-space, beta bf16 post-sigmoid;"
         " 'GQA is applied when HV != H'",
     ),
     "flashinfer", "recurrent_kda", _flashinfer_kda_recurrent,
@@ -154,10 +154,10 @@ KDA_CUDNN = Contract(
     (
         _CUDNN_KDA + "ops/kda.py:1239-1263: kimi_delta_attention(q, k, v, g, beta, cu_seqlens, scale,"
         " ..., use_qk_l2norm_in_kernel, ..., gate_domain='log')",
-        _CUDNN_KDA + "ops/kda.py:1267-1272: THD; k [T, HK, K] with HK = H or HV; g [T, HO, K], beta [T, HO]",
+        _CUDNN_KDA + "ops/kda.py:1266-1271: THD; k [T, HK, K] with HK = H or HV; g [T, HO, K], beta [T, HO]",
         _CUDNN_KDA + "hopper/cuda_engine.py:433: the SM90 backward takes pre-normalised q/k and post-sigmoid beta",
         _CUDNN_KDA + "hopper/cuda_engine.py:469: the SM90 backward needs equal head counts;"
-        " :487: its beta fp32; :446: it bakes in the scale 1/sqrt(128); :454: head dims 128",
+        " :487: its beta fp32; :455: it bakes in the scale 1/sqrt(128); :460: head dims 128",
     ),
     "cudnn.linear_attention.ops.kda", "kimi_delta_attention", _cudnn_kda,
     kernels={9: "kda_hopper_cuda engine", 10: "FROST engine"},
@@ -206,7 +206,7 @@ GDN_FLASH_QLA = Contract(
         _QLA + "314-331: chunk_gated_delta_rule(q, k, v, g, beta, scale, ..., use_qk_l2norm_in_kernel,"
         " cu_seqlens, ..., auto_cp=True, ...)",
         _QLA + "338-345: v [B, T, HV, V], GVA if HV > H; g [B, T, HV] in log space; beta [B, T, HV]",
-        _QLA + "35-51: auto_cp plans intra-card CP on the host for every B = 1 call: passed False",
+        _QLA + "38-58: auto_cp plans intra-card CP on the host for every B = 1 call: passed False",
         _QLA + "416-418: q, k, v of one dtype, bf16 or fp16",
         _QLA + "14-30: SM90, SM100/SM103, SM120/SM121 only (chosen on import)",
     ),
@@ -225,10 +225,10 @@ GDN_FLASHINFER = Contract(
         _FI_GDN + "gdn_prefill.py:617-637: chunk_gated_delta_rule(q, k, v, g, beta, scale, ..., cu_seqlens,"
         " use_qk_l2norm_in_kernel, ...); q, k, v [T, H, D] packed; cu_seqlens required",
         _FI_GDN + "gdn_kernels/delta_rule_dsl/alpha.py: g is the forget gate in linear space, alpha = exp(log g)",
-        _FI_GDN + "gdn_kernels/delta_rule_dsl/delta_rule_sm90.py:2415: 'DSL kernel only supports D=128'",
+        _FI_GDN + "gdn_kernels/delta_rule_dsl/delta_rule_sm90.py:2416: 'DSL kernel only supports D=128'",
         _FI_GDN + "gdn_kernels/delta_rule_dsl/delta_rule_sm90.py:2434-2437: alpha and beta fp32;"
-        " :2474-2482: q, k, v, o, alpha, beta contiguous",
-        _FI_GDN + "gdn_prefill.py:1172: SM100 'requires head_size=128'; GVA: num_v_heads > num_q_heads",
+        " :2475, :2482: q, k, v, o, alpha, beta contiguous",
+        _FI_GDN + "gdn_prefill.py:1171: SM100 'requires head_size=128'; GVA: num_v_heads > num_q_heads",
     ),
     "flashinfer", "chunk_gated_delta_rule", _flashinfer_gdn,
     kernels={9: "SM90 CuTe DSL prefill", 10: "SM100 CuTe DSL prefill", 12: "SM120 CuTe DSL prefill"},
