@@ -20,6 +20,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from fla_naive import naive
+from library_layers import stand_in_kernel
 from torch import Tensor
 
 
@@ -50,6 +51,7 @@ class FlashKDA:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
 
+    @stand_in_kernel
     def fwd(
         self,
         q: Tensor,
@@ -104,6 +106,7 @@ class CuLA:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
+    @stand_in_kernel
     def chunk_kda(
         self,
         q: Tensor,
@@ -163,6 +166,7 @@ class CuLA:
         self.calls[-1] = ("kda_prefill_hopper", self.calls[-1][1])
         return out, state
 
+    @stand_in_kernel
     def _lightning(self, q: Tensor, k: Tensor, v: Tensor, decay: Tensor, scale: float, cu: Tensor | None) -> Tensor:
         assert q.dtype == torch.bfloat16 and decay.dtype == torch.float32 and decay.shape == (q.shape[2],)
         assert bool((decay >= 0).all()), "cuLA's decay is a rate s_h ≥ 0 (e^{−s_h} per token)"

@@ -13,6 +13,7 @@ records what it receives and computes the result with fla's naive references (fl
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -191,7 +192,8 @@ def on_gpu(monkeypatch: pytest.MonkeyPatch, arch: tuple[int, int], prefixes: tup
 
 
 def sequences(total: int, cu_seqlens: Tensor | None) -> list[tuple[int, int]]:
-    bounds = [0, total] if cu_seqlens is None else [int(x) for x in cu_seqlens]
+    with kernel_side():
+        bounds = [0, total] if cu_seqlens is None else [int(x) for x in cu_seqlens]
     return list(itertools.pairwise(bounds))
 
 
@@ -214,6 +216,13 @@ def recurrence(
     """fla's naive recurrence (``kda`` or ``gated_delta_rule``) over (T, H, ...) tokens, each
     sequence of ``cu`` from a zero state; q and k L2-normalised (unless ``normalised``) and
     grouped to v's heads here. (T, HV, V) out, fp32."""
+    with kernel_side():
+        return _recurrence(family, q, k, v, gate, beta, scale, cu, normalised)
+
+
+def _recurrence(
+    family: str, q: Tensor, k: Tensor, v: Tensor, gate: Tensor, beta: Tensor, scale: float, cu: Any, normalised: bool
+) -> Tensor:
     heads = v.shape[1]
     q, k = (grouped(x.float(), heads) for x in (q, k))
     if not normalised:
@@ -234,14 +243,42 @@ def lower_bound_gate(raw: Tensor, a_log: Tensor, dt_bias: Tensor, lower_bound: f
     return lower_bound * torch.sigmoid(a_log.float().exp()[:, None] * (raw.float() + bias))
 
 
+_STAND_IN_DEPTH = [0]  # > 0 while a stand-in kernel computes (it reads its inputs on the "device")
+
+
 @contextmanager
 def no_host_sync(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Inside, reading a tensor's values on the host raises: what a timed call must not do."""
+    """Inside, reading a tensor's values on the host raises (what a timed call must not do),
+    except inside a stand-in kernel (``kernel_side``)."""
     with monkeypatch.context() as inside:
         for name in ("__float__", "__int__", "__bool__", "item", "tolist", "cpu", "numpy"):
+            original = getattr(torch.Tensor, name)
 
-            def sync(self: Tensor, *args: Any, _name: str = name, **kwargs: Any) -> Any:
+            def sync(self: Tensor, *args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+                if _STAND_IN_DEPTH[0]:
+                    return _original(self, *args, **kwargs)
                 raise AssertionError(f"a host sync inside the timed call: Tensor.{_name}")
 
             inside.setattr(torch.Tensor, name, sync)
         yield
+
+
+@contextmanager
+def kernel_side() -> Iterator[None]:
+    """A stand-in kernel's own computation: it may read values (a GPU kernel reads them on the device)."""
+    _STAND_IN_DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        _STAND_IN_DEPTH[0] -= 1
+
+
+def stand_in_kernel(fn: Any) -> Any:
+    """A stand-in kernel function: it computes with host reads allowed (``kernel_side``)."""
+
+    @functools.wraps(fn)
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        with kernel_side():
+            return fn(*args, **kwargs)
+
+    return kernel

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import torch
-from library_cases import BF16_TOLERANCE, case, gradients, reference, rel_error, run
+from library_cases import BF16_TOLERANCE, case, check_at_batch_2_with_value_heads, gradients, reference, rel_error, run
 from library_layers import installed, library_layer, on_gpu, recurrence
 
 pytestmark = pytest.mark.skipif(
@@ -93,3 +93,8 @@ def test_the_backward_on_sm90_finds_its_engine_and_gives_the_gradients(engines: 
     assert engines == ["kda_hopper_cuda", "kda_hopper_cuda"]
     for name, a, e in zip(("q", "k", "v", "g", "beta"), actual, expected, strict=True):
         assert rel_error(a, e) < 3 * BF16_TOLERANCE, name
+
+
+def test_linbench_check_passes_at_batch_2_with_value_heads(engines: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    check_at_batch_2_with_value_heads("kda", "cudnn", monkeypatch)
+    assert engines == ["kda_hopper_cuda"]

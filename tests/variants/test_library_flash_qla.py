@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from library_cases import BF16_TOLERANCE, case, reference, rel_error, run, run_packed
+from library_cases import BF16_TOLERANCE, case, check_at_batch_2_with_value_heads, reference, rel_error, run, run_packed
 from library_layers import installed, library_layer, no_host_sync, on_gpu, recurrence, sequences
 
 import linbench
@@ -113,3 +113,10 @@ def test_a_single_sequence_call_plans_nothing_on_the_host(
     held = {"held": hold(c.q, c.k, c.v, segments=None, **keywords)} if hold else {}
     with torch.no_grad(), no_host_sync(monkeypatch):
         impl.fn(c.q, c.k, c.v, **keywords, **held)
+
+
+def test_linbench_check_passes_at_batch_2_with_value_heads(
+    kernels: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    check_at_batch_2_with_value_heads("gated-deltanet", "flash-qla", monkeypatch)
+    assert kernels

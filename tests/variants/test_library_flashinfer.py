@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from library_cases import BF16_TOLERANCE, case, reference, rel_error, run, run_packed
+from library_cases import BF16_TOLERANCE, case, check_at_batch_2_with_value_heads, reference, rel_error, run, run_packed
 from library_layers import installed, library_layer, lower_bound_gate, on_gpu, recurrence
 
 import linbench
@@ -202,20 +202,27 @@ def test_kda_flashinfer_recurrent_runs_a_pack_from_zero_at_each_boundary(
     assert rel_error(out, reference("kda", c, segments)) < BF16_TOLERANCE
 
 
+@pytest.mark.parametrize(("heads", "v_heads"), ((2, 2), (1, 2)), ids=("equal-heads", "value-heads"))
 @pytest.mark.parametrize("cp", (False, True), ids=("one-pass", "context-parallel"))
 @pytest.mark.parametrize("bshd", (False, True), ids=("check-drawing", "bshd-drawing"))
-def test_gdn_flashinfer_on_sm90_at_batch_2_with_value_heads(
-    launches: Launches, layer: dict[str, Any], monkeypatch: pytest.MonkeyPatch, bshd: bool, cp: bool
+def test_gdn_flashinfer_on_sm90_at_batch_2(
+    launches: Launches,
+    layer: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    bshd: bool,
+    cp: bool,
+    heads: int,
+    v_heads: int,
 ) -> None:
     """Defects: views (not contiguous) for check's drawing, and v, g, β reshaped with q's head
     count under GVA; FlashInfer's SM90 wrapper raises 'v must be contiguous'."""
     _at(monkeypatch, SM90)
     monkeypatch.setattr(layer["flashinfer.gdn_prefill"], "should_use_cp_host", lambda *a, **k: cp)
-    c = case("gated-deltanet", bshd=bshd)
+    c = case("gated-deltanet", bshd=bshd, heads=heads, v_heads=v_heads)
     out = run("gated-deltanet", "flashinfer", c)
     assert launches.routes == ["gdn cp sm90" if cp else "gdn sm90"]
     assert all(t.is_contiguous() for t in launches.kwargs[0].values())
-    assert launches.kwargs[0]["alpha"].dtype == torch.float32 and launches.kwargs[0]["v"].shape[1] == 2
+    assert launches.kwargs[0]["alpha"].dtype == torch.float32 and launches.kwargs[0]["v"].shape[1] == v_heads
     assert rel_error(out, reference("gated-deltanet", c)) < BF16_TOLERANCE
 
 
@@ -232,3 +239,15 @@ def test_gdn_flashinfer_runs_a_pack(launches: Launches, layer: dict[str, Any], m
     c, segments = case("gated-deltanet", batch=1, seq=24), Segments((0, 9, 24))
     out = run_packed("gated-deltanet", "flashinfer", c, segments)
     assert rel_error(out, reference("gated-deltanet", c, segments)) < BF16_TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("variant", "impl", "arch"),
+    [("kda", "flashinfer", SM100), ("kda", "flashinfer-recurrent", SM90), ("gated-deltanet", "flashinfer", SM90)],
+)
+def test_linbench_check_passes_at_batch_2_with_value_heads(
+    launches: Launches, monkeypatch: pytest.MonkeyPatch, variant: str, impl: str, arch: tuple[int, int]
+) -> None:
+    _at(monkeypatch, arch)
+    check_at_batch_2_with_value_heads(variant, impl, monkeypatch)
+    assert launches.routes

@@ -84,7 +84,7 @@ class Contract:
     no_kernel: Mapping[int, str] = field(default_factory=dict)  # major → why the library has none there
     entries: Mapping[int, str] = field(default_factory=dict)  # major → its own entry point, where not ``entry``
     also_needs: tuple[str, ...] = ()  # further distributions the entry point imports
-    # Further inputs made once, untimed, with the held ones: fn(q, k, v, **params) → {name: tensor}.
+    # Further inputs made once, untimed, with the held ones: fn(q, k, v, segments, **params) → {name: tensor}.
     held_extra: Callable[..., dict[str, Any]] | None = None
     contiguous: bool = False
     cu_dtype: torch.dtype = torch.int32

@@ -28,11 +28,19 @@ def _flashinfer_kda_prefill(fn: Any, a: Args) -> torch.Tensor:
 
 
 def _flashinfer_kda_recurrent(fn: Any, a: Args) -> torch.Tensor:
+    state = a.held["state"].zero_()  # each sequence from zero; the kernel writes its final state here
     out, _ = fn(
-        a.q, a.k, a.v, a.g, a.beta, scale=a.scale, cu_seqlens=a.cu_seqlens, use_qk_l2norm_in_kernel=True,
-        use_gate_in_kernel=False, beta_is_logit=False, backend="auto",
+        a.q, a.k, a.v, a.g, a.beta, scale=a.scale, initial_state=state, cu_seqlens=a.cu_seqlens,
+        use_qk_l2norm_in_kernel=True, use_gate_in_kernel=False, beta_is_logit=False, backend="auto",
     )  # fmt: skip
     return out
+
+
+def _zero_state(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Any, **params: Any) -> dict[str, Any]:
+    """The state FlashInfer's recurrent kernel would make itself, (N, HV, V, K) bf16, made once:
+    without one it reads the largest state index on the host in every call (recurrent_kda.py:2243)."""
+    sequences = segments.count if segments is not None else q.shape[0]
+    return {"state": v.new_zeros(sequences, v.shape[1], v.shape[-1], q.shape[-1], dtype=torch.bfloat16)}
 
 
 def _flash_kda(fn: Any, a: Args) -> torch.Tensor:
@@ -61,10 +69,17 @@ def _cudnn_kda(fn: Any, a: Args) -> torch.Tensor:
 
 def _cula_kda(fn: Any, a: Args) -> torch.Tensor:
     out, _ = fn(
-        a.q, a.k, a.v, a.g, a.beta, scale=a.scale, cu_seqlens=a.cu_seqlens, use_qk_l2norm_in_kernel=True,
-        use_gate_in_kernel=False, safe_gate=True,
+        a.q, a.k, a.v, a.g, a.beta, scale=a.scale, cu_seqlens=a.cu_seqlens,
+        cu_seqlens_cpu=a.held.get("cu_seqlens_cpu"), use_qk_l2norm_in_kernel=True, use_gate_in_kernel=False,
+        safe_gate=True,
     )  # fmt: skip
     return out
+
+
+def _host_bounds(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Any, **params: Any) -> dict[str, Any]:
+    """A pack's cu_seqlens on the host too, made once: fla's prepare_chunk_indices, which cuLA's
+    chunk_kda calls, reads the device copy on the host in every call without it."""
+    return {} if segments is None else {"cu_seqlens_cpu": segments.cu_seqlens("cpu", torch.int32)}
 
 
 def _cula_lightning(fn: Any, a: Args) -> torch.Tensor:
@@ -73,7 +88,7 @@ def _cula_lightning(fn: Any, a: Args) -> torch.Tensor:
     return out
 
 
-def _lightning_rates(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **params: Any) -> dict[str, Any]:
+def _lightning_rates(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Any, **params: Any) -> dict[str, Any]:
     """cuLA's ``decay``, the per-head rate s_h ≥ 0 with per-token decay e^{−s_h}: −λ_h, fp32."""
     like = torch.empty(0, dtype=torch.float32, device=q.device)
     return {"rates": -lightning_log_decay(params["layer"], params["layers"], v.shape[1], like)}
@@ -123,11 +138,14 @@ KDA_FLASHINFER_RECURRENT = Contract(
         _FI_KDA + "kda_kernels/recurrent_kda.py:2204: with cu_seqlens, 'Batch size must be 1'",
         _FI_KDA + "kda.py:116-128: v [B, T, HV, V], g [B, T, HV, K] bf16 log-space, beta bf16 post-sigmoid;"
         " 'GQA is applied when HV != H'",
+        _FI_KDA + "kda.py:140-143: initial_state [N, HV, V, K], zero when None, updated in place;"
+        " kda_kernels/recurrent_kda.py:2242-2245: without one, the largest state index is read on the host",
     ),
     "flashinfer", "recurrent_kda", _flashinfer_kda_recurrent,
     kernels=dict.fromkeys((9, 10, 12), "recurrent_kda's recurrent CuTe DSL kernel (token by token, a decode kernel)"),
-    layout="packed", contiguous=True, cu_dtype=torch.int64, gate="log-bf16", beta="bf16",
-    notes="always a pack with cu_seqlens; the gate rounded to bf16",
+    layout="packed", contiguous=True, cu_dtype=torch.int64, gate="log-bf16", beta="bf16", held_extra=_zero_state,
+    notes="always a pack with cu_seqlens; the gate rounded to bf16; a zero state made once and zeroed in each call "
+    "(a memset, as FlashInfer's own torch.zeros), so no host read of the state indices",
 )  # fmt: skip
 
 KDA_FLASH_KDA = Contract(
@@ -174,14 +192,15 @@ KDA_CULA = Contract(
         "cula/kda/hopper_fused_fwd.py:223-225: q, k, v bf16; beta bf16 or fp32; head dim 128",
         "cula/kda/hopper_fused_fwd.py:130: 'Backward pass is not implemented yet.'",
         "cula/kda/chunk.py:218-237: chunk_kda(q, k, v, g, beta, scale, ..., use_qk_l2norm_in_kernel,"
-        " use_gate_in_kernel, cu_seqlens, ..., safe_gate, lower_bound); g in log space",
+        " use_gate_in_kernel, cu_seqlens, cu_seqlens_cpu, ..., safe_gate, lower_bound); g in log space",
+        "cula/kda/chunk.py:63: prepare_chunk_indices(cu_seqlens, chunk_size, cu_seqlens_cpu=cu_seqlens_cpu)",
     ),
     "cula.kda", "chunk_kda", _cula_kda,
     install="pip install cuda-linear-attention; a Hopper or Blackwell GPU",
     entries={9: "kda_prefill_hopper"},
     kernels={9: "kda_prefill_hopper (fused forward)", 10: "chunk_kda (backward through fla's)"},
     layout="bshd", gate="log", beta="as-drawn", value_heads="repeat", backward=(10,), gate_floor=-5.0,
-    notes="safe_gate=True: the kernels assume g ∈ [−5, 0)",
+    held_extra=_host_bounds, notes="safe_gate=True: the kernels assume g ∈ [−5, 0); a pack's bounds on the host too",
 )  # fmt: skip
 
 LIGHTNING_CULA = Contract(

@@ -79,7 +79,7 @@ def hold(
         held["dt_bias"] = torch.zeros(heads, q.shape[-1], dtype=torch.float32, device=q.device)
         held["lower_bound"] = GATE_FLOOR
     if contract.held_extra is not None:
-        held |= contract.held_extra(q, k, v, **params)
+        held |= contract.held_extra(q, k, v, segments, **params)
     return held
 
 
