@@ -152,16 +152,18 @@ def _at(monkeypatch: pytest.MonkeyPatch, arch: tuple[int, int]) -> None:
     on_gpu(monkeypatch, arch, ("flashinfer",))
 
 
+@pytest.mark.parametrize("arch", (SM100, (12, 0)), ids=("SM100", "SM120"))
 @pytest.mark.parametrize("bshd", (False, True), ids=("check-drawing", "bshd-drawing"))
-def test_kda_flashinfer_reaches_a_prefill_kernel_on_sm100_at_batch_2_with_value_heads(
-    launches: Launches, monkeypatch: pytest.MonkeyPatch, bshd: bool
+def test_kda_flashinfer_reaches_a_prefill_kernel_at_batch_2_with_value_heads(
+    launches: Launches, monkeypatch: pytest.MonkeyPatch, bshd: bool, arch: tuple[int, int]
 ) -> None:
     """Defect: without the in-kernel gate and cu_seqlens, FlashInfer's dispatch falls to its
     decode kernel, which raises 'Decode only supports T=1 without cu_seqlens'."""
-    _at(monkeypatch, SM100)
+    _at(monkeypatch, arch)
     c = case("kda", bshd=bshd)
     out = run("kda", "flashinfer", c)
-    assert launches.routes and launches.routes[-1].startswith("_run_") and "prefill" in launches.routes[-1]
+    expected = "_run_sm120_kda_prefill" if arch == (12, 0) else "_run_kda_prefill_cute_small_bh"
+    assert launches.routes == [expected]  # small-BH: 2 sequences × 2 heads against 132 SMs
     assert rel_error(out, reference("kda", c)) < BF16_TOLERANCE
     kw = launches.kwargs[-1]
     assert kw["q"].shape == (1, 32, 2, 128) and kw["cu_seqlens"].dtype == torch.int64
