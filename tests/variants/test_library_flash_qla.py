@@ -31,13 +31,13 @@ CHUNK = 64
 @pytest.fixture(scope="module")
 def chunk() -> Iterator[Any]:
     """FlashQLA's chunk module, imported as on SM90 (it picks its kernels on import)."""
-    with pytest.MonkeyPatch.context() as patch, library_layer("flash_qla", ("tilelang",)):
-        on_gpu(patch, (9, 0))
-        import tilelang
+    with library_layer("flash_qla", ("tilelang",)):
+        with pytest.MonkeyPatch.context() as patch:  # a GPU only while it imports: each test sets its own
+            on_gpu(patch, (9, 0))
+            import tilelang
 
-        tilelang.contrib.nvcc.get_target_compute_version = lambda *args: "9.0"
-        import flash_qla  # noqa: F401
-
+            tilelang.contrib.nvcc.get_target_compute_version = lambda *args: "9.0"
+            import flash_qla  # noqa: F401
         yield sys.modules["flash_qla.ops.gated_delta_rule.chunk"]
 
 
