@@ -86,6 +86,8 @@ def _attend(
     if masking is not None:
         raise ValueError(f"{masking}; call it with causal={not causal}")
     chosen = spec.resolve_impl(impl, q.device)
+    params = dict(params)
+    held = params.pop("held", None)
     bound = spec.bind_params(chosen, params)
     if spec.extra_inputs:
         from linbench.variants.extra_inputs import check_extra_inputs
@@ -94,8 +96,14 @@ def _attend(
         check_extra_inputs(spec.name, spec.extra_inputs, bound, like, read_values=read_values)
     if k.shape[1] != q.shape[1] and not chosen.gqa:
         k, v, bound = expand_call(q, k, v, bound, [extra.name for extra in spec.extra_inputs])
-    out = chosen.fn(q, k, v, causal=bool(causal), **bound)
+    out = chosen.fn(q, k, v, causal=bool(causal), **_with_held(chosen, held, bound))
     return out.to(q.dtype)
+
+
+def _with_held(chosen: Impl, held: Any, bound: dict[str, Any]) -> dict[str, Any]:
+    """``bound`` with what the impl holds precomputed (``Impl.hold``), as given (a benchmark
+    made it once, untimed) or else made here."""
+    return bound if chosen.hold is None else bound | {"held": held}
 
 
 def _resolve(
@@ -162,7 +170,9 @@ def _packed(
     segments.check_packed(q)
     if chosen.packed is None:
         raise ImplUnavailableError(f"{spec.name}:{chosen.name} has no packed form; run it padded (attention_padded)")
-    bound = _bound(spec, chosen, segments, params, (q, k, v), read_values)
+    params = dict(params)
+    held = params.pop("held", None)
+    bound = _with_held(chosen, held, _bound(spec, chosen, segments, params, (q, k, v), read_values))
     return chosen.packed(q, k, v, segments=segments, causal=bool(causal), **bound).to(q.dtype)
 
 
@@ -252,9 +262,11 @@ def _padded(
     segments = lengths if isinstance(lengths, Segments) else Segments.from_lengths(lengths)
     if segments.count != q.shape[0] or segments.longest > q.shape[2]:
         raise ValueError(f"lengths {list(segments.lengths)} do not fit a padded batch of shape {tuple(q.shape)}")
+    params = dict(params)
+    held = params.pop("held", None)
     bound = _bound(spec, chosen, segments, params, (q, k, v), read_values)
     if causal:
-        return chosen.fn(q, k, v, causal=True, **bound).to(q.dtype)
+        return chosen.fn(q, k, v, causal=True, **_with_held(chosen, held, bound)).to(q.dtype)
     if chosen.key_masked is None:
         raise ImplUnavailableError(chosen.packing_reason("padded", causal=False) or "")
     mask = segments.key_mask(q.device)

@@ -20,4 +20,7 @@ SHARED_MODULES = {
     "tests/doctor/test_doctor_cuda.py": "doctor-cuda",
     "tests/history/test_cli_history.py": "history-cli",
     "tests/test_import_cycles.py": "import-cycles",
+    "tests/variants/test_library_flashinfer.py": "library-flashinfer",
+    "tests/variants/test_library_cudnn.py": "library-cudnn",
+    "tests/variants/test_library_flash_qla.py": "library-flash-qla",
 }

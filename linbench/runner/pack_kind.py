@@ -53,15 +53,18 @@ class PackWorkload(Workload):
         seed: int = 0,
         params: dict[str, Any] | None = None,
     ) -> None:
+        self.segments = segments  # before the base draws the inputs: what it holds depends on them
         super().__init__(point, device, seed, params)
-        self.segments = segments
+
+    def _segments(self) -> Segments | None:
+        return self.segments if self.point.packing == "packed" else None
 
     def forward(self) -> torch.Tensor:
         # The extra inputs (gates, β) were drawn and checked once, for the point's shape: the
         # pack's (1, H, T) packed, the padded batch's (N, H, L_max) padded.
         p, qkv = self.point, (self.q, self.k, self.v)
         run = attention_packed_prechecked if p.packing == "packed" else attention_padded_prechecked
-        params = self.params | self.extras
+        params = self.params | self.extras | self._held()
         return run(*qkv, self.segments, variant=p.variant, impl=p.impl, causal=p.causal, **params)
 
 

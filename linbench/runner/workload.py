@@ -82,6 +82,7 @@ class Workload:
         self.k, self.v = draw(shape.dim_k, shape.kv_heads), draw(shape.dim_v, shape.v_tensor_heads)
         self.grad_out = draw(shape.dim_v, shape.v_heads).detach() if grad else None
         self.extras = self._draw_extras(settings, seed, grad)
+        self.held = self._hold()
         self._pending: torch.Tensor | None = None
         self._shuffle_layout = device.type == "cpu"
         self._layout_rng = random.Random(seed)
@@ -118,6 +119,21 @@ class Workload:
             for extra in declared
         }
 
+    def _hold(self) -> dict[str, Any] | None:
+        """What the impl's library takes precomputed for these inputs (``Impl.hold``: another
+        library's gate space, constant tensors, a gate-floor check), made here, untimed, once."""
+        impl = get_variant(self.point.variant).impl(self.point.impl)
+        if impl.hold is None:
+            return None
+        return impl.hold(self.q, self.k, self.v, segments=self._segments(), **self.params, **self.extras)
+
+    def _segments(self) -> Any:
+        """The pack's boundaries where the call is one packed call (PackWorkload), else None."""
+        return None
+
+    def _held(self) -> dict[str, Any]:
+        return {} if self.held is None else {"held": self.held}
+
     def leaves(self) -> tuple[torch.Tensor, ...]:
         """What a backward differentiates: q, k, v and the extra inputs gradients reach."""
         return (self.q, self.k, self.v, *(t for t in self.extras.values() if t.requires_grad))
@@ -125,7 +141,15 @@ class Workload:
     def forward(self) -> torch.Tensor:
         p = self.point
         return attention_prechecked(
-            self.q, self.k, self.v, variant=p.variant, impl=p.impl, causal=p.causal, **self.params, **self.extras
+            self.q,
+            self.k,
+            self.v,
+            variant=p.variant,
+            impl=p.impl,
+            causal=p.causal,
+            **self.params,
+            **self.extras,
+            **self._held(),
         )
 
     def before(self) -> None:

@@ -40,6 +40,9 @@ PrefillFn = Callable[..., Any]
 # slots (B,) or (B, T) (T > 1: the state after token t goes to slots[b, t]), accepted (B,) the
 # previous step's accepted tokens (the state read is slots[b, accepted[b] − 1]) or None.
 PooledStepFn = Callable[..., "torch.Tensor"]
+# What an impl holds precomputed for a call's inputs (Impl.hold): fn(q, k, v, *, segments,
+# **params) -> {name: value}, segments None for a batch.
+HoldFn = Callable[..., "dict[str, Any]"]
 # Returns None when a parameter's value is acceptable, else what is wrong with it, as the end of
 # a sentence naming the parameter ("must lie in (0, 1); got 1.5").
 ValueCheck = Callable[[Any], "str | None"]
@@ -215,6 +218,11 @@ class Impl:
     # not say (linbench/variants/backends.py): "linbench csrc", "torch compile (inductor)".
     # None: its library's name, else "torch eager".
     backend: str | None = None
+    # What the impl's library takes precomputed, as a model holds it (another library's gate
+    # space, constant tensors, a batch's cu_seqlens) and the checks that read values (a gate's
+    # floor): fn(q, k, v, *, segments, **params) -> held, made once where a point's inputs are
+    # drawn, untimed, and handed to every call as ``held=``; a call given none makes its own.
+    hold: HoldFn | None = None
 
     def __post_init__(self) -> None:
         derive_exponent(self, "time_exponent", self.time_complexity)

@@ -158,7 +158,7 @@ part_backends() {
   # their reason.
   local impls=gated-deltanet:chunked,gated-deltanet:fla,gated-deltanet:fla-recurrent,gated-deltanet:fla-dispatch
   impls+=,gated-deltanet:flash-qla,gated-deltanet:flashinfer,gated-deltanet:cudnn,kda:chunked,kda:fla
-  impls+=,kda:flash-kda,kda:flashinfer,kda:cudnn,kda:cula,lightning:cula
+  impls+=,kda:flash-kda,kda:flashinfer,kda:flashinfer-recurrent,kda:cudnn,kda:cula,lightning:cula
   timeout -s INT -k 10 "${BACKENDS_LIMIT:-200}" "$PY" -m linbench run --variant "$impls" \
     --against "$SDPA_PINNED" --batch 1 --heads "$HEADS_BIG" --v-heads "$V_HEADS_BIG" --dim "$DIM_BIG" \
     --seq "$SEQ_BACK" --dtype bf16 --mode fwd,fwdbwd --device "$DEVICE" --budget-s 0.3 \

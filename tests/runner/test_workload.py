@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import types
+
 import pytest
 import torch
 
@@ -9,6 +12,8 @@ from linbench.runner.workload import Workload
 from linbench.shape import Shape
 from linbench.sweep.points import Point
 from linbench.variants.feature_forms import fla
+from linbench.variants.libraries import wrapper
+from linbench.variants.libraries.contract import Contract
 
 CPU = torch.device("cpu")
 
@@ -83,3 +88,25 @@ def test_a_value_grouped_point_draws_v_the_gates_and_beta_per_value_head() -> No
     assert work.extras["g"].shape == work.extras["beta"].shape == (1, 6, 40)
     work.before()
     work.run()
+
+
+def test_what_a_library_impl_holds_is_made_once_when_the_inputs_are_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kda:flash-kda's gate and β logits and its constants (Impl.hold) are made with the inputs,
+    untimed; the timed calls get them and make nothing (FlashKDA stood in; CPU)."""
+    made: list[int] = []
+    fwd_calls: list[torch.Tensor] = []
+
+    def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *a, **kw) -> None:
+        fwd_calls.append(g)
+
+    monkeypatch.setitem(sys.modules, "flash_kda", types.SimpleNamespace(fwd=fwd))
+    monkeypatch.setattr(Contract, "unavailable", lambda self, device: None)
+    real_convert = wrapper.convert_gate
+    monkeypatch.setattr(wrapper, "convert_gate", lambda *args: made.append(1) or real_convert(*args))
+    point = Point("kda", "flash-kda", "fwd", True, "bf16", "cpu", Shape(1, 1, 16, 128, 128, v_heads=2))
+    work = Workload(point, CPU)
+    assert work.held is not None and made == [1]
+    for _ in range(3):
+        work.before()
+        work.run()
+    assert made == [1] and len(fwd_calls) == 3 and all(g is work.held["g"] for g in fwd_calls)

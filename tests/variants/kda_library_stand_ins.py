@@ -1,28 +1,26 @@
-"""The kda and lightning entry points of FlashKDA, FlashInfer, cuDNN and cuLA stood in on CPU.
+"""FlashKDA's and cuLA's entry points stood in on CPU: both are source builds with CUDA
+extensions, so their Python layers cannot be imported here. Each stand-in encodes the library's
+contract line by line from its source at the commit linbench's contract row names (file and
+line in the comments) and computes what the library documents from the arguments it is given,
+with fla's naive_recurrent_kda (fla_naive.py) for the recurrence:
 
-Each stand-in has its function's signature (the names and order read from the library's
-source: linbench/variants/gated/{flash_kda,flashinfer_kda,cudnn_kda,cula}.py say which
-version) and computes what the library documents from the arguments it is given, with fla's
-naive_recurrent_kda (fla_naive.py) for the recurrence, so a gate in the wrong space, a wrong
-layout, scale, head grouping or sequence boundary makes the impl's output wrong:
-
-- FlashKDA: the gate recomputed as lower_bound·σ(e^{A_log}·(g + dt_bias)), β = σ(beta), q and
-  k L2-normalised always, (B, T, H, D) with an optional cu_seqlens over B = 1, ``out`` written.
-- FlashInfer: (B, T, H, K) q/k, (B, T, HV, V) v, bf16 log-gate and β, value head j reading q/k
-  head j // (HV / H).
-- cuDNN: THD tokens with cu_seqlens, the log-gate, the same grouping; differentiable.
-- cuLA: fla's chunk_kda convention, (B, T, H, D), asserting the safe gate's range; lightning's
-  per-head rate s_h with decay e^{−s_h} and its scale.
+- FlashKDA 1ce47ea: the gate recomputed as lower_bound·σ(e^{A_log}·(g + dt_bias)), β = σ(beta),
+  q and k L2-normalised always, (B, T, H, D) with an optional cu_seqlens over B = 1, ``out``
+  written.
+- cuLA fa742a2: fla's chunk_kda convention, (B, T, H, D), asserting the safe gate's range; the
+  Hopper prefill's own asserts; lightning's per-head rate s_h with decay e^{−s_h} and its scale.
 """
 
 from __future__ import annotations
 
 import itertools
+import types
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from fla_naive import naive
+from library_layers import stand_in_kernel
 from torch import Tensor
 
 
@@ -43,12 +41,6 @@ def kda_tokens(q: Tensor, k: Tensor, v: Tensor, gate: Tensor, beta: Tensor, scal
     return torch.cat(outs, dim=0)
 
 
-def _grouped(q: Tensor, k: Tensor, v: Tensor, head_dim: int) -> tuple[Tensor, Tensor]:
-    """q and k repeated to v's heads: value head j reads q/k head j // (HV / H)."""
-    group = v.shape[head_dim] // q.shape[head_dim]
-    return q.repeat_interleave(group, dim=head_dim), k.repeat_interleave(group, dim=head_dim)
-
-
 def _normalised(q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
     return F.normalize(q.float(), dim=-1), F.normalize(k.float(), dim=-1)
 
@@ -59,6 +51,7 @@ class FlashKDA:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
 
+    @stand_in_kernel
     def fwd(
         self,
         q: Tensor,
@@ -90,11 +83,15 @@ class FlashKDA:
                 cu_seqlens=cu_seqlens,
             )
         )
-        for x in (q, k, v, g, beta, out):
+        for x in (q, k, v, g, beta, out):  # csrc/flash_kda.cpp:46 (contiguous), :49-54 (bf16)
             assert x.dtype == torch.bfloat16 and x.is_contiguous(), "FlashKDA: bf16, contiguous"
-        assert A_log.dtype == dt_bias.dtype == torch.float32 and -5.0 <= lower_bound <= 0
-        assert q.shape[2] == v.shape[2], "FlashKDA has one head count"
-        assert cu_seqlens is None or (q.shape[0] == 1 and cu_seqlens.dtype == torch.int64)
+        assert A_log.dtype == dt_bias.dtype == torch.float32  # csrc/flash_kda.cpp:82, :84
+        assert A_log.shape == (q.shape[2],) and dt_bias.shape == (q.shape[2], q.shape[3])  # :107-108
+        assert -5.0 <= lower_bound <= 0  # flash_kda/__init__.py:20 "expected in [-5.0, 0]"
+        assert k.shape == v.shape == g.shape == out.shape == q.shape, "one head count"  # :100-103
+        assert beta.shape == q.shape[:3]  # csrc/flash_kda.cpp:104
+        assert q.shape[-1] == 128  # csrc/flash_kda.cpp:110 "currently only supports D == 128"
+        assert cu_seqlens is None or (q.shape[0] == 1 and cu_seqlens.dtype == torch.int64)  # :150, :153
         gate = lower_bound * torch.sigmoid(A_log.exp()[:, None] * (g.float() + dt_bias))
         qn, kn = _normalised(q, k)
         rows = []
@@ -103,111 +100,13 @@ class FlashKDA:
         out.copy_(torch.stack(rows).to(out.dtype))
 
 
-class FlashInferKDA:
-    """flashinfer.recurrent_kda (the prefill arguments linbench passes)."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-
-    def recurrent_kda(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        g: Tensor,
-        beta: Tensor,
-        A_log: Tensor | None = None,
-        dt_bias: Tensor | None = None,
-        scale: float | None = None,
-        initial_state: Tensor | None = None,
-        output_final_state: bool = False,
-        use_qk_l2norm_in_kernel: bool = True,
-        use_gate_in_kernel: bool = False,
-        lower_bound: float | None = None,
-        cu_seqlens: Tensor | None = None,
-        beta_is_logit: bool = False,
-        backend: str = "auto",
-        **kwargs: Any,
-    ) -> tuple[Tensor, None]:
-        self.calls.append(
-            dict(
-                q=q,
-                k=k,
-                v=v,
-                g=g,
-                beta=beta,
-                scale=scale,
-                cu_seqlens=cu_seqlens,
-                use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
-                use_gate_in_kernel=use_gate_in_kernel,
-                beta_is_logit=beta_is_logit,
-                backend=backend,
-            )
-        )
-        assert all(x.dtype == torch.bfloat16 and x.is_contiguous() for x in (q, k, v, g, beta)), "bf16, contiguous"
-        assert not use_gate_in_kernel and not beta_is_logit and use_qk_l2norm_in_kernel
-        q, k = _grouped(*_normalised(q, k), v, head_dim=2)
-        factor = q.shape[-1] ** -0.5 if scale is None else scale
-        out = torch.stack([kda_tokens(q[b], k[b], v[b], g[b], beta[b], factor, cu_seqlens) for b in range(q.shape[0])])
-        return out.to(v.dtype), None
-
-
-class CuDNNKDA:
-    """cudnn.linear_attention.ops.kda.kimi_delta_attention (THD, differentiable)."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-
-    def kimi_delta_attention(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        g: Tensor,
-        beta: Tensor,
-        cu_seqlens: Tensor,
-        scale: float | None = None,
-        initial_state: Tensor | None = None,
-        output_final_state: bool = False,
-        use_qk_l2norm_in_kernel: bool = False,
-        batch_invariant: bool = False,
-        use_beta_sigmoid_in_kernel: bool = False,
-        allow_neg_eigval: bool = False,
-        safe_gate: bool = False,
-        gate_lower_bound: float | None = None,
-        gate_domain: str = "log",
-        a_log: Tensor | None = None,
-        dt_bias: Tensor | None = None,
-        **kwargs: Any,
-    ) -> tuple[Tensor, Tensor]:
-        self.calls.append(
-            dict(
-                q=q,
-                k=k,
-                v=v,
-                g=g,
-                beta=beta,
-                cu_seqlens=cu_seqlens,
-                scale=scale,
-                use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
-                gate_domain=gate_domain,
-            )
-        )
-        assert q.dim() == 3 and cu_seqlens.dtype in (torch.int32, torch.int64), "THD with cu_seqlens"
-        assert gate_domain == "log" and not safe_gate and not use_beta_sigmoid_in_kernel
-        assert k.shape[1] == q.shape[1] and g.shape[1] == beta.shape[1] == v.shape[1]
-        qn, kn = _normalised(q, k) if use_qk_l2norm_in_kernel else (q.float(), k.float())
-        qn, kn = _grouped(qn, kn, v, head_dim=1)
-        factor = q.shape[-1] ** -0.5 if scale is None else scale
-        return kda_tokens(qn, kn, v, g, beta, factor, cu_seqlens).to(q.dtype), q.new_empty(0)
-
-
 class CuLA:
     """cula.kda.chunk_kda and cula.lightning.lightning_attn_fwd(_varlen)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
+    @stand_in_kernel
     def chunk_kda(
         self,
         q: Tensor,
@@ -243,10 +142,13 @@ class CuLA:
                 ),
             )
         )
+        # cula/kda/chunk.py:382, :385 (hopper_fused_fwd.py:52, :220, :222): one head count for all
         assert q.shape == k.shape == g.shape and v.shape[:3] == q.shape[:3], "cuLA: one head count"
-        assert q.dtype == torch.bfloat16 and not use_gate_in_kernel
-        assert cu_seqlens is None or (q.shape[0] == 1 and cu_seqlens.dtype == torch.int32)
-        assert not safe_gate or bool((g >= -5).all()), "safe_gate assumes g in [-5, 0)"
+        assert beta.shape == q.shape[:3] and beta.dtype in (torch.bfloat16, torch.float32)  # chunk.py:384, :387
+        assert q.dtype == k.dtype == v.dtype == torch.bfloat16 and q.shape[-1] == 128  # chunk.py:386, :388
+        assert not use_gate_in_kernel  # g the log-gate (chunk.py:247 "in log space!")
+        assert cu_seqlens is None or (q.shape[0] == 1 and cu_seqlens.dtype == torch.int32)  # IntTensor, B = 1
+        assert not safe_gate or bool((g >= -5).all()), "safe_gate assumes g in [-5, 0)"  # USAGE.md
         qn, kn = _normalised(q, k) if use_qk_l2norm_in_kernel else (q.float(), k.float())
         factor = q.shape[-1] ** -0.5 if scale is None else scale
         out = torch.stack(
@@ -254,6 +156,17 @@ class CuLA:
         )
         return out.to(q.dtype), None
 
+    def kda_prefill_hopper(self, *args: Any, safe_gate: bool = False, **kwargs: Any) -> tuple[Tensor, None]:
+        """cula_kda_prefill (hopper_fused_fwd.py:134): chunk_kda's arguments, forward only."""
+        assert safe_gate, "Only support safe_gate=True."  # hopper_fused_fwd.py:195
+        assert not torch.is_grad_enabled() or not any(
+            isinstance(t, Tensor) and t.requires_grad for t in (*args, *kwargs.values())
+        ), "Backward pass is not implemented yet."  # hopper_fused_fwd.py:130
+        out, state = self.chunk_kda(*args, safe_gate=safe_gate, **kwargs)
+        self.calls[-1] = ("kda_prefill_hopper", self.calls[-1][1])
+        return out, state
+
+    @stand_in_kernel
     def _lightning(self, q: Tensor, k: Tensor, v: Tensor, decay: Tensor, scale: float, cu: Tensor | None) -> Tensor:
         assert q.dtype == torch.bfloat16 and decay.dtype == torch.float32 and decay.shape == (q.shape[2],)
         assert bool((decay >= 0).all()), "cuLA's decay is a rate s_h ≥ 0 (e^{−s_h} per token)"
@@ -301,10 +214,10 @@ class CuLA:
         assert Q.shape[0] == 1 and cu_seqlens.dtype == torch.int32
         return self._lightning(Q, K, V, decay, scale, cu_seqlens), None
 
-    def lookup(self, module: str, name: str) -> Any:
-        assert (module, name) in {
-            ("cula.kda", "chunk_kda"),
-            ("cula.lightning", "lightning_attn_fwd"),
-            ("cula.lightning", "lightning_attn_fwd_varlen"),
-        }, f"{module} has no {name} here"
-        return getattr(self, name)
+    def modules(self) -> dict[str, Any]:
+        """cula.kda and cula.lightning as modules holding these stand-ins."""
+        kda = types.SimpleNamespace(chunk_kda=self.chunk_kda, kda_prefill_hopper=self.kda_prefill_hopper)
+        lightning = types.SimpleNamespace(
+            lightning_attn_fwd=self.lightning_attn_fwd, lightning_attn_fwd_varlen=self.lightning_attn_fwd_varlen
+        )
+        return {"cula.kda": kda, "cula.lightning": lightning}

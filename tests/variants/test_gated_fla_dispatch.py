@@ -64,8 +64,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Kernels:
 
 
 def _registry(monkeypatch: pytest.MonkeyPatch, *stand_ins: Backend) -> None:
-    registry = type("Registry", (), {"_get_sorted_backends": lambda self: list(stand_ins)})()
-    monkeypatch.setattr(fla_dispatch, "fla_registry", lambda operation: registry)
+    monkeypatch.setattr(fla_dispatch, "fla_backends", lambda name: list(stand_ins))
 
 
 def _check(name: str) -> None:
@@ -80,7 +79,9 @@ def test_with_no_backend_taking_it_fla_s_own_kernel_runs_and_says_so(
     _registry(monkeypatch, Backend("tilelang", True, None, installed=False), declining)
     _check("gated-deltanet")
     assert declining.seen_env and declining.ran == 0
-    assert backends.take_noted() == ("fla dispatch: fla-triton chunk_gated_delta_rule (no other backend took it)")
+    noted = backends.take_noted() or ""
+    assert noted.startswith("fla dispatch: fla-triton chunk_gated_delta_rule (")
+    assert "tilelang: not installed or disabled" in noted and "flash_qla: not this one" in noted
 
 
 def test_the_first_backend_that_takes_the_call_answers_and_is_named(
@@ -102,3 +103,26 @@ def test_the_switch_linbench_pinned_is_lifted_while_fla_chooses(fake: Kernels, m
     linbench.attention(q, q, q, variant="kda", impl="fla-dispatch", g=torch.zeros(1, 2, 8, 8), beta=torch.rand(1, 2, 8))
     assert set(taking.seen_env) == {None}
     assert os.environ["FLA_FLASH_KDA"] == "0"  # and put back after
+
+
+def test_chunk_kda_reaches_fla_s_own_flash_kda_backend(fake: Kernels, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect: the impl read fla's *operation* registry 'kda' (TileLang, Ascend), while fla 0.6.0
+    registers FlashKDA on chunk_kda's *function* registry (fla/ops/kda/backends/flash_kda.py
+    ``@register(chunk_kda) class FlashKDABackend``): FlashKDA could never answer."""
+    module = pytest.importorskip("fla.ops.kda.backends.flash_kda")
+    backend = module.FlashKDABackend
+    monkeypatch.setattr(backend, "is_available", classmethod(lambda cls: True))
+    monkeypatch.setattr(backend, "is_enabled", lambda self: True)
+    monkeypatch.setattr(backend, "chunk_kda_verifier", lambda self, **kwargs: (True, None))
+    monkeypatch.setattr(backend, "chunk_kda", lambda self, **kwargs: fake.chunk_kda(**kwargs))
+    _check("kda")
+    assert backends.take_noted() == "fla dispatch: flash_kda (chunk_kda)"
+
+
+def test_fla_s_flash_kda_backend_declining_says_why(fake: Kernels, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = pytest.importorskip("fla.ops.kda.backends.flash_kda")
+    monkeypatch.setattr(module.FlashKDABackend, "is_available", classmethod(lambda cls: True))
+    monkeypatch.setattr(module.FlashKDABackend, "is_enabled", lambda self: True)
+    _check("kda")
+    noted = backends.take_noted() or ""
+    assert "flash_kda: FlashKDA" in noted and noted.startswith("fla dispatch: fla-triton chunk_kda")

@@ -28,7 +28,10 @@ EXPECTED_IMPLS["gated-deltanet"] = [
     *EXPECTED_IMPLS["gated-deltanet"],
     *("fla-dispatch", "flash-qla", "flashinfer", "cudnn"),
 ]
-EXPECTED_IMPLS["kda"] = [*EXPECTED_IMPLS["kda"], *("fla-dispatch", "flash-kda", "flashinfer", "cudnn", "cula")]
+EXPECTED_IMPLS["kda"] = [
+    *EXPECTED_IMPLS["kda"],
+    *("fla-dispatch", "flash-kda", "flashinfer", "flashinfer-recurrent", "cudnn", "cula"),
+]
 EXPECTED_IMPLS["lightning"] = [*EXPECTED_IMPLS["lightning"], "cula"]
 
 

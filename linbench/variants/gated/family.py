@@ -20,16 +20,10 @@ from typing import Any
 
 import torch
 
-from linbench.variants.declarations import FlopsFn, Impl, Param
+from linbench.variants.declarations import FlopsFn, Param
 from linbench.variants.extra_inputs import ExtraInput
-from linbench.variants.gated.cudnn_kda import cudnn_kda_impl
-from linbench.variants.gated.cula import cula_kda_impl, cula_lightning_impl
 from linbench.variants.gated.fla_decoder import fla_decoders
 from linbench.variants.gated.fla_impls import gated_fla_impls
-from linbench.variants.gated.flash_kda import flash_kda_impl
-from linbench.variants.gated.flash_qla import flash_qla_impl
-from linbench.variants.gated.flashinfer_gdn import flashinfer_impls
-from linbench.variants.gated.flashinfer_kda import flashinfer_kda_impl
 from linbench.variants.gated.impls import (
     INITIAL_STATE,
     SCALE,
@@ -41,6 +35,7 @@ from linbench.variants.gated.impls import (
     gated_stream,
 )
 from linbench.variants.heads import repeat_qk
+from linbench.variants.libraries import gated_library_impls
 from linbench.variants.registry import register_variant
 from linbench.variants.variant import Variant
 
@@ -78,19 +73,6 @@ def per_value_head(prepare: Prepare) -> Prepare:
     return prepared
 
 
-def library_impls(name: str, extra_inputs: tuple[ExtraInput, ...]) -> tuple[Impl, ...]:
-    """The impls of other kernel libraries a family has: FlashQLA's, FlashInfer's and cuDNN's
-    for gated-deltanet; FlashKDA's, FlashInfer's, cuDNN's and cuLA's for kda; cuLA's for
-    lightning."""
-    if name == "gated-deltanet":
-        return (flash_qla_impl(extra_inputs), *flashinfer_impls())
-    if name == "kda":
-        return (flash_kda_impl(), flashinfer_kda_impl(), cudnn_kda_impl(), cula_kda_impl())
-    if name == "lightning":
-        return (cula_lightning_impl(),)
-    return ()
-
-
 def gated_variant(family: GatedFamily) -> Variant:
     """The variant ``family`` declares: its forms and fla's kernels, stream and decoder."""
     prepare = per_value_head(family.prepare)
@@ -100,7 +82,7 @@ def gated_variant(family: GatedFamily) -> Variant:
         impl_list=(
             *gated_impls(family.name, prepare, dict(family.forms), family.working_copies),
             *gated_fla_impls(family.name, family.extra_inputs),
-            *library_impls(family.name, tuple(family.extra_inputs)),
+            *gated_library_impls(family.name, tuple(family.extra_inputs)),
         ),
         reference="recurrent",
         param_specs=(*family.params, INITIAL_STATE),

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from linbench.variants.declarations import Decoder, Impl, Param
 from linbench.variants.flops import quadratic_flops
+from linbench.variants.libraries import softmax_library_impls
 from linbench.variants.registry import register_variant
 from linbench.variants.softmax.decode import kvcache_prefill, kvcache_step, recompute_prefill, recompute_step
-from linbench.variants.softmax.flash_attn import flash_attn_impls
-from linbench.variants.softmax.flashinfer_prefill import flashinfer_impl
 from linbench.variants.softmax.naive import naive, naive_masked
 from linbench.variants.softmax.packed import sdpa_packed, varlen_impl
 from linbench.variants.softmax.sdpa import BACKENDS, backend_impls, sdpa, sdpa_masked
@@ -44,8 +43,7 @@ VARIANT = register_variant(
             ),
             *backend_impls(),
             varlen_impl(),
-            *flash_attn_impls(),
-            flashinfer_impl(),
+            *softmax_library_impls(),
         ),
         reference="naive",
         param_specs=(),

@@ -1,0 +1,122 @@
+"""gated-deltanet's ``flash-qla`` through flash-qla 0.1.3's own Python layer (CPU, as SM90:
+library_layers.py; TileLang stood in). FlashQLA's checks, its autograd function, its
+context-parallel planning (``_auto_intra_cp_context``, ``build_cp_context``,
+``cp_preprocess_fwd``) run for real; its TileLang kernels (q/k norm, chunk-local cumsum, the
+KKᵀ solve, the fused forward) are stood in, the last computing the output from fla's naive
+gated delta rule.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from library_cases import BF16_TOLERANCE, case, check_at_batch_2_with_value_heads, reference, rel_error, run, run_packed
+from library_layers import installed, library_layer, no_host_sync, on_gpu, recurrence, sequences
+
+import linbench
+from linbench.variants.varlen import Segments
+
+pytestmark = pytest.mark.skipif(
+    not installed("flash-qla"),
+    reason="flash-qla is not installed (pip install --no-deps flash-qla==0.1.3; see .ci/run)",
+)
+CHUNK = 64
+
+
+@pytest.fixture(scope="module")
+def chunk() -> Iterator[Any]:
+    """FlashQLA's chunk module, imported as on SM90 (it picks its kernels on import)."""
+    with library_layer("flash_qla", ("tilelang",)):
+        with pytest.MonkeyPatch.context() as patch:  # a GPU only while it imports: each test sets its own
+            on_gpu(patch, (9, 0))
+            import tilelang
+
+            tilelang.contrib.nvcc.get_target_compute_version = lambda *args: "9.0"
+            import flash_qla  # noqa: F401
+        yield sys.modules["flash_qla.ops.gated_delta_rule.chunk"]
+
+
+def _rows(x: torch.Tensor, cu: torch.Tensor | None) -> list[tuple[int, int, int]]:
+    """(batch row, first token, end) of every sequence of (B, T, ...) ``x``."""
+    if cu is not None:
+        return [(0, a, b) for a, b in sequences(x.shape[1], cu)]
+    return [(row, 0, x.shape[1]) for row in range(x.shape[0])]
+
+
+def _chunks(x: torch.Tensor, cu: torch.Tensor | None) -> list[tuple[int, int, int]]:
+    return [(row, c, min(c + CHUNK, b)) for row, a, b in _rows(x, cu) for c in range(a, b, CHUNK)]
+
+
+@pytest.fixture
+def kernels(chunk: Any, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    on_gpu(monkeypatch, (9, 0), ("flash_qla",))
+    seen: list[dict[str, Any]] = []
+
+    def cumsum(g: torch.Tensor, cu_seqlens: Any = None, chunk_size: int = CHUNK, **kw: Any) -> torch.Tensor:
+        out = g.float().clone()
+        for row, a, b in _chunks(g, cu_seqlens):
+            out[row, a:b] = g[row, a:b].float().cumsum(0)
+        return out
+
+    def fused_fwd(
+        q: Any, k: Any, v: Any, a: Any, g: Any, b: Any, scale: float, cu_seqlens: Any = None, **kw: Any
+    ) -> Any:
+        seen.append({"q": q, "k": k, "v": v, "g": g, "beta": b, "cu_seqlens": cu_seqlens, **kw})
+        log_gate = g.clone()  # back from the chunk-local cumsum the kernel is given
+        for row, start, end in _chunks(g, cu_seqlens):
+            log_gate[row, start + 1 : end] = g[row, start + 1 : end] - g[row, start : end - 1]
+        o = torch.empty_like(v)
+        for row, start, end in _rows(v, cu_seqlens):
+            part = (x[row, start:end] for x in (q, k, v, log_gate, b))
+            o[row, start:end] = recurrence("gated_delta_rule", *part, scale, None, normalised=True).to(v.dtype)
+        return o, None, None
+
+    monkeypatch.setattr(chunk, "l2norm_fwd", lambda x: (F.normalize(x.float(), dim=-1).to(x.dtype), None))
+    monkeypatch.setattr(chunk, "chunk_local_cumsum", cumsum)
+    monkeypatch.setattr(chunk, "kkt_solve", lambda k, b, **kw: torch.zeros(*b.shape, CHUNK))
+    monkeypatch.setattr(chunk, "fused_gdr_fwd", fused_fwd)
+    # The cu_seqlens FlashQLA makes for a single sequence, on this CPU instead of cuda:{index}.
+    make_cu = lambda batch, tokens, index: torch.arange(batch + 1, dtype=torch.int32) * tokens  # noqa: E731
+    monkeypatch.setattr(chunk, "_create_cu_seqlens", make_cu)
+    return seen
+
+
+@pytest.mark.parametrize("bshd", (False, True), ids=("check-drawing", "bshd-drawing"))
+def test_a_batch_of_2_with_value_heads_natively(kernels: list[dict[str, Any]], bshd: bool) -> None:
+    c = case("gated-deltanet", bshd=bshd)
+    assert rel_error(run("gated-deltanet", "flash-qla", c), reference("gated-deltanet", c)) < BF16_TOLERANCE
+    assert kernels[-1]["v"].shape[2] == 2 and kernels[-1]["q"].shape[2] == 1
+    assert linbench.get_variant("gated-deltanet").impl("flash-qla").gva  # results no longer say "expanded"
+
+
+def test_a_pack_in_one_call_with_its_cu_seqlens(kernels: list[dict[str, Any]]) -> None:
+    c, segments = case("gated-deltanet", batch=1, seq=24), Segments((0, 7, 24))
+    out = run_packed("gated-deltanet", "flash-qla", c, segments)
+    assert rel_error(out, reference("gated-deltanet", c, segments)) < BF16_TOLERANCE
+    assert len(kernels) == 1 and kernels[0]["cu_seqlens"].dtype == torch.int64
+
+
+def test_a_single_sequence_call_plans_nothing_on_the_host(
+    kernels: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defect: FlashQLA's default auto_cp plans intra-card context parallelism on the host for
+    every B = 1 call (``raw_cu_seqlens.tolist()`` and fresh device tensors) inside the timed call."""
+    c = case("gated-deltanet", batch=1, seq=24)
+    impl = linbench.get_variant("gated-deltanet").impl("flash-qla")
+    keywords = c.keywords()
+    hold = getattr(impl, "hold", None)
+    held = {"held": hold(c.q, c.k, c.v, segments=None, **keywords)} if hold else {}
+    with torch.no_grad(), no_host_sync(monkeypatch):
+        impl.fn(c.q, c.k, c.v, **keywords, **held)
+
+
+def test_linbench_check_passes_at_batch_2_with_value_heads(
+    kernels: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    check_at_batch_2_with_value_heads("gated-deltanet", "flash-qla", monkeypatch)
+    assert kernels
