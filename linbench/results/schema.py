@@ -58,7 +58,10 @@ __all__ = [
 # 11: state_layout in every file's key (decode --state-layout: the pool's v-last or k-last
 #    state); alloc_call_timed in processes.csv (whether the profiled call that counted
 #    allocations was one of the timed repetitions).
-SCHEMA_VERSION = 11
+# 12: taken by a change made beside version 13's (its columns are listed where it is merged).
+# 13: triton_configs, triton_config_source and autotune_s (a Triton impl's autotuned configs).
+# 13: compile_s also counts Triton's compiler (a Triton impl's kernels).
+SCHEMA_VERSION = 13
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
@@ -219,7 +222,12 @@ COLUMNS = {
                 int,
                 "decode (serving): the memory requests_fit counts against (--memory-budget, else the device's)",
             ),
-            ("compile_s", float, "compiled impls: seconds torch.compile took, outside the timed calls"),
+            (
+                "compile_s",
+                float,
+                "seconds spent compiling, outside the timed calls: torch.compile's (compiled impls), else Triton's "
+                "compiler for a Triton impl's kernels not in its on-disk cache yet",
+            ),
             (
                 "backend",
                 str,
@@ -271,7 +279,17 @@ COLUMNS = {
             ),
             ("power_w", float, "CUDA: the GPU's average power over those calls (W)"),
         ),
-        *_group("sum", ("samples", int, "timed repetitions (results.csv: over all processes)")),
+        *_group(
+            "sum",
+            ("samples", int, "timed repetitions (results.csv: over all processes)"),
+            (
+                "autotune_s",
+                float,
+                "Triton impls: seconds Triton's autotuner spent choosing configs (benchmarking them; their "
+                "compiles are in compile_s), outside the timed calls; 0 where every config came from the store "
+                "(results.csv: over all processes)",
+            ),
+        ),
         *_group(
             "max",
             (
@@ -307,7 +325,23 @@ COLUMNS = {
                 "crossovers and the gate",
             ),
         ),
-        *_group("union", ("throttle_reasons", str, "CUDA: NVML's clock throttle reasons while the point ran")),
+        *_group(
+            "union",
+            ("throttle_reasons", str, "CUDA: NVML's clock throttle reasons while the point ran"),
+            (
+                "triton_configs",
+                str,
+                "Triton impls: each autotuned kernel the call ran and the config that ran, chosen at the point's "
+                "own shape (KERNEL: BLOCK=64 warps=4 stages=2; ;-separated; results.csv: every one any process "
+                "ran, so a kernel named twice ran two configs)",
+            ),
+            (
+                "triton_config_source",
+                str,
+                "Triton impls: where triton_configs came from: tuned (in the process, at the point's shape) or "
+                "cache (linbench's store, tuned at the same point by an earlier process or linbench warm)",
+            ),
+        ),
         *_group("notes", ("error", str, "why the point is not ok (or a note on an ok point)")),
         *_group("graph", ("device_ms", float, "median time of one CUDA-graph replay: device time without launches")),
         *_group("count", ("processes", int, "worker processes that measured the point (no two of them one process)")),
@@ -438,6 +472,8 @@ RESULT_COLUMNS = (
     *("state_drift", "drift_steps", "memory_budget_bytes", "requests_fit", "graph_pools"),
     *("backend", "kernel_ms", "host_overhead_ms", "kernel_names", "energy_j", "power_w"),
     *("tokens_per_j", "power_limit_w", "mem_clock_mhz", "device_split_note"),
+    # Schema 13.
+    *("triton_configs", "triton_config_source", "autotune_s"),
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
@@ -451,6 +487,7 @@ MEASURED_COLUMNS = (
     "graph_pools",
     *("backend", "kernel_ms", "kernel_names", "energy_j", "power_w", "power_limit_w", "mem_clock_mhz"),
     "device_split_note",
+    *("triton_configs", "triton_config_source", "autotune_s"),
 )
 PROCESS_COLUMNS = (
     *(*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s"),
