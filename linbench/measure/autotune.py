@@ -72,6 +72,7 @@ class _Watch:
 _WATCH = _Watch()
 _TUNERS: weakref.WeakSet[Any] = weakref.WeakSet()  # every autotuner that ran while watched
 _ORIGINAL: dict[str, Any] = {}  # Triton's own Autotuner.run, once installed
+_TUNED_S: dict[str, float] = {}  # seconds of tuning in this process not yet read, by scope
 
 
 def install() -> bool:
@@ -145,7 +146,9 @@ def reading() -> AutotuneReading:
         return AutotuneReading(compile_s=round(_WATCH.compile_s, 3))
     configs = sorted({f"{name}: {config}" for name, config, _ in used.values()})
     sources = sorted({source for _, _, source in used.values()})
-    tune = round(_WATCH.tune_s, 3) if TUNED in sources else 0.0
+    # The scope's tuning in this process, an earlier task's at the same scope included (a warm
+    # worker's correctness check at the point's own shape), each second counted once.
+    tune = round(_TUNED_S.pop(_WATCH.scope, 0.0), 3) if TUNED in sources else 0.0
     return AutotuneReading(";".join(configs), ";".join(sources), tune, round(_WATCH.compile_s, 3))
 
 
@@ -166,14 +169,17 @@ def _watched_run(self: Any, *args: Any, **kwargs: Any) -> Any:
     if new:
         in_compiler = _WATCH.compile_s - compiled
         _WATCH.compile_in_tuning_s += in_compiler
-        _WATCH.tune_s += max(time.perf_counter() - started - in_compiler, 0.0)
+        tuning_s = max(time.perf_counter() - started - in_compiler, 0.0)
+        _WATCH.tune_s += tuning_s
+        _TUNED_S[_WATCH.scope] = _TUNED_S.get(_WATCH.scope, 0.0) + tuning_s
+        tuned_here = self.__dict__.setdefault("_linbench_tuned", set())
         for key in new:
             _WATCH.tuned.setdefault(kernel, {})[_key_text(key)] = _config_record(memo[key])
+            tuned_here.add((_WATCH.scope, key))
     key = new[0] if new else next((k for k, c in memo.items() if c is self.best_config), None)
     if key is not None:
-        text = _key_text(key)
-        source = CACHED if not new and text in _WATCH.stored.get(kernel, {}) else TUNED
-        _WATCH.used[(kernel, text)] = (_name(self), _config_text(memo[key]), source)
+        source = TUNED if (_WATCH.scope, key) in self.__dict__.get("_linbench_tuned", ()) else CACHED
+        _WATCH.used[(kernel, _key_text(key))] = (_name(self), _config_text(memo[key]), source)
     return result
 
 

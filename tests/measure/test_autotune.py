@@ -96,7 +96,7 @@ def test_a_later_process_of_the_point_reads_its_choice_from_the_store(kernel: An
     autotune.enter("point at 128", ConfigStore(tmp_path), lock=True)
     call(128)
     autotune.quiet()
-    del double.__dict__["_linbench_memos"]  # as a fresh process: nothing tuned in it
+    del double.__dict__["_linbench_memos"], double.__dict__["_linbench_tuned"]  # as a fresh process
     autotune.enter("point at 128", ConfigStore(tmp_path), lock=True)
     call(128)
     seen = autotune.reading()

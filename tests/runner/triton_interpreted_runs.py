@@ -1,0 +1,47 @@
+"""Runs on the CPU under Triton's interpreter whose points run autotuned Triton kernels, as a
+process of its own (the interpreter must be on before a kernel is defined and fla is first
+imported): run by tests/runner/test_triton_interpreted_runs.py.
+
+Prints one JSON line per case, its rows' autotune columns by length and its processes':
+``plugin`` (tuned:triton, tests/runner/tuned_plugin.py, at 16 and 128 tokens, twice: the second
+run reads the first's choices back), ``fla`` (gated-deltanet:fla at 32 and 64 tokens; fla is
+left out of a run under the interpreter, so planning is told it may be timed: its times are
+numpy's and mean nothing, its recorded configs are what is checked).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+from linbench import SweepRequest, run_sweep
+from linbench.results.store import RunStore
+from linbench.runner import run_kind
+
+PLUGIN = Path(__file__).with_name("tuned_plugin.py")
+FAST = {"device": "cpu", "budget_s": 0.01, "warmup_s": 0.0, "min_reps": 1, "no_against": True, "heads": 1}
+COLUMNS = ("status", "triton_configs", "triton_config_source", "autotune_s", "error")
+
+
+def _case(name: str, request: SweepRequest, out: Path) -> None:
+    outcome = run_sweep(request, out=out)
+    rows = {str(row["seq"]): {c: row.get(c) for c in COLUMNS} for row in outcome.rows}
+    processes = [{c: row.get(c) for c in ("seq", *COLUMNS)} for row in RunStore(outcome.path).process_rows()]
+    print(json.dumps({"case": name, "rows": rows, "processes": processes}, default=str), flush=True)
+
+
+def main(out: Path) -> None:
+    plugin = SweepRequest(variants=("tuned:triton",), seq="16,128", dim=4, plugins=(PLUGIN,), **FAST)  # type: ignore[arg-type]
+    _case("plugin", plugin, out / "plugin")
+    _case("plugin again", plugin, out / "plugin-again")
+    run_kind.untimeable_reason = lambda library, device: None  # type: ignore[assignment]
+    fla = SweepRequest(variants=("gated-deltanet:fla",), seq="32,64", dim=16, **FAST)  # type: ignore[arg-type]
+    _case("fla", fla, out / "fla")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
