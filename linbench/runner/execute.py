@@ -99,7 +99,9 @@ def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
             if readings is not None:
                 result = replace(result, **readings())
         tuned, triton_compile_s = triton_tuning.reading(watched)
-        return replace(result, compile_s=_compiled(compiled_before, triton_compile_s), backend=backend, **tuned)
+        return replace(
+            result, compile_s=triton_tuning.compiled_s(compiled_before, triton_compile_s), backend=backend, **tuned
+        )
     except StopEarlyError as stop:
         return ProcessResult("timeout", error=str(stop))
     finally:
@@ -115,16 +117,6 @@ def _backend(task: Task) -> str:
         return noted
     variant = get_variant(task.point.variant)
     return declared_backend(variant.impls.get(task.point.impl))
-
-
-def _compiled(before: float | None, triton_s: float = 0.0) -> float | None:
-    """compile_s: the seconds this point spent in torch.compile (the compiled impls compile in
-    the warm-up), else in Triton's compiler (a Triton impl's kernels, compiled in its warm-up:
-    torch.compile's tally already holds the Triton kernels it compiled), where it compiled
-    anything; a worker shared by points counts each its own."""
-    after = compile_seconds()
-    seconds = after - before if before is not None and after is not None and after > before else triton_s
-    return round(seconds, 3) if seconds > 0 else None
 
 
 def _check_probation(task: Task, first_s: float, started: float) -> None:

@@ -31,6 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from linbench.measure import autotune
 from linbench.measure.autotune_store import ConfigStore
+from linbench.measure.compile_time import compile_seconds
+from linbench.results.processes import ProcessResult
+from linbench.runner.kind_protocol import Task
 from linbench.sweep.points import Point
 from linbench.variants.feature_forms.triton_interpreter import TRITON_LIBRARIES
 from linbench.variants.registry import get_variant
@@ -143,3 +146,33 @@ def _version(library: str | None) -> str | None:
         return f"{library} {importlib.metadata.version(library)}"
     except importlib.metadata.PackageNotFoundError:
         return library
+
+
+def compiled_s(before: float | None, triton_s: float = 0.0) -> float | None:
+    """compile_s: the seconds this point spent in torch.compile (the compiled impls compile in
+    the warm-up, ``before`` being torch's tally when the point began), else in Triton's compiler
+    (a Triton impl's kernels, compiled in its warm-up: torch.compile's tally already holds the
+    Triton kernels it compiled), where it compiled anything; a worker shared by points counts
+    each its own."""
+    after = compile_seconds()
+    seconds = after - before if before is not None and after is not None and after > before else triton_s
+    return round(seconds, 3) if seconds > 0 else None
+
+
+def run_warm(task: Task) -> ProcessResult:
+    """A worker's ``warm`` job: the point's warm-up alone, as its measuring process would make
+    it, a Triton impl's kernels compiled and tuned at its shape into the store (runner/warm.py);
+    what that took."""
+    import torch
+
+    compiled_before = compile_seconds()
+    device = torch.device(task.point.device)
+    watched = begin(task.point, task.params, device, lock=True)
+    try:
+        with task.kind.measuring():
+            task.kind.workload(task, device)
+    finally:
+        if watched:
+            timed_calls()
+    tuned, triton_compile_s = reading(watched)
+    return ProcessResult("ok", compile_s=compiled_s(compiled_before, triton_compile_s), **tuned)

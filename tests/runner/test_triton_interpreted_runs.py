@@ -83,3 +83,15 @@ def test_a_gated_run_of_fla_records_a_config_per_fla_kernel_per_row_and_process(
         kernels = _kernels(record["triton_configs"])
         assert set(kernels) == FLA_FORWARD_KERNELS
         assert all("warps=" in config and "stages=" in config for config in kernels.values())
+
+
+def test_warm_tunes_each_point_once_before_a_run_which_reads_it_back(runs: dict[str, Any]) -> None:
+    """linbench warm: each point tuned at its own length into the store, the estimate's tuning
+    gone once it is there, a second warm finding it warm, and a run reading the choice back."""
+    warmed = runs["warm"]
+    assert warmed["warmed"] == {"32": "_double: BLOCK=16 warps=1 stages=3", "256": "_double: BLOCK=64 warps=2 stages=3"}
+    assert warmed["cold_before"] == 0.0  # a plugin's impl: not known to be Triton's until it runs
+    assert warmed["first"].startswith("warmed 2 point(s) in ") and "2 ran autotuned Triton kernels" in warmed["first"]
+    assert warmed["second"].startswith("warmed 0 point(s) in ") and "2 already warm" in warmed["second"]
+    row = runs["run after warm"]["rows"]["256"]
+    assert (row["triton_configs"], row["triton_config_source"]) == ("_double: BLOCK=64 warps=2 stages=3", "cache")

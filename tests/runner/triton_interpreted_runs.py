@@ -4,7 +4,8 @@ imported): run by tests/runner/test_triton_interpreted_runs.py.
 
 Prints one JSON line per case, its rows' autotune columns by length and its processes':
 ``plugin`` (tuned:triton, tests/runner/tuned_plugin.py, at 16 and 128 tokens, twice: the second
-run reads the first's choices back), ``fla`` (gated-deltanet:fla at 32 and 64 tokens; fla is
+run reads the first's choices back), ``warm`` (linbench warm's work at 32 and 256 tokens, then
+``run after warm`` at 256), ``fla`` (gated-deltanet:fla at 32 and 64 tokens; fla is
 left out of a run under the interpreter, so planning is told it may be timed: its times are
 numpy's and mean nothing, its recorded configs are what is checked).
 """
@@ -34,10 +35,30 @@ def _case(name: str, request: SweepRequest, out: Path) -> None:
     print(json.dumps({"case": name, "rows": rows, "processes": processes}, default=str), flush=True)
 
 
+def _warm(out: Path) -> None:
+    """linbench warm's work on new lengths, twice (the second finds them warm), what the run's
+    estimate counts for them before and after, then a run of one of them."""
+    from linbench.runner.pipeline import prepare
+    from linbench.runner.triton_tuning import cold_s
+    from linbench.runner.warm import warm
+
+    request = SweepRequest(variants=("tuned:triton",), seq="32,256", dim=4, plugins=(PLUGIN,), **FAST)  # type: ignore[arg-type]
+    plan = prepare(request, out / "warm", repair=False).plan
+    before = cold_s(plan, plan.points)
+    first, second = warm(plan), warm(plan)
+    warmed = {str(w.point.shape.seq): w.result.triton_configs if w.result else None for w in first.points}
+    report = {"cold_before": before, "cold_after": cold_s(plan, plan.points), "warmed": warmed}
+    report |= {"first": first.summary(), "second": second.summary()}
+    print(json.dumps({"case": "warm", **report}), flush=True)
+    after = SweepRequest(variants=("tuned:triton",), seq="256", dim=4, plugins=(PLUGIN,), **FAST)  # type: ignore[arg-type]
+    _case("run after warm", after, out / "after-warm")
+
+
 def main(out: Path) -> None:
     plugin = SweepRequest(variants=("tuned:triton",), seq="16,128", dim=4, plugins=(PLUGIN,), **FAST)  # type: ignore[arg-type]
     _case("plugin", plugin, out / "plugin")
     _case("plugin again", plugin, out / "plugin-again")
+    _warm(out)
     run_kind.untimeable_reason = lambda library, device: None  # type: ignore[assignment]
     fla = SweepRequest(variants=("gated-deltanet:fla",), seq="32,64", dim=16, **FAST)  # type: ignore[arg-type]
     _case("fla", fla, out / "fla")
