@@ -77,7 +77,8 @@ def begin(point: Point, params: dict[str, Any], device: torch.device, *, lock: b
     if not (tunes_at_point(point) or "triton" in sys.modules) or not autotune.install():
         return False
     name = scope(point, params, _device_name(device))
-    autotune.enter(name, ConfigStore(), lock=lock)
+    # Another impl (Triton merely imported) locks nothing unless its warm-up runs an autotuner.
+    autotune.enter(name, ConfigStore(), lock=lock and tunes_at_point(point))
     if lock:
         _measured.append(name)
     return True
