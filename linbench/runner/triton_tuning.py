@@ -100,7 +100,7 @@ def warm_up(point: Point, call: Callable[[int], None], tiny: int) -> None:
     autotune.enter(f"{name} | warm-up at {tiny} tokens")
     call(tiny)
     autotuned = autotune.reading().configs is not None
-    autotune.enter(name, ConfigStore(), lock=True)
+    autotune.enter(name, ConfigStore(), lock=autotuned)
     if autotuned:
         call(point.shape.seq)
 

@@ -63,7 +63,7 @@ def test_a_tiny_warm_up_that_ran_an_autotuned_kernel_is_followed_by_one_at_the_p
     monkeypatch.setattr(autotune, "enter", lambda name, store=None, lock=False: entered.append((name, lock)))
     monkeypatch.setattr(autotune, "reading", lambda: AutotuneReading("kernel: BLOCK=16 warps=1 stages=3", "tuned"))
     assert _warm_ups(monkeypatch, _task(PLAIN)) == [workload.TINY_SEQ, 64]
-    assert entered == [("the point | warm-up at 16 tokens", False), ("the point", True)]
+    assert entered == [("the point | warm-up at 16 tokens", False), ("the point", True)]  # locked: it tunes
 
 
 def test_a_scope_is_the_point_with_its_length_params_device_model_and_library() -> None:
@@ -95,3 +95,14 @@ def test_the_estimate_counts_tuning_where_the_store_lacks_the_point(
     name = autotune.full_scope(triton_tuning.scope(FLA, {}, "a CPU"))
     ConfigStore().save(name, {"kernel": {"[16]": {"text": "BLOCK=16 warps=1 stages=3"}}}, 1.0, 2.0)
     assert triton_tuning.cold_s(plan, [FLA, bwd]) == triton_tuning.COLD_S["fwdbwd"]
+
+
+def test_a_tiny_warm_up_that_ran_no_autotuned_kernel_is_all_and_locks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triton imported in the worker, but the impl's call runs no autotuner: one tiny call, and no
+    lock of the point's scope held while it is measured."""
+    entered: list[tuple[str, bool]] = []
+    monkeypatch.setattr(triton_tuning, "_measured", ["the point"])
+    monkeypatch.setattr(autotune, "enter", lambda name, store=None, lock=False: entered.append((name, lock)))
+    monkeypatch.setattr(autotune, "reading", lambda: AutotuneReading())
+    assert _warm_ups(monkeypatch, _task(PLAIN)) == [workload.TINY_SEQ]
+    assert entered == [("the point | warm-up at 16 tokens", False), ("the point", False)]
