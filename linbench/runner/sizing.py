@@ -30,13 +30,15 @@ def fit_and_estimate(plan: RunPlan, pending: Sequence[Point]) -> float:
     pending points will take by linbench.sweep.estimate's rough model, each point in the
     processes asked for (``--processes``)."""
     check_fits(plan.points, device_memory_bytes(plan.device), plan.kind)
-    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind, plan.processes.wanted) + cold_s(plan, pending)
+    tuning = cold_s(pending, plan.point_params, plan.device_name)
+    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind, plan.processes.wanted) + tuning
 
 
 def most_estimate(plan: RunPlan, pending: Sequence[Point]) -> float:
     """The estimate were every point's processes to disagree and grow to the most the protocol
     allows (``--max-processes``): the top of the range a run's start line gives."""
-    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind, plan.processes.most) + cold_s(plan, pending)
+    tuning = cold_s(pending, plan.point_params, plan.device_name)
+    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind, plan.processes.most) + tuning
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,6 @@ from linbench.variants.registry import get_variant
 if TYPE_CHECKING:
     import torch
 
-    from linbench.runner.plan import RunPlan
-
 # What a point of a Triton impl costs when the store lacks it: compiling each kernel's configs
 # and benchmarking them. A guess from one fresh H200 (2026-11-27, fla-core 0.6.0, Triton 3.6):
 # a process that checked one gated fla impl forward and backward at 724 tokens took about 10 s,
@@ -120,16 +118,14 @@ def reading(watched: bool) -> tuple[dict[str, Any], float]:
     return columns, seen.compile_s
 
 
-def cold_s(plan: RunPlan, pending: Sequence[Point]) -> float:
+def cold_s(pending: Sequence[Point], params_of: Callable[[Point], dict[str, Any]], device_name: str) -> float:
     """What the estimate adds for tuning: COLD_S for each pending point of a Triton impl whose
-    scope the store lacks (the point's first process tunes it; the others read it back)."""
+    scope the store lacks (the point's first process tunes it; the others read it back);
+    ``params_of`` gives a point's --param values (the plan's ``point_params``)."""
     store = ConfigStore()
     total = 0.0
     for point in pending:
-        if not tunes_at_point(point):
-            continue
-        name = scope(point, plan.point_params(point), plan.device_name)
-        if not store.has(autotune.full_scope(name)):
+        if tunes_at_point(point) and not store.has(autotune.full_scope(scope(point, params_of(point), device_name))):
             total += COLD_S.get(point.mode, COLD_S["fwdbwd"])
     return total
 

@@ -53,6 +53,6 @@ def test_the_estimate_adds_the_tuning_of_the_points_the_store_of_choices_lacks(m
     request = SweepRequest(variants=("cosine:chunked",), no_against=True, seq="64", device="cpu")
     plan = make_plan(build_spec(request), torch.device("cpu"), "test cpu")
     warm = estimate(plan)
-    monkeypatch.setattr(sizing, "cold_s", lambda plan, pending: 7.0 * len(pending))
+    monkeypatch.setattr(sizing, "cold_s", lambda pending, params_of, device_name: 7.0 * len(pending))
     assert estimate(plan) == pytest.approx(warm + 7.0 * len(plan.points))
     assert sizing.most_estimate(plan, plan.points) >= warm + 7.0

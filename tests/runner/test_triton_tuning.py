@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
@@ -83,18 +82,14 @@ def test_the_estimate_counts_tuning_where_the_store_lacks_the_point(
 ) -> None:
     monkeypatch.setenv(FOLDER_VARIABLE, str(tmp_path))
 
-    class Plan:
-        device_name = "a CPU"
+    def cold(points: list[Point]) -> float:
+        return triton_tuning.cold_s(points, lambda point: {}, "a CPU")
 
-        def point_params(self, point: Point) -> dict[str, Any]:
-            return {}
-
-    plan: Any = Plan()
     bwd = replace(FLA, mode="fwdbwd")
-    assert triton_tuning.cold_s(plan, [FLA, bwd, PLAIN]) == triton_tuning.COLD_S["fwd"] + triton_tuning.COLD_S["fwdbwd"]
+    assert cold([FLA, bwd, PLAIN]) == triton_tuning.COLD_S["fwd"] + triton_tuning.COLD_S["fwdbwd"]
     name = autotune.full_scope(triton_tuning.scope(FLA, {}, "a CPU"))
     ConfigStore().save(name, {"kernel": {"[16]": {"text": "BLOCK=16 warps=1 stages=3"}}}, 1.0, 2.0)
-    assert triton_tuning.cold_s(plan, [FLA, bwd]) == triton_tuning.COLD_S["fwdbwd"]
+    assert cold([FLA, bwd]) == triton_tuning.COLD_S["fwdbwd"]
 
 
 def test_a_tiny_warm_up_that_ran_no_autotuned_kernel_is_all_and_locks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,14 +44,15 @@ def _warm(out: Path) -> None:
 
     request = SweepRequest(variants=("tuned:triton",), seq="32,256", dim=4, plugins=(PLUGIN,), **FAST)  # type: ignore[arg-type]
     plan = prepare(request, out / "warm", repair=False).plan
-    before = cold_s(plan, plan.points)
+    before = cold_s(plan.points, plan.point_params, plan.device_name)
     first, second = warm(plan), warm(plan)
     warmed = {str(w.point.shape.seq): w.result.triton_configs if w.result else None for w in first.points}
-    report = {"cold_before": before, "cold_after": cold_s(plan, plan.points), "warmed": warmed}
+    after = cold_s(plan.points, plan.point_params, plan.device_name)
+    report = {"cold_before": before, "cold_after": after, "warmed": warmed}
     report |= {"first": first.summary(), "second": second.summary()}
     print(json.dumps({"case": "warm", **report}), flush=True)
-    after = SweepRequest(variants=("tuned:triton",), seq="256", dim=4, plugins=(PLUGIN,), **FAST)  # type: ignore[arg-type]
-    _case("run after warm", after, out / "after-warm")
+    again = SweepRequest(variants=("tuned:triton",), seq="256", dim=4, plugins=(PLUGIN,), **FAST)  # type: ignore[arg-type]
+    _case("run after warm", again, out / "after-warm")
 
 
 def main(out: Path) -> None:
