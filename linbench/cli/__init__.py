@@ -31,6 +31,7 @@ from linbench.cli.profile_cmd import profile_command
 from linbench.cli.report_cmd import report_command
 from linbench.cli.run_cmd import run_command
 from linbench.cli.suites_cmd import suites_command
+from linbench.cli.warm_cmd import warm_command
 
 __all__ = ["app", "main"]
 
@@ -97,6 +98,7 @@ for _name, _command in (
     ("list", list_command),
     ("check", check_command),
     ("run", run_command),
+    ("warm", warm_command),
     ("decode", decode_command),
     ("plot", plot_command),
     ("report", report_command),

@@ -17,6 +17,7 @@ from linbench.cli.errors import CliUsageError, usage_errors
 
 if TYPE_CHECKING:
     from linbench.gate.compare import Comparison, Thresholds
+    from linbench.gate.configs import ConfigChange
     from linbench.gate.verdict import ChangedCode
 
 # The exit status of each verdict (gate/verdict.py); 2 is a usage error (cli/errors.py).
@@ -75,6 +76,7 @@ def compare_command(
     2 usage error.
     """
     from linbench.gate.compare import Thresholds, check_same_device, compare_runs
+    from linbench.gate.configs import config_changes
     from linbench.report.load import read_single_run
 
     with usage_errors():
@@ -96,7 +98,8 @@ def compare_command(
         comparison = compare_runs(base_run, cur_run, thresholds)
         if changed_since is not None:
             comparison.changed = changed_code(changed_since)
-    _print(comparison, chosen, _load_lines(base_run.meta, cur_run.meta), thresholds)
+    configs = config_changes(base_run, cur_run, comparison)  # the autotuner's choices, beside the verdict
+    _print(comparison, chosen, _load_lines(base_run.meta, cur_run.meta), thresholds, configs)
     status = EXIT_STATUS[comparison.verdict]
     if status:
         raise typer.Exit(status)
@@ -126,8 +129,11 @@ def _load_lines(baseline: dict, current: dict) -> list[str]:
     return [f"warning: {name}: {busy}" for name, meta in named if (busy := load_warning(meta))]
 
 
-def _print(comparison: Comparison, chosen: str, load_lines: list[str], thresholds: Thresholds) -> None:
+def _print(
+    comparison: Comparison, chosen: str, load_lines: list[str], thresholds: Thresholds, configs: list[ConfigChange]
+) -> None:
     from linbench.gate.advice import judging_lines
+    from linbench.gate.configs import config_json, config_lines
     from linbench.gate.render import (
         VERDICT_STYLE,
         advice_lines,
@@ -148,11 +154,13 @@ def _print(comparison: Comparison, chosen: str, load_lines: list[str], threshold
         *changed,
         *drift_lines(comparison),
         *between_lines(comparison),
+        *config_lines(configs),
         *advice,
         *load_lines,
     ]
     if chosen == "json":
         report = comparison.to_json() | {"exit_status": EXIT_STATUS[comparison.verdict]}
+        report["triton_configs_differ"] = config_json(configs)
         typer.echo(json.dumps(report | {"advice": advice, "load_warnings": load_lines}, indent=2))
     elif chosen == "md":
         typer.echo(markdown(tables, "linbench compare"))

@@ -82,6 +82,10 @@ class ProcessResult:
     power_limit_w: float | None = None
     mem_clock_mhz: float | None = None
     device_split_note: str | None = None
+    # Triton impls' autotuning (linbench/measure/autotune.py)
+    triton_configs: str | None = None
+    triton_config_source: str | None = None
+    autotune_s: float | None = None
     # The timed repetitions, for samples.csv; a recorded process keeps none.
     samples_ms: tuple[float, ...] = ()
 

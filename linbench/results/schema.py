@@ -61,6 +61,8 @@ __all__ = [
 #    allocations was one of the timed repetitions).
 # 12: energy_window_s and energy_updates (energy_j's window between two updates of NVML's energy counter)
 # 12: kernel_ms is the union of a call's kernel intervals (two streams' overlaps count once), not their sum
+# 13: triton_configs, triton_config_source and autotune_s (a Triton impl's autotuned configs).
+# 13: compile_s also counts Triton's compiler (a Triton impl's kernels).
 # 14: tp in results.csv (the tensor-parallel ranks a preset's heads are one rank's shard of).
 # 14: bytes counts each of q, k, v and the output at its own heads (before: all at the value heads).
 SCHEMA_VERSION = 14
@@ -232,7 +234,12 @@ COLUMNS = {
                 int,
                 "decode (serving): the memory requests_fit counts against (--memory-budget, else the device's)",
             ),
-            ("compile_s", float, "compiled impls: seconds torch.compile took, outside the timed calls"),
+            (
+                "compile_s",
+                float,
+                "seconds spent compiling, outside the timed calls: torch.compile's (compiled impls), else Triton's "
+                "compiler for a Triton impl's kernels not in its on-disk cache yet",
+            ),
             (
                 "backend",
                 str,
@@ -297,7 +304,17 @@ COLUMNS = {
                 "processes)",
             ),
         ),
-        *_group("sum", ("samples", int, "timed repetitions (results.csv: over all processes)")),
+        *_group(
+            "sum",
+            ("samples", int, "timed repetitions (results.csv: over all processes)"),
+            (
+                "autotune_s",
+                float,
+                "Triton impls: seconds Triton's autotuner spent choosing configs (benchmarking them; their "
+                "compiles are in compile_s), outside the timed calls; 0 where every config came from the store "
+                "(results.csv: over all processes)",
+            ),
+        ),
         *_group(
             "max",
             (
@@ -333,7 +350,23 @@ COLUMNS = {
                 "crossovers and the gate",
             ),
         ),
-        *_group("union", ("throttle_reasons", str, "CUDA: NVML's clock throttle reasons while the point ran")),
+        *_group(
+            "union",
+            ("throttle_reasons", str, "CUDA: NVML's clock throttle reasons while the point ran"),
+            (
+                "triton_configs",
+                str,
+                "Triton impls: each autotuned kernel the call ran and the config that ran, chosen at the point's "
+                "own shape (KERNEL: BLOCK=64 warps=4 stages=2; ;-separated; results.csv: every one any process "
+                "ran, so a kernel named twice ran two configs)",
+            ),
+            (
+                "triton_config_source",
+                str,
+                "Triton impls: where triton_configs came from: tuned (in the process, at the point's shape) or "
+                "cache (linbench's store, tuned at the same point by an earlier process or linbench warm)",
+            ),
+        ),
         *_group("notes", ("error", str, "why the point is not ok (or a note on an ok point)")),
         *_group("graph", ("device_ms", float, "median time of one CUDA-graph replay: device time without launches")),
         *_group("count", ("processes", int, "worker processes that measured the point (no two of them one process)")),
@@ -466,6 +499,8 @@ RESULT_COLUMNS = (
     *("tokens_per_j", "power_limit_w", "mem_clock_mhz", "device_split_note"),
     # Schema 12.
     *("energy_window_s", "energy_updates"),
+    # Schema 13.
+    *("triton_configs", "triton_config_source", "autotune_s"),
     # Schema 14.
     "tp",
 )
@@ -483,6 +518,8 @@ MEASURED_COLUMNS = (
     "device_split_note",
     # Schema 12.
     *("energy_window_s", "energy_updates"),
+    # Schema 13.
+    *("triton_configs", "triton_config_source", "autotune_s"),
 )
 PROCESS_COLUMNS = (
     *(*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s"),

@@ -27,6 +27,7 @@ from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
 from linbench.measure.timer import Timing, time_cpu
 from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.processes import ProcessResult
+from linbench.runner import triton_tuning
 from linbench.runner.execute_gpu import graph_predicted_s, time_with_policy
 from linbench.runner.kind_protocol import Task, Work
 from linbench.variants.backends import declared_backend, take_noted
@@ -34,7 +35,9 @@ from linbench.variants.registry import get_variant
 
 
 def run_gate(task: Task) -> ProcessResult:
-    """The point checked against its variant's fp64 reference, as its kind checks it."""
+    """The point checked against its variant's fp64 reference, as its kind checks it (a Triton
+    impl's autotuners holding the checked point's choices alone: triton_tuning.py)."""
+    triton_tuning.begin(task.point, task.params, torch.device(task.point.device), lock=False)
     return gate_result(task.kind.check(task))
 
 
@@ -78,9 +81,14 @@ def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
         torch.cuda.set_device(device)
     kind = task.kind
     take_noted()  # what an earlier call in this worker (a check, another point) ran is not this point's
+    # A Triton impl's kernels are compiled and tuned in the workload's warm-up, at this point's
+    # shape, in a scope of their own; the timed calls run them unwatched (triton_tuning.py).
+    watched = triton_tuning.begin(task.point, task.params, device, lock=True)
     try:
         with kind.measuring():
             work, held = kind.workload(task, device)
+            if watched:
+                triton_tuning.timed_calls()
             result = replace(_measure(task, work, device, started, warm_curve), state_bytes=held)
             backend = _backend(task)
             if device.type == "cuda":
@@ -90,9 +98,15 @@ def run_measure(task: Task, *, warm_curve: bool = False) -> ProcessResult:
             readings = getattr(work, "readings", None)
             if readings is not None:
                 result = replace(result, **readings())
-        return replace(result, compile_s=_compiled(compiled_before), backend=backend)
+        tuned, triton_compile_s = triton_tuning.reading(watched)
+        return replace(
+            result, compile_s=triton_tuning.compiled_s(compiled_before, triton_compile_s), backend=backend, **tuned
+        )
     except StopEarlyError as stop:
         return ProcessResult("timeout", error=str(stop))
+    finally:
+        if watched:
+            triton_tuning.timed_calls()  # a failed warm-up lets the point's lock go too
 
 
 def _backend(task: Task) -> str:
@@ -103,15 +117,6 @@ def _backend(task: Task) -> str:
         return noted
     variant = get_variant(task.point.variant)
     return declared_backend(variant.impls.get(task.point.impl))
-
-
-def _compiled(before: float | None) -> float | None:
-    """compile_s: the seconds this point spent in torch.compile (the compiled impls compile in
-    the warm-up), where it compiled anything; a worker shared by points counts each its own."""
-    after = compile_seconds()
-    if before is None or after is None or after <= before:
-        return None
-    return round(after - before, 3)
 
 
 def _check_probation(task: Task, first_s: float, started: float) -> None:

@@ -106,9 +106,10 @@ class Kind(Protocol):
 @dataclass(frozen=True)
 class Task:
     """One job for a worker process: ``gate`` checks a point against its reference,
-    ``measure`` times it and reads its peak memory, as its ``kind`` of point says."""
+    ``measure`` times it and reads its peak memory, as its ``kind`` of point says; ``warm``
+    compiles and tunes its Triton kernels into the store (runner/warm.py) and times nothing."""
 
-    job: Literal["gate", "measure"]
+    job: Literal["gate", "measure", "warm"]
     point: Point
     timing: TimingPolicy
     kind: Kind  # run, decode or pack (runner/kinds.py, runner/pack_kind.py)

@@ -28,7 +28,8 @@ from linbench.results.record import PointFacts
 from linbench.runner.kind_protocol import Task, Work
 from linbench.runner.run_kind import RunKind, call_flops
 from linbench.runner.targets import Targets
-from linbench.runner.workload import Workload, warm_up
+from linbench.runner.triton_tuning import warm_up as tuned_warm_up
+from linbench.runner.workload import TINY_SEQ, Workload, warm_up
 from linbench.sweep import estimate
 from linbench.sweep.lengths import Pack
 from linbench.sweep.points import Point
@@ -136,8 +137,19 @@ class PackKind(RunKind):
         )
 
     def workload(self, task: Task, device: torch.device) -> tuple[Work, int | None]:
-        """The pack's call, after one plain call at a tiny length (thread pools start there)."""
-        warm_up(task.point, device, params=task.params)
+        """The pack's call, after one plain call at a tiny length (thread pools start there), or
+        for a Triton impl one call of the pack itself (its kernels compile and tune on the pack:
+        runner/triton_tuning.py)."""
+
+        def call(seq: int) -> None:
+            if seq < task.point.shape.seq:
+                warm_up(task.point, device, seq, task.params)
+                return
+            warm = PackWorkload(task.point, self.segments, device, task.seed, task.params)
+            warm.before()
+            warm.run()
+
+        tuned_warm_up(task.point, call, TINY_SEQ)
         return PackWorkload(task.point, self.segments, device, task.seed, task.params), None
 
 

@@ -143,10 +143,13 @@ class RunKind(SharedKind):
         return nullcontext()
 
     def workload(self, task: Task, device: torch.device) -> tuple[Work, int | None]:
-        """The call, after one at a tiny length (thread pools and kernels start there)."""
-        from linbench.runner.workload import Workload, warm_up
+        """The call, after one at a tiny length (thread pools and kernels start there), or for
+        a Triton impl at the point's own length (its kernels compile and tune there:
+        runner/triton_tuning.py)."""
+        from linbench.runner.triton_tuning import warm_up as tuned_warm_up
+        from linbench.runner.workload import TINY_SEQ, Workload, warm_up
 
-        warm_up(task.point, device, params=task.params)
+        tuned_warm_up(task.point, lambda seq: warm_up(task.point, device, seq, task.params), TINY_SEQ)
         return Workload(task.point, device, task.seed, task.params), None
 
     def after_eager(self, task: Task, work: Work, device: torch.device, result: ProcessResult) -> ProcessResult:

@@ -7,7 +7,9 @@ power of the length s (``Impl.time_exponent``, ``Decoder.state_exponent`` and
 
 The first use of linbench's compiled kernels builds csrc/ (linbench/kernels/build.py) while the
 plan checks which impls can run: a command that starts with the build cache lacking it pays the
-build too, and its estimate counts it (``KernelBuild``).
+build too, and its estimate counts it (``KernelBuild``). So does a Triton impl's point whose
+autotune choices linbench's store lacks: its first process compiles and tunes its kernels
+(runner/triton_tuning.py's ``cold_s``; ``linbench warm`` fills the store ahead).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 from linbench.machine.facts import device_memory_bytes
 from linbench.runner.plan import RunPlan
+from linbench.runner.triton_tuning import cold_s
 from linbench.sweep.estimate import BUILD_S, check_fits, device_type, estimate_s
 from linbench.sweep.points import Point
 
@@ -27,13 +30,15 @@ def fit_and_estimate(plan: RunPlan, pending: Sequence[Point]) -> float:
     pending points will take by linbench.sweep.estimate's rough model, each point in the
     processes asked for (``--processes``)."""
     check_fits(plan.points, device_memory_bytes(plan.device), plan.kind)
-    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind, plan.processes.wanted)
+    tuning = cold_s(pending, plan.point_params, plan.device_name)
+    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind, plan.processes.wanted) + tuning
 
 
 def most_estimate(plan: RunPlan, pending: Sequence[Point]) -> float:
     """The estimate were every point's processes to disagree and grow to the most the protocol
     allows (``--max-processes``): the top of the range a run's start line gives."""
-    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind, plan.processes.most)
+    tuning = cold_s(pending, plan.point_params, plan.device_name)
+    return estimate_s(pending, plan.timing, plan.timeout_s, plan.kind, plan.processes.most) + tuning
 
 
 @dataclass(frozen=True)

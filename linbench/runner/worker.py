@@ -102,6 +102,7 @@ def _release_cached_memory(task: Task) -> None:
 
 def _run(task: Task) -> ProcessResult:
     from linbench.runner.execute import run_gate, run_measure
+    from linbench.runner.triton_tuning import run_warm
 
     # CUDA maps far more address space than it uses, so the cap is for CPU points only.
     if task.memory_limit_bytes is not None and task.point.device == "cpu":
@@ -112,6 +113,8 @@ def _run(task: Task) -> ProcessResult:
     torch.set_num_threads(task.threads or _default_threads[0])
     for plugin in task.plugins:
         load_plugin_file(plugin)
+    if task.job == "warm":
+        return run_warm(task)
     if task.job == "gate":
         checked = run_gate(task)
         if checked.status == "ok":

@@ -53,6 +53,8 @@ EXTRA = "extra:"
 # The extra inputs (gates, β) are drawn from a CPU generator of their own, seeded from the
 # workload's: the same values on every device, and q, k, v as they were before there were any.
 EXTRA_SEED_OFFSET = 7919
+# The length of a warm-up call that only starts thread pools and libraries.
+TINY_SEQ = 16
 
 
 class Workload:
@@ -231,9 +233,14 @@ def _extent_bytes(tensor: torch.Tensor) -> int:
     return (last + 1) * tensor.element_size()
 
 
-def warm_up(point: Point, device: torch.device, seq: int = 16, params: dict[str, Any] | None = None) -> None:
-    """One call at a tiny length: thread pools, kernels and library handles initialise
-    here, and it leaves no large freed buffers behind for the measured call to reuse."""
-    tiny = Workload(replace(point, shape=replace(point.shape, seq=min(seq, point.shape.seq))), device, params=params)
-    tiny.before()
-    tiny.run()
+def warm_up(point: Point, device: torch.device, seq: int = TINY_SEQ, params: dict[str, Any] | None = None) -> None:
+    """One call at length ``seq`` (a tiny one by default): thread pools, kernels and library
+    handles initialise here, and it leaves no large freed buffers behind for the measured call
+    to reuse (a GPU's caching allocator hands its blocks back; a CPU worker hands freed heap
+    back before its measured call: execute.py)."""
+    warm = Workload(replace(point, shape=replace(point.shape, seq=min(seq, point.shape.seq))), device, params=params)
+    warm.before()
+    warm.run()
+    del warm
+    if device.type == "cuda":
+        torch.cuda.empty_cache()

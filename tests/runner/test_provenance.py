@@ -33,6 +33,8 @@ def test_fla_is_imported_with_its_dispatch_pinned_off(monkeypatch: pytest.Monkey
     fla.import_fla("fla.ops.linear_attn")
     seen = imported["fla.ops.linear_attn"]
     assert seen["FLA_DISABLE_BACKEND_DISPATCH"] == "1" and seen["FLA_FLASH_KDA"] == "0"
+    # and fla's on-disk autotune cache, which keys a choice without the length, off
+    assert seen["FLA_CACHE_RESULTS"] == "0"
 
 
 def test_a_users_own_dispatch_setting_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -45,3 +45,14 @@ def test_a_decoder_s_declared_state_sets_its_fit() -> None:
     assert estimate(decode_plan("cosine:recurrent", "1m", batch="1m")) > 0  # a fixed state fits at any context
     with pytest.raises(SweepTooLargeError, match="softmax:kvcache"):
         estimate(decode_plan("softmax:kvcache", "1m", batch="1m"))  # a cache grows with it
+
+
+def test_the_estimate_adds_the_tuning_of_the_points_the_store_of_choices_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from linbench.runner import sizing
+
+    request = SweepRequest(variants=("cosine:chunked",), no_against=True, seq="64", device="cpu")
+    plan = make_plan(build_spec(request), torch.device("cpu"), "test cpu")
+    warm = estimate(plan)
+    monkeypatch.setattr(sizing, "cold_s", lambda pending, params_of, device_name: 7.0 * len(pending))
+    assert estimate(plan) == pytest.approx(warm + 7.0 * len(plan.points))
+    assert sizing.most_estimate(plan, plan.points) >= warm + 7.0

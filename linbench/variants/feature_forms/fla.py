@@ -54,6 +54,12 @@ DISPATCH_TARGETS = ("flash-qla", "flash-kda")
 
 
 _PINNED: set[str] = set()  # the switches linbench set itself (not the user)
+# fla-core 0.6.0 turns Triton's on-disk autotune cache on (FLA_CACHE_RESULTS, default '1', in
+# fla/utils/env.py), which keys a choice by the kernel's autotune key, without the sequence
+# length: a config tuned at one length would be read back at every other, in every later
+# process. Off unless the user set it; a measuring process turns it off in each autotuner
+# whatever is set (runner/triton_tuning.py).
+AUTOTUNE_CACHE_SWITCH = ("FLA_CACHE_RESULTS", "0")
 
 
 def pin_fla_dispatch() -> None:
@@ -63,6 +69,7 @@ def pin_fla_dispatch() -> None:
         if name not in os.environ:
             os.environ[name] = value
             _PINNED.add(name)
+    os.environ.setdefault(*AUTOTUNE_CACHE_SWITCH)
 
 
 def pinned_by_linbench() -> tuple[str, ...]:
