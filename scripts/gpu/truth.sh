@@ -116,31 +116,8 @@ part_setup() {
   clocks idle
   note "git HEAD: $(git -C "$ROOT" log -1 --format='%h %s' 2>/dev/null || echo 'none (no .git here)')"
   local info
-  info=$(env ${CHECK_ENV[@]+"${CHECK_ENV[@]}"} "$PY" - "$DEVICE" 2>&1 <<'EOF' | grep -v -e UserWarning -e _cpu_device_warning
-import importlib.metadata as metadata, os, sys
-import torch
-from linbench.cli import app
-from linbench.variants.feature_forms.fla import fla_unavailable
-
-def version(name):
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "absent"
-
-names = ("triton", "fla-core", "einops", "flash-attn", "flashinfer-python", "nvidia-cudnn-frontend", "flash-qla")
-print(f"python {sys.version.split()[0]}; torch {torch.__version__} (CUDA {torch.version.cuda}); "
-      + "; ".join(f"{name} {version(name)}" for name in names))
-device = torch.device(sys.argv[1])
-if device.type == "cuda":
-    p = torch.cuda.get_device_properties(0)
-    print(f"{p.name}: sm_{p.major}{p.minor}, {p.multi_processor_count} SMs, {p.total_memory / 2**30:.1f} GiB")
-print("fla's impls here:", fla_unavailable(device) or "importable and runnable")
-keys = ("FLA_DISABLE_BACKEND_DISPATCH", "FLA_FLASH_KDA", "FLA_CACHE_RESULTS", "TRITON_CACHE_DIR")
-print("env:", " ".join(f"{key}={os.environ.get(key, '')}" for key in keys))
-print("linbench warm:", "yes" if any(c.name == "warm" for c in app.registered_commands) else "no")
-EOF
-  )
+  info=$(env ${CHECK_ENV[@]+"${CHECK_ENV[@]}"} "$PY" scripts/gpu/batch_info.py versions "$DEVICE" 2>&1 |
+    grep -v -e UserWarning -e _cpu_device_warning)
   note "$info"
   HAVE_WARM=$(grep -c "^linbench warm: yes" <<<"$info")
   local start=$SECONDS
@@ -203,16 +180,6 @@ part_tests() {
   grep -E "^(FAILED|ERROR) |\] (FAILED|ERROR) " "$OUT/tests.txt" | sort -u | sed 's/^/  /' | head -40 | tee -a "$OUT/summary.txt"
 }
 
-fla_impls() {  # every fla-core impl, the chunk forms of the largest kernels first (the longest compiles)
-  "$PY" - <<'EOF'
-from linbench.variants.registry import get_variant, list_variants
-heavy = ("kda", "gated-deltanet", "deltanet", "gla")
-picks = [(v, i) for v in list_variants() for i, impl in get_variant(v).impls.items() if impl.library == "fla-core"]
-picks.sort(key=lambda pick: (pick[1] == "fla-recurrent", pick[0] not in heavy))
-print(" ".join(f"{v}:{i}" for v, i in picks))
-EOF
-}
-
 check_one() {  # one impl's check, its table appended to check.txt when it ends
   local impl=$1 file=$WORK/check/${1/:/-}.txt start=$SECONDS rc verdict limit=$(($(left_s) - 5))
   if [ "$limit" -lt 15 ]; then
@@ -237,7 +204,7 @@ check_one() {  # one impl's check, its table appended to check.txt when it ends
 
 part_check() {
   local impls impl
-  impls=${CHECK_IMPLS:-$(fla_impls)}  # CHECK_IMPLS="V:I V:I": a rerun of some only
+  impls=${CHECK_IMPLS:-$("$PY" scripts/gpu/batch_info.py fla-impls)}  # CHECK_IMPLS="V:I V:I": a rerun of some only
   impls=${impls//,/ }
   note "check: $(wc -w <<<"$impls") fla-core impls, $CHECK_JOBS at a time, $CHECK_DTYPE at $CHECK_SHAPES"
   for impl in $impls; do
@@ -247,37 +214,11 @@ part_check() {
   wait
 }
 
-runnable() {  # runnable ITEM...: of these impls (V:I, or V for V's backends), those that run here, a comma list; each one's verdict to stderr
-  "$PY" - "$DEVICE" "$@" <<'EOF'
-import sys
-import torch
-from linbench.variants.registry import get_variant
-
-# A variant's forms that are not backends of it: its references, and fla's dispatch, which with
-# the dispatch pinned off is fla's own kernel, timed as `fla`.
-NOT_BACKENDS = {
-    "recurrent": "the token-serial PyTorch reference: not a backend",
-    "quadratic": "the S×S reference: not a backend",
-    "fla-dispatch": "fla's dispatch, pinned off: fla's own kernel, timed as `fla`",
-}
-device = torch.device(sys.argv[1])
-runs = []
-for item in sys.argv[2:]:
-    variant, _, named = item.partition(":")
-    impls = get_variant(variant).impls
-    for name in [named] if named else list(impls):
-        reason = (None if named else NOT_BACKENDS.get(name)) or impls[name].unavailable_reason(device)
-        print(f"  {variant}:{name}: {reason or 'runs here'}", file=sys.stderr)
-        runs += [] if reason else [f"{variant}:{name}"]
-print(",".join(runs))
-EOF
-}
-
 part_backends() {
   local forms sdpa sweep=(--batch 1 --heads "$HEADS" --dim "$DIM" --seq "$SEQ_BACK" --dtype bf16 --mode fwd --budget-s 0.3)
   echo "### the forms, and why the others are left out" >>"$OUT/backends.txt"
-  forms=$(runnable gated-deltanet kda 2>>"$OUT/backends.txt")
-  sdpa=$(runnable softmax:sdpa-flash softmax:sdpa-cudnn 2>>"$OUT/backends.txt")
+  forms=$("$PY" scripts/gpu/batch_info.py runnable "$DEVICE" gated-deltanet kda 2>>"$OUT/backends.txt")
+  sdpa=$("$PY" scripts/gpu/batch_info.py runnable "$DEVICE" softmax:sdpa-flash softmax:sdpa-cudnn 2>>"$OUT/backends.txt")
   note "backends: ${forms:-none runs here}; against ${sdpa:-no SDPA backend}"
   [ -n "$forms" ] || return 0
   local against=(--no-against)
