@@ -32,7 +32,8 @@
 # Run folders: runs.tgz, rewritten after each run (7 files under $OUT; 8 come back at most).
 # Wheels: `pip download --no-deps -d .whl fla-core==0.6.0 einops` on any machine with PyPI; .whl/
 # travels untracked (never commit it). Without a CUDA device the script stops at once, exit 3.
-# Rerun a part in a later call: `truth.sh check` (CHECK_IMPLS="kda:fla gla:fla" checks only those).
+# Rerun a part in a later call, its deadline ten seconds inside the call's timeout_s:
+# `TRUTH_DEADLINE_S=150 bash scripts/gpu/truth.sh check` (CHECK_IMPLS="kda:fla gla:fla": only those).
 # Rehearsal on a CPU: TRUTH_DEVICE=cpu runs the same commands at toy sizes (fla's kernels under
 # Triton's interpreter for the check, in fp32; no ncu, no CUDA graphs); TRUTH_BUDGET_SCALE=N
 # stretches every limit N-fold on a slow machine; TRUTH_WHEELS=DIR installs another wheel folder;
