@@ -81,9 +81,17 @@ def shapes_for(variant: Variant, impl: str, dtype_name: str, device_type: str) -
     return SHAPES if takes_one else (*SHAPES, LIBRARY_SHAPE)
 
 
-def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device: torch.device) -> Cell:
-    """Every shape for one impl, dtype and masking; unavailable impls, and maskings the
-    variant does not compute, are not run."""
+def run_cell(
+    variant: Variant,
+    impl: str,
+    dtype_name: str,
+    causal: bool,
+    device: torch.device,
+    shapes: tuple[tuple[int, ...], ...] | None = None,
+) -> Cell:
+    """Every shape for one impl, dtype and masking (``shapes`` in place of SHAPES and
+    LIBRARY_SHAPE where given: ``check --shape``); unavailable impls, and maskings the variant
+    does not compute, are not run."""
     reason = variant.impls[impl].unavailable_reason(device)
     if reason is not None:
         return Cell(unavailable=reason)
@@ -95,7 +103,7 @@ def run_cell(variant: Variant, impl: str, dtype_name: str, causal: bool, device:
     # The defaults, then each setting the variant asks to be checked at (a gated variant's
     # strong gates), at every shape.
     for params in ({}, *variant.check_params):
-        for dims in shapes_for(variant, impl, dtype_name, device.type):
+        for dims in shapes or shapes_for(variant, impl, dtype_name, device.type):
             shape, dtype = Shape(*dims), torch_dtype(dtype_name)
             # Head dims or a dtype the impl declares it cannot take (flash attention: fp16 and
             # bf16, one head dim) are not run at all; the other shapes still are.

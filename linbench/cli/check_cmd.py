@@ -6,6 +6,7 @@ Each cell of the matrix is one impl in one dtype and masking, judged over a few 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -35,6 +36,7 @@ from linbench.cli.common import (
     stdout_console,
 )
 from linbench.cli.errors import usage_errors
+from linbench.variants.feature_forms import autotune_pin
 from linbench.variants.selection import select_impls
 
 if TYPE_CHECKING:
@@ -45,9 +47,14 @@ if TYPE_CHECKING:
 
 
 def run_matrix(
-    selection: list[tuple[Variant, str]], columns: list[tuple[str, bool]], device: torch.device, quiet: bool
+    selection: list[tuple[Variant, str]],
+    columns: list[tuple[str, bool]],
+    device: torch.device,
+    quiet: bool,
+    shapes: tuple[tuple[int, ...], ...] | None = None,
 ) -> list[Row]:
-    """Every cell, with a transient progress bar on stderr unless ``quiet``."""
+    """Every cell (at ``shapes`` where given, else the matrix's own), with a transient progress
+    bar on stderr unless ``quiet``."""
     from linbench.check.matrix import Row, run_cell
 
     rows = []
@@ -58,7 +65,7 @@ def run_matrix(
             cells = []
             for dtype_name, causal in columns:
                 progress.update(task, description=f"{variant.name}:{impl} {dtype_name}")
-                cells.append(run_cell(variant, impl, dtype_name, causal, device))
+                cells.append(run_cell(variant, impl, dtype_name, causal, device, shapes))
                 progress.advance(task)
             rows.append(Row(variant.name, impl, impl == variant.reference, cells))
     return rows
@@ -72,6 +79,27 @@ LENGTH_HELP = {
     "out": "With --seq: write the errors to this CSV.",
     "plot": "With --seq: draw the error-against-length figure to this PNG.",
 }
+SHAPE_HELP = (
+    "Check at these shapes (B1-H2-S300-Dk64-Dv64: batch, heads, length, head dims of q/k and of v; "
+    "repeatable or comma-separated) in place of the matrix's own."
+)
+_SHAPE = re.compile(r"B(\d+)-H(\d+)-S(\d+)-Dk(\d+)-Dv(\d+)")
+
+
+def _matrix_shapes(items: list[str], lengths: list[int]) -> tuple[tuple[int, ...], ...] | None:
+    """--shape's shapes as (batch, heads, seq, dim_k, dim_v), None without it; ValueError for a
+    malformed one, a zero size, or --shape beside --seq."""
+    if not items:
+        return None
+    if lengths:
+        raise ValueError("--shape sets the matrix's shapes and --seq measures error against length: give one")
+    shapes = []
+    for item in items:
+        match = _SHAPE.fullmatch(item)
+        if match is None or not all(int(size) > 0 for size in match.groups()):
+            raise ValueError(f"--shape {item!r}: write it as B1-H2-S300-Dk64-Dv64 (every size at least 1)")
+        shapes.append(tuple(int(size) for size in match.groups()))
+    return tuple(dict.fromkeys(shapes))
 
 
 def _lengths(seq: str | None, out: Path | None, plot: Path | None) -> list[int]:
@@ -128,6 +156,7 @@ def check_command(
     dim: Annotated[int, typer.Option("--dim", min=1, help=LENGTH_HELP["dim"])] = 64,
     out: Annotated[Path | None, typer.Option("--out", help=LENGTH_HELP["out"])] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help=LENGTH_HELP["plot"])] = None,
+    shape: Annotated[list[str] | None, typer.Option("--shape", help=SHAPE_HELP)] = None,
 ) -> None:
     """Check every impl against its variant's fp64 reference; exit 1 when any cell fails.
     With --seq: measure each impl's error at those lengths instead (no pass or fail)."""
@@ -145,17 +174,20 @@ def check_command(
         for name, extra_inputs in declared.items():
             probe_draws(name, extra_inputs)
         lengths = _lengths(seq, out, plot)
+        shapes = _matrix_shapes(split_list(shape), lengths)
+    if autotune_pin.requested() and autotune_pin.pin_first_config():
+        stdout_console().print(autotune_pin.CHECK_NOTE, markup=False, soft_wrap=True)
     if lengths:
         _error_against_length(selection, dtypes, lengths, heads, dim, resolved, out, plot)
         return
     from linbench.check.correctness import Shape
     from linbench.check.matrix import LIBRARY_SHAPE, SHAPES
 
-    rows = run_matrix(selection, columns, resolved, quiet)
+    rows = run_matrix(selection, columns, resolved, quiet, shapes)
     console = stdout_console()
     console.print(matrix_table(rows, columns, resolved))
-    console.print(legend_line([Shape(*dims) for dims in SHAPES]), markup=False, soft_wrap=True)
-    for line in library_shape_lines(rows, Shape(*LIBRARY_SHAPE)):
+    console.print(legend_line([Shape(*dims) for dims in shapes or SHAPES]), markup=False, soft_wrap=True)
+    for line in [] if shapes else library_shape_lines(rows, Shape(*LIBRARY_SHAPE)):
         console.print(line, markup=False, soft_wrap=True)
     sections = (
         ("also checked at:", setting_lines(rows)),

@@ -26,6 +26,7 @@ from linbench.machine.limits import cap_address_space, die_with_parent
 from linbench.oom import is_out_of_memory
 from linbench.results.processes import ProcessResult
 from linbench.runner.kind_protocol import Task
+from linbench.variants.feature_forms import autotune_pin
 from linbench.variants.plugins import load_plugin_file
 from linbench.variants.registry import load_builtin_variants
 
@@ -104,6 +105,8 @@ def _run(task: Task) -> ProcessResult:
     from linbench.runner.execute import run_gate, run_measure
     from linbench.runner.triton_tuning import run_warm
 
+    if autotune_pin.pinned():  # `check`'s one-config autotuner: its choices are never timed
+        raise RuntimeError(autotune_pin.TIMING_REFUSAL)
     # CUDA maps far more address space than it uses, so the cap is for CPU points only.
     if task.memory_limit_bytes is not None and task.point.device == "cpu":
         cap_address_space(task.memory_limit_bytes)

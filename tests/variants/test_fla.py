@@ -134,6 +134,25 @@ def test_on_cpu_an_installed_fla_still_needs_a_gpu(monkeypatch: pytest.MonkeyPat
     assert reason is not None and "CUDA GPU" in reason
 
 
+def test_an_fla_that_cannot_import_einops_says_so_in_one_line_for_every_fla_impl(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """fla-core installed without einops (which fla's op packages import): every impl on
+    fla-core is unavailable with the import's own one-line message, on a GPU with Triton."""
+
+    def no_einops(module: str) -> None:
+        raise ModuleNotFoundError("No module named 'einops'", name="einops")
+
+    monkeypatch.setattr(fla, "fla_version", lambda: "0.6.0")
+    monkeypatch.setattr(fla, "import_fla", no_einops)
+    monkeypatch.setattr("torch.utils._triton.has_triton", lambda: True)
+    impls = [linbench.get_variant(v).impl(i) for v in linbench.list_variants() for i in linbench.get_variant(v).impls]
+    on_fla = [impl for impl in impls if impl.library == fla.DISTRIBUTION]
+    reasons = [impl.unavailable_reason(torch.device("cuda")) for impl in on_fla]
+    assert len(on_fla) >= 18, on_fla
+    assert set(reasons) == {"fla cannot be imported: No module named 'einops'"}, reasons
+
+
 def test_an_untested_fla_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fla, "fla_version", lambda: "0.7.1")
     reason = fla.fla_unavailable(torch.device("cuda"))
