@@ -171,12 +171,22 @@ HYBRIDS: dict[str, HybridPreset] = {
         ),
         HybridPreset(
             "nemotron-3-nano",
-            LayerShape("simple-gla", 23, 8, 128, 64, v_heads=64),
+            LayerShape("mamba2", 23, 8, 128, 64, v_heads=64),
             _softmax(6, 32, 2, 128),
             "1k..64k",
-            "Nemotron-3 Nano 30B-A3B: 23 Mamba2 (64 heads x 64, state 128, 8 groups: simple-gla with 8 q/k heads "
+            "Nemotron-3 Nano 30B-A3B: 23 Mamba2 (64 heads x 64, state 128, 8 groups: mamba2 with 8 q/k heads "
             "of 128 and 64 value heads of 64) : 6 softmax (32 q, 2 kv, 128) (THUDM/slime "
             "scripts/models/nemotron-nano-30B-A3B.sh)",
+        ),
+        HybridPreset(
+            "nemotron-h-8b",
+            LayerShape("mamba2", 24, 8, 128, 64, v_heads=128),
+            _softmax(4, 32, 8, 128),
+            "1k..64k",
+            "Nemotron-H-8B-Base-8K: 52 layers, 24 Mamba2 (128 heads x 64, state 128, 8 groups: mamba2 with 8 q/k "
+            "heads of 128 and 128 value heads of 64) : 4 softmax (32 q, 8 kv, 128) : 24 MLP (nvidia/"
+            "Nemotron-H-8B-Base-8K config.json: hybrid_override_pattern M-M-M-M*-..., mamba_num_heads 128, "
+            "mamba_head_dim 64, n_groups 8, ssm_state_size 128; Nemotron-H, arXiv:2504.03624)",
         ),
     )
 }

@@ -17,6 +17,7 @@ SHARED_MODULES = {
     "tests/test_layers.py": "layers",
     "tests/variants/test_gated_fla_interpreted.py": "fla-interpreted",
     "tests/variants/test_fla_serving_interpreted.py": "fla-interpreted",
+    "tests/variants/test_mamba2_mamba_ssm_interpreted.py": "mamba-ssm-interpreted",
     "tests/doctor/test_doctor_cuda.py": "doctor-cuda",
     "tests/history/test_cli_history.py": "history-cli",
     "tests/test_import_cycles.py": "import-cycles",

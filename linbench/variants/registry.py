@@ -75,6 +75,7 @@ def unregister_variant(name: str) -> None:
 BUILTIN_VARIANTS = (
     *("softmax", "cosine", "cosformer", "heinsen", "linear"),
     *("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"),
+    "mamba2",
 )
 # The package of each built-in variant whose name is not its package's (a hyphen).
 _BUILTIN_PACKAGES = {
@@ -85,6 +86,7 @@ _BUILTIN_PACKAGES = {
     "deltanet": "gated.deltanet",
     "gated-deltanet": "gated.gated_deltanet",
     "kda": "gated.kda",
+    "mamba2": "gated.mamba2",
 }
 
 

@@ -30,6 +30,7 @@ EXPECTED_IMPLS["gated-deltanet"] = [
 ]
 EXPECTED_IMPLS["kda"] = [*EXPECTED_IMPLS["kda"], *("fla-dispatch", "flash-kda", "flashinfer", "cudnn", "cula")]
 EXPECTED_IMPLS["lightning"] = [*EXPECTED_IMPLS["lightning"], "cula"]
+EXPECTED_IMPLS["mamba2"] = ["recurrent", "quadratic", "chunked", "mamba-ssm"]
 
 
 def test_every_variant_and_impl_is_registered() -> None:

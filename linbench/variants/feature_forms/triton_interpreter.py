@@ -28,7 +28,7 @@ INTERPRETED_NOTE = (
     "kernel's; `linbench check` proves them"
 )
 # The libraries whose kernels are Triton's (and so run interpreted on a CPU under it).
-TRITON_LIBRARIES = ("fla-core",)
+TRITON_LIBRARIES = ("fla-core", "mamba-ssm")
 _bridged = False
 
 

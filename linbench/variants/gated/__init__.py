@@ -1,4 +1,5 @@
-"""Gated and delta-rule linear attention: retention, lightning, simple-gla, gla, deltanet, gated-deltanet, kda.
+"""Gated and delta-rule linear attention: retention, lightning, simple-gla, gla, deltanet, gated-deltanet, kda,
+and Mamba2's SSD (mamba2).
 
 Each family's package builds and registers its ``VARIANT`` (they are built-in variants:
 ``linbench list`` shows them); ``gated_variants`` imports them all.
@@ -19,6 +20,7 @@ PACKAGES = {
     "deltanet": "deltanet",
     "gated-deltanet": "gated_deltanet",
     "kda": "kda",
+    "mamba2": "mamba2",
 }
 
 
