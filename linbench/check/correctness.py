@@ -92,7 +92,13 @@ def make_inputs(
     if variant.extra_inputs:
         sizes = (shape.batch, shape.v_heads, shape.seq, shape.dim_k)
         keywords |= draw_extra_inputs(
-            variant.extra_inputs, sizes, generator=gen, device=device, dtype=torch.float64, settings=settings
+            variant.extra_inputs,
+            sizes,
+            generator=gen,
+            device=device,
+            dtype=torch.float64,
+            settings=settings,
+            dim_v=shape.dim_v,
         )
     return q, k, v, keywords
 

@@ -91,7 +91,13 @@ class ServingWorkload:
         k, v = one(self.kv_heads, shape.dim_k), one(self.kv_heads, shape.dim_v)
         sizes = (batch, shape.heads, length, shape.dim_k)
         extras = draw_extra_inputs(
-            self.declared, sizes, generator=self._extra_gen, device=self.device, dtype=dtype, settings=self.settings
+            self.declared,
+            sizes,
+            generator=self._extra_gen,
+            device=self.device,
+            dtype=dtype,
+            settings=self.settings,
+            dim_v=shape.dim_v,
         )
         return q, k, v, extras
 

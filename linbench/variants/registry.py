@@ -76,6 +76,8 @@ BUILTIN_VARIANTS = (
     *("softmax", "cosine", "cosformer", "heinsen", "linear"),
     *("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"),
     "mamba2",
+    "gdn2",
+    "rwkv7",
 )
 # The package of each built-in variant whose name is not its package's (a hyphen).
 _BUILTIN_PACKAGES = {
@@ -87,6 +89,8 @@ _BUILTIN_PACKAGES = {
     "gated-deltanet": "gated.gated_deltanet",
     "kda": "gated.kda",
     "mamba2": "gated.mamba2",
+    "gdn2": "gated.gdn2",
+    "rwkv7": "gated.rwkv7",
 }
 
 

@@ -5,7 +5,8 @@ The cases run in one process of their own (tests/variants/fla_interpreted.py): t
 must be on before triton and fla are first imported. Skipped where fla-core or triton is not
 installed (``pip install -e '.[fla-cpu]'``). Measured on the 2-core development machine: about
 20 s of CPU for the whole set (KDA's chunk kernel the longest, the interpreter running each
-program instance in numpy), so the set is marked slow and starts first.
+program instance in numpy), and about 17 s more for gdn2's and rwkv7's four kernels (measured
+at a load average near 10), so the set is marked slow and starts first.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ EXPECTED = {
     "gla:fla packed",
     "kda:fla-recurrent packed",
     "retention:fla gamma=0.9",
+    "gdn2:fla",
+    "gdn2:fla-recurrent value heads",
+    "rwkv7:fla",
+    "rwkv7:fla-recurrent",
 }
 
 

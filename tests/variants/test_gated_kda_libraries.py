@@ -19,7 +19,7 @@ from source_signature import installed_file, source_signature
 
 import linbench
 from linbench.check.correctness import check_impl
-from linbench.check.matrix import SHAPES, run_cell, shapes_for
+from linbench.check.matrix import SHAPES, VALUE_HEADS_SHAPE, run_cell, shapes_for
 from linbench.errors import ImplUnavailableError
 from linbench.shape import Shape
 from linbench.variants import backends
@@ -247,7 +247,7 @@ def test_linbench_check_proves_a_kernel_of_head_size_128_alone_at_that_size(libr
     assert len(proven) == 1 + len(kda.check_params) and not cell.failures
     assert all(case.ok and (case.shape.dim_k, case.shape.seq) == (128, 70) for case in proven)
     assert "forward-only" in (cell.outputs_only or "")  # its outputs proven, its gradients said not to be
-    assert shapes_for(kda, "chunked", "bf16", "cpu") == SHAPES
+    assert shapes_for(kda, "chunked", "bf16", "cpu") == (*SHAPES, VALUE_HEADS_SHAPE)  # kda takes value heads
     with_backward = run_cell(kda, "cudnn", "bf16", True, torch.device("cpu"))
     assert with_backward.outputs_only is None and not with_backward.failures
     assert all(len(case.comparisons) > 1 for case in with_backward.cases if not case.unavailable)

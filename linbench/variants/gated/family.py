@@ -33,8 +33,7 @@ from linbench.variants.gated.flashinfer_kda import flashinfer_kda_impl
 from linbench.variants.gated.impls import (
     INITIAL_STATE,
     SCALE,
-    DecayInputs,
-    DeltaInputs,
+    Inputs,
     Prepare,
     gated_decoder,
     gated_impls,
@@ -71,7 +70,7 @@ def per_value_head(prepare: Prepare) -> Prepare:
     """``prepare`` for v with more heads than q and k (GVA): q and k repeated to v's heads first,
     so the state, the gates, β and a per-head decay are per value head in every form."""
 
-    def prepared(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **params: Any) -> DecayInputs | DeltaInputs:
+    def prepared(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **params: Any) -> Inputs:
         q, k = repeat_qk(q, k, v)
         return prepare(q, k, v, **params)
 
