@@ -51,11 +51,13 @@ def test_fla_decoders_served_equal_the_fp64_forward_request_by_request_interpret
         "gated-deltanet T3 rate",
         "gated-deltanet T2 k-last",
         "gdn2 T3 rate k-last",
+        "rwkv7 T2 rate",
         "planted",
         "workload",
         "gated-deltanet plain",
         "kda plain",
         "gdn2 plain",
+        "rwkv7 plain",
     }
     served = {name: case for name, case in cases.items() if "max_error" in case and name != "planted"}
     for name, case in served.items():
@@ -68,6 +70,7 @@ def test_fla_decoders_served_equal_the_fp64_forward_request_by_request_interpret
     assert cases["gated-deltanet T3 rate"]["backend"].endswith(
         "fused_recurrent_gated_delta_rule (pool gathered by linbench)"
     )
+    assert cases["rwkv7 T2 rate"]["backend"].endswith("fused_recurrent_rwkv7 (pool gathered by linbench)")
 
 
 def test_a_served_point_of_kda_fla_recurrent_holds_t_slots_a_request_in_its_own_layout_and_dtype(

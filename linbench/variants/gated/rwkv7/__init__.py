@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from linbench.variants.gated.flops import delta_flops
 from linbench.variants.gated.impls import INITIAL_STATE, gated_decoder, gated_impls, gated_stream
-from linbench.variants.gated.rwkv7.fla import rwkv7_fla_impls
+from linbench.variants.gated.rwkv7.fla import rwkv7_fla_decoder, rwkv7_fla_impls
 from linbench.variants.gated.rwkv7.inputs import DECAY, RATE, REMOVAL_KEY, SCALE, prepare
 from linbench.variants.registry import register_variant
 from linbench.variants.variant import Variant
@@ -37,7 +37,10 @@ VARIANT = register_variant(
         auto_order=("chunked", "recurrent", "quadratic"),
         source='RWKV-7 "Goose" with Expressive Dynamic State Evolution (Peng et al., 2025), arXiv:2503.14456',
         stream=gated_stream(prepare),
-        decoder_list=(gated_decoder(prepare, "chunked prefill into a Dk×Dv state, then one RWKV-7 step per token"),),
+        decoder_list=(
+            gated_decoder(prepare, "chunked prefill into a Dk×Dv state, then one RWKV-7 step per token"),
+            rwkv7_fla_decoder(),
+        ),
         extra_inputs=(DECAY, REMOVAL_KEY, RATE),
         masking=("causal",),
         value_heads=True,

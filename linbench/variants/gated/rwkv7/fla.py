@@ -1,7 +1,7 @@
 """fla-core's RWKV-7 kernels as rwkv7's impls: ``fla`` (``chunk_rwkv7``, which is
 ``chunk_dplr_delta_rule``: forward and backward) and ``fla-recurrent`` (``fused_recurrent_rwkv7``,
 ``fused_recurrent_dplr_delta_rule``: inference only, its backward raises), checked with
-fla-core 0.6.0 (``fla/ops/rwkv7``).
+fla-core 0.6.0 (``fla/ops/rwkv7``); and the ``fla-recurrent`` decoder on ``fused_recurrent_rwkv7``.
 
 Called as fla's RWKV7Attention calls them: (B, S, H, D) views of r, w (log-decay), k, v and
 a = −κ̂, b = κ̂ ⊙ a, ``scale`` always given (the two kernels' defaults differ: 1.0 for
@@ -13,6 +13,7 @@ Triton's interpreter.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -20,12 +21,12 @@ import torch
 
 from linbench.errors import ImplUnavailableError
 from linbench.variants.backends import note_backend
-from linbench.variants.declarations import Impl, PackedFn
+from linbench.variants.declarations import Decoder, Impl, PackedFn
 from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.feature_forms.triton_interpreter import interpreter_on
 from linbench.variants.gated import fla as gated_fla
 from linbench.variants.gated.fla import CHUNK, INTERPRETED_BF16, RECURRENT
-from linbench.variants.gated.numerics import causal_only
+from linbench.variants.gated.numerics import GatedState, causal_only
 from linbench.variants.heads import repeat_qk
 from linbench.variants.varlen import Segments
 
@@ -118,3 +119,51 @@ def rwkv7_fla_impls() -> tuple[Impl, ...]:
         )
         for kernel, summary in SUMMARIES.items()
     )
+
+
+def _stream(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    state: GatedState | None = None,
+    w: torch.Tensor,
+    kk: torch.Tensor,
+    a: torch.Tensor,
+    scale: Any,
+    initial_state: Any = None,
+    **_: Any,
+) -> tuple[torch.Tensor, GatedState]:
+    """Tokens through ``fused_recurrent_rwkv7`` from the carried state: (out, new state)."""
+    name = NAMES[RECURRENT]
+    if q.dtype == torch.float64:
+        raise ImplUnavailableError(f"rwkv7:{RECURRENT}: fla's {name} has no fp64 form")
+    if q.dtype == torch.bfloat16 and q.device.type == "cpu" and interpreter_on():
+        raise ImplUnavailableError(f"rwkv7:{RECURRENT}: fla's {name}: {INTERPRETED_BF16}")
+    if state is None:
+        zeros = k.new_zeros(k.shape[0], v.shape[1], k.shape[-1], v.shape[-1], dtype=torch.float32)
+        state = GatedState(initial_state.to(torch.float32) if initial_state is not None else zeros, 0)
+    q, k = repeat_qk(q, k, v)
+    given = {"r": q, "w": w, "k": k, "v": v, "a": -kk, "b": kk * a.to(kk.dtype)}
+    note_backend(fla_common.backend_name(name, q.device))
+    out, final = gated_fla.fla_kernel(MODULE, name)(
+        **{key: value.transpose(1, 2).contiguous() for key, value in given.items()},
+        scale=float(scale),
+        initial_state=state.matrix.float().contiguous(),
+        output_final_state=True,
+    )
+    return out.transpose(1, 2), GatedState(final, state.position + q.shape[-2])
+
+
+def rwkv7_fla_decoder() -> Decoder:
+    """rwkv7's ``fla-recurrent`` decoder: ``fused_recurrent_rwkv7`` for the prefill and each step
+    (it takes no state indices: served, linbench gathers the pool's states)."""
+    decoder = Decoder.from_stream(
+        RECURRENT,
+        "fla-core's fused_recurrent_rwkv7 for the prefill and each step (.[fla], a CUDA GPU); served, the pool "
+        "gathered by linbench",
+        _stream,
+        "O(d²)",
+        "O(d²)",
+    )
+    return replace(decoder, availability=_availability, library=fla_common.DISTRIBUTION)
