@@ -34,6 +34,7 @@ GVA = Shape(1, 2, 40, 16, 16, v_heads=4)  # more value heads than q/k heads: fla
 # GDN-2's and RWKV-7's chunk kernels (forward and backward) at one head and 40 tokens (one chunk
 # of 64, partial; several of the DPLR kernel's 16): their interpreted backward costs the most.
 SMALL = Shape(1, 1, 40, 16, 8)
+START = torch.randn(1, 1, 16, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7))  # SMALL's state
 PACK = (30, 45)  # two sequences, neither a multiple of a chunk
 GATED = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
 # fla has no backward for these two fused recurrent kernels.
@@ -91,6 +92,20 @@ def cases() -> Iterator[tuple[str, Callable[[], CaseResult]]]:
         "rwkv7:fla-recurrent",
         lambda: check_impl(rwkv7, "fla-recurrent", SHAPE, causal=True, dtype=torch.float32, gradients=False),
     )
+    # Their chunk kernels from a given state and on a pack (cu_seqlens), outputs alone.
+    for variant in (gdn2, rwkv7):
+        yield (
+            f"{variant.name}:fla initial state",
+            lambda v=variant: check_impl(
+                v, "fla", SMALL, causal=True, dtype=torch.float32, gradients=False, params={"initial_state": START}
+            ),
+        )
+        yield (
+            f"{variant.name}:fla packed",
+            lambda v=variant: check_packed(
+                v, "fla", (13, 22), 1, 16, 8, packing="packed", causal=True, dtype=torch.float32, gradients=False
+            ),
+        )
     retention = linbench.get_variant("retention")
     yield (
         "retention:fla gamma=0.9",
