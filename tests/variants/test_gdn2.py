@@ -78,3 +78,11 @@ def test_the_write_gate_is_per_value_channel_and_checked_in_one_line() -> None:
         _gdn2(given | {"w": torch.rand(1, V_HEADS, SEQ, DIM_K, dtype=torch.float64)})
     with pytest.raises(ValueError, match=r"b must lie in \[0, 2\]"):
         _gdn2(given | {"b": given["b"] + 2})
+
+
+def test_flas_chunk_kernel_declares_its_key_head_dim_limit() -> None:
+    """chunk_gdn2 asserts K ≤ 256: declared, so a sweep leaves such a point out with the reason."""
+    impls = linbench.get_variant("gdn2").impls
+    assert "at most 256" in (impls["fla"].unsupported_reason(512, 64, "bf16", "cuda") or "")
+    assert impls["fla"].unsupported_reason(256, 64, "bf16", "cuda") is None
+    assert impls["fla-recurrent"].unsupported_reason(512, 64, "bf16", "cuda") is None

@@ -99,6 +99,13 @@ def _availability(device: torch.device) -> str | None:
     return fla_common.fla_unavailable(device, f"fla.ops.{MODULE}")
 
 
+def _chunk_support(dim_k: int, dim_v: int, dtype: str) -> str | None:
+    """chunk_gdn2 asserts a key head dim of at most 256 (fla-core 0.6.0, gdn2/chunk.py)."""
+    if dim_k > 256:
+        return f"fla's chunk_gdn2 takes a key head dim of at most 256; got {dim_k}"
+    return fla_common.fla_dtype_support(dim_k, dim_v, dtype)
+
+
 SUMMARIES = {
     CHUNK: "fla-core's chunk_gdn2 (chunk 64, forward and backward; q and k repeated to the value heads), "
     "L2 norms in the kernel",
@@ -117,7 +124,7 @@ def gdn2_fla_impls() -> tuple[Impl, ...]:
             "O(sd)" if kernel == CHUNK else "O(d²)",
             time_exponent=1,
             availability=_availability,
-            shape_support=lambda dim_k, dim_v, dtype: fla_common.fla_dtype_support(dim_k, dim_v, dtype),
+            shape_support=_chunk_support if kernel == CHUNK else fla_common.fla_dtype_support,
             optional=True,
             layout="bshd",
             library=fla_common.DISTRIBUTION,
