@@ -93,7 +93,7 @@ def _attend(
         from linbench.variants.extra_inputs import check_extra_inputs
 
         like = per_value_head(q, k, v)
-        check_extra_inputs(spec.name, spec.extra_inputs, bound, like, read_values=read_values)
+        check_extra_inputs(spec.name, spec.extra_inputs, bound, like, read_values=read_values, dim_v=v.shape[-1])
     if k.shape[1] != q.shape[1] and not chosen.gqa:
         k, v, bound = expand_call(q, k, v, bound, [extra.name for extra in spec.extra_inputs])
     out = chosen.fn(q, k, v, causal=bool(causal), **_with_held(chosen, held, bound))
@@ -190,7 +190,8 @@ def _bound(
     if spec.extra_inputs:
         from linbench.variants.extra_inputs import check_extra_inputs
 
-        check_extra_inputs(spec.name, spec.extra_inputs, bound, per_value_head(*qkv), read_values=read_values)
+        like, dim_v = per_value_head(*qkv), qkv[2].shape[-1]
+        check_extra_inputs(spec.name, spec.extra_inputs, bound, like, read_values=read_values, dim_v=dim_v)
     return bound
 
 

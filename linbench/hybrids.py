@@ -196,12 +196,42 @@ HYBRIDS: dict[str, HybridPreset] = {
         ),
         HybridPreset(
             "nemotron-3-nano",
-            LayerShape("simple-gla", 23, 8, 128, 64, v_heads=64),
+            LayerShape("mamba2", 23, 8, 128, 64, v_heads=64),
             _softmax(6, 32, 2, 128),
             "1k..64k",
-            "Nemotron-3 Nano 30B-A3B: 23 Mamba2 (64 heads x 64, state 128, 8 groups: simple-gla with 8 q/k heads "
+            "Nemotron-3 Nano 30B-A3B: 23 Mamba2 (64 heads x 64, state 128, 8 groups: mamba2 with 8 q/k heads "
             "of 128 and 64 value heads of 64) : 6 softmax (32 q, 2 kv, 128) (THUDM/slime "
             "scripts/models/nemotron-nano-30B-A3B.sh)",
+        ),
+        HybridPreset(
+            "nemotron-h-8b",
+            LayerShape("mamba2", 24, 8, 128, 64, v_heads=128),
+            _softmax(4, 32, 8, 128),
+            "1k..64k",
+            "Nemotron-H-8B-Base-8K: 52 layers, 24 Mamba2 (128 heads x 64, state 128, 8 groups: mamba2 with 8 q/k "
+            "heads of 128 and 128 value heads of 64) : 4 softmax (32 q, 8 kv, 128) : 24 MLP (nvidia/"
+            "Nemotron-H-8B-Base-8K config.json: hybrid_override_pattern M-M-M-M*-..., mamba_num_heads 128, "
+            "mamba_head_dim 64, n_groups 8, ssm_state_size 128; Nemotron-H, arXiv:2504.03624)",
+        ),
+        # Two models with no softmax layer: their softmax block (0 layers) is the same model's
+        # attention as if every layer were softmax at the mixer's heads, what the cost table compares.
+        HybridPreset(
+            "gdn2-1.3b",
+            LayerShape("gdn2", 24, 16, 128, 128),
+            _softmax(0, 16, 16, 128),
+            "1k..64k",
+            "Gated DeltaNet-2 at its paper's largest scale, 1.3B: 24 GDN-2 layers (16 heads of 128, expand_v 1: "
+            "16 x 128 x 128 = 262,144 state floats a layer), no softmax layer (Gated DeltaNet-2, Hatamizadeh, Choi "
+            "and Kautz 2026, arXiv:2605.22791; fla-core's GDN2Config defaults hidden 2048, 16 heads x 128, 24 layers)",
+        ),
+        HybridPreset(
+            "rwkv7-2.9b",
+            LayerShape("rwkv7", 32, 40, 64, 64),
+            _softmax(0, 40, 40, 64),
+            "1k..64k",
+            "RWKV-7 Goose 2.9B (rwkv7-g1 2.9B): 32 RWKV-7 layers, d_model 2560 in heads of 64 (40 heads), no "
+            "softmax layer (RWKV-7 Goose, Peng et al. 2025, arXiv:2503.14456; n_layer 32, n_embd 2560, head_size 64 "
+            "as the released checkpoints are loaded)",
         ),
     )
 }

@@ -18,6 +18,7 @@ SHARED_MODULES = {
     "tests/variants/test_gated_fla_interpreted.py": "fla-interpreted",
     "tests/variants/test_fla_serving_interpreted.py": "fla-interpreted",
     "tests/runner/test_triton_interpreted_runs.py": "triton-runs",
+    "tests/variants/test_mamba2_mamba_ssm_interpreted.py": "mamba-ssm-interpreted",
     "tests/doctor/test_doctor_cuda.py": "doctor-cuda",
     "tests/history/test_cli_history.py": "history-cli",
     "tests/test_import_cycles.py": "import-cycles",

@@ -36,7 +36,9 @@ def test_every_hybrid_plans_one_block_per_layer_kind(name: str) -> None:
     assert linear.v_heads == (
         None if hybrid.linear.v_heads in (None, hybrid.linear.heads) else (hybrid.linear.v_heads,)
     )
-    assert hybrid.linear.layers > 0 and hybrid.softmax.layers > 0 and "(" in hybrid.source
+    # A model with no softmax layer (gdn2-1.3b, rwkv7-2.9b) still plans its softmax block: the
+    # all-softmax model the cost table compares it with.
+    assert hybrid.linear.layers > 0 and hybrid.softmax.layers >= 0 and "(" in hybrid.source
 
 
 def test_tp_is_for_a_preset_and_divides_a_softmax_preset_too() -> None:

@@ -109,11 +109,18 @@ def make_inputs(
     q = draw(shape.batch, shape.heads, shape.seq, shape.dim_k)
     k = draw(shape.batch, shape.kv_heads, shape.seq, shape.dim_k)
     v = draw(shape.batch, shape.v_tensor_heads, shape.seq, shape.dim_v)
-    keywords = {p.name: p.learnable(shape.heads, gen).to(device) for p in variant.param_specs if p.learnable}
+    # One per value head (mamba2's A_log, dt_bias, D under GVA); v_heads is heads otherwise.
+    keywords = {p.name: p.learnable(shape.v_heads, gen).to(device) for p in variant.param_specs if p.learnable}
     if variant.extra_inputs:
         sizes = (shape.batch, shape.v_heads, shape.seq, shape.dim_k)
         keywords |= draw_extra_inputs(
-            variant.extra_inputs, sizes, generator=gen, device=device, dtype=torch.float64, settings=settings
+            variant.extra_inputs,
+            sizes,
+            generator=gen,
+            device=device,
+            dtype=torch.float64,
+            settings=settings,
+            dim_v=shape.dim_v,
         )
     return q, k, v, keywords
 

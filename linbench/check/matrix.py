@@ -72,13 +72,18 @@ SHAPES = ((1, 2, 1, 8, 8), (2, 3, 100, 16, 24), (1, 2, 257, 32, 32))
 # 128), checked only for an impl that takes none of SHAPES, so that it is proven at all; 70
 # tokens are more than one chunk of 64 and no multiple of one.
 LIBRARY_SHAPE = (1, 2, 70, 128, 128)
+# For a variant that takes more value heads than q/k heads (Variant.value_heads): 2 q/k heads
+# (Mamba2's groups) serving 6 value heads, over a length no multiple of any chunk.
+VALUE_HEADS_SHAPE = (1, 2, 70, 16, 8, 0, 6)
 
 
 def shapes_for(variant: Variant, impl: str, dtype_name: str, device_type: str) -> tuple[tuple[int, ...], ...]:
-    """SHAPES, and LIBRARY_SHAPE besides for an impl that declares it takes none of them."""
+    """SHAPES (and VALUE_HEADS_SHAPE for a variant with value heads), and LIBRARY_SHAPE besides
+    for an impl that declares it takes none of them."""
     declared = variant.impls[impl].unsupported_reason
     takes_one = any(declared(dims[3], dims[4], dtype_name, device_type) is None for dims in SHAPES)
-    return SHAPES if takes_one else (*SHAPES, LIBRARY_SHAPE)
+    shapes = (*SHAPES, VALUE_HEADS_SHAPE) if variant.value_heads else SHAPES
+    return shapes if takes_one else (*shapes, LIBRARY_SHAPE)
 
 
 def run_cell(

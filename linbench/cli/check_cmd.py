@@ -24,6 +24,7 @@ from linbench.cli.check_display import (
     skipped_lines,
     summary_line,
     unavailable_lines,
+    value_heads_lines,
 )
 from linbench.cli.common import (
     DEVICE_HELP,
@@ -181,13 +182,16 @@ def check_command(
         _error_against_length(selection, dtypes, lengths, heads, dim, resolved, out, plot)
         return
     from linbench.check.correctness import Shape
-    from linbench.check.matrix import LIBRARY_SHAPE, SHAPES
+    from linbench.check.matrix import LIBRARY_SHAPE, SHAPES, VALUE_HEADS_SHAPE
 
     rows = run_matrix(selection, columns, resolved, quiet, shapes)
     console = stdout_console()
     console.print(matrix_table(rows, columns, resolved))
     console.print(legend_line([Shape(*dims) for dims in shapes or SHAPES]), markup=False, soft_wrap=True)
-    for line in [] if shapes else library_shape_lines(rows, Shape(*LIBRARY_SHAPE)):
+    # Shapes given on the command line replace the matrix's own, the library and value-heads shapes too.
+    extra_shapes = [] if shapes else library_shape_lines(rows, Shape(*LIBRARY_SHAPE))
+    extra_shapes += [] if shapes else value_heads_lines(rows, Shape(*VALUE_HEADS_SHAPE))
+    for line in extra_shapes:
         console.print(line, markup=False, soft_wrap=True)
     sections = (
         ("also checked at:", setting_lines(rows)),

@@ -59,6 +59,14 @@ def library_shape_lines(rows: list[Row], library_shape: Shape) -> list[str]:
     return [f"{', '.join(impls)}: at {label} (none of those head sizes is theirs)"] if impls else []
 
 
+def value_heads_lines(rows: list[Row], value_heads_shape: Shape) -> list[str]:
+    """The variants with value heads, also checked at matrix.VALUE_HEADS_SHAPE, one line."""
+    label = value_heads_shape.label
+    cells = ((row, case) for row in rows for cell in row.cells for case in cell.cases)
+    variants = list(dict.fromkeys(row.variant for row, case in cells if case.shape.label == label))
+    return [f"{', '.join(variants)}: also at {label} (more value heads than q/k heads)"] if variants else []
+
+
 def setting_lines(rows: list[Row]) -> list[str]:
     """``gla: gate_regime=strong``: the settings besides the defaults that a variant's cells
     were also checked at (its check_params), once per variant."""

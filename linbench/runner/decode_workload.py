@@ -83,8 +83,9 @@ class DecodeWorkload:
             device=self.device,
             dtype=self.dtype,
             settings=self.settings,
+            dim_v=dim_v,
         )
-        check_extra_inputs(self.owner, self.declared, extras, per_value_head(q, k, v))
+        check_extra_inputs(self.owner, self.declared, extras, per_value_head(q, k, v), dim_v=dim_v)
         return q, k, v, extras
 
     def prefill(self) -> None:

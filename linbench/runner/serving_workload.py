@@ -103,7 +103,13 @@ class ServingWorkload:
         k, v = one(self.kv_heads, shape.dim_k), one(self.v_heads, shape.dim_v)
         sizes = (batch, shape.v_heads, length, shape.dim_k)  # gates and β per value head
         extras = draw_extra_inputs(
-            self.declared, sizes, generator=self._extra_gen, device=self.device, dtype=dtype, settings=self.settings
+            self.declared,
+            sizes,
+            generator=self._extra_gen,
+            device=self.device,
+            dtype=dtype,
+            settings=self.settings,
+            dim_v=shape.dim_v,
         )
         return q, k, v, extras
 

@@ -112,8 +112,10 @@ class Workload:
             device=self.q.device,
             dtype=self.q.dtype,
             settings=settings,
+            dim_v=shape.dim_v,
         )
-        check_extra_inputs(self.point.variant, declared, drawn, per_value_head(self.q, self.k, self.v))
+        like = per_value_head(self.q, self.k, self.v)
+        check_extra_inputs(self.point.variant, declared, drawn, like, dim_v=shape.dim_v)
         return {
             extra.name: (seq_major(extra, drawn[extra.name]) if self._seq_major else drawn[extra.name]).requires_grad_(
                 grad and extra.differentiable

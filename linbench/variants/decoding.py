@@ -72,7 +72,7 @@ def decode(
     chosen = variant.decoder(decoder)
     bound = variant.length_params(total, params)
     if variant.extra_inputs:
-        check_extra_inputs(variant.name, variant.extra_inputs, bound, per_value_head(q, k, v))
+        check_extra_inputs(variant.name, variant.extra_inputs, bound, per_value_head(q, k, v), dim_v=v.shape[-1])
     if k.shape[1] != q.shape[1] and not chosen.gqa:
         k, v, bound = expand_call(q, k, v, bound, [extra.name for extra in variant.extra_inputs])
     state = None

@@ -19,7 +19,14 @@ import torch
 from linbench.variants.declarations import Param
 
 # Shape names and the (B, H, S, Dk) axes each keeps.
-SHAPES: Mapping[str, str] = {"per_head": "(B, H)", "per_token": "(B, H, S)", "per_token_channel": "(B, H, S, Dk)"}
+SHAPES: Mapping[str, str] = {
+    "per_head": "(B, H)",
+    "per_token": "(B, H, S)",
+    "per_token_channel": "(B, H, S, Dk)",
+    # One per value channel (gdn2's write gate): its size is v's head dim, which draws and
+    # checks are given as ``dim_v``.
+    "per_token_value": "(B, H, S, Dv)",
+}
 # "like_q": the dtype under test. "fp32_or_wider": fp32 for fp16/bf16 q, else q's dtype, since a
 # log-gate is summed over the sequence and 8 bits of mantissa lose the sum (the kernels that
 # train these models keep their gates in fp32 for the same reason).
@@ -64,8 +71,13 @@ class ExtraInput:
         if self.dtype_rule not in DTYPE_RULES:
             raise ValueError(f"extra input {self.name!r}: dtype rule {self.dtype_rule!r} is not one of {DTYPE_RULES}")
 
-    def sizes(self, batch: int, heads: int, seq: int, dim_k: int) -> tuple[int, ...]:
-        """The input's shape for q of shape (batch, heads, seq, dim_k)."""
+    def sizes(self, batch: int, heads: int, seq: int, dim_k: int, dim_v: int | None = None) -> tuple[int, ...]:
+        """The input's shape for q of shape (batch, heads, seq, dim_k) and v's head dim ``dim_v``
+        (ValueError when an input per value channel is not told it)."""
+        if self.shape == "per_token_value":
+            if dim_v is None:
+                raise ValueError(f"extra input {self.name!r} is per value channel: its size needs v's head dim")
+            return (batch, heads, seq, dim_v)
         return {"per_head": (batch, heads), "per_token": (batch, heads, seq)}.get(
             self.shape, (batch, heads, seq, dim_k)
         )
@@ -87,21 +99,29 @@ class ExtraInput:
         device: torch.device | str,
         dtype: torch.dtype,
         regime: str = "weak",
+        dim_v: int | None = None,
     ) -> torch.Tensor:
-        """Realistic values for q of this shape and ``dtype`` (see ``distribution``)."""
+        """Realistic values for q of this shape (v's head dim ``dim_v``) and ``dtype`` (see
+        ``distribution``)."""
         if regime not in REGIMES:
             raise ValueError(f"unknown regime {regime!r} for {self.name}; regimes: {', '.join(REGIMES)}")
         if self.follows_regime and regime not in self.regimes:
             raise ValueError(f"{self.name} has no gate profile {regime!r}; it takes {', '.join(self.regimes)}")
-        values = self.draw_fn(self.sizes(batch, heads, seq, dim_k), generator, regime)
+        values = self.draw_fn(self.sizes(batch, heads, seq, dim_k, dim_v), generator, regime)
         return values.to(device=device, dtype=self.dtype_for(dtype))
 
-    def problem(self, value: object, q: torch.Tensor, *, read_values: bool = True) -> str | None:
-        """None when ``value`` can go with ``q``, else one line saying what is wrong. Its range
-        is checked only with ``read_values`` (reading values synchronises with the device)."""
+    def problem(
+        self, value: object, q: torch.Tensor, *, read_values: bool = True, dim_v: int | None = None
+    ) -> str | None:
+        """None when ``value`` can go with ``q`` (and v's head dim ``dim_v``; not given, an input
+        per value channel is held to (B, H, S) only), else one line saying what is wrong. Its
+        range is checked only with ``read_values`` (reading values synchronises with the device)."""
         if not isinstance(value, torch.Tensor):
             return f"{self.name} must be a torch.Tensor, got {type(value).__name__}"
-        want = self.sizes(*q.shape)
+        if self.shape == "per_token_value" and dim_v is None:
+            dim_v = value.shape[-1] if value.ndim == 4 else -1
+        batch, heads, seq, dim_k = q.shape
+        want = self.sizes(batch, heads, seq, dim_k, dim_v)
         if tuple(value.shape) != want:
             return f"{self.name} must have shape {SHAPES[self.shape]} = {want}; got {tuple(value.shape)}"
         if value.dtype != self.dtype_for(q.dtype):
@@ -127,8 +147,10 @@ def check_extra_inputs(
     q: torch.Tensor,
     *,
     read_values: bool = True,
+    dim_v: int | None = None,
 ) -> None:
-    """Raise ValueError, one line, unless ``given`` holds every declared input, each fit for ``q``.
+    """Raise ValueError, one line, unless ``given`` holds every declared input, each fit for ``q``
+    (and v's head dim ``dim_v``).
 
     Reading the values' range costs a device synchronisation: call it once per workload, not
     inside a timed loop (``read_values=False`` checks shapes, dtypes and devices only).
@@ -139,7 +161,7 @@ def check_extra_inputs(
         wanted = "; ".join(f"{extra.name}: {extra.summary}" for extra in missing)
         raise ValueError(f"{owner} needs the extra input(s) {wanted}")
     for extra in inputs:
-        problem = extra.problem(given[extra.name], q, read_values=read_values)
+        problem = extra.problem(given[extra.name], q, read_values=read_values, dim_v=dim_v)
         if problem:
             raise ValueError(f"{owner}: {problem}")
 
@@ -148,18 +170,17 @@ def probe_draws(owner: str, declared: Iterable[ExtraInput]) -> None:
     """Raise ValueError, one line, when an input's ``draw_fn`` draws what its own declaration
     refuses (the wrong shape, values out of range) or raises: drawn once per regime at a small
     shape, before a run, so that a plugin's mistake is a refusal, not an error in every point."""
-    q = torch.zeros(1, 2, 3, 4)
+    q, dim_v = torch.zeros(1, 2, 3, 4), 5
     for extra in declared:
         for regime in extra.regimes if extra.follows_regime else BASIC_REGIMES:
             try:
-                value = extra.draw(
-                    *q.shape, generator=torch.Generator().manual_seed(0), device="cpu", dtype=q.dtype, regime=regime
-                )
+                gen = torch.Generator().manual_seed(0)
+                value = extra.draw(*q.shape, generator=gen, device="cpu", dtype=q.dtype, regime=regime, dim_v=dim_v)
             except Exception as exc:  # a plugin's draw_fn: whatever it raises is its mistake
                 raise ValueError(
                     f"{owner}: drawing {extra.name} ({regime} regime) raised {type(exc).__name__}: {exc}"
                 ) from exc
-            problem = extra.problem(value, q)
+            problem = extra.problem(value, q, dim_v=dim_v)
             if problem:
                 raise ValueError(
                     f"{owner}: its draw_fn for {extra.name} ({regime} regime) drew what it refuses: {problem}"
@@ -253,13 +274,15 @@ def draw_extra_inputs(
     device: torch.device | str,
     dtype: torch.dtype,
     settings: DrawSettings | None = None,
+    dim_v: int | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Every declared input for q of ``shape`` (B, H, S, Dk) in ``dtype``, by name: drawn in the
-    settings' regime from ``generator`` (a CPU generator), a gate set to ``log_gate`` when given."""
+    """Every declared input for q of ``shape`` (B, H, S, Dk) and v's head dim ``dim_v`` in
+    ``dtype``, by name: drawn in the settings' regime from ``generator`` (a CPU generator), a
+    gate set to ``log_gate`` when given."""
     settings = settings or DrawSettings()
     drawn = {}
     for extra in declared:
-        value = extra.draw(*shape, generator=generator, device=device, dtype=dtype, regime=settings.regime)
+        value = extra.draw(*shape, generator=generator, device=device, dtype=dtype, regime=settings.regime, dim_v=dim_v)
         if extra.follows_regime and settings.log_gate is not None:
             value = torch.full_like(value, settings.log_gate)
         drawn[extra.name] = value

@@ -75,6 +75,9 @@ def unregister_variant(name: str) -> None:
 BUILTIN_VARIANTS = (
     *("softmax", "cosine", "cosformer", "heinsen", "linear"),
     *("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"),
+    "mamba2",
+    "gdn2",
+    "rwkv7",
 )
 # The package of each built-in variant whose name is not its package's (a hyphen).
 _BUILTIN_PACKAGES = {
@@ -85,6 +88,9 @@ _BUILTIN_PACKAGES = {
     "deltanet": "gated.deltanet",
     "gated-deltanet": "gated.gated_deltanet",
     "kda": "gated.kda",
+    "mamba2": "gated.mamba2",
+    "gdn2": "gated.gdn2",
+    "rwkv7": "gated.rwkv7",
 }
 
 

@@ -44,7 +44,7 @@ class Prepared:
         declared = self.variant.extra_inputs
 
         def extras(n: int) -> dict[str, torch.Tensor]:  # a gated variant's gates and β for n tokens
-            return draw_extra_inputs(declared, (b, h, n, dk), generator=generator, device=device, dtype=dtype)
+            return draw_extra_inputs(declared, (b, h, n, dk), generator=generator, device=device, dtype=dtype, dim_v=dv)
 
         self.state = None
         with torch.no_grad():

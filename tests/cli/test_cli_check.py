@@ -207,10 +207,12 @@ def test_a_variant_is_also_checked_at_its_check_params(invoke: Invoke, checked_a
 
 
 def test_the_gated_variants_are_checked_with_strong_gates(invoke: Invoke) -> None:
-    """CPU. gla's cells cover the strong regime besides the default weak one."""
+    """CPU. gla's cells cover the strong regime besides the default weak one, and (a variant with
+    value heads) a shape with more value heads than q/k heads."""
     result = invoke("check", "--variant", "gla:chunked", "--dtype", "fp64", *CPU, "--quiet")
     assert result.exit_code == 0, result.output
     assert "also checked at:\ngla: gate_regime=strong" in result.stdout
+    assert "gla: also at B1-H2-HV6-S70-Dk16-Dv8 (more value heads than q/k heads)" in result.stdout
 
 
 def _one_head_dim(dim_k: int, dim_v: int, dtype: str) -> str | None:

@@ -50,7 +50,7 @@ def test_list_shows_each_variants_extra_inputs(invoke: Invoke) -> None:
     assert extra[("gla", "g")] == ["(B, H, S, Dk)", "fp32 for 16-bit q, else q's"]
     assert extra[("gated-deltanet", "beta")] == ["(B, H, S)", "q's"]
     assert extra[("kda", "g")] == ["(B, H, S, Dk)", "fp32 for 16-bit q, else q's"]
-    assert {name for name, _ in extra} == {"simple-gla", "gla", "deltanet", "gated-deltanet", "kda"}
+    assert {name for name, _ in extra} == {"simple-gla", "gla", "deltanet", "gated-deltanet", "kda", "gdn2"}
     causal_only = {row[0] for row in cells if "causal only" in row}
     assert causal_only >= {"retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda"}
 

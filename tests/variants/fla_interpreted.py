@@ -31,6 +31,10 @@ from linbench.variants.gated import fla as gated_fla
 SHAPE = Shape(1, 2, 70, 16, 24)
 GQA = Shape(1, 4, 40, 16, 16, kv_heads=2)
 GVA = Shape(1, 2, 40, 16, 16, v_heads=4)  # more value heads than q/k heads: fla's native GVA
+# GDN-2's and RWKV-7's chunk kernels (forward and backward) at one head and 40 tokens (one chunk
+# of 64, partial; several of the DPLR kernel's 16): their interpreted backward costs the most.
+SMALL = Shape(1, 1, 40, 16, 8)
+START = torch.randn(1, 1, 16, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7))  # SMALL's state
 PACK = (30, 45)  # two sequences, neither a multiple of a chunk
 GATED = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
 # fla has no backward for these two fused recurrent kernels.
@@ -74,6 +78,34 @@ def cases() -> Iterator[tuple[str, Callable[[], CaseResult]]]:
             kda, "fla-recurrent", PACK, 2, 16, 16, packing="packed", causal=True, dtype=torch.float32, gradients=False
         ),
     )
+    # GDN-2's kernels (fla-core 0.6.0's fla/ops/gdn2) and RWKV-7's (fla/ops/rwkv7, the DPLR
+    # delta rule): each chunk kernel forward and backward, each fused recurrent one forward only
+    # (neither has a backward), gdn2's with value heads native.
+    gdn2, rwkv7 = linbench.get_variant("gdn2"), linbench.get_variant("rwkv7")
+    yield "gdn2:fla", lambda: check_impl(gdn2, "fla", SMALL, causal=True, dtype=torch.float32)
+    yield (
+        "gdn2:fla-recurrent value heads",
+        lambda: check_impl(gdn2, "fla-recurrent", GVA, causal=True, dtype=torch.float32, gradients=False),
+    )
+    yield "rwkv7:fla", lambda: check_impl(rwkv7, "fla", SMALL, causal=True, dtype=torch.float32)
+    yield (
+        "rwkv7:fla-recurrent",
+        lambda: check_impl(rwkv7, "fla-recurrent", SHAPE, causal=True, dtype=torch.float32, gradients=False),
+    )
+    # Their chunk kernels from a given state and on a pack (cu_seqlens), outputs alone.
+    for variant in (gdn2, rwkv7):
+        yield (
+            f"{variant.name}:fla initial state",
+            lambda v=variant: check_impl(
+                v, "fla", SMALL, causal=True, dtype=torch.float32, gradients=False, params={"initial_state": START}
+            ),
+        )
+        yield (
+            f"{variant.name}:fla packed",
+            lambda v=variant: check_packed(
+                v, "fla", (13, 22), 1, 16, 8, packing="packed", causal=True, dtype=torch.float32, gradients=False
+            ),
+        )
     retention = linbench.get_variant("retention")
     yield (
         "retention:fla gamma=0.9",

@@ -114,12 +114,63 @@ def _kda(
     return torch.stack(rows, 2).transpose(1, 2).to(dtype), None
 
 
+def _gdn2(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    g: Tensor,
+    b: Tensor,
+    w: Tensor,
+    scale: float | None = None,
+    initial_state: Any = None,
+    output_final_state: bool = False,
+) -> Any:
+    """fla's naive_recurrent_gdn2: decay per key channel, read at b ⊙ k, write w ⊙ v minus it."""
+    dtype = v.dtype
+    q, k, v, g, b, w = (x.transpose(1, 2).float() for x in (q, k, v, g, b, w))
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
+    rows = []
+    for i in range(q.shape[2]):
+        state = state * g[:, :, i].exp()[..., None]
+        erase = ((b[:, :, i] * k[:, :, i])[..., None] * state).sum(-2)
+        state = state + k[:, :, i, :, None] * (w[:, :, i] * v[:, :, i] - erase)[..., None, :]
+        rows.append(((q[:, :, i] * scale)[..., None] * state).sum(-2))
+    return torch.stack(rows, 2).transpose(1, 2).to(dtype), None
+
+
+def _dplr(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    alpha: Tensor,
+    beta: Tensor,
+    gk: Tensor,
+    initial_state: Any = None,
+    output_final_state: bool = True,
+) -> Any:
+    """fla's dplr_recurrence: (B, H, T, ...) in, q scaled by Dk^-1/2 inside, S ← S·e^{gk} + k vᵀ +
+    β (αᵀ S), the low-rank term reading the state before the decay."""
+    dtype = q.dtype
+    q, k, v, alpha, beta, gk = (x.float() for x in (q, k, v, alpha, beta, gk))
+    q = q * q.shape[-1] ** -0.5
+    state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
+    rows = []
+    for i in range(q.shape[2]):
+        read = (state * alpha[:, :, i, :, None]).sum(-2, keepdim=True) * beta[:, :, i, :, None]
+        state = state * gk[:, :, i].exp()[..., None] + k[:, :, i, :, None] * v[:, :, i, None, :] + read
+        rows.append(torch.einsum("bhd,bhdm->bhm", q[:, :, i], state))
+    return torch.stack(rows, 2).to(dtype), state
+
+
 TWINS: dict[tuple[str, str], Callable[..., Any]] = {
     ("simple_gla", "naive_recurrent_simple_gla"): _simple_gla,
     ("gla", "naive_recurrent_gla"): _gla,
     ("delta_rule", "delta_rule_recurrence"): _delta,
     ("gated_delta_rule", "naive_recurrent_gated_delta_rule"): _gated_delta,
     ("kda", "naive_recurrent_kda"): _kda,
+    ("gdn2", "naive_recurrent_gdn2"): _gdn2,
+    ("generalized_delta_rule/dplr", "dplr_recurrence"): _dplr,
 }
 
 

@@ -41,6 +41,8 @@ CASES: dict[str, tuple[str, int, Accept, torch.dtype | None, str]] = {
     "kda T2 bf16 pool": ("kda", 2, Accept(rate=0.5), torch.bfloat16, "v-last"),
     "gated-deltanet T3 rate": ("gated-deltanet", 3, Accept(rate=0.5), None, "v-last"),
     "gated-deltanet T2 k-last": ("gated-deltanet", 2, Accept(rate=0.5), None, "k-last"),
+    "gdn2 T3 rate k-last": ("gdn2", 3, Accept(rate=0.5), None, "k-last"),
+    "rwkv7 T2 rate": ("rwkv7", 2, Accept(rate=0.5), None, "v-last"),
 }
 
 
@@ -143,7 +145,7 @@ def plain(name: str) -> dict[str, Any]:
     return {"ok": result.ok, "failed": None if result.ok else result.describe()}
 
 
-PLAIN = {"gated-deltanet plain": "gated-deltanet", "kda plain": "kda"}
+PLAIN = {"gated-deltanet plain": "gated-deltanet", "kda plain": "kda", "gdn2 plain": "gdn2", "rwkv7 plain": "rwkv7"}
 
 
 def served_gate(name: str) -> dict[str, Any]:

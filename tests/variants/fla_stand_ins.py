@@ -372,6 +372,97 @@ class Kernels:
         q, k = _l2(q, k, norm)
         return naive("kda", "naive_recurrent_kda")(q, k, v, g, beta, scale=scale)
 
+    def chunk_gdn2(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: Tensor,
+        b: Tensor,
+        w: Tensor,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        use_qk_l2norm_in_kernel: bool = False,
+        use_gate_in_kernel: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        assert q.shape == k.shape == g.shape == b.shape and w.shape == v.shape, "chunk_gdn2 takes no value heads"
+        assert not use_gate_in_kernel, "linbench passes the gate computed"
+        self._note("chunk_gdn2", q=q, g=g, b=b, w=w, scale=scale, norm=use_qk_l2norm_in_kernel)
+        return self._gdn2(q, k, v, g, b, w, scale, use_qk_l2norm_in_kernel)
+
+    def fused_recurrent_gdn2(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: Tensor,
+        b: Tensor,
+        w: Tensor,
+        A_log: Any = None,
+        dt_bias: Any = None,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        use_qk_l2norm_in_kernel: bool = False,
+        use_gate_in_kernel: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        assert not use_gate_in_kernel, "linbench passes the gate computed"
+        self._note("fused_recurrent_gdn2", q=q, g=g, b=b, w=w, scale=scale, norm=use_qk_l2norm_in_kernel)
+        q, k = _value_heads(q, k, v)  # value heads native: q and k (B, T, H, K), the rest HV
+        out, _ = self._gdn2(q, k, v, g, b, w, scale, use_qk_l2norm_in_kernel)
+        return out.detach(), None  # inference only: fla has no backward for it
+
+    def _gdn2(self, q: Tensor, k: Tensor, v: Tensor, g: Tensor, b: Tensor, w: Tensor, scale: Any, norm: bool) -> Any:
+        """Both gdn2 kernels' stand-in: fla's naive_recurrent_gdn2."""
+        q, k = _l2(q, k, norm)
+        return naive("gdn2", "naive_recurrent_gdn2")(q, k, v, g, b, w, scale=scale)
+
+    def chunk_rwkv7(
+        self,
+        r: Tensor,
+        w: Tensor,
+        k: Tensor,
+        v: Tensor,
+        a: Tensor,
+        b: Tensor,
+        scale: float = 1.0,
+        initial_state: Any = None,
+        output_final_state: bool = False,
+        cu_seqlens: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        self._note("chunk_rwkv7", q=r, w=w, a=a, b=b, scale=scale)
+        return self._rwkv7(r, w, k, v, a, b, scale)
+
+    def fused_recurrent_rwkv7(
+        self,
+        r: Tensor,
+        w: Tensor,
+        k: Tensor,
+        v: Tensor,
+        a: Tensor,
+        b: Tensor,
+        scale: float | None = None,
+        initial_state: Any = None,
+        output_final_state: bool = True,
+        cu_seqlens: Any = None,
+    ) -> Any:
+        self._note("fused_recurrent_rwkv7", q=r, w=w, a=a, b=b, scale=scale)
+        out, _ = self._rwkv7(r, w, k, v, a, b, r.shape[-1] ** -0.5 if scale is None else scale)
+        return out.detach(), None  # inference only: its backward raises
+
+    def _rwkv7(self, r: Tensor, w: Tensor, k: Tensor, v: Tensor, a: Tensor, b: Tensor, scale: float) -> Any:
+        """fla's dplr_recurrence, which fixes q's factor at Dk^-1/2: r handed over times
+        scale·Dk^1/2, so that the reference reads r·scale, as the kernels do."""
+        heads_first = (x.transpose(1, 2) for x in (r * scale * r.shape[-1] ** 0.5, k, v, a, b, w))
+        out, _ = naive("generalized_delta_rule/dplr", "dplr_recurrence")(*heads_first)
+        return out.transpose(1, 2), None
+
     def lookup(self, module: str, name: str) -> Callable[..., Any]:
         """``fla_kernel``'s stand-in: fla.ops.<module>.<name>."""
         modules = {
@@ -382,6 +473,8 @@ class Kernels:
             "delta_rule": ("chunk_delta_rule", "fused_recurrent_delta_rule"),
             "gated_delta_rule": ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"),
             "kda": ("chunk_kda", "fused_recurrent_kda"),
+            "gdn2": ("chunk_gdn2", "fused_recurrent_gdn2"),
+            "rwkv7": ("chunk_rwkv7", "fused_recurrent_rwkv7"),
         }
         assert name in modules[module], f"fla.ops.{module} has no {name}"
         return getattr(self, name)

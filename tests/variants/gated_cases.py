@@ -47,7 +47,7 @@ def draw_case(name: str, seq: int, regime: str, seed: int = 0) -> Leaves:
     }
     for extra in VARIANTS[name].extra_inputs:
         leaves[extra.name] = extra.draw(
-            BATCH, HEADS, seq, DIM_K, generator=gen, device="cpu", dtype=torch.float64, regime=regime
+            BATCH, HEADS, seq, DIM_K, generator=gen, device="cpu", dtype=torch.float64, regime=regime, dim_v=DIM_V
         )
     if name == "retention" and regime == "strong":
         leaves["gamma"] = torch.tensor(STRONG_GAMMA, dtype=torch.float64)

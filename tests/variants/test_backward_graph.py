@@ -58,7 +58,7 @@ def test_the_backward_graph_has_no_node_per_token_or_chunk_that_costs_a_whole_gr
     q, k, v = (torch.randn(1, 2, seq, 8, dtype=torch.float64, requires_grad=True) for _ in range(3))
     # The gates and β take gradients too: their per-token pieces must not cost a whole gradient each.
     extras = draw_extra_inputs(
-        spec.extra_inputs, (1, 2, seq, 8), generator=torch.Generator(), device="cpu", dtype=q.dtype
+        spec.extra_inputs, (1, 2, seq, 8), generator=torch.Generator(), device="cpu", dtype=q.dtype, dim_v=8
     )
     params = {"chunk_size": 8} if impl == "chunked" else {}
     given = {name: t.requires_grad_() for name, t in extras.items()}

@@ -1,6 +1,6 @@
-"""fla's ``fla-recurrent`` decoders served on the CPU under Triton's interpreter: kda's kernel
-takes the pool and the slots itself (fla's ssm_state_indices, num_accepted_tokens,
-inplace_final_state), gated-deltanet's steps the states linbench gathers; both equal the fp64
+"""fla's ``fla-recurrent`` decoders served on the CPU under Triton's interpreter: kda's and gdn2's
+kernels take the pool and the slots themselves (fla's ssm_state_indices, num_accepted_tokens,
+inplace_final_state), gated-deltanet's steps the states linbench gathers; all equal the fp64
 forward request by request, at mixed contexts, slots scattered in a pool, T > 1 with rollback,
 a bf16 pool and the k-last layout, and leave the slots no request holds untouched.
 
@@ -50,23 +50,29 @@ def test_fla_decoders_served_equal_the_fp64_forward_request_by_request_interpret
         "kda T2 bf16 pool",
         "gated-deltanet T3 rate",
         "gated-deltanet T2 k-last",
+        "gdn2 T3 rate k-last",
+        "rwkv7 T2 rate",
         "planted",
         "workload",
         "gated-deltanet plain",
         "kda plain",
         "gated-deltanet served gate HV4",
         "kda served gate HV4",
+        "gdn2 plain",
+        "rwkv7 plain",
     }
     served = {name: case for name, case in cases.items() if "max_error" in case and name != "planted"}
     for name, case in served.items():
         tolerance = BF16_TOLERANCE if "bf16" in name else FP32_TOLERANCE
         assert case["max_error"] < tolerance, (name, case)
         assert case["untouched"], name
-    # kda's kernel took the pool; gated-deltanet's (fla-core 0.6 has no state indices there) did not.
+    # kda's and gdn2's kernels took the pool; gated-deltanet's (no state indices in fla-core 0.6) did not.
     assert cases["kda T3 rate"]["backend"] == "fla-triton (interpreted) fused_recurrent_kda_fwd pooled"
+    assert cases["gdn2 T3 rate k-last"]["backend"] == "fla-triton (interpreted) fused_recurrent_gdn2_fwd pooled"
     assert cases["gated-deltanet T3 rate"]["backend"].endswith(
         "fused_recurrent_gated_delta_rule (pool gathered by linbench)"
     )
+    assert cases["rwkv7 T2 rate"]["backend"].endswith("fused_recurrent_rwkv7 (pool gathered by linbench)")
 
 
 def test_a_served_point_of_kda_fla_recurrent_holds_t_slots_a_request_in_its_own_layout_and_dtype(

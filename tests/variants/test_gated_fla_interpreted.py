@@ -5,7 +5,9 @@ The cases run in one process of their own (tests/variants/fla_interpreted.py): t
 must be on before triton and fla are first imported. Skipped where fla-core or triton is not
 installed (``pip install -e '.[fla-cpu]'``). Measured on the 2-core development machine: about
 20 s of CPU for the whole set (KDA's chunk kernel the longest, the interpreter running each
-program instance in numpy), so the set is marked slow and starts first.
+program instance in numpy), and about 25 s more for gdn2's and rwkv7's eight cases (their
+kernels, an initial state, a pack; measured at load averages of 7 to 40, so roughly), so the
+set is marked slow and starts first.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ EXPECTED = {
     "gla:fla packed",
     "kda:fla-recurrent packed",
     "retention:fla gamma=0.9",
+    "gdn2:fla",
+    "gdn2:fla-recurrent value heads",
+    "rwkv7:fla",
+    "rwkv7:fla-recurrent",
+    *(f"{name}:fla {case}" for name in ("gdn2", "rwkv7") for case in ("initial state", "packed")),
 }
 
 
@@ -60,7 +67,8 @@ def test_every_fla_kernel_of_every_gated_family_matches_the_fp64_reference_inter
 ) -> None:
     """fp32 (chunk_delta_rule refuses fp32 and the interpreter computes bf16 wrongly, so
     deltanet's chunk kernel runs in fp16); fla's dispatch, GQA, more value heads than q/k heads
-    (fla's native GVA), packs (fla's cu_seqlens) and a given γ besides the default."""
+    (fla's native GVA), packs (fla's cu_seqlens), a given γ besides the default, and gdn2's and
+    rwkv7's kernels (fla/ops/gdn2, fla/ops/rwkv7) with an initial state and a pack."""
     cases = {name: case for name, case in interpreted.items() if name != f"{PLANTED} planted"}
     assert set(cases) == EXPECTED
     failed = {name: case["failed"] for name, case in cases.items() if not case["ok"]}

@@ -38,7 +38,15 @@ def _inputs(name: str, length: int, seed: int) -> dict[str, torch.Tensor]:
     }
     for extra in VARIANTS[name].extra_inputs:
         inputs[extra.name] = extra.draw(
-            BATCH, V_HEADS, length, DIM_K, generator=gen, device="cpu", dtype=torch.float64, regime="strong"
+            BATCH,
+            V_HEADS,
+            length,
+            DIM_K,
+            generator=gen,
+            device="cpu",
+            dtype=torch.float64,
+            regime="strong",
+            dim_v=DIM_V,
         )
     return inputs
 

@@ -33,6 +33,9 @@ EXPECTED_IMPLS["kda"] = [
     *("fla-dispatch", "flash-kda", "flashinfer", "flashinfer-recurrent", "cudnn", "cula"),
 ]
 EXPECTED_IMPLS["lightning"] = [*EXPECTED_IMPLS["lightning"], "cula"]
+EXPECTED_IMPLS["mamba2"] = ["recurrent", "quadratic", "chunked", "mamba-ssm"]
+EXPECTED_IMPLS["gdn2"] = ["recurrent", "quadratic", "chunked", "fla", "fla-recurrent"]
+EXPECTED_IMPLS["rwkv7"] = ["recurrent", "quadratic", "chunked", "fla", "fla-recurrent"]
 
 
 def test_every_variant_and_impl_is_registered() -> None:
@@ -120,7 +123,12 @@ def test_attention_returns_q_dtype_and_v_width() -> None:
     for name in linbench.list_variants():
         variant = linbench.get_variant(name)
         extras = draw_extra_inputs(
-            variant.extra_inputs, (2, 3, 10, 8), generator=torch.Generator(), device="cpu", dtype=torch.bfloat16
+            variant.extra_inputs,
+            (2, 3, 10, 8),
+            generator=torch.Generator(),
+            device="cpu",
+            dtype=torch.bfloat16,
+            dim_v=12,
         )
         out = linbench.attention(q, k, v, variant=name, **extras)
         assert out.shape == (2, 3, 10, 12) and out.dtype == torch.bfloat16, name

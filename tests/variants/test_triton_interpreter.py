@@ -1,8 +1,11 @@
-"""The interpreter's bridges and what a run makes of interpreted kernels (CPU; no Triton needed)."""
+"""The interpreter's bridges and what a run makes of interpreted kernels (CPU; Triton needed only by the
+third bridge's test)."""
 
 from __future__ import annotations
 
 import ast
+import sys
+import types
 
 import pytest
 import torch
@@ -32,6 +35,24 @@ def test_a_loop_variable_is_made_a_tensor_first_in_its_body() -> None:
 
 def test_the_autotuner_sees_a_tie_so_keeps_its_first_config() -> None:
     assert ti._same_time_for_every_config(None, config="a") == ti._same_time_for_every_config(None, config="b")
+
+
+def test_a_builtin_bound_to_another_name_is_made_a_jitted_call_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fla's ``gather = tl.gather`` (the third gap): replaced in the modules under the prefix, and
+    only with the interpreter on. Needs Triton (the jitted replacement is Triton's)."""
+    tl = pytest.importorskip("triton.language")
+    aliased, elsewhere = types.ModuleType("fla.fake_op"), types.ModuleType("other.fake_op")
+    aliased.gather = elsewhere.gather = tl.gather  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fla.fake_op", aliased)
+    monkeypatch.setitem(sys.modules, "other.fake_op", elsewhere)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    ti.bridge_aliased_builtins("fla.")
+    assert aliased.gather is tl.gather  # type: ignore[attr-defined]
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    ti.bridge_aliased_builtins("fla.")
+    from linbench.variants.feature_forms import interpreted_ops
+
+    assert aliased.gather is interpreted_ops.gather and elsewhere.gather is tl.gather  # type: ignore[attr-defined]
 
 
 def test_a_run_leaves_fla_out_under_the_interpreter_saying_why(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,7 +40,7 @@ def _leaves(name: str, v_heads: int) -> dict[str, torch.Tensor]:
     }
     for extra in VARIANTS[name].extra_inputs:  # per value head
         leaves[extra.name] = extra.draw(
-            BATCH, v_heads, SEQ, DIM_K, generator=gen, device="cpu", dtype=torch.float64, regime="strong"
+            BATCH, v_heads, SEQ, DIM_K, generator=gen, device="cpu", dtype=torch.float64, regime="strong", dim_v=DIM_V
         )
     return leaves
 
@@ -89,17 +89,18 @@ def kernels(monkeypatch: pytest.MonkeyPatch) -> Kernels:
     return fake
 
 
-@pytest.mark.parametrize("name", list(VARIANTS))
+@pytest.mark.parametrize("name", [name for name, variant in VARIANTS.items() if "fla" in variant.impls])
 def test_fla_impls_take_value_heads_natively_or_by_repeating_q_and_k(kernels: Kernels, name: str) -> None:
-    """fla's gated delta rule and kda kernels get q, k with H heads and v with H_v (natively,
-    ``Impl.gva``); the others get q and k repeated; every one equals the reference."""
+    """fla's gated delta rule and kda kernels and fused_recurrent_gdn2 get q, k with H heads and v
+    with H_v (natively, ``Impl.gva``); the others get q and k repeated; every one equals the
+    reference."""
     want = _run(name, "recurrent", _leaves(name, 4), gathered=True)
     leaves = {key: value.float() for key, value in _leaves(name, 4).items()}
     # chunk_delta_rule takes fp16 and bf16 only; its fused recurrent twin stands for deltanet
     for kernel in ("fla-recurrent",) if name == "deltanet" else ("fla", "fla-recurrent"):
-        native = name in ("gated-deltanet", "kda")
+        native = name in ("gated-deltanet", "kda") or (name, kernel) == ("gdn2", "fla-recurrent")
         assert linbench.get_variant(name).impl(kernel).gva is native
-        forward_only = kernel == "fla-recurrent" and native
+        forward_only = kernel == "fla-recurrent" and name in ("gated-deltanet", "kda", "gdn2", "rwkv7")
         with torch.no_grad() if forward_only else torch.enable_grad():
             q, k, v = leaves["q"], leaves["k"], leaves["v"]
             extras = {key: value for key, value in leaves.items() if key not in "qkv"}

@@ -34,7 +34,11 @@ import torch.nn.functional as F
 from linbench.errors import ImplUnavailableError
 from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
-from linbench.variants.feature_forms.triton_interpreter import bridge_interpreter, interpreter_on
+from linbench.variants.feature_forms.triton_interpreter import (
+    bridge_aliased_builtins,
+    bridge_interpreter,
+    interpreter_on,
+)
 from linbench.variants.impl_helpers import positive_number
 
 DISTRIBUTION = "fla-core"
@@ -80,10 +84,12 @@ def pinned_by_linbench() -> tuple[str, ...]:
 
 def import_fla(module: str) -> Any:
     """``module`` (an fla module), imported with the dispatch pinned off first (and, under
-    Triton's interpreter, its two gaps bridged: triton_interpreter.py)."""
+    Triton's interpreter, its gaps bridged: triton_interpreter.py)."""
     pin_fla_dispatch()
     bridge_interpreter()
-    return importlib.import_module(module)
+    imported = importlib.import_module(module)
+    bridge_aliased_builtins("fla.")  # its kernels are imported with the module: bridged after
+    return imported
 
 
 def dispatch_record() -> dict[str, str]:

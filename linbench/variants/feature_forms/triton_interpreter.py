@@ -2,7 +2,7 @@
 
 The interpreter runs a kernel's program instances one after another in numpy on CPU tensors:
 it proves what a kernel computes and how it is called (layouts, scale, gates, packs, initial
-state, gradients), never how fast it is. fla-core 0.6's kernels need two things it lacks,
+state, gradients), never how fast it is. fla-core 0.6's kernels need three things it lacks,
 which linbench bridges in this process only, when the interpreter is on (nothing installed
 is changed on disk):
 
@@ -13,6 +13,12 @@ is changed on disk):
    ``x = value``) but not a ``for`` loop's variable, and fla's kernels call ``i_t.to(tl.int64)``
    on one ("'int' object has no attribute 'to'"). Bridged: the same rewrite, as the first
    statement of every loop body whose target is a plain name.
+3. The interpreter swaps Triton's builtins for its own through the ``tl`` module a kernel
+   reads, so a builtin bound to another name when a module is imported escapes it: fla-core
+   0.6's ``fla/ops/utils/op.py`` sets ``gather = tl.gather``, which the DPLR chunk kernels
+   (``chunk_rwkv7``, ``chunk_dplr_delta_rule``) call ("Did you forget to add @triton.jit ?").
+   Bridged after fla's modules are imported (``bridge_aliased_builtins``): each such ``gather``
+   replaced by a jitted function that calls ``tl.gather`` (the interpreter's, at run time).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ INTERPRETED_NOTE = (
     "kernel's; `linbench check` proves them"
 )
 # The libraries whose kernels are Triton's (and so run interpreted on a CPU under it).
-TRITON_LIBRARIES = ("fla-core",)
+TRITON_LIBRARIES = ("fla-core", "mamba-ssm")
 _bridged = False
 
 
@@ -46,7 +52,8 @@ def untimeable_reason(library: str | None, device: Any) -> str | None:
 
 
 def bridge_interpreter() -> None:
-    """Bridge the interpreter's two gaps for this process (once; only with the interpreter on)."""
+    """Bridge the interpreter's first two gaps for this process (once; only with the interpreter
+    on); the third is bridged after fla's modules are imported (``bridge_aliased_builtins``)."""
     global _bridged
     if _bridged or not interpreter_on():
         return
@@ -55,6 +62,23 @@ def bridge_interpreter() -> None:
     interpreter.FunctionRewriter.ast_transformer = _loop_variable_transformer(interpreter.ASTTransformer)()
     autotuner.Autotuner._bench = _same_time_for_every_config
     _bridged = True
+
+
+def bridge_aliased_builtins(prefix: str) -> None:
+    """Gap 3 for the modules already imported whose names start with ``prefix`` (only with the
+    interpreter on): a module-level ``gather`` that is Triton's builtin becomes
+    interpreted_ops.gather, a jitted call of it."""
+    if not interpreter_on():
+        return
+    import sys
+
+    import triton.language as tl
+
+    from linbench.variants.feature_forms import interpreted_ops
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith(prefix) and getattr(module, "gather", None) is tl.gather:
+            module.gather = interpreted_ops.gather  # type: ignore[attr-defined]
 
 
 def _same_time_for_every_config(self: Any, *args: Any, config: Any, **meta: Any) -> list[float]:

@@ -1,4 +1,6 @@
-"""Gated and delta-rule linear attention: retention, lightning, simple-gla, gla, deltanet, gated-deltanet, kda.
+"""Gated and delta-rule linear attention: retention, lightning, simple-gla, gla, deltanet, gated-deltanet, kda,
+Mamba2's SSD (mamba2), Gated DeltaNet-2 (gdn2) and
+RWKV-7 (rwkv7).
 
 Each family's package builds and registers its ``VARIANT`` (they are built-in variants:
 ``linbench list`` shows them); ``gated_variants`` imports them all.
@@ -19,6 +21,9 @@ PACKAGES = {
     "deltanet": "deltanet",
     "gated-deltanet": "gated_deltanet",
     "kda": "kda",
+    "mamba2": "mamba2",
+    "gdn2": "gdn2",
+    "rwkv7": "rwkv7",
 }
 
 

@@ -27,8 +27,7 @@ from linbench.variants.gated.fla_impls import gated_fla_impls
 from linbench.variants.gated.impls import (
     INITIAL_STATE,
     SCALE,
-    DecayInputs,
-    DeltaInputs,
+    Inputs,
     Prepare,
     gated_decoder,
     gated_impls,
@@ -66,7 +65,7 @@ def per_value_head(prepare: Prepare) -> Prepare:
     """``prepare`` for v with more heads than q and k (GVA): q and k repeated to v's heads first,
     so the state, the gates, β and a per-head decay are per value head in every form."""
 
-    def prepared(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **params: Any) -> DecayInputs | DeltaInputs:
+    def prepared(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **params: Any) -> Inputs:
         q, k = repeat_qk(q, k, v)
         return prepare(q, k, v, **params)
 

@@ -5,7 +5,9 @@ Each variant reduces its inputs to one of two shapes of recurrence, then shares 
 - decaying: S_t = diag(e^{g_t}) S_{t−1} + k_t v_tᵀ, g of shape (B, H, S, 1) or (B, H, S, Dk)
   (retention, simple-gla, gla), by ``DecayInputs``;
 - delta rule: S_t = (I − β_t k_t k_tᵀ) diag(e^{g_t}) S_{t−1} + β_t k_t v_tᵀ, g None,
-  (B, H, S) or (B, H, S, Dk) (deltanet, gated-deltanet, kda), by ``DeltaInputs``.
+  (B, H, S) or (B, H, S, Dk) (deltanet, gated-deltanet, kda), by ``DeltaInputs``;
+- diagonal plus low rank: S_t = diag(e^{g_t}) S_{t−1} + b_t (a_tᵀ S_{t−1}) + k_t v_tᵀ (gdn2,
+  rwkv7), by ``DplrInputs`` (dplr_recurrent.py).
 
 A preparation takes (q, k, v, **the variant's parameters and extra inputs) and returns the
 form's inputs in the compute dtype, q scaled (and normalised for the delta rule).
@@ -27,8 +29,10 @@ from linbench.variants.gated.decay_recurrent import decay_scan
 from linbench.variants.gated.delta_chunked import delta_chunked_scan
 from linbench.variants.gated.delta_quadratic import delta_quadratic
 from linbench.variants.gated.delta_recurrent import delta_scan
+from linbench.variants.gated.dplr_chunked import dplr_chunked_scan, dplr_quadratic
+from linbench.variants.gated.dplr_recurrent import DplrInputs, dplr_scan, dplr_step
 from linbench.variants.gated.numerics import GatedState, causal_only, chunk_length, chunk_problem, scale_problem
-from linbench.variants.gated.packed import decay_lockstep, delta_lockstep, per_sequence_form
+from linbench.variants.gated.packed import decay_lockstep, delta_lockstep, lockstep, per_sequence_form
 from linbench.variants.varlen import Segments
 
 CHUNK_SIZE = Param(
@@ -58,7 +62,7 @@ INITIAL_STATE = Param(
 )
 
 
-def initial_state(given: object, x: DecayInputs | DeltaInputs) -> GatedState | None:
+def initial_state(given: object, x: Inputs) -> GatedState | None:
     """The state a form starts from: None for zeros, else ``given`` in the compute dtype;
     ValueError, one line, unless it is (B, H_v, Dk, Dv) for these inputs."""
     if given is None:
@@ -93,24 +97,29 @@ class DeltaInputs:
     g: torch.Tensor | None
 
 
-Prepare = Callable[..., DecayInputs | DeltaInputs]
+Inputs = DecayInputs | DeltaInputs | DplrInputs
+Prepare = Callable[..., Inputs]
 
 
-def _scan(x: DecayInputs | DeltaInputs, state: GatedState | None) -> tuple[torch.Tensor, GatedState]:
+def _scan(x: Inputs, state: GatedState | None) -> tuple[torch.Tensor, GatedState]:
+    if isinstance(x, DplrInputs):
+        return dplr_scan(x, state=state)
     if isinstance(x, DecayInputs):
         return decay_scan(x.q, x.k, x.v, x.g, state=state)
     return delta_scan(x.q, x.k, x.v, x.beta, x.g, state=state)
 
 
-def _chunked_scan(
-    x: DecayInputs | DeltaInputs, chunk_size: int, state: GatedState | None
-) -> tuple[torch.Tensor, GatedState]:
+def _chunked_scan(x: Inputs, chunk_size: int, state: GatedState | None) -> tuple[torch.Tensor, GatedState]:
+    if isinstance(x, DplrInputs):
+        return dplr_chunked_scan(x, chunk_size=chunk_size, state=state)
     if isinstance(x, DecayInputs):
         return decay_chunked_scan(x.q, x.k, x.v, x.g, chunk_size=chunk_size, state=state)
     return delta_chunked_scan(x.q, x.k, x.v, x.beta, x.g, chunk_size=chunk_size, state=state)
 
 
-def _quadratic(x: DecayInputs | DeltaInputs) -> torch.Tensor:
+def _quadratic(x: Inputs) -> torch.Tensor:
+    if isinstance(x, DplrInputs):
+        return dplr_quadratic(x)
     if isinstance(x, DeltaInputs):
         return delta_quadratic(x.q, x.k, x.v, x.beta, x.g)
     if x.g.shape[-1] == 1:
@@ -160,11 +169,13 @@ def _chunked_impl(owner: str, prepare: Prepare) -> ImplFn:
     return chunked
 
 
-def _start(given: object, x: DecayInputs | DeltaInputs) -> GatedState | None:
+def _start(given: object, x: Inputs) -> GatedState | None:
     return initial_state(given, x)
 
 
-def _lockstep(x: DecayInputs | DeltaInputs, segments: Segments) -> torch.Tensor:
+def _lockstep(x: Inputs, segments: Segments) -> torch.Tensor:
+    if isinstance(x, DplrInputs):
+        return lockstep(x.q, x.k, x.v, {"a": x.a, "b": x.b, "g": x.g}, segments, dplr_step)
     if isinstance(x, DecayInputs):
         return decay_lockstep(x.q, x.k, x.v, x.g, segments)
     return delta_lockstep(x.q, x.k, x.v, x.beta, x.g, segments)
