@@ -71,18 +71,19 @@ __device__ void run_fast_output_block(const FastArgs& args) {
   StateRows<kDk> state{};
   fold_partials<T, kDk, kNorm>(p, b, warp, state, z);
   T* lo = split ? copies + copy_elems : nullptr;
+  constexpr bool single = fast_single_copy(kDk, split);
   write_state_copy<T, kDk>(state, warp, copies, lo);
   const bool update = p.causal != 0;
   walk_segment<T, kDk>(args, p, b, smem, lay, true, update, [&](int step, const FastStage<T>& st, int rows,
                                                                 int64_t row0) {
-    // The copy holding the state before this chunk: double-buffered when causal and not split
+    // The copy holding the state before this chunk: double-buffered when causal and not single
     // (bidirectional, the one written before the walk holds the whole sequence's state).
-    T* hi = copies + (split || !update ? 0 : (step % 2) * copy_elems);
+    T* hi = copies + (single || !update ? 0 : (step % 2) * copy_elems);
     output_chunk<T, kDk, kNorm>(p, b, st, rows, row0, hi, lo, z, warp);
     if (!update || step == b.last - b.first) return;
     update_state_rows<T, kDk>(st, warp, state);
-    if (split) __syncthreads();  // every warp has read the single copy and z: rewrite them
-    T* next = copies + (split ? 0 : ((step + 1) % 2) * copy_elems);
+    if (single) __syncthreads();  // every warp has read the single copy and z: rewrite them
+    T* next = copies + (single ? 0 : ((step + 1) % 2) * copy_elems);
     write_state_copy<T, kDk>(state, warp, next, lo);
     if (kNorm) add_key_sums<T, kDk>(st, warp, z);
   });

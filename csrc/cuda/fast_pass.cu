@@ -6,6 +6,11 @@
 
 namespace linbench {
 namespace cuda_detail {
+
+// resource_report.py's fast_smem models these (the README's occupancy): both change together.
+static_assert(make_fast_layout(64, 2, false).total == 49152 && make_fast_layout(64, 2, true).total == 49408);
+static_assert(make_fast_layout(128, 2, false).total == 81920 && make_fast_layout(128, 2, true).total == 90624);
+
 namespace {
 
 // Segments of each pass so that the launch has about `slots` blocks (an SM-full of them each):

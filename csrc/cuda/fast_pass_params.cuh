@@ -76,12 +76,17 @@ struct FastSmemLayout {
   int q_off, k_off, v_off;  // within a stage
   int copy;              // the state's 16-bit copy: [copies][kDk][kFastTile] (hi), then lo when split
   int copy_bytes;        // one copy
-  int copies;            // 2 (double-buffered: no barrier before it is rewritten) or 1 when split
+  int copies;            // 2 (double-buffered: no barrier before it is rewritten) or 1 (fast_single_copy)
   int z;                 // normalised: [kDk] fp32 key sums
   int total;
 };
 
-__host__ __device__ inline FastSmemLayout make_fast_layout(int dk_padded, int elem_size, bool split) {
+// One copy of the state (a barrier before it is rewritten) when split, and at a contraction of
+// 128, where the second copy's 8 KiB would cost A100 a resident block (2 of 80 KiB fit in its
+// 164 KiB, not 2 of 88).
+__host__ __device__ constexpr bool fast_single_copy(int dk_padded, bool split) { return split || dk_padded > 64; }
+
+__host__ __device__ constexpr FastSmemLayout make_fast_layout(int dk_padded, int elem_size, bool split) {
   FastSmemLayout s{};
   s.q_off = 0;
   s.k_off = kChunk * dk_padded * elem_size;
@@ -89,7 +94,7 @@ __host__ __device__ inline FastSmemLayout make_fast_layout(int dk_padded, int el
   s.stage_bytes = s.v_off + kChunk * kFastTile * elem_size;
   s.copy = kFastStages * s.stage_bytes;
   s.copy_bytes = dk_padded * kFastTile * elem_size;
-  s.copies = split ? 1 : 2;
+  s.copies = fast_single_copy(dk_padded, split) ? 1 : 2;
   s.z = s.copy + s.copy_bytes * (split ? 2 : s.copies);
   s.total = s.z + (split ? dk_padded * 4 : 0);
   return s;
@@ -98,12 +103,12 @@ __host__ __device__ inline FastSmemLayout make_fast_layout(int dk_padded, int el
 // The 16-byte piece `piece` of row `row` in a row of `pieces` pieces: its place in shared memory.
 // 8 or more pieces: piece ^ (row % 8); 4 pieces (kFastTile 16-bit columns): piece ^ (row / 2 % 4),
 // which also spreads 8 consecutive rows over the 32 banks.
-__host__ __device__ __forceinline__ int fast_swizzle(int row, int piece, int pieces) {
+__host__ __device__ constexpr int fast_swizzle(int row, int piece, int pieces) {
   return pieces >= 8 ? piece ^ (row & 7) : piece ^ ((row >> 1) & 3);
 }
 
 // Element offset of (row, col) in a swizzled tile of `cols` 16-bit columns.
-__host__ __device__ __forceinline__ int fast_tile_index(int row, int col, int cols) {
+__host__ __device__ constexpr int fast_tile_index(int row, int col, int cols) {
   return row * cols + fast_swizzle(row, col >> 3, cols >> 3) * 8 + (col & 7);
 }
 

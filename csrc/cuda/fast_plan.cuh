@@ -18,7 +18,8 @@ __host__ inline bool fast_aligned(const void* ptr) { return (reinterpret_cast<ui
 // Why the fast pass does not take a call (nullptr: it does); the generic pass takes it then.
 // `pointers`: every q, k, v-shaped tensor the call reads or writes.
 __host__ inline const char* fast_path_refusal(ElementType dtype, const LinearAttentionShape& s, const float* decay,
-                                              std::initializer_list<const void*> pointers) {
+                                              std::initializer_list<const void*> pointers, const DeviceLimits& limits) {
+  if (limits.major < 8) return "the fast pass needs sm_80 or newer (bf16 mma.sync, cp.async)";
   if (dtype != ElementType::bf16) return "fp32 and fp16 run the generic pass (fp16 cannot hold its state copy)";
   if (decay != nullptr) return "decay runs the generic pass";
   if (s.dim_k % 8 != 0 || s.dim_v % 8 != 0) return "Dk and Dv must be multiples of 8 (16-byte rows)";

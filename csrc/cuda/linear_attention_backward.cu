@@ -182,7 +182,8 @@ cudaError_t linear_attention_backward_cuda(ElementType dtype, const void* grad_o
   err = cuda_detail::query_device_limits(&limits);
   if (err != cudaSuccess) return err;
   if (!shape.normalize &&
-      cuda_detail::fast_path_refusal(dtype, shape, decay, {grad_out, q, k, v, grad_q, grad_k, grad_v}) == nullptr) {
+      cuda_detail::fast_path_refusal(dtype, shape, decay, {grad_out, q, k, v, grad_q, grad_k, grad_v}, limits) ==
+          nullptr) {
     bool ran = false;
     err = fast_backward(grad_out, q, k, v, grad_q, grad_k, grad_v, shape, limits, stream, &ran);
     if (ran || err != cudaSuccess) return err;

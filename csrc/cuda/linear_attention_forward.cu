@@ -108,7 +108,7 @@ cudaError_t linear_attention_forward_cuda(ElementType dtype, const void* q, cons
   cuda_detail::DeviceLimits limits{};
   err = cuda_detail::query_device_limits(&limits);
   if (err != cudaSuccess) return err;
-  if (cuda_detail::fast_path_refusal(dtype, shape, decay, {q, k, v, out}) == nullptr) {
+  if (cuda_detail::fast_path_refusal(dtype, shape, decay, {q, k, v, out}, limits) == nullptr) {
     bool ran = false;
     err = fast_forward(q, k, v, out, den, shape, limits, stream, &ran);
     if (ran || err != cudaSuccess) return err;

@@ -26,6 +26,12 @@ namespace linbench {
 namespace cuda_detail {
 
 #ifndef LINBENCH_CUDA_HOST_EMULATION
+// Built for an architecture before sm_80 (an extension built for an older GPU), the primitives
+// compile to a trap: the launchers never run the fast pass there (fast_path_refusal).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define LINBENCH_FAST_PASS_UNSUPPORTED 1
+#endif
+
 __device__ __forceinline__ uint32_t shared_address(const void* ptr) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
 }
@@ -33,6 +39,9 @@ __device__ __forceinline__ uint32_t shared_address(const void* ptr) {
 // d += A B for one 16 x 8 tile (kBf16: bf16 operands, else fp16).
 template <bool kBf16>
 __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#ifdef LINBENCH_FAST_PASS_UNSUPPORTED
+  __trap();
+#else
   if constexpr (kBf16) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -46,34 +55,55 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
+#endif
 }
 
 // Four 8 x 8 matrices; `row` is this lane's row address (see the layout above).
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+#ifdef LINBENCH_FAST_PASS_UNSUPPORTED
+  r[0] = r[1] = r[2] = r[3] = 0u;
+  __trap();
+#else
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(shared_address(row)));
+#endif
 }
 
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+#ifdef LINBENCH_FAST_PASS_UNSUPPORTED
+  r[0] = r[1] = r[2] = r[3] = 0u;
+  __trap();
+#else
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(shared_address(row)));
+#endif
 }
 
 // 16 bytes from global to shared memory, of which the first `src_bytes` (0 or 16) are read and
 // the rest zero-filled (rows past the sequence, columns past the operand).
 __device__ __forceinline__ void cp_async_16(void* dst, const void* src, int src_bytes) {
+#ifdef LINBENCH_FAST_PASS_UNSUPPORTED
+  __trap();
+#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
                "r"(src_bytes));
+#endif
 }
 
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+#ifndef LINBENCH_FAST_PASS_UNSUPPORTED
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
 
 // Waits until at most kPending of this thread's committed groups are still in flight.
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
+#ifndef LINBENCH_FAST_PASS_UNSUPPORTED
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+#endif
 }
 #endif
 

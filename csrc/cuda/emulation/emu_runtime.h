@@ -27,6 +27,7 @@ int g_launches = 0;
 int g_scratch_allocs = 0;
 size_t g_scratch_bytes = 0;
 bool g_fail_malloc = false;
+int g_cc_major = 9;
 
 // A block's dynamic shared memory: exactly the launch's size (so ASan flags an overrun), filled
 // with NaN bytes so that reading shared memory before writing it shows up in the results.
@@ -225,6 +226,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
     case cudaDevAttrMultiProcessorCount: *value = g_sm_count; return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = g_smem_per_block; return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = g_smem_per_sm; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor: *value = g_cc_major; return cudaSuccess;
     default: return cudaErrorInvalidValue;
   }
 }

@@ -307,6 +307,7 @@ struct Case {
   bool fail_malloc = false;
   int feature_map = 0;     // 1 L2 rows, 2 elu + 1: q and k go in raw, the kernels map them
   double out_scale = 1.0;  // the op's v_scale (unnormalised cases)
+  int cc_major = 9;        // the device's compute capability (the fast pass needs 8)
 };
 
 // c with q and k mapped by the kernels (and, unnormalised, the output scaled by v_scale).
@@ -366,6 +367,7 @@ void run_case(const Case& c, uint64_t seed) {
 
   g_sm_count = c.sm_count;
   g_fail_malloc = c.fail_malloc;
+  g_cc_major = c.cc_major;
   LinearAttentionShape shape{c.bh, c.seq, c.dk, c.dv, 64, c.causal, c.normalize, static_cast<float>(p.eps)};
   shape.feature_map = c.feature_map;
   shape.v_scale = static_cast<float>(c.out_scale);
@@ -389,7 +391,7 @@ void run_case(const Case& c, uint64_t seed) {
     err = cudaErrorUnknown;  // the map's backward must run exactly when there is a map
   // The fast pass runs exactly the calls it takes (fast_plan.cuh), the backward's unnormalised only.
   const bool fast_shape = IsSameType<T, __nv_bfloat16> && !c.decay && c.dk % 8 == 0 && c.dv % 8 == 0 &&
-                          c.dk <= 128 && c.dv <= 128 && !c.fail_malloc;
+                          c.dk <= 128 && c.dv <= 128 && !c.fail_malloc && c.cc_major >= 8;
   const bool dispatch_ok = fwd_fast == fast_shape && bwd_fast == (fast_shape && !c.normalize);
   const char* map_names[3] = {"", " l2", " elu1"};
   char plan[96];
@@ -637,6 +639,9 @@ int main(int argc, char** argv) {
       {1, 257, 16, 80, true, false, false, 10000}};
   std::vector<Case> fast = fast_plain;
   for (const Case& c : mapped_cases({fast_plain[2], fast_plain[3], fast_plain[5]})) fast.push_back(c);
+  Case before_sm80 = fast_plain[2];  // a GPU before sm_80 runs the generic pass
+  before_sm80.cc_major = 7;
+  fast.push_back(before_sm80);
 
   if (suite == "fast") {
     run_cases<__nv_bfloat16>(fast, 9800);
