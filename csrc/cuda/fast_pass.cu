@@ -60,7 +60,12 @@ cudaError_t run_fast_passes(FastArgs* args, const DeviceLimits& limits, cudaStre
   const void* state = reinterpret_cast<const void*>(&fast_state_kernel<T, kDk, kNorm>);
   const int smem = make_fast_layout(kDk, sizeof(T), kNorm).total;
   for (const void* kernel : {output, state}) {
-    const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    // All of the SM's unified L1 as shared memory: a smaller carveout would hold fewer blocks (the
+    // kernels keep nothing in L1 they need: no spills, loads bypass it with cp.async.cg).
+    if (err == cudaSuccess)
+      err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
     if (err != cudaSuccess) return err;
   }
   int per_sm = 0;

@@ -1,8 +1,9 @@
 // The fast chunked pass (parameters: fast_pass_params.cuh): 4 warps a block, scores, outputs and
 // the fp32 state in mma fragments (fast_warp.cuh), the next chunk's q, k, v loading with
-// cp.async while this one is computed (fast_loads.cuh), one block barrier a chunk (two with a
-// feature map, three normalised). bf16 only: fp16's range cannot hold the state's 16-bit copy
-// without the per-slab scaling the generic pass (chunked_pass.cuh) does, so fp16 runs there.
+// cp.async while this one is computed (fast_loads.cuh), one block barrier a chunk (one more
+// with a feature map, one more where the state's copy is single: normalised, or kd = 128). bf16
+// only: fp16's range cannot hold the state's 16-bit copy without the per-slab scaling the
+// generic pass (chunked_pass.cuh) does, so fp16 runs there.
 //
 // Two kernels: fast_state_kernel (each segment's own Kx^T Vx and key sum, to scratch) and
 // fast_output_kernel (each segment from the partials before it; the outputs). blockIdx.x runs

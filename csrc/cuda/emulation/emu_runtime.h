@@ -231,6 +231,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
   }
 }
 cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value) {
+  if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return value <= 100 ? cudaSuccess : cudaErrorInvalidValue;
   if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value > g_smem_per_block) return cudaErrorInvalidValue;
   return cudaSuccess;
 }
