@@ -10,6 +10,8 @@ namespace cuda_detail {
 // resource_report.py's fast_smem models these (the README's occupancy): both change together.
 static_assert(make_fast_layout(64, 2, false).total == 49152 && make_fast_layout(64, 2, true).total == 49408);
 static_assert(make_fast_layout(128, 2, false).total == 81920 && make_fast_layout(128, 2, true).total == 90624);
+static_assert(make_fast_layout(64, 2, false, true).total == 49280 &&
+              make_fast_layout(128, 2, false, true).total == 82048);  // fp16: 128 bytes of scales
 
 namespace {
 
@@ -52,13 +54,12 @@ cudaError_t launch_fast_kernel(const void* kernel, int64_t blocks, int smem, Fas
 }
 
 // run_fast_plain and run_fast_normalised (fast_plan.cuh) for contraction class kDk.
-template <int kDk, bool kNorm>
+template <class T, int kDk, bool kNorm>
 cudaError_t run_fast_passes(FastArgs* args, const DeviceLimits& limits, cudaStream_t stream, bool* ran) {
-  using T = __nv_bfloat16;
   *ran = false;
   const void* output = reinterpret_cast<const void*>(&fast_output_kernel<T, kDk, kNorm>);
   const void* state = reinterpret_cast<const void*>(&fast_state_kernel<T, kDk, kNorm>);
-  const int smem = make_fast_layout(kDk, sizeof(T), kNorm).total;
+  const int smem = make_fast_layout(kDk, sizeof(T), kNorm, kIsHalf<T>).total;
   for (const void* kernel : {output, state}) {
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     // All of the SM's unified L1 as shared memory: a smaller carveout would hold fewer blocks (the
@@ -107,14 +108,19 @@ cudaError_t run_fast_passes(FastArgs* args, const DeviceLimits& limits, cudaStre
 
 }  // namespace
 
-cudaError_t run_fast_plain(FastArgs* args, const DeviceLimits& limits, cudaStream_t stream, bool* ran) {
-  return fast_dk_class(args->pass[0].kd) == 64 ? run_fast_passes<64, false>(args, limits, stream, ran)
-                                               : run_fast_passes<128, false>(args, limits, stream, ran);
+cudaError_t run_fast_plain(ElementType dtype, FastArgs* args, const DeviceLimits& limits, cudaStream_t stream,
+                           bool* ran) {
+  const bool narrow = fast_dk_class(args->pass[0].kd) == 64;
+  if (dtype == ElementType::f16)
+    return narrow ? run_fast_passes<__half, 64, false>(args, limits, stream, ran)
+                  : run_fast_passes<__half, 128, false>(args, limits, stream, ran);
+  return narrow ? run_fast_passes<__nv_bfloat16, 64, false>(args, limits, stream, ran)
+                : run_fast_passes<__nv_bfloat16, 128, false>(args, limits, stream, ran);
 }
 
 cudaError_t run_fast_normalised(FastArgs* args, const DeviceLimits& limits, cudaStream_t stream, bool* ran) {
-  return fast_dk_class(args->pass[0].kd) == 64 ? run_fast_passes<64, true>(args, limits, stream, ran)
-                                               : run_fast_passes<128, true>(args, limits, stream, ran);
+  return fast_dk_class(args->pass[0].kd) == 64 ? run_fast_passes<__nv_bfloat16, 64, true>(args, limits, stream, ran)
+                                               : run_fast_passes<__nv_bfloat16, 128, true>(args, limits, stream, ran);
 }
 
 }  // namespace cuda_detail

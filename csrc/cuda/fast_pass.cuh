@@ -1,9 +1,9 @@
 // The fast chunked pass (parameters: fast_pass_params.cuh): 4 warps a block, scores, outputs and
 // the fp32 state in mma fragments (fast_warp.cuh), the next chunk's q, k, v loading with
 // cp.async while this one is computed (fast_loads.cuh), one block barrier a chunk (one more
-// with a feature map, one more where the state's copy is single: normalised, or kd = 128). bf16
-// only: fp16's range cannot hold the state's 16-bit copy without the per-slab scaling the
-// generic pass (chunked_pass.cuh) does, so fp16 runs there.
+// with a feature map, one more where the state's copy is single: normalised, or kd = 128, one
+// more for fp16, whose copy is scaled by the block's largest |S|). bf16 and fp16 (unnormalised:
+// the normalised fp16 forward runs the generic pass, whose split keeps its lo half scaled).
 //
 // Two kernels: fast_state_kernel (each segment's own Kx^T Vx and key sum, to scratch) and
 // fast_output_kernel (each segment from the partials before it; the outputs). blockIdx.x runs
@@ -89,7 +89,7 @@ __device__ void run_fast_state_block(const FastArgs& args) {
   const FastPassParams& p = args.pass[b.pass];
   if (!partial_read_later(p, b.seg) || b.first > b.last) return;
   unsigned char* smem = dynamic_shared_memory();
-  const FastSmemLayout lay = make_fast_layout(kDk, sizeof(T), kNorm);
+  const FastSmemLayout lay = make_fast_layout(kDk, sizeof(T), kNorm, kIsHalf<T>);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   float* z = reinterpret_cast<float*>(smem + lay.z);
   if (kNorm)

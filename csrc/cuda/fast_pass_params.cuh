@@ -78,6 +78,7 @@ struct FastSmemLayout {
   int copy_bytes;        // one copy
   int copies;            // 2 (double-buffered: no barrier before it is rewritten) or 1 (fast_single_copy)
   int z;                 // normalised: [kDk] fp32 key sums
+  int scale;             // fp16: [2] the copies' power-of-two factors, then [kFastWarps] the warps' max |S|
   int total;
 };
 
@@ -86,7 +87,9 @@ struct FastSmemLayout {
 // 164 KiB, not 2 of 88).
 __host__ __device__ constexpr bool fast_single_copy(int dk_padded, bool split) { return split || dk_padded > 64; }
 
-__host__ __device__ constexpr FastSmemLayout make_fast_layout(int dk_padded, int elem_size, bool split) {
+// scaled: fp16, whose copy of the state is divided by a power of two to stay in range.
+__host__ __device__ constexpr FastSmemLayout make_fast_layout(int dk_padded, int elem_size, bool split,
+                                                              bool scaled = false) {
   FastSmemLayout s{};
   s.q_off = 0;
   s.k_off = kChunk * dk_padded * elem_size;
@@ -96,7 +99,8 @@ __host__ __device__ constexpr FastSmemLayout make_fast_layout(int dk_padded, int
   s.copy_bytes = dk_padded * kFastTile * elem_size;
   s.copies = fast_single_copy(dk_padded, split) ? 1 : 2;
   s.z = s.copy + s.copy_bytes * (split ? 2 : s.copies);
-  s.total = s.z + (split ? dk_padded * 4 : 0);
+  s.scale = s.z + (split ? dk_padded * 4 : 0);
+  s.total = s.scale + (scaled ? 128 : 0);
   return s;
 }
 

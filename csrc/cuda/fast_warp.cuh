@@ -158,9 +158,9 @@ __device__ void update_state_rows(const FastStage<T>& st, int warp, StateRows<kD
     }
 }
 
-// Writes the warp's state rows into the 16-bit copy (hi), and, split, x - hi into `lo`.
+// Writes the warp's state rows times `mul` into the 16-bit copy (hi), and, split, x - hi into `lo`.
 template <class T, int kDk>
-__device__ void write_state_copy(const StateRows<kDk>& rows, int warp, T* hi, T* lo) {
+__device__ void write_state_copy(const StateRows<kDk>& rows, int warp, T* hi, T* lo, float mul) {
   const int lane = static_cast<int>(threadIdx.x) % 32;
 #pragma unroll
   for (int mt = 0; mt < StateRows<kDk>::kTiles; ++mt)
@@ -170,7 +170,7 @@ __device__ void write_state_copy(const StateRows<kDk>& rows, int warp, T* hi, T*
       for (int half = 0; half < 2; ++half) {
         const int row = state_row0<kDk>(warp, mt) + lane / 4 + 8 * half;
         const int at = fast_tile_index(row, 8 * n + 2 * (lane % 4), kFastTile);
-        const float* x = &rows.s[mt][n][2 * half];
+        const float x[2] = {rows.s[mt][n][2 * half] * mul, rows.s[mt][n][2 * half + 1] * mul};
         const uint32_t h = pack_pair<T>(x[0], x[1]);
         memcpy(static_cast<void*>(hi + at), &h, sizeof(h));
         if (lo != nullptr) {
@@ -180,6 +180,19 @@ __device__ void write_state_copy(const StateRows<kDk>& rows, int warp, T* hi, T*
           memcpy(static_cast<void*>(lo + at), &l, sizeof(l));
         }
       }
+}
+
+// The largest |S| of the warp's state rows (every lane gets it).
+template <int kDk>
+__device__ float state_rows_max(const StateRows<kDk>& rows) {
+  float m = 0.0f;
+#pragma unroll
+  for (int mt = 0; mt < StateRows<kDk>::kTiles; ++mt)
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) m = fmaxf(m, fabsf(rows.s[mt][n][e]));
+  return warp_max(m);
 }
 
 // Sum over the 4 lanes of a quad (one fragment row).

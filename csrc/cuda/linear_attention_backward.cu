@@ -21,7 +21,7 @@
 // carries the map), so the passes give dL/dphi(Q) and dL/dphi(K); a last launch
 // (feature_map_backward.cuh) turns those into dL/dQ and dL/dK in place. v_scale: the gradients
 // are those of v_scale * dO, applied in each pass's epilogue (unnormalised only).
-// Unnormalised bf16 calls the fast pass takes (fast_plan.cuh) run the three products on it
+// Unnormalised bf16 and fp16 calls the fast pass takes (fast_plan.cuh) run the three products on it
 // (fast_pass.cuh); the rest, and the normalised gradients, on the generic pass.
 #include "chunked_pass.cuh"
 #include "fast_plan.cuh"
@@ -85,8 +85,8 @@ cuda_detail::FastPassParams fast_gradient_pass(cuda_detail::FastOperand qx, cuda
 // (V, dO, phi(Q)) and dV = (phi(K), phi(Q), dO) walking back (the generic passes' operands, see
 // above), in one launch pair when Dk and Dv fall in one contraction class, else two; then the
 // feature map's backward. *ran = false when the fast pass did not run (no scratch).
-cudaError_t fast_backward(const void* grad_out, const void* q, const void* k, const void* v, void* grad_q,
-                          void* grad_k, void* grad_v, const LinearAttentionShape& shape,
+cudaError_t fast_backward(ElementType dtype, const void* grad_out, const void* q, const void* k, const void* v,
+                          void* grad_q, void* grad_k, void* grad_v, const LinearAttentionShape& shape,
                           const cuda_detail::DeviceLimits& limits, cudaStream_t stream, bool* ran) {
   using namespace cuda_detail;
   const int dk = static_cast<int>(shape.dim_k), dv = static_cast<int>(shape.dim_v);
@@ -106,14 +106,15 @@ cudaError_t fast_backward(const void* grad_out, const void* q, const void* k, co
   for (FastArgs& g : groups) {
     if (g.n_passes == 0) continue;
     bool group_ran = false;
-    const cudaError_t err = run_fast_plain(&g, limits, stream, &group_ran);
+    const cudaError_t err = run_fast_plain(dtype, &g, limits, stream, &group_ran);
     if (err != cudaSuccess) return err;
     *ran = *ran && group_ran;
     if (!group_ran) return cudaSuccess;  // the caller reruns every gradient on the generic pass
   }
   if (map == FeatureMap::kNone) return cudaSuccess;
   const MapBackwardArgs map_args{{grad_q, grad_k}, {q, k}, shape.bh * shape.seq, dk, map};
-  return launch_feature_map_backward<__nv_bfloat16>(map_args, limits.sm_count, stream);
+  return dtype == ElementType::f16 ? launch_feature_map_backward<__half>(map_args, limits.sm_count, stream)
+                                   : launch_feature_map_backward<__nv_bfloat16>(map_args, limits.sm_count, stream);
 }
 
 // The generic pass's backward (chunked_pass.cuh).
@@ -185,7 +186,7 @@ cudaError_t linear_attention_backward_cuda(ElementType dtype, const void* grad_o
       cuda_detail::fast_path_refusal(dtype, shape, decay, {grad_out, q, k, v, grad_q, grad_k, grad_v}, limits) ==
           nullptr) {
     bool ran = false;
-    err = fast_backward(grad_out, q, k, v, grad_q, grad_k, grad_v, shape, limits, stream, &ran);
+    err = fast_backward(dtype, grad_out, q, k, v, grad_q, grad_k, grad_v, shape, limits, stream, &ran);
     if (ran || err != cudaSuccess) return err;
   }
   return generic_backward(dtype, grad_out, q, k, v, decay, out, den, grad_q, grad_k, grad_v, shape, limits, stream);

@@ -1,8 +1,8 @@
 // Forward of the chunked linear attention: out (and den) from q, k, v, as one chunked pass with
 // Qx = phi(Q), Kx = phi(K), Vx = V (phi applied as the chunks load, v_scale in the epilogue).
-// bf16 with Dk, Dv multiples of 8 up to 128 and no decay runs the fast pass (fast_pass.cuh:
-// mma.sync fragments, cp.async, 4 warps a block); everything else the generic pass
-// (chunked_pass.cuh), a block per (bh, tile of dim_v columns, segment of the sequence).
+// bf16 (and unnormalised fp16) with Dk, Dv multiples of 8 up to 128 and no decay runs the fast
+// pass (fast_pass.cuh: mma.sync fragments, cp.async, 4 warps a block); everything else the
+// generic pass (chunked_pass.cuh), a block per (bh, tile of dim_v columns, segment of the sequence).
 #include "chunked_pass.cuh"
 #include "fast_plan.cuh"
 #include "launch_plan.cuh"
@@ -39,7 +39,7 @@ cudaError_t check_forward_call(const void* q, const void* k, const void* v, cons
 }
 
 // The fast pass's forward: *ran = false when it did not run (the generic pass must).
-cudaError_t fast_forward(const void* q, const void* k, const void* v, void* out, float* den,
+cudaError_t fast_forward(ElementType dtype, const void* q, const void* k, const void* v, void* out, float* den,
                          const LinearAttentionShape& shape, const cuda_detail::DeviceLimits& limits,
                          cudaStream_t stream, bool* ran) {
   using namespace cuda_detail;
@@ -59,7 +59,8 @@ cudaError_t fast_forward(const void* q, const void* k, const void* v, void* out,
   p.normalize = shape.normalize ? 1 : 0;
   p.out_scale = shape.v_scale;
   p.eps = shape.eps;
-  return p.normalize ? run_fast_normalised(&args, limits, stream, ran) : run_fast_plain(&args, limits, stream, ran);
+  if (p.normalize) return run_fast_normalised(&args, limits, stream, ran);
+  return run_fast_plain(dtype, &args, limits, stream, ran);
 }
 
 // The generic pass's forward (chunked_pass.cuh).
@@ -110,7 +111,7 @@ cudaError_t linear_attention_forward_cuda(ElementType dtype, const void* q, cons
   if (err != cudaSuccess) return err;
   if (cuda_detail::fast_path_refusal(dtype, shape, decay, {q, k, v, out}, limits) == nullptr) {
     bool ran = false;
-    err = fast_forward(q, k, v, out, den, shape, limits, stream, &ran);
+    err = fast_forward(dtype, q, k, v, out, den, shape, limits, stream, &ran);
     if (ran || err != cudaSuccess) return err;
   }
   return generic_forward(dtype, q, k, v, decay, out, den, shape, limits, stream);

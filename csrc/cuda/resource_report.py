@@ -44,9 +44,9 @@ class KernelUse:
 def readable(mangled: str) -> str | None:
     """A short name for one of linbench's kernels (None for anything else)."""
     types = {"13__nv_bfloat16": "bf16", "6__half": "fp16", "f": "fp32"}
-    if match := re.search(r"fast_(output|state)_kernelI13__nv_bfloat16Li(\d+)ELb([01])E", mangled):
-        kind, dk, norm = match.groups()
-        return f"fast {kind} <bf16, {dk}, {'normalised' if norm == '1' else 'plain'}>"
+    if match := re.search(r"fast_(output|state)_kernelI(13__nv_bfloat16|6__half)Li(\d+)ELb([01])E", mangled):
+        kind, element, dk, norm = match.groups()
+        return f"fast {kind} <{types[element]}, {dk}, {'normalised' if norm == '1' else 'plain'}>"
     if match := re.search(r"linear_attention_(forward|backward)_kernelI(13__nv_bfloat16|6__half|f)E", mangled):
         return f"generic {match.group(1)} <{types[match.group(2)]}>"
     if match := re.search(r"feature_map_backward_kernelI(13__nv_bfloat16|6__half|f)E", mangled):
@@ -72,18 +72,18 @@ def parse_ptxas(text: str) -> list[KernelUse]:
     return uses
 
 
-def fast_smem(dk: int, normalised: bool) -> int:
-    """make_fast_layout (fast_pass_params.cuh) for bf16; fast_pass.cu static_asserts the same figures."""
+def fast_smem(dk: int, normalised: bool, fp16: bool = False) -> int:
+    """make_fast_layout (fast_pass_params.cuh); fast_pass.cu static_asserts the same figures."""
     stage = 2 * 64 * dk * 2 + 64 * 32 * 2
     copy = dk * 32 * 2
     copies = 1 if normalised or dk > 64 else 2  # fast_single_copy; split adds the lo copy
-    return 2 * stage + copies * copy + (copy + dk * 4 if normalised else 0)
+    return 2 * stage + copies * copy + (copy + dk * 4 if normalised else 0) + (128 if fp16 else 0)
 
 
 def launch_shape(kernel: str, arch: str) -> tuple[int, int | None]:
     """Threads a block and dynamic shared memory a block (None: its planner's, not measured)."""
-    if match := re.match(r"fast \w+ <bf16, (\d+), (\w+)>", kernel):
-        return 128, fast_smem(int(match.group(1)), match.group(2) == "normalised")
+    if match := re.match(r"fast \w+ <(bf16|fp16), (\d+), (\w+)>", kernel):
+        return 128, fast_smem(int(match.group(2)), match.group(3) == "normalised", match.group(1) == "fp16")
     if kernel.startswith("generic"):
         measured = kernel.endswith("<bf16>") and arch == "sm_90"
         return 256, GENERIC_SMEM_AT_T["forward" if "forward" in kernel else "backward"] if measured else None

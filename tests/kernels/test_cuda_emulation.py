@@ -1,7 +1,7 @@
 """The CUDA kernels' own sources, run on the CPU against an fp64 reference (no GPU: g++ and the
 CUDA headers). csrc/cuda/emulation/run.sh builds the emulation and runs its quick suite, every
 dtype and feature map at a few shapes, and the fast pass (its mma.sync, ldmatrix and cp.async
-emulated lane by lane) forward and backward at ragged shapes; it skips where there is no CUDA
+emulated lane by lane) forward and backward at ragged shapes, bf16 and fp16; it skips where there is no CUDA
 toolkit to build with.
 """
 

@@ -109,10 +109,14 @@ def test_other_chunk_sizes_are_refused_on_cuda() -> None:
 
 @pytest.mark.parametrize(("dim_k", "dim_v"), [(64, 64), (128, 64), (32, 48)])
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
-def test_fast_pass_and_generic_v1_agree_with_fp64_on_cuda(dim_k: int, dim_v: int, causal: bool) -> None:
-    """bf16 with Dk, Dv multiples of 8 up to 128 runs the fast pass; the _v1 op runs the generic
-    one on the same call: both against fp64 (cosine's L2 map and v scale), at a ragged S."""
-    q, k, v = (t.detach().sub(0.5).to(torch.bfloat16).cuda() for t in random_inputs(1000, dim_k, dim_v))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_fast_pass_and_generic_v1_agree_with_fp64_on_cuda(
+    dim_k: int, dim_v: int, causal: bool, dtype: torch.dtype
+) -> None:
+    """bf16 and unnormalised fp16 with Dk, Dv multiples of 8 up to 128 run the fast pass; the _v1
+    op runs the generic one on the same call: both against fp64 (cosine's L2 map and v scale), at
+    a ragged S."""
+    q, k, v = (t.detach().sub(0.5).to(dtype).cuda() for t in random_inputs(1000, dim_k, dim_v))
     exact = [t.double().requires_grad_() for t in (q, k, v)]
     phi = FEATURES["l2"]
     expected = dense_reference(phi(exact[0]), phi(exact[1]), 0.3 * exact[2], causal=causal, eps=None)
@@ -123,6 +127,6 @@ def test_fast_pass_and_generic_v1_agree_with_fp64_on_cuda(dim_k: int, dim_v: int
     for forward in (ops.linear_attention_forward, ops.linear_attention_forward_v1):
         inputs = [t.clone().requires_grad_() for t in (q, k, v)]
         out, _ = forward(*inputs, None, causal, False, 0.0, 64, 1, 0.3)
-        got = torch.autograd.grad(out, inputs, grad_out.to(torch.bfloat16))
+        got = torch.autograd.grad(out, inputs, grad_out.to(dtype))
         for name, a, w in zip(("out", "grad q", "grad k", "grad v"), (out, *got), (expected, *want), strict=True):
-            assert_close_at_case_scale(a, w, TOLERANCE[torch.bfloat16], case_scale, name)
+            assert_close_at_case_scale(a, w, TOLERANCE[dtype], case_scale, name)

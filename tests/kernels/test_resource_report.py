@@ -53,6 +53,7 @@ def test_occupancy_follows_registers_and_shared_memory() -> None:
     assert report.occupancy("sm_90", 128, 128, smem) == (4, "registers and shared memory")
     assert report.occupancy("sm_80", 128, 128, smem)[0] == 3  # 164 KiB hold three 49 KiB blocks
     assert report.occupancy("sm_90", 255, 128, 80 * 1024)[0] == 2
+    assert report.fast_smem(64, False, fp16=True) == 48 * 1024 + 128  # the copies' scales
 
 
 def test_a_fast_kernel_over_its_register_budget_fails_the_check() -> None:

@@ -199,18 +199,18 @@ void run_grid(const void* func, dim3 grid, void** args, size_t smem, unsigned th
 
 // The fast pass's kernels (fast_pass.cuh): their __launch_bounds__ minimum of blocks per SM, 0
 // for any other function. Which launch ran last, with its plan, for the test to print.
-template <int kDk, bool kNorm>
+template <int kDk, bool kNorm, class T = __nv_bfloat16>
 int fast_min_blocks_of(const void* func) {
   using linbench::cuda_detail::fast_output_kernel;
   using linbench::cuda_detail::fast_state_kernel;
-  using T = __nv_bfloat16;
   const bool is = func == reinterpret_cast<const void*>(&fast_output_kernel<T, kDk, kNorm>) ||
                   func == reinterpret_cast<const void*>(&fast_state_kernel<T, kDk, kNorm>);
   return is ? linbench::cuda_detail::kFastMinBlocks<kDk> : 0;
 }
 int fast_min_blocks(const void* func) {
   return std::max({fast_min_blocks_of<64, false>(func), fast_min_blocks_of<128, false>(func),
-                   fast_min_blocks_of<64, true>(func), fast_min_blocks_of<128, true>(func)});
+                   fast_min_blocks_of<64, true>(func), fast_min_blocks_of<128, true>(func),
+                   fast_min_blocks_of<64, false, __half>(func), fast_min_blocks_of<128, false, __half>(func)});
 }
 int g_fast_launches = 0;
 int g_last_fast_segs = 0;
