@@ -18,16 +18,29 @@ TORCH_LIBRARY(linbench, m) {
       "linear_attention_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor? decay, Tensor out, "
       "Tensor den, bool causal, bool normalize, float eps, int chunk, int feature_map=0, float v_scale=1.0) -> "
       "(Tensor, Tensor, Tensor)");
+  // TO BE REMOVED after one GPU measurement of the fast CUDA pass against them: the same two ops
+  // on the generic CUDA pass alone (the CPU kernel on the CPU, as the ops above).
+  m.def(
+      "linear_attention_forward_v1(Tensor q, Tensor k, Tensor v, Tensor? decay, bool causal, bool normalize, "
+      "float eps, int chunk, int feature_map=0, float v_scale=1.0) -> (Tensor, Tensor)");
+  m.def(
+      "linear_attention_backward_v1(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor? decay, Tensor out, "
+      "Tensor den, bool causal, bool normalize, float eps, int chunk, int feature_map=0, float v_scale=1.0) -> "
+      "(Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(linbench, CPU, m) {
   m.impl("linear_attention_forward", &linbench::forward_cpu_op);
   m.impl("linear_attention_backward", &linbench::backward_cpu_op);
+  m.impl("linear_attention_forward_v1", &linbench::forward_cpu_op);
+  m.impl("linear_attention_backward_v1", &linbench::backward_cpu_op);
 }
 
 #ifdef LINBENCH_WITH_CUDA
 TORCH_LIBRARY_IMPL(linbench, CUDA, m) {
   m.impl("linear_attention_forward", &linbench::forward_cuda_op);
   m.impl("linear_attention_backward", &linbench::backward_cuda_op);
+  m.impl("linear_attention_forward_v1", &linbench::forward_cuda_v1_op);
+  m.impl("linear_attention_backward_v1", &linbench::backward_cuda_v1_op);
 }
 #endif

@@ -4,17 +4,25 @@
 # registrations) against torch's headers: proves the CUDA build holds together on a machine
 # with nvcc and no GPU. Warnings fail the check. The compiles and the host check run side by
 # side (each is one process on one core for most of its time); their output is printed in a
-# fixed order once all have ended, and the check fails when any of them does.
+# fixed order once all have ended, and the check fails when any of them does. Then ptxas's
+# report of the compiles (registers, spills) is checked against cuda/README.md's resource
+# report (cuda/resource_report.py): `compile_check.sh --write-report` rewrites that section.
 set -euo pipefail
 cd "$(dirname "$0")"
+report_mode=--check
+[[ "${1:-}" == --write-report ]] && report_mode=--write
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-compile_cuda() {  # one .cu file, for both architectures
-  nvcc -c -std=c++17 -O3 -I. \
+compile_cuda() {  # one .cu file, for both architectures; ptxas's report kept for the resource check
+  local log="$out/$(basename "$1").ptxas"
+  if ! nvcc -c -std=c++17 -O3 -I. -Xptxas -v \
     -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
     -Werror all-warnings -Xcompiler -Wall,-Werror \
-    "$1" -o "$out/$(basename "$1").o"
+    "$1" -o "$out/$(basename "$1").o" 2>"$log"; then
+    grep -v "^ptxas info\|bytes stack frame" "$log" >&2
+    return 1
+  fi
   echo "compiled $1 for sm_80 and sm_90"
 }
 
@@ -61,4 +69,10 @@ for index in "${!jobs[@]}"; do
   wait "${jobs[$index]}" || status=$?
   cat "$out/$index.log"
 done
-exit "$status"
+[[ "$status" -ne 0 ]] && exit "$status"
+if ! command -v python3 >/dev/null; then
+  echo "python3 not found: the resource report not checked"
+  exit 0
+fi
+nvcc_version="$(nvcc --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/nvcc \1/p')"
+python3 cuda/resource_report.py "$report_mode" --nvcc "$nvcc_version" "$out"/*.ptxas

@@ -1,5 +1,6 @@
 // The CUDA op: argument checks and allocation in ATen, then the plain launchers of
-// cuda/*.cu on the current stream. Compiled only where torch has CUDA and nvcc exists.
+// cuda/*.cu on the current stream (the _v1 ops: the generic pass alone, to be removed after one
+// GPU measurement of the fast pass against it). Compiled only where torch has CUDA and nvcc exists.
 // q, k, v go to the kernels as they are (contiguous, in their own dtype): the kernels apply
 // the feature map as they load them, v_scale in their epilogues, and the map's backward in a
 // last launch, so no ATen op runs around them.
@@ -44,13 +45,15 @@ void check_launch(cudaError_t status, const char* what) {
   TORCH_CHECK(status == cudaSuccess, what, " failed: ", cudaGetErrorString(status));
 }
 
-}  // namespace
+// A launcher of linear_attention_launch.h: the fast-or-generic one, or the generic one alone (v1).
+using ForwardLauncher = decltype(&linear_attention_forward_cuda);
+using BackwardLauncher = decltype(&linear_attention_backward_cuda);
 
-std::tuple<at::Tensor, at::Tensor> forward_cuda_op(const at::Tensor& q_in, const at::Tensor& k_in,
-                                                                 const at::Tensor& v_in,
-                                                                 const std::optional<at::Tensor>& decay_in,
-                                                                 bool causal, bool normalize, double eps,
-                                                                 int64_t chunk, int64_t feature_map, double v_scale) {
+std::tuple<at::Tensor, at::Tensor> run_forward(ForwardLauncher launch, const at::Tensor& q_in,
+                                               const at::Tensor& k_in, const at::Tensor& v_in,
+                                               const std::optional<at::Tensor>& decay_in, bool causal,
+                                               bool normalize, double eps, int64_t chunk, int64_t feature_map,
+                                               double v_scale) {
   check_forward_args(q_in, k_in, v_in, decay_in, causal, normalize, eps, chunk, feature_map, v_scale);
   const c10::cuda::CUDAGuard guard(q_in.device());
   const at::Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
@@ -58,18 +61,17 @@ std::tuple<at::Tensor, at::Tensor> forward_cuda_op(const at::Tensor& q_in, const
   const LinearAttentionShape shape = launch_shape(q, v, causal, normalize, eps, chunk, feature_map, v_scale);
   at::Tensor out = at::empty(v.sizes(), v.options());
   at::Tensor den = at::empty(den_shape(q, normalize), q.options().dtype(at::kFloat));
-  check_launch(linear_attention_forward_cuda(element_type(q), q.data_ptr(), k.data_ptr(), v.data_ptr(),
-                                             decay_pointer(decay), out.data_ptr(),
-                                             normalize ? den.data_ptr<float>() : nullptr, shape,
-                                             c10::cuda::getCurrentCUDAStream()),
+  check_launch(launch(element_type(q), q.data_ptr(), k.data_ptr(), v.data_ptr(), decay_pointer(decay), out.data_ptr(),
+                      normalize ? den.data_ptr<float>() : nullptr, shape, c10::cuda::getCurrentCUDAStream()),
                "linear_attention_forward_cuda");
   return {out, den};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda_op(
-    const at::Tensor& grad_out_in, const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
-    const std::optional<at::Tensor>& decay_in, const at::Tensor& out_in, const at::Tensor& den_in, bool causal,
-    bool normalize, double eps, int64_t chunk, int64_t feature_map, double v_scale) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> run_backward(
+    BackwardLauncher launch, const at::Tensor& grad_out_in, const at::Tensor& q_in, const at::Tensor& k_in,
+    const at::Tensor& v_in, const std::optional<at::Tensor>& decay_in, const at::Tensor& out_in,
+    const at::Tensor& den_in, bool causal, bool normalize, double eps, int64_t chunk, int64_t feature_map,
+    double v_scale) {
   check_backward_args(grad_out_in, q_in, k_in, v_in, decay_in, out_in, den_in, causal, normalize, eps, chunk,
                       feature_map, v_scale);
   const c10::cuda::CUDAGuard guard(q_in.device());
@@ -80,13 +82,46 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda_op(
   at::Tensor grad_q = at::empty(q.sizes(), q.options());
   at::Tensor grad_k = at::empty(k.sizes(), k.options());
   at::Tensor grad_v = at::empty(v.sizes(), v.options());
-  check_launch(linear_attention_backward_cuda(element_type(q), grad_out.data_ptr(), q.data_ptr(), k.data_ptr(),
-                                              v.data_ptr(), decay_pointer(decay), out.data_ptr(),
-                                              normalize ? den.data_ptr<float>() : nullptr, grad_q.data_ptr(),
-                                              grad_k.data_ptr(), grad_v.data_ptr(), shape,
-                                              c10::cuda::getCurrentCUDAStream()),
+  check_launch(launch(element_type(q), grad_out.data_ptr(), q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                      decay_pointer(decay), out.data_ptr(), normalize ? den.data_ptr<float>() : nullptr,
+                      grad_q.data_ptr(), grad_k.data_ptr(), grad_v.data_ptr(), shape,
+                      c10::cuda::getCurrentCUDAStream()),
                "linear_attention_backward_cuda");
   return {grad_q, grad_k, grad_v};
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> forward_cuda_op(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                   const std::optional<at::Tensor>& decay, bool causal,
+                                                   bool normalize, double eps, int64_t chunk, int64_t feature_map,
+                                                   double v_scale) {
+  return run_forward(&linear_attention_forward_cuda, q, k, v, decay, causal, normalize, eps, chunk, feature_map,
+                     v_scale);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda_op(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const std::optional<at::Tensor>& decay, const at::Tensor& out, const at::Tensor& den, bool causal, bool normalize,
+    double eps, int64_t chunk, int64_t feature_map, double v_scale) {
+  return run_backward(&linear_attention_backward_cuda, grad_out, q, k, v, decay, out, den, causal, normalize, eps,
+                      chunk, feature_map, v_scale);
+}
+
+std::tuple<at::Tensor, at::Tensor> forward_cuda_v1_op(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                      const std::optional<at::Tensor>& decay, bool causal,
+                                                      bool normalize, double eps, int64_t chunk,
+                                                      int64_t feature_map, double v_scale) {
+  return run_forward(&linear_attention_forward_cuda_v1, q, k, v, decay, causal, normalize, eps, chunk, feature_map,
+                     v_scale);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda_v1_op(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const std::optional<at::Tensor>& decay, const at::Tensor& out, const at::Tensor& den, bool causal, bool normalize,
+    double eps, int64_t chunk, int64_t feature_map, double v_scale) {
+  return run_backward(&linear_attention_backward_cuda_v1, grad_out, q, k, v, decay, out, den, causal, normalize, eps,
+                      chunk, feature_map, v_scale);
 }
 
 }  // namespace linbench

@@ -18,6 +18,11 @@
 // Layout: q, k (bh, seq, dim_k), v, out, grad_out, grad_v (bh, seq, dim_v), contiguous,
 // element type `dtype`; den (bh, seq) fp32; decay (bh, n_chunks, dim_v) fp32 or nullptr,
 // n_chunks = ceil(seq / chunk). Every launcher returns the first CUDA error it met.
+//
+// Two kernels run these: the fast pass (cuda/fast_pass.cuh: bf16 and unnormalised fp16, Dk and Dv
+// multiples of 8 up to 128, no decay, sm_80 or newer; the backward's normalised gradients
+// excepted) and the generic pass
+// (cuda/chunked_pass.cuh) for everything else. cuda/README.md says which shapes take which.
 #pragma once
 
 #include <cstdint>
@@ -55,5 +60,15 @@ cudaError_t linear_attention_backward_cuda(ElementType dtype, const void* grad_o
                                            const void* v, const float* decay, const void* out, const float* den,
                                            void* grad_q, void* grad_k, void* grad_v,
                                            const LinearAttentionShape& shape, cudaStream_t stream);
+
+// TO BE REMOVED after one GPU measurement of the fast pass against them: the same two calls on
+// the generic pass alone (chunked_pass.cuh), as they ran before the fast pass existed.
+cudaError_t linear_attention_forward_cuda_v1(ElementType dtype, const void* q, const void* k, const void* v,
+                                             const float* decay, void* out, float* den,
+                                             const LinearAttentionShape& shape, cudaStream_t stream);
+cudaError_t linear_attention_backward_cuda_v1(ElementType dtype, const void* grad_out, const void* q, const void* k,
+                                              const void* v, const float* decay, const void* out, const float* den,
+                                              void* grad_q, void* grad_k, void* grad_v,
+                                              const LinearAttentionShape& shape, cudaStream_t stream);
 
 }  // namespace linbench

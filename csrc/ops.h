@@ -42,6 +42,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda_op(
     const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const std::optional<at::Tensor>& decay, const at::Tensor& out, const at::Tensor& den, bool causal, bool normalize,
     double eps, int64_t chunk, int64_t feature_map, double v_scale);
+// TO BE REMOVED after one GPU measurement of the fast pass against them: the generic CUDA pass
+// alone, for every shape (linear_attention_launch.h's _v1 launchers).
+std::tuple<at::Tensor, at::Tensor> forward_cuda_v1_op(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                      const std::optional<at::Tensor>& decay, bool causal,
+                                                      bool normalize, double eps, int64_t chunk,
+                                                      int64_t feature_map, double v_scale);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda_v1_op(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const std::optional<at::Tensor>& decay, const at::Tensor& out, const at::Tensor& den, bool causal, bool normalize,
+    double eps, int64_t chunk, int64_t feature_map, double v_scale);
 #endif
 
 }  // namespace linbench

@@ -24,6 +24,7 @@ struct DeviceLimits {
   int sm_count;
   int smem_per_block;  // opt-in maximum of dynamic shared memory per block
   int smem_per_sm;
+  int major = 0;       // compute capability (the fast pass needs 8: mma.sync bf16, cp.async)
 };
 
 inline cudaError_t query_device_limits(DeviceLimits* limits) {
@@ -34,6 +35,7 @@ inline cudaError_t query_device_limits(DeviceLimits* limits) {
     err = cudaDeviceGetAttribute(&limits->smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (err == cudaSuccess)
     err = cudaDeviceGetAttribute(&limits->smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&limits->major, cudaDevAttrComputeCapabilityMajor, device);
   return err;
 }
 

@@ -21,7 +21,10 @@
 // carries the map), so the passes give dL/dphi(Q) and dL/dphi(K); a last launch
 // (feature_map_backward.cuh) turns those into dL/dQ and dL/dK in place. v_scale: the gradients
 // are those of v_scale * dO, applied in each pass's epilogue (unnormalised only).
+// Unnormalised bf16 and fp16 calls the fast pass takes (fast_plan.cuh) run the three products on it
+// (fast_pass.cuh); the rest, and the normalised gradients, on the generic pass.
 #include "chunked_pass.cuh"
+#include "fast_plan.cuh"
 #include "feature_map_backward.cuh"
 #include "launch_plan.cuh"
 #include "linear_attention_launch.h"
@@ -50,18 +53,76 @@ cudaError_t launch_backward(KernelArgs* args, const MapBackwardArgs& map_args, c
 }  // namespace
 }  // namespace cuda_detail
 
-cudaError_t linear_attention_backward_cuda(ElementType dtype, const void* grad_out, const void* q, const void* k,
-                                           const void* v, const float* decay, const void* out, const float* den,
-                                           void* grad_q, void* grad_k, void* grad_v,
-                                           const LinearAttentionShape& shape, cudaStream_t stream) {
-  using namespace cuda_detail;
-  cudaError_t err = check_shape(shape, decay);
+namespace {
+
+cudaError_t check_backward_call(const void* grad_out, const void* q, const void* k, const void* v, const float* decay,
+                                const void* out, const float* den, void* grad_q, void* grad_k, void* grad_v,
+                                const LinearAttentionShape& shape) {
+  const cudaError_t err = cuda_detail::check_shape(shape, decay);
   if (err != cudaSuccess) return err;
   if (grad_out == nullptr || q == nullptr || k == nullptr || v == nullptr || grad_q == nullptr || grad_k == nullptr ||
       grad_v == nullptr || (shape.normalize && (out == nullptr || den == nullptr)))
     return cudaErrorInvalidValue;
-  if (shape.bh == 0 || shape.seq == 0) return cudaSuccess;  // nothing to compute
+  return cudaSuccess;
+}
 
+// One fast pass of the backward: Qx, Kx (both kd wide) against Vx, into `out`.
+cuda_detail::FastPassParams fast_gradient_pass(cuda_detail::FastOperand qx, cuda_detail::FastOperand kx,
+                                               cuda_detail::FastOperand vx, void* out, bool reverse,
+                                               const LinearAttentionShape& shape) {
+  cuda_detail::FastPassParams p{};
+  p.qx = qx, p.kx = kx, p.vx = vx, p.out = out;
+  p.kd = qx.cols;
+  p.causal = shape.causal ? 1 : 0;
+  p.reverse = reverse ? 1 : 0;
+  p.normalize = 0;
+  p.out_scale = shape.v_scale;
+  p.eps = shape.eps;
+  return p;
+}
+
+// The unnormalised gradients on the fast pass: dQ = (dO, V, phi(K)) walking forward, dK =
+// (V, dO, phi(Q)) and dV = (phi(K), phi(Q), dO) walking back (the generic passes' operands, see
+// above), in one launch pair when Dk and Dv fall in one contraction class, else two; then the
+// feature map's backward. *ran = false when the fast pass did not run (no scratch).
+cudaError_t fast_backward(ElementType dtype, const void* grad_out, const void* q, const void* k, const void* v,
+                          void* grad_q, void* grad_k, void* grad_v, const LinearAttentionShape& shape,
+                          const cuda_detail::DeviceLimits& limits, cudaStream_t stream, bool* ran) {
+  using namespace cuda_detail;
+  const int dk = static_cast<int>(shape.dim_k), dv = static_cast<int>(shape.dim_v);
+  const FeatureMap map = static_cast<FeatureMap>(shape.feature_map);
+  const FastOperand dO{grad_out, dv, FeatureMap::kNone}, V{v, dv, FeatureMap::kNone}, Q{q, dk, map}, K{k, dk, map};
+  const FastPassParams passes[3] = {fast_gradient_pass(dO, V, K, grad_q, false, shape),
+                                    fast_gradient_pass(V, dO, Q, grad_k, true, shape),
+                                    fast_gradient_pass(K, Q, dO, grad_v, true, shape)};
+  const bool together = fast_dk_class(dk) == fast_dk_class(dv);
+  FastArgs groups[2]{};
+  for (FastArgs& g : groups) fast_common(shape, &g);
+  for (const FastPassParams& p : passes) {
+    FastArgs& g = groups[together || p.kd == dv ? 0 : 1];
+    g.pass[g.n_passes++] = p;
+  }
+  *ran = true;
+  for (FastArgs& g : groups) {
+    if (g.n_passes == 0) continue;
+    bool group_ran = false;
+    const cudaError_t err = run_fast_plain(dtype, &g, limits, stream, &group_ran);
+    if (err != cudaSuccess) return err;
+    *ran = *ran && group_ran;
+    if (!group_ran) return cudaSuccess;  // the caller reruns every gradient on the generic pass
+  }
+  if (map == FeatureMap::kNone) return cudaSuccess;
+  const MapBackwardArgs map_args{{grad_q, grad_k}, {q, k}, shape.bh * shape.seq, dk, map};
+  return dtype == ElementType::f16 ? launch_feature_map_backward<__half>(map_args, limits.sm_count, stream)
+                                   : launch_feature_map_backward<__nv_bfloat16>(map_args, limits.sm_count, stream);
+}
+
+// The generic pass's backward (chunked_pass.cuh).
+cudaError_t generic_backward(ElementType dtype, const void* grad_out, const void* q, const void* k, const void* v,
+                             const float* decay, const void* out, const float* den, void* grad_q, void* grad_k,
+                             void* grad_v, const LinearAttentionShape& shape, const cuda_detail::DeviceLimits& limits,
+                             cudaStream_t stream) {
+  using namespace cuda_detail;
   const int dim_k = static_cast<int>(shape.dim_k);
   const int dim_v = static_cast<int>(shape.dim_v);
   const int norm = shape.normalize ? 1 : 0;
@@ -98,10 +159,6 @@ cudaError_t linear_attention_backward_cuda(ElementType dtype, const void* grad_o
     p->out_scale = shape.v_scale;
     p->split = norm;  // the normalised gradients cancel: split the 16-bit operands
   }
-
-  DeviceLimits limits{};
-  err = query_device_limits(&limits);
-  if (err != cudaSuccess) return err;
   const MapBackwardArgs map_args{{grad_q, grad_k}, {q, k}, shape.bh * shape.seq, dim_k, map};
   switch (dtype) {
     case ElementType::f32:
@@ -112,6 +169,41 @@ cudaError_t linear_attention_backward_cuda(ElementType dtype, const void* grad_o
       return launch_backward<__nv_bfloat16>(&args, map_args, limits, shape.bh, stream);
   }
   return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t linear_attention_backward_cuda(ElementType dtype, const void* grad_out, const void* q, const void* k,
+                                           const void* v, const float* decay, const void* out, const float* den,
+                                           void* grad_q, void* grad_k, void* grad_v,
+                                           const LinearAttentionShape& shape, cudaStream_t stream) {
+  cudaError_t err = check_backward_call(grad_out, q, k, v, decay, out, den, grad_q, grad_k, grad_v, shape);
+  if (err != cudaSuccess || shape.bh == 0 || shape.seq == 0) return err;  // an empty call computes nothing
+  cuda_detail::DeviceLimits limits{};
+  err = cuda_detail::query_device_limits(&limits);
+  if (err != cudaSuccess) return err;
+  if (!shape.normalize &&
+      cuda_detail::fast_path_refusal(dtype, shape, decay, {grad_out, q, k, v, grad_q, grad_k, grad_v}, limits) ==
+          nullptr) {
+    bool ran = false;
+    err = fast_backward(dtype, grad_out, q, k, v, grad_q, grad_k, grad_v, shape, limits, stream, &ran);
+    if (ran || err != cudaSuccess) return err;
+  }
+  return generic_backward(dtype, grad_out, q, k, v, decay, out, den, grad_q, grad_k, grad_v, shape, limits, stream);
+}
+
+// TO BE REMOVED after one GPU measurement of the fast pass against it: the generic pass for
+// every shape, as the backward ran before the fast pass.
+cudaError_t linear_attention_backward_cuda_v1(ElementType dtype, const void* grad_out, const void* q, const void* k,
+                                              const void* v, const float* decay, const void* out, const float* den,
+                                              void* grad_q, void* grad_k, void* grad_v,
+                                              const LinearAttentionShape& shape, cudaStream_t stream) {
+  cudaError_t err = check_backward_call(grad_out, q, k, v, decay, out, den, grad_q, grad_k, grad_v, shape);
+  if (err != cudaSuccess || shape.bh == 0 || shape.seq == 0) return err;
+  cuda_detail::DeviceLimits limits{};
+  err = cuda_detail::query_device_limits(&limits);
+  if (err != cudaSuccess) return err;
+  return generic_backward(dtype, grad_out, q, k, v, decay, out, den, grad_q, grad_k, grad_v, shape, limits, stream);
 }
 
 }  // namespace linbench

@@ -17,6 +17,10 @@ from linbench.kernels.build import load_kernels
 
 FORWARD = "linbench::linear_attention_forward"
 BACKWARD = "linbench::linear_attention_backward"
+# TO BE REMOVED after one GPU measurement of the fast CUDA pass against them: the same ops on the
+# generic CUDA pass alone (csrc/bindings.cpp), for scripts/gpu/kernel_v1_v2.py.
+FORWARD_V1 = "linbench::linear_attention_forward_v1"
+BACKWARD_V1 = "linbench::linear_attention_backward_v1"
 # What the op applies to q and k itself (csrc/bindings.cpp): the CPU kernel as it loads a chunk.
 FEATURE_MAPS = {"none": 0, "l2": 1, "elu1": 2}
 
@@ -71,15 +75,18 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor
     ctx.flags = (causal, normalize, eps, chunk, feature_map, v_scale)
 
 
-def _backward(ctx: Any, grad_out: torch.Tensor, grad_den: torch.Tensor | None) -> tuple[Any, ...]:
-    # den is a by-product handed to the backward, not a differentiable result: its gradient is dropped.
-    del grad_den
-    q, k, v, decay, out, den = ctx.saved_tensors
-    causal, normalize, eps, chunk, feature_map, v_scale = ctx.flags
-    grads = torch.ops.linbench.linear_attention_backward(
-        grad_out, q, k, v, decay, out, den, causal, normalize, eps, chunk, feature_map, v_scale
-    )
-    return (*grads, None, None, None, None, None, None, None)
+def _backward_with(backward_op: Any) -> Any:
+    """The autograd formula of a forward op whose gradients ``backward_op`` computes."""
+
+    def backward(ctx: Any, grad_out: torch.Tensor, grad_den: torch.Tensor | None) -> tuple[Any, ...]:
+        # den is a by-product handed to the backward, not a differentiable result: its gradient is dropped.
+        del grad_den
+        q, k, v, decay, out, den = ctx.saved_tensors
+        causal, normalize, eps, chunk, feature_map, v_scale = ctx.flags
+        grads = backward_op(grad_out, q, k, v, decay, out, den, causal, normalize, eps, chunk, feature_map, v_scale)
+        return (*grads, None, None, None, None, None, None, None)
+
+    return backward
 
 
 @functools.cache
@@ -88,10 +95,15 @@ def kernel_ops() -> Any:
     status = load_kernels()
     if status.cpu_error is not None:
         raise ImplUnavailableError(status.cpu_error)
-    torch.library.register_fake(FORWARD)(_fake_forward)
-    torch.library.register_fake(BACKWARD)(_fake_backward)
-    torch.library.register_autograd(FORWARD, _backward, setup_context=_setup_context)
-    return torch.ops.linbench
+    ops = torch.ops.linbench
+    for forward, backward, backward_op in (
+        (FORWARD, BACKWARD, ops.linear_attention_backward),
+        (FORWARD_V1, BACKWARD_V1, ops.linear_attention_backward_v1),
+    ):
+        torch.library.register_fake(forward)(_fake_forward)
+        torch.library.register_fake(backward)(_fake_backward)
+        torch.library.register_autograd(forward, _backward_with(backward_op), setup_context=_setup_context)
+    return ops
 
 
 def unavailable_reason(device: torch.device) -> str | None:

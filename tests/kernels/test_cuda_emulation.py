@@ -1,6 +1,8 @@
 """The CUDA kernels' own sources, run on the CPU against an fp64 reference (no GPU: g++ and the
 CUDA headers). csrc/cuda/emulation/run.sh builds the emulation and runs its quick suite, every
-dtype and feature map at a few shapes; it skips where there is no CUDA toolkit to build with.
+dtype and feature map at a few shapes, and the fast pass (its mma.sync, ldmatrix and cp.async
+emulated lane by lane) forward and backward at ragged shapes, bf16 and fp16; it skips where there is no CUDA
+toolkit to build with.
 """
 
 from __future__ import annotations
@@ -35,3 +37,5 @@ def test_the_cuda_kernels_emulated_on_the_cpu_match_the_fp64_reference(tmp_path:
     lines = done.stdout.splitlines()
     assert lines[-1] == "all passed" and not [line for line in lines if line.startswith("FAIL")], done.stdout[-3000:]
     assert sum(line.startswith("ok") for line in lines) >= 10  # the quick suite's cases ran
+    # The fast pass ran forward and backward (each case checks it ran exactly where it applies).
+    assert sum(line.startswith("ok") and "fast segs=" in line and "/fast" in line for line in lines) >= 5

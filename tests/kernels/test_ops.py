@@ -202,3 +202,21 @@ def test_v_scale_is_refused_when_normalised() -> None:
     q, k, v = (t.detach() for t in random_inputs(8, 4, 4))
     with pytest.raises(RuntimeError, match="v_scale needs normalize=False"):
         OPS.linear_attention_forward(q, k, v, None, True, True, 1e-6, 64, 0, 2.0)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
+def test_the_v1_ops_to_compare_on_a_gpu_are_registered_with_autograd(causal: bool) -> None:
+    """linear_attention_forward_v1 (the generic CUDA pass alone, kept for one GPU comparison)
+    runs the CPU kernel on the CPU: the same outputs and gradients as the main op, through its
+    own autograd formula (linear_attention_backward_v1)."""
+    q, k, v = random_inputs(70, 8, 5)
+    flags = (None, causal, False, 0.0, 64, 1, 0.5)  # decay, causal, normalize, eps, chunk, L2 map, v scale
+    main, _ = OPS.linear_attention_forward(q, k, v, *flags)
+    v1, _ = OPS.linear_attention_forward_v1(q, k, v, *flags)
+    grad_out = torch.randn_like(main)
+    torch.testing.assert_close(v1, main, rtol=0, atol=0)
+    grads_v1 = torch.autograd.grad(v1, (q, k, v), grad_out)
+    grads_main = torch.autograd.grad(main, (q, k, v), grad_out)
+    for a, b in zip(grads_v1, grads_main, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    torch.library.opcheck(OPS.linear_attention_forward_v1.default, (q, k, v, *flags))

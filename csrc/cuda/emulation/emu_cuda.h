@@ -14,7 +14,9 @@
 // Emulated: threadIdx/blockIdx/gridDim, __syncthreads (a block barrier), __shfl_xor_sync (a warp
 // exchange: every lane of the warp must take part, as in the real thing), atomicMax, the bit
 // casts, dynamic shared memory (a malloc of exactly the launch's size, so AddressSanitizer sees
-// overruns), the launch API. nvcuda::wmma comes from include/mma.h.
+// overruns), the launch API. nvcuda::wmma comes from include/mma.h; mma.sync, ldmatrix and
+// cp.async (../warp_mma.cuh) from emu_warp.h. A block runs as many threads as its launch asks
+// (256 for the generic pass, 128 for the fast one).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,8 +28,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <math.h>
 #include <string.h>
+#include <vector>
 
 #define LINBENCH_CUDA_HOST_EMULATION 1
 
@@ -83,11 +87,26 @@ struct FiberBarrier final : Barrier {
 using BlockBarrier = FiberBarrier;
 #endif
 
+// One thread's cp.async copies (emu_warp.h): the open group, then the committed ones, oldest first.
+struct AsyncCopy {
+  void* dst;
+  const void* src;
+  int src_bytes;
+};
+struct AsyncQueue {
+  std::vector<AsyncCopy> open;
+  std::deque<std::vector<AsyncCopy>> committed;
+};
+
 struct Block {
   Barrier* block_barrier;
   Barrier* warp_barrier[kMaxThreads / 32];
   float exchange[kMaxThreads / 32][32];
+  uint32_t words[kMaxThreads / 32][32][6];    // mma operands, per lane
+  const void* addrs[kMaxThreads / 32][32];     // ldmatrix row addresses, per lane
+  AsyncQueue copies[kMaxThreads];
   unsigned char* smem;
+  size_t smem_bytes;
 };
 
 inline thread_local uint3 thread_idx;
@@ -138,3 +157,5 @@ namespace linbench::cuda_detail {
 inline unsigned char* dynamic_shared_memory() { return emu::block->smem; }
 inline void prefetch_l2(const void*) {}
 }  // namespace linbench::cuda_detail
+
+#include "emu_warp.h"

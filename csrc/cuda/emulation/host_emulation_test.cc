@@ -1,14 +1,18 @@
-// Runs the CUDA linear-attention kernels on the CPU (emu_cuda.h, include/mma.h) and checks the
-// forward and the three gradients against a float64 reference of the quadratic form, for fp32,
-// fp16 and bf16, causal and bidirectional, normalised or not, with and without decay, ragged
-// sequence lengths and widths, and the three tile widths the planner can choose.
+// Runs the CUDA linear-attention kernels on the CPU (emu_cuda.h, emu_warp.h, include/mma.h) and
+// checks the forward and the three gradients against a float64 reference of the quadratic form,
+// for fp32, fp16 and bf16, causal and bidirectional, normalised or not, with and without decay,
+// ragged sequence lengths and widths, the three tile widths the generic planner can choose, and
+// the fast pass (suite `fast`, part of `basic`, six of its cases in `quick`), whose
+// dispatch is checked too: it must run exactly the calls it takes.
 //
 //   csrc/cuda/emulation/run.sh            (plain, then AddressSanitizer, then ThreadSanitizer)
 //
-// It proves the indexing, the masks, the barriers and the maths; it proves nothing about the
-// real tensor cores' fragment layouts (hidden behind nvcuda::wmma) or about speed.
+// It proves the indexing, the masks, the barriers, the cp.async groups and the maths, with the
+// fast pass's mma.sync and ldmatrix fragments placed lane by lane as the PTX ISA specifies; it
+// proves nothing about the generic pass's wmma layouts (opaque), the hardware itself, or speed.
 #include "emu_cuda.h"
 
+#include "../fast_pass.cu"
 #include "../linear_attention_backward.cu"
 #include "../linear_attention_forward.cu"
 
@@ -30,225 +34,10 @@ using linbench::LinearAttentionShape;
 using linbench::cuda_detail::KernelArgs;
 using linbench::cuda_detail::round_up;
 
-// ---- Emulated runtime ----
-namespace {
-int g_sm_count = 108;
-int g_smem_per_block = 166912;  // A100 opt-in
-int g_smem_per_sm = 167936;
-int g_last_tile_cols[3];
-int g_last_segs[3];
-int g_launches = 0;
-int g_scratch_allocs = 0;
-size_t g_scratch_bytes = 0;
-bool g_fail_malloc = false;
+#include "emu_runtime.h"
 
-// A block's dynamic shared memory: exactly the launch's size (so ASan flags an overrun), filled
-// with NaN bytes so that reading shared memory before writing it shows up in the results.
-unsigned char* shared_memory(size_t smem_bytes) {
-  if (smem_bytes == 0) return nullptr;
-  auto* smem = static_cast<unsigned char*>(aligned_alloc(128, smem_bytes));
-  memset(smem, 0xff, smem_bytes);
-  return smem;
-}
-
-#ifndef EMU_OS_THREADS
-// A switch between fibers: GCC's __builtin_setjmp/__builtin_longjmp keep only the frame
-// pointer, the stack pointer and where to resume (the compiler spills the rest around the
-// setjmp), and make no system call. swapcontext also saves and restores the signal mask, a
-// sigprocmask call each way at every barrier of every thread: the quick suite took 22 s with it
-// (8 s of that in the kernel) and takes 9 s without. ucontext is kept for what it alone can do,
-// starting a fiber on a stack of its own (makecontext, then setcontext once per fiber).
-using Jump = std::array<void*, 5>;
-
-// The fibers of the block being run, and where its scheduler waits for them.
-struct Fibers {
-  Jump scheduler;
-  std::vector<ucontext_t> contexts = std::vector<ucontext_t>(emu::kMaxThreads);
-  std::vector<Jump> resume = std::vector<Jump>(emu::kMaxThreads);
-  std::vector<char> started = std::vector<char>(emu::kMaxThreads);
-  std::vector<char> done = std::vector<char>(emu::kMaxThreads);
-  // 256 KiB of stack each (a wmma fragment is 1 KiB, a few of them in one frame), made once.
-  std::vector<char> stacks = std::vector<char>(size_t{emu::kMaxThreads} << 18);
-  unsigned current = 0;
-  unsigned long progress = 0;  // barrier arrivals and finished fibers: what a pass must change
-  std::function<void()> body;  // the kernel call each fiber makes
-};
-Fibers g_fibers;
-
-// Resumes what a __builtin_setjmp of `to` saved; never returns. Its own function: GCC forbids
-// the longjmp in the function that made the setjmp. The switching functions are noipa: their
-// callers must assume a call changed anything (the other fibers run in it), which GCC's
-// analysis of their bodies would otherwise deny, and -O2 then kept stale counters.
-[[noreturn]] __attribute__((noipa)) void jump(void** to) { __builtin_longjmp(to, 1); }
-
-void fiber_main() {
-  g_fibers.body();
-  g_fibers.done[g_fibers.current] = 1;
-  ++g_fibers.progress;
-  jump(g_fibers.scheduler.data());  // a finished fiber's stack is never resumed
-}
-
-// Runs fiber t until it waits at a barrier or ends: from its start the first time, else from
-// where it yielded.
-__attribute__((noipa)) void enter_fiber(unsigned t) {
-  Fibers& f = g_fibers;
-  if (__builtin_setjmp(f.scheduler.data()) != 0) return;  // the fiber jumped back
-  if (!f.started[t]) {
-    f.started[t] = 1;
-    setcontext(&f.contexts[t]);
-  }
-  jump(f.resume[t].data());
-}
-}  // namespace
-
-__attribute__((noipa)) void emu::yield_fiber() {
-  if (__builtin_setjmp(g_fibers.resume[g_fibers.current].data()) == 0) jump(g_fibers.scheduler.data());
-}
-void emu::made_progress() { ++g_fibers.progress; }
-
-namespace {
-template <class Args>
-void run_block(void (*kernel)(Args), const Args& args, dim3 grid, uint3 block_index, size_t smem_bytes) {
-  emu::Block block{};
-  emu::FiberBarrier block_barrier(emu::kMaxThreads);
-  std::vector<emu::FiberBarrier> warp_barriers(emu::kMaxThreads / 32, emu::FiberBarrier(32));
-  for (int w = 0; w < emu::kMaxThreads / 32; ++w) block.warp_barrier[w] = &warp_barriers[w];
-  block.block_barrier = &block_barrier;
-  block.smem = shared_memory(smem_bytes);
-  Fibers& f = g_fibers;
-  f.body = [&] { kernel(args); };
-  const size_t stack_bytes = f.stacks.size() / emu::kMaxThreads;
-  for (unsigned t = 0; t < emu::kMaxThreads; ++t) {
-    f.done[t] = 0;
-    f.started[t] = 0;
-    getcontext(&f.contexts[t]);
-    f.contexts[t].uc_stack.ss_sp = f.stacks.data() + t * stack_bytes;
-    f.contexts[t].uc_stack.ss_size = stack_bytes;
-    f.contexts[t].uc_link = nullptr;  // fiber_main never returns
-    makecontext(&f.contexts[t], fiber_main, 0);
-  }
-  emu::block_idx = block_index;
-  emu::grid_dim = grid;
-  emu::block = &block;
-  // Round robin: each unfinished fiber runs until it waits at a barrier or ends. A whole pass
-  // in which none arrives anywhere nor ends can never finish (a barrier some thread left).
-  for (unsigned remaining = emu::kMaxThreads; remaining > 0;) {
-    const unsigned long before = f.progress;
-    remaining = 0;
-    for (unsigned t = 0; t < emu::kMaxThreads; ++t) {
-      if (f.done[t]) continue;
-      f.current = t;
-      emu::thread_idx = uint3{t, 0, 0};
-      enter_fiber(t);
-      remaining += !f.done[t];
-    }
-    if (remaining > 0 && f.progress == before) {
-      std::fprintf(stderr, "emulation: block (%u,%u,%u) deadlocked: %u threads wait at a barrier the others left\n",
-                   block_index.x, block_index.y, block_index.z, remaining);
-      std::abort();
-    }
-  }
-  free(block.smem);
-}
-#else
-template <class Args>
-void run_block(void (*kernel)(Args), const Args& args, dim3 grid, uint3 block_index, size_t smem_bytes) {
-  emu::Block block{};
-  emu::ThreadBarrier block_barrier(emu::kMaxThreads);
-  std::vector<std::unique_ptr<emu::ThreadBarrier>> warp_barriers;
-  for (int w = 0; w < emu::kMaxThreads / 32; ++w) {
-    warp_barriers.push_back(std::make_unique<emu::ThreadBarrier>(32));
-    block.warp_barrier[w] = warp_barriers.back().get();
-  }
-  block.block_barrier = &block_barrier;
-  block.smem = shared_memory(smem_bytes);
-  std::vector<std::thread> threads;
-  threads.reserve(emu::kMaxThreads);
-  for (unsigned t = 0; t < emu::kMaxThreads; ++t)
-    threads.emplace_back([&, t] {
-      emu::thread_idx = uint3{t, 0, 0};
-      emu::block_idx = block_index;
-      emu::grid_dim = grid;
-      emu::block = &block;
-      kernel(args);
-    });
-  for (auto& th : threads) th.join();
-  free(block.smem);
-}
-#endif
-// The feature-map backward kernel of element type T, if `func` is one (it takes its own args).
-template <class T>
-bool is_map_backward(const void* func) {
-  return func == reinterpret_cast<const void*>(&linbench::cuda_detail::feature_map_backward_kernel<T>);
-}
-int g_map_launches = 0;
-
-template <class Args>
-void run_grid(const void* func, dim3 grid, void** args, size_t smem) {
-  auto kernel = reinterpret_cast<void (*)(Args)>(const_cast<void*>(func));
-  const Args a = *static_cast<const Args*>(args[0]);
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) run_block(kernel, a, grid, uint3{x, y, z}, smem);
-}
-}  // namespace
-
-extern "C" {
-cudaError_t cudaGetDevice(int* device) {
-  *device = 0;
-  return cudaSuccess;
-}
-cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
-  switch (attr) {
-    case cudaDevAttrMultiProcessorCount: *value = g_sm_count; return cudaSuccess;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = g_smem_per_block; return cudaSuccess;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = g_smem_per_sm; return cudaSuccess;
-    default: return cudaErrorInvalidValue;
-  }
-}
-cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value) {
-  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value > g_smem_per_block) return cudaErrorInvalidValue;
-  return cudaSuccess;
-}
-cudaError_t cudaGetLastError(void) { return cudaSuccess; }
-cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) {
-  ++g_scratch_allocs;
-  if (g_fail_malloc) return cudaErrorMemoryAllocation;
-  *ptr = malloc(bytes);  // uninitialised, as the real thing: ASan/valgrind-style reads show up as garbage
-  memset(*ptr, 0xff, bytes);
-  g_scratch_bytes = bytes;
-  return cudaSuccess;
-}
-cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) {
-  free(ptr);
-  return cudaSuccess;
-}
-cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void*, int threads, size_t smem) {
-  const int by_smem = g_smem_per_sm / static_cast<int>(smem + 1024);
-  const int by_threads = 2048 / threads;
-  const int by_registers = linbench::cuda_detail::kMinBlocksPerSm;  // launch bounds: as many as that, no more
-  *blocks = std::min({by_smem, by_threads, by_registers});
-  return cudaSuccess;
-}
-cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t smem, cudaStream_t) {
-  if (block.x != emu::kMaxThreads || block.y != 1 || block.z != 1) return cudaErrorInvalidConfiguration;
-  if (smem > static_cast<size_t>(g_smem_per_block) || smem % 128 != 0) return cudaErrorInvalidConfiguration;
-  if (is_map_backward<float>(func) || is_map_backward<__half>(func) || is_map_backward<__nv_bfloat16>(func)) {
-    ++g_map_launches;
-    run_grid<linbench::cuda_detail::MapBackwardArgs>(func, grid, args, smem);
-    return cudaSuccess;
-  }
-  const KernelArgs a = *static_cast<const KernelArgs*>(args[0]);
-  const int passes = static_cast<int>(grid.z) / a.max_segs;
-  for (int z = 0; z < 3; ++z) {
-    g_last_tile_cols[z] = z < passes ? a.pass[z].tile_cols : 0;
-    g_last_segs[z] = z < passes ? a.pass[z].n_segs : 0;
-  }
-  ++g_launches;
-  run_grid<KernelArgs>(func, grid, args, smem);
-  return cudaSuccess;
-}
-}
+template <class A, class B>
+constexpr bool IsSameType = linbench::cuda_detail::IsSame<A, B>::value;
 
 // ---- Element types ----
 template <class T>
@@ -518,6 +307,8 @@ struct Case {
   bool fail_malloc = false;
   int feature_map = 0;     // 1 L2 rows, 2 elu + 1: q and k go in raw, the kernels map them
   double out_scale = 1.0;  // the op's v_scale (unnormalised cases)
+  int cc_major = 9;        // the device's compute capability (the fast pass needs 8)
+  double dout_scale = 1.0;
 };
 
 // c with q and k mapped by the kernels (and, unnormalised, the output scaled by v_scale).
@@ -564,7 +355,7 @@ void run_case(const Case& c, uint64_t seed) {
   fill(p.q, p.bh * p.seq * p.dk, positive, c.q_scale);
   fill(p.k, p.bh * p.seq * p.dk, positive, c.k_scale);
   fill(p.v, p.bh * p.seq * p.dv, false, c.v_scale);
-  fill(p.dout, p.bh * p.seq * p.dv, false, 1.0);
+  fill(p.dout, p.bh * p.seq * p.dv, false, c.dout_scale);
   p.dec.resize(p.bh * p.n_chunks() * p.dv);
   for (auto& e : p.dec) e = static_cast<float>(dec(rng));
   std::vector<float> dec_f(p.dec.begin(), p.dec.end());
@@ -577,6 +368,7 @@ void run_case(const Case& c, uint64_t seed) {
 
   g_sm_count = c.sm_count;
   g_fail_malloc = c.fail_malloc;
+  g_cc_major = c.cc_major;
   LinearAttentionShape shape{c.bh, c.seq, c.dk, c.dv, 64, c.causal, c.normalize, static_cast<float>(p.eps)};
   shape.feature_map = c.feature_map;
   shape.v_scale = static_cast<float>(c.out_scale);
@@ -584,23 +376,43 @@ void run_case(const Case& c, uint64_t seed) {
   std::vector<T> out(p.bh * p.seq * p.dv), dq(p.bh * p.seq * p.dk), dk(p.bh * p.seq * p.dk), dv(p.bh * p.seq * p.dv);
   std::vector<float> den(p.bh * p.seq, -1.0f);
   const float* decay = c.decay ? dec_f.data() : nullptr;
+  const int fast_before = g_fast_launches, generic_before = g_launches;
   cudaError_t err = linbench::linear_attention_forward_cuda(Dtype<T>::kType, q.data(), k.data(), v.data(), decay,
                                                             out.data(), c.normalize ? den.data() : nullptr, shape,
                                                             nullptr);
-  const int fwd_tile = g_last_tile_cols[0], fwd_segs = g_last_segs[0];
+  const int fwd_tile = g_last_tile_cols[0], fwd_segs = g_last_segs[0], fwd_fast_segs = g_last_fast_segs;
+  const bool fwd_fast = g_fast_launches > fast_before && g_launches == generic_before;
+  const int fast_middle = g_fast_launches, generic_middle = g_launches;
   if (err == cudaSuccess)
     err = linbench::linear_attention_backward_cuda(Dtype<T>::kType, dout.data(), q.data(), k.data(), v.data(), decay,
                                                    out.data(), c.normalize ? den.data() : nullptr, dq.data(),
                                                    dk.data(), dv.data(), shape, nullptr);
+  const bool bwd_fast = g_fast_launches > fast_middle && g_launches == generic_middle;
   if (err == cudaSuccess && (g_map_launches - map_launches_before) != (c.feature_map != 0 ? 1 : 0))
     err = cudaErrorUnknown;  // the map's backward must run exactly when there is a map
+  // The fast pass runs exactly the calls it takes (fast_plan.cuh), the backward's unnormalised only.
+  const bool fast_type = IsSameType<T, __nv_bfloat16> || (IsSameType<T, __half> && !c.normalize);
+  const bool fast_shape = fast_type && !c.decay && c.dk % 8 == 0 && c.dv % 8 == 0 && c.dk <= 128 && c.dv <= 128 &&
+                          !c.fail_malloc && c.cc_major >= 8;
+  const bool dispatch_ok = fwd_fast == fast_shape && bwd_fast == (fast_shape && !c.normalize);
   const char* map_names[3] = {"", " l2", " elu1"};
+  char plan[96];
+  if (fwd_fast)
+    std::snprintf(plan, sizeof(plan), "fast segs=%d%s", fwd_fast_segs, bwd_fast ? "/fast" : "/generic");
+  else
+    std::snprintf(plan, sizeof(plan), "TE=%d/%d,%d,%d segs=%d/%d,%d,%d", fwd_tile, g_last_tile_cols[0],
+                  g_last_tile_cols[1], g_last_tile_cols[2], fwd_segs, g_last_segs[0], g_last_segs[1], g_last_segs[2]);
   char label[256];
-  std::snprintf(label, sizeof(label), "%s bh=%ld S=%ld dk=%ld dv=%ld %s%s%s%s%s x%.2g TE=%d/%d,%d,%d segs=%d/%d,%d,%d",
-                Dtype<T>::kName, long(c.bh), long(c.seq), long(c.dk), long(c.dv),
-                c.causal ? "causal" : "bidir", c.normalize ? " norm" : "", c.decay ? " decay" : "",
-                c.fail_malloc ? " no-scratch" : "", map_names[c.feature_map], c.out_scale, fwd_tile, g_last_tile_cols[0], g_last_tile_cols[1],
-                g_last_tile_cols[2], fwd_segs, g_last_segs[0], g_last_segs[1], g_last_segs[2]);
+  std::snprintf(label, sizeof(label), "%s bh=%ld S=%ld dk=%ld dv=%ld %s%s%s%s%s x%.2g %s", Dtype<T>::kName,
+                long(c.bh), long(c.seq), long(c.dk), long(c.dv), c.causal ? "causal" : "bidir",
+                c.normalize ? " norm" : "", c.decay ? " decay" : "", c.fail_malloc ? " no-scratch" : "",
+                map_names[c.feature_map], c.out_scale, plan);
+  if (err == cudaSuccess && !dispatch_ok) {
+    std::printf("FAIL %s: ran the %s forward and the %s backward\n", label, fwd_fast ? "fast" : "generic",
+                bwd_fast ? "fast" : "generic");
+    ++g_failures;
+    return;
+  }
   if (err != cudaSuccess) {
     std::printf("FAIL %s: launcher returned %d\n", label, int(err));
     ++g_failures;
@@ -817,7 +629,39 @@ int main(int argc, char** argv) {
   const std::vector<Case> maps_fp16 = maps;
   maps.push_back(with_map({1, 70, 24, 12, true, false, false, 1, 0.0}, 1, 0.5));
 
-  if (suite == "maps") {
+  // The fast pass (bf16, Dk and Dv multiples of 8 up to 128): ragged last chunks, S = 1, Dk != Dv,
+  // contractions padded to 64 and 128, ragged tiles (Dv = 48, 80), the two classes of
+  // contraction in one backward (Dk = 128, Dv = 64), segments (many SMs) and one segment (one
+  // SM), bidirectional, normalised, and the feature maps with a v scale.
+  const std::vector<Case> fast_plain = {
+      {1, 1, 8, 8, true, false, false, 108},         {2, 100, 64, 64, true, false, false, 1},
+      {1, 300, 64, 32, true, false, false, 10000},   {1, 300, 32, 48, false, false, false, 1},
+      {1, 300, 64, 64, false, true, false, 10000},   {2, 200, 64, 64, true, true, false, 1},
+      {1, 200, 128, 64, true, false, false, 10000},  {1, 130, 96, 128, true, true, false, 1},
+      {1, 257, 16, 80, true, false, false, 10000}};
+  std::vector<Case> fast = fast_plain;
+  for (const Case& c : mapped_cases({fast_plain[2], fast_plain[3], fast_plain[5]})) fast.push_back(c);
+  Case before_sm80 = fast_plain[2];  // a GPU before sm_80 runs the generic pass
+  before_sm80.cc_major = 7;
+  fast.push_back(before_sm80);
+
+  // fp16 (unnormalised: the normalised cases run the generic pass) and states past fp16's 65504
+  // (k ~ 300, v ~ 30, 600 tokens: ~1e5, the forward's and dQ's), which the copy's power-of-two
+  // factor must hold; q and dO small enough that the outputs and gradients themselves fit.
+  std::vector<Case> fast_fp16 = fast;
+  Case big_state{1, 600, 64, 32, true, false, false, 10000, 0.001, 300.0, 30.0};
+  big_state.dout_scale = 0.001;
+  fast_fp16.push_back(big_state);
+  big_state.causal = false, big_state.dk = 32, big_state.sm_count = 1;
+  fast_fp16.push_back(big_state);
+
+  if (suite == "fast") {
+    run_cases<__nv_bfloat16>(fast, 9800);
+    run_cases<__half>(fast_fp16, 9900);
+  } else if (suite == "fastsan") {  // for the sanitizers: the fast pass alone, forward and backward
+    run_cases<__nv_bfloat16>({fast[2], fast[3], fast[6], fast[9]}, 9800);
+    run_cases<__half>({fast_fp16[fast_fp16.size() - 2]}, 9900);
+  } else if (suite == "maps") {
     run_cases<float>(maps, 9500);
     run_cases<__nv_bfloat16>(maps, 9600);
     run_cases<__half>(maps_fp16, 9700);
@@ -840,6 +684,12 @@ int main(int argc, char** argv) {
     const std::vector<Case> quick_maps = {maps[3], maps[5], maps[7], maps[9], maps.back()};
     run_cases<__nv_bfloat16>(quick_maps, 400);
     run_cases<float>(quick_maps, 500);
+    // The fast pass: segments, bidirectional with a ragged tile, normalised bidirectional with
+    // segments, both contraction classes in one backward, the L2 map with a v scale; fp16 with a
+    // state past its range.
+    const std::vector<Case> quick_fast = {fast[2], fast[3], fast[4], fast[6], fast[9]};
+    run_cases<__nv_bfloat16>(quick_fast, 600);
+    run_cases<__half>({fast_fp16[fast_fp16.size() - 2]}, 700);
   } else {
     run_cases<float>(basic, 1000);
     run_cases<__nv_bfloat16>(basic, 2000);
@@ -859,6 +709,8 @@ int main(int argc, char** argv) {
     run_cases<float>(maps, 9500);
     run_cases<__nv_bfloat16>(maps, 9600);
     run_cases<__half>(maps_fp16, 9700);
+    run_cases<__nv_bfloat16>(fast, 9800);
+    run_cases<__half>(fast_fp16, 9900);
     if (suite == "full") {
       run_cases<__nv_bfloat16>(large, 9000);
       run_cases<float>(large, 9100);

@@ -2,7 +2,7 @@
 # Builds and runs the host emulation test of the CUDA kernels (no GPU needed): plain (a block's
 # threads as fibers on one OS thread), then with AddressSanitizer, then with ThreadSanitizer
 # (one OS thread per CUDA thread there: barrier bugs show up as data races).
-# Usage: csrc/cuda/emulation/run.sh [plain|asan|tsan|all] [full|basic|quick|maps|split|plans]
+# Usage: csrc/cuda/emulation/run.sh [plain|asan|tsan|all] [full|basic|quick|fast|fastsan|maps|split|plans]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cuda_include=${CUDA_HOME:-/usr/local/cuda}/include
