@@ -43,6 +43,8 @@ HELP = {
     f"Default: {TRUST_PROCESSES} when --processes > 1.",
     "only_points": "Measure only the points of the sweep that this CSV names by their key columns (a results.csv "
     "or rows of one); a point it names that the sweep lacks is refused. linbench ab's extra rounds use it.",
+    "no_check": "Measure each point without its correctness check against the fp64 reference first "
+    "(linbench ab's rounds after the first, which checked every point). Default: checked.",
     "mix": "With --resume: go on although this machine's device, torch or linbench commit differs from "
     "the run's (the run then mixes them).",
     "cuda_graph": "Also capture one call of each point in a CUDA graph and time its replays (device_ms, "
@@ -106,6 +108,7 @@ def run_command(
     processes: Annotated[str | None, typer.Option("--processes", help=HELP["processes"])] = None,
     max_processes: Annotated[str | None, typer.Option("--max-processes", help=HELP["max_processes"])] = None,
     only_points: Annotated[Path | None, typer.Option("--only-points", help=HELP["only_points"])] = None,
+    no_check: Annotated[bool, typer.Option("--no-check", help=HELP["no_check"])] = False,
     mix: Annotated[bool, typer.Option("--mix", help=HELP["mix"])] = False,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help=HELP["allow_failures"])] = False,
     budget: Annotated[Path | None, typer.Option("--budget", metavar="FILE", help=HELP["budget"])] = None,
@@ -163,6 +166,7 @@ def run_command(
         dry_run=dry_run,
         mix=mix,
         only_points=only_points,
+        check=not no_check,
     )
     if budget is not None and folder is not None:
         from linbench.cli.budget_cmd import judge_budget

@@ -54,10 +54,14 @@ class Rerun:
 def rerun_of(comparison: Comparison, thresholds: Thresholds) -> Rerun:
     """The processes per point that would judge every unjudged point of ``comparison``."""
     rule = thresholds.time_rule(comparison.protocol)
-    first = max(GATE_PROCESSES, comparison.protocol.min_to_judge)
-    needed = [processes_to_judge(p.spread, rule) for p in comparison.unjudged]
     protocol = comparison.protocol
-    most = max([first, protocol.trust_processes, *needed])
+    needed = [processes_to_judge(p.spread, rule, p.ratio) for p in comparison.unjudged]
+    if protocol.sequential:  # measured until decided: the rounds each point's spread and ratio need
+        first = protocol.min_to_judge
+        most = max([first, protocol.wanted, *needed])
+    else:
+        first = max(GATE_PROCESSES, protocol.min_to_judge)
+        most = max([first, protocol.trust_processes, *needed])
     worth = max(MOST_WORTH_ASKING, protocol.trust_processes, protocol.most)
     return Rerun(first, min(most, worth), sum(n > worth for n in needed), worth)
 
