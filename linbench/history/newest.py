@@ -5,7 +5,7 @@ The last ``recent`` runs (the window) are compared with the runs before them, ba
 standing change (detect.standing) or the segment's start. When the window's median sits past the
 floor (``--min-magnitude``) from that level:
 
-- it is a **regression** when the evidence says so: a one-sided Welch t-test on the logs of the
+- it is a **regression** when the evidence says so: a one-sided two-sample t-test on the logs of the
   window's runs and the runs before gives a p-value at most the series' share of the suite-wide
   false-alarm level
   (``alpha``: ``--max-pvalue`` over the number of series), and the step has at least
@@ -70,7 +70,7 @@ def judge_newest(
     after = list(values[step:])
     # The window as it stands, not the runs from the step on: a step chosen for its size would
     # make its own test look better than it is.
-    pvalue = welch_pvalue([math.log(v) for v in recent_values], [math.log(v) for v in before])
+    pvalue = step_pvalue([math.log(v) for v in recent_values], [math.log(v) for v in before])
     found = Newest(
         REGRESSION, None, step, level, statistics.median(after), statistics.median(after) / level, pvalue,
         len(before), len(after), start,
@@ -114,27 +114,32 @@ def _newest_alone(values: Sequence[float], before: list[float], level: float, fl
     return Newest(INCONCLUSIVE, why, len(values) - 1, level, values[-1], ratio, None, len(before), 1)
 
 
-def welch_pvalue(after: Sequence[float], before: Sequence[float]) -> float:
-    """The one-sided p-value of Welch's t-test that ``after`` is larger than ``before`` (1 where
-    a side has fewer than two values or neither varies)."""
-    if len(after) < 2 or len(before) < 2:
+def step_pvalue(after: Sequence[float], before: Sequence[float]) -> float:
+    """The one-sided p-value of Student's two-sample t-test (pooled variance) that ``after`` is
+    larger than ``before``; 1 with fewer than three values in all or no spread. Pooled, not
+    Welch's: a step moves a point's level, not its run-to-run noise, and three runs after a
+    step leave Welch's test two degrees of freedom, too few to see even a step ten times the
+    noise."""
+    if len(after) < 1 or len(before) < 1 or len(after) + len(before) < 3:
         return 1.0
-    va, vb = statistics.variance(after) / len(after), statistics.variance(before) / len(before)
-    se = math.sqrt(va + vb)
+    df = len(after) + len(before) - 2
+    squares = sum((x - statistics.mean(after)) ** 2 for x in after)
+    squares += sum((x - statistics.mean(before)) ** 2 for x in before)
+    se = math.sqrt(squares / df * (1.0 / len(after) + 1.0 / len(before)))
+    difference = statistics.mean(after) - statistics.mean(before)
     if se == 0.0:
-        return 0.0 if statistics.mean(after) > statistics.mean(before) else 1.0
-    t = (statistics.mean(after) - statistics.mean(before)) / se
-    df = (va + vb) ** 2 / (va**2 / (len(after) - 1) + vb**2 / (len(before) - 1)) if va + vb else 1.0
-    tail = t_tail(abs(t), max(df, 1.0))
-    return tail if t > 0 else 1.0 - tail
+        return 0.0 if difference > 0 else 1.0
+    tail = t_tail(abs(difference / se), df)
+    return tail if difference > 0 else 1.0 - tail
 
 
 def change_pvalue(values: Sequence[float], change: Change) -> float:
-    """The evidence for a change Otava placed: the one-sided Welch p-value of its runs after
-    against its runs before (in log), times the places it could have been put. Otava picks the
-    split that separates the runs most, so the t-test's p-value of that split alone, which Otava
+    """The evidence for a change Otava placed: the one-sided t-test p-value of its runs after
+    against its runs before (in log; in its direction: slower or faster), times the places it
+    could have been put. Otava picks the split that separates the runs most, so the t-test's p-value of that split alone, which Otava
     reports, is far smaller than noise warrants (simulated: 12 false regressions in 100 flat
     nightly suites at 20% noise); the factor is Bonferroni's for that choice."""
     before = [math.log(v) for v in values[change.index - change.runs_before : change.index]]
     after = [math.log(v) for v in values[change.index : change.index + change.runs_after]]
-    return min(1.0, welch_pvalue(after, before) * max(len(values) - 1, 1))
+    one_sided = step_pvalue(after, before) if change.ratio >= 1.0 else step_pvalue(before, after)
+    return min(1.0, one_sided * max(len(values) - 1, 1))
