@@ -136,9 +136,10 @@ def step_pvalue(after: Sequence[float], before: Sequence[float]) -> float:
 def change_pvalue(values: Sequence[float], change: Change) -> float:
     """The evidence for a change Otava placed: the one-sided t-test p-value of its runs after
     against its runs before (in log; in its direction: slower or faster), times the places it
-    could have been put. Otava picks the split that separates the runs most, so the t-test's p-value of that split alone, which Otava
-    reports, is far smaller than noise warrants (simulated: 12 false regressions in 100 flat
-    nightly suites at 20% noise); the factor is Bonferroni's for that choice."""
+    could have been put. Otava picks the split that separates the runs most, so the t-test's
+    p-value of that split alone, which Otava reports, is far smaller than noise warrants
+    (simulated: 12 false regressions in 100 flat nightly suites at 20% noise); the factor is
+    Bonferroni's for that choice."""
     before = [math.log(v) for v in values[change.index - change.runs_before : change.index]]
     after = [math.log(v) for v in values[change.index : change.index + change.runs_after]]
     one_sided = step_pvalue(after, before) if change.ratio >= 1.0 else step_pvalue(before, after)
