@@ -73,6 +73,7 @@ class AbJob:
         command: str = "run",
         rule: TimeRule | None = None,
         budget_s: float | None = None,
+        only: set[Key] | None = None,
     ) -> Folders:
         """Every round, the baseline in a worktree of ``sha`` that is gone when this returns;
         each side's round run folders, in round order. After ``rounds`` rounds, another while a
@@ -80,7 +81,8 @@ class AbJob:
         ``max_rounds``, each of the open points only (where the baseline's ``linbench run``
         takes ``--only-points``), cheapest to decide first while the job's projected end stays
         within ``budget_s`` seconds (ab/sequential.py). ``command``: what each round runs,
-        ``run`` or ``decode`` (a decode suite's rounds)."""
+        ``run`` or ``decode`` (a decode suite's rounds); ``only``: the points of the sweep its
+        rounds measure (widen_cost.first_points; None: all)."""
         protocol = self.protocol
         scheduler = Scheduler(rule if rule is not None else TimeRule(protocol=protocol), budget_s)
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
@@ -99,7 +101,7 @@ class AbJob:
             # The current side is this code, whose run takes --only-points and --no-check; only
             # the baseline is asked. decode takes neither: its rounds measure and check every point.
             helped = run_help(sides["baseline"]) if command == "run" else ""
-            narrow = protocol.most > protocol.wanted and ONLY_POINTS in helped
+            narrow = ONLY_POINTS in helped
             later = [NO_CHECK] if NO_CHECK in helped else []
 
             def another(folders: Folders) -> set[Key]:
@@ -109,7 +111,7 @@ class AbJob:
                 return needed
 
             return run_rounds(
-                sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another, narrow, later
+                sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another, narrow, later, only
             )
 
     def merge(self, folders: Mapping[str, Sequence[Path]], command: str) -> dict[str, Path]:

@@ -101,13 +101,15 @@ def run_rounds(
     another: Callable[[Folders], Collection[Key]] = lambda folders: (),
     narrow: bool = False,
     later: Sequence[str] = (),
+    only: Collection[Key] | None = None,
 ) -> Folders:
     """Run ``rounds`` rounds, then more, up to ``most`` (default: ``rounds``), while
     ``another`` names points (record.row_key's) that the round folders so far leave needing
     one; each side's round run folders, in round order. With ``narrow``, those rounds measure
     only the points named. ``later``: words every round after the first adds (``--no-check``:
-    round 1 checked every point). ``on_round`` hears each finished round. RoundError stops at
-    the first round that did not measure."""
+    round 1 checked every point). ``only`` (with ``narrow``): the points the rounds asked for
+    measure (None: all). ``on_round`` hears each finished round. RoundError stops at the first
+    round that did not measure."""
     folders: Folders = {name: [] for name in sides}
     index = 0
     while index < rounds or (index < (most or rounds) and (needed := another(folders))):
@@ -115,6 +117,8 @@ def run_rounds(
         args = list(run_args) + (list(later) if index > 1 else [])
         if index > rounds and narrow:
             args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", needed))]
+        elif only is not None and narrow:
+            args += [ONLY_POINTS, str(write_point_list(out_dir / "points.csv", only))]
         results = [run_one(sides[name], index, args, out_dir) for name in round_order(index)]
         for result in results:
             folders[result.side].append(result.folder)

@@ -157,14 +157,14 @@ def ab_command(**values: Any) -> None:
         job = AbJob.prepare(revision, rounds, out, max_rounds)  # AbError, WorktreeError: one line and exit 2
         if values.get("suite") is not None:
             values["suite"] = suite_file(values["suite"])
-        _widen(job, values, not no_widen, max_widen_s)
+        only = _widen(job, values, not no_widen, max_widen_s)
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
         command = rounds_command(values.get("suite"))
     rule = _time_rule(compare_flags, job)
     budget = None if max_job_s is None else max_job_s - (time.monotonic() - started)
     try:
         with stopping_on_signals():
-            folders = job.measure(run_args, _note, command, rule, budget)
+            folders = job.measure(run_args, _note, command, rule, budget, only)
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
     except KeyboardInterrupt as exc:
@@ -194,13 +194,14 @@ def _time_rule(flags: dict[str, Any], job: Any) -> Any:
     return TimeRule(max_slowdown=slowdown, max_noise=noise, protocol=job.protocol)
 
 
-def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None) -> None:
+def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None) -> set[tuple[str, ...]] | None:
     """Add to the rounds' ``--variant`` each impl whose code changed since the baseline and
     that the sweep (the suite's, or the flags') does not measure, unless it cannot run on the
     sweep's device, ``enabled`` is False, or the added impls' predicted time passes ``max_s``
-    (``--max-widen-s``); say what was done, with each added impl's predicted time."""
+    (``--max-widen-s``); say what was done, with each added impl's predicted time. The points
+    the rounds measure: the added impls at the sweep's shortest length only (None: all)."""
     from linbench.ab.changes import changes_since, sweep_widening, widened_variants
-    from linbench.ab.widen_cost import added_seconds
+    from linbench.ab.widen_cost import added_seconds, first_points
     from linbench.cli.run_flow import sweep_request
     from linbench.sweep.suites import read_suite
 
@@ -214,8 +215,13 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
         widening = widening.priced({impl: added_seconds(request, impl, job.rounds) for impl in widening.added}, max_s)
     for line in widening.lines():
         _note(line)
-    if widening.added:
-        values["variant"] = widened_variants(variants, widening.added)
+    if not widening.added:
+        return None
+    values["variant"] = widened_variants(variants, widening.added)
+    only = first_points(sweep_request("run", values), widening.added)
+    if only is not None:
+        _note("changed code: the added impls are measured at the sweep's shortest length, where they cost least")
+    return only
 
 
 def _as_list(value: Any) -> list[str]:

@@ -36,8 +36,8 @@ HELP = {
     "the run starts (at least one), following the idle cores between points; on GPU: torch's.",
     "warmup_s": "Seconds of untimed warm-up per point. Default: 0.2 on CPU, 0.1 on GPU.",
     "min_reps": "Fewest timed repetitions per point. Default: 3 on CPU, 10 on GPU.",
-    "processes": "Fresh worker processes per point, in interleaved rounds (5 for a regression gate: the "
-    "noise that separates runs is between processes, not within one). Default: 1.",
+    "processes": "Fresh worker processes per point, in interleaved rounds (several for a regression gate, as "
+    "its suite says: the noise that separates runs is between processes, not within one). Default: 1.",
     "max_processes": f"The most processes per point when its first ones disagree by more than {EXTEND_ABOVE:.0%}; "
     f"past {TRUST_PROCESSES}, only while they are too spread for compare to judge within {ENOUGH_THRESHOLD:.0%}. "
     f"Default: {TRUST_PROCESSES} when --processes > 1.",
