@@ -74,17 +74,19 @@ class AbJob:
         rule: TimeRule | None = None,
         budget_s: float | None = None,
         only: set[Key] | None = None,
+        started: float | None = None,
     ) -> Folders:
         """Every round, the baseline in a worktree of ``sha`` that is gone when this returns;
         each side's round run folders, in round order. After ``rounds`` rounds, another while a
         point's verdict is still open by ``rule`` (the gate's; gate/sequential.py), up to
         ``max_rounds``, each of the open points only (where the baseline's ``linbench run``
         takes ``--only-points``), cheapest to decide first while the job's projected end stays
-        within ``budget_s`` seconds (ab/sequential.py). ``command``: what each round runs,
-        ``run`` or ``decode`` (a decode suite's rounds); ``only``: the points of the sweep its
-        rounds measure (widen_cost.first_points; None: all)."""
+        within ``budget_s`` seconds from ``started`` (time.monotonic(); None: now; ab/sequential.py).
+        ``command``: what each round runs, ``run`` or ``decode`` (a decode suite's rounds);
+        ``only``: the points of the sweep its rounds measure (widen_cost.first_points; None: all)."""
         protocol = self.protocol
-        scheduler = Scheduler(rule if rule is not None else TimeRule(protocol=protocol), budget_s)
+        rule = rule if rule is not None else TimeRule(protocol=protocol)
+        scheduler = Scheduler(rule, budget_s) if started is None else Scheduler(rule, budget_s, started)
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
         more = f" (more, up to {protocol.most}, for points not yet decided)" if protocol.most > protocol.wanted else ""
         on_progress(f"linbench ab: {what}, {protocol.wanted} rounds{more} -> {self.out_dir}")

@@ -161,10 +161,9 @@ def ab_command(**values: Any) -> None:
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
         command = rounds_command(values.get("suite"))
     rule = _time_rule(compare_flags, job)
-    budget = None if max_job_s is None else max_job_s - (time.monotonic() - started)
     try:
         with stopping_on_signals():
-            folders = job.measure(run_args, _note, command, rule, budget, only)
+            folders = job.measure(run_args, _note, command, rule, max_job_s, only, started)
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
     except KeyboardInterrupt as exc:
