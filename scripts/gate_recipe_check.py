@@ -47,7 +47,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,8 @@ class Rerun:
     planted_exits: dict[str, int] = field(default_factory=dict)  # point label -> compare's exit with it planted
     planted_fate: dict[str, str] = field(default_factory=dict)  # point label -> caught/cleared/open at round N
     point_rounds: tuple[int, float, int] = (0, 0.0, 0)  # fewest, median, most rounds of a point
+    # point label -> (judged ms a call, repetitions a process, σ̂ between processes, rounds)
+    figures: dict[str, tuple[float, float, float | None, int]] = field(default_factory=dict)
     recorded_load: str = "?"  # the 1-minute load average the rounds recorded
 
 
@@ -290,11 +292,12 @@ def judged_rerun(
     meta = json.loads((cur / "meta.json").read_text())
     rerun.rounds = meta.get("ab", {}).get("rounds")
     if args.recipe == "ab":
-        from gate_recipe_replay import rounds_spread
+        from gate_recipe_replay import point_figures, rounds_spread
 
         rerun.planted_fate = replay_each(base, cur, args.plant)
         rerun.planted = {name: fate.startswith("caught") for name, fate in rerun.planted_fate.items()}
         rerun.point_rounds = rounds_spread(cur)
+        rerun.figures = {label(tuple(k[: len(KEY)])): astuple(f) for k, f in point_figures(base, cur).items()}
     else:
         rerun.planted, rerun.planted_exits = plant_each(base, cur, where, args.plant)
     rerun.recorded_load = recorded_load(cur)
@@ -348,8 +351,31 @@ def table(args: argparse.Namespace, reruns: list[Rerun]) -> str:
         "| " + " | ".join(map(str, cells)) + " |",
         "",
         *plant_lines(args, reruns),
+        "",
+        *point_lines(reruns),
     ]
     return "\n".join(lines)
+
+
+def point_lines(reruns: list[Rerun]) -> list[str]:
+    """What each point measures, over the reruns (medians): its judged time a call, repetitions a
+    process, the spread between its processes and the rounds it took to be decided or left."""
+    lines = [
+        "| point | judged ms a call | repetitions a process | σ̂ between processes (log) | rounds "
+        "| rounds (fewest-most) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in sorted({name for r in reruns for name in r.figures}):
+        rows = [r.figures[name] for r in reruns if name in r.figures]
+        spreads = [row[2] for row in rows if row[2] is not None]
+        rounds = [row[3] for row in rows]
+        ms, reps = statistics.median(row[0] for row in rows), statistics.median(row[1] for row in rows)
+        spread = statistics.median(spreads) if spreads else float("nan")
+        lines.append(
+            f"| {name} | {ms:.3g} | {reps:.0f} | {spread:.3f} | {statistics.median(rounds):g} "
+            f"| {min(rounds)}-{max(rounds)} |"
+        )
+    return lines
 
 
 def plant_lines(args: argparse.Namespace, reruns: list[Rerun]) -> list[str]:

@@ -61,3 +61,30 @@ def rounds_spread(folder: Path) -> tuple[int, float, int]:
     middle = len(counts) // 2
     median = counts[middle] if len(counts) % 2 else (counts[middle - 1] + counts[middle]) / 2
     return counts[0], float(median), counts[-1]
+
+
+@dataclass(frozen=True)
+class PointFigures:
+    """What one point measured in one A/B: its judged time a call (ms), repetitions a process,
+    the spread between its processes (σ̂, both sides pooled) and the rounds it got."""
+
+    ms: float
+    repetitions: float
+    spread: float | None
+    rounds: int
+
+
+def point_figures(base: Path, cur: Path) -> dict[Key, PointFigures]:
+    """Each point of a merged A/B's two sides, as PointFigures."""
+    base_rounds, cur_rounds = rounds_by_point(base), rounds_by_point(cur)
+    found = {}
+    for key in sorted(base_rounds.keys() & cur_rounds.keys()):
+        b, c = base_rounds[key], cur_rounds[key]
+        cpu = "cpu" in key
+        bt, ct = times(b, cpu), times(c, cpu)
+        if not bt or not ct:
+            continue
+        judgement = judge(bt, ct, RULE)
+        samples = sorted(float(p.samples or 0) for p in (*b, *c))
+        found[key] = PointFigures(sorted(bt)[len(bt) // 2], samples[len(samples) // 2], judgement.spread, len(c))
+    return found
