@@ -22,7 +22,7 @@ draws per count), its 1e-4 quantile is 18 at 5 processes a side, 6.9 at 10, 4.9 
 at 50, against 3.7 for a normal; t with those degrees of freedom gives 22, 7.1, 4.9 and 4.1.
 Each look spends the error rates again, so they are set per look: a false alarm of 1e-5 and a
 miss of 1e-3 per look keep a point's whole sequence under about 1e-4 and 1% (simulated with
-every round a look, up to 60 rounds, in scripts/gate_simulation.py --sequential).
+every round a look, up to 60 rounds, in scripts/sequential_simulation.py).
 """
 
 from __future__ import annotations
