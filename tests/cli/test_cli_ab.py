@@ -121,6 +121,7 @@ def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
         (["--format", "pdf"], "unknown --format 'pdf'"),
         (["--suite", "no-such-suite"], "'no-such-suite' does not exist"),
         (["--max-widen-s", "-1"], "--max-widen-s must be 0 or more, not -1"),
+        (["--max-job-s", "0"], "--max-job-s must be more than 0, not 0"),
     ],
 )
 def test_bad_ab_flags_are_refused_before_any_round(
