@@ -139,7 +139,10 @@ def measure(args: argparse.Namespace, where: Path) -> tuple[Path, Path, subproce
         with changed_tree(args.widen) as tree:
             ab = ("ab", "--baseline", args.baseline, "--suite", suite, "--out", where.absolute(), *extra, "--json")
             judged = linbench(*ab, tree=tree)
+        where.mkdir(parents=True, exist_ok=True)
         (where / "ab.log").write_text(judged.stderr)
+        if judged.returncode == 2:
+            raise SystemExit(f"the recipe refused to run: {judged.stderr.strip()[-800:]}")
         return where / "baseline", where / "current", judged
     for side in ("baseline", "current"):
         made = linbench("run", "--suite", args.suite, "--out", where / side, "--quiet", "--yes")

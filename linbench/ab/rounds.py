@@ -118,6 +118,7 @@ def run_rounds(
         if index > rounds and narrow:
             args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", needed))]
         elif only is not None and narrow:
+            out_dir.mkdir(parents=True, exist_ok=True)
             args += [ONLY_POINTS, str(write_point_list(out_dir / "points.csv", only))]
         results = [run_one(sides[name], index, args, out_dir) for name in round_order(index)]
         for result in results:

@@ -219,3 +219,14 @@ def test_sigterm_stops_the_round_its_workers_and_removes_the_worktree(tmp_path: 
     round_pid, worker_pid = map(int, pids.read_text().split())
     assert not _alive(round_pid) and not _alive(worker_pid)
     assert registered_worktrees(repo) == [repo]
+
+
+def test_the_rounds_asked_for_measure_only_the_points_given(sides: dict[str, Side], tmp_path: Path) -> None:
+    """Added impls at the sweep's shortest length only (widen_cost.first_points): from round 1,
+    into an A/B folder that does not exist yet."""
+    only = [("kda", "quadratic", "256"), ("softmax", "sdpa", "256")]
+    run_rounds(sides, 1, ["--seq", "1k"], tmp_path / "new" / "ab", narrow=True, only=only)
+    first, _ = (tmp_path / "calls.log").read_text().splitlines()
+    args = first.split()[1:]
+    points = Path(args[args.index("--only-points") + 1])
+    assert points.read_text().splitlines()[1:] == ["kda,quadratic,256", "softmax,sdpa,256"]
