@@ -86,11 +86,22 @@ def rounds_to_decide(
     rounds so far."""
     if spread is None:
         return k
-    for count in range(max(k, 1), MOST_ROUNDS + 1):
+
+    def decided(count: int) -> bool:
         se = median_difference_se(spread, count, count)
-        if outcome(log_ratio, se, count, count, floor, detect, rates) != OPEN:
-            return count
-    return None
+        return outcome(log_ratio, se, count, count, floor, detect, rates) != OPEN
+
+    # More processes only narrow the interval (a smaller standard error and smaller quantiles):
+    # the first count that decides is found by doubling, then halving the gap.
+    low, high = max(k, 1), max(k, 1)
+    while not decided(high):
+        if high >= MOST_ROUNDS:
+            return None
+        low, high = high + 1, min(2 * high, MOST_ROUNDS)
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if decided(middle) else (middle + 1, high)
+    return high
 
 
 def t_quantile(probability: float, df: float) -> float:

@@ -1,6 +1,6 @@
 """The A/B job without the CLI (CPU, no rounds run): what it refuses before making anything,
 the run options a gate suite needs per round, and the merged sides' record of the protocol
-(which points get another round: test_sequential.py)."""
+(which points get another round: test_ab_sequential.py)."""
 
 from __future__ import annotations
 
