@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import shutil
 import statistics
@@ -362,21 +363,27 @@ def table(args: argparse.Namespace, reruns: list[Rerun]) -> str:
 
 def point_lines(reruns: list[Rerun]) -> list[str]:
     """What each point measures, over the reruns (medians): its judged time a call, repetitions a
-    process, the spread between its processes and the rounds it took to be decided or left."""
+    process, the spread between its processes, the rounds it got, and the rounds its spread needs
+    to be cleared unchanged and to catch +30% (gate/sequential.py): a point whose rounds do not
+    fit the budget on the runner is one to move out of the suite, or to measure at another shape."""
+    from linbench.gate.sequential import ErrorRates, rounds_to_decide
+
     lines = [
-        "| point | judged ms a call | repetitions a process | σ̂ between processes (log) | rounds "
-        "| rounds (fewest-most) |",
-        "|---|---|---|---|---|---|",
+        "| point | judged ms a call | repetitions a process | σ̂ between processes (log) | rounds | rounds "
+        "(fewest-most) | rounds to clear / to catch +30% |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name in sorted({name for r in reruns for name in r.figures}):
         rows = [r.figures[name] for r in reruns if name in r.figures]
         spreads = [row[2] for row in rows if row[2] is not None]
         rounds = [row[3] for row in rows]
         ms, reps = statistics.median(row[0] for row in rows), statistics.median(row[1] for row in rows)
-        spread = statistics.median(spreads) if spreads else float("nan")
+        spread = statistics.median(spreads) if spreads else None
+        needs = [rounds_to_decide(spread, change, 3, 0.05, 0.30, ErrorRates()) for change in (0.0, math.log(1.3))]
+        shown = " / ".join("more than 1000" if n is None else str(n) for n in needs)
         lines.append(
-            f"| {name} | {ms:.3g} | {reps:.0f} | {spread:.3f} | {statistics.median(rounds):g} "
-            f"| {min(rounds)}-{max(rounds)} |"
+            f"| {name} | {ms:.3g} | {reps:.0f} | {spread if spread is not None else float('nan'):.3f} "
+            f"| {statistics.median(rounds):g} | {min(rounds)}-{max(rounds)} | {shown} |"
         )
     return lines
 
