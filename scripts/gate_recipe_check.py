@@ -320,13 +320,14 @@ HEADER = (
 
 
 def recipe_text(args: argparse.Namespace) -> str:
+    """The recipe as markdown: the command in backticks, and what ``--widen`` changed."""
     if args.recipe != "ab":
-        return f"linbench run --suite {args.suite} twice, then linbench compare"
+        return f"`linbench run --suite {args.suite}` twice, then `linbench compare`"
     flags = [f" --rounds {args.rounds}"] if args.rounds else []
     flags += [f" --max-rounds {args.max_rounds}"] if args.max_rounds else []
     flags += [f" --max-job-s {args.max_job_s:g}"] if args.max_job_s else []
     widened = f", with a change to {WIDENED_FILE} that changes no time (--widen)" if args.widen else ""
-    return f"linbench ab --baseline {args.baseline} --suite {args.suite}{''.join(flags)}`{widened}`"
+    return f"`linbench ab --baseline {args.baseline} --suite {args.suite}{''.join(flags)}`{widened}"
 
 
 def table(args: argparse.Namespace, reruns: list[Rerun]) -> str:
@@ -347,7 +348,7 @@ def table(args: argparse.Namespace, reruns: list[Rerun]) -> str:
         f"{min(r.point_rounds[0] for r in reruns)}-{max(r.point_rounds[2] for r in reruns)}",
     ]
     lines = [
-        f"Recipe: `{recipe_text(args)}; {len(reruns)} back-to-back reruns of unchanged code{beside}; "
+        f"Recipe: {recipe_text(args)}; {len(reruns)} back-to-back reruns of unchanged code{beside}; "
         f"load average (1 min) at the start of each rerun (and the range its rounds recorded): {loads}.",
         "",
         HEADER,
