@@ -106,6 +106,16 @@ class AbJob:
             narrow = ONLY_POINTS in helped
             later = [NO_CHECK] if NO_CHECK in helped else []
 
+            def affordable() -> bool:
+                fits = scheduler.round_fits()
+                if not fits:
+                    last = scheduler.rounds_s[-1]
+                    on_progress(
+                        f"another round of every point (about {last:.0f} s) would pass --max-job-s {budget_s:g}: "
+                        f"the rounds stop here, and a point with fewer than {protocol.min_to_judge} is not judged"
+                    )
+                return fits
+
             def another(folders: Folders) -> set[Key]:
                 needed = scheduler.next_points(folders)
                 for line in open_lines(scheduler, needed, narrow, budget_s):
@@ -113,8 +123,9 @@ class AbJob:
                 return needed
 
             return run_rounds(
-                sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another, narrow, later, only
-            )
+                sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another, narrow, later, only,
+                affordable,
+            )  # fmt: skip
 
     def merge(self, folders: Mapping[str, Sequence[Path]], command: str) -> dict[str, Path]:
         """Each side's rounds as one run folder, out_dir/<side>, whose meta.json records the

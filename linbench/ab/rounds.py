@@ -102,17 +102,21 @@ def run_rounds(
     narrow: bool = False,
     later: Sequence[str] = (),
     only: Collection[Key] | None = None,
+    affordable: Callable[[], bool] = lambda: True,
 ) -> Folders:
     """Run ``rounds`` rounds, then more, up to ``most`` (default: ``rounds``), while
     ``another`` names points (record.row_key's) that the round folders so far leave needing
     one; each side's round run folders, in round order. With ``narrow``, those rounds measure
     only the points named. ``later``: words every round after the first adds (``--no-check``:
     round 1 checked every point). ``only`` (with ``narrow``): the points the rounds asked for
-    measure (None: all). ``on_round`` hears each finished round. RoundError stops at the first
-    round that did not measure."""
+    measure (None: all). ``affordable`` is asked before each of those rounds after the first:
+    False (another would pass the job's budget) stops the rounds there. ``on_round`` hears each
+    finished round. RoundError stops at the first round that did not measure."""
     folders: Folders = {name: [] for name in sides}
     index = 0
-    while index < rounds or (index < (most or rounds) and (needed := another(folders))):
+    while (index < rounds and (index == 0 or affordable())) or (
+        rounds <= index < (most or rounds) and (needed := another(folders))
+    ):
         index += 1
         args = list(run_args) + (list(later) if index > 1 else [])
         if index > rounds and narrow:

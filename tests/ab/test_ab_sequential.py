@@ -110,3 +110,15 @@ def test_the_budget_counts_what_the_job_has_spent_and_what_it_leaves_out_is_said
     assert f"({scheduler.left_out[key]} rounds)" in lines[1]
     now[0] = 1.0
     assert len(scheduler.next_points({"baseline": steady, "current": spread})) == 1
+
+
+def test_a_round_of_every_point_that_would_pass_the_budget_is_not_started() -> None:
+    now = [0.0]
+    scheduler = Scheduler(RULE, budget_s=100.0, started=0.0, clock=lambda: now[0])
+    assert scheduler.round_fits()  # nothing measured yet: round 1 always runs
+    scheduler.round_done([20.0, 20.0], [10.0, 10.0])  # a round of both sides: 40 s
+    now[0] = 25.0
+    assert scheduler.round_fits()  # 25 + 40 + 30 s to close: within 100
+    now[0] = 40.0
+    assert not scheduler.round_fits()
+    assert Scheduler(RULE).round_fits()  # no budget

@@ -230,3 +230,14 @@ def test_the_rounds_asked_for_measure_only_the_points_given(sides: dict[str, Sid
     args = first.split()[1:]
     points = Path(args[args.index("--only-points") + 1])
     assert points.read_text().splitlines()[1:] == ["kda,quadratic,256", "softmax,sdpa,256"]
+
+
+def test_the_rounds_asked_for_stop_where_another_is_not_affordable(sides: dict[str, Side], tmp_path: Path) -> None:
+    asked: list[int] = []
+
+    def affordable() -> bool:
+        asked.append(1)
+        return len(asked) < 2  # round 2 fits, round 3 does not
+
+    folders = run_rounds(sides, 3, [], tmp_path / "ab", affordable=affordable)
+    assert [len(folders[side]) for side in ("baseline", "current")] == [2, 2] and len(asked) == 2
