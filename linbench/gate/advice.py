@@ -166,6 +166,12 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
     shown = "; ".join(f"{point_label(p.key)} ({p.time_verdict})" for p in unjudged[:SHOWN_POINTS])
     more = f"; and {len(unjudged) - SHOWN_POINTS} more" if len(unjudged) > SHOWN_POINTS else ""
     lines.append(f"{len(unjudged)} point(s) whose time was not judged: {shown}{more}")
+    if comparison.protocol.sequential and any(p.time_verdict == "noisy" for p in unjudged):
+        lines.append(
+            "noisy here: not decided within the rounds run: the interval of the ratio still reaches both past "
+            f"--max-slowdown {thresholds.max_slowdown:.0%} and to +{thresholds.max_noise:.0%} at the gate's error "
+            "rates (docs/gate.md, judged in time)"
+        )
     rerun = rerun_of(comparison, thresholds)
     base_cmd, cur_cmd = comparison.commands
     if comparison.ab:

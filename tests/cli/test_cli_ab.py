@@ -244,6 +244,7 @@ def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
     report = json.loads(result.stdout)
     assert report["verdict"] == "inconclusive" and report["noisy"] == 1
     assert "run the A/B again with more rounds" in report["advice"][-1]
+    assert any("not decided within the rounds run" in line for line in report["advice"])
     assert "--rounds 3 --max-rounds " in report["advice"][-1] and "--processes" not in report["advice"][-1]
     most = int(report["advice"][-1].split("--max-rounds ")[1].split()[0])
     assert most > 3  # the rounds its spread and ratio need, past the 3 it had
