@@ -165,7 +165,9 @@ def _judge_decided(log_ratio: float, spread: float, se: float, k_b: int, k_c: in
     (``noisy``). The noise N is what the false-alarm quantile makes of the standard error."""
     ratio = math.exp(log_ratio)
     judged = log_ratio - rule.run_shift
-    noise = math.expm1(rule.rates.alarm_quantile(k_b, k_c) * se)
+    # The quantile of a few processes is in the thousands: past e^700 the noise is unbounded.
+    exponent = rule.rates.alarm_quantile(k_b, k_c) * se
+    noise = math.expm1(exponent) if exponent < 700 else math.inf
     threshold = max(rule.max_slowdown, noise)
     decision = outcome(judged, se, k_b, k_c, rule.max_slowdown, rule.max_noise, rule.rates)
     if decision == REGRESSION:

@@ -63,3 +63,10 @@ def test_the_rule_judges_a_run_measured_until_decided_by_its_interval_not_its_sp
     assert (slower.verdict, slower.decision) == ("regression", REGRESSION)
     wide = [10.0, 14.0, 8.0, 12.5]
     assert judge(wide, [t * 1.2 for t in wide], decided).verdict == "noisy"
+
+
+def test_a_few_widely_spread_processes_are_open_not_an_error() -> None:
+    """3 processes a side spread by a factor of 3: c·SE passes e^700, the noise is unbounded."""
+    decided = TimeRule(protocol=ProcessProtocol.rounds(3, 100))
+    found = judge([1.0, 3.0, 9.0], [1.0, 3.0, 9.0], decided)
+    assert (found.verdict, found.decision, found.noise) == ("noisy", OPEN, math.inf)
