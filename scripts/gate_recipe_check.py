@@ -25,11 +25,18 @@ in the code: it measures the rule on the noise this machine made.
 
 ``--rejudge`` measures nothing: it judges again the reruns already in ``--out``.
 
-Prints markdown tables for docs/ci.md and writes every number to OUT/summary.json. The final
-figures, on a quiet machine (about 5 minutes a rerun, under 4 hours in all):
+A plant's replay has only the rounds the unchanged point got: a recipe rerun stops a point once
+it is cleared, sooner than a +30% change is caught (gate/sequential.py), so its plants are mostly
+open. Detection is measured on reruns that give every point enough rounds first (``--rounds 16
+--max-job-s 0``), replayed round by round from the third, as the A/B would decide them.
 
-    python scripts/gate_recipe_check.py --reruns 20 --out /tmp/recipe-check
-    python scripts/gate_recipe_check.py --reruns 20 --widen --out /tmp/recipe-check-widened
+Prints markdown tables for docs/ci.md and writes every number to OUT/summary.json. The final
+figures, on a quiet machine (about 5 minutes a rerun for the first two, 8 for the third; about
+5 hours in all):
+
+    python scripts/gate_recipe_check.py --reruns 20 --out /tmp/recipe-check                    # false alarms, time
+    python scripts/gate_recipe_check.py --reruns 20 --widen --out /tmp/recipe-check-widened    # the same, widened
+    python scripts/gate_recipe_check.py --reruns 20 --rounds 16 --max-job-s 0 --out /tmp/recipe-detect  # +30% caught
     python scripts/gate_recipe_check.py --reruns 3 --out /tmp/recipe-check   # a small check
 """
 
