@@ -1,34 +1,43 @@
-"""Does the CI recipe of docs/ci.md hold on this machine? Its false alarms on unchanged code and
-its detection of a planted +30% on single points, measured, not simulated.
+"""Does the CI recipe of docs/ci.md hold on this machine? Its false alarms on unchanged code, its
+wall time, and its detection of a planted +30% on single points, measured, not simulated.
 
-The recipe (docs/ci.md, "The CI recipe"): ``linbench ab --baseline REV --suite SUITE``, both
-revisions measured in alternating rounds in one job. ``--recipe runs`` checks the other way to
-gate instead: two back-to-back ``linbench run --suite SUITE`` (the suite's processes) and
-``linbench compare`` of the two, as a committed baseline is compared.
+The recipe (docs/ci.md, "The CI recipe"): ``linbench ab --baseline REV --suite SUITE --max-job-s
+270``, both revisions measured in alternating rounds in one job, each point until its verdict is
+decided (gate/sequential.py). ``--widen`` runs it as a change to the gated family's shared code
+would: in a scratch worktree of HEAD with a comment added to
+linbench/variants/gated/delta_chunked.py, so the A/B adds the 14 recurrent and quadratic forms
+that file reaches (at the suite's shapes), while the code it measures is unchanged.
+``--recipe runs`` checks the other way to gate instead: two back-to-back ``linbench run --suite
+SUITE`` and ``linbench compare`` of the two, as a committed baseline is compared.
 
 Each rerun runs the recipe on unchanged code (REV is HEAD by default: commit your work first, or
-the two sides differ by it), back to back, optionally beside a busy neighbour (``--busy``: a
-second torch process with its own thread pool, working in bursts, as other jobs on a shared
-runner do; a plain busy loop leaves torch's thread pools alone and shows far less). A rerun that
-exits 1 is a false alarm; 4 (inconclusive) is no alarm but no pass either.
+the two sides differ by it), back to back, optionally beside a busy neighbour (``--busy``). A
+rerun that exits 1 is a false alarm; 4 (inconclusive) is no alarm but no pass either. The load
+average at each rerun's start and the range the rounds recorded are kept.
 
-Then, for each rerun and each point, a copy of the rerun's current side gets every time of that
-one point multiplied by ``--plant`` (1.3: +30%; results.csv, processes.csv and samples.csv) and
-``linbench compare`` judges it against the rerun's baseline side: caught when that point is a
-regression. This plants the change in the numbers, not in the code: it measures the rule on the
-noise this machine made, not a slower impl's own noise.
+Then, for each rerun and each point, +30% (``--plant``) is planted in the numbers of that one
+point of the current side: for the A/B, its decisions are replayed round by round on the rounds it
+measured (scripts/gate_recipe_replay.py): caught (a regression), cleared (a miss) or open (the
+rounds measured, stopped when the unchanged point was decided, were too few: the A/B would have
+gone on); ``--rounds K`` gives every point K rounds, so plants have them too. For ``--recipe
+runs``, ``linbench compare`` judges the planted copy. This plants the change in the numbers, not
+in the code: it measures the rule on the noise this machine made.
 
-``--rejudge`` measures nothing: it judges again, and plants again in, the reruns already in
-``--out`` (each rerun-N holding the baseline/ and current/ run folders of one rerun; work on a
-copy: the planted copies and rejudged.json are written beside them), so a change to the rule
-can be tried on the noise a machine made before. The linbench it judges with is the one this
-script's checkout imports.
+``--rejudge`` measures nothing: it judges again the reruns already in ``--out``.
 
-Prints markdown tables for docs/ci.md and writes every number to OUT/summary.json.
+A plant's replay has only the rounds the unchanged point got: a recipe rerun stops a point once
+it is cleared, sooner than a +30% change is caught (gate/sequential.py), so its plants are mostly
+open. Detection is measured on reruns that give every point enough rounds first (``--rounds 16
+--max-job-s 0``), replayed round by round from the third, as the A/B would decide them.
 
-    python scripts/gate_recipe_check.py --reruns 20 --busy --out /tmp/recipe-check
-    python scripts/gate_recipe_check.py --reruns 3 --busy --out /tmp/recipe-check   # a small check
-    python scripts/gate_recipe_check.py --rejudge --out /tmp/copy-of-recipe-check
+Prints markdown tables for docs/ci.md and writes every number to OUT/summary.json. The final
+figures, on a quiet machine (about 5 minutes a rerun for the first two, 8 for the third; about
+5 hours in all):
+
+    python scripts/gate_recipe_check.py --reruns 20 --out /tmp/recipe-check                    # false alarms, time
+    python scripts/gate_recipe_check.py --reruns 20 --widen --out /tmp/recipe-check-widened    # the same, widened
+    python scripts/gate_recipe_check.py --reruns 20 --rounds 16 --max-job-s 0 --out /tmp/recipe-detect  # +30% caught
+    python scripts/gate_recipe_check.py --reruns 3 --out /tmp/recipe-check   # a small check
 """
 
 from __future__ import annotations
@@ -38,13 +47,17 @@ import csv
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any
+
+from gate_recipe_tables import WIDENED_FILE, Rerun, table
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = ("variant", "impl", "mode", "causal", "dtype", "device", "batch", "heads", "seq", "dim_k", "dim_v")
@@ -78,23 +91,11 @@ while os.getppid() == parent:
 """
 
 
-@dataclass
-class Rerun:
-    index: int
-    exit_status: int
-    verdict: str
-    seconds: float
-    load: str  # /proc/loadavg when the rerun began
-    rounds: int | None = None  # linbench ab: the rounds it ran
-    points: int = 0
-    unjudged: int = 0
-    planted: dict[str, bool] = field(default_factory=dict)  # point label -> caught
-    planted_exits: dict[str, int] = field(default_factory=dict)  # point label -> compare's exit with it planted
-
-
-def linbench(*args: object, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+def linbench(*args: object, timeout: float | None = None, tree: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``linbench ARGS`` run from ``tree`` (its code first on PYTHONPATH)."""
     argv = [sys.executable, "-m", "linbench", *map(str, args)]
-    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(tree), os.environ.get("PYTHONPATH", "")) if p))
+    return subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def start_neighbour() -> subprocess.Popen[bytes]:
@@ -121,8 +122,16 @@ def measure(args: argparse.Namespace, where: Path) -> tuple[Path, Path, subproce
         extra = [
             *(["--rounds", args.rounds] if args.rounds else []),
             *(["--max-rounds", args.max_rounds] if args.max_rounds else []),
+            *(["--max-job-s", args.max_job_s] if args.max_job_s else []),
         ]
-        judged = linbench("ab", "--baseline", args.baseline, "--suite", args.suite, "--out", where, *extra, "--json")
+        suite = (ROOT / args.suite).absolute()
+        with changed_tree(args.widen) as tree:
+            ab = ("ab", "--baseline", args.baseline, "--suite", suite, "--out", where.absolute(), *extra, "--json")
+            judged = linbench(*ab, tree=tree)
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "ab.log").write_text(judged.stderr)
+        if judged.returncode == 2:
+            raise SystemExit(f"the recipe refused to run: {judged.stderr.strip()[-800:]}")
         return where / "baseline", where / "current", judged
     for side in ("baseline", "current"):
         made = linbench("run", "--suite", args.suite, "--out", where / side, "--quiet", "--yes")
@@ -130,6 +139,26 @@ def measure(args: argparse.Namespace, where: Path) -> tuple[Path, Path, subproce
             raise SystemExit(f"linbench run failed (exit {made.returncode}): {made.stderr.strip()[-500:]}")
     base, cur = run_folder(where / "baseline"), run_folder(where / "current")
     return base, cur, linbench("compare", base, cur, "--json")
+
+
+@contextmanager
+def changed_tree(widen: bool) -> Iterator[Path]:
+    """This checkout, or with ``widen`` a scratch worktree of its HEAD whose WIDENED_FILE has a
+    comment more (a change to the gated family's shared code that changes no time), removed
+    afterwards."""
+    if not widen:
+        yield ROOT
+        return
+    parent = Path(tempfile.mkdtemp(prefix="recipe-widen-"))
+    tree = parent / "tree"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), "HEAD"], check=True)
+    try:
+        with (tree / WIDENED_FILE).open("a") as handle:
+            handle.write("# a change that changes no time: linbench ab adds the impls this file reaches\n")
+        yield tree
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def rewrite(path: Path, point: tuple[str, ...], columns: tuple[str, ...], factor: float) -> None:
@@ -184,6 +213,24 @@ def ident(point: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(point[c]).lower() for c in KEY if c != "device")
 
 
+def replay_each(base: Path, cur: Path, factor: float) -> dict[str, str]:
+    """Each point of an A/B's current side made ``factor`` times slower on its own, its
+    decisions replayed on the rounds measured: "caught at round N", "cleared at round N" or
+    "open at round N"."""
+    from gate_recipe_replay import replay, rounds_by_point, times
+
+    base_rounds, cur_rounds = rounds_by_point(base), rounds_by_point(cur)
+    fates = {}
+    for key in sorted(base_rounds.keys() & cur_rounds.keys()):
+        b, c = base_rounds[key], cur_rounds[key]
+        if any(p.status != "ok" for p in (*b, *c)):
+            continue
+        cpu = key[KEY.index("device")].startswith("cpu")
+        found = replay(times(b, cpu), times(c, cpu), factor)
+        fates[label(tuple(key[: len(KEY)]))] = f"{found.outcome} at round {found.rounds}"
+    return fates
+
+
 def one_rerun(args: argparse.Namespace, index: int) -> Rerun:
     where = Path(args.out) / f"rerun-{index}"
     load, started = load_average(), time.monotonic()
@@ -233,63 +280,21 @@ def judged_rerun(
     rerun.points, rerun.unjudged = len(report["points"]), len(report.get("unjudged", []))
     meta = json.loads((cur / "meta.json").read_text())
     rerun.rounds = meta.get("ab", {}).get("rounds")
-    rerun.planted, rerun.planted_exits = plant_each(base, cur, where, args.plant)
-    caught = f"{sum(rerun.planted.values())}/{len(rerun.planted)}"
-    print(f"rerun {index}: exit {rerun.exit_status} ({rerun.verdict}) in {seconds / 60:.1f} min, load {load}; "
-          f"planted caught {caught}", file=sys.stderr, flush=True)  # fmt: skip
-    return rerun
-
-
-MEANING = "0 pass, 1 a regression elsewhere, 4 inconclusive; None: not recorded"
-HEADER = (
-    "| reruns | false alarms (exit 1) | inconclusive (exit 4) | pass (exit 0) | other exits "
-    "| points judged | minutes per rerun (median) | rounds per rerun (median) |"
-)
-
-
-def table(args: argparse.Namespace, reruns: list[Rerun]) -> str:
-    """The results as markdown: the reruns' verdicts, then detection by point."""
-    exits = [r.exit_status for r in reruns]
-    counts = [exits.count(1), exits.count(4), exits.count(0)]
-    rounds = [r.rounds for r in reruns if r.rounds]
-    minutes = statistics.median(r.seconds for r in reruns) / 60
     if args.recipe == "ab":
-        flags = [f" --rounds {args.rounds}"] if args.rounds else []
-        flags += [f" --max-rounds {args.max_rounds}"] if args.max_rounds else []
-        recipe = f"linbench ab --baseline {args.baseline} --suite {args.suite}{''.join(flags)}"
+        from gate_recipe_replay import point_figures, rounds_spread
+
+        rerun.planted_fate = replay_each(base, cur, args.plant)
+        rerun.planted = {name: fate.startswith("caught") for name, fate in rerun.planted_fate.items()}
+        rerun.point_rounds = rounds_spread(cur)
+        rerun.figures = {label(tuple(k[: len(KEY)])): astuple(f) for k, f in point_figures(base, cur).items()}
     else:
-        recipe = f"linbench run --suite {args.suite} twice, then linbench compare"
-    beside = " beside a busy torch neighbour" if args.busy else ""
-    loads = ", ".join(r.load.split()[0] for r in reruns)
-    cells = [
-        len(reruns),
-        *counts,
-        len(exits) - sum(counts),
-        f"{sum(r.points - r.unjudged for r in reruns)} / {sum(r.points for r in reruns)}",
-        f"{minutes:.1f}",
-        statistics.median(rounds) if rounds else "-",
-    ]
-    lines = [
-        f"Recipe: `{recipe}`; {len(reruns)} back-to-back reruns of unchanged code{beside}; "
-        f"load average (1 min) at the start of each rerun: {loads}.",
-        "",
-        HEADER,
-        "|---|---|---|---|---|---|---|---|",
-        "| " + " | ".join(map(str, cells)) + " |",
-        "",
-        f"| +{(args.plant - 1) * 100:.0f}% planted on one point (in the current side's results) | caught |",
-        "|---|---|",
-    ]
-    for name in sorted({name for r in reruns for name in r.planted}):
-        hits = [r.planted[name] for r in reruns if name in r.planted]
-        lines.append(f"| {name} | {sum(hits)} / {len(hits)} |")
-    total = [hit for r in reruns for hit in r.planted.values()]
-    lines.append(f"| **every point** | **{sum(total)} / {len(total)}** |")
-    missed = [r.planted_exits.get(name) for r in reruns for name, hit in r.planted.items() if not hit]
-    if missed:
-        by_exit = ", ".join(f"exit {code}: {missed.count(code)}" for code in sorted(set(missed), key=str))
-        lines += ["", f"The missed plants by the exit `compare` gave them ({MEANING}): {by_exit}."]
-    return "\n".join(lines)
+        rerun.planted, rerun.planted_exits = plant_each(base, cur, where, args.plant)
+    rerun.recorded_load = recorded_load(cur)
+    caught = f"{sum(rerun.planted.values())}/{len(rerun.planted)}"
+    print(f"rerun {index}: exit {rerun.exit_status} ({rerun.verdict}) in {seconds / 60:.1f} min, load {load} "
+          f"(rounds: {rerun.recorded_load}); rounds a point {rerun.point_rounds}; planted caught {caught}",
+          file=sys.stderr, flush=True)  # fmt: skip
+    return rerun
 
 
 def main() -> None:
@@ -300,6 +305,8 @@ def main() -> None:
     parser.add_argument("--baseline", default="HEAD", help="the revision ab measures against (ab only)")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--max-rounds", type=int, default=None)
+    parser.add_argument("--max-job-s", type=float, default=270.0, help="the recipe's budget (ab only; 0: none)")
+    parser.add_argument("--widen", action="store_true", help="a change to the gated family's shared code (ab only)")
     parser.add_argument("--plant", type=float, default=1.3)
     parser.add_argument("--busy", action="store_true", help="run beside a busy torch neighbour")
     parser.add_argument("--out", required=True, help="a folder for the reruns (made; must not hold reruns)")

@@ -108,3 +108,29 @@ def test_every_linbench_command_line_parses(path: Path) -> None:
                 assert word.split("=")[0] in known, f"{word} is not an option of linbench {command[1]}"
         if "--suite" in command:
             build_spec(SweepRequest(suite=ROOT / command[command.index("--suite") + 1]))  # raises on a bad suite
+
+
+@pytest.mark.parametrize(("history_exit", "job_exit"), [(0, 0), (4, 0), (1, 1), (2, 2)])
+def test_the_nightly_job_fails_on_a_regression_and_warns_on_an_inconclusive_night(
+    tmp_path: Path, history_exit: int, job_exit: int
+) -> None:
+    """What its header says: exit 1 (and 2) fail the job; 4 passes it with a warning, so a slow
+    night alone never fails it. The judging step's script runs with a stand-in linbench."""
+    import subprocess
+
+    workflow = _load(ROOT / ".github" / "workflows" / "nightly-gpu.yml")
+    (job,) = workflow["jobs"].values()
+    (step,) = [s for s in job["steps"] if "linbench history" in s.get("run", "")]
+    fake = tmp_path / "bin" / "linbench"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho 'REGRESSION or not: the last line'\nexit {history_exit}\n")
+    fake.chmod(0o755)
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "activate").write_text("")
+    script = step["run"]
+    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "SLUG": "a100"}
+    done = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == job_exit, done.stdout + done.stderr
+    assert ("::warning" in done.stdout) == (history_exit == 4)

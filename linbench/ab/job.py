@@ -16,20 +16,19 @@ from functools import partial
 from pathlib import Path
 
 from linbench.ab.merge import merge_rounds
-from linbench.ab.rounds import SIDES, Folders, RoundResult, Side, can_narrow, run_rounds, side_env
+from linbench.ab.rounds import ONLY_POINTS, SIDES, Folders, RoundResult, Side, run_help, run_rounds, side_env
+from linbench.ab.sequential import Scheduler, open_lines, points_seconds
 from linbench.ab.spelling import knows_against, old_spelling
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
-from linbench.gate.statistic import process_times
+from linbench.gate.rule import TimeRule
 from linbench.machine.facts import git_sha
 from linbench.results.point_list import Key
-from linbench.results.processes import ProcessResult
-from linbench.results.protocol import ProcessProtocol, judged
-from linbench.results.record import row_key
-from linbench.results.schema import KEY_COLUMNS
-from linbench.results.store import RunStore, utc_stamp
+from linbench.results.protocol import ProcessProtocol
+from linbench.results.store import utc_stamp
 from linbench.sweep.suites import find_suite, read_suite, suite_command
 
 Progress = Callable[[str], None]
+NO_CHECK = "--no-check"  # run's: measure without the correctness check (round 1 checked every point)
 
 
 class AbError(ValueError):
@@ -67,18 +66,33 @@ class AbJob:
         """The repeated-process protocol of the rounds: a round is a process of every point."""
         return ProcessProtocol.rounds(self.rounds, self.max_rounds)
 
-    def measure(self, run_args: Sequence[str], on_progress: Progress, command: str = "run") -> Folders:
+    def measure(
+        self,
+        run_args: Sequence[str],
+        on_progress: Progress,
+        command: str = "run",
+        rule: TimeRule | None = None,
+        budget_s: float | None = None,
+        only: set[Key] | None = None,
+        started: float | None = None,
+    ) -> Folders:
         """Every round, the baseline in a worktree of ``sha`` that is gone when this returns;
         each side's round run folders, in round order. After ``rounds`` rounds, another while a
-        point needs one by the protocol (on either side), up to ``max_rounds``: a round of
-        those points only, where the baseline's ``linbench run`` takes ``--only-points``.
-        ``command``: what each round runs, ``run`` or ``decode`` (a decode suite's rounds)."""
+        point's verdict is still open by ``rule`` (the gate's; gate/sequential.py), up to
+        ``max_rounds``, each of the open points only (where the baseline's ``linbench run``
+        takes ``--only-points``), cheapest to decide first while the job's projected end stays
+        within ``budget_s`` seconds from ``started`` (time.monotonic(); None: now; ab/sequential.py).
+        ``command``: what each round runs, ``run`` or ``decode`` (a decode suite's rounds);
+        ``only``: the points of the sweep its rounds measure (widen_cost.first_points; None: all)."""
         protocol = self.protocol
+        rule = rule if rule is not None else TimeRule(protocol=protocol)
+        scheduler = Scheduler(rule, budget_s) if started is None else Scheduler(rule, budget_s, started)
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
-        more = f" (up to {protocol.most} where a point's rounds disagree)" if protocol.most > protocol.wanted else ""
+        more = f" (more, up to {protocol.most}, for points not yet decided)" if protocol.most > protocol.wanted else ""
         on_progress(f"linbench ab: {what}, {protocol.wanted} rounds{more} -> {self.out_dir}")
 
         def each_round(index: int, results: list[RoundResult]) -> None:
+            scheduler.round_done([r.seconds for r in results], [points_seconds(r.folder) for r in results])
             line = f"round {index}/{protocol.wanted if index <= protocol.wanted else protocol.most}: "
             on_progress(line + "; ".join(result.summary() for result in results))
 
@@ -86,24 +100,32 @@ class AbJob:
             # A revision from before run's --baseline became --against is given the old words.
             spelt = None if knows_against(tree, side_env(tree)) else partial(old_spelling, out_dir=self.out_dir)
             sides = {"baseline": Side("baseline", tree, command, spelt), "current": Side("current", self.root, command)}
-            # The current side is this code, whose run takes --only-points; only the baseline is
-            # asked. decode takes no --only-points: its extra rounds measure every point.
-            narrow = protocol.most > protocol.wanted and command == "run" and can_narrow(sides["baseline"])
+            # The current side is this code, whose run takes --only-points and --no-check; only
+            # the baseline is asked. decode takes neither: its rounds measure and check every point.
+            helped = run_help(sides["baseline"]) if command == "run" else ""
+            narrow = ONLY_POINTS in helped
+            later = [NO_CHECK] if NO_CHECK in helped else []
+
+            def affordable() -> bool:
+                fits = scheduler.round_fits()
+                if not fits:
+                    last = scheduler.rounds_s[-1]
+                    on_progress(
+                        f"another round of every point (about {last:.0f} s) would pass --max-job-s {budget_s:g}: "
+                        f"the rounds stop here, and a point with fewer than {protocol.min_to_judge} is not judged"
+                    )
+                return fits
 
             def another(folders: Folders) -> set[Key]:
-                needed = points_needing_more(folders, protocol)
-                if needed:
-                    spread = f"{protocol.extend_above:.0%}"
-                    judged = "judged times (on a CPU: CPU times or p20s)"
-                    few = f"rounds are fewer than {protocol.min_to_judge} or whose"
-                    what = f"{len(needed)} point(s) whose {few} {judged} differ by more than {spread}"
-                    which = " of those points" if narrow else " of every point (the baseline cannot narrow one)"
-                    on_progress(f"{what}: another round{which}")
+                needed = scheduler.next_points(folders)
+                for line in open_lines(scheduler, needed, narrow, budget_s):
+                    on_progress(line)
                 return needed
 
             return run_rounds(
-                sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another, narrow
-            )
+                sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another, narrow, later, only,
+                affordable,
+            )  # fmt: skip
 
     def merge(self, folders: Mapping[str, Sequence[Path]], command: str) -> dict[str, Path]:
         """Each side's rounds as one run folder, out_dir/<side>, whose meta.json records the
@@ -116,43 +138,6 @@ class AbJob:
             sections = {"timing_protocol": protocol, "ab": ab, "command": command}
             merged[side] = merge_rounds(paths, self.out_dir / side, sections).path
         return merged
-
-
-def points_needing_more(folders: Folders, protocol: ProcessProtocol) -> set[Key]:
-    """The points (record.row_key's) that need another round by ``protocol`` on either side:
-    their rounds so far (each a process) number fewer than it wants, or disagree by more than
-    it trusts and number fewer than its most. Disagree in the time compare judges
-    (gate/statistic.py: each round's p20 on a CPU), so a point is extended exactly while the
-    verdict would find its side unsettled. A point that failed in a round needs none: it is
-    broken whatever more rounds say."""
-    needing: set[Key] = set()
-    for paths in folders.values():
-        by_point: dict[Key, list[ProcessResult]] = {}
-        failed: set[Key] = set()
-        for path in paths:
-            for row in RunStore(path).rows():
-                key = row_key(row)
-                by_point.setdefault(key, []).append(ProcessResult.from_row(row))
-                if row.get("status") != "ok":
-                    failed.add(key)
-        cpu = {key for key in by_point if _on_cpu(key)}
-        needing |= {k for k, rows in by_point.items() if k not in failed and needs_another(rows, protocol, k in cpu)}
-    return needing
-
-
-def needs_another(rounds: Sequence[ProcessResult], protocol: ProcessProtocol, cpu: bool) -> bool:
-    """Whether a point (on a CPU: ``cpu``) measured in ``rounds`` (one side's) needs another
-    round: fewer than ``protocol`` wants, or fewer than its most while they disagree by more than
-    its ``extend_above`` in the time compare judges, of the rounds it judges (results/protocol.py's
-    judged: oversubscribed ones left out where 3 others remain, unless judged on their CPU time).
-    As ``run`` extends a point's processes: past the ``trust_processes`` at which compare trusts
-    a spread, a disagreeing point goes on to ``--max-rounds``, so the rounds an inconclusive
-    comparison asks for (gate/advice.py) are the rounds it gets."""
-    return protocol.extends(len(rounds), lambda: process_times(judged(rounds, cpu), cpu)[1])
-
-
-def _on_cpu(key: tuple[str, ...]) -> bool:
-    return key[KEY_COLUMNS.index("device")].split(":")[0] == "cpu"
 
 
 def ab_folder(out: Path | None) -> Path:

@@ -17,13 +17,17 @@ round of all of them.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from linbench.results.point_list import write_point_list
 from linbench.results.record import Key
@@ -35,6 +39,11 @@ SIDES = ("baseline", "current")
 MEASURED_EXITS = (0, 1)
 USAGE_EXIT = 2
 ERROR_PREFIX = "linbench: error: "
+# A round stopped (the A/B interrupted) gets this long to end its workers after its Ctrl-C;
+# then everything left in its process group is killed.
+STOP_GRACE_S = 10.0
+# What stops an A/B as Ctrl-C does: a CI cancellation sends SIGTERM, a closed terminal SIGHUP.
+STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 class RoundError(RuntimeError):
@@ -91,19 +100,30 @@ def run_rounds(
     most: int | None = None,
     another: Callable[[Folders], Collection[Key]] = lambda folders: (),
     narrow: bool = False,
+    later: Sequence[str] = (),
+    only: Collection[Key] | None = None,
+    affordable: Callable[[], bool] = lambda: True,
 ) -> Folders:
     """Run ``rounds`` rounds, then more, up to ``most`` (default: ``rounds``), while
     ``another`` names points (record.row_key's) that the round folders so far leave needing
     one; each side's round run folders, in round order. With ``narrow``, those rounds measure
-    only the points named. ``on_round`` hears each finished round. RoundError stops at the
-    first round that did not measure."""
+    only the points named. ``later``: words every round after the first adds (``--no-check``:
+    round 1 checked every point). ``only`` (with ``narrow``): the points the rounds asked for
+    measure (None: all). ``affordable`` is asked before each of those rounds after the first:
+    False (another would pass the job's budget) stops the rounds there. ``on_round`` hears each
+    finished round. RoundError stops at the first round that did not measure."""
     folders: Folders = {name: [] for name in sides}
     index = 0
-    while index < rounds or (index < (most or rounds) and (needed := another(folders))):
+    while (index < rounds and (index == 0 or affordable())) or (
+        rounds <= index < (most or rounds) and (needed := another(folders))
+    ):
         index += 1
-        args = list(run_args)
+        args = list(run_args) + (list(later) if index > 1 else [])
         if index > rounds and narrow:
             args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", needed))]
+        elif only is not None and narrow:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            args += [ONLY_POINTS, str(write_point_list(out_dir / "points.csv", only))]
         results = [run_one(sides[name], index, args, out_dir) for name in round_order(index)]
         for result in results:
             folders[result.side].append(result.folder)
@@ -122,9 +142,7 @@ def run_one(side: Side, index: int, run_args: Sequence[str], out_dir: Path) -> R
     argv = [sys.executable, "-m", "linbench", side.command, *args, "--quiet", "--yes", "--out", str(where)]
     started = time.perf_counter()
     with log.open("w") as handle:
-        code = subprocess.run(
-            argv, cwd=side.tree, env=side_env(side.tree), stdout=handle, stderr=subprocess.STDOUT
-        ).returncode
+        code = run_in_own_group(argv, side.tree, side_env(side.tree), handle)
     seconds = time.perf_counter() - started
     made = sorted(p for p in where.iterdir() if p not in before and p.is_dir())
     folder = _measured_folder(side, index, code, made, log)
@@ -132,13 +150,65 @@ def run_one(side: Side, index: int, run_args: Sequence[str], out_dir: Path) -> R
     return RoundResult(side.name, index, folder, seconds, dict(statuses))
 
 
+def run_in_own_group(argv: Sequence[str], cwd: Path, env: dict[str, str], log: Any) -> int:
+    """Run ``argv`` in a process group of its own, its output to ``log``; its exit status. When
+    this process is interrupted meanwhile (Ctrl-C, or SIGTERM and SIGHUP under
+    ``stopping_on_signals``), the round is stopped as a Ctrl-C stops ``linbench run`` (its
+    workers ended, its folder marked), and after STOP_GRACE_S whatever is left of its group (a
+    fork server, a worker) is killed, before the interrupt goes on."""
+    child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        return child.wait()
+    except BaseException:
+        stop_group(child)
+        raise
+
+
+def stop_group(child: subprocess.Popen[Any]) -> None:
+    """Ctrl-C to ``child``'s process group, up to STOP_GRACE_S for it to end, then SIGKILL to
+    whatever the group still holds (the child's own children included, however it ended)."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGINT)
+    with suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=STOP_GRACE_S)
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
+    with suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=STOP_GRACE_S)
+
+
+@contextmanager
+def stopping_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt in the block, as Ctrl-C does, so an A/B
+    cancelled by CI removes its worktree and stops its rounds (run_in_own_group) instead of
+    dying with them running. Only the main thread may set handlers: elsewhere, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in STOPPING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def can_narrow(side: Side) -> bool:
     """Whether ``side``'s ``linbench run`` takes ``--only-points`` (a revision from before it
     does not): its help, asked once, names the flag."""
+    return ONLY_POINTS in run_help(side)
+
+
+def run_help(side: Side) -> str:
+    """``side``'s ``linbench <command> --help``, wide and plain ("" where it fails)."""
     env = side_env(side.tree) | {"COLUMNS": "200", "NO_COLOR": "1"}
     argv = [sys.executable, "-m", "linbench", side.command, "--help"]
     found = subprocess.run(argv, cwd=side.tree, env=env, capture_output=True, text=True)
-    return found.returncode == 0 and ONLY_POINTS in found.stdout
+    return found.stdout if found.returncode == 0 else ""
 
 
 def side_env(tree: Path) -> dict[str, str]:

@@ -36,4 +36,26 @@ def added_seconds(request: SweepRequest, impl: str, rounds: int) -> float | None
     return SIDES * estimate_s(plan.points, plan.timing, plan.timeout_s, plan.kind, rounds)
 
 
-__all__ = ["added_seconds"]
+def first_points(request: SweepRequest, added: tuple[str, ...]) -> set[tuple[str, ...]] | None:
+    """The points every round measures when ``added`` impls (``variant:impl``) widen the sweep
+    ``request`` asks for (its ``--variant`` already widened): every point of the sweep's own
+    impls, and each added impl at the sweep's shapes at its shortest length only, where a
+    recurrent or quadratic form costs least (one is measured there, not skipped). None where
+    nothing is added or the sweep cannot be planned here (then every point is measured)."""
+    from linbench.devices import resolve_device
+
+    if not added:
+        return None
+    try:
+        spec = build_spec(request)
+        device = resolve_device(spec.device)
+        plan = make_plan(spec, device, str(device))
+    except (SpecError, ValueError, RuntimeError):
+        return None
+    shortest = min(point.shape.seq for point in plan.points)
+    widened = set(added)
+    return {
+        point.key
+        for point in plan.points
+        if f"{point.variant}:{point.impl}" not in widened or point.shape.seq == shortest
+    }

@@ -18,6 +18,7 @@ import copy
 import inspect
 import shlex
 import sys
+import time
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,25 +30,29 @@ import typer
 from linbench.cli.compare_cmd import compare_command
 from linbench.cli.errors import INTERRUPTED_EXIT, CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_cmd import run_command
-from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, MIN_TO_JUDGE, TRUST_PROCESSES
+from linbench.results.protocol import MIN_TO_JUDGE
 
-DEFAULT_ROUNDS = 5
+DEFAULT_ROUNDS = MIN_TO_JUDGE  # every point's; the others go to the points not yet decided
+DEFAULT_MAX_ROUNDS = 100
 # run's options that ab sets itself (--out, --quiet, --yes), or that make no sense for a round:
 # each round is one process per point, a new run, measured to the end.
 RUN_OPTIONS_NOT_FORWARDED = (
     *("out", "quiet", "yes"),
-    *("resume", "dry_run", "processes", "max_processes", "mix", "allow_failures"),
+    *("resume", "dry_run", "processes", "max_processes", "mix", "allow_failures", "no_check"),
     *("baseline", "no_baseline"),  # run's refused old spellings of --against: ab's --baseline is the revision
 )
 # ab gives compare --changed-since itself: the baseline revision.
 COMPARE_ARGUMENTS = ("baseline", "current", "changed_since")
 HELP = {
     "baseline": "The git revision to measure against (a sha, a branch, HEAD~1, origin/main).",
-    "rounds": f"Rounds: each runs every point once per side, in ABBA order. Default: {DEFAULT_ROUNDS} "
+    "rounds": f"Rounds of every point: each runs every point once per side, in ABBA order. Default: {DEFAULT_ROUNDS} "
     f"(compare needs {MIN_TO_JUDGE} processes per point to judge time).",
-    "max_rounds": f"The most rounds: after --rounds, more run while a point's rounds disagree by more than "
-    f"{EXTEND_ABOVE:.0%} (past {TRUST_PROCESSES}, while too spread to judge within {ENOUGH_THRESHOLD:.0%}; as run's "
-    f"--max-processes). Default: {TRUST_PROCESSES} when --rounds > 1.",
+    "max_rounds": "The most rounds: after --rounds, more run, each of the points whose verdict is not yet decided "
+    "(the interval of their ratio at the gate's error rates reaches both past --max-slowdown and to +--max-noise; "
+    f"docs/gate.md), cheapest to decide first. Default: {DEFAULT_MAX_ROUNDS} when --rounds > 1.",
+    "max_job_s": "The most seconds the A/B may take, from its start to its verdict: rounds are given to the open "
+    "points, cheapest to decide first, only while the rounds they need fit; a point left out is not judged, and "
+    "the verdict is inconclusive (exit 4), naming the rounds it would need. Default: no limit.",
     "no_widen": "Measure the sweep as given: an impl whose code changed since the baseline (git diff, mapped by "
     "the import graph) and that the sweep does not measure is not added, and the verdict is inconclusive "
     "(exit 4), naming it.",
@@ -113,25 +118,31 @@ def ab_command(**values: Any) -> None:
     """Measure the baseline revision and the current code in alternating rounds here, then
     compare them as linbench compare does (same table, same exit status).
 
+    After --rounds rounds of every point, each point gets more only until its verdict is
+    decided either way at the gate's error rates, cheapest first, within --max-rounds and
+    --max-job-s. Before the rounds, each impl whose code changed since the baseline (git diff,
+    mapped by the import graph; docs/gate.md) is added to the points where the sweep does not
+    measure it; one that cannot be (it cannot run on the device, or --no-widen) makes the
+    verdict inconclusive.
+
     Exit status, the first that applies:
     1 regression;
-    4 inconclusive: some time was not judged (noisy or unverified points) even after the extra
-    rounds, or a changed impl was not measured; the output names the points and the --rounds and
-    --max-rounds that would judge them, and the impls;
+    4 inconclusive: some time was not judged (a point not decided within --max-rounds or
+    --max-job-s, or unverified), or a changed impl was not measured; the output names the points
+    and the --rounds and --max-rounds that would judge them, and the impls;
     3 environment changed: only with --control, when the control points all moved;
-    Before the rounds, each impl whose code changed since the baseline (git diff, mapped by the
-    import graph; docs/gate.md) is added to the points where the sweep does not measure it; one
-    that cannot be (it cannot run on the device, or --no-widen) makes the verdict inconclusive.
-
     0 pass: every point was judged, none regressed, and every changed impl was measured;
-    2 usage error (also a revision that refuses the sweep); 130 interrupted.
+    2 usage error (also a revision that refuses the sweep); 130 interrupted (Ctrl-C, SIGTERM,
+    SIGHUP: the rounds are stopped and the worktree removed).
     """
     from linbench.ab.job import AbJob, one_process_per_round, rounds_command, suite_file
-    from linbench.ab.rounds import RoundError
+    from linbench.ab.rounds import RoundError, stopping_on_signals
     from linbench.ab.worktree import WorktreeError
 
     revision, rounds, out = values.pop("baseline"), values.pop("rounds"), values.pop("out")
+    started = time.monotonic()
     max_rounds, no_widen, max_widen_s = values.pop("max_rounds"), values.pop("no_widen"), values.pop("max_widen_s")
+    max_job_s = values.pop("max_job_s")
     if values.pop("baseline_impl"):
         exit_usage_error("--baseline-impl is now --against, as in linbench run (the impls measured beside)")
     compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
@@ -139,18 +150,28 @@ def ab_command(**values: Any) -> None:
         _check_compare_flags(compare_flags)
         if max_widen_s is not None and max_widen_s < 0:
             raise CliUsageError(f"--max-widen-s must be 0 or more, not {max_widen_s:g}")
+        if max_job_s is not None and max_job_s <= 0:
+            raise CliUsageError(f"--max-job-s must be more than 0, not {max_job_s:g}")
+        if max_rounds is None and rounds > 1:
+            max_rounds = max(rounds, DEFAULT_MAX_ROUNDS)
         job = AbJob.prepare(revision, rounds, out, max_rounds)  # AbError, WorktreeError: one line and exit 2
         if values.get("suite") is not None:
             values["suite"] = suite_file(values["suite"])
-        _widen(job, values, not no_widen, max_widen_s)
+        only = _widen(job, values, not no_widen, max_widen_s)
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
         command = rounds_command(values.get("suite"))
+    rule = _time_rule(compare_flags, job)
     try:
-        folders = job.measure(run_args, _note, command)
+        with stopping_on_signals():
+            folders = job.measure(run_args, _note, command, rule, max_job_s, only, started)
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
-    except KeyboardInterrupt:
-        _note(f"interrupted: the baseline's worktree is removed; the rounds so far are in {job.out_dir}")
+    except KeyboardInterrupt as exc:
+        why = f" ({exc})" if str(exc) else ""
+        _note(
+            f"interrupted{why}: its rounds are stopped and the baseline's worktree is removed; "
+            f"the rounds so far are in {job.out_dir}"
+        )
         raise typer.Exit(INTERRUPTED_EXIT) from None
     merged = job.merge(folders, shlex.join(["linbench", *sys.argv[1:]]))
     try:
@@ -161,13 +182,25 @@ def ab_command(**values: Any) -> None:
         )
 
 
-def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None) -> None:
+def _time_rule(flags: dict[str, Any], job: Any) -> Any:
+    """The gate's time rule as compare will apply it to the A/B (its --max-slowdown and
+    --max-noise), which decides when a point needs no more rounds."""
+    from linbench.cli.compare_cmd import parse_percent
+    from linbench.gate.rule import TimeRule
+
+    slowdown = parse_percent(flags.get("max_slowdown") or "5%", "--max-slowdown")
+    noise = parse_percent(flags.get("max_noise") or "30%", "--max-noise")
+    return TimeRule(max_slowdown=slowdown, max_noise=noise, protocol=job.protocol)
+
+
+def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None) -> set[tuple[str, ...]] | None:
     """Add to the rounds' ``--variant`` each impl whose code changed since the baseline and
     that the sweep (the suite's, or the flags') does not measure, unless it cannot run on the
     sweep's device, ``enabled`` is False, or the added impls' predicted time passes ``max_s``
-    (``--max-widen-s``); say what was done, with each added impl's predicted time."""
+    (``--max-widen-s``); say what was done, with each added impl's predicted time. The points
+    the rounds measure: the added impls at the sweep's shortest length only (None: all)."""
     from linbench.ab.changes import changes_since, sweep_widening, widened_variants
-    from linbench.ab.widen_cost import added_seconds
+    from linbench.ab.widen_cost import added_seconds, first_points
     from linbench.cli.run_flow import sweep_request
     from linbench.sweep.suites import read_suite
 
@@ -181,8 +214,13 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
         widening = widening.priced({impl: added_seconds(request, impl, job.rounds) for impl in widening.added}, max_s)
     for line in widening.lines():
         _note(line)
-    if widening.added:
-        values["variant"] = widened_variants(variants, widening.added)
+    if not widening.added:
+        return None
+    values["variant"] = widened_variants(variants, widening.added)
+    only = first_points(sweep_request("run", values), widening.added)
+    if only is not None:
+        _note("changed code: the added impls are measured at the sweep's shortest length, where they cost least")
+    return only
 
 
 def _as_list(value: Any) -> list[str]:
@@ -241,6 +279,12 @@ _OWN = [
         inspect.Parameter.KEYWORD_ONLY,
         default=None,
         annotation=Annotated[float | None, typer.Option("--max-widen-s", help=HELP["max_widen_s"], show_default=False)],
+    ),
+    inspect.Parameter(
+        "max_job_s",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[float | None, typer.Option("--max-job-s", help=HELP["max_job_s"], show_default=False)],
     ),
     inspect.Parameter(
         "out",

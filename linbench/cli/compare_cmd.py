@@ -26,9 +26,10 @@ BYTE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb
 HELP = {
     "slowdown": "Largest tolerated slowdown, percent ('5%' or '5'); a slowdown must also exceed the noise "
     "measured between each point's worker processes.",
-    "noise_z": "Standard errors of the between-process noise a change must pass to count (default 5).",
+    "noise_z": "Standard errors of the between-process noise a change must pass to count (default 5); an A/B "
+    "(linbench ab) is judged instead at its error rates per round, until decided (docs/gate.md).",
     "max_noise": "A point whose noise alone could make a change this large (percent, default 30%) is "
-    "'noisy': reported, never a failure.",
+    "'noisy': reported, never a failure; for an A/B, the change a point must be cleared of to pass.",
     "launches": "Largest tolerated growth of GPU kernel launches per call, percent (default 0: any extra launch).",
     "control": "VARIANT:IMPL of control points for the drift check (repeatable; a suite's controls are "
     "read from CURRENT's meta.json): when all of them moved the same way past --max-slowdown, the "

@@ -1,7 +1,7 @@
 """``linbench history``: many runs of one suite at once, one series per point, and the changes
 across them found by Apache Otava (linbench/history/, docs/history.md). Exit 1 when a series'
-newest change is a regression beyond --min-magnitude among its last --recent runs, 4 when the
-newest run cannot be judged (too few runs, or a split just before it), 0 otherwise, 2 on bad input."""
+newest runs are a regression the evidence supports, 4 when they cannot be judged (too few runs,
+or past the floor without the evidence yet), 0 otherwise, 2 on bad input."""
 
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ HELP = {
     "with the PATHS.",
     "add": "A run folder (or a folder of runs) to append to --store before judging (repeatable); a run "
     "the file already holds is skipped.",
-    "recent": "Exit 1 only for a regression among each series' last N runs.",
-    "pvalue": "Otava's significance level: a change is kept at a p-value at most this (default 0.001, Otava's).",
+    "recent": "The newest runs judged: exit 1 for a regression among each series' last N runs, 4 while they sit "
+    "past --min-magnitude without the evidence.",
+    "pvalue": "The suite's false-alarm level a night (default 0.01): each series is tested at its share, this over "
+    "the number of series.",
     "magnitude": "The smallest change named, percent (default 5%, the gate's floor; Otava's min_magnitude).",
     "min_runs": "A segment (a series since its start or its last split) with fewer runs is insufficient data.",
     "html": "Write an HTML page with one figure per changed or split series.",
@@ -38,7 +40,7 @@ def history_command(
     store: Annotated[Path | None, typer.Option("--store", metavar="FILE", help=HELP["store"])] = None,
     add: Annotated[list[Path] | None, typer.Option("--add", metavar="RUN", help=HELP["add"])] = None,
     recent: Annotated[int, typer.Option("--recent", min=1, help=HELP["recent"])] = 3,
-    max_pvalue: Annotated[str, typer.Option("--max-pvalue", help=HELP["pvalue"])] = "0.001",
+    max_pvalue: Annotated[str, typer.Option("--max-pvalue", help=HELP["pvalue"])] = "0.01",
     min_magnitude: Annotated[str, typer.Option("--min-magnitude", help=HELP["magnitude"])] = "5%",
     min_runs: Annotated[int, typer.Option("--min-runs", min=3, help=HELP["min_runs"])] = 5,
     html_path: Annotated[Path | None, typer.Option("--html", metavar="FILE", help=HELP["html"])] = None,
@@ -49,8 +51,11 @@ def history_command(
     One series per point (variant, impl, shape, mode, dtype, device model), in the order of each
     run's commit time (else its start), judged on the time the gate judges; a series is split
     where the device, driver, torch, cores, memory or measured ceilings changed. Exit status:
-    1 a series' newest change is a regression beyond --min-magnitude among its last --recent runs;
-    4 the newest run cannot be judged (insufficient data, or a split just before it);
+    1 a series' newest runs are a regression past --min-magnitude that the evidence supports (a
+    change newly standing with 3 runs after it, or its last --recent runs past the floor at its
+    share of the suite's --max-pvalue);
+    4 the newest runs cannot be judged (insufficient data, a split just before them, or past the
+    floor without the evidence yet: never a pass);
     0 otherwise; 2 bad input.
     """
     from linbench.history import detect, verdict

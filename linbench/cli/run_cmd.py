@@ -35,13 +35,15 @@ HELP = {
     "the run starts (at least one), following the idle cores between points; on GPU: torch's.",
     "warmup_s": "Seconds of untimed warm-up per point. Default: 0.2 on CPU, 0.1 on GPU.",
     "min_reps": "Fewest timed repetitions per point. Default: 3 on CPU, 10 on GPU.",
-    "processes": "Fresh worker processes per point, in interleaved rounds (5 for a regression gate: the "
-    "noise that separates runs is between processes, not within one). Default: 1.",
+    "processes": "Fresh worker processes per point, in interleaved rounds (several for a regression gate, as "
+    "its suite says: the noise that separates runs is between processes, not within one). Default: 1.",
     "max_processes": f"The most processes per point when its first ones disagree by more than {EXTEND_ABOVE:.0%}; "
     f"past {TRUST_PROCESSES}, only while they are too spread for compare to judge within {ENOUGH_THRESHOLD:.0%}. "
     f"Default: {TRUST_PROCESSES} when --processes > 1.",
     "only_points": "Measure only the points of the sweep that this CSV names by their key columns (a results.csv "
     "or rows of one); a point it names that the sweep lacks is refused. linbench ab's extra rounds use it.",
+    "no_check": "Measure each point without its correctness check against the fp64 reference first "
+    "(linbench ab's rounds after the first, which checked every point). Default: checked.",
     "mix": "With --resume: go on although this machine's device, torch or linbench commit differs from "
     "the run's (the run then mixes them).",
     "cuda_graph": "Also capture one call of each point in a CUDA graph and time its replays (device_ms, "
@@ -105,6 +107,7 @@ def run_command(
     processes: Annotated[str | None, MeasureOption("--processes", help=HELP["processes"])] = None,
     max_processes: Annotated[str | None, MeasureOption("--max-processes", help=HELP["max_processes"])] = None,
     only_points: Annotated[Path | None, WhatOption("--only-points", help=HELP["only_points"])] = None,
+    no_check: Annotated[bool, MeasureOption("--no-check", help=HELP["no_check"])] = False,
     mix: Annotated[bool, OutputOption("--mix", help=HELP["mix"])] = False,
     allow_failures: Annotated[bool, OutputOption("--allow-failures", help=HELP["allow_failures"])] = False,
     budget: Annotated[Path | None, OutputOption("--budget", metavar="FILE", help=HELP["budget"])] = None,
@@ -162,6 +165,7 @@ def run_command(
         dry_run=dry_run,
         mix=mix,
         only_points=only_points,
+        check=not no_check,
     )
     if budget is not None and folder is not None:
         from linbench.cli.budget_cmd import judge_budget

@@ -49,7 +49,7 @@ SECONDS_OPTIONS = ("warmup_s",)
 # neither, so an option whose name matches no field fails every run and test at once, instead
 # of being dropped without a word.
 NOT_SWEEP_OPTIONS = frozenset(
-    {"out", "resume", "quiet", "allow_failures", "yes", "dry_run", "mix", "only_points", "budget"}
+    {"out", "resume", "quiet", "allow_failures", "yes", "dry_run", "mix", "only_points", "budget", "no_check"}
     | {"bidirectional", "baseline", "no_baseline"}
     | {f.name for f in dataclass_fields(FleetOptions)}
 )
@@ -92,6 +92,7 @@ def execute_sweep(
     dry_run: bool = False,
     mix: bool = False,
     only_points: Path | None = None,
+    check: bool = True,
 ) -> Path | None:
     """Check everything, make (or reopen) the run folder, run the points, print the summary;
     the run folder (None for a dry run).
@@ -101,7 +102,8 @@ def execute_sweep(
     makes no folder. A resumed run is refused on another device, torch or commit unless
     ``mix``. Exits 1 when a point failed (mismatch, error, crashed: a wrong or broken
     impl) unless ``allow_failures``; oom, timeout and skipped are the sweep's reach and exit 0.
-    ``only_points``: a CSV naming the points of the sweep to measure (results/point_list.py)."""
+    ``only_points``: a CSV naming the points of the sweep to measure (results/point_list.py);
+    ``check`` False: no correctness check before each point (run --no-check)."""
     # The fork server: a fork of this process once it holds the worker's imports, where this
     # process is the command's own (a host process's state is not ours to fork), else a process
     # of its own, started now so that its imports run beside this one's (supervisor.py).
@@ -135,6 +137,8 @@ def execute_sweep(
             prepare(request, out, resume=resume, mix=mix, repair=not dry_run, only=only),
             command_began=command_began(),
         )
+        if not check:
+            prepared = replace(prepared, plan=replace(prepared.plan, check=False))
     if dry_run:
         _print_plan(prepared, console)
         return None

@@ -54,10 +54,14 @@ class Rerun:
 def rerun_of(comparison: Comparison, thresholds: Thresholds) -> Rerun:
     """The processes per point that would judge every unjudged point of ``comparison``."""
     rule = thresholds.time_rule(comparison.protocol)
-    first = max(GATE_PROCESSES, comparison.protocol.min_to_judge)
-    needed = [processes_to_judge(p.spread, rule) for p in comparison.unjudged]
     protocol = comparison.protocol
-    most = max([first, protocol.trust_processes, *needed])
+    needed = [processes_to_judge(p.spread, rule, p.ratio) for p in comparison.unjudged]
+    if protocol.sequential:  # measured until decided: the rounds each point's spread and ratio need
+        first = protocol.min_to_judge
+        most = max([first, protocol.wanted, *needed])
+    else:
+        first = max(GATE_PROCESSES, protocol.min_to_judge)
+        most = max([first, protocol.trust_processes, *needed])
     worth = max(MOST_WORTH_ASKING, protocol.trust_processes, protocol.most)
     return Rerun(first, min(most, worth), sum(n > worth for n in needed), worth)
 
@@ -162,6 +166,12 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
     shown = "; ".join(f"{point_label(p.key)} ({p.time_verdict})" for p in unjudged[:SHOWN_POINTS])
     more = f"; and {len(unjudged) - SHOWN_POINTS} more" if len(unjudged) > SHOWN_POINTS else ""
     lines.append(f"{len(unjudged)} point(s) whose time was not judged: {shown}{more}")
+    if comparison.protocol.sequential and any(p.time_verdict == "noisy" for p in unjudged):
+        lines.append(
+            "noisy here: not decided within the rounds run: the interval of the ratio still reaches both past "
+            f"--max-slowdown {thresholds.max_slowdown:.0%} and to +{thresholds.max_noise:.0%} at the gate's error "
+            "rates (docs/gate.md, judged in time)"
+        )
     rerun = rerun_of(comparison, thresholds)
     base_cmd, cur_cmd = comparison.commands
     if comparison.ab:

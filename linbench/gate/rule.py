@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from linbench.gate.sequential import CLEAR, MOST_ROUNDS, REGRESSION, ErrorRates, outcome, rounds_to_decide
 from linbench.results.processes import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, median_difference_se
 from linbench.results.protocol import GATE_PROCESSES, ProcessProtocol
 
@@ -81,6 +82,9 @@ class TimeRule:
     # (between.py).
     run_shift: float = 0.0
     run_scatter: float = 0.0
+    # Runs measured until decided (the protocol's DECIDED, linbench ab): the error rates of one
+    # look (gate/sequential.py), which take the place of noise_z and the settled condition.
+    rates: ErrorRates = field(default_factory=ErrorRates)
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,9 @@ class TimeJudgement:
     threshold: float | None = None  # T = max(max_slowdown, N): the change that fails
     settled: bool | None = None  # both sides' spreads trusted (see the module's docstring)
     gross: bool = False  # a regression found by the gross rule where the noise rule could not judge
+    # Judged until decided (sequential.py): what the interval settled (regression, clear) or
+    # open; None for the spread rule.
+    decision: str | None = None
 
 
 def judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule, within: float | None = None) -> TimeJudgement:
@@ -142,12 +149,34 @@ def _judge(base: Sequence[float], cur: Sequence[float], rule: TimeRule) -> TimeJ
     deviations = np.concatenate([np.abs(log_b - m_b), np.abs(log_c - m_c)])
     spread = MAD_TO_SIGMA * float(np.median(deviations))
     se = median_difference_se(spread, k_b, k_c)
+    if rule.protocol.sequential:
+        return _judge_decided(log_ratio, spread, math.hypot(se, rule.run_scatter), k_b, k_c, rule)
     noise = math.expm1(rule.noise_z * math.hypot(se, rule.run_scatter))
     threshold = max(rule.max_slowdown, noise)
     settled = rule.protocol.trusts_spread(base) and rule.protocol.trusts_spread(cur)
     judged = math.exp(log_ratio - rule.run_shift)  # what this point moved beyond the whole run
     verdict = "noisy" if not settled else _verdict(judged, noise, threshold, rule)
     return TimeJudgement(verdict, ratio, spread, noise, threshold, settled)
+
+
+def _judge_decided(log_ratio: float, spread: float, se: float, k_b: int, k_c: int, rule: TimeRule) -> TimeJudgement:
+    """The verdict of a point measured until decided (sequential.py): a regression or cleared
+    by the interval of its ratio at the gate's error rates, else open, which is not judged
+    (``noisy``). The noise N is what the false-alarm quantile makes of the standard error."""
+    ratio = math.exp(log_ratio)
+    judged = log_ratio - rule.run_shift
+    # The quantile of a few processes is in the thousands: past e^700 the noise is unbounded.
+    exponent = rule.rates.alarm_quantile(k_b, k_c) * se
+    noise = math.expm1(exponent) if exponent < 700 else math.inf
+    threshold = max(rule.max_slowdown, noise)
+    decision = outcome(judged, se, k_b, k_c, rule.max_slowdown, rule.max_noise, rule.rates)
+    if decision == REGRESSION:
+        verdict = "regression"
+    elif decision == CLEAR:
+        verdict = _verdict(math.exp(judged), noise, threshold, replace(rule, max_noise=math.inf))
+    else:
+        verdict = "noisy"
+    return TimeJudgement(verdict, ratio, spread, noise, threshold, True, decision=decision)
 
 
 def _verdict(ratio: float, noise: float, threshold: float, rule: TimeRule) -> str:
@@ -162,12 +191,19 @@ def _verdict(ratio: float, noise: float, threshold: float, rule: TimeRule) -> st
     return "same"
 
 
-def processes_to_judge(spread: float | None, rule: TimeRule) -> int:
+def processes_to_judge(spread: float | None, rule: TimeRule, ratio: float | None = None) -> int:
     """How many processes per side would judge a point whose processes spread ``spread`` (σ̂):
     enough for the noise threshold N to fall to ``max_noise``, and no fewer than the protocol
     judges with (``min_to_judge``) or trusts a spread wider than ``extend_above`` from
-    (``trust_processes``). An estimate: the spread itself is measured from few processes."""
+    (``trust_processes``); for runs measured until decided, the rounds that would decide it at
+    its ``ratio`` (sequential.py). An estimate: the spread itself is measured from few processes."""
     protocol = rule.protocol
+    if protocol.sequential:  # until decided: the rounds its spread and ratio would take
+        log_ratio = math.log(ratio) if ratio and ratio > 0 else 0.0
+        found = rounds_to_decide(
+            spread, log_ratio, protocol.min_to_judge, rule.max_slowdown, rule.max_noise, rule.rates
+        )
+        return found if found is not None else MOST_ROUNDS
     least = max(protocol.min_to_judge, GATE_PROCESSES)
     if spread is None:
         return least

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from linbench.history.detect import Change
 from linbench.history.observations import KEY_FIELDS
-from linbench.history.verdict import INCONCLUSIVE, REGRESSION, History, SeriesFinding
+from linbench.history.verdict import INCONCLUSIVE, REGRESSION, History, SegmentFinding, SeriesFinding
 
 VERDICT = {0: "PASS", REGRESSION: "REGRESSION", INCONCLUSIVE: "INCONCLUSIVE"}
 _SHOWN = ("variant", "impl", "mode", "dtype", "batch", "heads", "seq", "dim_k", "device_name")
@@ -25,11 +26,11 @@ def lines(history: History) -> list[str]:
         out.extend(_series_lines(finding))
     out.extend(_unjudged_lines(history))
     changed = sum(f.changed for f in history.findings)
-    insufficient = sum(bool(f.unjudged) for f in history.findings)
+    unjudged = sum(bool(f.unjudged) for f in history.findings)
     out.append(
         f"{VERDICT[history.status]}: {changed} series changed, "
         f"{sum(f.recent_regression is not None for f in history.findings)} regressed in the last "
-        f"{history.options.recent} runs, {insufficient} cannot judge the newest run"
+        f"{history.options.recent} runs, {unjudged} cannot judge the newest runs"
     )
     return out
 
@@ -37,18 +38,33 @@ def lines(history: History) -> list[str]:
 def _series_lines(finding: SeriesFinding) -> list[str]:
     name = point_name(finding.series.key)
     out = [f"  {name}: split where {reason}" for reason in finding.splits]
-    for part in finding.segments:
-        for change in part.changes:
-            run = part.run_at(change.index)
-            kind = "regression" if change.regression else "improvement"
-            recent = " (recent)" if change is finding.recent_regression else ""
-            recent = " (unconfirmed: the newest run only)" if part.unconfirmed(change) else recent
-            out.append(
-                f"  {name}: {kind}{recent} at run {run.run} (commit {run.commit[:12] or '?'}): "
-                f"{change.before_median:.4g} → {change.after_median:.4g} ms on {part.segment.statistic}, "
-                f"{change.ratio:.3f}× (95% {change.low:.3f}–{change.high:.3f}), p {change.pvalue:.1e}"
-            )
+    for part, change in _changes(finding):
+        run = part.run_at(change.index)
+        kind = "regression" if change.regression else "improvement"
+        recent = " (recent)" if change is finding.recent_regression else ""
+        out.append(
+            f"  {name}: {kind}{recent} at run {run.run} (commit {run.commit[:12] or '?'}): "
+            f"{change.before_median:.4g} → {change.after_median:.4g} ms on {part.segment.statistic}, "
+            f"{change.ratio:.3f}× ({interval_text(change)}), p {change.pvalue:.1e}"
+        )
     return out
+
+
+def _changes(finding: SeriesFinding) -> list[tuple[SegmentFinding, Change]]:
+    """Every standing change of the series, and its recent regression where the newest runs
+    alone showed it (a step within the last runs, not one of Otava's changes)."""
+    found = [(part, change) for part in finding.segments for change in part.changes]
+    recent = finding.recent_regression
+    if recent is not None and all(change is not recent for _, change in found):
+        found.append((finding.segments[-1], recent))
+    return found
+
+
+def interval_text(change: Change) -> str:
+    """The ratio's 95% interval, or why there is none (one or two runs on a side)."""
+    if change.low is None or change.high is None:
+        return f"no interval from {change.runs_before} and {change.runs_after} runs"
+    return f"95% {change.low:.3f}–{change.high:.3f}"
 
 
 def _unjudged_lines(history: History, named: int = 3) -> list[str]:
@@ -70,7 +86,9 @@ def as_json(history: History) -> dict[str, Any]:
         "verdict": VERDICT[history.status],
         "runs": list(history.runs),
         "options": vars(history.options),
-        "series": [_series_json(f) for f in history.findings if f.changed or f.unjudged or f.splits],
+        "series": [
+            _series_json(f) for f in history.findings if f.changed or f.unjudged or f.splits or f.recent_regression
+        ],
         "series_count": len(history.findings),
     }
 
@@ -88,14 +106,14 @@ def _series_json(finding: SeriesFinding) -> dict[str, Any]:
                 "before_ms": c.before_median,
                 "after_ms": c.after_median,
                 "ratio": c.ratio,
-                "ratio_95": [c.low, c.high],
+                "ratio_95": None if c.low is None else [c.low, c.high],
+                "runs_before": c.runs_before,
+                "runs_after": c.runs_after,
                 "pvalue": c.pvalue,
                 "kind": "regression" if c.regression else "improvement",
                 "recent": c is finding.recent_regression,
-                "unconfirmed": part.unconfirmed(c),
             }
-            for part in finding.segments
-            for c in part.changes
+            for part, c in _changes(finding)
         ],
     }
 

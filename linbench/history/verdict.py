@@ -1,27 +1,40 @@
-"""What a history says: per series, its splits, its changes and whether its newest run can be
-judged; for the whole history, the exit status (docs/history.md):
+"""What a history says: per series, its splits, its standing changes and the verdict on its
+newest runs; for the whole history, the exit status (docs/history.md):
 
-- 1: some series' newest change is a regression beyond the magnitude floor and lies among its last
-  ``recent`` runs;
+- 1: some series' newest runs are a regression the evidence supports: a standing change past the
+  magnitude floor, its runs after against its runs before past the series' level (newest.py's
+  change_pvalue), that was not yet one ``recent`` runs ago, or the last ``recent`` runs sitting
+  past the floor from the level before them at the series' share of the suite-wide false-alarm
+  level (newest.py);
 - 4: otherwise, some series measured in the newest run cannot judge it: too few runs since the
-  series began or since its environment last changed (a split just before it), or the newest run
-  alone moved past the floor (one slow night is not yet a change: the next run says which);
-- 0: otherwise (no change, or changes that are improvements or older than ``recent`` runs)."""
+  series began or since its environment last changed, or its recent runs sit past the floor (or
+  its newest run alone stands out) without the evidence to call it a regression yet;
+- 0: otherwise.
+
+The false-alarm level ``max_pvalue`` is the suite's, per night: each of the history's series is
+tested at its share, ``max_pvalue`` over the number of series (Bonferroni), so a larger suite
+does not page more often on flat data.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from linbench.history.detect import MAX_PVALUE, WINDOW, Change, change_points
+from linbench.history.detect import WINDOW, Change, change_points, measure_change, standing
+from linbench.history.newest import INCONCLUSIVE as NEWEST_INCONCLUSIVE
+from linbench.history.newest import REGRESSION as NEWEST_REGRESSION
+from linbench.history.newest import change_pvalue, judge_newest
 from linbench.history.observations import Observation
 from linbench.history.series import Segment, Series, order_key
 
 PASS, REGRESSION, INCONCLUSIVE = 0, 1, 4
+# The suite-wide chance of a false regression per night, shared among the series.
+MAX_PVALUE = 0.01
 
 
 @dataclass(frozen=True)
 class Options:
-    max_pvalue: float = MAX_PVALUE
+    max_pvalue: float = MAX_PVALUE  # the suite's, per night (see the module's docstring)
     min_magnitude: float = 0.05  # the gate's floor: a change under 5% is not named
     recent: int = 3
     min_runs: int = 5  # a segment judged from fewer runs is insufficient data
@@ -37,10 +50,6 @@ class SegmentFinding:
     def run_at(self, index: int) -> Observation:
         return self.segment.observations[index]
 
-    def unconfirmed(self, change: Change) -> bool:
-        """A change with only the newest run after it: a slow night and a change look alike."""
-        return change.index >= len(self.segment.observations) - 1
-
 
 @dataclass(frozen=True)
 class SeriesFinding:
@@ -52,7 +61,7 @@ class SeriesFinding:
 
     @property
     def changed(self) -> bool:
-        return any(s.changes for s in self.segments)
+        return any(s.changes for s in self.segments) or self.recent_regression is not None
 
     @property
     def splits(self) -> list[str]:
@@ -81,38 +90,73 @@ class History:
 def judge(series: list[Series], options: Options) -> History:
     runs = _runs_in_order([o for s in series for o in s.observations])
     newest = runs[-1] if runs else None
-    findings = tuple(_finding(s, newest, options) for s in series)
+    count = max(len(series), 1)
+    findings = tuple(_finding(s, newest, options, count) for s in series)
     return History(findings, tuple(runs), options)
 
 
-def _finding(series: Series, newest: str | None, options: Options) -> SeriesFinding:
-    segments = tuple(_segment(s, options) for s in series.segments)
+def _finding(series: Series, newest: str | None, options: Options, count: int) -> SeriesFinding:
+    alpha = options.max_pvalue / count  # this series' share of the suite's false-alarm level
+    segments = tuple(_segment(s, options, alpha) for s in series.segments)
     last = segments[-1]
     current = last.segment.observations[-1].run == newest
     recent, unjudged = None, None
-    if current and last.changes and not last.insufficient:
-        change = last.changes[-1]
-        runs_since = len(last.segment.observations) - change.index
-        beyond = change.regression and change.ratio - 1.0 > options.min_magnitude
-        if beyond and last.unconfirmed(change):
-            unjudged = (
-                f"the newest run alone is {change.ratio:.3f}× slower: a change or a slow night, the next run says"
-            )
-        elif beyond and runs_since <= options.recent:
-            recent = change
     if current and last.insufficient:
-        count = len(last.segment.observations)
+        count_runs = len(last.segment.observations)
         since = f"since {last.segment.split_reason}" if last.segment.split_reason else "in all"
-        unjudged = f"insufficient data: {count} run(s) {since}, {options.min_runs} needed"
+        unjudged = f"insufficient data: {count_runs} run(s) {since}, {options.min_runs} needed"
+    elif current:
+        recent, unjudged = _newest_runs(last, options, alpha, count)
     return SeriesFinding(series, segments, current, recent, unjudged)
 
 
-def _segment(segment: Segment, options: Options) -> SegmentFinding:
+def _newest_runs(last: SegmentFinding, options: Options, alpha: float, count: int) -> tuple[Change | None, str | None]:
+    """The regression the newest runs of a segment show (a change newly standing, else a step
+    within the last ``recent`` runs that the evidence supports), or why they cannot be judged."""
+    values = last.segment.values
+    change = last.changes[-1] if last.changes else None
+    regressed = (
+        change is not None and change.ratio - 1.0 > options.min_magnitude and change_pvalue(values, change) <= alpha
+    )
+    if change is not None and regressed and not _stood_before(values, change, options, alpha):
+        return change, None
+    found = judge_newest(values, last.changes, options.recent, options.min_magnitude, alpha, count)
+    if found.verdict == NEWEST_REGRESSION and found.step is not None:
+        before = values[found.start : found.start + found.runs_before]
+        return measure_change(before, values[found.step :], found.step, found.pvalue or 0.0), None
+    return None, found.reason if found.verdict == NEWEST_INCONCLUSIVE else None
+
+
+def _stood_before(values: list[float], change: Change, options: Options, alpha: float) -> bool:
+    """Whether ``change`` already stood ``recent`` runs ago (it was reported then): the history
+    without its newest ``recent`` runs has a standing regression within a run of it."""
+    earlier = values[: len(values) - options.recent]
+    if len(earlier) < options.min_runs:
+        return False
+    found = change_points(earlier, alpha, options.min_magnitude, options.window)
+    return any(
+        abs(c.index - change.index) <= 1 and c.ratio - 1.0 > options.min_magnitude
+        for c in supported(earlier, found, options.min_magnitude, alpha)
+    )
+
+
+def _segment(segment: Segment, options: Options, alpha: float) -> SegmentFinding:
     if len(segment.observations) < options.min_runs:
         return SegmentFinding(segment, (), insufficient=True)
-    changes = change_points(segment.values, options.max_pvalue, options.min_magnitude, options.window)
-    kept = tuple(c for c in changes if abs(c.ratio - 1.0) > options.min_magnitude)
-    return SegmentFinding(segment, kept, insufficient=False)
+    found = change_points(segment.values, alpha, options.min_magnitude, options.window)
+    return SegmentFinding(segment, tuple(supported(segment.values, found, options.min_magnitude, alpha)), False)
+
+
+def supported(values: list[float], changes: list[Change], floor: float, alpha: float) -> list[Change]:
+    """The standing changes (detect.standing) whose evidence (newest.change_pvalue) passes
+    ``alpha``, each measured between the neighbours that remain: Otava places changes, the
+    evidence keeps them (at 20% noise it places false ones in most flat suites)."""
+    kept = standing(values, changes, floor)
+    while True:
+        strong = [c for c in kept if change_pvalue(values, c) <= alpha]
+        if len(strong) == len(kept):
+            return kept
+        kept = standing(values, strong, floor)
 
 
 def _runs_in_order(observations: list[Observation]) -> list[str]:

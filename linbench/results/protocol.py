@@ -50,6 +50,10 @@ MIN_TO_JUDGE = 3
 GATE_PROCESSES = 5
 SHUFFLED_ROUNDS = "first process in plan order, then interleaved rounds in shuffled order"
 AB_ROUNDS = "linbench ab: one process per point per round, rounds alternated ABBA"
+# When a point stops getting processes: SPREAD, while its processes disagree (run's processes,
+# and linbench ab's rounds before it judged in time); DECIDED, once its verdict is decided at the
+# gate's error rates (linbench ab: both sides are in hand after every round, gate/sequential.py).
+SPREAD, DECIDED = "spread", "decided"
 
 
 class ProtocolError(ValueError):
@@ -72,6 +76,8 @@ class ProcessProtocol:
     seed: int = 0  # of the shuffled order of each round
     order: str = SHUFFLED_ROUNDS
     name: str = NAME
+    # SPREAD or DECIDED: how the runs were extended, and so how compare judges them (rule.py).
+    stop: str = SPREAD
 
     @classmethod
     def of(cls, wanted: int | None, most: int | None) -> ProcessProtocol:
@@ -88,11 +94,16 @@ class ProcessProtocol:
     @classmethod
     def rounds(cls, count: int, most: int | None = None) -> ProcessProtocol:
         """linbench ab's: ``count`` rounds, each one process per point, and more, up to ``most``
-        (default ``count``: none), while a point's rounds disagree, as for ``of``."""
+        (default ``count``: none), while a point's verdict is not decided (DECIDED)."""
         most = count if most is None else most
         if most < count:
             raise ValueError(f"--max-rounds {most} is fewer than --rounds {count}")
-        return cls(wanted=count, most=most, order=AB_ROUNDS)
+        return cls(wanted=count, most=most, order=AB_ROUNDS, stop=DECIDED)
+
+    @property
+    def sequential(self) -> bool:
+        """Whether points were measured until decided (DECIDED), and are judged so."""
+        return self.stop == DECIDED
 
     def needs_more(self, processes: Sequence[ProcessResult], cpu: bool = False) -> bool:
         """Whether a point measured in ``processes`` (on a CPU: ``cpu``) needs another: fewer
@@ -135,6 +146,7 @@ class ProcessProtocol:
         then make a point noisy or unverified, never a regression."""
         return replace(
             self,
+            stop=DECIDED if self.sequential and other.sequential else SPREAD,
             extend_above=min(self.extend_above, other.extend_above),
             trust_processes=max(self.trust_processes, other.trust_processes),
             min_to_judge=max(self.min_to_judge, other.min_to_judge),
@@ -155,6 +167,8 @@ class ProcessProtocol:
             record["enough_se"] = self.enough_se
         if self.order == SHUFFLED_ROUNDS:  # the one order that has a seed
             record["seed"] = self.seed
+        if self.sequential:  # absent: SPREAD, as every run recorded before it
+            record["stop"] = self.stop
         return record
 
     @classmethod
@@ -175,6 +189,7 @@ class ProcessProtocol:
             seed=_count(record, "seed", 0, least=0),
             order=str(record.get("order", record.get("source", SHUFFLED_ROUNDS))),
             name=str(record.get("name", NAME)),
+            stop=DECIDED if record.get("stop") == DECIDED else SPREAD,
         )
 
 

@@ -63,6 +63,9 @@ class RunPlan:
     # after each point's first process. Saves the fork, imports, a CUDA context, a
     # kernel-library load and thread pools' start.
     share_workers: bool = False
+    # Each point's correctness check against its fp64 reference before it is measured; False
+    # (run --no-check): measured unchecked, as linbench ab's rounds after the first, which checked.
+    check: bool = True
     kind: Kind = RUN  # what the points are: run or decode (runner/kinds.py), from the command
     tp: int | None = None  # --tp: every point's heads are one of tp ranks' shard (None: no preset)
     # What each point is, for its rows: fixed here, when the plan is made, from the fields above.

@@ -95,7 +95,7 @@ class Schedule:
         reason = self.policy.skip_reason(point)
         if reason is not None:
             return self.recorder.skip(point, reason)
-        if not self.recorder.check(point, self._gate(point)):
+        if self.plan.check and not self.recorder.check(point, self._gate(point)):
             return True
         refused = self.hooks.before_point(point)
         if refused is not None:
@@ -205,7 +205,7 @@ class Schedule:
                 homes.setdefault(_reference_group(gate_point(point)), point)
                 if key not in self._gates:
                     wanted.setdefault(key, gate_point(point))
-        if len(wanted) < 2 and not (wanted and self._warm):
+        if (len(wanted) < 2 and not (wanted and self._warm)) or not self.plan.check:
             return
         order = sorted(wanted.items(), key=lambda item: _reference_order(item[1]))
         tasks = [self._task("gate", p) for _, p in order]

@@ -147,3 +147,97 @@ def test_a_decode_suite_s_rounds_run_linbench_decode(sides: dict[str, Side], tmp
     assert [call.split()[1] for call in calls] == ["decode", "decode"]
     assert rounds_command(SUITES / "gate-decode-cpu.toml") == "decode"
     assert rounds_command(SUITES / "gate-cpu.toml") == rounds_command(None) == "run"
+
+
+def test_rounds_after_the_first_get_the_later_words(tmp_path: Path, sides: dict[str, Side]) -> None:
+    """``--no-check`` from round 2 on: round 1 checked every point against its reference."""
+    run_rounds(sides, 2, ["--seq", "1k"], tmp_path / "ab", later=["--no-check"])
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert ["--no-check" in call for call in calls] == [False, False, True, True]
+
+
+# A round that never ends: it starts a worker of its own (in its process group, as linbench run's
+# fork server and workers are), notes the worker's pid, and waits.
+ENDLESS_RUN = """
+import os, subprocess, sys, time, pathlib
+worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+pathlib.Path(os.environ["AB_TEST_PIDS"]).write_text(f"{os.getpid()} {worker.pid}")
+time.sleep(120)
+"""
+# An A/B stopped by SIGTERM: the baseline's worktree made, a round running in it.
+STOPPED_AB = """
+import sys
+from pathlib import Path
+from linbench.ab.rounds import Side, run_rounds, stopping_on_signals
+from linbench.ab.worktree import detached_worktree
+repo, fake, out = map(Path, sys.argv[1:4])
+with stopping_on_signals(), detached_worktree(repo, "HEAD") as tree:
+    (tree / "linbench").mkdir()
+    (tree / "linbench" / "__init__.py").write_text("")
+    (tree / "linbench" / "__main__.py").write_text(fake.read_text())
+    run_rounds({"baseline": Side("baseline", tree)}, 1, [], out)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split(")")[-1].split()[0] == "Z")  # a zombie is gone
+
+
+def test_sigterm_stops_the_round_its_workers_and_removes_the_worktree(tmp_path: Path) -> None:
+    """What CI's cancellation sends: the A/B ends its round and every process the round started,
+    and git forgets the baseline's worktree (CPU; no torch: stand-in processes)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from linbench.ab.worktree import registered_worktrees
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "start"]):
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True)
+    fake = tmp_path / "endless.py"
+    fake.write_text(ENDLESS_RUN)
+    pids = tmp_path / "pids"
+    env = os.environ | {"AB_TEST_PIDS": str(pids)}
+    argv = [sys.executable, "-c", STOPPED_AB, str(repo), str(fake), str(tmp_path / "ab")]
+    ab = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pids.exists() or len(pids.read_text().split()) < 2:
+        assert time.monotonic() < deadline and ab.poll() is None, ab.stderr.read() if ab.stderr else ""
+        time.sleep(0.05)
+    assert len(registered_worktrees(repo)) == 2
+    ab.send_signal(signal.SIGTERM)
+    _, stderr = ab.communicate(timeout=60)
+    assert "KeyboardInterrupt: stopped by SIGTERM" in stderr
+    round_pid, worker_pid = map(int, pids.read_text().split())
+    assert not _alive(round_pid) and not _alive(worker_pid)
+    assert registered_worktrees(repo) == [repo]
+
+
+def test_the_rounds_asked_for_measure_only_the_points_given(sides: dict[str, Side], tmp_path: Path) -> None:
+    """Added impls at the sweep's shortest length only (widen_cost.first_points): from round 1,
+    into an A/B folder that does not exist yet."""
+    only = [("kda", "quadratic", "256"), ("softmax", "sdpa", "256")]
+    run_rounds(sides, 1, ["--seq", "1k"], tmp_path / "new" / "ab", narrow=True, only=only)
+    first, _ = (tmp_path / "calls.log").read_text().splitlines()
+    args = first.split()[1:]
+    points = Path(args[args.index("--only-points") + 1])
+    assert points.read_text().splitlines()[1:] == ["kda,quadratic,256", "softmax,sdpa,256"]
+
+
+def test_the_rounds_asked_for_stop_where_another_is_not_affordable(sides: dict[str, Side], tmp_path: Path) -> None:
+    asked: list[int] = []
+
+    def affordable() -> bool:
+        asked.append(1)
+        return len(asked) < 2  # round 2 fits, round 3 does not
+
+    folders = run_rounds(sides, 3, [], tmp_path / "ab", affordable=affordable)
+    assert [len(folders[side]) for side in ("baseline", "current")] == [2, 2] and len(asked) == 2

@@ -20,3 +20,16 @@ def test_an_added_impl_costs_its_points_on_both_sides_each_round() -> None:
 
 def test_an_impl_that_cannot_be_planned_here_has_no_price() -> None:
     assert added_seconds(SWEEP, "gated-deltanet:fla", rounds=1) is None  # Triton kernels: CUDA only
+
+
+def test_an_added_impl_is_measured_at_the_sweeps_shortest_length_only() -> None:
+    from dataclasses import replace
+
+    from linbench.ab.widen_cost import first_points
+
+    widened = replace(SWEEP, variants=("softmax:sdpa", "kda:quadratic"), no_against=True)
+    points = first_points(widened, ("kda:quadratic",))
+    assert points is not None
+    seqs = {(key[0], key[1], key[8]) for key in points}
+    assert seqs == {("softmax", "sdpa", s) for s in ("1024", "2048", "4096")} | {("kda", "quadratic", "1024")}
+    assert first_points(widened, ()) is None  # nothing added: every point

@@ -121,6 +121,7 @@ def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
         (["--format", "pdf"], "unknown --format 'pdf'"),
         (["--suite", "no-such-suite"], "'no-such-suite' does not exist"),
         (["--max-widen-s", "-1"], "--max-widen-s must be 0 or more, not -1"),
+        (["--max-job-s", "0"], "--max-job-s must be more than 0, not 0"),
     ],
 )
 def test_bad_ab_flags_are_refused_before_any_round(
@@ -156,20 +157,21 @@ def test_ab_exits_as_compare_does_on_the_merged_rounds(
 ) -> None:
     """The rounds stand in for measured ones (deterministic): the same code passes, the code
     twice as slow in every round fails, and stdout is compare's own output."""
-    base = (10.0, 10.05, 9.95)  # within 2%: 3 rounds that agree are enough to judge
+    base = (10.0, 10.05, 9.95, 10.02, 9.98)  # within 1%: 5 rounds decide either way
 
     def measured(*args: object) -> dict[str, list[Path]]:
         current = tuple(t * slowdown for t in base)
         return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", current)}
 
     monkeypatch.setattr(AbJob, "measure", measured)
-    result = invoke("ab", "--baseline", "HEAD", "--rounds", "3", "--out", tmp_path / "ab", "--device", "cpu", "--json")
+    result = invoke("ab", "--baseline", "HEAD", "--rounds", "5", "--out", tmp_path / "ab", "--device", "cpu", "--json")
     assert result.exit_code == status, result.output
     assert json.loads(result.stdout)["points"]  # stdout is compare's JSON, nothing else
     assert f"current -> {tmp_path / 'ab' / 'current'}" in result.stderr
     protocol = RunStore(tmp_path / "ab" / "current").read_meta()["timing_protocol"]
-    # 3 rounds asked for; more, up to 20, would have followed had a point's rounds disagreed.
-    assert (protocol["name"], protocol["processes"], protocol["max_processes"]) == ("processes-v1", 3, 20)
+    # 5 rounds asked for; more, up to 100, would have followed for a point not yet decided.
+    assert (protocol["name"], protocol["processes"], protocol["max_processes"]) == ("processes-v1", 5, 100)
+    assert protocol["stop"] == "decided"
 
 
 GATED_CHANGE = Touched({"gated-deltanet:chunked": ("linbench/variants/gated/triangular.py",)}, (), ())
@@ -188,9 +190,9 @@ def test_a_changed_impl_the_suite_does_not_measure_is_added_or_stops_a_pass(
     exits 4, not 0."""
     monkeypatch.setattr(changes, "changes_since", lambda root, sha: GATED_CHANGE)
     given: list[list[str]] = []
-    base = (10.0, 10.05, 9.95)
+    base = (10.0, 10.05, 9.95, 10.02)  # 4 rounds within 1%: cleared
 
-    def measured(job: AbJob, run_args: list[str], on_progress: object, command: str) -> dict[str, list[Path]]:
+    def measured(job: AbJob, run_args: list[str], *more: object) -> dict[str, list[Path]]:
         given.append(run_args)
         if "gated-deltanet:chunked" in run_args:
             return _gated_rounds(tmp_path, base)
@@ -228,8 +230,8 @@ def _gated_rounds(tmp_path: Path, times: tuple[float, ...]) -> dict[str, list[Pa
 def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
     invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Three rounds that disagree by 15% (the most allowed reached): not judged, so exit 4,
-    and the advice asks for more rounds, not for run's processes."""
+    """Three rounds that disagree by 15% (the most allowed reached): not decided, so exit 4,
+    and the advice asks for the rounds that would decide it, not for run's processes."""
     base = (10.0, 11.5, 9.9)
 
     def measured(*args: object) -> dict[str, list[Path]]:
@@ -242,7 +244,10 @@ def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
     report = json.loads(result.stdout)
     assert report["verdict"] == "inconclusive" and report["noisy"] == 1
     assert "run the A/B again with more rounds" in report["advice"][-1]
-    assert "--rounds 5 --max-rounds 20" in report["advice"][-1] and "--processes" not in report["advice"][-1]
+    assert any("not decided within the rounds run" in line for line in report["advice"])
+    assert "--rounds 3 --max-rounds " in report["advice"][-1] and "--processes" not in report["advice"][-1]
+    most = int(report["advice"][-1].split("--max-rounds ")[1].split()[0])
+    assert most > 3  # the rounds its spread and ratio need, past the 3 it had
     protocol = RunStore(tmp_path / "ab" / "current").read_meta()["timing_protocol"]
     assert (protocol["processes"], protocol["max_processes"]) == (3, 3)
 

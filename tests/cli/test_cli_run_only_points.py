@@ -60,3 +60,12 @@ def test_a_list_that_cannot_be_read_or_a_resume_with_one_is_a_usage_error(invoke
     (tmp_path / "run").mkdir()
     resumed = invoke("run", "--resume", tmp_path / "run", "--only-points", tmp_path / "missing.csv")
     assert_usage_error(resumed, "--resume measures the points the run was started with; drop --only-points")
+
+
+def test_no_check_measures_without_the_correctness_check(invoke: Invoke, tmp_path: Path) -> None:
+    """linbench ab's rounds after the first: the points are measured, no check runs before them."""
+    result = invoke("run", *TINY, "--no-check", "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    (folder,) = (tmp_path / "run").iterdir()
+    assert {(row["status"], row["rel_err"], row["check_seq"]) for row in _rows(folder)} == {("ok", "", "")}
+    assert json.loads((folder / "meta.json").read_text())["overhead"]["gates"] == 0

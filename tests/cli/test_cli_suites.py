@@ -87,3 +87,19 @@ def test_suites_name_their_impls_so_new_impls_do_not_change_them() -> None:
 def test_a_folder_without_suites_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
     assert_usage_error(invoke("suites", tmp_path / "missing"), "not a folder of suites")
     assert_usage_error(invoke("suites", tmp_path), "holds no suite")
+
+
+@pytest.mark.parametrize("command", ["run", "decode"])
+def test_a_commands_help_names_the_processes_its_gate_suites_ask_for(command: str) -> None:
+    """run's and decode's --processes help may say how many processes a gate takes only where
+    every suite of that command that asks for several agrees (gate-cpu asks for 20, ci-gpu 5)."""
+    from linbench.cli import decode_cmd, run_cmd
+
+    text = (run_cmd if command == "run" else decode_cmd).HELP["processes"]
+    asked = {
+        read_suite(path).get("processes")
+        for path in SUITE_FILES
+        if suite_command(path, read_suite(path)) == command and read_suite(path).get("processes", 1) > 1
+    }
+    named = {int(n) for n in re.findall(r"(\d+) for a regression gate", text)}
+    assert not named or named == asked, (named, asked)

@@ -43,7 +43,8 @@ def test_a_step_is_named_at_its_first_run_and_fails_when_recent(stepped: Path, t
     assert named and all(line.strip().startswith("gated-deltanet:chunked") and "S2048" in line for line in named)
     assert all(f"commit {commit(20)[:12]}" in line for line in named)
     assert page.read_text().count("<img") == len(named)
-    assert _history(stepped, "--recent", "5", "--min-magnitude", "10%").exit_code == 0  # 11 runs ago
+    # Its evidence sufficed from run 26 on (4.7% noise): reported then, old news 3 runs later.
+    assert _history(stepped, "--recent", "3", "--min-magnitude", "10%").exit_code == 0
 
 
 def test_unchanged_copies_pass_with_no_change(tmp_path: Path) -> None:

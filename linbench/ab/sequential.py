@@ -1,0 +1,215 @@
+"""Which points the next round of an A/B measures: those still open, cheapest first, as many as
+the job's time budget still holds.
+
+After the rounds every point gets (``--rounds``), each point is judged after every round by
+the gate's own rule (gate/rule.py, for runs measured until decided: gate/sequential.py). A
+point whose verdict is decided either way (a regression, or cleared of a change past
+``--max-noise``) stops; an open one gets another round. What a round costs is measured, not
+assumed: each point's from the wall time of its processes in the rounds so far (its own timing,
+added impls included), and each side's start-up from what the rounds took beyond their points.
+With a budget (``--max-job-s``), the open points are ranked by what deciding them would cost
+(the rounds their spread and ratio still need, times a round of them) and taken cheapest first
+while the job's projected end stays within it; the others are left out, named with the rounds
+they would need, and the comparison is inconclusive for them.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from linbench.gate.rule import TimeRule, judge
+from linbench.gate.sequential import MOST_ROUNDS, OPEN, rounds_to_decide
+from linbench.gate.statistic import process_times
+from linbench.results.processes import ProcessResult
+from linbench.results.protocol import judged
+from linbench.results.record import Key, row_key
+from linbench.results.schema import KEY_COLUMNS
+from linbench.results.store import RunStore
+
+Folders = dict[str, list]  # side -> its round run folders (Paths), round 1 first
+# Seconds kept for what follows the last round: merging both sides and the comparison (about 40 s
+# on the loaded 2-core development machine for 46 points, with the worktree's removal).
+CLOSING_S = 30.0
+
+
+@dataclass(frozen=True)
+class OpenPoint:
+    """A point not yet decided: its rounds so far, the rounds that would decide it (None: more
+    than MOST_ROUNDS), and what one more round of it costs, both sides (seconds)."""
+
+    key: Key
+    rounds: int
+    needed: int | None
+    round_s: float
+
+    @property
+    def more(self) -> int | None:
+        return None if self.needed is None else max(self.needed - self.rounds, 1)
+
+    @property
+    def cost_s(self) -> float:
+        return math.inf if self.more is None else self.more * self.round_s
+
+
+@dataclass
+class Scheduler:
+    """The sequential rounds of one A/B: call ``round_done`` after each round and
+    ``next_points`` before each extra one."""
+
+    rule: TimeRule
+    budget_s: float | None = None  # the whole job's, from ``started``; None: no budget
+    started: float = field(default_factory=time.monotonic)
+    clock: Callable[[], float] = time.monotonic
+    overheads: list[float] = field(default_factory=list)  # per round, both sides: beyond the points
+    rounds_s: list[float] = field(default_factory=list)  # per round, both sides: in all
+    left_out: dict[Key, int | None] = field(default_factory=dict)  # out of budget: rounds needed
+    open_now: list[OpenPoint] = field(default_factory=list)
+
+    def round_done(self, seconds: Sequence[float], points_s: Sequence[float]) -> None:
+        """A round's sides took ``seconds``, of which their points' processes ``points_s``."""
+        self.overheads.append(max(sum(seconds) - sum(points_s), 0.0))
+        self.rounds_s.append(sum(seconds))
+
+    def round_fits(self) -> bool:
+        """Whether another round of every point, costing what the last one did, ends within
+        the budget (always, without one): the rounds every point gets stop short of it too,
+        leaving points unverified (inconclusive) rather than the job late."""
+        if self.budget_s is None or not self.rounds_s:
+            return True
+        return self.clock() - self.started + self.rounds_s[-1] + CLOSING_S <= self.budget_s
+
+    @property
+    def overhead_s(self) -> float:
+        """A round's start-up, both sides: the median of the rounds so far (0 before any)."""
+        return statistics.median(self.overheads) if self.overheads else 0.0
+
+    def next_points(self, folders: Mapping[str, Sequence[object]]) -> set[Key]:
+        """The points the next round measures: the open ones that fit the budget, cheapest to
+        decide first. Those that do not fit go to ``left_out``."""
+        self.open_now = open_points(folders, self.rule)
+        remaining = None if self.budget_s is None else self.budget_s - CLOSING_S - (self.clock() - self.started)
+        chosen, left_out = choose(self.open_now, self.overhead_s, remaining)
+        self.left_out = {p.key: p.needed for p in left_out}
+        return {p.key for p in chosen}
+
+
+def choose(
+    points: Sequence[OpenPoint], overhead_s: float, remaining_s: float | None
+) -> tuple[list[OpenPoint], list[OpenPoint]]:
+    """The open points the next round measures, and those left out: ranked by what deciding
+    each would cost (its rounds still needed times a round of it), cheapest first, each taken
+    while the rounds deciding all those taken (a start-up of ``overhead_s`` a round, and each
+    one's rounds) fit ``remaining_s`` seconds (None: no budget). One that no count of rounds
+    decides (``needed`` None) is left out."""
+    chosen: list[OpenPoint] = []
+    left_out: list[OpenPoint] = []
+    for point in sorted(points, key=lambda p: (p.cost_s, p.round_s, p.key)):
+        fits = remaining_s is None or projected_s([*chosen, point], overhead_s) <= remaining_s
+        (chosen if point.more is not None and fits else left_out).append(point)
+    return chosen, left_out
+
+
+def projected_s(points: Sequence[OpenPoint], overhead_s: float) -> float:
+    """Seconds the rounds deciding ``points`` would take: a round's start-up for each round the
+    longest needs, and each point's own rounds."""
+    rounds = max((p.more or 0 for p in points), default=0)
+    return rounds * overhead_s + sum(p.cost_s for p in points)
+
+
+def open_points(folders: Mapping[str, Sequence[object]], rule: TimeRule) -> list[OpenPoint]:
+    """Every point of the rounds so far that both sides measured ok in every round and whose
+    verdict is still open, with the rounds that would decide it and its cost per round."""
+    sides = [_by_point(paths) for paths in folders.values()]
+    if len(sides) != 2:
+        return []
+    (base, base_s), (cur, cur_s) = sides
+    found = []
+    for key in sorted(base.keys() & cur.keys()):
+        b, c = base[key], cur[key]
+        if any(p.status != "ok" for p in (*b, *c)):
+            continue  # broken whatever more rounds say
+        cpu = _on_cpu(key)
+        judgement = judge(process_times(judged(b, cpu), cpu)[1], process_times(judged(c, cpu), cpu)[1], rule)
+        if judgement.verdict == "unverified" or judgement.decision == OPEN:
+            log_ratio = math.log(judgement.ratio) if judgement.ratio else 0.0
+            k = min(len(b), len(c))
+            needed = _needed(judgement.spread, log_ratio, k, rule)
+            found.append(OpenPoint(key, k, needed, base_s.get(key, 0.0) + cur_s.get(key, 0.0)))
+    return found
+
+
+def _needed(spread: float | None, log_ratio: float, k: int, rule: TimeRule) -> int | None:
+    if spread is None:
+        return max(k + 1, rule.protocol.min_to_judge)
+    found = rounds_to_decide(spread, log_ratio, k, rule.max_slowdown, rule.max_noise, rule.rates)
+    return None if found is None or found >= MOST_ROUNDS else max(found, k + 1)
+
+
+def _by_point(paths: Sequence[object]) -> tuple[dict[Key, list[ProcessResult]], dict[Key, float]]:
+    """Each point's rounds over ``paths`` (round folders, in order: each round's results row is
+    its process), and what a round of it costs: the median wall time of its processes (absent
+    where the rounds recorded no processes.csv; a round's start-up then carries it)."""
+    by_point: dict[Key, list[ProcessResult]] = {}
+    walls: dict[Key, list[float]] = {}
+    for path in paths:
+        store = RunStore(path)  # type: ignore[arg-type]
+        for row in store.rows():
+            by_point.setdefault(row_key(row), []).append(ProcessResult.from_row(row))
+        for row in store.process_rows():
+            wall = ProcessResult.from_row(row).wall_s
+            if wall is not None:
+                walls.setdefault(row_key(row), []).append(wall)
+    return by_point, {key: statistics.median(values) for key, values in walls.items()}
+
+
+def points_seconds(path: object) -> float:
+    """The wall seconds of the processes of one round folder."""
+    walls = [ProcessResult.from_row(row).wall_s for row in RunStore(path).process_rows()]  # type: ignore[arg-type]
+    return sum(w for w in walls if w is not None)
+
+
+def _on_cpu(key: tuple[str, ...]) -> bool:
+    return key[KEY_COLUMNS.index("device")].split(":")[0] == "cpu"
+
+
+def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: float | None) -> list[str]:
+    """What the rounds do next, naming the rule: the points still open and how many go on, and
+    the ones the budget leaves out with the rounds they would need."""
+    opened = scheduler.open_now
+    if not opened:
+        return []
+    rule = scheduler.rule
+    why = (
+        f"{len(opened)} point(s) not yet decided: the interval of their ratio reaches both past the "
+        f"{rule.max_slowdown:.0%} floor and to +{rule.max_noise:.0%} at the gate's error rates "
+        f"({rule.rates.false_alarm:g} false alarm, {rule.rates.miss:g} miss a look; fewer than "
+        f"{rule.protocol.min_to_judge} rounds judge nothing)"
+    )
+    lines = []
+    if chosen:
+        which = (
+            "those points only, cheapest to decide first" if narrow else "every point (the baseline cannot narrow one)"
+        )
+        lines.append(f"{why}: another round of {len(chosen)} of them ({which})")
+    else:
+        lines.append(why)
+    out = [p for p in opened if p.key not in chosen]
+    if out:
+        named = ", ".join(f"{_label(p.key)} ({_rounds_text(p.needed)})" for p in out[:6])
+        more = f" and {len(out) - 6} more" if len(out) > 6 else ""
+        limit = f"--max-job-s {budget_s:g}" if budget_s is not None else "the rounds"
+        lines.append(f"{len(out)} point(s) cannot be decided within {limit}: {named}{more}")
+    return lines
+
+
+def _rounds_text(needed: int | None) -> str:
+    return f"more than {MOST_ROUNDS} rounds" if needed is None else f"{needed} rounds"
+
+
+def _label(key: Key) -> str:
+    named = dict(zip(KEY_COLUMNS, key, strict=False))
+    return f"{named.get('variant')}:{named.get('impl')} {named.get('mode')} seq {named.get('seq')}"

@@ -1,0 +1,124 @@
+"""Which points the next round of an A/B measures (CPU, no rounds run): the open ones, judged
+by the gate's rule for runs measured until decided, cheapest to decide first within the budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from result_rows import result_row
+
+from linbench.ab.sequential import OpenPoint, Scheduler, choose, open_lines, open_points
+from linbench.gate.rule import TimeRule
+from linbench.results.protocol import ProcessProtocol
+from linbench.results.record import row_key
+from linbench.results.store import RunStore
+
+RULE = TimeRule(protocol=ProcessProtocol.rounds(3, 100))
+
+
+def _rounds_of(
+    folder: Path,
+    times: list[float],
+    status: str = "ok",
+    p20s: list[float] | None = None,
+    cpu_times: list[float] | None = None,
+    seq: int = 1024,
+) -> list[Path]:
+    paths = []
+    for index, time_ms in enumerate(times):
+        store = RunStore.create(folder / str(index), "round")
+        row = result_row(seq, time_ms=time_ms) | {"device_name": "Test CPU", "samples": 10}
+        if p20s is not None:
+            row["time_ms_p20"] = p20s[index]
+        if cpu_times is not None:  # one torch thread, its CPU time recorded
+            row |= {"cpu_ms_p20": cpu_times[index], "threads": 1}
+        store.append(row | {"status": status if index == len(times) - 1 else "ok"})
+        store.write_meta({"status": "complete"})
+        paths.append(store.path)
+    return paths
+
+
+def _open(base: list[Path], cur: list[Path]) -> list[OpenPoint]:
+    return open_points({"baseline": base, "current": cur}, RULE)
+
+
+def test_a_point_decided_either_way_stops_and_one_still_open_goes_on(tmp_path: Path) -> None:
+    steady = _rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98, 10.02, 10.01])
+    slower = _rounds_of(tmp_path / "slower", [13.0, 13.05, 12.98, 13.02, 13.01])  # +30%, tight
+    spread = _rounds_of(tmp_path / "spread", [10.0, 12.5, 9.0])
+    assert _open(steady[:4], steady[:4]) == []  # cleared: a +30% change would not look like this
+    (early,) = _open(steady[:4], slower[:4])  # 4 rounds cannot fail it: a spread from so few is unsure
+    assert early.needed == 5
+    assert _open(steady, slower) == []  # 5 can: a regression, decided
+    (point,) = _open(steady[:3], spread)
+    assert point.rounds == 3 and point.needed is not None and point.needed > 3
+
+
+def test_fewer_rounds_than_judge_are_open_and_a_failed_point_is_not(tmp_path: Path) -> None:
+    steady = _rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98])
+    assert len(_open(steady[:2], steady[:2])) == 1
+    failed = _rounds_of(tmp_path / "failed", [10.0, 12.5, 9.0], status="mismatch")
+    assert _open(steady, failed) == []  # broken whatever more rounds say
+
+
+def test_rounds_are_judged_on_the_time_compare_judges(tmp_path: Path) -> None:
+    # A busy CPU: medians on either mode of preemption, p20s within 1%; then one-thread CPU times.
+    preempted = _rounds_of(tmp_path / "preempted", [1.85, 81.0, 40.0, 9.0], p20s=[1.80, 1.81, 1.805, 1.802])
+    assert _open(preempted, preempted) == []
+    walls = [19.25, 28.0, 24.0, 30.0]
+    steady = _rounds_of(tmp_path / "cpu", walls, p20s=walls, cpu_times=[19.0, 19.1, 19.05, 19.02])
+    assert _open(steady, steady) == []
+    apart = _rounds_of(tmp_path / "apart", walls, p20s=walls, cpu_times=[19.0, 25.0, 16.0, 22.0])
+    assert len(_open(steady, apart)) == 1
+
+
+def test_only_the_open_point_of_a_round_is_named(tmp_path: Path) -> None:
+    paths = []
+    for index, (steady, spread) in enumerate([(10.0, 10.0), (10.05, 12.5), (9.98, 9.0), (10.02, 11.0)]):
+        store = RunStore.create(tmp_path / str(index), "round")
+        store.append(result_row(1024, time_ms=steady) | {"device_name": "Test CPU", "samples": 10})
+        store.append(result_row(2048, time_ms=spread) | {"device_name": "Test CPU", "samples": 10})
+        store.write_meta({"status": "complete"})
+        paths.append(store.path)
+    assert Scheduler(RULE).next_points({"baseline": paths, "current": paths}) == {row_key(result_row(2048))}
+
+
+def _point(name: str, rounds: int, needed: int | None, round_s: float) -> OpenPoint:
+    return OpenPoint((name,), rounds, needed, round_s)
+
+
+def test_the_cheapest_to_decide_go_first_and_what_the_budget_cannot_hold_is_left_out() -> None:
+    cheap = _point("cheap", 3, 6, 0.5)  # 3 more rounds of 0.5 s
+    dear = _point("dear", 3, 40, 2.0)  # 37 more of 2 s
+    hopeless = _point("hopeless", 3, None, 0.1)  # no count of rounds decides it
+    chosen, left = choose([dear, hopeless, cheap], overhead_s=4.0, remaining_s=30.0)
+    assert chosen == [cheap] and left == [dear, hopeless]  # 3·4 + 1.5 s fits; 37·4 + 74 s does not
+    chosen, left = choose([dear, cheap], overhead_s=4.0, remaining_s=None)
+    assert chosen == [cheap, dear] and left == []
+
+
+def test_the_budget_counts_what_the_job_has_spent_and_what_it_leaves_out_is_said(tmp_path: Path) -> None:
+    steady = _rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98])
+    spread = _rounds_of(tmp_path / "spread", [10.0, 12.5, 9.0])
+    now = [100.0]
+    scheduler = Scheduler(RULE, budget_s=60.0, started=0.0, clock=lambda: now[0])
+    scheduler.round_done([10.0, 10.0], [1.0, 1.0])
+    assert scheduler.next_points({"baseline": steady, "current": spread}) == set()  # 100 s spent of 60
+    (key,) = scheduler.left_out
+    lines = open_lines(scheduler, set(), True, 60.0)
+    assert "not yet decided" in lines[0] and "cannot be decided within --max-job-s 60" in lines[1]
+    assert f"({scheduler.left_out[key]} rounds)" in lines[1]
+    now[0] = 1.0
+    assert len(scheduler.next_points({"baseline": steady, "current": spread})) == 1
+
+
+def test_a_round_of_every_point_that_would_pass_the_budget_is_not_started() -> None:
+    now = [0.0]
+    scheduler = Scheduler(RULE, budget_s=100.0, started=0.0, clock=lambda: now[0])
+    assert scheduler.round_fits()  # nothing measured yet: round 1 always runs
+    scheduler.round_done([20.0, 20.0], [10.0, 10.0])  # a round of both sides: 40 s
+    now[0] = 25.0
+    assert scheduler.round_fits()  # 25 + 40 + 30 s to close: within 100
+    now[0] = 40.0
+    assert not scheduler.round_fits()
+    assert Scheduler(RULE).round_fits()  # no budget
