@@ -217,7 +217,9 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
     if not widening.added:
         return None
     values["variant"] = widened_variants(variants, widening.added)
-    only = first_points(sweep_request("run", values), widening.added)
+    only = first_points(
+        sweep_request("run", {option.name: values[option.name] for option in RUN_OPTIONS}), widening.added
+    )
     if only is not None:
         _note("changed code: the added impls are measured at the sweep's shortest length, where they cost least")
     return only

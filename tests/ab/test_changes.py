@@ -11,7 +11,7 @@ import pytest
 from linbench.ab.changes import changed_files, widen
 from linbench.impl_code import impl_code, touched
 
-GATED = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda")
+GATED = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda", "mamba2", "gdn2", "rwkv7")
 GATE_SUITE_BEFORE = {"cosine:chunked", "cosine:kernel", "linear:chunked", "softmax:sdpa"}
 
 
