@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,24 @@ def pytest_configure(config: pytest.Config) -> None:
     starts, so a `linbench run` a test interrupts would never see its Ctrl-C."""
     if hasattr(config, "workerinput"):
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _private_autotune_store()
+
+
+def _private_autotune_store() -> None:
+    """Triton's autotune choices kept in a folder of this test process's own, inherited by every
+    process a test starts: never the user's store (~/.cache/linbench/autotune), where a choice
+    an earlier run kept would stand in for the tuning a test asserts on."""
+    folder = tempfile.mkdtemp(prefix="linbench-autotune-")
+    os.environ["LINBENCH_AUTOTUNE_DIR"] = folder
+    _REMOVED_AT_EXIT.append(folder)
+
+
+_REMOVED_AT_EXIT: list[str] = []
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _REMOVED_AT_EXIT:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
@@ -96,7 +115,29 @@ def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
+EXTENDED_OPTION = "--extended"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        EXTENDED_OPTION,
+        action="store_true",
+        help="also run the tests marked extended (the long end-to-end runs and full matrices CI's suite leaves to "
+        "the extended workflow: .ci/run --extended)",
+    )
+
+
+def extended(config: pytest.Config) -> bool:
+    """Whether this session runs the extended tests too (``--extended``)."""
+    return bool(config.getoption(EXTENDED_OPTION))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not extended(config):  # CI's suite: the extended tests are deselected, and counted so
+        left_out = [item for item in items if item.get_closest_marker("extended") is not None]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item.get_closest_marker("extended") is None]
     if hasattr(config, "workerinput"):  # a worker: the long tests first, so none is left to run alone at the end
         items.sort(key=lambda item: item.get_closest_marker("slow") is None and _module(item) not in SHARED_MODULES)
     if torch.cuda.is_available():

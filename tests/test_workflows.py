@@ -42,8 +42,17 @@ def _commands(workflow: dict) -> list[list[str]]:
     return found
 
 
-def test_there_is_a_cpu_a_gpu_and_a_nightly_workflow() -> None:
-    assert {p.name for p in WORKFLOWS} == {"ci.yml", "gpu-regression.yml", "nightly-gpu.yml"}
+def test_there_is_a_cpu_a_gpu_a_nightly_and_an_extended_workflow() -> None:
+    assert {p.name for p in WORKFLOWS} == {"ci.yml", "extended.yml", "gpu-regression.yml", "nightly-gpu.yml"}
+
+
+def test_the_extended_workflow_runs_ci_s_list_with_the_extended_tests_nightly() -> None:
+    workflow = _load(ROOT / ".github" / "workflows" / "extended.yml")
+    (job,) = workflow["jobs"].values()
+    assert [s["run"] for s in job["steps"] if "run" in s] == ["bash .ci/run --extended"]
+    assert "schedule" in workflow["on"] and "workflow_dispatch" in workflow["on"]
+    ci_run = (ROOT / ".ci" / "run").read_text()
+    assert "python -m pytest -q --extended" in ci_run
 
 
 def test_the_nightly_job_adds_to_the_history_judges_it_and_keeps_it() -> None:
@@ -98,7 +107,8 @@ def _ci_run() -> dict:
 def test_every_linbench_command_line_parses(path: Path) -> None:
     group = typer.main.get_command(app)
     commands = _commands(_ci_run() if path.name == "run" else _load(path))
-    assert commands or path.name == "ci.yml", f"{path.name} runs no linbench command"  # ci.yml: .ci/run's
+    # ci.yml and extended.yml run .ci/run, whose command lines are checked as its own case.
+    assert commands or path.name in ("ci.yml", "extended.yml"), f"{path.name} runs no linbench command"
     for command in (c for c in commands if not c[1].startswith("-")):  # `linbench --help`
         sub = group.commands.get(command[1])
         assert sub is not None, command

@@ -60,6 +60,7 @@ def _run(tmp_path: Path, name: str, share: float) -> Path:
 
 
 @pytest.mark.slow  # three real CPU runs: started first, beside the short tests
+@pytest.mark.extended
 def test_a_planted_10_percent_allocation_fails_the_cpu_gate(tmp_path: Path) -> None:
     base, same, planted = _run(tmp_path, "base", 0.0), _run(tmp_path, "same", 0.0), _run(tmp_path, "planted", 0.1)
     caught = subprocess.run(linbench_argv("compare", base, planted), capture_output=True, text=True, timeout=120)

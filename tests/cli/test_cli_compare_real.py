@@ -110,6 +110,7 @@ def _settled_copy(run: Path, to: Path, factor: float = 1.0, only: int | None = N
     return to
 
 
+@pytest.mark.extended
 def test_two_back_to_back_runs_of_unchanged_code_compare_every_point_and_raise_no_false_alarm(
     runs: tuple[Path, Path],
 ) -> None:

@@ -84,6 +84,7 @@ def test_devices_spreads_a_sweep_and_merges_it(invoke: Invoke, tmp_path: Path, m
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_shard_parts_under_any_launcher_then_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_gpus(tmp_path, monkeypatch)
     run = tmp_path / "runs" / "cosine-chunked"  # --out is the parent, as for a plain run
@@ -111,6 +112,7 @@ def test_cpu_agents_spread_a_cpu_sweep_without_gpus(invoke: Invoke, tmp_path: Pa
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_a_killed_coordinator_resumes_without_losing_or_repeating_a_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -235,6 +237,7 @@ def test_doctor_devices_bad_input_is_one_line_and_exit_2(
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_cpu_shard_parts_share_one_run_folder_then_merge_and_the_advice_runs_as_printed(
     invoke: Invoke, tmp_path: Path
 ) -> None:

@@ -54,6 +54,7 @@ def check_rows(out: Path) -> None:
 
 
 @pytest.mark.slurm
+@pytest.mark.extended
 def test_executor_slurm_runs_the_sweep_as_a_job_array(slurm_conf: str, tmp_path: Path) -> None:
     pytest.importorskip("submitit")
     argv = linbench_argv("run", *SWEEP, "--executor", "slurm", "--cpus-per-gpu", "1", "--out", tmp_path / "out")
@@ -65,6 +66,7 @@ def test_executor_slurm_runs_the_sweep_as_a_job_array(slurm_conf: str, tmp_path:
 
 
 @pytest.mark.ray
+@pytest.mark.extended
 def test_executor_ray_runs_the_sweep_on_an_actor_per_gpu(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     argv = linbench_argv("run", *SWEEP, "--executor", "ray", "--oversubscribe", "--out", tmp_path / "out")

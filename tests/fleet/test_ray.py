@@ -43,6 +43,7 @@ class Probe:
         return ray.get_runtime_context().get_node_id(), ray.get_gpu_ids(), os.environ["CUDA_VISIBLE_DEVICES"]
 
 
+@pytest.mark.extended
 def test_each_actor_gets_a_gpu_of_its_own() -> None:
     import ray
 
@@ -81,6 +82,7 @@ def test_the_ray_executor_runs_an_actor_per_gpu_and_merges(fake_gpus: FakeInvent
         assert len({r["gpu_uuid"] for r in table if r["shard"] == shard}) == 1
 
 
+@pytest.mark.extended
 def test_an_agent_killed_in_its_actor_is_a_crashed_row_and_the_actor_goes_on(
     fake_gpus: FakeInventory, tmp_path: Path
 ) -> None:
@@ -114,6 +116,7 @@ def node_inventory(tmp_path: Path, host: str, marker: Path) -> dict[str, str]:
     return {FAKE_DEVICES_ENV: str(write_json(tmp_path / f"{host}.json", data))}
 
 
+@pytest.mark.extended
 def test_a_node_lost_mid_run_loses_no_row(
     fake_gpus: FakeInventory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -62,6 +62,7 @@ def key(row: dict[str, str]) -> tuple[str, ...]:
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_two_fake_gpus_give_the_rows_of_one_with_the_real_runner(fake_gpus: FakeInventory, tmp_path: Path) -> None:
     """Four shards on one card and on two (each card takes shards one after the other): the
     same rows. Two cards rather than four: each agent is a process with torch and a fork server
@@ -91,6 +92,7 @@ def test_two_fake_gpus_give_the_rows_of_one_with_the_real_runner(fake_gpus: Fake
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_an_agent_killed_mid_shard_with_the_real_runner(fake_gpus: FakeInventory, tmp_path: Path) -> None:
     marker = tmp_path / "stalled"
     inventory = fake_gpus(2, stall={"seq": "32", "marker": str(marker)})

@@ -28,7 +28,7 @@ from linbench.fleet.slurm import LOST, SlurmOptions, run_slurm
 from linbench.results.schema import KEY_COLUMNS
 
 pytest.importorskip("submitit")
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.extended]
 KEYS = sweep_keys()  # 4 scenarios (shards) of 6 points
 FAKE_UUIDS = {f"GPU-node-a-{i:04d}" for i in range(4)}
 ONE_GPU_A_TASK = SlurmOptions(cpus_per_gpu=1, runner=FAKE)

@@ -23,6 +23,8 @@ MISSING = [name for name in ("fla", "triton") if importlib.util.find_spec(name) 
 pytestmark = [
     pytest.mark.skipif(bool(MISSING), reason=f"not installed: {', '.join(MISSING)} (pip install -e '.[fla-cpu]')"),
     pytest.mark.slow,
+    # About 50 s of CPU: extended. CI's suite proves the same watch on a small kernel (tests/measure/test_autotune.py).
+    pytest.mark.extended,
 ]
 # The autotuned kernels of fla-core 0.6.0's chunk_gated_delta_rule forward.
 FLA_FORWARD_KERNELS = {

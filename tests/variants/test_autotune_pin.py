@@ -61,16 +61,17 @@ def test_the_disk_cache_is_left_out_while_pinned() -> None:
     assert ran == [True]
 
 
-def _triton_own_bench() -> Any:
-    """Triton's own Autotuner._bench, from a fresh copy of its module: another test in this
-    process may have bridged the interpreter, which replaces it on the class."""
+def _triton_own_autotuner() -> Any:
+    """Triton's own Autotuner, from a fresh copy of its module: another test in this process
+    may have bridged the interpreter (which replaces ``_bench`` on the class) or run a point in
+    process (linbench's watch replaces ``run``, and binds the memo to that point's scope)."""
     from triton.runtime import autotuner
 
     spec = importlib.util.spec_from_file_location("triton.runtime._own_autotuner", autotuner.__file__)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.Autotuner._bench
+    return module.Autotuner
 
 
 def test_a_real_autotuned_kernel_keeps_its_first_config_run_once(
@@ -83,7 +84,9 @@ def test_a_real_autotuned_kernel_keeps_its_first_config_run_once(
     from triton.runtime import autotuner
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setattr(autotuner.Autotuner, "_bench", _triton_own_bench())
+    own = _triton_own_autotuner()
+    monkeypatch.setattr(autotuner.Autotuner, "_bench", own._bench)
+    monkeypatch.setattr(autotuner.Autotuner, "run", own.run)
     configs = [triton.Config({"BLOCK": block}) for block in (16, 32, 64)]
 
     @triton.autotune(configs=configs, key=["n"])

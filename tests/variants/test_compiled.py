@@ -49,6 +49,7 @@ def test_every_compiled_impl_names_its_mode_and_takes_chunk_size() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_one_compile_serves_longer_lengths_and_passes_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
     """The warm-up length compiles; a longer one must reuse that graph (a compile there would
     land in the point's memory reading), and the result must pass the correctness gate, its
