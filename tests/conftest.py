@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import torch
+from _pytest.mark.structures import ParameterSet
 from shared_modules import SHARED_MODULES
 
 # One torch thread per test process: the suite's numeric tests are small, and two threads
@@ -132,12 +133,49 @@ def extended(config: pytest.Config) -> bool:
     return bool(config.getoption(EXTENDED_OPTION))
 
 
+# The matrices CI's suite runs at half their crossings: every row (an impl, a family) runs, at
+# every other crossing of the other parameters, alternating from row to row, so each crossing
+# runs for half of the rows; --extended runs them all. Every impl is still proven in CI at each
+# shape, mask, dtype and length it is listed with, only not at every crossing of them.
+HALVED_MATRICES = {
+    "tests/variants/test_equivalence.py::test_impl_matches_reference",
+    "tests/variants/test_heads.py::test_impl_matches_reference_on_grouped_heads",
+    "tests/variants/test_head_dims.py::test_impl_matches_reference_at_large_head_dims",
+    "tests/variants/test_gated_forms.py::test_chunked_equals_the_recurrent_reference",
+    "tests/variants/test_gated_forms.py::test_quadratic_equals_the_recurrent_reference",
+}
+
+
+def _in_the_other_half(item: pytest.Item) -> bool:
+    """Whether ``item`` is a crossing of a halved matrix that only --extended runs: the sum of
+    the positions of its values in their parametrize marks' lists is odd."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or item.nodeid.split("[", 1)[0] not in HALVED_MATRICES:
+        return False
+    return sum(_position(mark, callspec.params) for mark in item.iter_markers("parametrize")) % 2 == 1
+
+
+def _position(mark: pytest.Mark, params: dict[str, Any]) -> int:
+    """Where the item's values stand in ``mark``'s list of values."""
+    names = [name.strip() for name in mark.args[0].split(",")] if isinstance(mark.args[0], str) else list(mark.args[0])
+    wanted = tuple(params[name] for name in names)
+    for position, value in enumerate(mark.args[1]):
+        values = value.values if isinstance(value, ParameterSet) else (value if len(names) > 1 else (value,))
+        if tuple(values) == wanted:
+            return position
+    raise LookupError(f"{wanted} is not among the values of {names}")
+
+
+def _extended_only(item: pytest.Item) -> bool:
+    return item.get_closest_marker("extended") is not None or _in_the_other_half(item)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not extended(config):  # CI's suite: the extended tests are deselected, and counted so
-        left_out = [item for item in items if item.get_closest_marker("extended") is not None]
+        left_out = [item for item in items if _extended_only(item)]
         if left_out:
             config.hook.pytest_deselected(items=left_out)
-            items[:] = [item for item in items if item.get_closest_marker("extended") is None]
+            items[:] = [item for item in items if not _extended_only(item)]
     if hasattr(config, "workerinput"):  # a worker: the long tests first, so none is left to run alone at the end
         items.sort(key=lambda item: item.get_closest_marker("slow") is None and _module(item) not in SHARED_MODULES)
     if torch.cuda.is_available():

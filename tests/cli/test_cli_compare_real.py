@@ -135,6 +135,7 @@ def test_two_back_to_back_runs_of_unchanged_code_compare_every_point_and_raise_n
     assert result.returncode != 4 or (bool(unjudged) and report["verdict"] == "inconclusive")
 
 
+@pytest.mark.extended
 def test_the_gate_passes_a_real_run_against_itself_and_fails_it_slowed(runs: tuple[Path, Path], tmp_path: Path) -> None:
     baseline, _ = runs
     assert _processes_per_point(baseline) == JUDGED

@@ -65,6 +65,7 @@ def only_run(out: Path) -> Path:
     return run
 
 
+@pytest.mark.extended
 def test_devices_spreads_a_sweep_and_merges_it(invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_gpus(tmp_path, monkeypatch)
     result = invoke("run", *SWEEP, "--devices", "cuda:0-1", "--oversubscribe", "--out", tmp_path / "out")

@@ -33,6 +33,7 @@ def sbatch(conf: str, script: Path, tasks: int, cwd: Path) -> int:
     return done.returncode
 
 
+@pytest.mark.extended
 def test_concurrent_tasks_get_distinct_gpus_and_cores(slurm_conf: str, tmp_path: Path) -> None:
     # Each task waits for the other, so both are running at once when they report.
     script = tmp_path / "where.sh"

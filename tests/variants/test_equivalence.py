@@ -75,7 +75,9 @@ def test_chunked_any_chunk_size(variant: str, chunk_size: int) -> None:
     )
 
 
-@pytest.mark.parametrize("variant", ["cosine", "cosformer", "heinsen", "linear"])
+@pytest.mark.parametrize(
+    "variant", ["cosine", *(pytest.param(v, marks=pytest.mark.extended) for v in ("cosformer", "heinsen", "linear"))]
+)
 def test_chunked_long_sequence_fp32(variant: str) -> None:
     """S = 4096 in fp32: the state carried over 64 chunks must not drift from the fp64 truth."""
     _assert_matches(variant, "chunked", Shape(1, 2, 4096, 32, 32), True, torch.float32)
