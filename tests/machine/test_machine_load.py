@@ -126,6 +126,9 @@ def _fake_machine(monkeypatch: pytest.MonkeyPatch, hog_percent: float, load_1m: 
     clock = {"t": 0.0}
     fake_time = SimpleNamespace(monotonic=lambda: clock["t"], sleep=lambda s: clock.__setitem__("t", clock["t"] + s))
     monkeypatch.setattr(load, "time", fake_time)
+    # No start window left open by a command an earlier test ran in this process: its reading is
+    # of the real clock, and a monitor made here would reach back to it across the fake one.
+    monkeypatch.setattr(load, "_start_window", [])
 
     def processes(proc: Any = None) -> dict[int, ProcStat]:
         ticks = int(clock["t"] * hog_percent / 100 * TICKS)
