@@ -170,12 +170,21 @@ def _extended_only(item: pytest.Item) -> bool:
     return item.get_closest_marker("extended") is not None or _in_the_other_half(item)
 
 
+def _named_files(config: pytest.Config) -> set[Path]:
+    """The test files named on the command line (alone or by a test in them): they run whole,
+    their extended tests too, so that `pytest tests/fleet/test_ray.py` runs what it names."""
+    files = {Path(config.invocation_params.dir, arg.split("::", 1)[0]).resolve() for arg in config.args}
+    return {path for path in files if path.is_file()}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not extended(config):  # CI's suite: the extended tests are deselected, and counted so
-        left_out = [item for item in items if _extended_only(item)]
+        named = _named_files(config)
+        left_out = [item for item in items if _extended_only(item) and item.path.resolve() not in named]
         if left_out:
             config.hook.pytest_deselected(items=left_out)
-            items[:] = [item for item in items if not _extended_only(item)]
+            dropped = set(map(id, left_out))
+            items[:] = [item for item in items if id(item) not in dropped]
     if hasattr(config, "workerinput"):  # a worker: the long tests first, so none is left to run alone at the end
         items.sort(key=lambda item: item.get_closest_marker("slow") is None and _module(item) not in SHARED_MODULES)
     if torch.cuda.is_available():
