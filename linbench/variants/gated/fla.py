@@ -51,7 +51,7 @@ from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.feature_forms.triton_interpreter import interpreter_on
 from linbench.variants.gated.fla_dispatch import DISPATCH, run_dispatched
 from linbench.variants.gated.gates import lightning_log_decay, retention_log_decay
-from linbench.variants.gated.numerics import resolve_scale
+from linbench.variants.gated.numerics import checked_state, resolve_scale
 
 CHUNK, RECURRENT = "fla", "fla-recurrent"
 # Measured with fla-core 0.6.0 and triton 3.9: chunk_delta_rule in bf16 under the interpreter is
@@ -91,11 +91,7 @@ def _call(
     if q.dtype == torch.bfloat16 and q.device.type == "cpu" and interpreter_on():
         raise ImplUnavailableError(f"fla.ops.{module}.{name}: {INTERPRETED_BF16}")
     args = {key: _seq_major(value) if _per_token(value) else value for key, value in given.items()}
-    if initial_state is not None:
-        want = (q.shape[0], v.shape[1], q.shape[-1], v.shape[-1])
-        if tuple(initial_state.shape) != want:
-            got = tuple(initial_state.shape)
-            raise ValueError(f"parameter initial_state must have shape (B, H_v, Dk, Dv) = {want}; got {got}")
+    if checked_state(initial_state, (q.shape[0], v.shape[1], q.shape[-1], v.shape[-1])) is not None:
         args["initial_state"] = initial_state
     args |= {"q": _seq_major(q), "k": _seq_major(k), "v": _seq_major(v)}
     if cu_seqlens is not None:

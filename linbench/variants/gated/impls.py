@@ -31,7 +31,14 @@ from linbench.variants.gated.delta_quadratic import delta_quadratic
 from linbench.variants.gated.delta_recurrent import delta_scan
 from linbench.variants.gated.dplr_chunked import dplr_chunked_scan, dplr_quadratic
 from linbench.variants.gated.dplr_recurrent import DplrInputs, dplr_scan, dplr_step
-from linbench.variants.gated.numerics import GatedState, causal_only, chunk_length, chunk_problem, scale_problem
+from linbench.variants.gated.numerics import (
+    GatedState,
+    causal_only,
+    checked_state,
+    chunk_length,
+    chunk_problem,
+    scale_problem,
+)
 from linbench.variants.gated.packed import decay_lockstep, delta_lockstep, lockstep, per_sequence_form
 from linbench.variants.varlen import Segments
 
@@ -65,13 +72,8 @@ INITIAL_STATE = Param(
 def initial_state(given: object, x: Inputs) -> GatedState | None:
     """The state a form starts from: None for zeros, else ``given`` in the compute dtype;
     ValueError, one line, unless it is (B, H_v, Dk, Dv) for these inputs."""
-    if given is None:
-        return None
-    want = (x.k.shape[0], x.k.shape[1], x.k.shape[-1], x.v.shape[-1])
-    if not isinstance(given, torch.Tensor) or tuple(given.shape) != want:
-        got = tuple(given.shape) if isinstance(given, torch.Tensor) else type(given).__name__
-        raise ValueError(f"parameter initial_state must have shape (B, H_v, Dk, Dv) = {want}; got {got}")
-    return GatedState(given.to(device=x.k.device, dtype=x.k.dtype), 0)
+    state = checked_state(given, (x.k.shape[0], x.k.shape[1], x.k.shape[-1], x.v.shape[-1]))
+    return None if state is None else GatedState(state.to(device=x.k.device, dtype=x.k.dtype), 0)
 
 
 @dataclass(frozen=True)

@@ -134,3 +134,14 @@ class Rows:
         if self._out is not None:
             return self._out
         return torch.stack(self._rows, dim=-2) if self._rows else like.new_empty(like.shape)
+
+
+def checked_state(given: object, want: tuple[int, int, int, int]) -> torch.Tensor | None:
+    """An initial state as given (None: the recurrence starts from zeros) once it is a tensor of
+    shape ``want``, (B, H_v, Dk, Dv); else ValueError, one line, naming both shapes."""
+    if given is None:
+        return None
+    if not isinstance(given, torch.Tensor) or tuple(given.shape) != want:
+        got = tuple(given.shape) if isinstance(given, torch.Tensor) else type(given).__name__
+        raise ValueError(f"parameter initial_state must have shape (B, H_v, Dk, Dv) = {want}; got {got}")
+    return given

@@ -25,7 +25,7 @@ from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.feature_forms.triton_interpreter import interpreter_on
 from linbench.variants.gated import fla as gated_fla
 from linbench.variants.gated.fla import CHUNK, INTERPRETED_BF16, RECURRENT
-from linbench.variants.gated.numerics import causal_only, resolve_scale
+from linbench.variants.gated.numerics import causal_only, checked_state, resolve_scale
 from linbench.variants.heads import repeat_qk
 from linbench.variants.varlen import Segments
 
@@ -70,12 +70,9 @@ def gdn2_fla(
     if kernel == CHUNK:
         q, k = repeat_qk(q, k, v)
     given: dict[str, Any] = {name_: _seq_major(t) for name_, t in zip("qkvgbw", (q, k, v, g, b, w), strict=True)}
-    if initial_state is not None:
-        want = (q.shape[0], v.shape[1], q.shape[-1], v.shape[-1])
-        if not isinstance(initial_state, torch.Tensor) or tuple(initial_state.shape) != want:
-            got = tuple(initial_state.shape) if isinstance(initial_state, torch.Tensor) else type(initial_state)
-            raise ValueError(f"parameter initial_state must have shape (B, H_v, Dk, Dv) = {want}; got {got}")
-        given["initial_state"] = initial_state.to(torch.float32)
+    state = checked_state(initial_state, (q.shape[0], v.shape[1], q.shape[-1], v.shape[-1]))
+    if state is not None:
+        given["initial_state"] = state.to(torch.float32)
     if cu_seqlens is not None:
         given["cu_seqlens"] = cu_seqlens
     note_backend(fla_common.backend_name(name, q.device))

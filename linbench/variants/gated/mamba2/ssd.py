@@ -27,7 +27,7 @@ from linbench.variants.declarations import Param
 from linbench.variants.feature_forms.triton_interpreter import interpreter_on
 from linbench.variants.gated.mamba2 import library
 from linbench.variants.gated.mamba2.inputs import A_LOG, DT_BIAS, SKIP, per_head
-from linbench.variants.gated.numerics import causal_only, chunk_problem
+from linbench.variants.gated.numerics import causal_only, checked_state, chunk_problem
 from linbench.variants.varlen import Segments
 
 KERNEL = "mamba_chunk_scan_combined"
@@ -149,9 +149,4 @@ def sequence_index(segments: Segments, device: torch.device) -> torch.Tensor:
 
 
 def _check_state(given: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    if given is None:
-        return
-    want = (q.shape[0], v.shape[1], k.shape[-1], v.shape[-1])
-    if not isinstance(given, torch.Tensor) or tuple(given.shape) != want:
-        got = tuple(given.shape) if isinstance(given, torch.Tensor) else type(given).__name__
-        raise ValueError(f"parameter initial_state must have shape (B, H_v, Dk, Dv) = {want}; got {got}")
+    checked_state(given, (q.shape[0], v.shape[1], k.shape[-1], v.shape[-1]))

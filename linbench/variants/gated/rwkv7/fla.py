@@ -26,7 +26,7 @@ from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.feature_forms.triton_interpreter import interpreter_on
 from linbench.variants.gated import fla as gated_fla
 from linbench.variants.gated.fla import CHUNK, INTERPRETED_BF16, RECURRENT
-from linbench.variants.gated.numerics import GatedState, causal_only
+from linbench.variants.gated.numerics import GatedState, causal_only, checked_state
 from linbench.variants.heads import repeat_qk
 from linbench.variants.varlen import Segments
 
@@ -65,12 +65,9 @@ def rwkv7_fla(
     q, k = repeat_qk(q, k, v)  # the DPLR kernels take one r/k head per value head
     given: dict[str, Any] = {"r": q, "w": w, "k": k, "v": v, "a": -kk, "b": kk * a.to(kk.dtype)}
     given = {key: _seq_major(value) for key, value in given.items()}
-    if initial_state is not None:
-        want = (q.shape[0], v.shape[1], q.shape[-1], v.shape[-1])
-        if not isinstance(initial_state, torch.Tensor) or tuple(initial_state.shape) != want:
-            got = tuple(initial_state.shape) if isinstance(initial_state, torch.Tensor) else type(initial_state)
-            raise ValueError(f"parameter initial_state must have shape (B, H_v, Dk, Dv) = {want}; got {got}")
-        given["initial_state"] = initial_state.to(torch.float32)
+    state = checked_state(initial_state, (q.shape[0], v.shape[1], q.shape[-1], v.shape[-1]))
+    if state is not None:
+        given["initial_state"] = state.to(torch.float32)
     if cu_seqlens is not None:
         given["cu_seqlens"] = cu_seqlens
     note_backend(fla_common.backend_name(name, q.device))
