@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
 from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
@@ -26,12 +27,25 @@ RESULTS = Path(__file__).parents[2] / "results"
 BAND = (1 / 3, 3.0)
 
 
+def _committed(paths: list[Path]) -> list[Path]:
+    """The paths git tracks: a run a user made in this checkout (the README's main job writes one
+    under results/) is not a recorded run. All of them where there is no git checkout."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--", "results"], cwd=RESULTS.parent, capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return paths
+    tracked = {(RESULTS.parent / name).resolve() for name in listed.split("\0") if name}
+    return [path for path in paths if path.resolve() in tracked]
+
+
 def recorded_runs() -> list[Path]:
     """Every committed CPU run that ran to its end, says when it started and ended, and had the
     machine to itself: the estimate models an idle machine, and a run recorded busy (meta.json's
     ``load``) took what the other jobs left it, which no estimate of its points can say."""
     runs = []
-    for meta_path in sorted(RESULTS.rglob("meta.json")):
+    for meta_path in _committed(sorted(RESULTS.rglob("meta.json"))):
         meta = json.loads(meta_path.read_text())
         ended = meta.get("status") == "complete" and meta.get("finished_at")
         busy = bool(meta.get("load", {}).get("busy"))
