@@ -71,7 +71,7 @@ TIME_COLUMNS = {
         "device_ms",
         "cpu_ms_p20",
     ),
-    "processes.csv": ("time_ms", "time_ms_p20", "time_ms_p80", "device_ms", "cpu_ms_p20"),
+    "processes.csv": ("time_ms", "time_ms_p20", "time_ms_p80", "device_ms", "cpu_ms_p20", "paced_p20"),
     "samples.csv": ("time_ms",),
 }
 # A neighbour that keeps torch's thread pool busy in bursts of 0.5-5 s with pauses of up to 2 s:
@@ -226,7 +226,7 @@ def replay_each(base: Path, cur: Path, factor: float) -> dict[str, str]:
         if any(p.status != "ok" for p in (*b, *c)):
             continue
         cpu = key[KEY.index("device")].startswith("cpu")
-        found = replay(times(b, cpu), times(c, cpu), factor)
+        found = replay(*times(b, c, cpu), factor)
         fates[label(tuple(key[: len(KEY)]))] = f"{found.outcome} at round {found.rounds}"
     return fates
 

@@ -12,11 +12,12 @@ from pathlib import Path
 
 from linbench.gate.rule import TimeRule, judge
 from linbench.gate.sequential import OPEN, REGRESSION
-from linbench.gate.statistic import process_times
+from linbench.gate.statistic import SHOWN_COLUMN, process_times
 from linbench.results.processes import ProcessResult
 from linbench.results.protocol import ProcessProtocol, judged
 from linbench.results.record import Key, row_key
 from linbench.results.store import RunStore
+from linbench.units import as_number
 
 RULE = TimeRule(protocol=ProcessProtocol.rounds(3, 100))
 
@@ -38,8 +39,19 @@ def rounds_by_point(folder: Path) -> dict[Key, list[ProcessResult]]:
     return found
 
 
-def times(processes: Sequence[ProcessResult], cpu: bool) -> list[float]:
-    return process_times(judged(processes, cpu), cpu)[1]
+def times(base: Sequence[ProcessResult], cur: Sequence[ProcessResult], cpu: bool) -> tuple[list[float], list[float]]:
+    """Each side's figures of the statistic the gate judges the point on (chosen for both)."""
+    _, base_times, cur_times = process_times(judged(base, cpu), judged(cur, cpu), cpu)
+    return base_times, cur_times
+
+
+def shown_ms(base: Sequence[ProcessResult], cur: Sequence[ProcessResult], cpu: bool) -> list[float]:
+    """Both sides' times a call in milliseconds of the statistic judged (its CPU times where the
+    judged figure is paced, in reference calls)."""
+    statistic = process_times(judged(base, cpu), judged(cur, cpu), cpu)[0]
+    column = SHOWN_COLUMN[statistic]
+    found = [as_number(getattr(p, column)) for p in (*judged(base, cpu), *judged(cur, cpu))]
+    return [float(v) for v in found if v is not None and v > 0]
 
 
 def replay(base: Sequence[float], cur: Sequence[float], factor: float = 1.0, first: int = 3) -> Replayed:
@@ -81,10 +93,11 @@ def point_figures(base: Path, cur: Path) -> dict[Key, PointFigures]:
     for key in sorted(base_rounds.keys() & cur_rounds.keys()):
         b, c = base_rounds[key], cur_rounds[key]
         cpu = "cpu" in key
-        bt, ct = times(b, cpu), times(c, cpu)
+        bt, ct = times(b, c, cpu)
         if not bt or not ct:
             continue
         judgement = judge(bt, ct, RULE)
         samples = sorted(float(p.samples or 0) for p in (*b, *c))
-        found[key] = PointFigures(sorted(bt)[len(bt) // 2], samples[len(samples) // 2], judgement.spread, len(c))
+        ms = sorted(shown_ms(b, c, cpu))
+        found[key] = PointFigures(ms[len(ms) // 2], samples[len(samples) // 2], judgement.spread, len(c))
     return found

@@ -15,6 +15,7 @@ from typing import Any
 
 from synthetic_runs import write_run
 
+from linbench.measure.pace import PACE_WORK
 from linbench.results.schema import KEY_COLUMNS
 from linbench.results.store import RunStore
 
@@ -36,18 +37,21 @@ def write_process_run(
     graph_offsets: Offsets | None = None,
     meta: dict[str, Any] | None = None,
     cpu_offsets: Offsets | None = None,
+    paced_offsets: Offsets | None = None,
 ) -> Path:
     """A run of ``rows`` (results.csv) and their processes: each ok row gets one process per
     offset, its median ``time_ms·e^offset`` (its p20 and p80 the row's times e^offset); a row
     with ``device_ms`` gets that time spread by ``graph_offsets`` (default: ``offsets``) in the
     same processes, and one with ``cpu_ms_p20`` that by ``cpu_offsets`` (default: ``offsets``);
+    with ``paced_offsets``, each process of such a row is also paced (measure/pace.py): its
+    ``paced_p20`` ten times the row's CPU time, spread by those offsets, against PACE_WORK;
     ``kernels_per_call`` and ``threads`` of a row go to each of its processes. ``meta`` is
     merged into meta.json's sweep settings."""
     path = write_run(folder, rows)
     store = RunStore(path)
     for row in rows:
         if row["status"] == "ok":
-            for process in _processes(row, offsets, graph_offsets, cpu_offsets):
+            for process in _processes(row, offsets, graph_offsets, cpu_offsets, paced_offsets):
                 store.append_process(process)
     if meta:
         meta_path = path / "meta.json"
@@ -58,7 +62,11 @@ def write_process_run(
 
 
 def _processes(
-    row: dict[str, Any], offsets: Offsets, graph_offsets: Offsets | None, cpu_offsets: Offsets | None
+    row: dict[str, Any],
+    offsets: Offsets,
+    graph_offsets: Offsets | None,
+    cpu_offsets: Offsets | None,
+    paced_offsets: Offsets | None = None,
 ) -> list[dict[str, Any]]:
     eager = list(offsets(row) if callable(offsets) else offsets)
     graph, cpu = (_offsets(row, other if other is not None else offsets) for other in (graph_offsets, cpu_offsets))
@@ -75,6 +83,10 @@ def _processes(
             process["device_ms"] = row["device_ms"] * math.exp(graph[n % len(graph)])
         if row.get("cpu_ms_p20") is not None:
             process["cpu_ms_p20"] = row["cpu_ms_p20"] * math.exp(cpu[n % len(cpu)])
+            if paced_offsets is not None:
+                paced = _offsets(row, paced_offsets)
+                process["paced_p20"] = 10 * row["cpu_ms_p20"] * math.exp(paced[n % len(paced)])
+                process["pace_work"] = PACE_WORK
         out.append(process)
     return out
 

@@ -133,7 +133,8 @@ def open_points(folders: Mapping[str, Sequence[object]], rule: TimeRule) -> list
         if any(p.status != "ok" for p in (*b, *c)):
             continue  # broken whatever more rounds say
         cpu = _on_cpu(key)
-        judgement = judge(process_times(judged(b, cpu), cpu)[1], process_times(judged(c, cpu), cpu)[1], rule)
+        _, base_times, cur_times = process_times(judged(b, cpu), judged(c, cpu), cpu)
+        judgement = judge(base_times, cur_times, rule)
         if judgement.verdict == "unverified" or judgement.decision == OPEN:
             log_ratio = math.log(judgement.ratio) if judgement.ratio else 0.0
             k = min(len(b), len(c))

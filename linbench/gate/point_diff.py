@@ -17,7 +17,7 @@ class PointDiff:
     key: dict[str, Any]
     base_status: str
     status: str
-    base_ms: float | None  # the judged time: the median across processes of ``statistic``
+    base_ms: float | None  # the judged time: the median across processes of ``statistic`` (paced: its CPU time)
     ms: float | None
     ratio: float | None
     timing: str  # graph (CUDA-graph replays judged) or eager

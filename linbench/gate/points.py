@@ -1,6 +1,7 @@
 """One point of two runs compared: its time (by the rule of rule.py, on the statistic of
 statistic.py: the CUDA-graph replay time where both sides have one, with the eager time
-beside it, else on a CPU each one-thread process's CPU time, else its p20, else its median),
+beside it, else on a CPU each one-thread process's paced CPU time, else its CPU time, else its
+p20, else its median),
 its memory and its kernel launches per call, each with a verdict. Judged on the wall clock, a
 CPU process whose threads other processes oversubscribed (processes.csv's ``oversubscribed``)
 is left out where at least MIN_TO_JUDGE others of its side remain; a side with fewer (or with
@@ -21,7 +22,7 @@ from linbench.gate.between import BetweenRuns
 from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_memory
 from linbench.gate.point_diff import PointDiff
 from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, TimeJudgement, TimeRule, judge
-from linbench.gate.statistic import COLUMN, CPU_TIME, GRAPH, all_positive, chosen
+from linbench.gate.statistic import COLUMN, CPU_TIME, GRAPH, PACED, SHOWN_COLUMN, all_positive, chosen
 from linbench.report.series import plain
 from linbench.results.processes import cpu_time_stands
 from linbench.results.protocol import ProcessProtocol, judged_processes
@@ -111,6 +112,18 @@ class Side:
         row, where no process was recorded): statistic.py's "cpu time"."""
         return _on_cpu_clock(self.row, self.processes)
 
+    def pace_work(self) -> str | None:
+        """The reference work every process paced its calls with, where each recorded a paced
+        time against the same one (statistic.py's "paced cpu time"); else None."""
+        frame = self.processes
+        if frame is None or not {"paced_p20", "pace_work"} <= set(frame.columns) or frame.empty:
+            return None
+        works = set(frame["pace_work"].astype(str))
+        if len(works) != 1 or not all_positive(list(frame["paced_p20"])):
+            return None
+        work = works.pop()
+        return work if work and work != "nan" else None
+
     def has_p20(self) -> bool:
         """Whether every process recorded the p20 of its repetitions (the results row, where
         no process was recorded)."""
@@ -175,9 +188,11 @@ def diff_point(
     both_ok = base.ok and cur.ok
     graph = base.has_graph_times() and cur.has_graph_times()
     cpu_time = base.has_cpu_time() and cur.has_cpu_time()
-    eager_statistic = chosen(key["device_type"] == "cpu", False, base.has_p20() and cur.has_p20(), cpu_time)
+    paced = base.pace_work() is not None and base.pace_work() == cur.pace_work()
+    eager_statistic = chosen(key["device_type"] == "cpu", False, base.has_p20() and cur.has_p20(), cpu_time, paced)
     statistic = GRAPH if graph else eager_statistic
     column = COLUMN[statistic]
+    shown = SHOWN_COLUMN[statistic]  # a paced figure is in reference calls: its CPU times are shown
     rule = thresholds.time_rule(protocol, gross_bar, between)
     time = TimeJudgement("-", None)
     if both_ok:
@@ -198,8 +213,8 @@ def diff_point(
         key=key,
         base_status=str(base.row["status"]),
         status=str(cur.row["status"]),
-        base_ms=_median(base.per_process(column)) if base.ok else None,
-        ms=_median(cur.per_process(column)) if cur.ok else None,
+        base_ms=_median(base.per_process(shown)) if base.ok else None,
+        ms=_median(cur.per_process(shown)) if cur.ok else None,
         ratio=time.ratio,
         timing="graph" if graph else "eager",
         base_processes=base.count(),
@@ -232,7 +247,7 @@ def _not_comparable(base: Side, cur: Side, statistic: str) -> str | None:
     process's CPU time holds no preemption)."""
     if base.threads is not None and cur.threads is not None and base.threads != cur.threads:
         return OTHER_THREADS
-    if statistic != CPU_TIME and (base.oversubscribed or cur.oversubscribed):
+    if statistic not in (CPU_TIME, PACED) and (base.oversubscribed or cur.oversubscribed):
         return OVERSUBSCRIBED
     return None
 

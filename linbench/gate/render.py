@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from linbench.gate.compare import Comparison, ExponentCheck, PointDiff
-from linbench.gate.statistic import CPU_TIME, P20
+from linbench.gate.statistic import CPU_TIME, P20, PACED
 from linbench.report.fit import FLAT, NONE, quality_text
 from linbench.report.render import ReportTable
 from linbench.results.protocol import MIN_TO_JUDGE
@@ -16,6 +16,11 @@ P20_MEANING = "the median across processes of each process's 20th percentile of 
 CPU_TIME_MEANING = (
     "the median across processes of each one-thread process's 20th percentile of its calls' CPU times: the "
     "work a call did, to which waiting for a core adds nothing"
+)
+PACED_MEANING = (
+    "judged on each one-thread process's 20th percentile of its calls' CPU times over a fixed reference "
+    "call's timed beside each, which divides out the core's slow and fast phases; the times shown are the "
+    "CPU times, the ratio the paced one's"
 )
 ENVIRONMENT = "regression (environment)"
 GROSS = "regression (gross)"
@@ -135,6 +140,8 @@ def points_table(comparison: Comparison) -> ReportTable:
         title += f" (a time marked p20: {P20_MEANING})"
     if CPU_TIME in marked:
         title += f" (a time marked cpu time: {CPU_TIME_MEANING})"
+    if PACED in marked:
+        title += f" (a time marked paced cpu time: {PACED_MEANING})"
     return ReportTable(title, POINT_COLUMNS, rows)
 
 

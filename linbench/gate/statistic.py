@@ -18,6 +18,17 @@ pool's threads spin while they wait for a preempted sibling, and that spinning i
 it cannot see is a call that waits without working (sleeping, blocked on a lock or on I/O); an
 attention impl on a CPU computes, and the wall-clock columns stay in the results beside it.
 
+Better again, where every such process also recorded its pace (``paced_p20``: the p20 of its
+calls' CPU times each divided by a fixed reference call's timed beside it, measure/pace.py): a
+virtual core runs slow and fast phases of a second or so that move CPU time as much as the wall
+clock (on the 2-core KVM machine of docs/evidence.md, one point's processes spread σ̂ 0.10–0.24
+in CPU time, 0.02–0.07 paced, for the matmul-bound chunked forms), and the reference, in the
+same phase, divides them out. That is the statistic then ("paced cpu time"), where both sides
+paced every process with the same reference work; the figure is in reference calls, not
+milliseconds, so a comparison shows the CPU times beside its ratio. It helps least where a
+call's work is least like the reference's (softmax:sdpa at 512 tokens spread about as much
+either way there).
+
 GPU times keep the median. CUDA-graph replay times (``device_ms``) are timed on the device's
 clock, a replay is not preempted by the host's scheduler, and processes.csv records no p20 of
 them. An eager GPU time is the host issuing launches; on the one GPU pair measured, its p20
@@ -34,20 +45,26 @@ from collections.abc import Sequence
 from linbench.results.processes import ProcessResult, timed_on_cpu_clock
 from linbench.units import as_number
 
+PACED = "paced cpu time"  # each one-thread CPU process's p20 of its calls' CPU times over the reference's
 CPU_TIME = "cpu time"  # each one-thread CPU process's p20 of its calls' CPU times: preemption adds none
 P20 = "p20"  # each CPU process's 20th percentile of its timed repetitions: what preemption cannot move
 MEDIAN = "median"  # each process's median: eager GPU times, and CPU times where a side recorded no p20
 GRAPH = "graph median"  # each process's median CUDA-graph replay time (device_ms)
 
-COLUMN = {CPU_TIME: "cpu_ms_p20", P20: "time_ms_p20", MEDIAN: "time_ms", GRAPH: "device_ms"}
+COLUMN = {PACED: "paced_p20", CPU_TIME: "cpu_ms_p20", P20: "time_ms_p20", MEDIAN: "time_ms", GRAPH: "device_ms"}
+# What a comparison shows in milliseconds for a statistic whose figure is not a time.
+SHOWN_COLUMN = COLUMN | {PACED: COLUMN[CPU_TIME]}
 
 
-def chosen(cpu: bool, graph: bool, p20: bool, cpu_time: bool = False) -> str:
+def chosen(cpu: bool, graph: bool, p20: bool, cpu_time: bool = False, paced: bool = False) -> str:
     """The statistic of a point on a CPU (``cpu``) or a GPU whose sides all have CUDA-graph
-    replay times (``graph``), all CPU times of one-thread processes (``cpu_time``) or all p20s
-    (``p20``): graph replays first, then on a CPU the CPU time, then the p20, else the median."""
+    replay times (``graph``), all paced CPU times (``paced``), all CPU times of one-thread
+    processes (``cpu_time``) or all p20s (``p20``): graph replays first, then on a CPU the
+    paced CPU time, then the CPU time, then the p20, else the median."""
     if graph:
         return GRAPH
+    if cpu and cpu_time and paced:
+        return PACED
     if cpu and cpu_time:
         return CPU_TIME
     return P20 if cpu and p20 else MEDIAN
@@ -64,11 +81,25 @@ def all_positive(values: Sequence[object]) -> bool:
     return bool(numbers) and all(n is not None and n > 0 for n in numbers)
 
 
-def process_times(processes: Sequence[ProcessResult], cpu: bool) -> tuple[str, list[float]]:
-    """The statistic one side's ``processes`` of a point (on a CPU: ``cpu``) are judged on,
-    and each process's value of it: what ``linbench ab`` asks for another round on."""
-    graph = all_positive([p.device_ms for p in processes])
-    cpu_time = bool(processes) and all(timed_on_cpu_clock(p) for p in processes)
-    statistic = chosen(cpu, graph, all_positive([p.time_ms_p20 for p in processes]), cpu_time)
+def process_times(
+    base: Sequence[ProcessResult], cur: Sequence[ProcessResult], cpu: bool
+) -> tuple[str, list[float], list[float]]:
+    """The statistic two sides' ``processes`` of a point (on a CPU: ``cpu``) are judged on,
+    chosen for both at once (a statistic one side lacks is not taken), and each side's values
+    of it: what ``linbench ab`` asks for another round on."""
+    both = [*base, *cur]
+    graph = all_positive([p.device_ms for p in both])
+    cpu_time = bool(base) and bool(cur) and all(timed_on_cpu_clock(p) for p in both)
+    statistic = chosen(cpu, graph, all_positive([p.time_ms_p20 for p in both]), cpu_time, paced_alike(both))
+    return statistic, _values(base, statistic), _values(cur, statistic)
+
+
+def paced_alike(processes: Sequence[ProcessResult]) -> bool:
+    """Whether every process recorded a paced time, each against the same reference work."""
+    works = {p.pace_work for p in processes}
+    return all_positive([p.paced_p20 for p in processes]) and len(works) == 1 and bool(works.pop())
+
+
+def _values(processes: Sequence[ProcessResult], statistic: str) -> list[float]:
     values = [as_number(getattr(p, COLUMN[statistic])) for p in processes]
-    return statistic, [float(v) for v in values if v is not None and v > 0]
+    return [float(v) for v in values if v is not None and v > 0]

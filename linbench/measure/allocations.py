@@ -75,7 +75,7 @@ def profiled_call(call: Callable[[], object]) -> ProfiledCall:
     """``call`` run once under torch's profiler, timed between the profiler's start and stop
     (so neither is in its time): what it allocated (module doc), its events and its time."""
     with profile(use_cpu=True, profile_memory=True) as prof:
-        wall_ms, cpu_ms = CpuClock().around(call)
+        wall_ms, cpu_ms, _ = CpuClock().around(call)
     results = prof.kineto_results
     if results is None:
         raise RuntimeError("torch's profiler returned no events")

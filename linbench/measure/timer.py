@@ -28,6 +28,11 @@ class Timing:
     samples_ms: tuple[float, ...]
     # Each repetition's process CPU time, in the same order (empty where none was taken: CUDA).
     cpu_samples_ms: tuple[float, ...] = ()
+    # Paced repetitions (measure/pace.py): the reference call's CPU time right before each, and
+    # the call's CPU time over it; empty where the repetitions were not paced. Not aligned with
+    # the samples above: a first or profiled call timed apart has no reference beside it.
+    pace_samples_ms: tuple[float, ...] = ()
+    paced_samples: tuple[float, ...] = ()
 
     @property
     def median_ms(self) -> float:
@@ -40,6 +45,25 @@ class Timing:
     def cpu_percentile_ms(self, pct: float) -> float | None:
         """The same percentile of the repetitions' CPU times (None where none was taken)."""
         return _percentile(self.cpu_samples_ms, pct) if self.cpu_samples_ms else None
+
+    def paced_percentile(self, pct: float) -> float | None:
+        """The same percentile of the paced repetitions' CPU time over the reference's (None
+        where none was paced)."""
+        return _percentile(self.paced_samples, pct) if self.paced_samples else None
+
+    @property
+    def pace_ms(self) -> float | None:
+        """The reference call's median CPU time (None where none was paced)."""
+        return statistics.median(self.pace_samples_ms) if self.pace_samples_ms else None
+
+    def then(self, later: Timing) -> Timing:
+        """These repetitions and ``later``'s as one run, in the order they were timed."""
+        return Timing(
+            (*self.samples_ms, *later.samples_ms),
+            (*self.cpu_samples_ms, *later.cpu_samples_ms),
+            (*self.pace_samples_ms, *later.pace_samples_ms),
+            (*self.paced_samples, *later.paced_samples),
+        )
 
     @property
     def count(self) -> int:
@@ -110,20 +134,50 @@ def readings(
     return taken
 
 
-class CpuClock:
-    """The wall clock and the process's CPU time around each call, read at once, in ms."""
+# A CPU reading: the call's wall and CPU milliseconds, and the reference call's CPU
+# milliseconds right before it (None where the clock has no pace).
+CpuReading = tuple[float, float, float | None]
 
-    def around(self, fn: Callable[[], object]) -> tuple[float, float]:
+
+class CpuClock:
+    """The wall clock and the process's CPU time around each call, read at once, in ms; with a
+    ``pace`` (measure/pace.py), the machine's pace beside each call: the mean CPU time of that
+    reference call right before it and right after it (the one after a call is the one before
+    the next, so a call costs one reference more, not two)."""
+
+    def __init__(self, pace: Callable[[], object] | None = None) -> None:
+        self._pace = pace
+        self._last_pace_ms: float | None = None
+
+    def around(self, fn: Callable[[], object]) -> CpuReading:
+        before = self._last_pace_ms if self._last_pace_ms is not None else self._pace_ms()
         c0, t0 = time.process_time_ns(), time.perf_counter_ns()
         fn()
         t1, c1 = time.perf_counter_ns(), time.process_time_ns()
-        return (t1 - t0) / 1e6, (c1 - c0) / 1e6
+        after = self._last_pace_ms = self._pace_ms()
+        pace_ms = None if before is None or after is None else (before + after) / 2
+        return (t1 - t0) / 1e6, (c1 - c0) / 1e6, pace_ms
 
-    def spent_ms(self, reading: tuple[float, float]) -> float:
+    def _pace_ms(self) -> float | None:
+        if self._pace is None:
+            return None
+        start = time.process_time_ns()
+        self._pace()
+        return (time.process_time_ns() - start) / 1e6
+
+    def spent_ms(self, reading: CpuReading) -> float:
         return reading[0]
 
-    def timing(self, readings: list[tuple[float, float]]) -> Timing:
-        return Timing(tuple(wall for wall, _ in readings), tuple(cpu for _, cpu in readings))
+    def timing(self, readings: list[CpuReading]) -> Timing:
+        # A reference too short for the CPU clock to see (0) cannot divide: that repetition
+        # keeps its times and is left out of the paced ones.
+        paces = [(pace, cpu) for _, cpu, pace in readings if pace is not None and pace > 0]
+        return Timing(
+            tuple(wall for wall, _, _ in readings),
+            tuple(cpu for _, cpu, _ in readings),
+            tuple(pace for pace, _ in paces),
+            tuple(cpu / pace for pace, cpu in paces),
+        )
 
 
 def time_cpu(
@@ -136,6 +190,7 @@ def time_cpu(
     min_reps: int = 3,
     max_reps: int = 200,
     timed_window: AbstractContextManager[object] | None = None,
+    pace: Callable[[], object] | None = None,
 ) -> Timing:
     """Time ``fn`` with a monotonic clock.
 
@@ -147,11 +202,13 @@ def time_cpu(
     backward timing builds its forward graph there; a CPU call gets fresh buffers) and does
     not count against the budget, which is of timed work. ``timed_window`` is entered around
     the repetitions after the warm-up (a reading of what else the machine did meanwhile).
+    ``pace``, a reference call (measure/pace.py), is timed right before every repetition, untimed
+    otherwise and outside the budget, so the repetitions can be divided by the machine's pace.
     """
     prepare = before or _nothing
     warm_up(fn, prepare, warmup_s, min_warmup_calls)
     with timed_window or nullcontext():
-        return repeat(fn, prepare, CpuClock(), budget_s=budget_s, min_reps=min_reps, max_reps=max_reps)
+        return repeat(fn, prepare, CpuClock(pace), budget_s=budget_s, min_reps=min_reps, max_reps=max_reps)
 
 
 def _percentile(samples: tuple[float, ...], pct: float) -> float:

@@ -65,6 +65,10 @@ class ProcessResult:
     cpu_ms_p20: float | None = None
     alloc_peak_bytes: int | None = None
     alloc_call_timed: bool | None = None
+    # A one-thread CPU process's calls over a reference call's (linbench/measure/pace.py).
+    paced_p20: float | None = None
+    pace_ms: float | None = None
+    pace_work: str | None = None
     # decode as it is served (linbench/variants/serving.py)
     state_bytes_per_request: int | None = None
     accepted_per_step: float | None = None
@@ -140,6 +144,19 @@ def gated_ms(process: ProcessResult, cpu: bool = False) -> float | None:
         if number is not None and number > 0:
             return number
     return None
+
+
+def gated_figures(processes: Sequence[ProcessResult], cpu: bool = False) -> list[float]:
+    """Each process's figure the gate judges, alike for all: on a CPU, where every process was
+    paced against the same reference (linbench/measure/pace.py), its paced CPU time (in
+    reference calls); else each one's ``gated_ms``. Only the spread of these is read (their
+    log max/min), so a figure that is not milliseconds serves."""
+    works = {p.pace_work for p in processes}
+    paced = [v for p in processes if (v := as_number(p.paced_p20)) is not None and v > 0]
+    alike = len(works) == 1 and bool(next(iter(works))) and len(paced) == len(processes)
+    if cpu and processes and alike and all(timed_on_cpu_clock(p) for p in processes):
+        return [float(v) for v in paced]
+    return [g for p in processes if (g := gated_ms(p, cpu)) is not None]
 
 
 def summarise(processes: Sequence[ProcessResult]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any, overload
 
 from linbench.results.processes import (
     ProcessResult,
-    gated_ms,
+    gated_figures,
     log_spread,
     median_difference_se,
     timed_on_cpu_clock,
@@ -108,11 +108,9 @@ class ProcessProtocol:
     def needs_more(self, processes: Sequence[ProcessResult], cpu: bool = False) -> bool:
         """Whether a point measured in ``processes`` (on a CPU: ``cpu``) needs another: fewer
         than ``wanted``, or as many but disagreeing by more than ``extend_above`` (in
-        log(max/min) of the times the gate judges: on a CPU each process's p20, of the processes
-        it judges) and fewer than ``most``."""
-        return self.extends(
-            len(processes), lambda: [g for p in judged(processes, cpu) if (g := gated_ms(p, cpu)) is not None]
-        )
+        log(max/min) of the figures the gate judges: on a CPU each process's paced CPU time, CPU
+        time or p20, of the processes it judges) and fewer than ``most``."""
+        return self.extends(len(processes), lambda: gated_figures(judged(processes, cpu), cpu))
 
     def extends(self, count: int, times: Callable[[], Sequence[float]]) -> bool:
         """Whether a point with ``count`` processes (or ab rounds) gets another: fewer than

@@ -65,7 +65,8 @@ __all__ = [
 # 13: compile_s also counts Triton's compiler (a Triton impl's kernels).
 # 14: tp in results.csv (the tensor-parallel ranks a preset's heads are one rank's shard of).
 # 14: bytes counts each of q, k, v and the output at its own heads (before: all at the value heads).
-SCHEMA_VERSION = 14
+# 15: paced_p20, pace_ms and pace_work in processes.csv (a one-thread CPU call over a reference call).
+SCHEMA_VERSION = 15
 # The first schema whose bytes count each tensor at its own heads (report/roofline.py corrects older runs').
 GROUPED_BYTES_SCHEMA = 14
 
@@ -418,6 +419,15 @@ COLUMNS = {
                 "CPU: the profiled call that counted alloc_peak_bytes was one of the timed repetitions (its "
                 "profiler cost under 0.5% of its time); false: an untimed call; empty: none in this process",
             ),
+            (
+                "paced_p20",
+                float,
+                "CPU, one torch thread: 20th percentile of the repetitions' CPU time over the CPU time of a fixed "
+                "reference call timed right before each (pace_work): the call's cost in reference calls, which a "
+                "virtual core's slow and fast phases divide out of (what the gate judges where both sides have it)",
+            ),
+            ("pace_ms", float, "CPU, one torch thread: median CPU time of the reference call beside the repetitions"),
+            ("pace_work", str, "CPU, one torch thread: the reference call paced_p20 is counted in"),
         ),
         # results.csv of a run spread over several GPUs (docs/scale-out.md): one agent per GPU
         # measured the point, and says where. A run made without the fleet leaves them empty.
@@ -525,6 +535,8 @@ PROCESS_COLUMNS = (
     *(*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s"),
     # Schema 11.
     "alloc_call_timed",
+    # Schema 15.
+    *("paced_p20", "pace_ms", "pace_work"),
 )
 SAMPLE_COLUMNS = (*KEY_COLUMNS, "process", "time_ms")
 

@@ -24,6 +24,7 @@ from linbench.measure.allocations import ProfiledCall, profiled_call
 from linbench.measure.compile_time import compile_seconds
 from linbench.measure.memory import PeakRSS, release_free_heap
 from linbench.measure.nvml import GPU_IDLE, NvmlSampler, throttle_names
+from linbench.measure.pace import PACE_WORK, Pace, paced
 from linbench.measure.timer import Timing, time_cpu
 from linbench.measure.timing_policy import TimingPolicy
 from linbench.results.processes import ProcessResult
@@ -209,12 +210,19 @@ def _repeat(
         min_reps=max(policy.min_reps - ahead.count, 0),
         max_reps=max(policy.max_reps - ahead.count, 0),
         timed_window=window,
+        pace=_pace(),
     )
+
+
+def _pace() -> Pace | None:
+    """The reference call timed beside each repetition where the gate judges CPU time (one
+    torch thread: measure/pace.py), else None."""
+    return Pace() if paced(torch.get_num_threads(), "cpu") else None
 
 
 def _joined(earlier: Timing, later: Timing) -> Timing:
     """Two runs of repetitions as one, in the order they were timed."""
-    return Timing((*earlier.samples_ms, *later.samples_ms), (*earlier.cpu_samples_ms, *later.cpu_samples_ms))
+    return earlier.then(later)
 
 
 def _profiled_warm_up(task: Task, work: Work, warmup_s: float, warmup_calls: int) -> tuple[float, int, int | None]:
@@ -249,7 +257,9 @@ def _with_first_call(later: Timing, first_ms: float, first_cpu_ms: float, work: 
     more repetition timed in its place, so a point keeps its count of repetitions."""
     if not later.samples_ms or first_ms <= max(later.samples_ms) * (1 + FIRST_CALL_SLACK):
         return _joined(Timing((first_ms,), (first_cpu_ms,)), later)
-    more = time_cpu(work.run, before=work.before, warmup_s=0.0, min_warmup_calls=0, budget_s=0.0, min_reps=1)
+    more = time_cpu(
+        work.run, before=work.before, warmup_s=0.0, min_warmup_calls=0, budget_s=0.0, min_reps=1, pace=_pace()
+    )
     return _joined(later, more)
 
 
@@ -291,6 +301,9 @@ def _timed(timing: Timing) -> ProcessResult:
         time_ms_p20=timing.percentile_ms(20),
         time_ms_p80=timing.percentile_ms(80),
         cpu_ms_p20=timing.cpu_percentile_ms(20),
+        paced_p20=timing.paced_percentile(20),
+        pace_ms=timing.pace_ms,
+        pace_work=PACE_WORK if timing.paced_samples else None,
         samples=timing.count,
         samples_ms=tuple(timing.samples_ms),
     )

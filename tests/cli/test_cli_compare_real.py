@@ -39,7 +39,7 @@ TIME_COLUMNS = {
     "results.csv": (
         *("time_ms", "time_ms_p20", "time_ms_p80", "time_ms_proc_lo", "time_ms_proc_hi", "device_ms", "cpu_ms_p20"),
     ),
-    "processes.csv": ("time_ms", "time_ms_p20", "time_ms_p80", "device_ms", "cpu_ms_p20"),
+    "processes.csv": ("time_ms", "time_ms_p20", "time_ms_p80", "device_ms", "cpu_ms_p20", "paced_p20"),
     "samples.csv": ("time_ms",),
 }
 # What two ok points can be called on timing alone, noise and the machine's load included (a

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import Invoke, assert_usage_error
 
+from linbench.measure.pace import PACE_WORK
 from linbench.results.schema import SCHEMA_VERSION
 
 ONE_IMPL = ("--variant", "softmax:sdpa", "--no-against", "--heads", "2", "--dim", "16")
@@ -35,6 +36,10 @@ def test_processes_are_rows_of_their_own_and_the_protocol_is_recorded(invoke: In
     assert [p["process"] for p in processes] == ["0", "1", "2"] and len({p["pid"] for p in processes}) == 3
     # Each process's CPU time of a call, which the gate judges for one-thread CPU processes.
     assert all(p["threads"] == "1" and float(p["cpu_ms_p20"]) > 0 for p in processes), processes
+    # ... and that time over a reference call's timed beside it (measure/pace.py), which the gate
+    # judges where both sides have it.
+    assert all(float(p["paced_p20"]) > 0 and float(p["pace_ms"]) > 0 for p in processes), processes
+    assert {p["pace_work"] for p in processes} == {PACE_WORK}
     with (folder / "results.csv").open() as handle:
         (row,) = list(csv.DictReader(handle))
     assert row["processes"] == "3" and row["timing"] == "eager" and float(row["cpu_ms_p20"]) > 0

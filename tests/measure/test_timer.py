@@ -6,6 +6,8 @@ The timer reads clocks (wall and CPU) that these tests drive themselves, so what
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from linbench.measure import timer
@@ -87,3 +89,37 @@ def test_summary_statistics() -> None:
     assert timing.percentile_ms(0) == 1.0 and timing.percentile_ms(100) == 5.0
     assert timing.percentile_ms(20) == pytest.approx(1.8)
     assert Timing((7.0,)).percentile_ms(80) == 7.0
+
+
+def test_a_paced_repetition_is_divided_by_the_reference_beside_it_so_a_slow_phase_divides_out(
+    clock: FakeClock,
+) -> None:
+    # The core's phase: 1 in the first two calls, 2 (everything twice as slow) in the last two.
+    phase = iter([1.0, 1.0, 2.0, 2.0, 2.0])
+    current = {"phase": 1.0}
+    paces = []
+
+    def pace() -> None:
+        current["phase"] = next(phase)
+        paces.append(current["phase"])
+        clock.advance_ms(0.1 * current["phase"])
+
+    timing = time_cpu(
+        lambda: clock.advance_ms(3.0 * current["phase"]),  # a warm-up call, then four timed ones
+        warmup_s=0.0,
+        budget_s=0.0,
+        min_reps=4,
+        pace=pace,
+    )
+    assert timing.cpu_samples_ms == pytest.approx((3.0, 3.0, 6.0, 6.0))  # the plain CPU times moved 2x
+    # Each call over the mean of the reference right before and right after it: the phase
+    # changed between the second call and the third, so the second sits between both paces.
+    assert timing.paced_samples == pytest.approx((30.0, 3.0 / 0.15, 30.0, 30.0))
+    assert timing.paced_percentile(50) == pytest.approx(30.0)
+    assert len(paces) == 4 + 1  # the reference after one call is the one before the next
+    assert timing.pace_ms == pytest.approx(statistics.median((0.1, 0.15, 0.2, 0.2)))
+
+
+def test_an_unpaced_timing_has_no_paced_figure(clock: FakeClock) -> None:
+    timing = time_cpu(lambda: clock.advance_ms(1.0), warmup_s=0.0, budget_s=0.0, min_reps=3)
+    assert timing.paced_samples == () and timing.paced_percentile(20) is None and timing.pace_ms is None

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from linbench.results.processes import PROCESS_FIELDS, ProcessResult, gated_ms, log_spread, summarise
+from linbench.results.processes import (
+    PROCESS_FIELDS,
+    ProcessResult,
+    gated_figures,
+    gated_ms,
+    log_spread,
+    summarise,
+)
 from linbench.results.schema import COLUMNS, COMBINES, RESULT_COLUMNS
 
 
@@ -43,6 +50,17 @@ def test_graph_time_is_gated_only_when_every_process_has_one() -> None:
     assert gated_ms(both[0]) == 1.0 and gated_ms(_process(2.0)) == 2.0
     mixed = [both[0], _process(2.1)]
     assert summarise(mixed)["timing"] == "eager" and summarise(mixed)["device_ms"] is None
+
+
+def test_paced_figures_are_the_spread_judged_only_where_every_process_was_paced_alike() -> None:
+    def one_thread(cpu_ms: float, paced: float | None, work: str | None = "matmul") -> ProcessResult:
+        return _process(cpu_ms, cpu_ms_p20=cpu_ms, threads=1, paced_p20=paced, pace_work=work)
+
+    paced = [one_thread(1.0, 10.0), one_thread(1.3, 10.1)]
+    assert gated_figures(paced, cpu=True) == [10.0, 10.1]  # the core's phase moved the CPU time 30%
+    assert gated_figures(paced, cpu=False) == [1.0, 1.3]  # off a CPU: the medians
+    assert gated_figures([*paced, one_thread(1.1, None, None)], cpu=True) == [1.0, 1.3, 1.1]
+    assert gated_figures([paced[0], one_thread(1.1, 9.0, "other")], cpu=True) == [1.0, 1.1]
 
 
 def test_values_read_back_from_csv_as_text_sum_up_the_same() -> None:
