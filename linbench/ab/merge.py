@@ -2,8 +2,9 @@
 
 Each round is a ``linbench run`` that measured every point in one fresh process, so round r
 gives each point its process r - 1: processes.csv gets one row per round per point (from that
-round's results.csv row, with the worker's pid and times from its processes.csv where the
-revision writes one), samples.csv every round's repetitions under their process, and
+round's results.csv row, with the worker's pid, times and other columns only processes.csv
+has from its processes.csv where the revision writes one), samples.csv every round's
+repetitions under their process, and
 results.csv the same summary ``linbench run --processes K`` writes (the median of the process
 medians and the spread between them; linbench/results/processes.py). A point that failed in
 any round takes that round's failure: a flaky impl is a broken one. The result is a run folder
@@ -19,6 +20,7 @@ from typing import Any
 
 from linbench.results.kinds import row_kind
 from linbench.results.meta import LoadSection, Overhead
+from linbench.results.processes import PROCESS_FIELDS
 from linbench.results.record import (
     Checked,
     Key,
@@ -31,10 +33,13 @@ from linbench.results.record import (
     row_key,
 )
 from linbench.results.rows import read_typed
-from linbench.results.schema import SCHEMA_VERSION
+from linbench.results.schema import RESULT_COLUMNS, SCHEMA_VERSION
 from linbench.results.store import SAMPLES_FILE, RunStore
 
 Row = Mapping[str, Any]
+# What a round's processes.csv row holds and its results row does not: the worker's pid and
+# times, and what only a process records (a one-thread CPU process's paced time among them).
+WORKER_ONLY = tuple(c for c in PROCESS_FIELDS if c not in RESULT_COLUMNS and c != "process")
 
 
 def merge_rounds(rounds: Sequence[Path], dest: Path, meta: Mapping[str, Any]) -> RunStore:
@@ -61,8 +66,9 @@ def merge_rounds(rounds: Sequence[Path], dest: Path, meta: Mapping[str, Any]) ->
 def round_process(result: Row, index: int, worker: Row) -> ProcessResult:
     """The process of a round's results row: what the round's one process measured, as its
     process ``index`` (the round index, from 0), with the worker's pid and times from the
-    round's processes.csv row ``worker`` (absent in older revisions)."""
-    process = ProcessResult.from_row({**result, **{c: worker.get(c) for c in ("pid", "wall_s", "timed_s")}})
+    round's processes.csv row ``worker`` (absent in older revisions), and every other column
+    only processes.csv has (a one-thread CPU process's paced time among them)."""
+    process = ProcessResult.from_row({**result, **{c: worker.get(c) for c in WORKER_ONLY}})
     return replace(process, process=index)
 
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from linbench.ab.merge import round_process
 from linbench.gate.rule import TimeRule, judge
 from linbench.gate.sequential import MOST_ROUNDS, OPEN, rounds_to_decide
 from linbench.gate.statistic import process_times
@@ -152,15 +153,18 @@ def _needed(spread: float | None, log_ratio: float, k: int, rule: TimeRule) -> i
 
 def _by_point(paths: Sequence[object]) -> tuple[dict[Key, list[ProcessResult]], dict[Key, float]]:
     """Each point's rounds over ``paths`` (round folders, in order: each round's results row is
-    its process), and what a round of it costs: the median wall time of its processes (absent
+    its process, with what only its processes.csv holds, as merge.py merges them), and what a
+    round of it costs: the median wall time of its processes (absent
     where the rounds recorded no processes.csv; a round's start-up then carries it)."""
     by_point: dict[Key, list[ProcessResult]] = {}
     walls: dict[Key, list[float]] = {}
-    for path in paths:
+    for index, path in enumerate(paths):
         store = RunStore(path)  # type: ignore[arg-type]
+        workers = {row_key(row): row for row in store.process_rows()}
         for row in store.rows():
-            by_point.setdefault(row_key(row), []).append(ProcessResult.from_row(row))
-        for row in store.process_rows():
+            key = row_key(row)
+            by_point.setdefault(key, []).append(round_process(row, index, workers.get(key, {})))
+        for row in workers.values():
             wall = ProcessResult.from_row(row).wall_s
             if wall is not None:
                 walls.setdefault(row_key(row), []).append(wall)

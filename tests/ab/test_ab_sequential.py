@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from result_rows import result_row
+from result_rows import process_row, result_row
 
 from linbench.ab.sequential import OpenPoint, Scheduler, choose, open_lines, open_points
 from linbench.gate.rule import TimeRule
@@ -23,6 +23,7 @@ def _rounds_of(
     p20s: list[float] | None = None,
     cpu_times: list[float] | None = None,
     seq: int = 1024,
+    paced: list[float] | None = None,
 ) -> list[Path]:
     paths = []
     for index, time_ms in enumerate(times):
@@ -33,6 +34,10 @@ def _rounds_of(
         if cpu_times is not None:  # one torch thread, its CPU time recorded
             row |= {"cpu_ms_p20": cpu_times[index], "threads": 1}
         store.append(row | {"status": status if index == len(times) - 1 else "ok"})
+        if paced is not None:  # paced against a reference call: only the round's processes.csv has it
+            store.append_process(
+                process_row(seq, 0, time_ms) | {"paced_p20": paced[index], "pace_ms": 0.1, "pace_work": "matmul"}
+            )
         store.write_meta({"status": "complete"})
         paths.append(store.path)
     return paths
@@ -70,6 +75,10 @@ def test_rounds_are_judged_on_the_time_compare_judges(tmp_path: Path) -> None:
     assert _open(steady, steady) == []
     apart = _rounds_of(tmp_path / "apart", walls, p20s=walls, cpu_times=[19.0, 25.0, 16.0, 22.0])
     assert len(_open(steady, apart)) == 1
+    # Those CPU times spread by a virtual core's phases, their paced figures steady: decided.
+    paced = [190.0, 190.5, 189.8, 190.2]
+    phased = _rounds_of(tmp_path / "phased", walls, p20s=walls, cpu_times=[19.0, 25.0, 16.0, 22.0], paced=paced)
+    assert _open(_rounds_of(tmp_path / "paced", walls, p20s=walls, cpu_times=walls, paced=paced), phased) == []
 
 
 def test_only_the_open_point_of_a_round_is_named(tmp_path: Path) -> None:

@@ -34,7 +34,10 @@ def _round(out: Path, index: int) -> Path:
             row |= {"error": "rel_err 0.5 > 5e-4", "peak_bytes": None}
         store.append(row)
         samples = [time_ms * f for f in (0.9, 1.0, 1.1)] if time_ms else []
-        store.append_process(process_row(seq, 0, time_ms or 1.0, status) | {"pid": 100 * index + seq}, samples)
+        process = process_row(seq, 0, time_ms or 1.0, status) | {"pid": 100 * index + seq}
+        # processes.csv's own columns, which results.csv does not carry: a paced time among them.
+        process |= {"paced_p20": 10.0 * (time_ms or 1.0), "pace_ms": 0.1, "pace_work": "matmul"}
+        store.append_process(process, samples)
     load = {"cores": 2, "busy": index == 1, "samples": [{"when": f"round {index}", "busy": index == 1}]}
     overhead = {"wall_s": 10.0, "timed_s": 1.0, "processes_s": 4.0, "gates_s": 2.0, "processes": 2, "gates": 2}
     store.write_meta({"status": "complete", "git_sha": "abc", "load": load, "overhead": overhead, "round": index})
@@ -63,6 +66,9 @@ def test_every_round_is_a_process_of_every_point(merged: RunStore) -> None:
         assert [row["process"] for row in _point(processes, seq)] == [0, 1, 2]
     assert [float(row["time_ms"]) for row in _point(processes, 512)] == [10.0, 13.0, 11.0]
     assert [row["pid"] for row in _point(processes, 512)] == [512, 612, 712]  # the round's own worker
+    # What only the round's processes.csv holds is kept: the paced time the gate judges.
+    assert [row["paced_p20"] for row in _point(processes, 512)] == [100.0, 130.0, 110.0]
+    assert {row["pace_work"] for row in processes} == {"matmul"}
 
 
 def test_an_ok_point_is_the_median_of_its_round_medians_with_the_spread_between_them(merged: RunStore) -> None:
