@@ -32,3 +32,19 @@ def test_an_impl_runs_its_own_module_and_what_its_function_closes_over() -> None
     assert "linbench/variants/gated/gated_deltanet/__init__.py" in code["gated-deltanet:chunked"]
     assert "linbench/variants/gated/gated_deltanet/__init__.py" not in code["deltanet:chunked"]
     assert not any(path.startswith("linbench/runner/") for files in code.values() for path in files)
+
+
+def test_a_variant_s_feature_map_widens_to_that_variant_s_impls_alone() -> None:
+    # The gated families' fla impls share fla's loading with cosine:fla and linear:fla, not their
+    # feature maps: a change to elu + 1 re-measures linear's impls, not fifty (it did, through
+    # the fla module that held both adapters).
+    linear = touched(["linbench/variants/linear/features.py"], impl_code())
+    assert set(linear.names) == {
+        "linear:chunked",
+        "linear:compiled",
+        "linear:fla",
+        "linear:quadratic",
+        "linear:recurrent",
+    }
+    cosine = touched(["linbench/variants/cosine/features.py"], impl_code())
+    assert {name.split(":")[0] for name in cosine.names} == {"cosine"}

@@ -7,11 +7,12 @@ from functools import partial
 import torch
 
 from linbench.variants.cosine.features import cosine_features
+from linbench.variants.cosine.fla import COSINE_SUMMARY, cosine_fla
 from linbench.variants.cosine.kernel import kernel
 from linbench.variants.cosine.quadratic import quadratic
 from linbench.variants.declarations import Impl, Param
 from linbench.variants.feature_forms.compiled import compiled_impl
-from linbench.variants.feature_forms.fla import COSINE_SUMMARY, cosine_fla, fla_impl
+from linbench.variants.feature_forms.fla import fla_impl
 from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
 from linbench.variants.registry import register_variant

@@ -11,6 +11,11 @@ description and the variant's README state:
 - linear: q and k through elu + 1 in PyTorch, ``normalize=True`` with ``scale=1``; fla adds
   1e-10 to the normaliser where the variant adds eps (1e-6 by default). Another eps is refused.
 
+The two adapters live with their variants (``linbench/variants/cosine/fla.py``,
+``linbench/variants/linear/fla.py``), so that the gated families' fla impls, which share this
+module's loading and dispatch, do not run (and are not re-measured for a change to) cosine's
+or linear's feature maps.
+
 fla has no bidirectional form: a bidirectional point raises ImplUnavailableError. The impls
 declare fla's layout (``layout="bshd"``): ``linbench run`` draws their inputs as (B, S, H, D)
 tensors, untimed, and passes (B, H, S, D) views of them, which the adapters turn back into
@@ -29,7 +34,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from linbench.errors import ImplUnavailableError
 from linbench.variants.backends import note_backend
@@ -39,7 +43,6 @@ from linbench.variants.feature_forms.triton_interpreter import (
     bridge_interpreter,
     interpreter_on,
 )
-from linbench.variants.impl_helpers import positive_number
 
 DISTRIBUTION = "fla-core"
 # The range linbench's fla impls were written and checked against (fla-core's API moves).
@@ -166,7 +169,7 @@ def chunk_linear_attn() -> Callable[..., tuple[torch.Tensor, Any]]:
     return import_fla("fla.ops.linear_attn").chunk_linear_attn
 
 
-def _run_fla(
+def run_fla(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float, normalize: bool, segments: Any = None
 ) -> torch.Tensor:
     """fla on (B, H, S, D) tensors: (B, S, H, D) views in (contiguous when the runner drew the
@@ -184,58 +187,9 @@ def _run_fla(
     return out.transpose(1, 2)
 
 
-def _causal_only(name: str, causal: bool) -> None:
+def causal_only(name: str, causal: bool) -> None:
     if not causal:
         raise ImplUnavailableError(f"{name}: fla's chunk_linear_attn is causal only")
-
-
-def cosine_fla(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    *,
-    causal: bool,
-    norm_const: Any,
-    seq_len: Any,
-    segments: Any = None,
-) -> torch.Tensor:
-    """Cosine attention on fla: N(q)·N(k)ᵀ applied to v, times s^-σ(m) (a pack's: ``segments``)."""
-    from linbench.variants.cosine.features import value_scale
-
-    _causal_only("cosine:fla", causal)
-    scale = value_scale(norm_const, seq_len, q.shape[1], q.shape[-2], v)
-    nq, nk = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
-    if isinstance(scale, torch.Tensor):  # a per-head m: scale v, so the gradient reaches m
-        return _run_fla(nq, nk, (v * scale).to(v.dtype), scale=1.0, normalize=False, segments=segments)
-    return _run_fla(nq, nk, v, scale=scale, normalize=False, segments=segments)
-
-
-def linear_fla(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, eps: Any, segments: Any = None
-) -> torch.Tensor:
-    """elu + 1 linear attention on fla, with fla's own normaliser (a pack's: ``segments``)."""
-    from linbench.variants.linear.features import elu_plus_one
-
-    _causal_only("linear:fla", causal)
-    given = positive_number("eps", eps)
-    if given != LINEAR_DEFAULT_EPS:
-        raise ValueError(
-            f"linear:fla cannot take eps={given:g}: fla adds its own {FLA_EPS:g} to the normaliser "
-            f"(the default {LINEAR_DEFAULT_EPS:g} is accepted: it moves no output by more than rounding)"
-        )
-    return _run_fla(elu_plus_one(q), elu_plus_one(k), v, scale=1.0, normalize=True, segments=segments)
-
-
-LINEAR_DEFAULT_EPS = 1e-6
-
-COSINE_SUMMARY = (
-    "fla-core's Triton chunk kernel (chunk_linear_attn, normalize=False) on F.normalize'd q, k; "
-    "s^-σ(m) as fla's scale (on v for a per-head m); fla's (B, S, H, D) layout made untimed"
-)
-LINEAR_SUMMARY = (
-    "fla-core's Triton chunk kernel (chunk_linear_attn, normalize=True, scale=1) on elu + 1 features; "
-    "fla's normaliser adds 1e-10, not eps (only the default eps is accepted); its layout made untimed"
-)
 
 
 def _availability(device: torch.device) -> str | None:

@@ -6,10 +6,11 @@ from functools import partial
 
 from linbench.variants.declarations import Impl, Param
 from linbench.variants.feature_forms.compiled import compiled_impl
-from linbench.variants.feature_forms.fla import LINEAR_DEFAULT_EPS, LINEAR_SUMMARY, fla_impl, linear_fla
+from linbench.variants.feature_forms.fla import fla_impl
 from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
 from linbench.variants.linear.features import linear_features, quadratic
+from linbench.variants.linear.fla import LINEAR_DEFAULT_EPS, LINEAR_SUMMARY, linear_fla
 from linbench.variants.linear.kernel import kernel
 from linbench.variants.registry import register_variant
 from linbench.variants.variant import Variant
