@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from linbench.results.point_list import write_point_list
-from linbench.results.record import Key
+from linbench.results.record import Key, row_key
 from linbench.results.store import RunStore, RunStoreError
 
 SIDES = ("baseline", "current")
@@ -121,6 +121,14 @@ def run_rounds(
         args = list(run_args) + (list(later) if index > 1 else [])
         if index > rounds and narrow:
             args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", needed))]
+        elif index > 1 and narrow and (failed := failed_in_round_one(folders)):
+            # A point that failed on either side in round 1 keeps that failure whatever later
+            # rounds measure (merge.py): measuring it again (a compile that times out, twice a
+            # round) only spends the job's budget.
+            left = set(only if only is not None else measured_in_round_one(folders)) - failed
+            if not left:
+                break
+            args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", left))]
         elif only is not None and narrow:
             out_dir.mkdir(parents=True, exist_ok=True)
             args += [ONLY_POINTS, str(write_point_list(out_dir / "points.csv", only))]
@@ -129,6 +137,16 @@ def run_rounds(
             folders[result.side].append(result.folder)
         on_round(index, results)
     return folders
+
+
+def failed_in_round_one(folders: Folders) -> set[Key]:
+    """The points that either side's first round measured as anything but ok."""
+    return {row_key(row) for paths in folders.values() for row in RunStore(paths[0]).rows() if row["status"] != "ok"}
+
+
+def measured_in_round_one(folders: Folders) -> set[Key]:
+    """Every point either side's first round measured."""
+    return {row_key(row) for paths in folders.values() for row in RunStore(paths[0]).rows()}
 
 
 def run_one(side: Side, index: int, run_args: Sequence[str], out_dir: Path) -> RoundResult:

@@ -10,9 +10,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from result_rows import result_row
 
 from linbench.ab.job import rounds_command
 from linbench.ab.rounds import RoundError, Side, can_narrow, round_order, run_rounds, side_env
+from linbench.results.store import RunStore
 
 # A stand-in for `linbench run`: it notes which tree ran it and with what, then makes a run
 # folder under --out the way the real one does (results.csv, samples.csv, meta.json).
@@ -34,6 +36,8 @@ folder = out / f"run-{len(list(out.glob('run-*')))}"
 folder.mkdir()
 for name in ("results.csv", "samples.csv"):
     (folder / name).write_text("variant,status\\n")
+if os.environ.get("AB_TEST_RESULTS"):  # the points this round measured, as a real round writes them
+    (folder / "results.csv").write_text(pathlib.Path(os.environ["AB_TEST_RESULTS"]).read_text())
 (folder / "meta.json").write_text(json.dumps({"status": "complete"}))
 """
 
@@ -241,3 +245,27 @@ def test_the_rounds_asked_for_stop_where_another_is_not_affordable(sides: dict[s
 
     folders = run_rounds(sides, 3, [], tmp_path / "ab", affordable=affordable)
     assert [len(folders[side]) for side in ("baseline", "current")] == [2, 2] and len(asked) == 2
+
+
+def test_the_rounds_asked_for_leave_out_a_point_that_failed_in_round_one(
+    sides: dict[str, Side], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compile that timed out in round 1 keeps that failure whatever later rounds measure
+    (merge.py): rounds 2 and 3 measure the other points only, and none once every point failed."""
+    store = RunStore.create(tmp_path / "made", "round")
+    store.append(result_row(256) | {"device_name": "Test CPU"})
+    store.append(result_row(512, status="timeout") | {"device_name": "Test CPU", "error": "past --timeout-s"})
+    monkeypatch.setenv("AB_TEST_RESULTS", str(store.path / "results.csv"))
+    run_rounds(sides, 3, [], tmp_path / "ab", narrow=True)
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert len(calls) == 6 and "--only-points" not in calls[0] + calls[1]
+    for call in calls[2:]:
+        args = call.split()[1:]
+        kept = Path(args[args.index("--only-points") + 1]).read_text().splitlines()[1:]
+        assert len(kept) == 1 and ",256" in kept[0] and ",512" not in kept[0], kept
+
+    failing = RunStore.create(tmp_path / "all-failed", "round")
+    failing.append(result_row(512, status="timeout") | {"device_name": "Test CPU", "error": "past --timeout-s"})
+    monkeypatch.setenv("AB_TEST_RESULTS", str(failing.path / "results.csv"))
+    folders = run_rounds(sides, 3, [], tmp_path / "ab-failed", narrow=True)
+    assert [len(folders[side]) for side in ("baseline", "current")] == [1, 1]  # nothing left to measure
