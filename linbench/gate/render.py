@@ -62,9 +62,16 @@ def point_label(key: dict[str, Any]) -> str:
     )
 
 
+# A threshold past this is shown as past it: at 3 rounds a side the rule's quantile is about
+# 1,800 standard errors, and a threshold of 10^20 % says no more than "not judgeable yet".
+SHOWN_MOST = 9.99
+
+
 def _percent(value: float | None, signed: bool = True) -> str:
     if value is None:
         return "-"
+    if not signed and value > SHOWN_MOST:
+        return f"±>{SHOWN_MOST * 100:.0f}%"
     return f"{value * 100:+.1f}%" if signed else f"±{value * 100:.1f}%"
 
 
