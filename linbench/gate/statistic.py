@@ -26,8 +26,8 @@ docs/gate.md, the gate suite's 38 points spread σ̂ 0.128 between processes in 
 paced, medians over the points). That is the statistic then ("paced cpu time"), where both sides
 paced every process with the same reference work; the figure is in reference calls, not
 milliseconds, so a comparison shows the CPU times beside its ratio. It helps least where a
-call's work is least like the reference's (softmax:sdpa at 512 tokens spread about as much
-either way there).
+call's work is least like the reference's (softmax:sdpa and the csrc linear kernel at 512
+tokens spread as much paced as not there, or more).
 
 GPU times keep the median. CUDA-graph replay times (``device_ms``) are timed on the device's
 clock, a replay is not preempted by the host's scheduler, and processes.csv records no p20 of

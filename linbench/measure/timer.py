@@ -28,8 +28,8 @@ class Timing:
     samples_ms: tuple[float, ...]
     # Each repetition's process CPU time, in the same order (empty where none was taken: CUDA).
     cpu_samples_ms: tuple[float, ...] = ()
-    # Paced repetitions (measure/pace.py): the reference call's CPU time right before each, and
-    # the call's CPU time over it; empty where the repetitions were not paced. Not aligned with
+    # Paced repetitions (measure/pace.py): the mean CPU time of the reference call right before
+    # and right after each, and the call's CPU time over it; empty where none was paced. Not aligned with
     # the samples above: a first or profiled call timed apart has no reference beside it.
     pace_samples_ms: tuple[float, ...] = ()
     paced_samples: tuple[float, ...] = ()
@@ -134,8 +134,8 @@ def readings(
     return taken
 
 
-# A CPU reading: the call's wall and CPU milliseconds, and the reference call's CPU
-# milliseconds right before it (None where the clock has no pace).
+# A CPU reading: the call's wall and CPU milliseconds, and the mean of the reference call's CPU
+# milliseconds right before and right after it (None where the clock has no pace).
 CpuReading = tuple[float, float, float | None]
 
 
@@ -202,8 +202,8 @@ def time_cpu(
     backward timing builds its forward graph there; a CPU call gets fresh buffers) and does
     not count against the budget, which is of timed work. ``timed_window`` is entered around
     the repetitions after the warm-up (a reading of what else the machine did meanwhile).
-    ``pace``, a reference call (measure/pace.py), is timed right before every repetition, untimed
-    otherwise and outside the budget, so the repetitions can be divided by the machine's pace.
+    ``pace``, a reference call (measure/pace.py), is timed before the first repetition and after
+    each, outside the budget, so each repetition can be divided by the machine's pace beside it.
     """
     prepare = before or _nothing
     warm_up(fn, prepare, warmup_s, min_warmup_calls)
