@@ -45,12 +45,10 @@ def times(base: Sequence[ProcessResult], cur: Sequence[ProcessResult], cpu: bool
     return base_times, cur_times
 
 
-def shown_ms(base: Sequence[ProcessResult], cur: Sequence[ProcessResult], cpu: bool) -> list[float]:
-    """Both sides' times a call in milliseconds of the statistic judged (its CPU times where the
+def shown_ms(processes: Sequence[ProcessResult], statistic: str) -> list[float]:
+    """The processes' times a call in milliseconds of ``statistic`` (their CPU times where the
     judged figure is paced, in reference calls)."""
-    statistic = process_times(judged(base, cpu), judged(cur, cpu), cpu)[0]
-    column = SHOWN_COLUMN[statistic]
-    found = [as_number(getattr(p, column)) for p in (*judged(base, cpu), *judged(cur, cpu))]
+    found = [as_number(getattr(p, SHOWN_COLUMN[statistic])) for p in processes]
     return [float(v) for v in found if v is not None and v > 0]
 
 
@@ -93,11 +91,12 @@ def point_figures(base: Path, cur: Path) -> dict[Key, PointFigures]:
     for key in sorted(base_rounds.keys() & cur_rounds.keys()):
         b, c = base_rounds[key], cur_rounds[key]
         cpu = "cpu" in key
-        bt, ct = times(b, c, cpu)
+        kept = [*judged(b, cpu), *judged(c, cpu)]
+        statistic, bt, ct = process_times(judged(b, cpu), judged(c, cpu), cpu)
         if not bt or not ct:
             continue
         judgement = judge(bt, ct, RULE)
         samples = sorted(float(p.samples or 0) for p in (*b, *c))
-        ms = sorted(shown_ms(b, c, cpu))
+        ms = sorted(shown_ms(kept, statistic))
         found[key] = PointFigures(ms[len(ms) // 2], samples[len(samples) // 2], judgement.spread, len(c))
     return found

@@ -113,6 +113,7 @@ def run_rounds(
     False (another would pass the job's budget) stops the rounds there. ``on_round`` hears each
     finished round. RoundError stops at the first round that did not measure."""
     folders: Folders = {name: [] for name in sides}
+    first: tuple[set[Key], set[Key]] = (set(), set())  # round 1's points, and its failures
     index = 0
     while (index < rounds and (index == 0 or affordable())) or (
         rounds <= index < (most or rounds) and (needed := another(folders))
@@ -121,11 +122,11 @@ def run_rounds(
         args = list(run_args) + (list(later) if index > 1 else [])
         if index > rounds and narrow:
             args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", needed))]
-        elif index > 1 and narrow and (failed := failed_in_round_one(folders)):
+        elif index > 1 and narrow and first[1]:
             # A point that failed on either side in round 1 keeps that failure whatever later
             # rounds measure (merge.py): measuring it again (a compile that times out, twice a
             # round) only spends the job's budget.
-            left = set(only if only is not None else measured_in_round_one(folders)) - failed
+            left = set(only if only is not None else first[0]) - first[1]
             if not left:
                 break
             args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", left))]
@@ -135,18 +136,17 @@ def run_rounds(
         results = [run_one(sides[name], index, args, out_dir) for name in round_order(index)]
         for result in results:
             folders[result.side].append(result.folder)
+        if index == 1:
+            first = round_one(folders)
         on_round(index, results)
     return folders
 
 
-def failed_in_round_one(folders: Folders) -> set[Key]:
-    """The points that either side's first round measured as anything but ok."""
-    return {row_key(row) for paths in folders.values() for row in RunStore(paths[0]).rows() if row["status"] != "ok"}
-
-
-def measured_in_round_one(folders: Folders) -> set[Key]:
-    """Every point either side's first round measured."""
-    return {row_key(row) for paths in folders.values() for row in RunStore(paths[0]).rows()}
+def round_one(folders: Folders) -> tuple[set[Key], set[Key]]:
+    """The points either side's first round measured, and those it measured as anything but ok
+    on either side."""
+    rows = [row for paths in folders.values() for row in RunStore(paths[0]).rows()]
+    return {row_key(row) for row in rows}, {row_key(row) for row in rows if row["status"] != "ok"}
 
 
 def run_one(side: Side, index: int, run_args: Sequence[str], out_dir: Path) -> RoundResult:

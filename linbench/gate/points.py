@@ -188,7 +188,8 @@ def diff_point(
     both_ok = base.ok and cur.ok
     graph = base.has_graph_times() and cur.has_graph_times()
     cpu_time = base.has_cpu_time() and cur.has_cpu_time()
-    paced = base.pace_work() is not None and base.pace_work() == cur.pace_work()
+    work = base.pace_work()
+    paced = work is not None and work == cur.pace_work()
     eager_statistic = chosen(key["device_type"] == "cpu", False, base.has_p20() and cur.has_p20(), cpu_time, paced)
     statistic = GRAPH if graph else eager_statistic
     column = COLUMN[statistic]

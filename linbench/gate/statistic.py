@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from linbench.results.processes import ProcessResult, timed_on_cpu_clock
+from linbench.results.processes import ProcessResult, paced_alike, timed_on_cpu_clock
 from linbench.units import as_number
 
 PACED = "paced cpu time"  # each one-thread CPU process's p20 of its calls' CPU times over the reference's
@@ -92,12 +92,6 @@ def process_times(
     cpu_time = bool(base) and bool(cur) and all(timed_on_cpu_clock(p) for p in both)
     statistic = chosen(cpu, graph, all_positive([p.time_ms_p20 for p in both]), cpu_time, paced_alike(both))
     return statistic, _values(base, statistic), _values(cur, statistic)
-
-
-def paced_alike(processes: Sequence[ProcessResult]) -> bool:
-    """Whether every process recorded a paced time, each against the same reference work."""
-    works = {p.pace_work for p in processes}
-    return all_positive([p.paced_p20 for p in processes]) and len(works) == 1 and bool(works.pop())
 
 
 def _values(processes: Sequence[ProcessResult], statistic: str) -> list[float]:

@@ -146,16 +146,21 @@ def gated_ms(process: ProcessResult, cpu: bool = False) -> float | None:
     return None
 
 
+def paced_alike(processes: Sequence[ProcessResult]) -> bool:
+    """Whether there are processes and every one recorded a paced time (a positive
+    ``paced_p20``, linbench/measure/pace.py), each against the same reference work."""
+    works = {p.pace_work for p in processes}
+    paced = [as_number(p.paced_p20) for p in processes]
+    return len(works) == 1 and bool(next(iter(works))) and all(v is not None and v > 0 for v in paced)
+
+
 def gated_figures(processes: Sequence[ProcessResult], cpu: bool = False) -> list[float]:
     """Each process's figure the gate judges, alike for all: on a CPU, where every process was
-    paced against the same reference (linbench/measure/pace.py), its paced CPU time (in
-    reference calls); else each one's ``gated_ms``. Only the spread of these is read (their
-    log max/min), so a figure that is not milliseconds serves."""
-    works = {p.pace_work for p in processes}
-    paced = [v for p in processes if (v := as_number(p.paced_p20)) is not None and v > 0]
-    alike = len(works) == 1 and bool(next(iter(works))) and len(paced) == len(processes)
-    if cpu and processes and alike and all(timed_on_cpu_clock(p) for p in processes):
-        return [float(v) for v in paced]
+    paced against the same reference (``paced_alike``), its paced CPU time (in reference
+    calls); else each one's ``gated_ms``. Only the spread of these is read (their log
+    max/min), so a figure that is not milliseconds serves."""
+    if cpu and paced_alike(processes) and all(timed_on_cpu_clock(p) for p in processes):
+        return [float(p.paced_p20) for p in processes if p.paced_p20 is not None]
     return [g for p in processes if (g := gated_ms(p, cpu)) is not None]
 
 
