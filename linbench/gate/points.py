@@ -24,7 +24,7 @@ from linbench.gate.point_diff import PointDiff
 from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, TimeJudgement, TimeRule, judge
 from linbench.gate.statistic import COLUMN, CPU_TIME, GRAPH, PACED, SHOWN_COLUMN, all_positive, chosen
 from linbench.report.series import plain
-from linbench.results.processes import cpu_time_stands
+from linbench.results.processes import cpu_time_stands, pace_cells_alike
 from linbench.results.protocol import ProcessProtocol, judged_processes
 from linbench.results.rows import is_set
 from linbench.units import as_number
@@ -116,13 +116,10 @@ class Side:
         """The reference work every process paced its calls with, where each recorded a paced
         time against the same one (statistic.py's "paced cpu time"); else None."""
         frame = self.processes
-        if frame is None or not {"paced_p20", "pace_work"} <= set(frame.columns) or frame.empty:
+        if frame is None or not {"paced_p20", "pace_work"} <= set(frame.columns):
             return None
-        works = set(frame["pace_work"].astype(str))
-        if len(works) != 1 or not all_positive(list(frame["paced_p20"])):
-            return None
-        work = works.pop()
-        return work if work and work != "nan" else None
+        works = list(frame["pace_work"])
+        return str(works[0]) if pace_cells_alike(list(frame["paced_p20"]), works) else None
 
     def has_p20(self) -> bool:
         """Whether every process recorded the p20 of its repetitions (the results row, where

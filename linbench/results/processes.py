@@ -149,9 +149,15 @@ def gated_ms(process: ProcessResult, cpu: bool = False) -> float | None:
 def paced_alike(processes: Sequence[ProcessResult]) -> bool:
     """Whether there are processes and every one recorded a paced time (a positive
     ``paced_p20``, linbench/measure/pace.py), each against the same reference work."""
-    works = {p.pace_work for p in processes}
-    paced = [as_number(p.paced_p20) for p in processes]
-    return len(works) == 1 and bool(next(iter(works))) and all(v is not None and v > 0 for v in paced)
+    return pace_cells_alike([p.paced_p20 for p in processes], [p.pace_work for p in processes])
+
+
+def pace_cells_alike(paced: Sequence[object], works: Sequence[object]) -> bool:
+    """``paced_alike`` on processes.csv's cells: the ``paced_p20`` and ``pace_work`` of each
+    process (a missing work may read as NaN)."""
+    every_named = bool(works) and all(isinstance(w, str) and w for w in works)
+    numbers = [as_number(v) for v in paced]
+    return every_named and len(set(works)) == 1 and all(n is not None and n > 0 for n in numbers)
 
 
 def gated_figures(processes: Sequence[ProcessResult], cpu: bool = False) -> list[float]:
