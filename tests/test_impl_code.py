@@ -1,4 +1,5 @@
-"""The files each impl runs, from linbench's own import graph, and what a change touches."""
+"""The files each impl runs, from linbench's own import graph, and what a change touches (no device:
+no impl runs)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Merging one side's rounds: synthetic round folders with known times, so every figure of
-the merged folder is known in advance."""
+the merged folder is known in advance (no device: nothing is measured)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How a comparison's figures are written (no measurement)."""
+"""How a comparison's figures are written (no device, no measurement)."""
 
 from __future__ import annotations
 

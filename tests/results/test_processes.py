@@ -1,4 +1,5 @@
-"""A point measured in several processes, summed up: medians of medians, spread between."""
+"""A point measured in several processes, summed up: medians of medians, spread between (no
+device: synthetic processes)."""
 
 from __future__ import annotations
 
