@@ -16,7 +16,17 @@ from functools import partial
 from pathlib import Path
 
 from linbench.ab.merge import merge_rounds
-from linbench.ab.rounds import ONLY_POINTS, SIDES, Folders, RoundResult, Side, run_help, run_rounds, side_env
+from linbench.ab.rounds import (
+    ONLY_POINTS,
+    PROCESS_FLAGS,
+    SIDES,
+    Folders,
+    RoundResult,
+    Side,
+    run_help,
+    run_rounds,
+    side_env,
+)
 from linbench.ab.sequential import Scheduler, open_lines, points_seconds
 from linbench.ab.spelling import knows_against, old_spelling
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
@@ -80,7 +90,9 @@ class AbJob:
         each side's round run folders, in round order. After ``rounds`` rounds, another while a
         point's verdict is still open by ``rule`` (the gate's; gate/sequential.py), up to
         ``max_rounds``, each of the open points only (where the baseline's ``linbench run``
-        takes ``--only-points``), cheapest to decide first while the job's projected end stays
+        takes ``--only-points``), in several processes each where a round of them would be
+        mostly start-up (and the baseline takes ``--processes``), cheapest to decide first while
+        the job's projected end stays
         within ``budget_s`` seconds from ``started`` (time.monotonic(); None: now; ab/sequential.py).
         ``command``: what each round runs, ``run`` or ``decode`` (a decode suite's rounds);
         ``only``: the points of the sweep its rounds measure (widen_cost.first_points; None: all)."""
@@ -105,6 +117,8 @@ class AbJob:
             helped = run_help(sides["baseline"]) if command == "run" else ""
             narrow = ONLY_POINTS in helped
             later = [NO_CHECK] if NO_CHECK in helped else []
+            # Several processes a point in a late round need the baseline to take both flags.
+            scheduler.several = narrow and all(flag in helped for flag in PROCESS_FLAGS)
 
             def affordable() -> bool:
                 fits = scheduler.round_fits()
@@ -124,7 +138,7 @@ class AbJob:
 
             return run_rounds(
                 sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another, narrow, later, only,
-                affordable,
+                affordable, lambda: scheduler.per_round,
             )  # fmt: skip
 
     def merge(self, folders: Mapping[str, Sequence[Path]], command: str) -> dict[str, Path]:

@@ -1,10 +1,12 @@
-"""One side's rounds merged into one run folder whose processes are the rounds.
+"""One side's rounds merged into one run folder whose processes are the rounds' processes.
 
-Each round is a ``linbench run`` that measured every point in one fresh process, so round r
-gives each point its process r - 1: processes.csv gets one row per round per point (from that
-round's results.csv row, with the worker's pid, times and other columns only processes.csv
-has from its processes.csv where the revision writes one), samples.csv every round's
-repetitions under their process, and
+Each round is a ``linbench run`` that measured its points in fresh processes: one a point in
+the rounds every point gets, so round r gives each point its process r - 1 (from that round's
+results.csv row, with the worker's pid, times and other columns only processes.csv has from its
+processes.csv where the revision writes one); a later round of a few points may measure each
+in several (job.py: a round's start-up then buys more than one process), and each of those
+processes.csv rows is a process of the point, numbered on from the rounds before.
+processes.csv gets a row per process, samples.csv every process's repetitions under it, and
 results.csv the same summary ``linbench run --processes K`` writes (the median of the process
 medians and the spread between them; linbench/results/processes.py). A point that failed in
 any round takes that round's failure: a flaky impl is a broken one. The result is a run folder
@@ -50,17 +52,42 @@ def merge_rounds(rounds: Sequence[Path], dest: Path, meta: Mapping[str, Any]) ->
     store = RunStore.create_at(dest)
     stores = [RunStore(path) for path in rounds]
     by_round = [{row_key(row): row for row in round_store.rows()} for round_store in stores]
-    workers = [{row_key(row): row for row in round_store.process_rows()} for round_store in stores]
+    workers = [round_workers(round_store) for round_store in stores]
     samples = [_samples(path) for path in rounds]
     for key in _points(by_round):
         measured = [(index, rows[key]) for index, rows in enumerate(by_round) if key in rows]
         facts = _facts(measured[0][1])
-        processes = [round_process(row, index, workers[index].get(key, {})) for index, row in measured]
-        for (index, _), process in zip(measured, processes, strict=True):
-            store.append_process(process_row(facts, process), samples[index].get(key, ()))
-        store.append(merged_row(facts, processes, len(rounds)))
+        processes: list[ProcessResult] = []
+        round_of: list[int] = []  # each process's round
+        for index, row in measured:
+            rows = workers[index].get(key, [])
+            for process in round_processes(row, rows, len(processes)):
+                # A round of one process a point: all its samples are that process's.
+                mine = samples[index].get((key, process.process if len(rows) > 1 else None), ())
+                processes.append(replace(process, process=len(processes)))
+                round_of.append(index)
+                store.append_process(process_row(facts, processes[-1]), mine)
+        store.append(merged_row(facts, processes, len(rounds), round_of))
     store.write_meta(merged_meta([round_store.read_meta() for round_store in stores], meta))
     return store
+
+
+def round_workers(store: RunStore) -> dict[Key, list[Row]]:
+    """A round's processes.csv rows by point, in the order its processes ran."""
+    found: dict[Key, list[Row]] = {}
+    for row in store.process_rows():
+        found.setdefault(row_key(row), []).append(row)
+    return found
+
+
+def round_processes(result: Row, workers: Sequence[Row], first: int) -> list[ProcessResult]:
+    """The processes of one point in one round, numbered from ``first``: the round's results
+    row as its one process (round_process) where the round measured it once, else each of its
+    processes.csv rows ``workers`` (a round of several processes a point), as recorded (each
+    keeping its own process number, which names its samples)."""
+    if len(workers) <= 1:
+        return [round_process(result, first, workers[0] if workers else {})]
+    return [ProcessResult.from_row({**result, **worker}) for worker in workers]
 
 
 def round_process(result: Row, index: int, worker: Row) -> ProcessResult:
@@ -72,16 +99,20 @@ def round_process(result: Row, index: int, worker: Row) -> ProcessResult:
     return replace(process, process=index)
 
 
-def merged_row(facts: PointFacts, processes: Sequence[ProcessResult], rounds: int) -> dict[str, Any]:
-    """The results row of a point from its rounds' processes (record.py): the first failure
-    if any round failed, its error naming the round when there were several, else the
-    summary of the processes. Round 1's check stands for the point."""
+def merged_row(
+    facts: PointFacts, processes: Sequence[ProcessResult], rounds: int, round_of: Sequence[int]
+) -> dict[str, Any]:
+    """The results row of a point from its rounds' processes (record.py), ``round_of`` each
+    one's round (from 0): the first failure if any round failed, its error naming the round
+    when there were several, else the summary of the processes. Round 1's check stands for the
+    point."""
     first = processes[0]
     checked = Checked(rel_err=first.rel_err, check_seq=first.check_seq)
     failed = first_failure(processes)
     if failed is None:
         return point_row(facts, checked, processes)
-    where = f"round {(failed.process or 0) + 1} of {rounds}" if rounds > 1 else None
+    failed_round = round_of[processes.index(failed)]
+    where = f"round {failed_round + 1} of {rounds}" if rounds > 1 else None
     return failure_row(facts, failed, checked, processes=len(processes), where=where)
 
 
@@ -114,12 +145,15 @@ def _points(by_round: Sequence[Mapping[Key, Row]]) -> list[Key]:
     return list(seen)
 
 
-def _samples(folder: Path) -> dict[Key, list[float]]:
-    """A round's timed repetitions by point (a round has one process per point)."""
+def _samples(folder: Path) -> dict[tuple[Key, int | None], list[float]]:
+    """A round's timed repetitions by point and process, and by point alone (process None:
+    all of them, for a round of one process a point whose revision numbers none)."""
     path = folder / SAMPLES_FILE
-    found: dict[Key, list[float]] = {}
+    found: dict[tuple[Key, int | None], list[float]] = {}
     if not path.is_file():
         return found
     for row in read_typed(path):  # results/rows.py: a torn or malformed sample is never data
-        found.setdefault(row_key(row), []).append(row["time_ms"])
+        key = row_key(row)
+        found.setdefault((key, row.get("process")), []).append(row["time_ms"])
+        found.setdefault((key, None), []).append(row["time_ms"])
     return found

@@ -89,6 +89,7 @@ def rounds_dir(out_dir: Path, side: str) -> Path:
 
 Folders = dict[str, list[Path]]
 ONLY_POINTS = "--only-points"
+PROCESS_FLAGS = ("--processes", "--max-processes")
 
 
 def run_rounds(
@@ -103,6 +104,7 @@ def run_rounds(
     later: Sequence[str] = (),
     only: Collection[Key] | None = None,
     affordable: Callable[[], bool] = lambda: True,
+    processes: Callable[[], int] = lambda: 1,
 ) -> Folders:
     """Run ``rounds`` rounds, then more, up to ``most`` (default: ``rounds``), while
     ``another`` names points (record.row_key's) that the round folders so far leave needing
@@ -110,8 +112,10 @@ def run_rounds(
     only the points named. ``later``: words every round after the first adds (``--no-check``:
     round 1 checked every point). ``only`` (with ``narrow``): the points the rounds asked for
     measure (None: all). ``affordable`` is asked before each of those rounds after the first:
-    False (another would pass the job's budget) stops the rounds there. ``on_round`` hears each
-    finished round. RoundError stops at the first round that did not measure."""
+    False (another would pass the job's budget) stops the rounds there. ``processes``, asked
+    after ``another``, says how many processes a point such a narrowed round measures (more
+    than one only where the caller knows both sides take ``--processes``). ``on_round`` hears
+    each finished round. RoundError stops at the first round that did not measure."""
     folders: Folders = {name: [] for name in sides}
     first: tuple[set[Key], set[Key]] = (set(), set())  # round 1's points, and its failures
     index = 0
@@ -122,6 +126,7 @@ def run_rounds(
         args = list(run_args) + (list(later) if index > 1 else [])
         if index > rounds and narrow:
             args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", needed))]
+            args = with_processes(args, processes())
         elif index > 1 and narrow and first[1]:
             # A point that failed on either side in round 1 keeps that failure whatever later
             # rounds measure (merge.py): measuring it again (a compile that times out, twice a
@@ -140,6 +145,23 @@ def run_rounds(
             first = round_one(folders)
         on_round(index, results)
     return folders
+
+
+def with_processes(args: Sequence[str], count: int) -> list[str]:
+    """``args`` measuring each point in ``count`` processes (``--processes`` and
+    ``--max-processes`` both ``count``, in place of any given); unchanged for one."""
+    if count <= 1:
+        return list(args)
+    kept: list[str] = []
+    skip = False
+    for word in args:
+        if skip:
+            skip = False
+        elif word in PROCESS_FLAGS:
+            skip = True
+        else:
+            kept.append(word)
+    return [*kept, *(w for flag in PROCESS_FLAGS for w in (flag, str(count)))]
 
 
 def round_one(folders: Folders) -> tuple[set[Key], set[Key]]:

@@ -1,5 +1,5 @@
-"""Which points the next round of an A/B measures: those still open, cheapest first, as many as
-the job's time budget still holds.
+"""Which points the next round of an A/B measures, and how many processes each: those still
+open, cheapest first, as many as the job's time budget still holds.
 
 After the rounds every point gets (``--rounds``), each point is judged after every round by
 the gate's own rule (gate/rule.py, for runs measured until decided: gate/sequential.py). A
@@ -11,6 +11,15 @@ With a budget (``--max-job-s``), the open points are ranked by what deciding the
 (the rounds their spread and ratio still need, times a round of them) and taken cheapest first
 while the job's projected end stays within it; the others are left out, named with the rounds
 they would need, and the comparison is inconclusive for them.
+
+A round's start-up (a ``linbench run`` a side: Python and torch imported, about 4.5 s a side on
+the 2-core CI machine) costs the same whatever the round measures, while a process of a gate
+point takes about 0.25 s; a round of the last few open points was mostly start-up. So a round
+after those every point gets measures each of its points in several processes
+(``processes_per_round``): as many as balance the start-up against the processes measured past
+a point's decision, never more than its points still need. Each process is judged as one of the
+point's processes, as a run's several processes are; the runner interleaves them over the
+round's points in shuffled order (runner/schedule.py), and rounds still alternate ABBA.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from linbench.ab.merge import round_process
+from linbench.ab.merge import round_processes, round_workers
 from linbench.gate.rule import TimeRule, judge
 from linbench.gate.sequential import MOST_ROUNDS, OPEN, rounds_to_decide
 from linbench.gate.statistic import process_times
@@ -39,8 +48,9 @@ CLOSING_S = 30.0
 
 @dataclass(frozen=True)
 class OpenPoint:
-    """A point not yet decided: its rounds so far, the rounds that would decide it (None: more
-    than MOST_ROUNDS), and what one more round of it costs, both sides (seconds)."""
+    """A point not yet decided: its processes a side so far (the fewer side's), the processes
+    that would decide it (None: more than MOST_ROUNDS), and what one more process of it costs,
+    both sides (seconds)."""
 
     key: Key
     rounds: int
@@ -67,8 +77,10 @@ class Scheduler:
     clock: Callable[[], float] = time.monotonic
     overheads: list[float] = field(default_factory=list)  # per round, both sides: beyond the points
     rounds_s: list[float] = field(default_factory=list)  # per round, both sides: in all
-    left_out: dict[Key, int | None] = field(default_factory=dict)  # out of budget: rounds needed
+    left_out: dict[Key, int | None] = field(default_factory=dict)  # out of budget: processes needed
     open_now: list[OpenPoint] = field(default_factory=list)
+    per_round: int = 1  # processes a point in the round next_points chose
+    several: bool = True  # whether a round may measure a point in several processes
 
     def round_done(self, seconds: Sequence[float], points_s: Sequence[float]) -> None:
         """A round's sides took ``seconds``, of which their points' processes ``points_s``."""
@@ -90,40 +102,58 @@ class Scheduler:
 
     def next_points(self, folders: Mapping[str, Sequence[object]]) -> set[Key]:
         """The points the next round measures: the open ones that fit the budget, cheapest to
-        decide first. Those that do not fit go to ``left_out``."""
+        decide first (``per_round`` processes each). Those that do not fit go to ``left_out``."""
         self.open_now = open_points(folders, self.rule)
         remaining = None if self.budget_s is None else self.budget_s - CLOSING_S - (self.clock() - self.started)
-        chosen, left_out = choose(self.open_now, self.overhead_s, remaining)
+        chosen, left_out = choose(self.open_now, self.overhead_s, remaining, self.several)
         self.left_out = {p.key: p.needed for p in left_out}
+        self.per_round = processes_per_round(chosen, self.overhead_s) if self.several else 1
         return {p.key for p in chosen}
 
 
 def choose(
-    points: Sequence[OpenPoint], overhead_s: float, remaining_s: float | None
+    points: Sequence[OpenPoint], overhead_s: float, remaining_s: float | None, several: bool = True
 ) -> tuple[list[OpenPoint], list[OpenPoint]]:
     """The open points the next round measures, and those left out: ranked by what deciding
-    each would cost (its rounds still needed times a round of it), cheapest first, each taken
-    while the rounds deciding all those taken (a start-up of ``overhead_s`` a round, and each
-    one's rounds) fit ``remaining_s`` seconds (None: no budget). One that no count of rounds
-    decides (``needed`` None) is left out."""
+    each would cost (its processes still needed times a process of it), cheapest first, each
+    taken while the rounds deciding all those taken (projected_s) fit ``remaining_s`` seconds
+    (None: no budget; ``several``: whether a round may measure a point more than once). One
+    that no count of processes decides (``needed`` None) is left out."""
     chosen: list[OpenPoint] = []
     left_out: list[OpenPoint] = []
     for point in sorted(points, key=lambda p: (p.cost_s, p.round_s, p.key)):
-        fits = remaining_s is None or projected_s([*chosen, point], overhead_s) <= remaining_s
+        fits = remaining_s is None or projected_s([*chosen, point], overhead_s, several) <= remaining_s
         (chosen if point.more is not None and fits else left_out).append(point)
     return chosen, left_out
 
 
-def projected_s(points: Sequence[OpenPoint], overhead_s: float) -> float:
+def processes_per_round(points: Sequence[OpenPoint], overhead_s: float) -> int:
+    """How many processes a point the next round of ``points`` measures, a round's start-up
+    (both sides) being ``overhead_s``. Deciding a point that needs M more processes in rounds
+    of k costs about (M / k)·O of start-up and, its decision coming anywhere within a round,
+    k·S / 2 of processes measured past it (S: a process of every point, both sides); the sum
+    is least at k = √(2·M·O / S). M is the median of the points' needs (an estimate from few
+    processes), and k never passes the most any of them needs, nor falls below one."""
+    needs = [p.more for p in points if p.more is not None]
+    if not needs:
+        return 1
+    per_process = sum(p.round_s for p in points)
+    best = math.sqrt(2 * statistics.median(needs) * overhead_s / per_process) if per_process > 0 else max(needs)
+    return max(1, min(max(needs), round(best)))
+
+
+def projected_s(points: Sequence[OpenPoint], overhead_s: float, several: bool = True) -> float:
     """Seconds the rounds deciding ``points`` would take: a round's start-up for each round the
-    longest needs, and each point's own rounds."""
-    rounds = max((p.more or 0 for p in points), default=0)
+    longest needs, at processes_per_round processes a point a round (one without ``several``),
+    and each point's own processes."""
+    per_round = processes_per_round(points, overhead_s) if several else 1
+    rounds = math.ceil(max((p.more or 0 for p in points), default=0) / per_round)
     return rounds * overhead_s + sum(p.cost_s for p in points)
 
 
 def open_points(folders: Mapping[str, Sequence[object]], rule: TimeRule) -> list[OpenPoint]:
     """Every point of the rounds so far that both sides measured ok in every round and whose
-    verdict is still open, with the rounds that would decide it and its cost per round."""
+    verdict is still open, with the processes that would decide it and the cost of one."""
     sides = [_by_point(paths) for paths in folders.values()]
     if len(sides) != 2:
         return []
@@ -152,22 +182,25 @@ def _needed(spread: float | None, log_ratio: float, k: int, rule: TimeRule) -> i
 
 
 def _by_point(paths: Sequence[object]) -> tuple[dict[Key, list[ProcessResult]], dict[Key, float]]:
-    """Each point's rounds over ``paths`` (round folders, in order: each round's results row is
-    its process, with what only its processes.csv holds, as merge.py merges them), and what a
-    round of it costs: the median wall time of its processes (absent
-    where the rounds recorded no processes.csv; a round's start-up then carries it)."""
+    """Each point's processes over ``paths`` (round folders, in order: as merge.py merges them,
+    a round's results row its one process, with what only its processes.csv holds, or each of
+    its processes.csv rows where the round measured the point several times), and what one
+    process of it costs: the median wall time of its processes (absent where the rounds
+    recorded no processes.csv; a round's start-up then carries it)."""
     by_point: dict[Key, list[ProcessResult]] = {}
     walls: dict[Key, list[float]] = {}
-    for index, path in enumerate(paths):
+    for path in paths:
         store = RunStore(path)  # type: ignore[arg-type]
-        workers = {row_key(row): row for row in store.process_rows()}
+        workers = round_workers(store)
         for row in store.rows():
             key = row_key(row)
-            by_point.setdefault(key, []).append(round_process(row, index, workers.get(key, {})))
-        for row in workers.values():
-            wall = ProcessResult.from_row(row).wall_s
-            if wall is not None:
-                walls.setdefault(row_key(row), []).append(wall)
+            found = by_point.setdefault(key, [])
+            found.extend(round_processes(row, workers.get(key, []), len(found)))
+        for key, rows in workers.items():
+            for row in rows:
+                wall = ProcessResult.from_row(row).wall_s
+                if wall is not None:
+                    walls.setdefault(key, []).append(wall)
     return by_point, {key: statistics.median(values) for key, values in walls.items()}
 
 
@@ -182,8 +215,9 @@ def _on_cpu(key: tuple[str, ...]) -> bool:
 
 
 def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: float | None) -> list[str]:
-    """What the rounds do next, naming the rule: the points still open and how many go on, and
-    the ones the budget leaves out with the rounds they would need."""
+    """What the rounds do next, naming the rule: the points still open and how many go on (in
+    how many processes each), and the ones the budget leaves out with the processes they
+    would need."""
     opened = scheduler.open_now
     if not opened:
         return []
@@ -192,27 +226,28 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
         f"{len(opened)} point(s) not yet decided: the interval of their ratio reaches both past the "
         f"{rule.max_slowdown:.0%} floor and to +{rule.max_noise:.0%} at the gate's error rates "
         f"({rule.rates.false_alarm:g} false alarm, {rule.rates.miss:g} miss a look; fewer than "
-        f"{rule.protocol.min_to_judge} rounds judge nothing)"
+        f"{rule.protocol.min_to_judge} processes a side judge nothing)"
     )
     lines = []
     if chosen:
         which = (
             "those points only, cheapest to decide first" if narrow else "every point (the baseline cannot narrow one)"
         )
-        lines.append(f"{why}: another round of {len(chosen)} of them ({which})")
+        each = f", {scheduler.per_round} processes each" if scheduler.per_round > 1 else ""
+        lines.append(f"{why}: another round of {len(chosen)} of them{each} ({which})")
     else:
         lines.append(why)
     out = [p for p in opened if p.key not in chosen]
     if out:
-        named = ", ".join(f"{_label(p.key)} ({_rounds_text(p.needed)})" for p in out[:6])
+        named = ", ".join(f"{_label(p.key)} ({_needed_text(p.needed)})" for p in out[:6])
         more = f" and {len(out) - 6} more" if len(out) > 6 else ""
         limit = f"--max-job-s {budget_s:g}" if budget_s is not None else "the rounds"
         lines.append(f"{len(out)} point(s) cannot be decided within {limit}: {named}{more}")
     return lines
 
 
-def _rounds_text(needed: int | None) -> str:
-    return f"more than {MOST_ROUNDS} rounds" if needed is None else f"{needed} rounds"
+def _needed_text(needed: int | None) -> str:
+    return f"more than {MOST_ROUNDS} processes a side" if needed is None else f"{needed} processes a side"
 
 
 def _label(key: Key) -> str:

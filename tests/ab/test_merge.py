@@ -118,3 +118,46 @@ def test_a_folder_that_holds_a_run_is_not_merged_into(tmp_path: Path) -> None:
     RunStore.create_at(tmp_path / "side")
     with pytest.raises(FileExistsError, match="already holds a run"):
         RunStore.create_at(tmp_path / "side")
+
+
+def _late_round(out: Path, times: list[float], failed: int | None = None) -> Path:
+    """A narrowed later round that measured length 512 in several processes, as ``linbench run
+    --processes K`` writes it: a summary row, and a processes.csv row and samples per process
+    (process ``failed`` crashed)."""
+    store = RunStore.create(out, "round")
+    statuses = ["crashed" if index == failed else "ok" for index in range(len(times))]
+    status = "crashed" if failed is not None else "ok"
+    store.append(result_row(512, time_ms=statistics.median(times), status=status) | {"device_name": "Test CPU"})
+    for index, (time_ms, state) in enumerate(zip(times, statuses, strict=True)):
+        process = process_row(512, index, time_ms, state) | {"pid": 900 + index, "paced_p20": 10.0 * time_ms}
+        store.append_process(process, [time_ms * f for f in (0.9, 1.0, 1.1)])
+    store.write_meta({"status": "complete"})
+    return store.path
+
+
+def test_a_round_of_several_processes_a_point_gives_it_each_of_them(tmp_path: Path) -> None:
+    rounds = [_round(tmp_path / "rounds", index) for index in range(3)]
+    rounds.append(_late_round(tmp_path / "rounds" / "late", [12.0, 14.0, 16.0]))
+    merged = merge_rounds(rounds, tmp_path / "side", {"timing_protocol": PROTOCOL})
+    processes = _point(merged.process_rows(), 512)
+    assert [row["process"] for row in processes] == [0, 1, 2, 3, 4, 5]  # numbered on, one each
+    assert [float(row["time_ms"]) for row in processes] == [10.0, 13.0, 11.0, 12.0, 14.0, 16.0]
+    assert [row["pid"] for row in processes][3:] == [900, 901, 902]  # each its own worker
+    assert [row["paced_p20"] for row in processes][3:] == [120.0, 140.0, 160.0]
+    (row,) = _point(merged.rows(), 512)
+    assert row["processes"] == 6 and float(row["time_ms"]) == 12.5
+    samples = [row for row in _read(merged.samples_path) if row["seq"] == "512"]
+    by_process: dict[str, list[float]] = {}
+    for sample in samples:
+        by_process.setdefault(sample["process"], []).append(float(sample["time_ms"]))
+    assert {p: statistics.median(t) for p, t in by_process.items()} == {
+        "0": 10.0, "1": 13.0, "2": 11.0, "3": 12.0, "4": 14.0, "5": 16.0,
+    }  # fmt: skip
+
+
+def test_a_failure_in_a_round_of_several_processes_names_that_round(tmp_path: Path) -> None:
+    rounds = [_round(tmp_path / "rounds", 0), _late_round(tmp_path / "rounds" / "late", [12.0, 14.0], failed=1)]
+    merged = merge_rounds(rounds, tmp_path / "side", {"timing_protocol": PROTOCOL})
+    (row,) = _point(merged.rows(), 512)
+    assert row["status"] == "crashed" and row["processes"] == 3
+    assert row["error"].startswith("round 2 of 2: ")

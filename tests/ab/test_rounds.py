@@ -13,7 +13,7 @@ import pytest
 from result_rows import result_row
 
 from linbench.ab.job import rounds_command
-from linbench.ab.rounds import RoundError, Side, can_narrow, round_order, run_rounds, side_env
+from linbench.ab.rounds import RoundError, Side, can_narrow, round_order, run_rounds, side_env, with_processes
 from linbench.results.store import RunStore
 
 # A stand-in for `linbench run`: it notes which tree ran it and with what, then makes a run
@@ -136,6 +136,27 @@ def test_narrowed_rounds_past_those_asked_for_measure_only_the_points_named(
     points = Path(args[args.index("--only-points") + 1])
     assert points == tmp_path / "ab" / "round-2-points.csv" and args[1:3] == ["--seq", "1k"]
     assert points.read_text().splitlines()[1:] == ["cosine,kernel,2048", "softmax,sdpa,1024"]
+
+
+def test_a_narrowed_round_measures_its_points_in_the_processes_asked_for(
+    sides: dict[str, Side], tmp_path: Path
+) -> None:
+    needed = [("cosine", "kernel", "2048")]
+    one = ["--seq", "1k", "--processes", "1", "--max-processes", "1"]
+    run_rounds(sides, 1, one, tmp_path / "ab", most=2, another=lambda folders: needed, narrow=True, processes=lambda: 6)
+    first, _, third, fourth = (tmp_path / "calls.log").read_text().splitlines()
+    assert first.split()[2:8] == one  # the rounds asked for: one process a point
+    for call in (third, fourth):  # both sides of the narrowed round, in place of the one
+        args = call.split()[1:]
+        assert args.count("--processes") == 1 and args[args.index("--processes") + 1] == "6"
+        assert args[args.index("--max-processes") + 1] == "6" and args[1:3] == ["--seq", "1k"]
+
+
+def test_one_process_a_point_leaves_a_round_s_words_as_they_are() -> None:
+    words = ["--seq", "1k", "--processes", "1", "--max-processes", "1"]
+    assert with_processes(words, 1) == words
+    assert with_processes(words, 4) == ["--seq", "1k", "--processes", "4", "--max-processes", "4"]
+    assert with_processes(["--seq", "1k"], 3) == ["--seq", "1k", "--processes", "3", "--max-processes", "3"]
 
 
 def test_a_side_can_narrow_where_its_run_names_the_flag(sides: dict[str, Side]) -> None:
