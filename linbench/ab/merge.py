@@ -1,20 +1,29 @@
-"""One side's rounds merged into one run folder whose processes are the rounds' processes.
+"""One side's rounds merged into one run folder whose processes are the rounds.
 
-Each round is a ``linbench run`` that measured its points in fresh processes: one a point in
-the rounds every point gets, so round r gives each point its process r - 1 (from that round's
-results.csv row, with the worker's pid, times and other columns only processes.csv has from its
-processes.csv where the revision writes one); a later round of a few points may measure each
-in several (job.py: a round's start-up then buys more than one process), and each of those
-processes.csv rows is a process of the point, numbered on from the rounds before.
-processes.csv gets a row per process, samples.csv every process's repetitions under it, and
+Each round is a ``linbench run`` that measured its points in fresh processes, one a point in the
+rounds every point gets, so round r gives each point its process r - 1: processes.csv gets one
+row per round per point (from that round's results.csv row, with the worker's pid, times and
+other columns only processes.csv has from its processes.csv where the revision writes one),
+samples.csv every round's repetitions under their process, and
 results.csv the same summary ``linbench run --processes K`` writes (the median of the process
 medians and the spread between them; linbench/results/processes.py). A point that failed in
 any round takes that round's failure: a flaky impl is a broken one. The result is a run folder
 like any other: ``linbench compare``, ``report`` and ``plot`` read it.
+
+A later round of a few open points may measure each in several processes (ab/sequential.py:
+its start-up then buys more than one). Those processes share the round's run and minutes: on
+the 2-core CI machine, points whose calls lean on the caches and memory (softmax:sdpa and
+linear:kernel at 256 and 512 tokens) moved together over tens of seconds, the medians of
+back-to-back runs of 8 processes spreading 2-3 times what the processes inside each run
+predicted (docs/gate.md), so a round's processes are not independent draws. The round stays one
+process of the point: its results row (the median of its processes' medians) with each figure
+only processes.csv has taken as the median over them (``paced_p20`` among them), their wall
+and timed seconds summed, and every repetition of theirs under it.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -37,6 +46,7 @@ from linbench.results.record import (
 from linbench.results.rows import read_typed
 from linbench.results.schema import RESULT_COLUMNS, SCHEMA_VERSION
 from linbench.results.store import SAMPLES_FILE, RunStore
+from linbench.units import as_number
 
 Row = Mapping[str, Any]
 # What a round's processes.csv row holds and its results row does not: the worker's pid and
@@ -57,62 +67,59 @@ def merge_rounds(rounds: Sequence[Path], dest: Path, meta: Mapping[str, Any]) ->
     for key in _points(by_round):
         measured = [(index, rows[key]) for index, rows in enumerate(by_round) if key in rows]
         facts = _facts(measured[0][1])
-        processes: list[ProcessResult] = []
-        round_of: list[int] = []  # each process's round
-        for index, row in measured:
-            rows = workers[index].get(key, [])
-            for process in round_processes(row, rows, len(processes)):
-                # A round of one process a point: all its samples are that process's.
-                mine = samples[index].get((key, process.process if len(rows) > 1 else None), ())
-                processes.append(replace(process, process=len(processes)))
-                round_of.append(index)
-                store.append_process(process_row(facts, processes[-1]), mine)
-        store.append(merged_row(facts, processes, len(rounds), round_of))
+        processes = [round_process(row, index, workers[index].get(key, {})) for index, row in measured]
+        for (index, _), process in zip(measured, processes, strict=True):
+            store.append_process(process_row(facts, process), samples[index].get(key, ()))
+        store.append(merged_row(facts, processes, len(rounds)))
     store.write_meta(merged_meta([round_store.read_meta() for round_store in stores], meta))
     return store
 
 
-def round_workers(store: RunStore) -> dict[Key, list[Row]]:
-    """A round's processes.csv rows by point, in the order its processes ran."""
+def round_workers(store: RunStore) -> dict[Key, Row]:
+    """A round's processes.csv by point: its one row, or, for a point the round measured in
+    several processes, one row of them all (round_worker)."""
     found: dict[Key, list[Row]] = {}
     for row in store.process_rows():
         found.setdefault(row_key(row), []).append(row)
-    return found
+    return {key: rows[0] if len(rows) == 1 else round_worker(rows) for key, rows in found.items()}
 
 
-def round_processes(result: Row, workers: Sequence[Row], first: int) -> list[ProcessResult]:
-    """The processes of one point in one round, numbered from ``first``: the round's results
-    row as its one process (round_process) where the round measured it once, else each of its
-    processes.csv rows ``workers`` (a round of several processes a point), as recorded (each
-    keeping its own process number, which names its samples)."""
-    if len(workers) <= 1:
-        return [round_process(result, first, workers[0] if workers else {})]
-    return [ProcessResult.from_row({**result, **worker}) for worker in workers]
+def round_worker(rows: Sequence[Row]) -> dict[str, Any]:
+    """The columns only processes.csv has, for a round that measured a point in the processes
+    ``rows``: the median of each figure over them, the seconds they took summed, the first
+    one's pid and what names the work (``pace_work``) where they all agree."""
+    merged: dict[str, Any] = {"pid": rows[0].get("pid")}
+    for column in ("wall_s", "timed_s"):
+        values = [v for row in rows if (v := as_number(row.get(column))) is not None]
+        merged[column] = sum(values) if len(values) == len(rows) else None
+    for column in ("paced_p20", "pace_ms"):
+        values = [v for row in rows if (v := as_number(row.get(column))) is not None]
+        merged[column] = statistics.median(values) if len(values) == len(rows) else None
+    for column in ("alloc_call_timed", "pace_work"):
+        values = {row.get(column) for row in rows}
+        merged[column] = values.pop() if len(values) == 1 else None
+    return merged
 
 
 def round_process(result: Row, index: int, worker: Row) -> ProcessResult:
-    """The process of a round's results row: what the round's one process measured, as its
-    process ``index`` (the round index, from 0), with the worker's pid and times from the
-    round's processes.csv row ``worker`` (absent in older revisions), and every other column
-    only processes.csv has (a one-thread CPU process's paced time among them)."""
+    """The process of a round's results row: what the round's process (or processes) measured,
+    as its process ``index`` (the round index, from 0), with the worker's pid and times from the
+    round's processes.csv row ``worker`` (round_workers; absent in older revisions), and every
+    other column only processes.csv has (a one-thread CPU process's paced time among them)."""
     process = ProcessResult.from_row({**result, **{c: worker.get(c) for c in WORKER_ONLY}})
     return replace(process, process=index)
 
 
-def merged_row(
-    facts: PointFacts, processes: Sequence[ProcessResult], rounds: int, round_of: Sequence[int]
-) -> dict[str, Any]:
-    """The results row of a point from its rounds' processes (record.py), ``round_of`` each
-    one's round (from 0): the first failure if any round failed, its error naming the round
-    when there were several, else the summary of the processes. Round 1's check stands for the
-    point."""
+def merged_row(facts: PointFacts, processes: Sequence[ProcessResult], rounds: int) -> dict[str, Any]:
+    """The results row of a point from its rounds' processes (record.py): the first failure
+    if any round failed, its error naming the round when there were several, else the
+    summary of the processes. Round 1's check stands for the point."""
     first = processes[0]
     checked = Checked(rel_err=first.rel_err, check_seq=first.check_seq)
     failed = first_failure(processes)
     if failed is None:
         return point_row(facts, checked, processes)
-    failed_round = round_of[processes.index(failed)]
-    where = f"round {failed_round + 1} of {rounds}" if rounds > 1 else None
+    where = f"round {(failed.process or 0) + 1} of {rounds}" if rounds > 1 else None
     return failure_row(facts, failed, checked, processes=len(processes), where=where)
 
 
@@ -145,15 +152,12 @@ def _points(by_round: Sequence[Mapping[Key, Row]]) -> list[Key]:
     return list(seen)
 
 
-def _samples(folder: Path) -> dict[tuple[Key, int | None], list[float]]:
-    """A round's timed repetitions by point and process, and by point alone (process None:
-    all of them, for a round of one process a point whose revision numbers none)."""
+def _samples(folder: Path) -> dict[Key, list[float]]:
+    """A round's timed repetitions by point (all of its processes')."""
     path = folder / SAMPLES_FILE
-    found: dict[tuple[Key, int | None], list[float]] = {}
+    found: dict[Key, list[float]] = {}
     if not path.is_file():
         return found
     for row in read_typed(path):  # results/rows.py: a torn or malformed sample is never data
-        key = row_key(row)
-        found.setdefault((key, row.get("process")), []).append(row["time_ms"])
-        found.setdefault((key, None), []).append(row["time_ms"])
+        found.setdefault(row_key(row), []).append(row["time_ms"])
     return found

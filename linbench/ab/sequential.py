@@ -16,10 +16,11 @@ A round's start-up (a ``linbench run`` a side: Python and torch imported, about 
 the 2-core CI machine) costs the same whatever the round measures, while a process of a gate
 point takes about 0.25 s; a round of the last few open points was mostly start-up. So a round
 after those every point gets measures each of its points in several processes
-(``processes_per_round``): as many as balance the start-up against the processes measured past
-a point's decision, never more than its points still need. Each process is judged as one of the
-point's processes, as a run's several processes are; the runner interleaves them over the
-round's points in shuffled order (runner/schedule.py), and rounds still alternate ABBA.
+(``processes_per_round``): about as many as make the processes take as long as the start-up,
+at most MOST_PER_ROUND. The round stays one process of the point, its figure the median of its
+processes' (merge.py): processes of one round share its minutes, and on the CI machine some
+points moved together over tens of seconds, so counting them apart would claim an interval the
+measurements do not have. The median of several is steadier, so a point needs fewer rounds.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from linbench.ab.merge import round_processes, round_workers
+from linbench.ab.merge import round_process, round_workers
 from linbench.gate.rule import TimeRule, judge
 from linbench.gate.sequential import MOST_ROUNDS, OPEN, rounds_to_decide
 from linbench.gate.statistic import process_times
@@ -44,13 +45,15 @@ Folders = dict[str, list]  # side -> its round run folders (Paths), round 1 firs
 # Seconds kept for what follows the last round: merging both sides and the comparison (about 40 s
 # on the loaded 2-core development machine for 46 points, with the worktree's removal).
 CLOSING_S = 30.0
+# The most processes a point a round measures: past about this many, the median of a round's
+# processes is as steady as the minutes they share let it be (merge.py).
+MOST_PER_ROUND = 8
 
 
 @dataclass(frozen=True)
 class OpenPoint:
-    """A point not yet decided: its processes a side so far (the fewer side's), the processes
-    that would decide it (None: more than MOST_ROUNDS), and what one more process of it costs,
-    both sides (seconds)."""
+    """A point not yet decided: its rounds so far, the rounds that would decide it (None: more
+    than MOST_ROUNDS), and what one process of it costs, both sides (seconds)."""
 
     key: Key
     rounds: int
@@ -77,7 +80,7 @@ class Scheduler:
     clock: Callable[[], float] = time.monotonic
     overheads: list[float] = field(default_factory=list)  # per round, both sides: beyond the points
     rounds_s: list[float] = field(default_factory=list)  # per round, both sides: in all
-    left_out: dict[Key, int | None] = field(default_factory=dict)  # out of budget: processes needed
+    left_out: dict[Key, int | None] = field(default_factory=dict)  # out of budget: rounds needed
     open_now: list[OpenPoint] = field(default_factory=list)
     per_round: int = 1  # processes a point in the round next_points chose
     several: bool = True  # whether a round may measure a point in several processes
@@ -115,10 +118,10 @@ def choose(
     points: Sequence[OpenPoint], overhead_s: float, remaining_s: float | None, several: bool = True
 ) -> tuple[list[OpenPoint], list[OpenPoint]]:
     """The open points the next round measures, and those left out: ranked by what deciding
-    each would cost (its processes still needed times a process of it), cheapest first, each
-    taken while the rounds deciding all those taken (projected_s) fit ``remaining_s`` seconds
-    (None: no budget; ``several``: whether a round may measure a point more than once). One
-    that no count of processes decides (``needed`` None) is left out."""
+    each would cost (its rounds still needed times a process of it), cheapest first, each taken
+    while the rounds deciding all those taken (projected_s) fit ``remaining_s`` seconds (None:
+    no budget; ``several``: whether a round may measure a point more than once). One that no
+    count of rounds decides (``needed`` None) is left out."""
     chosen: list[OpenPoint] = []
     left_out: list[OpenPoint] = []
     for point in sorted(points, key=lambda p: (p.cost_s, p.round_s, p.key)):
@@ -129,26 +132,22 @@ def choose(
 
 def processes_per_round(points: Sequence[OpenPoint], overhead_s: float) -> int:
     """How many processes a point the next round of ``points`` measures, a round's start-up
-    (both sides) being ``overhead_s``. Deciding a point that needs M more processes in rounds
-    of k costs about (M / k)·O of start-up and, its decision coming anywhere within a round,
-    k·S / 2 of processes measured past it (S: a process of every point, both sides); the sum
-    is least at k = √(2·M·O / S). M is the median of the points' needs (an estimate from few
-    processes), and k never passes the most any of them needs, nor falls below one."""
-    needs = [p.more for p in points if p.more is not None]
-    if not needs:
-        return 1
+    (both sides) being ``overhead_s``: about as many as make their processes (a process of each
+    point, both sides, costing the sum of their ``round_s``) take as long as the start-up, which
+    at most doubles what the round costs; one at least, MOST_PER_ROUND at most."""
     per_process = sum(p.round_s for p in points)
-    best = math.sqrt(2 * statistics.median(needs) * overhead_s / per_process) if per_process > 0 else max(needs)
-    return max(1, min(max(needs), round(best)))
+    if not points or per_process <= 0:
+        return 1
+    return max(1, min(MOST_PER_ROUND, round(overhead_s / per_process)))
 
 
 def projected_s(points: Sequence[OpenPoint], overhead_s: float, several: bool = True) -> float:
     """Seconds the rounds deciding ``points`` would take: a round's start-up for each round the
-    longest needs, at processes_per_round processes a point a round (one without ``several``),
-    and each point's own processes."""
+    longest needs, and each point's own rounds, at processes_per_round processes a point a
+    round (one without ``several``)."""
     per_round = processes_per_round(points, overhead_s) if several else 1
-    rounds = math.ceil(max((p.more or 0 for p in points), default=0) / per_round)
-    return rounds * overhead_s + sum(p.cost_s for p in points)
+    rounds = max((p.more or 0 for p in points), default=0)
+    return rounds * overhead_s + per_round * sum(p.cost_s for p in points)
 
 
 def open_points(folders: Mapping[str, Sequence[object]], rule: TimeRule) -> list[OpenPoint]:
@@ -182,25 +181,22 @@ def _needed(spread: float | None, log_ratio: float, k: int, rule: TimeRule) -> i
 
 
 def _by_point(paths: Sequence[object]) -> tuple[dict[Key, list[ProcessResult]], dict[Key, float]]:
-    """Each point's processes over ``paths`` (round folders, in order: as merge.py merges them,
-    a round's results row its one process, with what only its processes.csv holds, or each of
-    its processes.csv rows where the round measured the point several times), and what one
+    """Each point's rounds over ``paths`` (round folders, in order: each round's results row is
+    its process, with what only its processes.csv holds, as merge.py merges them), and what one
     process of it costs: the median wall time of its processes (absent where the rounds
     recorded no processes.csv; a round's start-up then carries it)."""
     by_point: dict[Key, list[ProcessResult]] = {}
     walls: dict[Key, list[float]] = {}
-    for path in paths:
+    for index, path in enumerate(paths):
         store = RunStore(path)  # type: ignore[arg-type]
         workers = round_workers(store)
         for row in store.rows():
             key = row_key(row)
-            found = by_point.setdefault(key, [])
-            found.extend(round_processes(row, workers.get(key, []), len(found)))
-        for key, rows in workers.items():
-            for row in rows:
-                wall = ProcessResult.from_row(row).wall_s
-                if wall is not None:
-                    walls.setdefault(key, []).append(wall)
+            by_point.setdefault(key, []).append(round_process(row, index, workers.get(key, {})))
+        for row in store.process_rows():
+            wall = ProcessResult.from_row(row).wall_s
+            if wall is not None:
+                walls.setdefault(row_key(row), []).append(wall)
     return by_point, {key: statistics.median(values) for key, values in walls.items()}
 
 
@@ -216,8 +212,8 @@ def _on_cpu(key: tuple[str, ...]) -> bool:
 
 def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: float | None) -> list[str]:
     """What the rounds do next, naming the rule: the points still open and how many go on (in
-    how many processes each), and the ones the budget leaves out with the processes they
-    would need."""
+    how many processes each), and the ones the budget leaves out with the rounds they would
+    need."""
     opened = scheduler.open_now
     if not opened:
         return []
@@ -226,7 +222,7 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
         f"{len(opened)} point(s) not yet decided: the interval of their ratio reaches both past the "
         f"{rule.max_slowdown:.0%} floor and to +{rule.max_noise:.0%} at the gate's error rates "
         f"({rule.rates.false_alarm:g} false alarm, {rule.rates.miss:g} miss a look; fewer than "
-        f"{rule.protocol.min_to_judge} processes a side judge nothing)"
+        f"{rule.protocol.min_to_judge} rounds judge nothing)"
     )
     lines = []
     if chosen:
@@ -247,7 +243,7 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
 
 
 def _needed_text(needed: int | None) -> str:
-    return f"more than {MOST_ROUNDS} processes a side" if needed is None else f"{needed} processes a side"
+    return f"more than {MOST_ROUNDS} rounds" if needed is None else f"{needed} rounds"
 
 
 def _label(key: Key) -> str:

@@ -49,7 +49,9 @@ HELP = {
     f"(compare needs {MIN_TO_JUDGE} processes per point to judge time).",
     "max_rounds": "The most rounds: after --rounds, more run, each of the points whose verdict is not yet decided "
     "(the interval of their ratio at the gate's error rates reaches both past --max-slowdown and to +--max-noise; "
-    f"docs/gate.md), cheapest to decide first. Default: {DEFAULT_MAX_ROUNDS} when --rounds > 1.",
+    "docs/gate.md), cheapest to decide first, a round of a few points in several processes each (their median "
+    "the round's). "
+    f"Default: {DEFAULT_MAX_ROUNDS} when --rounds > 1.",
     "max_job_s": "The most seconds the A/B may take, from its start to its verdict: rounds are given to the open "
     "points, cheapest to decide first, only while the rounds they need fit; a point left out is not judged, and "
     "the verdict is inconclusive (exit 4), naming the rounds it would need. Default: no limit.",

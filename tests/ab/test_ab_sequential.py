@@ -3,6 +3,7 @@ by the gate's rule for runs measured until decided, cheapest to decide first wit
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 from result_rows import process_row, result_row
@@ -124,7 +125,7 @@ def test_the_budget_counts_what_the_job_has_spent_and_what_it_leaves_out_is_said
     (key,) = scheduler.left_out
     lines = open_lines(scheduler, set(), True, 60.0)
     assert "not yet decided" in lines[0] and "cannot be decided within --max-job-s 60" in lines[1]
-    assert f"({scheduler.left_out[key]} processes a side)" in lines[1]
+    assert f"({scheduler.left_out[key]} rounds)" in lines[1]
     now[0] = 1.0
     assert len(scheduler.next_points({"baseline": steady, "current": spread})) == 1
 
@@ -144,41 +145,39 @@ def test_a_round_of_every_point_that_would_pass_the_budget_is_not_started() -> N
 def _late_round(folder: Path, times: list[float]) -> Path:
     """A later round that measured length 1024 in one process per time, 0.25 s each."""
     store = RunStore.create(folder, "round")
-    store.append(result_row(1024, time_ms=times[0]) | {"device_name": "Test CPU", "samples": 30})
+    store.append(result_row(1024, time_ms=statistics.median(times)) | {"device_name": "Test CPU", "samples": 30})
     for index, time_ms in enumerate(times):
         store.append_process(process_row(1024, index, time_ms) | {"wall_s": 0.25})
     store.write_meta({"status": "complete"})
     return store.path
 
 
-def test_a_round_of_several_processes_a_point_counts_each_of_them(tmp_path: Path) -> None:
-    steady = _rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98])
-    late = _late_round(tmp_path / "late", [10.01, 9.99, 10.03])
-    (point,) = _open(steady[:2], steady[:2])  # 2 processes a side: too few to judge
-    assert point.rounds == 2
-    assert _open([*steady[:2], late], [*steady[:2], late]) == []  # 5 a side: cleared
-    spread = _late_round(tmp_path / "spread", [7.0, 14.0, 8.0])
-    (point,) = _open([*steady[:2], spread], [*steady[:2], spread])
-    assert point.rounds == 5 and point.round_s == 0.5  # a process of both sides, not a round of three
+def test_a_round_of_several_processes_a_point_is_one_round_of_it(tmp_path: Path) -> None:
+    spread = _rounds_of(tmp_path / "spread", [10.0, 12.0])
+    late = _late_round(tmp_path / "late", [10.5, 11.0, 11.5])
+    (early,) = _open(spread, spread)  # 2 rounds: too few to judge
+    assert early.rounds == 2
+    (after,) = _open([*spread, late], [*spread, late])  # 3 rounds, not 5 processes
+    assert after.rounds == 3
+    assert after.round_s == 0.5  # a process of both sides, not a round of three
 
 
 def test_a_round_of_a_few_cheap_points_measures_each_several_times() -> None:
-    few = [_point("a", 3, 13, 0.5), _point("b", 3, 9, 0.5)]  # 10 and 6 more, 1 s a process of both
-    assert processes_per_round(few, overhead_s=10.0) == 10  # √(2 · 8 · 10 / 1) = 12.6, at most the 10 a needs
+    few = [_point("a", 3, 13, 0.5), _point("b", 3, 9, 0.5)]  # 1 s a process of both, both sides
+    assert processes_per_round(few, overhead_s=5.0) == 5  # as long as the start-up
+    assert processes_per_round(few, overhead_s=100.0) == 8  # never past the most
     many = [_point(str(i), 3, 5, 0.6) for i in range(36)]  # a process of every point: 21.6 s
     assert processes_per_round(many, overhead_s=10.0) == 1
-    assert processes_per_round([_point("c", 3, 5, 0.5)], overhead_s=100.0) == 2  # never past its need
-    assert processes_per_round([_point("d", 3, None, 0.5)], overhead_s=10.0) == 1
-    # Deciding them takes fewer start-ups: 1 round of 10, not 10 of 1.
-    assert projected_s(few, 10.0) == 1 * 10.0 + (10 + 6) * 0.5
-    assert projected_s(few, 10.0, several=False) == 10 * 10.0 + (10 + 6) * 0.5
+    # Each of its rounds costs its processes: 10 rounds, of 5 processes of both points.
+    assert projected_s(few, 5.0) == 10 * 5.0 + 5 * (10 + 6) * 0.5
+    assert projected_s(few, 5.0, several=False) == 10 * 5.0 + (10 + 6) * 0.5
 
 
 def test_the_scheduler_says_how_many_processes_each_and_one_where_rounds_cannot(tmp_path: Path) -> None:
-    steady = _rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98, 10.02])
-    spread = _rounds_of(tmp_path / "spread", [10.0, 12.5, 9.0, 11.0])
+    steady = [*_rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98]), _late_round(tmp_path / "s", [10.02])]
+    spread = [*_rounds_of(tmp_path / "spread", [10.0, 12.5, 9.0]), _late_round(tmp_path / "o", [11.0])]
     scheduler = Scheduler(RULE)
-    scheduler.round_done([10.0, 10.0], [0.5, 0.5])  # a round's start-up: 19 s of 20
+    scheduler.round_done([5.0, 5.0], [0.25, 0.25])  # a round's start-up: 9.5 s of 10, a process 0.5 s
     assert len(scheduler.next_points({"baseline": steady, "current": spread})) == 1
     assert scheduler.per_round > 1
     assert f"{scheduler.per_round} processes each" in open_lines(scheduler, {scheduler.open_now[0].key}, True, None)[0]

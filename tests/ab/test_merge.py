@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from result_rows import process_row, result_row
 
-from linbench.ab.merge import merge_rounds
+from linbench.ab.merge import WORKER_ONLY, merge_rounds, round_worker
 from linbench.report.load import read_single_run
 from linbench.results.store import RunStore
 
@@ -135,29 +135,31 @@ def _late_round(out: Path, times: list[float], failed: int | None = None) -> Pat
     return store.path
 
 
-def test_a_round_of_several_processes_a_point_gives_it_each_of_them(tmp_path: Path) -> None:
+def test_a_round_of_several_processes_a_point_is_one_process_their_median(tmp_path: Path) -> None:
     rounds = [_round(tmp_path / "rounds", index) for index in range(3)]
     rounds.append(_late_round(tmp_path / "rounds" / "late", [12.0, 14.0, 16.0]))
     merged = merge_rounds(rounds, tmp_path / "side", {"timing_protocol": PROTOCOL})
     processes = _point(merged.process_rows(), 512)
-    assert [row["process"] for row in processes] == [0, 1, 2, 3, 4, 5]  # numbered on, one each
-    assert [float(row["time_ms"]) for row in processes] == [10.0, 13.0, 11.0, 12.0, 14.0, 16.0]
-    assert [row["pid"] for row in processes][3:] == [900, 901, 902]  # each its own worker
-    assert [row["paced_p20"] for row in processes][3:] == [120.0, 140.0, 160.0]
+    # The round's processes share its minutes: the round is one process of the point, not three.
+    assert [row["process"] for row in processes] == [0, 1, 2, 3]
+    assert float(processes[3]["time_ms"]) == 14.0  # the round's results row: the median of its medians
+    assert processes[3]["paced_p20"] == 140.0 and processes[3]["pid"] == 900
+    assert processes[3]["timed_s"] == pytest.approx(3 * 3 * 14.0 / 1e3)  # their timed seconds summed
     (row,) = _point(merged.rows(), 512)
-    assert row["processes"] == 6 and float(row["time_ms"]) == 12.5
-    samples = [row for row in _read(merged.samples_path) if row["seq"] == "512"]
-    by_process: dict[str, list[float]] = {}
-    for sample in samples:
-        by_process.setdefault(sample["process"], []).append(float(sample["time_ms"]))
-    assert {p: statistics.median(t) for p, t in by_process.items()} == {
-        "0": 10.0, "1": 13.0, "2": 11.0, "3": 12.0, "4": 14.0, "5": 16.0,
-    }  # fmt: skip
+    assert row["processes"] == 4 and float(row["time_ms"]) == 12.0  # 10, 13, 11 and the round's 14
+    samples = [row for row in _read(merged.samples_path) if row["seq"] == "512" and row["process"] == "3"]
+    assert len(samples) == 9  # every repetition of the round's three processes
 
 
 def test_a_failure_in_a_round_of_several_processes_names_that_round(tmp_path: Path) -> None:
     rounds = [_round(tmp_path / "rounds", 0), _late_round(tmp_path / "rounds" / "late", [12.0, 14.0], failed=1)]
     merged = merge_rounds(rounds, tmp_path / "side", {"timing_protocol": PROTOCOL})
     (row,) = _point(merged.rows(), 512)
-    assert row["status"] == "crashed" and row["processes"] == 3
+    assert row["status"] == "crashed" and row["processes"] == 2
     assert row["error"].startswith("round 2 of 2: ")
+
+
+def test_a_round_s_processes_are_summed_up_in_every_column_only_processes_csv_has() -> None:
+    rows = [process_row(512, index, 10.0 + index) | {"wall_s": 0.25, "paced_p20": 100.0 + index} for index in range(3)]
+    assert set(round_worker(rows)) == set(WORKER_ONLY)
+    assert round_worker(rows)["paced_p20"] == 101.0 and round_worker(rows)["wall_s"] == 0.75
