@@ -89,15 +89,17 @@ def round_worker(rows: Sequence[Row]) -> dict[str, Any]:
     ``rows``: the median of each figure over them, the seconds they took summed, the first
     one's pid and what names the work (``pace_work``) where they all agree."""
     merged: dict[str, Any] = {"pid": rows[0].get("pid")}
-    for column in ("wall_s", "timed_s"):
-        values = [v for row in rows if (v := as_number(row.get(column))) is not None]
-        merged[column] = sum(values) if len(values) == len(rows) else None
-    for column in ("paced_p20", "pace_ms"):
-        values = [v for row in rows if (v := as_number(row.get(column))) is not None]
-        merged[column] = statistics.median(values) if len(values) == len(rows) else None
+    for column, combine in (
+        ("wall_s", sum),
+        ("timed_s", sum),
+        ("paced_p20", statistics.median),
+        ("pace_ms", statistics.median),
+    ):
+        numbers = [v for row in rows if (v := as_number(row.get(column))) is not None]
+        merged[column] = combine(numbers) if len(numbers) == len(rows) else None
     for column in ("alloc_call_timed", "pace_work"):
-        values = {row.get(column) for row in rows}
-        merged[column] = values.pop() if len(values) == 1 else None
+        named = {row.get(column) for row in rows}
+        merged[column] = named.pop() if len(named) == 1 else None
     return merged
 
 
