@@ -10,7 +10,9 @@ added impls included), and each side's start-up from what the rounds took beyond
 With a budget (``--max-job-s``), the open points are ranked by what deciding them would cost
 (the rounds their spread and ratio still need, times a round of them) and taken cheapest first
 while the job's projected end stays within it; the others are left out, named with the rounds
-they would need, and the comparison is inconclusive for them.
+they would need, and the comparison is inconclusive for them. Where none of them fits, the time
+left still goes to a round of the cheapest (``spare_round``): the rounds a point needs are
+estimated from its spread so far, which a round of several processes narrows.
 
 A round's start-up (a ``linbench run`` a side: Python and torch imported, about 4.5 s a side on
 the 2-core CI machine) costs the same whatever the round measures, while a process of a gate
@@ -83,6 +85,7 @@ class Scheduler:
     left_out: dict[Key, int | None] = field(default_factory=dict)  # out of budget: rounds needed
     open_now: list[OpenPoint] = field(default_factory=list)
     per_round: int = 1  # processes a point in the round next_points chose
+    spare: bool = False  # whether that round only spends the time left (spare_round)
     several: bool = True  # whether a round may measure a point in several processes
 
     def round_done(self, seconds: Sequence[float], points_s: Sequence[float]) -> None:
@@ -109,7 +112,10 @@ class Scheduler:
         self.open_now = open_points(folders, self.rule)
         remaining = None if self.budget_s is None else self.budget_s - CLOSING_S - (self.clock() - self.started)
         chosen, left_out = choose(self.open_now, self.overhead_s, remaining, self.several)
-        self.left_out = {p.key: p.needed for p in left_out}
+        self.spare = not chosen and remaining is not None
+        if self.spare:
+            chosen = spare_round(left_out, self.overhead_s, remaining or 0.0, self.several)
+        self.left_out = {p.key: p.needed for p in left_out if p not in chosen}
         self.per_round = processes_per_round(chosen, self.overhead_s) if self.several else 1
         return {p.key for p in chosen}
 
@@ -128,6 +134,25 @@ def choose(
         fits = remaining_s is None or projected_s([*chosen, point], overhead_s, several) <= remaining_s
         (chosen if point.more is not None and fits else left_out).append(point)
     return chosen, left_out
+
+
+def spare_round(
+    points: Sequence[OpenPoint], overhead_s: float, remaining_s: float, several: bool = True
+) -> list[OpenPoint]:
+    """The open points one more round measures with the time left, where the rounds none of
+    them needs fit it: the cheapest a round first, while that one round fits ``remaining_s``.
+    The rounds a point needs are estimated from its spread so far, which a round of several
+    processes (their median its figure) narrows, so a round the estimate calls too few can still
+    decide it; one that does not leaves it undecided, as it would have been."""
+    taken: list[OpenPoint] = []
+    for point in sorted(points, key=lambda p: (p.round_s, p.key)):
+        if point.more is None:
+            continue
+        trial = [*taken, point]
+        per_round = processes_per_round(trial, overhead_s) if several else 1
+        if overhead_s + per_round * sum(p.round_s for p in trial) <= remaining_s:
+            taken = trial
+    return taken
 
 
 def processes_per_round(points: Sequence[OpenPoint], overhead_s: float) -> int:
@@ -230,7 +255,8 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
             "those points only, cheapest to decide first" if narrow else "every point (the baseline cannot narrow one)"
         )
         each = f", {scheduler.per_round} processes each" if scheduler.per_round > 1 else ""
-        lines.append(f"{why}: another round of {len(chosen)} of them{each} ({which})")
+        spare = "; the rounds they need do not fit the time left, which goes to them" if scheduler.spare else ""
+        lines.append(f"{why}: another round of {len(chosen)} of them{each} ({which}{spare})")
     else:
         lines.append(why)
     out = [p for p in opened if p.key not in chosen]

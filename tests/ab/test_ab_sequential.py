@@ -16,6 +16,7 @@ from linbench.ab.sequential import (
     open_points,
     processes_per_round,
     projected_s,
+    spare_round,
 )
 from linbench.gate.rule import TimeRule
 from linbench.results.protocol import ProcessProtocol
@@ -184,3 +185,26 @@ def test_the_scheduler_says_how_many_processes_each_and_one_where_rounds_cannot(
     scheduler.several = False  # a baseline whose run takes no --processes
     scheduler.next_points({"baseline": steady, "current": spread})
     assert scheduler.per_round == 1
+
+
+def test_the_time_left_goes_to_a_round_of_the_cheapest_where_none_fits_whole() -> None:
+    cheap = _point("cheap", 4, 18, 0.5)  # 14 more rounds: more than the time left holds
+    dear = _point("dear", 4, 18, 4.0)
+    hopeless = _point("hopeless", 4, None, 0.1)
+    assert choose([cheap, dear, hopeless], overhead_s=10.0, remaining_s=30.0)[0] == []  # 14 rounds do not fit
+    assert spare_round([cheap, dear, hopeless], overhead_s=10.0, remaining_s=15.0) == [cheap]  # 10 s + 8 · 0.5 s
+    assert spare_round([cheap, dear], overhead_s=10.0, remaining_s=30.0) == [cheap, dear]  # 10 s + 2 · 4.5 s
+    assert spare_round([cheap, dear], overhead_s=10.0, remaining_s=5.0) == []  # not even a start-up
+
+
+def test_the_scheduler_spends_the_time_left_and_says_so(tmp_path: Path) -> None:
+    steady = [*_rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98]), _late_round(tmp_path / "s", [10.02])]
+    spread = [*_rounds_of(tmp_path / "spread", [10.0, 14.5, 8.0]), _late_round(tmp_path / "o", [12.0])]
+    now = [0.0]
+    scheduler = Scheduler(RULE, budget_s=55.0, started=0.0, clock=lambda: now[0])
+    scheduler.round_done([5.0, 5.0], [0.25, 0.25])
+    chosen = scheduler.next_points({"baseline": steady, "current": spread})
+    assert scheduler.spare and len(chosen) == 1 and scheduler.left_out == {}
+    assert "the time left" in open_lines(scheduler, chosen, True, 55.0)[0]
+    now[0] = 30.0  # 25 s left less the 30 kept to close: nothing more
+    assert scheduler.next_points({"baseline": steady, "current": spread}) == set()
