@@ -16,6 +16,7 @@ round of all of them.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -116,6 +117,39 @@ def run_rounds(
     after ``another``, says how many processes a point such a narrowed round measures (more
     than one only where the caller knows both sides take ``--processes``). ``on_round`` hears
     each finished round. RoundError stops at the first round that did not measure."""
+    with round_servers(sides) as servers:
+        return _run_rounds(
+            sides,
+            rounds,
+            run_args,
+            out_dir,
+            on_round,
+            most,
+            another,
+            narrow,
+            later,
+            only,
+            affordable,
+            processes,
+            servers,
+        )
+
+
+def _run_rounds(
+    sides: dict[str, Side],
+    rounds: int,
+    run_args: Sequence[str],
+    out_dir: Path,
+    on_round: Callable[[int, list[RoundResult]], None],
+    most: int | None,
+    another: Callable[[Folders], Collection[Key]],
+    narrow: bool,
+    later: Sequence[str],
+    only: Collection[Key] | None,
+    affordable: Callable[[], bool],
+    processes: Callable[[], int],
+    servers: dict[str, RoundServer],
+) -> Folders:
     folders: Folders = {name: [] for name in sides}
     first: tuple[set[Key], set[Key]] = (set(), set())  # round 1's points, and its failures
     index = 0
@@ -138,7 +172,7 @@ def run_rounds(
         elif only is not None and narrow:
             out_dir.mkdir(parents=True, exist_ok=True)
             args += [ONLY_POINTS, str(write_point_list(out_dir / "points.csv", only))]
-        results = [run_one(sides[name], index, args, out_dir) for name in round_order(index)]
+        results = [run_one(sides[name], index, args, out_dir, servers.get(name)) for name in round_order(index)]
         for result in results:
             folders[result.side].append(result.folder)
         if index == 1:
@@ -171,23 +205,121 @@ def round_one(folders: Folders) -> tuple[set[Key], set[Key]]:
     return {row_key(row) for row in rows}, {row_key(row) for row in rows if row["status"] != "ok"}
 
 
-def run_one(side: Side, index: int, run_args: Sequence[str], out_dir: Path) -> RoundResult:
-    """``linbench run RUN_ARGS --quiet --yes --out <side>/rounds`` in ``side``'s tree; its
-    output goes to ``round-<index>.log`` beside the run folders."""
+def run_one(
+    side: Side, index: int, run_args: Sequence[str], out_dir: Path, server: RoundServer | None = None
+) -> RoundResult:
+    """``linbench run RUN_ARGS --quiet --yes --out <side>/rounds`` in ``side``'s tree (forked by
+    its round ``server`` where it has one, else a new process); its output goes to
+    ``round-<index>.log`` beside the run folders."""
     where = rounds_dir(out_dir, side.name)
     where.mkdir(parents=True, exist_ok=True)
     before = set(where.iterdir())
     log = where / f"round-{index}.log"
     args = side.words(run_args) if side.words is not None else list(run_args)
-    argv = [sys.executable, "-m", "linbench", side.command, *args, "--quiet", "--yes", "--out", str(where)]
+    words = [side.command, *args, "--quiet", "--yes", "--out", str(where)]
     started = time.perf_counter()
-    with log.open("w") as handle:
-        code = run_in_own_group(argv, side.tree, side_env(side.tree), handle)
+    if server is not None:
+        code = server.run(words, log)
+    else:
+        with log.open("w") as handle:
+            code = run_in_own_group([sys.executable, "-m", "linbench", *words], side.tree, side_env(side.tree), handle)
     seconds = time.perf_counter() - started
     made = sorted(p for p in where.iterdir() if p not in before and p.is_dir())
     folder = _measured_folder(side, index, code, made, log)
     statuses = Counter(row["status"] for row in RunStore(folder).rows())
     return RoundResult(side.name, index, folder, seconds, dict(statuses))
+
+
+SERVER_MODULE = "linbench.cli.round_server"
+
+
+class RoundServer:
+    """A side's round server (linbench/cli/round_server.py): one process in the side's tree
+    that has imported torch and linbench once and forks each round from itself, so a round
+    does not pay their import (about 4.5 s a side on the 2-core CI machine)."""
+
+    def __init__(self, side: Side) -> None:
+        argv = [sys.executable, "-m", SERVER_MODULE]
+        self._tree = side.tree
+        self._process = subprocess.Popen(
+            argv, cwd=side.tree, env=side_env(side.tree), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+        )  # fmt: skip
+
+    @staticmethod
+    def serves(side: Side) -> bool:
+        """Whether ``side``'s tree has a round server (a revision from before it does not)."""
+        return (side.tree / Path(*SERVER_MODULE.split("."))).with_suffix(".py").is_file()
+
+    def run(self, words: Sequence[str], log: Path) -> int:
+        """``linbench WORDS`` forked by the server, its output to ``log``; its exit status.
+        Interrupted meanwhile (even before the round's pid came back), the server is killed
+        first, so it forks nothing more, and the round is stopped as run_in_own_group stops one."""
+        self.round_pid: int | None = None
+        try:
+            self.round_pid = int(self._ask({"argv": list(words), "log": str(log)})["pid"])
+            return int(self._read()["exit"])
+        except BaseException:
+            self._process.kill()
+            self._process.wait()
+            if self.round_pid is None and self._process.stdout is not None:
+                started = [json.loads(line) for line in self._process.stdout.read().splitlines() if line.strip()]
+                self.round_pid = next((int(m["pid"]) for m in started if "pid" in m), None)
+            if self.round_pid is not None:
+                stop_pid_group(self.round_pid)
+            raise
+
+    def close(self) -> None:
+        """End the server: no more requests, then killed if it has not ended."""
+        with suppress(OSError, ValueError):
+            if self._process.stdin is not None:
+                self._process.stdin.close()
+        try:
+            self._process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        stdin = self._process.stdin
+        if stdin is None:
+            raise RoundError("the round server has no input")
+        stdin.write(json.dumps(request) + "\n")
+        stdin.flush()
+        return self._read()
+
+    def _read(self) -> dict[str, Any]:
+        line = self._process.stdout.readline() if self._process.stdout is not None else ""
+        if not line:
+            raise RoundError(f"the round server in {self._tree} ended (exit {self._process.poll()})")
+        return dict(json.loads(line))
+
+
+@contextmanager
+def round_servers(sides: dict[str, Side]) -> Iterator[dict[str, RoundServer]]:
+    """A round server for each side whose tree has one, ended when the rounds end."""
+    servers = {name: RoundServer(side) for name, side in sides.items() if RoundServer.serves(side)}
+    try:
+        yield servers
+    finally:
+        for server in servers.values():
+            server.close()
+
+
+def stop_pid_group(pid: int) -> None:
+    """Ctrl-C to the process group ``pid`` leads, up to STOP_GRACE_S for it to empty, then
+    SIGKILL to whatever it still holds (as stop_group, for a round its server forked)."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGINT)
+    deadline = time.monotonic() + STOP_GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.05)
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def run_in_own_group(argv: Sequence[str], cwd: Path, env: dict[str, str], log: Any) -> int:
