@@ -1,11 +1,13 @@
 """Rounds of an A/B: ``linbench run`` in the baseline's tree and in the current one, alternated.
 
-Each side runs as its own ``python -m linbench run`` with its tree as working folder and first
-on PYTHONPATH, so the baseline measures with its own code (and builds its kernel library from
-its own sources). Rounds go in ABBA order, baseline first in odd rounds and current first in
+Each side runs as its own ``linbench run`` with its tree as working folder and first on
+PYTHONPATH, so the baseline measures with its own code (and builds its kernel library from its
+own sources): forked from the side's round server (linbench/cli/round_server.py, which imported
+torch and linbench once) where its tree has one, else as a new ``python -m linbench`` process. Rounds go in ABBA order, baseline first in odd rounds and current first in
 even ones, so a drift of the machine over the job (warming up, a neighbour starting) falls on
 both sides alike instead of on whichever side always runs second. Each round measures every
-point in one fresh process; the merge (merge.py) makes the rounds a point's processes. After
+point in fresh processes (one each, or several in a late round of a few points); the merge
+(merge.py) makes each round a process of its points. After
 the rounds asked for, more follow while the caller says a point needs them (job.py asks the
 repeated-process protocol, as the runner does for a run's processes), up to a most. Such a
 round measures only the points that need it (``linbench run --only-points``) where the
@@ -236,7 +238,8 @@ SERVER_MODULE = "linbench.cli.round_server"
 class RoundServer:
     """A side's round server (linbench/cli/round_server.py): one process in the side's tree
     that has imported torch and linbench once and forks each round from itself, so a round
-    does not pay their import (about 4.5 s a side on the 2-core CI machine)."""
+    does not pay their import (about 4.5 s a side on the 2-core CI machine: a round of 3 gate
+    points took 1.8-2.1 s forked, 4.6-7.5 s as a new process)."""
 
     def __init__(self, side: Side) -> None:
         argv = [sys.executable, "-m", SERVER_MODULE]

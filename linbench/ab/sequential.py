@@ -14,9 +14,10 @@ they would need, and the comparison is inconclusive for them. Where none of them
 left still goes to a round of the cheapest (``spare_round``): the rounds a point needs are
 estimated from its spread so far, which a round of several processes narrows.
 
-A round's start-up (a ``linbench run`` a side: Python and torch imported, about 4.5 s a side on
-the 2-core CI machine) costs the same whatever the round measures, while a process of a gate
-point takes about 0.25 s; a round of the last few open points was mostly start-up. So a round
+A round's start-up (a ``linbench run`` a side: about 1.5 s a side forked from the side's round
+server on the 2-core CI machine, 4.5 s as a new process) costs the same whatever the round
+measures, while a process of a gate point takes about 0.25 s; a round of the last few open
+points was mostly start-up. So a round
 after those every point gets measures each of its points in several processes
 (``processes_per_round``): about as many as make the processes take as long as the start-up,
 at most MOST_PER_ROUND. The round stays one process of the point, its figure the median of its
