@@ -10,7 +10,7 @@ worktree is removed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -85,6 +85,7 @@ class AbJob:
         budget_s: float | None = None,
         only: set[Key] | None = None,
         started: float | None = None,
+        changed: Collection[str] = (),
     ) -> Folders:
         """Every round, the baseline in a worktree of ``sha`` that is gone when this returns;
         each side's round run folders, in round order. After ``rounds`` rounds, another while a
@@ -95,10 +96,12 @@ class AbJob:
         the job's projected end stays
         within ``budget_s`` seconds from ``started`` (time.monotonic(); None: now; ab/sequential.py).
         ``command``: what each round runs, ``run`` or ``decode`` (a decode suite's rounds);
-        ``only``: the points of the sweep its rounds measure (widen_cost.first_points; None: all)."""
+        ``only``: the points of the sweep its rounds measure (widen_cost.first_points; None: all);
+        ``changed``: the impls whose code changed ("variant:impl"), whose open points go first."""
         protocol = self.protocol
         rule = rule if rule is not None else TimeRule(protocol=protocol)
         scheduler = Scheduler(rule, budget_s) if started is None else Scheduler(rule, budget_s, started)
+        scheduler.first = frozenset(changed)
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
         more = f" (more, up to {protocol.most}, for points not yet decided)" if protocol.most > protocol.wanted else ""
         on_progress(f"linbench ab: {what}, {protocol.wanted} rounds{more} -> {self.out_dir}")

@@ -3,17 +3,17 @@
 Each side runs as its own ``linbench run`` with its tree as working folder and first on
 PYTHONPATH, so the baseline measures with its own code (and builds its kernel library from its
 own sources): forked from the side's round server (linbench/cli/round_server.py, which imported
-torch and linbench once) where its tree has one, else as a new ``python -m linbench`` process. Rounds go in ABBA order, baseline first in odd rounds and current first in
-even ones, so a drift of the machine over the job (warming up, a neighbour starting) falls on
-both sides alike instead of on whichever side always runs second. Each round measures every
-point in fresh processes (one each, or several in a late round of a few points); the merge
-(merge.py) makes each round a process of its points. After
-the rounds asked for, more follow while the caller says a point needs them (job.py asks the
-repeated-process protocol, as the runner does for a run's processes), up to a most. Such a
-round measures only the points that need it (``linbench run --only-points``) where the
-baseline revision can be told so (the current one is this code): on a busy CPU one spread
-point would otherwise keep every point going, and a round of one point costs a fraction of a
-round of all of them.
+torch and linbench once) where its tree has one, else as a new ``python -m linbench`` process.
+Rounds go in ABBA order, baseline first in odd rounds and current first in even ones, so a
+drift of the machine over the job (warming up, a neighbour starting) falls on both sides alike
+instead of on whichever side always runs second. Each round measures every point in fresh
+processes (one each, or several in a late round of a few points); the merge (merge.py) makes
+each round a process of its points. After the rounds asked for, more follow while the caller
+says a point needs them (job.py asks the repeated-process protocol, as the runner does for a
+run's processes), up to a most. Such a round measures only the points that need it (``linbench
+run --only-points``) where the baseline revision can be told so (the current one is this code):
+on a busy CPU one spread point would otherwise keep every point going, and a round of one
+point costs a fraction of a round of all of them.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from linbench.ab.merge import round_process, round_workers
@@ -87,6 +87,7 @@ class Scheduler:
     open_now: list[OpenPoint] = field(default_factory=list)
     per_round: int = 1  # processes a point in the round next_points chose
     spare: bool = False  # whether that round only spends the time left (spare_round)
+    first: frozenset[str] = frozenset()  # the changed impls ("variant:impl"): their points go first
     several: bool = True  # whether a round may measure a point in several processes
 
     def round_done(self, seconds: Sequence[float], points_s: Sequence[float]) -> None:
@@ -112,41 +113,52 @@ class Scheduler:
         decide first (``per_round`` processes each). Those that do not fit go to ``left_out``."""
         self.open_now = open_points(folders, self.rule)
         remaining = None if self.budget_s is None else self.budget_s - CLOSING_S - (self.clock() - self.started)
-        chosen, left_out = choose(self.open_now, self.overhead_s, remaining, self.several)
+        chosen, left_out = choose(self.open_now, self.overhead_s, remaining, self.several, self.first)
         self.spare = not chosen and remaining is not None
         if self.spare:
-            chosen = spare_round(left_out, self.overhead_s, remaining or 0.0, self.several)
+            chosen = spare_round(left_out, self.overhead_s, remaining or 0.0, self.several, self.first)
         self.left_out = {p.key: p.needed for p in left_out if p not in chosen}
         self.per_round = processes_per_round(chosen, self.overhead_s) if self.several else 1
         return {p.key for p in chosen}
 
 
 def choose(
-    points: Sequence[OpenPoint], overhead_s: float, remaining_s: float | None, several: bool = True
+    points: Sequence[OpenPoint],
+    overhead_s: float,
+    remaining_s: float | None,
+    several: bool = True,
+    first: Collection[str] = (),
 ) -> tuple[list[OpenPoint], list[OpenPoint]]:
     """The open points the next round measures, and those left out: ranked by what deciding
     each would cost (its rounds still needed times a process of it), cheapest first, each taken
     while the rounds deciding all those taken (projected_s) fit ``remaining_s`` seconds (None:
-    no budget; ``several``: whether a round may measure a point more than once). One that no
-    count of rounds decides (``needed`` None) is left out."""
+    no budget; ``several``: whether a round may measure a point more than once), the points of
+    the impls in ``first`` (the changed code's, "variant:impl") ahead of the others: a change
+    is likeliest to have slowed its own code. One that no count of rounds decides (``needed``
+    None) is left out."""
     chosen: list[OpenPoint] = []
     left_out: list[OpenPoint] = []
-    for point in sorted(points, key=lambda p: (p.cost_s, p.round_s, p.key)):
+    for point in sorted(points, key=lambda p: (not _of(p, first), p.cost_s, p.round_s, p.key)):
         fits = remaining_s is None or projected_s([*chosen, point], overhead_s, several) <= remaining_s
         (chosen if point.more is not None and fits else left_out).append(point)
     return chosen, left_out
 
 
 def spare_round(
-    points: Sequence[OpenPoint], overhead_s: float, remaining_s: float, several: bool = True
+    points: Sequence[OpenPoint],
+    overhead_s: float,
+    remaining_s: float,
+    several: bool = True,
+    first: Collection[str] = (),
 ) -> list[OpenPoint]:
     """The open points one more round measures with the time left, where the rounds none of
-    them needs fit it: the cheapest a round first, while that one round fits ``remaining_s``.
+    them needs fit it: those of ``first`` (as choose), then the cheapest a round, while that
+    one round fits ``remaining_s``.
     The rounds a point needs are estimated from its spread so far, which a round of several
     processes (their median its figure) narrows, so a round the estimate calls too few can still
     decide it; one that does not leaves it undecided, as it would have been."""
     taken: list[OpenPoint] = []
-    for point in sorted(points, key=lambda p: (p.round_s, p.key)):
+    for point in sorted(points, key=lambda p: (not _of(p, first), p.round_s, p.key)):
         if point.more is None:
             continue
         trial = [*taken, point]
@@ -230,6 +242,12 @@ def points_seconds(path: object) -> float:
     """The wall seconds of the processes of one round folder."""
     walls = [ProcessResult.from_row(row).wall_s for row in RunStore(path).process_rows()]  # type: ignore[arg-type]
     return sum(w for w in walls if w is not None)
+
+
+def _of(point: OpenPoint, impls: Collection[str]) -> bool:
+    """Whether ``point`` is of one of ``impls`` ("variant:impl")."""
+    named = dict(zip(KEY_COLUMNS, point.key, strict=False))
+    return f"{named.get('variant')}:{named.get('impl')}" in impls
 
 
 def _on_cpu(key: tuple[str, ...]) -> bool:

@@ -49,12 +49,12 @@ HELP = {
     f"(compare needs {MIN_TO_JUDGE} processes per point to judge time).",
     "max_rounds": "The most rounds: after --rounds, more run, each of the points whose verdict is not yet decided "
     "(the interval of their ratio at the gate's error rates reaches both past --max-slowdown and to +--max-noise; "
-    "docs/gate.md), cheapest to decide first, a round of a few points in several processes each (their median "
-    "the round's). "
-    f"Default: {DEFAULT_MAX_ROUNDS} when --rounds > 1.",
+    "docs/gate.md), the changed impls' first, then the cheapest to decide, a round of a few points in several "
+    f"processes each (their median the round's). Default: {DEFAULT_MAX_ROUNDS} when --rounds > 1.",
     "max_job_s": "The most seconds the A/B may take, from its start to its verdict: rounds are given to the open "
-    "points, cheapest to decide first, only while the rounds they need fit; a point left out is not judged, and "
-    "the verdict is inconclusive (exit 4), naming the rounds it would need. Default: no limit.",
+    "points, the changed impls' first, then the cheapest to decide, only while the rounds they need fit; a point "
+    "left out is not judged, and the verdict is inconclusive (exit 4), naming the rounds it would need. Default: "
+    "no limit.",
     "no_widen": "Measure the sweep as given: an impl whose code changed since the baseline (git diff, mapped by "
     "the import graph) and that the sweep does not measure is not added, and the verdict is inconclusive "
     "(exit 4), naming it.",
@@ -121,7 +121,7 @@ def ab_command(**values: Any) -> None:
     compare them as linbench compare does (same table, same exit status).
 
     After --rounds rounds of every point, each point gets more only until its verdict is
-    decided either way at the gate's error rates, cheapest first, within --max-rounds and
+    decided either way at the gate's error rates, the changed impls' first, then the cheapest, within --max-rounds and
     --max-job-s. Before the rounds, each impl whose code changed since the baseline (git diff,
     mapped by the import graph; docs/gate.md) is added to the points where the sweep does not
     measure it; one that cannot be (it cannot run on the device, or --no-widen) makes the
@@ -159,13 +159,13 @@ def ab_command(**values: Any) -> None:
         job = AbJob.prepare(revision, rounds, out, max_rounds)  # AbError, WorktreeError: one line and exit 2
         if values.get("suite") is not None:
             values["suite"] = suite_file(values["suite"])
-        only = _widen(job, values, not no_widen, max_widen_s)
+        only, changed = _widen(job, values, not no_widen, max_widen_s)
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
         command = rounds_command(values.get("suite"))
     rule = _time_rule(compare_flags, job)
     try:
         with stopping_on_signals():
-            folders = job.measure(run_args, _note, command, rule, max_job_s, only, started)
+            folders = job.measure(run_args, _note, command, rule, max_job_s, only, started, changed)
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
     except KeyboardInterrupt as exc:
@@ -195,12 +195,15 @@ def _time_rule(flags: dict[str, Any], job: Any) -> Any:
     return TimeRule(max_slowdown=slowdown, max_noise=noise, protocol=job.protocol)
 
 
-def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None) -> set[tuple[str, ...]] | None:
+def _widen(
+    job: Any, values: dict[str, Any], enabled: bool, max_s: float | None
+) -> tuple[set[tuple[str, ...]] | None, set[str]]:
     """Add to the rounds' ``--variant`` each impl whose code changed since the baseline and
     that the sweep (the suite's, or the flags') does not measure, unless it cannot run on the
     sweep's device, ``enabled`` is False, or the added impls' predicted time passes ``max_s``
     (``--max-widen-s``); say what was done, with each added impl's predicted time. The points
-    the rounds measure: the added impls at the sweep's shortest length only (None: all)."""
+    the rounds measure (the added impls at the sweep's shortest length only; None: all), and
+    the changed impls the rounds measure ("variant:impl"), whose open points go first."""
     from linbench.ab.changes import changes_since, sweep_widening, widened_variants
     from linbench.ab.widen_cost import added_seconds, first_points
     from linbench.cli.run_flow import sweep_request
@@ -216,15 +219,16 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
         widening = widening.priced({impl: added_seconds(request, impl, job.rounds) for impl in widening.added}, max_s)
     for line in widening.lines():
         _note(line)
+    changed = {*widening.measured, *widening.added}
     if not widening.added:
-        return None
+        return None, changed
     values["variant"] = widened_variants(variants, widening.added)
     only = first_points(
         sweep_request("run", {option.name: values[option.name] for option in RUN_OPTIONS}), widening.added
     )
     if only is not None:
         _note("changed code: the added impls are measured at the sweep's shortest length, where they cost least")
-    return only
+    return only, changed
 
 
 def _as_list(value: Any) -> list[str]:

@@ -208,3 +208,14 @@ def test_the_scheduler_spends_the_time_left_and_says_so(tmp_path: Path) -> None:
     assert "the time left" in open_lines(scheduler, chosen, True, 55.0)[0]
     now[0] = 30.0  # 25 s left less the 30 kept to close: nothing more
     assert scheduler.next_points({"baseline": steady, "current": spread}) == set()
+
+
+def test_the_changed_code_s_open_points_go_first() -> None:
+    changed = OpenPoint(row_key(result_row(1024, impl="kernel")), 3, 8, 0.5)  # 5 more rounds: 22.5 s
+    cheap = OpenPoint(row_key(result_row(1024)), 3, 5, 0.5)  # 2 more: 9 s
+    chosen, left = choose([cheap, changed], 4.0, 23.0, several=False, first={"cosine:kernel"})
+    assert chosen == [changed] and left == [cheap]  # both would take 23.5 s
+    chosen, _ = choose([cheap, changed], 4.0, 23.0, several=False)
+    assert chosen == [cheap]  # without a change to rank by, the cheapest first
+    assert spare_round([cheap, changed], 4.0, 4.7, several=False, first={"cosine:kernel"}) == [changed]
+    assert spare_round([cheap, changed], 4.0, 4.7, several=False) == [cheap]
