@@ -11,8 +11,10 @@ With a budget (``--max-job-s``), the open points are ranked by what deciding the
 (the rounds their spread and ratio still need, times a round of them) and taken cheapest first
 while the job's projected end stays within it; the others are left out, named with the rounds
 they would need, and the comparison is inconclusive for them. Where none of them fits, the time
-left still goes to a round of the cheapest (``spare_round``): the rounds a point needs are
-estimated from its spread so far, which a round of several processes narrows.
+left still goes to a round of the cheapest (``spare_round``), and so it does to a changed impl's
+open points whatever else is chosen: the rounds a point needs are estimated from its spread so
+far, which a round of several processes narrows, and from rounds of every point, whose start-up
+is longer than a late round's.
 
 A round's start-up (a ``linbench run`` a side: about 1.5 s a side forked from the side's round
 server on the 2-core CI machine, 4.5 s as a new process) costs the same whatever the round
@@ -114,9 +116,14 @@ class Scheduler:
         self.open_now = open_points(folders, self.rule)
         remaining = None if self.budget_s is None else self.budget_s - CLOSING_S - (self.clock() - self.started)
         chosen, left_out = choose(self.open_now, self.overhead_s, remaining, self.several, self.first)
-        self.spare = not chosen and remaining is not None
+        changed = [p for p in left_out if _of(p, self.first)]
+        self.spare = bool(changed or not chosen) and remaining is not None
         if self.spare:
-            chosen = spare_round(left_out, self.overhead_s, remaining or 0.0, self.several, self.first)
+            # The time left goes to a round of the changed code's open points even where the
+            # rounds they need do not fit, and with nothing else chosen, to the cheapest.
+            chosen = spare_round(
+                [*chosen, *(changed or left_out)], self.overhead_s, remaining or 0.0, self.several, self.first
+            )
         self.left_out = {p.key: p.needed for p in left_out if p not in chosen}
         self.per_round = processes_per_round(chosen, self.overhead_s) if self.several else 1
         return {p.key for p in chosen}
@@ -151,12 +158,12 @@ def spare_round(
     several: bool = True,
     first: Collection[str] = (),
 ) -> list[OpenPoint]:
-    """The open points one more round measures with the time left, where the rounds none of
-    them needs fit it: those of ``first`` (as choose), then the cheapest a round, while that
-    one round fits ``remaining_s``.
-    The rounds a point needs are estimated from its spread so far, which a round of several
-    processes (their median its figure) narrows, so a round the estimate calls too few can still
-    decide it; one that does not leaves it undecided, as it would have been."""
+    """The open points one more round measures with the time left, where the rounds they need
+    do not fit it (none of them, or a changed impl's): those of ``first`` (as choose), then the
+    cheapest a round, while that one round fits ``remaining_s``. The rounds a point needs are
+    estimated from its spread so far, which a round of several processes (their median its
+    figure) narrows, so a round the estimate calls too few can still decide it; one that does
+    not leaves it undecided, as it would have been."""
     taken: list[OpenPoint] = []
     for point in sorted(points, key=lambda p: (not _of(p, first), p.round_s, p.key)):
         if point.more is None:
@@ -274,7 +281,7 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
             "those points only, cheapest to decide first" if narrow else "every point (the baseline cannot narrow one)"
         )
         each = f", {scheduler.per_round} processes each" if scheduler.per_round > 1 else ""
-        spare = "; the rounds they need do not fit the time left, which goes to them" if scheduler.spare else ""
+        spare = "; the time left goes to them, whether or not the rounds they need fit it" if scheduler.spare else ""
         lines.append(f"{why}: another round of {len(chosen)} of them{each} ({which}{spare})")
     else:
         lines.append(why)

@@ -219,3 +219,15 @@ def test_the_changed_code_s_open_points_go_first() -> None:
     assert chosen == [cheap]  # without a change to rank by, the cheapest first
     assert spare_round([cheap, changed], 4.0, 4.7, several=False, first={"cosine:kernel"}) == [changed]
     assert spare_round([cheap, changed], 4.0, 4.7, several=False) == [cheap]
+
+
+def test_a_changed_impl_s_open_point_gets_the_time_left_though_its_rounds_do_not_fit(tmp_path: Path) -> None:
+    steady = [*_rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98]), _late_round(tmp_path / "s", [10.02])]
+    spread = [*_rounds_of(tmp_path / "spread", [10.0, 14.5, 8.0]), _late_round(tmp_path / "o", [12.0])]
+    scheduler = Scheduler(RULE, budget_s=60.0, started=0.0, clock=lambda: 0.0)
+    scheduler.round_done([5.0, 5.0], [0.25, 0.25])
+    scheduler.next_points({"baseline": steady, "current": spread})
+    assert scheduler.left_out  # its rounds do not fit 30 s
+    scheduler.first = frozenset({"cosine:chunked"})  # the code changed was its impl's
+    chosen = scheduler.next_points({"baseline": steady, "current": spread})
+    assert len(chosen) == 1 and scheduler.spare and not scheduler.left_out
