@@ -278,7 +278,9 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
     lines = []
     if chosen:
         which = (
-            "those points only, cheapest to decide first" if narrow else "every point (the baseline cannot narrow one)"
+            f"those points only, {_order(scheduler.first)}"
+            if narrow
+            else "every point (the baseline cannot narrow one)"
         )
         each = f", {scheduler.per_round} processes each" if scheduler.per_round > 1 else ""
         spare = "; the time left goes to them, whether or not the rounds they need fit it" if scheduler.spare else ""
@@ -292,6 +294,10 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
         limit = f"--max-job-s {budget_s:g}" if budget_s is not None else "the rounds"
         lines.append(f"{len(out)} point(s) cannot be decided within {limit}: {named}{more}")
     return lines
+
+
+def _order(first: Collection[str]) -> str:
+    return "the changed impls' first, then the cheapest to decide" if first else "cheapest to decide first"
 
 
 def _needed_text(needed: int | None) -> str:
