@@ -6,8 +6,10 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+import pytest
 from result_rows import process_row, result_row
 
+from linbench.ab import sequential
 from linbench.ab.sequential import (
     OpenPoint,
     Scheduler,
@@ -221,13 +223,16 @@ def test_the_changed_code_s_open_points_go_first() -> None:
     assert spare_round([cheap, changed], 4.0, 4.7, several=False) == [cheap]
 
 
-def test_a_changed_impl_s_open_point_gets_the_time_left_though_its_rounds_do_not_fit(tmp_path: Path) -> None:
-    steady = [*_rounds_of(tmp_path / "steady", [10.0, 10.05, 9.98]), _late_round(tmp_path / "s", [10.02])]
-    spread = [*_rounds_of(tmp_path / "spread", [10.0, 14.5, 8.0]), _late_round(tmp_path / "o", [12.0])]
+def test_a_changed_impl_s_open_point_gets_the_time_left_though_its_rounds_do_not_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cheap = OpenPoint(row_key(result_row(1024)), 4, 6, 0.5)  # 2 more rounds: fits
+    changed = OpenPoint(row_key(result_row(1024, impl="kernel")), 4, 40, 0.5)  # 36 more: does not
+    monkeypatch.setattr(sequential, "open_points", lambda folders, rule: [cheap, changed])
     scheduler = Scheduler(RULE, budget_s=60.0, started=0.0, clock=lambda: 0.0)
     scheduler.round_done([5.0, 5.0], [0.25, 0.25])
-    scheduler.next_points({"baseline": steady, "current": spread})
-    assert scheduler.left_out  # its rounds do not fit 30 s
-    scheduler.first = frozenset({"cosine:chunked"})  # the code changed was its impl's
-    chosen = scheduler.next_points({"baseline": steady, "current": spread})
-    assert len(chosen) == 1 and scheduler.spare and not scheduler.left_out
+    assert scheduler.next_points({}) == {cheap.key} and set(scheduler.left_out) == {changed.key}
+    scheduler.first = frozenset({"cosine:kernel"})  # the code changed was its impl's
+    assert scheduler.next_points({}) == {cheap.key, changed.key}
+    assert scheduler.spare and not scheduler.left_out
+    assert "the changed impls' first" in open_lines(scheduler, {cheap.key, changed.key}, True, 60.0)[0]
