@@ -18,7 +18,6 @@ point costs a fraction of a round of all of them.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from linbench.ab.round_server import STOP_GRACE_S, RoundServer, RoundServerError
 from linbench.results.point_list import write_point_list
 from linbench.results.record import Key, row_key
 from linbench.results.store import RunStore, RunStoreError
@@ -42,9 +42,6 @@ SIDES = ("baseline", "current")
 MEASURED_EXITS = (0, 1)
 USAGE_EXIT = 2
 ERROR_PREFIX = "linbench: error: "
-# A round stopped (the A/B interrupted) gets this long to end its workers after its Ctrl-C;
-# then everything left in its process group is killed.
-STOP_GRACE_S = 10.0
 # What stops an A/B as Ctrl-C does: a CI cancellation sends SIGTERM, a closed terminal SIGHUP.
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -221,7 +218,10 @@ def run_one(
     words = [side.command, *args, "--quiet", "--yes", "--out", str(where)]
     started = time.perf_counter()
     if server is not None:
-        code = server.run(words, log)
+        try:
+            code = server.run(words, log)
+        except RoundServerError as gone:
+            raise RoundError(f"the {side.name} side's round {index} did not run: {gone} (its log: {log})") from None
     else:
         with log.open("w") as handle:
             code = run_in_own_group([sys.executable, "-m", "linbench", *words], side.tree, side_env(side.tree), handle)
@@ -232,97 +232,19 @@ def run_one(
     return RoundResult(side.name, index, folder, seconds, dict(statuses))
 
 
-SERVER_MODULE = "linbench.cli.round_server"
-
-
-class RoundServer:
-    """A side's round server (linbench/cli/round_server.py): one process in the side's tree
-    that has imported torch and linbench once and forks each round from itself, so a round
-    does not pay their import (about 4.5 s a side on the 2-core CI machine: a round of 3 gate
-    points took 1.8-2.1 s forked, 4.6-7.5 s as a new process)."""
-
-    def __init__(self, side: Side) -> None:
-        argv = [sys.executable, "-m", SERVER_MODULE]
-        self._tree = side.tree
-        self._process = subprocess.Popen(
-            argv, cwd=side.tree, env=side_env(side.tree), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, start_new_session=True,
-        )  # fmt: skip
-
-    @staticmethod
-    def serves(side: Side) -> bool:
-        """Whether ``side``'s tree has a round server (a revision from before it does not)."""
-        return (side.tree / Path(*SERVER_MODULE.split("."))).with_suffix(".py").is_file()
-
-    def run(self, words: Sequence[str], log: Path) -> int:
-        """``linbench WORDS`` forked by the server, its output to ``log``; its exit status.
-        Interrupted meanwhile (even before the round's pid came back), the server is killed
-        first, so it forks nothing more, and the round is stopped as run_in_own_group stops one."""
-        self.round_pid: int | None = None
-        try:
-            self.round_pid = int(self._ask({"argv": list(words), "log": str(log)})["pid"])
-            return int(self._read()["exit"])
-        except BaseException:
-            self._process.kill()
-            self._process.wait()
-            if self.round_pid is None and self._process.stdout is not None:
-                started = [json.loads(line) for line in self._process.stdout.read().splitlines() if line.strip()]
-                self.round_pid = next((int(m["pid"]) for m in started if "pid" in m), None)
-            if self.round_pid is not None:
-                stop_pid_group(self.round_pid)
-            raise
-
-    def close(self) -> None:
-        """End the server: no more requests, then killed if it has not ended."""
-        with suppress(OSError, ValueError):
-            if self._process.stdin is not None:
-                self._process.stdin.close()
-        try:
-            self._process.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-
-    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        stdin = self._process.stdin
-        if stdin is None:
-            raise RoundError("the round server has no input")
-        stdin.write(json.dumps(request) + "\n")
-        stdin.flush()
-        return self._read()
-
-    def _read(self) -> dict[str, Any]:
-        line = self._process.stdout.readline() if self._process.stdout is not None else ""
-        if not line:
-            raise RoundError(f"the round server in {self._tree} ended (exit {self._process.poll()})")
-        return dict(json.loads(line))
-
-
 @contextmanager
 def round_servers(sides: dict[str, Side]) -> Iterator[dict[str, RoundServer]]:
     """A round server for each side whose tree has one, ended when the rounds end."""
-    servers = {name: RoundServer(side) for name, side in sides.items() if RoundServer.serves(side)}
+    servers = {
+        name: RoundServer(side.tree, side_env(side.tree))
+        for name, side in sides.items()
+        if RoundServer.serves(side.tree)
+    }
     try:
         yield servers
     finally:
         for server in servers.values():
             server.close()
-
-
-def stop_pid_group(pid: int) -> None:
-    """Ctrl-C to the process group ``pid`` leads, up to STOP_GRACE_S for it to empty, then
-    SIGKILL to whatever it still holds (as stop_group, for a round its server forked)."""
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGINT)
-    deadline = time.monotonic() + STOP_GRACE_S
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.05)
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def run_in_own_group(argv: Sequence[str], cwd: Path, env: dict[str, str], log: Any) -> int:

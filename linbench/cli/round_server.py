@@ -1,7 +1,7 @@
 """One side's rounds of an A/B served from one process: ``python -m linbench.cli.round_server``.
 
-An A/B runs each side's rounds as ``linbench run`` in that side's tree (linbench/ab/rounds.py).
-A fresh ``python -m linbench run`` spends about 4.5 s a round importing Python, torch and
+An A/B runs each side's rounds as ``linbench run`` in that side's tree (linbench/ab/rounds.py,
+through the client in linbench/ab/round_server.py). A fresh ``python -m linbench run`` spends about 4.5 s a round importing Python, torch and
 linbench on the 2-core CI machine, against 0.25 s for a process of a gate point, so a round of
 the last few open points was mostly start-up, twice a round. This server imports them once,
 then forks each round from itself: the fork runs the command line it is given as ``linbench``

@@ -1,6 +1,6 @@
-"""A side's round server (linbench/cli/round_server.py) driven as ``linbench ab`` drives it: real
-rounds of ``linbench`` forked from one process in this checkout, on the CPU (a round of one
-tiny CPU point; nothing is judged on its time)."""
+"""A side's round server (linbench/ab/round_server.py, driving linbench/cli/round_server.py) as
+``linbench ab`` drives it: real rounds of ``linbench`` forked from one process in this checkout,
+on the CPU (a round of one tiny CPU point; nothing is judged on its time)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from linbench.ab.rounds import RoundServer, Side
+from linbench.ab.round_server import RoundServer
+from linbench.ab.rounds import side_env
 
 ROOT = Path(__file__).resolve().parents[2]
 POINT = ["run", "--variant", "cosine:chunked", "--no-against", "--seq", "64", "--batch", "1", "--heads", "1"]
@@ -21,14 +22,14 @@ TINY = [*POINT, "--budget-s", "0.01"]
 
 @pytest.fixture
 def server() -> Iterator[RoundServer]:
-    started = RoundServer(Side("current", ROOT))
+    started = RoundServer(ROOT, side_env(ROOT))
     yield started
     started.close()
 
 
 def test_this_checkout_serves_its_rounds_and_a_tree_without_the_module_does_not(tmp_path: Path) -> None:
-    assert RoundServer.serves(Side("current", ROOT))
-    assert not RoundServer.serves(Side("baseline", tmp_path))  # a revision from before the server
+    assert RoundServer.serves(ROOT)
+    assert not RoundServer.serves(tmp_path)  # a revision from before the server
 
 
 def test_each_round_is_a_run_of_its_own_and_a_refused_one_says_why(server: RoundServer, tmp_path: Path) -> None:
