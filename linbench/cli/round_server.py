@@ -1,14 +1,15 @@
 """One side's rounds of an A/B served from one process: ``python -m linbench.cli.round_server``.
 
 An A/B runs each side's rounds as ``linbench run`` in that side's tree (linbench/ab/rounds.py,
-through the client in linbench/ab/round_server.py). A fresh ``python -m linbench run`` spends about 4.5 s a round importing Python, torch and
-linbench on the 2-core CI machine, against 0.25 s for a process of a gate point, so a round of
-the last few open points was mostly start-up, twice a round. This server imports them once,
-then forks each round from itself: the fork runs the command line it is given as ``linbench``
-would, in a session of its own (so stopping it reaches its workers, as a round's process group
-did), its output into the round's log. A round of 3 gate points took 1.8–2.1 s so, against
-4.6–7.5 s as a new process. The server runs no torch op and starts no thread before it forks
-(the run's own fork server, linbench/runner/zygote.py, asks the same of the command's process).
+through the client in linbench/ab/round_server.py). A fresh ``python -m linbench run`` spends
+about 4.5 s a round importing Python, torch and linbench on the 2-core CI machine, against
+0.25 s for a process of a gate point, so a round of the last few open points was mostly
+start-up, twice a round. This server imports them once, then forks each round from itself: the
+fork runs the command line it is given as ``linbench`` would, in a session of its own (so
+stopping it reaches its workers, as a round's process group did), its output into the round's
+log. A round of 3 gate points took 1.8-2.1 s so, against 4.6-7.5 s as a new process. The server
+runs no torch op and starts no thread before it forks (the run's own fork server,
+linbench/runner/zygote.py, asks the same of the command's process).
 
 The protocol is a JSON object a line. ab writes ``{"argv": [...], "log": path}``; the server
 answers ``{"pid": N}`` as the round starts and ``{"exit": code}`` when it ends (a signal's
