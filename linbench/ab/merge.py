@@ -62,7 +62,7 @@ def merge_rounds(rounds: Sequence[Path], dest: Path, meta: Mapping[str, Any]) ->
     store = RunStore.create_at(dest)
     stores = [RunStore(path) for path in rounds]
     by_round = [{row_key(row): row for row in round_store.rows()} for round_store in stores]
-    workers = [round_workers(round_store) for round_store in stores]
+    workers = [round_workers(round_store.process_rows()) for round_store in stores]
     samples = [_samples(path) for path in rounds]
     for key in _points(by_round):
         measured = [(index, rows[key]) for index, rows in enumerate(by_round) if key in rows]
@@ -75,11 +75,11 @@ def merge_rounds(rounds: Sequence[Path], dest: Path, meta: Mapping[str, Any]) ->
     return store
 
 
-def round_workers(store: RunStore) -> dict[Key, Row]:
-    """A round's processes.csv by point: its one row, or, for a point the round measured in
-    several processes, one row of them all (round_worker)."""
+def round_workers(process_rows: Sequence[Row]) -> dict[Key, Row]:
+    """A round's processes.csv rows by point: its one row, or, for a point the round measured
+    in several processes, one row of them all (round_worker)."""
     found: dict[Key, list[Row]] = {}
-    for row in store.process_rows():
+    for row in process_rows:
         found.setdefault(row_key(row), []).append(row)
     return {key: rows[0] if len(rows) == 1 else round_worker(rows) for key, rows in found.items()}
 

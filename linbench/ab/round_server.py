@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -62,8 +62,8 @@ class RoundServer:
             if self.round_pid is None and self._process.stdout is not None:
                 started = [json.loads(line) for line in self._process.stdout.read().splitlines() if line.strip()]
                 self.round_pid = next((int(m["pid"]) for m in started if "pid" in m), None)
-            if self.round_pid is not None:
-                stop_pid_group(self.round_pid)
+            if (pid := self.round_pid) is not None:
+                stop_process_group(pid, lambda: group_gone(pid))
             raise
 
     def close(self) -> None:
@@ -92,17 +92,23 @@ class RoundServer:
         return dict(json.loads(line))
 
 
-def stop_pid_group(pid: int) -> None:
-    """Ctrl-C to the process group ``pid`` leads, up to STOP_GRACE_S for it to empty, then
-    SIGKILL to whatever it still holds (as rounds.stop_group, for a round its server forked)."""
+def stop_process_group(pid: int, ended: Callable[[], bool]) -> None:
+    """Ctrl-C to the process group ``pid`` leads, up to STOP_GRACE_S for ``ended`` to say it
+    has, then SIGKILL to whatever the group still holds (its workers included, however it
+    ended). For a round started as a process (rounds.stop_group) and one its server forked."""
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGINT)
     deadline = time.monotonic() + STOP_GRACE_S
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
+    while not ended() and time.monotonic() < deadline:
         time.sleep(0.05)
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def group_gone(pid: int) -> bool:
+    """Whether no process is left in the process group ``pid``."""
+    try:
+        os.killpg(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return True
+    return False

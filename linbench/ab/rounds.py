@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linbench.ab.round_server import STOP_GRACE_S, RoundServer, RoundServerError
+from linbench.ab.round_server import STOP_GRACE_S, RoundServer, RoundServerError, stop_process_group
 from linbench.results.point_list import write_point_list
 from linbench.results.record import Key, row_key
 from linbench.results.store import RunStore, RunStoreError
@@ -117,67 +117,35 @@ def run_rounds(
     than one only where the caller knows both sides take ``--processes``). ``on_round`` hears
     each finished round. RoundError stops at the first round that did not measure."""
     with round_servers(sides) as servers:
-        return _run_rounds(
-            sides,
-            rounds,
-            run_args,
-            out_dir,
-            on_round,
-            most,
-            another,
-            narrow,
-            later,
-            only,
-            affordable,
-            processes,
-            servers,
-        )
-
-
-def _run_rounds(
-    sides: dict[str, Side],
-    rounds: int,
-    run_args: Sequence[str],
-    out_dir: Path,
-    on_round: Callable[[int, list[RoundResult]], None],
-    most: int | None,
-    another: Callable[[Folders], Collection[Key]],
-    narrow: bool,
-    later: Sequence[str],
-    only: Collection[Key] | None,
-    affordable: Callable[[], bool],
-    processes: Callable[[], int],
-    servers: dict[str, RoundServer],
-) -> Folders:
-    folders: Folders = {name: [] for name in sides}
-    first: tuple[set[Key], set[Key]] = (set(), set())  # round 1's points, and its failures
-    index = 0
-    while (index < rounds and (index == 0 or affordable())) or (
-        rounds <= index < (most or rounds) and (needed := another(folders))
-    ):
-        index += 1
-        args = list(run_args) + (list(later) if index > 1 else [])
-        if index > rounds and narrow:
-            args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", needed))]
-            args = with_processes(args, processes())
-        elif index > 1 and narrow and first[1]:
-            # A point that failed on either side in round 1 keeps that failure whatever later
-            # rounds measure (merge.py): measuring it again (a compile that times out, twice a
-            # round) only spends the job's budget.
-            left = set(only if only is not None else first[0]) - first[1]
-            if not left:
-                break
-            args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", left))]
-        elif only is not None and narrow:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            args += [ONLY_POINTS, str(write_point_list(out_dir / "points.csv", only))]
-        results = [run_one(sides[name], index, args, out_dir, servers.get(name)) for name in round_order(index)]
-        for result in results:
-            folders[result.side].append(result.folder)
-        if index == 1:
-            first = round_one(folders)
-        on_round(index, results)
-    return folders
+        folders: Folders = {name: [] for name in sides}
+        first: tuple[set[Key], set[Key]] = (set(), set())  # round 1's points, and its failures
+        index = 0
+        while (index < rounds and (index == 0 or affordable())) or (
+            rounds <= index < (most or rounds) and (needed := another(folders))
+        ):
+            index += 1
+            args = list(run_args) + (list(later) if index > 1 else [])
+            if index > rounds and narrow:
+                args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", needed))]
+                args = with_processes(args, processes())
+            elif index > 1 and narrow and first[1]:
+                # A point that failed on either side in round 1 keeps that failure whatever later
+                # rounds measure (merge.py): measuring it again (a compile that times out, twice a
+                # round) only spends the job's budget.
+                left = set(only if only is not None else first[0]) - first[1]
+                if not left:
+                    break
+                args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", left))]
+            elif only is not None and narrow:
+                out_dir.mkdir(parents=True, exist_ok=True)
+                args += [ONLY_POINTS, str(write_point_list(out_dir / "points.csv", only))]
+            results = [run_one(sides[name], index, args, out_dir, servers.get(name)) for name in round_order(index)]
+            for result in results:
+                folders[result.side].append(result.folder)
+            if index == 1:
+                first = round_one(folders)
+            on_round(index, results)
+        return folders
 
 
 def with_processes(args: Sequence[str], count: int) -> list[str]:
@@ -264,12 +232,7 @@ def run_in_own_group(argv: Sequence[str], cwd: Path, env: dict[str, str], log: A
 def stop_group(child: subprocess.Popen[Any]) -> None:
     """Ctrl-C to ``child``'s process group, up to STOP_GRACE_S for it to end, then SIGKILL to
     whatever the group still holds (the child's own children included, however it ended)."""
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGINT)
-    with suppress(subprocess.TimeoutExpired):
-        child.wait(timeout=STOP_GRACE_S)
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)
+    stop_process_group(child.pid, lambda: child.poll() is not None)
     with suppress(subprocess.TimeoutExpired):
         child.wait(timeout=STOP_GRACE_S)
 

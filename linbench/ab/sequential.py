@@ -234,11 +234,12 @@ def _by_point(paths: Sequence[object]) -> tuple[dict[Key, list[ProcessResult]], 
     walls: dict[Key, list[float]] = {}
     for index, path in enumerate(paths):
         store = RunStore(path)  # type: ignore[arg-type]
-        workers = round_workers(store)
+        process_rows = store.process_rows()
+        workers = round_workers(process_rows)
         for row in store.rows():
             key = row_key(row)
             by_point.setdefault(key, []).append(round_process(row, index, workers.get(key, {})))
-        for row in store.process_rows():
+        for row in process_rows:
             wall = ProcessResult.from_row(row).wall_s
             if wall is not None:
                 walls.setdefault(row_key(row), []).append(wall)
