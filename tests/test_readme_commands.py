@@ -1,7 +1,7 @@
 """CI runs what the README tells a newcomer to run (no device: reads files).
 
-The README's set-up line and test command are the ones ``.ci/run`` runs in a fresh virtual
-environment, so a README that drifts from CI fails here instead of on a newcomer's machine.
+The README's set-up line (through uv's pip interface) and test command are the ones ``.ci/run``
+runs in a fresh virtual environment, so a README that drifts from CI fails here instead of on a newcomer's machine.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ def _ci_lines() -> list[str]:
 
 
 def test_ci_installs_linbench_as_the_readme_s_set_up_line_does() -> None:
+    """CI installs with uv's pip interface (its speed), with the README's arguments to pip."""
     set_up = [part.strip() for part in _block_after("Set-up and the main job").split("&&")]
     install = next(part for part in set_up if part.startswith("pip install"))
-    ci_install = next(line for line in _ci_lines() if line.startswith("pip install"))
-    assert ci_install.replace(" --quiet", "") == install
+    ci_install = next(line for line in _ci_lines() if line.startswith("uv pip install"))
+    assert ci_install.replace(" --quiet", "").removeprefix("uv ") == install
     assert "python3 -m venv .venv" in set_up and "python3 -m venv .venv" in _ci_lines()
 
 
