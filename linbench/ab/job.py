@@ -10,6 +10,7 @@ worktree is removed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -100,8 +101,8 @@ class AbJob:
         ``changed``: the impls whose code changed ("variant:impl"), whose open points go first."""
         protocol = self.protocol
         rule = rule if rule is not None else TimeRule(protocol=protocol)
-        scheduler = Scheduler(rule, budget_s) if started is None else Scheduler(rule, budget_s, started)
-        scheduler.first = frozenset(changed)
+        since = time.monotonic() if started is None else started
+        scheduler = Scheduler(rule, budget_s, since, first=frozenset(changed))
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
         more = f" (more, up to {protocol.most}, for points not yet decided)" if protocol.most > protocol.wanted else ""
         on_progress(f"linbench ab: {what}, {protocol.wanted} rounds{more} -> {self.out_dir}")
