@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
+import pytest
 from history_runs import write_history
 
 from linbench.history.observations import Environment, of_folders
@@ -29,6 +31,9 @@ def test_ceilings_split_only_past_their_ratio() -> None:
     assert environment_change(base, Environment(device_name="y")) == "device_name x → y"
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("otava") is None, reason="the history extra (Apache Otava) is not installed"
+)
 def test_a_step_at_a_driver_change_is_a_split_not_a_change(tmp_path: Path) -> None:
     runs = write_history(
         tmp_path,

@@ -100,8 +100,11 @@ def _kda(
     initial_state: Any = None,
     output_final_state: bool = False,
 ) -> Any:
-    """fla's naive_recurrent_kda: (B, T, H, ...) in, g per key channel, decay then delta step."""
+    """fla's naive_recurrent_kda: (B, T, H, ...) in, g per key channel, decay then delta step; v,
+    g and beta may have HV heads, a multiple of q's and k's H, each of q and k then repeated."""
     dtype = v.dtype
+    repeat = v.shape[2] // q.shape[2]
+    q, k = q.repeat_interleave(repeat, dim=2), k.repeat_interleave(repeat, dim=2)
     q, k, v, g, beta = (x.transpose(1, 2).float() for x in (q, k, v, g, beta))
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
