@@ -247,6 +247,8 @@ def axes_line(block: Axes, command: str, packed: bool = False) -> str:
     if command != "decode":  # decode's mode is the decode step, its masking causal
         parts.append(f"mode {values(block.mode)}")
         parts.append(", ".join("causal" if causal else "bidirectional" for causal in block.causal))
+    if block.skip:
+        parts.append(f"without {', '.join(block.skip)}")
     return " · ".join(parts)
 
 

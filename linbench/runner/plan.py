@@ -126,9 +126,24 @@ def _check_chunk_not_given_twice(spec: SweepSpec) -> None:
         raise ValueError(f"--chunk and --param ...{CHUNK_PARAM}= both set the chunk size; give one")
 
 
+def _check_skips(spec: SweepSpec, kind: Kind) -> None:
+    """Every name a suite table's ``skip`` gives is a variant or impl there is: a misspelt one
+    would leave in the point it was written to leave out. ValueError, one line."""
+    for block in spec.blocks:
+        for name in block.skip:
+            if name.strip() == "all":
+                raise ValueError("skip: 'all' would leave the table no point; drop the table instead")
+            try:
+                kind.select([name])
+            except ValueError as exc:
+                raise ValueError(f"skip: {exc}") from None
+
+
 def _check_shape_support(targets: Targets, spec: SweepSpec, kind: Kind, device_type: str) -> None:
     for pair in targets.pairs:
         for block in spec.blocks:
+            if not block.measures(*pair):
+                continue
             for dim_k, dim_v in block.dims():
                 for dtype in block.dtype:
                     reason = kind.unsupported_reason(pair, dim_k, dim_v, dtype, device_type)
@@ -264,6 +279,7 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
     """The plan for ``spec`` on ``device``; ValueError for anything that cannot run."""
     kind = kind_of(spec.command, spec.pack)
     targets = resolve_targets(spec.variants, spec.baselines, device, kind)
+    _check_skips(spec, kind)
     _check_shape_support(targets, spec, kind, device.type)
     _check_chunk_not_given_twice(spec)
     chunked = chunk_targets(spec, targets.pairs, kind, device.type)

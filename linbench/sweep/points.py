@@ -110,8 +110,8 @@ def expand_points(
                 for shape in sorted(shapes, key=lambda sh: (_volume(sh), sh.seq, sh)):
                     for mode in axes.mode:
                         for variant, impl in targets:
-                            if axes.layer_variants is not None and variant not in axes.layer_variants:
-                                continue  # a hybrid's block of the other layer kind
+                            if not axes.measures(variant, impl):
+                                continue  # a hybrid's block of the other layer kind, or a table's skip
                             chunks = axes.chunk if axes.chunk and (variant, impl) in chunked else (None,)
                             states = (None,) if (variant, impl) in grown else axes.state_dtype or (None,)
                             layouts = (None,) if (variant, impl) in grown else axes.state_layout or (None,)
@@ -145,6 +145,8 @@ def expand_pack_points(
     for axes in blocks:
         grid = product(axes.dtype, axes.causal, axes.heads, axes.dims(), axes.mode, targets, ways)
         for dtype, causal, heads, (dk, dv), mode, (variant, impl), way in grid:
+            if not axes.measures(variant, impl):
+                continue
             shape = Shape(sizes[way][0], heads, sizes[way][1], dk, dv)
             points[Point(variant, impl, mode, causal, dtype, device, shape, way)] = None
     return list(points)

@@ -117,7 +117,10 @@ DECODE_SETTINGS: dict[str, Any] = {
     "gates": None,
 }
 DEFAULTS = {"run": DEFAULT_SETTINGS, "decode": DECODE_SETTINGS}
-TABLE_KEYS = {"run": AXIS_KEYS, "decode": DECODE_AXIS_KEYS}
+# A [[sweep]] table's own key beside the axes: the impls (a variant, or variant:impl) its points
+# leave out, as a gate suite leaves out a point it cannot judge in its budget (suites/gate-cpu.toml).
+TABLE_ONLY_KEYS = ("skip",)
+TABLE_KEYS = {"run": (*AXIS_KEYS, *TABLE_ONLY_KEYS), "decode": (*DECODE_AXIS_KEYS, *TABLE_ONLY_KEYS)}
 TOP_KEYS = {"run": (*AXIS_KEYS, *RUN_KEYS), "decode": (*DECODE_AXIS_KEYS, *DECODE_KEYS)}
 # Per command: the axis its lengths are read from (a decode sweep's length is its context),
 # the axes it fixes instead of reading them (a decode point is causal, of mode "decode"), and

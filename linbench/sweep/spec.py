@@ -92,6 +92,15 @@ class Axes:
     v_heads: tuple[int, ...] | None = None
     # The variants this block is for (None: every one): a hybrid preset's block of one layer kind.
     layer_variants: tuple[str, ...] | None = None
+    # The impls this block leaves out (a suite table's ``skip``): a variant, every impl of it, or
+    # one variant:impl (checked against the registry where the sweep is planned: runner/plan.py).
+    skip: tuple[str, ...] = ()
+
+    def measures(self, variant: str, impl: str) -> bool:
+        """Whether this block has points of ``variant:impl``."""
+        if self.layer_variants is not None and variant not in self.layer_variants:
+            return False  # a hybrid's block of the other layer kind
+        return variant not in self.skip and f"{variant}:{impl}" not in self.skip
 
     def kv_heads_for(self, heads: int) -> tuple[int, ...]:
         """The key/value head counts at ``heads`` query heads."""
@@ -200,6 +209,7 @@ def _axes(settings: Mapping[str, Any], command: str) -> Axes:
         kv_heads=kv_heads,
         v_heads=v_heads,
         layer_variants=tuple(settings["layer_variants"]) if settings.get("layer_variants") else None,
+        skip=tuple(name_list("skip", settings["skip"])) if settings.get("skip") else (),
         chunk=None if chunk is None else parse_sizes("chunk", chunk),
         tokens_per_step=None if steps is None else parse_sizes("tokens_per_step", steps),
         state_dtype=None if states is None else _state_dtypes(states),

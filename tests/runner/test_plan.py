@@ -1,6 +1,9 @@
-"""A plan's facts of every point (CPU, no run): the tensor parallelism its rows record."""
+"""A plan's points and facts (CPU, no run): the tensor parallelism its rows record, and the
+points a suite table's skip leaves out."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch
@@ -24,3 +27,57 @@ CPU = torch.device("cpu")
 def test_every_row_records_the_tp_its_heads_are_one_rank_s_shard_of(request_: SweepRequest, tp: int | None) -> None:
     plan = make_plan(build_spec(request_), CPU, "test cpu")
     assert plan.points and {plan.facts[point].columns()["tp"] for point in plan.points} == {tp}
+
+
+SKIPPING_SUITE = """
+variant = ["cosine:chunked", "linear:kernel", "linear:chunked"]
+against = ["softmax:sdpa"]
+device = "cpu"
+heads = 2
+dim = 16
+[[sweep]]
+seq = 64
+[[sweep]]
+seq = 128
+skip = ["linear:kernel", "softmax"]
+"""
+
+
+def _suite(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "suite.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_table_s_skip_leaves_its_impls_out_of_that_table_alone(tmp_path: Path) -> None:
+    """CPU planning only (nothing runs): skip names one impl and a whole variant (the against's)."""
+    plan = make_plan(build_spec(SweepRequest(suite=_suite(tmp_path, SKIPPING_SUITE))), CPU, "test cpu")
+    seqs: dict[str, set[int]] = {}
+    for point in plan.points:
+        seqs.setdefault(f"{point.variant}:{point.impl}", set()).add(point.shape.seq)
+    assert seqs == {
+        "cosine:chunked": {64, 128},
+        "linear:chunked": {64, 128},
+        "linear:kernel": {64},
+        "softmax:sdpa": {64},
+    }
+
+
+def test_the_command_line_s_variants_keep_a_table_s_skip(tmp_path: Path) -> None:
+    """CPU planning only: --variant replaces the suite's impls, not what a table leaves out."""
+    request = SweepRequest(suite=_suite(tmp_path, SKIPPING_SUITE), variants=("linear:kernel", "linear:compiled"))
+    plan = make_plan(build_spec(request), CPU, "test cpu")
+    kernel = {p.shape.seq for p in plan.points if p.impl == "kernel"}
+    compiled = {p.shape.seq for p in plan.points if p.impl == "compiled"}
+    assert (kernel, compiled) == ({64}, {64, 128})
+
+
+@pytest.mark.parametrize(
+    ("skip", "message"),
+    [("['linear:kernl']", "skip: variant 'linear' has no impl 'kernl'"), ("['all']", "skip: 'all' would leave")],
+)
+def test_a_skip_naming_nothing_there_is_is_refused(tmp_path: Path, skip: str, message: str) -> None:
+    """CPU planning only: a misspelt skip would leave in the point it was written to leave out."""
+    text = SKIPPING_SUITE.replace('["linear:kernel", "softmax"]', skip)
+    with pytest.raises(ValueError, match=message):
+        make_plan(build_spec(SweepRequest(suite=_suite(tmp_path, text))), CPU, "test cpu")

@@ -92,6 +92,7 @@ def test_bad_settings_name_the_setting(flags: dict, message: str) -> None:
         ("seq = [", "not valid TOML"),
         ("sequence = 4", "unknown key"),
         ("[[sweep]]\nvariant = 'cosine'", "unknown key"),
+        ("skip = 'cosine'", "unknown key"),
         ("sweep = 3", "array of tables"),
     ],
 )
