@@ -26,7 +26,8 @@ HELP = {
     "chunk": "Chunk sizes (32,64,128), an axis of the impls that take chunk_size (chunked forms, kernels); "
     "each is checked against what each impl takes. Default: each impl's own.",
     "mode": "fwd, bwd, fwdbwd (comma list). Default: fwd.",
-    "timeout_s": "Limit per point, seconds. Default: 120.",
+    "timeout_s": "Limit per point, seconds (an impl torch.compile builds gets 300 s more a process, to compile). "
+    "Default: 120.",
     "quiet": "No progress display; a summary line at the end.",
     "budget_s": "Seconds of timed repetitions per point. Default: 1 on CPU, 0.5 on GPU.",
     "param": "An impl's parameter, repeatable: cosine:kernel.chunk_size=128 (one impl), "

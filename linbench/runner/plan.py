@@ -25,6 +25,7 @@ from linbench.runner.params import non_default, resolve_params
 from linbench.runner.targets import Targets, resolve_targets
 from linbench.sweep.points import Point, expand_pack_points, expand_points
 from linbench.sweep.spec import SweepSpec
+from linbench.variants.declarations import TORCH_COMPILE
 from linbench.variants.extra_inputs import probe_draws
 from linbench.variants.heads import VALUE_HEADS_REFUSED
 from linbench.variants.registry import get_variant
@@ -37,6 +38,12 @@ CHUNK_PARAM = "chunk_size"
 # an allocation fails cleanly inside the worker (status oom) instead of the machine swapping
 # or the kernel's OOM killer choosing a victim.
 CPU_MEMORY_SHARE = 0.8
+# The seconds a worker task of an impl that torch.compile builds (TORCH_COMPILE) may take beyond
+# --timeout-s: its first call in a process compiles, 30-45 s on a 2-core CPU from a cold cache
+# (inductor's C++ kernels; the correctness check compiles graphs of its own), seconds from a warm
+# one, and --timeout-s limits a point's measuring, not that. Without it a cold compile timed out
+# at the gate suite's 20 s, and an A/B whose sides had caches unlike read it as a broken point.
+COMPILE_ALLOWANCE_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -68,11 +75,18 @@ class RunPlan:
     check: bool = True
     kind: Kind = RUN  # what the points are: run or decode (runner/kinds.py), from the command
     tp: int | None = None  # --tp: every point's heads are one of tp ranks' shard (None: no preset)
+    compiling: frozenset[Pair] = frozenset()  # the impls torch.compile builds: COMPILE_ALLOWANCE_S each task
     # What each point is, for its rows: fixed here, when the plan is made, from the fields above.
     facts: Mapping[Point, PointFacts] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "facts", {point: self._facts(point) for point in self.points})
+
+    def time_limit_s(self, points: Iterable[Point]) -> float:
+        """The seconds a worker task of ``points`` may take: --timeout-s, and the compile
+        allowance beside it where one of their impls is built by torch.compile."""
+        compiles = any((point.variant, point.impl) in self.compiling for point in points)
+        return self.timeout_s + (COMPILE_ALLOWANCE_S if compiles else 0.0)
 
     def impl_params(self, variant: str, impl: str) -> dict[str, Any]:
         """The parameters given for one impl (empty: its defaults)."""
@@ -310,7 +324,13 @@ def make_plan(spec: SweepSpec, device: torch.device, device_name: str) -> RunPla
         share_workers=kind.shares_workers(device),
         kind=kind,
         tp=tensor_parallel(spec.settings),
+        compiling=compiled_impls(targets.pairs) if spec.command == "run" else frozenset(),
     )
+
+
+def compiled_impls(pairs: Iterable[Pair]) -> frozenset[Pair]:
+    """The impls among ``pairs`` that torch.compile builds in each process (their backend says so)."""
+    return frozenset(pair for pair in pairs if get_variant(pair[0]).impls[pair[1]].backend == TORCH_COMPILE)
 
 
 def tensor_parallel(settings: Mapping[str, Any]) -> int | None:

@@ -141,7 +141,7 @@ class Schedule:
             curve = [point for point in curve if point not in refused]
             tasks = [self._task("measure", point, first=False) for point in curve]
             for point, (result, wall_s) in zip(
-                curve, self.supervisor.run_batch(tasks, self.plan.timeout_s), strict=True
+                curve, self.supervisor.run_batch(tasks, self.plan.time_limit_s(curve)), strict=True
             ):
                 if result is None:
                     self._measure(point)
@@ -182,7 +182,7 @@ class Schedule:
         first = not self.recorder.started(point)
         task = self._task("measure", point, stop_after_s=stop_after_s, first=first, count_allocations=count_allocations)
         started = time.perf_counter()
-        result = self.supervisor.run(task, self.plan.timeout_s, worker=self._worker(point))
+        result = self.supervisor.run(task, self.plan.time_limit_s([point]), worker=self._worker(point))
         return result, time.perf_counter() - started
 
     def _worker(self, point: Point) -> tuple[object, ...] | None:
@@ -215,7 +215,7 @@ class Schedule:
             workers = [self._worker(homes[_reference_group(gated)]) for _, gated in order]
             outcomes = [(result, 0.0) for result in self._gates_side_by_side(tasks, workers)]
         else:
-            outcomes = self.supervisor.run_batch(tasks, self.plan.timeout_s)
+            outcomes = self.supervisor.run_batch(tasks, [self.plan.time_limit_s([p]) for _, p in order])
         self.ledger.add_gate(time.perf_counter() - started, count=sum(r is not None for r, _ in outcomes))
         for (key, _), (result, _) in zip(order, outcomes, strict=True):
             if result is not None:  # a hang or a crash is its gate's own: a retry would end the same
@@ -234,24 +234,29 @@ class Schedule:
         width = min(len(queues), threads, len(usable_cpus()))
         if width < 2:
             pairs = zip(tasks, workers, strict=True)
-            return [self.supervisor.run(task, self.plan.timeout_s, worker=worker) for task, worker in pairs]
+            return [self.supervisor.run(task, self._limit(task), worker=worker) for task, worker in pairs]
         lanes: list[list[int]] = [[] for _ in range(width)]
         for number, queue in enumerate(queues.values()):
             lanes[number % width] += queue
         handed = [[(workers[i], replace(tasks[i], threads=threads // width)) for i in lane] for lane in lanes]
         results: list[ProcessResult | None] = [None] * len(tasks)
-        by_lane = self.supervisor.run_side_by_side(handed, self.plan.timeout_s)
+        by_lane = self.supervisor.run_side_by_side(handed, self._limit)
         for lane, lane_results in zip(lanes, by_lane, strict=True):
             for index, result in zip(lane, lane_results, strict=True):
                 results[index] = result
         return results
+
+    def _limit(self, task: Task) -> float:
+        """The seconds ``task`` may take (the compile allowance beside --timeout-s for a
+        torch.compile impl's)."""
+        return self.plan.time_limit_s([task.point])
 
     def _gate(self, point: Point) -> ProcessResult:
         key = gate_key(point)
         if key not in self._gates:
             started = time.perf_counter()
             task = self._task("gate", gate_point(point))
-            self._gates[key] = self.supervisor.run(task, self.plan.timeout_s, worker=self._worker(point))
+            self._gates[key] = self.supervisor.run(task, self.plan.time_limit_s([point]), worker=self._worker(point))
             self.ledger.add_gate(time.perf_counter() - started)
         return self._gates[key]
 

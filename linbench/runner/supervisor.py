@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +127,7 @@ class _Flight:
     warm: _Warm
     deadline: float  # time.monotonic() past which it is killed
     log_offset: int
+    limit_s: float  # its time limit, for the timeout's message
 
 
 class Supervisor:
@@ -179,10 +180,11 @@ class Supervisor:
         return result
 
     def run_side_by_side(
-        self, lanes: Sequence[Sequence[tuple[Hashable, Task]]], timeout_s: float
+        self, lanes: Sequence[Sequence[tuple[Hashable, Task]]], timeout_s: float | Callable[[Task], float]
     ) -> list[list[ProcessResult | None]]:
         """The lanes side by side, each lane's tasks one after the other, each in the warm
-        worker of its key, as ``run`` with ``worker`` runs them: for tasks that measure
+        worker of its key within ``timeout_s`` (one limit, or each task's), as ``run`` with
+        ``worker`` runs them: for tasks that measure
         nothing (the correctness checks), whose threads the caller has shared out. The
         results by lane; None for the tasks of a lane after one that failed (its worker is
         not kept: it crashed, ran out of time or its task did not end ok), which the caller
@@ -202,7 +204,7 @@ class Supervisor:
             for conn, flight in list(flights.items()):
                 if time.monotonic() > flight.deadline:
                     del flights[conn]
-                    error = f"no result within --timeout-s {timeout_s:g} s; worker killed"
+                    error = f"no result within {flight.limit_s:g} s (its time limit); worker killed"
                     results[flight.lane][flight.item] = ProcessResult("timeout", error=error)
                     self._kept_warm(flight, None)
         self._trim_warm()
@@ -215,7 +217,7 @@ class Supervisor:
         lanes: Sequence[Sequence[tuple[Hashable, Task]]],
         lane: int,
         item: int,
-        timeout_s: float,
+        timeout_s: float | Callable[[Task], float],
     ) -> None:
         """Hand the lane's task ``item`` (if there is one) to its key's warm worker."""
         if item >= len(lanes[lane]):
@@ -226,7 +228,8 @@ class Supervisor:
             warm = self._start_warm()
         self._warm[key] = warm  # the most recently used, and where stop() reaches it
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        flight = _Flight(lane, item, key, warm, time.monotonic() + timeout_s + START_GRACE_S, offset)
+        limit = timeout_s(task) if callable(timeout_s) else timeout_s
+        flight = _Flight(lane, item, key, warm, time.monotonic() + limit + START_GRACE_S, offset, limit)
         try:
             with _sigint_deferred():
                 warm.conn.send(task)
@@ -288,10 +291,12 @@ class Supervisor:
                 warm.process.join()
             warm.conn.close()
 
-    def run_batch(self, tasks: list[Task], timeout_s: float) -> list[tuple[ProcessResult | None, float]]:
+    def run_batch(
+        self, tasks: list[Task], timeout_s: float | Sequence[float]
+    ) -> list[tuple[ProcessResult | None, float]]:
         """The results of ``tasks`` run one after the other in one worker, each within
-        ``timeout_s``, with the seconds each took from the one before (the first from the
-        fork). The task in flight when the worker dies or runs out of time gets a crashed or
+        ``timeout_s`` (one limit, or each task's), with the seconds each took from the one
+        before (the first from the fork). The task in flight when the worker dies or runs out of time gets a crashed or
         timeout result; the tasks after it get None (not run: run them again)."""
         from linbench.runner import worker
 
@@ -307,7 +312,8 @@ class Supervisor:
         last = time.perf_counter()
         try:
             for index in range(len(tasks)):
-                result = self._next_result(receiver, process, timeout_s, offset)
+                limit = timeout_s if isinstance(timeout_s, (int, float)) else timeout_s[index]
+                result = self._next_result(receiver, process, limit, offset)
                 now = time.perf_counter()
                 results[index], last = (result, now - last), now
                 if result.status in ("timeout", "crashed") and not process.is_alive():
@@ -326,7 +332,7 @@ class Supervisor:
         if not receiver.poll(timeout_s + START_GRACE_S):
             process.kill()
             process.join()
-            return ProcessResult("timeout", error=f"no result within --timeout-s {timeout_s:g} s; worker killed")
+            return ProcessResult("timeout", error=f"no result within {timeout_s:g} s (its time limit); worker killed")
         try:
             result: ProcessResult = receiver.recv()
         except (EOFError, OSError):

@@ -90,7 +90,7 @@ def warm(plan: RunPlan, on_point: Callable[[Warmed], None] = lambda warmed: None
     try:
         for points in curves.values():
             tasks = [_task(plan, point) for point in points]
-            for point, (result, _) in zip(points, supervisor.run_batch(tasks, plan.timeout_s), strict=True):
+            for point, (result, _) in zip(points, supervisor.run_batch(tasks, plan.time_limit_s(points)), strict=True):
                 gone = ProcessResult("crashed", error="its worker died before it (a point before it crashed)")
                 warmed.append(Warmed(point, result or gone))
                 on_point(warmed[-1])

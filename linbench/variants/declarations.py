@@ -157,6 +157,11 @@ class Decoder:
         return bool(self.state_exponent)
 
 
+# The backend of an impl that torch.compile builds in each worker process on its first call: the
+# runner gives its processes a compile allowance beside --timeout-s (linbench/runner/plan.py).
+TORCH_COMPILE = "torch compile (inductor)"
+
+
 @dataclass(frozen=True)
 class Impl:
     """One way to compute a variant."""
@@ -215,8 +220,8 @@ class Impl:
     # of any form measured, so that no form is left out where it would have fitted.
     working_copies: int | None = None
     # The library and kernel the impl runs, for results.csv's ``backend`` when its call does
-    # not say (linbench/variants/backends.py): "linbench csrc", "torch compile (inductor)".
-    # None: its library's name, else "torch eager".
+    # not say (linbench/variants/backends.py): "linbench csrc", TORCH_COMPILE. None: its
+    # library's name, else "torch eager".
     backend: str | None = None
     # What the impl's library takes precomputed, as a model holds it (another library's gate
     # space, constant tensors, a batch's cu_seqlens) and the checks that read values (a gate's

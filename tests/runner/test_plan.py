@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from linbench.runner.plan import make_plan
+from linbench.runner.plan import COMPILE_ALLOWANCE_S, make_plan
 from linbench.sweep.request import SweepRequest
 from linbench.sweep.spec import build_spec
 
@@ -81,3 +81,22 @@ def test_a_skip_naming_nothing_there_is_is_refused(tmp_path: Path, skip: str, me
     text = SKIPPING_SUITE.replace('["linear:kernel", "softmax"]', skip)
     with pytest.raises(ValueError, match=message):
         make_plan(build_spec(SweepRequest(suite=_suite(tmp_path, text))), CPU, "test cpu")
+
+
+def test_the_impls_torch_compile_builds_get_the_compile_allowance_and_no_other() -> None:
+    """CPU planning only (nothing compiles): the compiled impls are known by their backend."""
+    request = SweepRequest(seq=64, variants=("linear:compiled", "cosine:compiled", "linear:chunked"), device="cpu")
+    plan = make_plan(build_spec(request), CPU, "test cpu")
+    assert plan.compiling == {("linear", "compiled"), ("cosine", "compiled")}
+    by_impl = {(p.variant, p.impl): plan.time_limit_s([p]) for p in plan.points}
+    assert by_impl[("linear", "compiled")] == by_impl[("cosine", "compiled")] == plan.timeout_s + COMPILE_ALLOWANCE_S
+    assert by_impl[("linear", "chunked")] == by_impl[("softmax", "sdpa")] == plan.timeout_s
+
+
+def test_the_help_and_the_docs_give_the_compile_allowance_the_runner_gives() -> None:
+    """No device: the figure in --timeout-s's help and docs/measurement.md is the constant's."""
+    from linbench.cli.run_cmd import HELP
+
+    said = f"{COMPILE_ALLOWANCE_S:g} s more"
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "measurement.md").read_text().split())
+    assert said in HELP["timeout_s"] and said in docs

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sweep_helpers import make_points, run_points, run_store
+from sweep_helpers import make_points, run_points, run_store, sweep_plan
 
-from linbench.results.store import WORKER_LOG
+from linbench.results.store import WORKER_LOG, RunStore
 from linbench.runner.kind_protocol import Task
+from linbench.runner.plan import COMPILE_ALLOWANCE_S
 from linbench.runner.supervisor import Supervisor
+from linbench.runner.sweep_runner import SweepRunner
 
 
 def by_impl_and_seq(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -82,9 +85,44 @@ def test_a_point_past_the_time_limit_is_a_timeout(tmp_path: Path) -> None:
     points = make_points([("planted", "hang"), ("planted", "good")], [256, 512, 1024])
     rows = by_impl_and_seq(run_points(tmp_path, points, timeout_s=600.0))
     assert rows["hang", 256]["status"] == "ok"
-    assert rows["hang", 512]["status"] == "timeout" and "timeout-s 0.5" in rows["hang", 512]["error"]
+    assert rows["hang", 512]["status"] == "timeout" and "no result within 0.5 s" in rows["hang", 512]["error"]
     assert rows["hang", 1024]["status"] == "skipped" and "timed out" in rows["hang", 1024]["error"]
     assert rows["good", 1024]["status"] == "ok"
+
+
+def test_a_torch_compile_impl_s_tasks_get_the_compile_allowance_beside_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CPU, real workers: every task of an impl torch.compile builds (here planted:good, marked
+    so in the plan) is given --timeout-s and the compile allowance, its check's too; every task
+    of another impl --timeout-s alone. The limits handed to the supervisor are recorded."""
+    given: dict[str, set[float]] = {}
+    run, run_batch = Supervisor.run, Supervisor.run_batch
+
+    def note(tasks: list[Task], timeout_s: float | list[float]) -> None:
+        limits = timeout_s if isinstance(timeout_s, list) else [timeout_s] * len(tasks)
+        for task, limit in zip(tasks, limits, strict=True):
+            given.setdefault(f"{task.point.impl} {task.job}", set()).add(limit)
+
+    def run_noted(self: Supervisor, task: Task, timeout_s: float, worker: Any = None) -> Any:
+        note([task], timeout_s)
+        return run(self, task, timeout_s, worker)
+
+    def run_batch_noted(self: Supervisor, tasks: list[Task], timeout_s: float | list[float]) -> Any:
+        note(tasks, timeout_s)
+        return run_batch(self, tasks, timeout_s)
+
+    monkeypatch.setattr(Supervisor, "run", run_noted)
+    monkeypatch.setattr(Supervisor, "run_batch", run_batch_noted)
+    plan = sweep_plan(make_points([("planted", "good"), ("planted", "wrong")], [64]), timeout_s=60.0)
+    plan = replace(plan, compiling=frozenset({("planted", "good")}))
+    runner = SweepRunner(plan, RunStore.create(tmp_path, "test"))
+    runner.run(runner.pending())
+    assert given == {
+        "good gate": {60.0 + COMPILE_ALLOWANCE_S},
+        "good measure": {60.0 + COMPILE_ALLOWANCE_S},
+        "wrong gate": {60.0},
+    }
 
 
 def test_memory_of_a_point_does_not_depend_on_what_ran_before(tmp_path: Path) -> None:

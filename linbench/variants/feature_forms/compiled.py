@@ -24,7 +24,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from linbench.variants.declarations import Impl, ImplFn
+from linbench.variants.declarations import TORCH_COMPILE, Impl, ImplFn
 from linbench.variants.feature_forms.impls import CHUNK_SIZE, FeatureMap
 from linbench.variants.feature_forms.parallel_chunks import parallel_chunked_attention
 from linbench.variants.impl_helpers import positive_int
@@ -107,5 +107,5 @@ def compiled_impl(features: FeatureMap, length_params: Iterable[str] = (), summa
         params=(CHUNK_SIZE,),
         availability=functools.lru_cache(maxsize=None)(compile_unavailable),
         by_name=True,
-        backend="torch compile (inductor)",
+        backend=TORCH_COMPILE,
     )
