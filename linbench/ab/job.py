@@ -28,7 +28,7 @@ from linbench.ab.rounds import (
     run_rounds,
     side_env,
 )
-from linbench.ab.sequential import Scheduler, open_lines, points_seconds
+from linbench.ab.sequential import Scheduler, checks_seconds, open_lines, points_seconds
 from linbench.ab.spelling import knows_against, old_spelling
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
 from linbench.gate.rule import TimeRule
@@ -108,7 +108,11 @@ class AbJob:
         on_progress(f"linbench ab: {what}, {protocol.wanted} rounds{more} -> {self.out_dir}")
 
         def each_round(index: int, results: list[RoundResult]) -> None:
-            scheduler.round_done([r.seconds for r in results], [points_seconds(r.folder) for r in results])
+            scheduler.round_done(
+                [r.seconds for r in results],
+                [points_seconds(r.folder) for r in results],
+                [checks_seconds(r.folder) for r in results],
+            )
             line = f"round {index}/{protocol.wanted if index <= protocol.wanted else protocol.most}: "
             on_progress(line + "; ".join(result.summary() for result in results))
 

@@ -44,7 +44,7 @@ from linbench.results.processes import ProcessResult
 from linbench.results.protocol import judged
 from linbench.results.record import Key, row_key
 from linbench.results.schema import KEY_COLUMNS
-from linbench.results.store import RunStore
+from linbench.results.store import RunStore, RunStoreError
 
 Folders = dict[str, list]  # side -> its round run folders (Paths), round 1 first
 # Seconds kept for what follows the last round: merging both sides and the comparison (about 40 s
@@ -92,10 +92,16 @@ class Scheduler:
     first: frozenset[str] = frozenset()  # the changed impls ("variant:impl"): their points go first
     several: bool = True  # whether a round may measure a point in several processes
 
-    def round_done(self, seconds: Sequence[float], points_s: Sequence[float]) -> None:
-        """A round's sides took ``seconds``, of which their points' processes ``points_s``."""
-        self.overheads.append(max(sum(seconds) - sum(points_s), 0.0))
-        self.rounds_s.append(sum(seconds))
+    def round_done(self, seconds: Sequence[float], points_s: Sequence[float], checks_s: Sequence[float] = ()) -> None:
+        """A round's sides took ``seconds``, of which their points' processes ``points_s`` and
+        their correctness checks ``checks_s``. Only round 1 checks (the first compile of a
+        torch.compile impl among them), so a round's start-up and a round of every point as
+        the later rounds run it are counted without them: with them, round 1's 60-70 s of
+        checks with a compiled impl added made a round of every point look twice its cost, and
+        the rounds stopped after one."""
+        checks = sum(checks_s)
+        self.overheads.append(max(sum(seconds) - sum(points_s) - checks, 0.0))
+        self.rounds_s.append(max(sum(seconds) - checks, 0.0))
 
     def round_fits(self) -> bool:
         """Whether another round of every point, costing what the last one did, ends within
@@ -250,6 +256,17 @@ def points_seconds(path: object) -> float:
     """The wall seconds of the processes of one round folder."""
     walls = [ProcessResult.from_row(row).wall_s for row in RunStore(path).process_rows()]  # type: ignore[arg-type]
     return sum(w for w in walls if w is not None)
+
+
+def checks_seconds(path: object) -> float:
+    """The wall seconds one round folder's run spent in correctness checks (meta.json's
+    ``overhead.gates_s``; 0 where it checked nothing or does not say)."""
+    try:
+        overhead = RunStore(path).read_meta().get("overhead") or {}  # type: ignore[arg-type]
+    except (RunStoreError, OSError):
+        return 0.0
+    seconds = overhead.get("gates_s") if isinstance(overhead, dict) else None
+    return float(seconds) if isinstance(seconds, (int, float)) else 0.0
 
 
 def _of(point: OpenPoint, impls: Collection[str]) -> bool:

@@ -13,6 +13,7 @@ from linbench.ab import sequential
 from linbench.ab.sequential import (
     OpenPoint,
     Scheduler,
+    checks_seconds,
     choose,
     open_lines,
     open_points,
@@ -143,6 +144,29 @@ def test_a_round_of_every_point_that_would_pass_the_budget_is_not_started() -> N
     now[0] = 40.0
     assert not scheduler.round_fits()
     assert Scheduler(RULE).round_fits()  # no budget
+
+
+def test_round_1_s_checks_count_in_neither_a_round_of_every_point_nor_its_start_up() -> None:
+    """No device: round 1 took 120 s on the two sides, 60 s of it checking (a torch.compile
+    impl's first compile among the checks), 50 s its points' processes; 125 s are spent. The
+    next round of every point runs no check: 60 s (10 s of it start-up) fit the 270 s where
+    120 s would not."""
+    now = [125.0]
+    scheduler = Scheduler(RULE, budget_s=270.0, started=0.0, clock=lambda: now[0])
+    scheduler.round_done([55.0, 65.0], [25.0, 25.0], [20.0, 40.0])
+    assert scheduler.rounds_s == [60.0] and scheduler.overhead_s == 10.0
+    assert scheduler.round_fits()  # 125 + 60 + 30 to close: within 270
+    without = Scheduler(RULE, budget_s=270.0, started=0.0, clock=lambda: now[0])
+    without.round_done([55.0, 65.0], [25.0, 25.0])  # the checks not known: counted as a round's cost
+    assert not without.round_fits()
+
+
+def test_a_round_folder_s_checks_are_read_from_its_meta(tmp_path: Path) -> None:
+    """No device: the seconds the run's own ledger gave its correctness checks, 0 without one."""
+    store = RunStore.create(tmp_path / "round", "round")
+    assert checks_seconds(store.path) == 0.0
+    store.update_meta({"overhead": {"gates_s": 21.5, "processes_s": 25.0}})
+    assert checks_seconds(store.path) == 21.5
 
 
 def _late_round(folder: Path, times: list[float]) -> Path:
