@@ -215,7 +215,7 @@ class Schedule:
             workers = [self._worker(homes[_reference_group(gated)]) for _, gated in order]
             outcomes = [(result, 0.0) for result in self._gates_side_by_side(tasks, workers)]
         else:
-            outcomes = self.supervisor.run_batch(tasks, [self.plan.time_limit_s([p]) for _, p in order])
+            outcomes = self.supervisor.run_batch(tasks, self._limit)
         self.ledger.add_gate(time.perf_counter() - started, count=sum(r is not None for r, _ in outcomes))
         for (key, _), (result, _) in zip(order, outcomes, strict=True):
             if result is not None:  # a hang or a crash is its gate's own: a retry would end the same

@@ -292,12 +292,13 @@ class Supervisor:
             warm.conn.close()
 
     def run_batch(
-        self, tasks: list[Task], timeout_s: float | Sequence[float]
+        self, tasks: list[Task], timeout_s: float | Callable[[Task], float]
     ) -> list[tuple[ProcessResult | None, float]]:
         """The results of ``tasks`` run one after the other in one worker, each within
         ``timeout_s`` (one limit, or each task's), with the seconds each took from the one
-        before (the first from the fork). The task in flight when the worker dies or runs out of time gets a crashed or
-        timeout result; the tasks after it get None (not run: run them again)."""
+        before (the first from the fork). The task in flight when the worker dies or runs out
+        of time gets a crashed or timeout result; the tasks after it get None (not run: run
+        them again)."""
         from linbench.runner import worker
 
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
@@ -312,7 +313,7 @@ class Supervisor:
         last = time.perf_counter()
         try:
             for index in range(len(tasks)):
-                limit = timeout_s if isinstance(timeout_s, (int, float)) else timeout_s[index]
+                limit = timeout_s(tasks[index]) if callable(timeout_s) else timeout_s
                 result = self._next_result(receiver, process, limit, offset)
                 now = time.perf_counter()
                 results[index], last = (result, now - last), now

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -99,16 +100,16 @@ def test_a_torch_compile_impl_s_tasks_get_the_compile_allowance_beside_the_limit
     given: dict[str, set[float]] = {}
     run, run_batch = Supervisor.run, Supervisor.run_batch
 
-    def note(tasks: list[Task], timeout_s: float | list[float]) -> None:
-        limits = timeout_s if isinstance(timeout_s, list) else [timeout_s] * len(tasks)
-        for task, limit in zip(tasks, limits, strict=True):
+    def note(tasks: list[Task], timeout_s: float | Callable[[Task], float]) -> None:
+        for task in tasks:
+            limit = timeout_s(task) if callable(timeout_s) else timeout_s
             given.setdefault(f"{task.point.impl} {task.job}", set()).add(limit)
 
     def run_noted(self: Supervisor, task: Task, timeout_s: float, worker: Any = None) -> Any:
         note([task], timeout_s)
         return run(self, task, timeout_s, worker)
 
-    def run_batch_noted(self: Supervisor, tasks: list[Task], timeout_s: float | list[float]) -> Any:
+    def run_batch_noted(self: Supervisor, tasks: list[Task], timeout_s: float | Callable[[Task], float]) -> Any:
         note(tasks, timeout_s)
         return run_batch(self, tasks, timeout_s)
 
