@@ -36,7 +36,7 @@ def _commands(workflow: dict) -> list[list[str]]:
         for step in job["steps"]:
             script = re.sub(r"\\\n\s*", " ", step.get("run", ""))
             for line in script.splitlines():
-                line = re.sub(r"^nice -n \d+ ", "", line.strip())  # a command run at a lower priority
+                line = line.strip()
                 if line.startswith("linbench "):
                     found.append(shlex.split(re.split(r"\s+>|\s+\|", line)[0]))  # less a redirection or pipe
     return found
