@@ -87,7 +87,6 @@ class AbJob:
         only: set[Key] | None = None,
         started: float | None = None,
         changed: Collection[str] = (),
-        compiling: bool = False,
     ) -> Folders:
         """Every round, the baseline in a worktree of ``sha`` that is gone when this returns;
         each side's round run folders, in round order. After ``rounds`` rounds, another while a
@@ -99,9 +98,7 @@ class AbJob:
         within ``budget_s`` seconds from ``started`` (time.monotonic(); None: now; ab/sequential.py).
         ``command``: what each round runs, ``run`` or ``decode`` (a decode suite's rounds);
         ``only``: the points of the sweep its rounds measure (widen_cost.first_points; None: all);
-        ``changed``: the impls whose code changed ("variant:impl"), whose open points go first;
-        ``compiling``: the rounds measure an impl torch.compile builds (each side's round server
-        imports the compiler once)."""
+        ``changed``: the impls whose code changed ("variant:impl"), whose open points go first."""
         protocol = self.protocol
         rule = rule if rule is not None else TimeRule(protocol=protocol)
         since = time.monotonic() if started is None else started
@@ -122,10 +119,7 @@ class AbJob:
         with detached_worktree(self.root, self.sha) as tree:
             # A revision from before run's --baseline became --against is given the old words.
             spelt = None if knows_against(tree, side_env(tree)) else partial(old_spelling, out_dir=self.out_dir)
-            sides = {
-                "baseline": Side("baseline", tree, command, spelt, compiling),
-                "current": Side("current", self.root, command, compiling=compiling),
-            }
+            sides = {"baseline": Side("baseline", tree, command, spelt), "current": Side("current", self.root, command)}
             # The current side is this code, whose run takes --only-points and --no-check; only
             # the baseline is asked. decode takes neither: its rounds measure and check every point.
             helped = run_help(sides["baseline"]) if command == "run" else ""

@@ -26,7 +26,6 @@ class RoundServerError(RuntimeError):
 
 
 SERVER_MODULE = "linbench.cli.round_server"
-COMPILING = "--compiling"  # the server's word for it (linbench/cli/round_server.py)
 
 
 class RoundServer:
@@ -35,10 +34,8 @@ class RoundServer:
     does not pay their import (about 4.5 s a side on the 2-core CI machine: a round of 3 gate
     points took 1.8-2.1 s forked, 4.6-7.5 s as a new process)."""
 
-    def __init__(self, tree: Path, env: dict[str, str], compiling: bool = False) -> None:
-        """``compiling``: the rounds measure an impl torch.compile builds, whose compiler the
-        server imports once (a revision whose server does not know the word ignores it)."""
-        argv = [sys.executable, "-m", SERVER_MODULE, *([COMPILING] if compiling else [])]
+    def __init__(self, tree: Path, env: dict[str, str]) -> None:
+        argv = [sys.executable, "-m", SERVER_MODULE]
         self._tree = tree
         self.round_pid: int | None = None  # the round running or last run
         self._process = subprocess.Popen(

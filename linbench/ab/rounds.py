@@ -60,7 +60,6 @@ class Side:
     tree: Path
     command: str = "run"
     words: Callable[[Sequence[str]], list[str]] | None = None
-    compiling: bool = False  # its rounds measure an impl torch.compile builds (its server imports the compiler)
 
 
 @dataclass(frozen=True)
@@ -205,7 +204,7 @@ def run_one(
 def round_servers(sides: dict[str, Side]) -> Iterator[dict[str, RoundServer]]:
     """A round server for each side whose tree has one, ended when the rounds end."""
     servers = {
-        name: RoundServer(side.tree, side_env(side.tree), side.compiling)
+        name: RoundServer(side.tree, side_env(side.tree))
         for name, side in sides.items()
         if RoundServer.serves(side.tree)
     }

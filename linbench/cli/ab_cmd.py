@@ -165,9 +165,7 @@ def ab_command(**values: Any) -> None:
     rule = _time_rule(compare_flags, job)
     try:
         with stopping_on_signals():
-            folders = job.measure(
-                run_args, _note, command, rule, max_job_s, only, started, changed, _measures_compiled(values)
-            )
+            folders = job.measure(run_args, _note, command, rule, max_job_s, only, started, changed)
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
     except KeyboardInterrupt as exc:
@@ -231,26 +229,6 @@ def _widen(
     if only is not None:
         _note("changed code: the added impls are measured at the sweep's shortest length, where they cost least")
     return only, changed
-
-
-def _measures_compiled(values: dict[str, Any]) -> bool:
-    """Whether the rounds' sweep (``--variant`` and ``--against``, widened, else the suite's)
-    names an impl torch.compile builds; False where its names are not all known here (a
-    plugin's: its variants load in the rounds)."""
-    from linbench.sweep.suites import read_suite
-    from linbench.variants.declarations import TORCH_COMPILE
-    from linbench.variants.selection import select_impls
-
-    suite = read_suite(values["suite"]) if values.get("suite") is not None else {}
-    names = [
-        *(values.get("variant") or _as_list(suite.get("variant")) or ["all"]),
-        *(values.get("against") or _as_list(suite.get("against"))),
-    ]
-    try:
-        picks = select_impls([part for name in names for part in str(name).split(",") if part.strip()])
-    except ValueError:
-        return False
-    return any(pick.variant.impls[pick.impl].backend == TORCH_COMPILE for pick in picks)
 
 
 def _as_list(value: Any) -> list[str]:

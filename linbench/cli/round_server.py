@@ -23,22 +23,12 @@ import os
 import sys
 from typing import Any, TextIO
 
-# The server's argument when the rounds measure an impl torch.compile builds.
-COMPILING = "--compiling"
 
-
-def warm(compiling: bool = False) -> None:
-    """Import what every round imports: the command line and the runner (torch with it), and
-    with ``compiling`` what a torch.compile impl's worker imports on its first call: dynamo and
-    inductor, about 5 s of the 10-12 s such a worker spent compiling from a warm cache on the
-    2-core CI machine, then paid once a side instead of once a process and round."""
+def warm() -> None:
+    """Import what every round imports: the command line and the runner (torch with it)."""
     import linbench.cli
     import linbench.runner.pipeline
     import linbench.runner.worker  # noqa: F401
-
-    if compiling:
-        import torch._dynamo
-        import torch._inductor.compile_fx  # noqa: F401
 
 
 def serve(requests: TextIO, answers: TextIO) -> None:
@@ -87,5 +77,5 @@ def _answer(answers: TextIO, message: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    warm(compiling=COMPILING in sys.argv[1:])
+    warm()
     serve(sys.stdin, sys.stdout)
