@@ -82,10 +82,10 @@ class RunPlan:
     def __post_init__(self) -> None:
         object.__setattr__(self, "facts", {point: self._facts(point) for point in self.points})
 
-    def time_limit_s(self, points: Iterable[Point]) -> float:
-        """The seconds a worker task of ``points`` may take: --timeout-s, and the compile
-        allowance beside it where one of their impls is built by torch.compile."""
-        compiles = any((point.variant, point.impl) in self.compiling for point in points)
+    def time_limit_s(self, point: Point) -> float:
+        """The seconds a worker task of ``point`` may take: --timeout-s, and the compile
+        allowance beside it where torch.compile builds its impl."""
+        compiles = (point.variant, point.impl) in self.compiling
         return self.timeout_s + (COMPILE_ALLOWANCE_S if compiles else 0.0)
 
     def impl_params(self, variant: str, impl: str) -> dict[str, Any]:

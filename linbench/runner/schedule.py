@@ -140,9 +140,7 @@ class Schedule:
             still_open += [point for point in refused if not self.recorder.finish_if_done(point)]
             curve = [point for point in curve if point not in refused]
             tasks = [self._task("measure", point, first=False) for point in curve]
-            for point, (result, wall_s) in zip(
-                curve, self.supervisor.run_batch(tasks, self.plan.time_limit_s(curve)), strict=True
-            ):
+            for point, (result, wall_s) in zip(curve, self.supervisor.run_batch(tasks, self._limit), strict=True):
                 if result is None:
                     self._measure(point)
                 else:
@@ -182,7 +180,7 @@ class Schedule:
         first = not self.recorder.started(point)
         task = self._task("measure", point, stop_after_s=stop_after_s, first=first, count_allocations=count_allocations)
         started = time.perf_counter()
-        result = self.supervisor.run(task, self.plan.time_limit_s([point]), worker=self._worker(point))
+        result = self.supervisor.run(task, self._limit(task), worker=self._worker(point))
         return result, time.perf_counter() - started
 
     def _worker(self, point: Point) -> tuple[object, ...] | None:
@@ -249,14 +247,14 @@ class Schedule:
     def _limit(self, task: Task) -> float:
         """The seconds ``task`` may take (the compile allowance beside --timeout-s for a
         torch.compile impl's)."""
-        return self.plan.time_limit_s([task.point])
+        return self.plan.time_limit_s(task.point)
 
     def _gate(self, point: Point) -> ProcessResult:
         key = gate_key(point)
         if key not in self._gates:
             started = time.perf_counter()
             task = self._task("gate", gate_point(point))
-            self._gates[key] = self.supervisor.run(task, self.plan.time_limit_s([point]), worker=self._worker(point))
+            self._gates[key] = self.supervisor.run(task, self._limit(task), worker=self._worker(point))
             self.ledger.add_gate(time.perf_counter() - started)
         return self._gates[key]
 

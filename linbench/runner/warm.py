@@ -90,7 +90,8 @@ def warm(plan: RunPlan, on_point: Callable[[Warmed], None] = lambda warmed: None
     try:
         for points in curves.values():
             tasks = [_task(plan, point) for point in points]
-            for point, (result, _) in zip(points, supervisor.run_batch(tasks, plan.time_limit_s(points)), strict=True):
+            outcomes = supervisor.run_batch(tasks, lambda task: plan.time_limit_s(task.point))
+            for point, (result, _) in zip(points, outcomes, strict=True):
                 gone = ProcessResult("crashed", error="its worker died before it (a point before it crashed)")
                 warmed.append(Warmed(point, result or gone))
                 on_point(warmed[-1])

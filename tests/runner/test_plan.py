@@ -88,7 +88,7 @@ def test_the_impls_torch_compile_builds_get_the_compile_allowance_and_no_other()
     request = SweepRequest(seq=64, variants=("linear:compiled", "cosine:compiled", "linear:chunked"), device="cpu")
     plan = make_plan(build_spec(request), CPU, "test cpu")
     assert plan.compiling == {("linear", "compiled"), ("cosine", "compiled")}
-    by_impl = {(p.variant, p.impl): plan.time_limit_s([p]) for p in plan.points}
+    by_impl = {(p.variant, p.impl): plan.time_limit_s(p) for p in plan.points}
     assert by_impl[("linear", "compiled")] == by_impl[("cosine", "compiled")] == plan.timeout_s + COMPILE_ALLOWANCE_S
     assert by_impl[("linear", "chunked")] == by_impl[("softmax", "sdpa")] == plan.timeout_s
 
