@@ -22,7 +22,7 @@ Better again, where every such process also recorded its pace (``paced_p20``: th
 calls' CPU times each divided by a fixed reference call's timed beside it, measure/pace.py): a
 virtual core runs slow and fast phases of a second or so that move CPU time as much as the wall
 clock, and the reference, in the same phase, divides them out (on the 2-core KVM machine of
-docs/gate.md, the gate suite's 38 points spread σ̂ 0.128 between processes in CPU time and 0.056
+docs/gate.md, the 38 points the gate suite then had spread σ̂ 0.128 between processes in CPU time and 0.056
 paced, medians over the points). That is the statistic then ("paced cpu time"), where both sides
 paced every process with the same reference work; the figure is in reference calls, not
 milliseconds, so a comparison shows the CPU times beside its ratio. It helps least where a
