@@ -6,7 +6,9 @@ does not ignore) and maps the changed files to the impls that run them (linbench
 ``widen`` then decides, for a sweep's impls: each changed impl the sweep does not measure is
 added to its points, at the sweep's shapes, unless it cannot run on the sweep's device or
 widening is off (``--no-widen``); those are left out, and the comparison names them and is
-inconclusive (exit 4), never a pass.
+inconclusive (exit 4), never a pass. ``Widening.running`` then drops the measured and added
+impls whose calls, traced at the sweep's shapes (ran_code.py), run none of the changed files
+the import graph ties them to: the graph is by module, and one module builds every gated form.
 
 Changed files that no impl runs (the runner, the measurement code, the reports) or that the
 impls of most variants run (the variant machinery) widen nothing: every point the suite
@@ -49,6 +51,26 @@ class Widening:
     left_out: Mapping[str, str] = field(default_factory=dict)
     # Seconds each added impl's points take over the rounds by the estimate (None: unknown).
     costs: Mapping[str, float | None] = field(default_factory=dict)
+    # The changed impls that, traced at the sweep's shapes (ran_code.py), run none of their
+    # changed files: not added, and not counted as changed; each with those files.
+    not_run: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def running(self, ran: Mapping[str, frozenset[str] | None]) -> Widening:
+        """This widening without the measured and added impls whose traced files (``ran``:
+        impl -> the files its calls ran, ran_code.ran_files) hold none of their changed files.
+        An impl not traced (None, or absent) keeps the import graph's answer, and so does one
+        tied to a changed file that is no Python module of the package (csrc/)."""
+        not_run = {
+            impl: self.changes.impls[impl]
+            for impl in (*self.measured, *self.added)
+            if not runs_changed(ran.get(impl), self.changes.impls.get(impl, ()))
+        }
+        return replace(
+            self,
+            measured=tuple(impl for impl in self.measured if impl not in not_run),
+            added=tuple(impl for impl in self.added if impl not in not_run),
+            not_run=not_run,
+        )
 
     def priced(self, costs: Mapping[str, float | None], max_s: float | None) -> Widening:
         """This widening with each added impl's predicted time, and the impls past ``max_s``
@@ -69,7 +91,22 @@ class Widening:
             lines.append(f"changed code: the sweep measures {', '.join(self.measured)}")
         for impl, why in self.left_out.items():
             lines.append(f"changed code: {impl} is not measured: {why}")
+        by_files: dict[tuple[str, ...], list[str]] = {}
+        for impl, files in self.not_run.items():
+            by_files.setdefault(files, []).append(impl)
+        for files, impls in by_files.items():
+            lines.append(
+                f"changed code: {', '.join(impls)} run(s) none of {', '.join(files)} at the sweep's shapes "
+                "(traced; the import graph ties them to it): not counted as changed"
+            )
         return lines
+
+
+def runs_changed(ran: frozenset[str] | None, changed: Sequence[str]) -> bool:
+    """Whether an impl whose traced files are ``ran`` (None: not traced) runs one of the
+    ``changed`` files it is tied to: it does where it was not traced, or where one of them is
+    no Python module (csrc/, which no Python frame shows)."""
+    return ran is None or any(path in ran or not path.endswith(".py") for path in changed)
 
 
 def within_cap(costs: Mapping[str, float | None], max_s: float | None) -> tuple[list[str], dict[str, str]]:

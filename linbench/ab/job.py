@@ -39,6 +39,8 @@ from linbench.results.store import utc_stamp
 from linbench.sweep.suites import find_suite, read_suite, suite_command
 
 Progress = Callable[[str], None]
+# meta.json's ab section: the impls traced running none of their changed files (ab/ran_code.py).
+NOT_RUN = "not_run"
 NO_CHECK = "--no-check"  # run's: measure without the correctness check (round 1 checked every point)
 
 
@@ -149,14 +151,20 @@ class AbJob:
                 affordable, lambda: scheduler.per_round,
             )  # fmt: skip
 
-    def merge(self, folders: Mapping[str, Sequence[Path]], command: str) -> dict[str, Path]:
+    def merge(
+        self, folders: Mapping[str, Sequence[Path]], command: str, not_run: Mapping[str, Sequence[str]] | None = None
+    ) -> dict[str, Path]:
         """Each side's rounds as one run folder, out_dir/<side>, whose meta.json records the
-        rounds as the repeated-process protocol, both revisions and ``command``."""
+        rounds as the repeated-process protocol, both revisions and ``command``, and
+        ``not_run``: the impls the import graph ties to changed files that, traced at the
+        sweep's shapes, ran none of them (each with those files; ab/ran_code.py), which the
+        comparison does not count as changed (gate/verdict.py's ChangedCode)."""
         revisions = {"baseline": {"revision": self.revision, "sha": self.sha}, "current": {"sha": git_sha()}}
         protocol = self.protocol.meta()
+        traced = {impl: list(files) for impl, files in (not_run or {}).items()}
         merged = {}
         for side, paths in folders.items():
-            ab = {"side": side, "rounds": len(paths), "order": "ABBA", "revisions": revisions}
+            ab = {"side": side, "rounds": len(paths), "order": "ABBA", "revisions": revisions, NOT_RUN: traced}
             sections = {"timing_protocol": protocol, "ab": ab, "command": command}
             merged[side] = merge_rounds(paths, self.out_dir / side, sections).path
         return merged

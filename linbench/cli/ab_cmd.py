@@ -20,10 +20,10 @@ import shlex
 import sys
 import time
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -56,8 +56,8 @@ HELP = {
     "left out is not judged, and the verdict is inconclusive (exit 4), naming the rounds it would need. Default: "
     "no limit.",
     "no_widen": "Measure the sweep as given: an impl whose code changed since the baseline (git diff, mapped by "
-    "the import graph) and that the sweep does not measure is not added, and the verdict is inconclusive "
-    "(exit 4), naming it.",
+    "the import graph, then traced at the sweep's shapes) and that the sweep does not measure is not added, and "
+    "the verdict is inconclusive (exit 4), naming it.",
     "max_widen_s": "The most seconds the impls added for changed code may take over the rounds, both sides, by "
     "the estimate (each added impl's is shown before the rounds): the ones past it are not measured, and the "
     "verdict is inconclusive (exit 4), naming them. Default: no cap.",
@@ -123,7 +123,8 @@ def ab_command(**values: Any) -> None:
     After --rounds rounds of every point, each point gets more only until its verdict is
     decided either way at the gate's error rates, the changed impls' first, then the cheapest, within --max-rounds and
     --max-job-s. Before the rounds, each impl whose code changed since the baseline (git diff,
-    mapped by the import graph; docs/gate.md) is added to the points where the sweep does not
+    mapped by the import graph, then traced: one whose calls at the sweep's shapes run none of
+    the changed files is not counted; docs/gate.md) is added to the points where the sweep does not
     measure it; one that cannot be (it cannot run on the device, or --no-widen) makes the
     verdict inconclusive.
 
@@ -159,13 +160,13 @@ def ab_command(**values: Any) -> None:
         job = AbJob.prepare(revision, rounds, out, max_rounds)  # AbError, WorktreeError: one line and exit 2
         if values.get("suite") is not None:
             values["suite"] = suite_file(values["suite"])
-        only, changed = _widen(job, values, not no_widen, max_widen_s)
+        widened = _widen(job, values, not no_widen, max_widen_s)
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
         command = rounds_command(values.get("suite"))
     rule = _time_rule(compare_flags, job)
     try:
         with stopping_on_signals():
-            folders = job.measure(run_args, _note, command, rule, max_job_s, only, started, changed)
+            folders = job.measure(run_args, _note, command, rule, max_job_s, widened.only, started, widened.changed)
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
     except KeyboardInterrupt as exc:
@@ -175,7 +176,7 @@ def ab_command(**values: Any) -> None:
             f"the rounds so far are in {job.out_dir}"
         )
         raise typer.Exit(INTERRUPTED_EXIT) from None
-    merged = job.merge(folders, shlex.join(["linbench", *sys.argv[1:]]))
+    merged = job.merge(folders, shlex.join(["linbench", *sys.argv[1:]]), widened.not_run)
     try:
         compare_command(baseline=merged["baseline"], current=merged["current"], changed_since=job.sha, **compare_flags)
     finally:
@@ -195,16 +196,26 @@ def _time_rule(flags: dict[str, Any], job: Any) -> Any:
     return TimeRule(max_slowdown=slowdown, max_noise=noise, protocol=job.protocol)
 
 
-def _widen(
-    job: Any, values: dict[str, Any], enabled: bool, max_s: float | None
-) -> tuple[set[tuple[str, ...]] | None, set[str]]:
+class Widened(NamedTuple):
+    """What the widening leaves the rounds: the points they measure (None: all), the changed
+    impls they measure ("variant:impl"), and the impls traced running none of their changed
+    files (each with those files), which the merged runs record for the comparison."""
+
+    only: set[tuple[str, ...]] | None
+    changed: set[str]
+    not_run: Mapping[str, tuple[str, ...]]
+
+
+def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None) -> Widened:
     """Add to the rounds' ``--variant`` each impl whose code changed since the baseline and
     that the sweep (the suite's, or the flags') does not measure, unless it cannot run on the
     sweep's device, ``enabled`` is False, or the added impls' predicted time passes ``max_s``
-    (``--max-widen-s``); say what was done, with each added impl's predicted time. The points
-    the rounds measure (the added impls at the sweep's shortest length only; None: all), and
-    the changed impls the rounds measure ("variant:impl"), whose open points go first."""
+    (``--max-widen-s``), or, traced at the sweep's shapes, runs none of its changed files
+    (ab/ran_code.py); say what was done, with each added impl's predicted time. The points
+    the rounds measure are the added impls' at the sweep's shortest length only; the changed
+    impls' open points go first."""
     from linbench.ab.changes import changes_since, sweep_widening, widened_variants
+    from linbench.ab.ran_code import ran_by_impl
     from linbench.ab.widen_cost import added_seconds, first_points
     from linbench.cli.run_flow import sweep_request
     from linbench.sweep.suites import read_suite
@@ -214,21 +225,25 @@ def _widen(
     baselines = values.get("against") or _as_list(suite.get("against"))
     device = values.get("device") or str(suite.get("device", "auto"))
     widening = sweep_widening(changes_since(job.root, job.sha), variants, baselines, device, enabled)
+    request = sweep_request("run", {option.name: values[option.name] for option in RUN_OPTIONS})
+    if widening.measured or widening.added:
+        # The changed impls' calls at the sweep's shapes, traced: one tied to the changed
+        # files only by imports (a gated form the shared module dispatches to) is not added.
+        widening = widening.running(ran_by_impl(request, (*widening.measured, *widening.added)))
     if widening.added:
-        request = sweep_request("run", {option.name: values[option.name] for option in RUN_OPTIONS})
         widening = widening.priced({impl: added_seconds(request, impl, job.rounds) for impl in widening.added}, max_s)
     for line in widening.lines():
         _note(line)
     changed = {*widening.measured, *widening.added}
     if not widening.added:
-        return None, changed
+        return Widened(None, changed, widening.not_run)
     values["variant"] = widened_variants(variants, widening.added)
     only = first_points(
         sweep_request("run", {option.name: values[option.name] for option in RUN_OPTIONS}), widening.added
     )
     if only is not None:
         _note("changed code: the added impls are measured at the sweep's shortest length, where they cost least")
-    return only, changed
+    return Widened(only, changed, widening.not_run)
 
 
 def _as_list(value: Any) -> list[str]:

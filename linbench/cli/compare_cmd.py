@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -98,7 +99,7 @@ def compare_command(
             check_same_device(base_run, cur_run)
         comparison = compare_runs(base_run, cur_run, thresholds)
         if changed_since is not None:
-            comparison.changed = changed_code(changed_since)
+            comparison.changed = changed_code(changed_since, cur_run.meta)
     configs = config_changes(base_run, cur_run, comparison)  # the autotuner's choices, beside the verdict
     _print(comparison, chosen, _load_lines(base_run.meta, cur_run.meta), thresholds, configs)
     status = EXIT_STATUS[comparison.verdict]
@@ -106,10 +107,13 @@ def compare_command(
         raise typer.Exit(status)
 
 
-def changed_code(revision: str) -> ChangedCode:
+def changed_code(revision: str, meta: Mapping[str, Any] | None = None) -> ChangedCode:
     """The code of this checkout changed since ``revision`` (ab/changes.py); a ValueError
-    (a usage error) when it is no revision of the checkout."""
+    (a usage error) when it is no revision of the checkout. An impl the current run's
+    ``meta`` (an A/B's merged run) records as traced running none of the files it is tied to
+    (ab/ran_code.py), all of which are among them still, is not counted as changed."""
     from linbench.ab.changes import changes_since
+    from linbench.ab.job import NOT_RUN
     from linbench.ab.worktree import WorktreeError, checkout_root, resolve_revision
     from linbench.gate.verdict import ChangedCode
 
@@ -119,7 +123,12 @@ def changed_code(revision: str) -> ChangedCode:
     except WorktreeError:
         raise ValueError(f"--changed-since {revision!r} is not a commit of {root}") from None
     changes = changes_since(root, sha)
-    return ChangedCode(revision, changes.names, changes.infrastructure)
+    ab = (meta or {}).get("ab")
+    traced = ab.get(NOT_RUN) if isinstance(ab, dict) else None
+    traced = traced if isinstance(traced, dict) else {}
+    not_run = tuple(name for name in changes.names if name in traced and set(changes.impls[name]) <= set(traced[name]))
+    impls = tuple(name for name in changes.names if name not in not_run)
+    return ChangedCode(revision, impls, changes.infrastructure, not_run)
 
 
 def _load_lines(baseline: dict, current: dict) -> list[str]:

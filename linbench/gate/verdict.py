@@ -81,6 +81,9 @@ class ChangedCode:
     revision: str
     impls: tuple[str, ...]
     infrastructure: tuple[str, ...] = ()
+    # Impls the import graph ties to changed files that, traced at the measured shapes, ran
+    # none of them (ab/ran_code.py): not counted as changed.
+    not_run: tuple[str, ...] = ()
 
     def unmeasured(self, coverage: Coverage) -> tuple[str, ...]:
         """The changed impls neither run measured: a comparison without them cannot pass."""
@@ -99,6 +102,11 @@ class ChangedCode:
         measured = [name for name in self.impls if name not in missing]
         if measured:
             lines.append(f"changed impl(s) since {self.revision} measured: {', '.join(measured)}")
+        if self.not_run:
+            lines.append(
+                f"{len(self.not_run)} impl(s) tied to the changed files by imports ran none of them at the "
+                f"measured shapes (traced), and are not counted as changed: {', '.join(self.not_run)}"
+            )
         if self.infrastructure:
             files = ", ".join(self.infrastructure)
             lines.append(
@@ -112,5 +120,6 @@ class ChangedCode:
             "revision": self.revision,
             "impls": list(self.impls),
             "unmeasured": list(self.unmeasured(coverage)),
+            "not_run": list(self.not_run),
             "infrastructure": list(self.infrastructure),
         }

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from linbench.ab.changes import changed_files, widen
-from linbench.impl_code import impl_code, touched
+from linbench.impl_code import Touched, impl_code, touched
 
 GATED = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda", "mamba2", "gdn2", "rwkv7")
 GATE_SUITE_BEFORE = {"cosine:chunked", "cosine:kernel", "linear:chunked", "softmax:sdpa"}
@@ -91,3 +91,38 @@ def test_added_impls_past_the_cap_are_left_out_in_order_with_their_predicted_tim
     assert f"{first} (about 40 s over the rounds)" in capped.lines()[0]
     uncapped = widened.priced({first: None}, max_s=None)
     assert uncapped.added == widened.added and "(time unknown)" in uncapped.lines()[0]
+
+
+def test_an_impl_traced_running_none_of_its_changed_files_is_neither_added_nor_counted_changed() -> None:
+    """The import graph ties kda's quadratic form to the chunked form's file; traced, it runs
+    delta_quadratic.py only, so it is not added. Not traced (None), or tied to csrc/, which
+    no Python frame shows, an impl keeps the import graph's answer."""
+    chunked_file = "linbench/variants/gated/delta_chunked.py"
+    changes = Touched(
+        {
+            "kda:chunked": (chunked_file,),
+            "kda:quadratic": (chunked_file,),
+            "kda:recurrent": (chunked_file,),
+            "cosine:kernel": ("csrc/",),
+        },
+        (),
+        (),
+    )
+    widened = widen(changes, {"kda:chunked"}, dict.fromkeys(changes.names), enabled=True)
+    ran: dict[str, frozenset[str] | None] = {
+        "kda:chunked": frozenset({chunked_file}),
+        "kda:quadratic": frozenset({"linbench/variants/gated/delta_quadratic.py"}),
+        "kda:recurrent": None,
+        "cosine:kernel": frozenset(),
+    }
+    narrowed = widened.running(ran)
+    assert narrowed.measured == ("kda:chunked",)
+    assert narrowed.added == ("kda:recurrent", "cosine:kernel")
+    assert narrowed.not_run == {"kda:quadratic": (chunked_file,)}
+    said = (
+        f"changed code: kda:quadratic run(s) none of {chunked_file} at the sweep's shapes "
+        "(traced; the import graph ties them to it): not counted as changed"
+    )
+    assert said in narrowed.lines()
+    # An impl the sweep measures is traced too: not running the change, its points are not first.
+    assert widened.running({**ran, "kda:chunked": frozenset()}).measured == ()

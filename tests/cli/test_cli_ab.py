@@ -214,6 +214,34 @@ def test_a_changed_impl_the_suite_does_not_measure_is_added_or_stops_a_pass(
     assert said in result.stderr
 
 
+def test_a_changed_impl_traced_running_none_of_the_changed_files_is_not_added_and_the_ab_passes(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import graph ties gated-deltanet:quadratic to a change in the chunked form's file
+    (planted); its call at the sweep's shape, traced on the CPU, runs none of it: it is not
+    added, the merged runs record why, and compare counts it neither changed nor unmeasured."""
+    chunked_file = "linbench/variants/gated/delta_chunked.py"
+    planted = Touched({"gated-deltanet:quadratic": (chunked_file,)}, (), ())
+    monkeypatch.setattr(changes, "changes_since", lambda root, sha: planted)
+    given: list[list[str]] = []
+    base = (10.0, 10.05, 9.95, 10.02)
+
+    def measured(job: AbJob, run_args: list[str], *more: object) -> dict[str, list[Path]]:
+        given.append(run_args)
+        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", base)}
+
+    monkeypatch.setattr(AbJob, "measure", measured)
+    args = ("--variant", "softmax:sdpa", "--seq", "64", "--heads", "2", "--dim", "16", "--device", "cpu")
+    result = invoke("ab", "--baseline", "HEAD", *args, "--rounds", "3", "--out", tmp_path / "ab", "--json")
+    assert result.exit_code == 0, result.output
+    assert "gated-deltanet:quadratic" not in given[0]
+    assert f"changed code: gated-deltanet:quadratic run(s) none of {chunked_file}" in result.stderr
+    report = json.loads(result.stdout)["changed_code"]
+    assert (report["impls"], report["unmeasured"], report["not_run"]) == ([], [], ["gated-deltanet:quadratic"])
+    recorded = RunStore(tmp_path / "ab" / "current").read_meta()["ab"]["not_run"]
+    assert recorded == {"gated-deltanet:quadratic": [chunked_file]}
+
+
 def _gated_rounds(tmp_path: Path, times: tuple[float, ...]) -> dict[str, list[Path]]:
     """Rounds of the sweep widened to gated-deltanet:chunked: _rounds' point and that impl's."""
     sides = {}

@@ -29,3 +29,14 @@ def test_changed_impls_that_were_measured_or_no_changes_at_all_let_it_pass() -> 
     assert _comparison(ChangedCode("main", ("cosine:chunked",))).verdict == "pass"
     assert _comparison(ChangedCode("main", ())).verdict == "pass"
     assert _comparison(None).verdict == "pass"
+
+
+def test_an_impl_traced_running_none_of_the_changed_files_is_named_apart_and_lets_it_pass() -> None:
+    changed = ChangedCode("main", ("cosine:chunked",), not_run=("kda:quadratic",))
+    comparison = _comparison(changed)
+    assert comparison.verdict == "pass" and comparison.unmeasured == ()
+    said = "1 impl(s) tied to the changed files by imports ran none of them at the measured shapes (traced)"
+    assert any(
+        line.startswith(said) and line.endswith(": kda:quadratic") for line in changed.lines(comparison.covered())
+    )
+    assert comparison.to_json()["changed_code"]["not_run"] == ["kda:quadratic"]
