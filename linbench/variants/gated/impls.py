@@ -16,7 +16,6 @@ form's inputs in the compute dtype, q scaled (and normalised for the delta rule)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -40,6 +39,7 @@ from linbench.variants.gated.numerics import (
     scale_problem,
 )
 from linbench.variants.gated.packed import decay_lockstep, delta_lockstep, lockstep, per_sequence_form
+from linbench.variants.gated.recurrences import DecayInputs, DeltaInputs
 from linbench.variants.varlen import Segments
 
 CHUNK_SIZE = Param(
@@ -74,29 +74,6 @@ def initial_state(given: object, x: Inputs) -> GatedState | None:
     ValueError, one line, unless it is (B, H_v, Dk, Dv) for these inputs."""
     state = checked_state(given, (x.k.shape[0], x.k.shape[1], x.k.shape[-1], x.v.shape[-1]))
     return None if state is None else GatedState(state.to(device=x.k.device, dtype=x.k.dtype), 0)
-
-
-@dataclass(frozen=True)
-class DecayInputs:
-    """S_t = diag(e^{g_t}) S_{t−1} + k_t v_tᵀ, o_t = S_tᵀ q_t; q already scaled."""
-
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    g: torch.Tensor  # (B, H, S, 1): one gate per head; (B, H, S, Dk): one per key channel
-
-
-@dataclass(frozen=True)
-class DeltaInputs:
-    """S_t = (I − β_t k_t k_tᵀ) diag(e^{g_t}) S_{t−1} + β_t k_t v_tᵀ; q, k normalised, q scaled."""
-
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    beta: torch.Tensor  # (B, H, S)
-    # (B, H, S): one gate per head (gated-deltanet); (B, H, S, Dk): one per key channel (kda);
-    # None: no decay (deltanet).
-    g: torch.Tensor | None
 
 
 Inputs = DecayInputs | DeltaInputs | DplrInputs

@@ -34,8 +34,8 @@ import torch.nn.functional as F
 from linbench.variants.declarations import Param
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.gated.gates import A_RANGE, DT_RANGE
-from linbench.variants.gated.impls import DecayInputs
 from linbench.variants.gated.numerics import upcast
+from linbench.variants.gated.recurrences import DecayInputs
 
 
 def _draw_step(sizes: tuple[int, ...], generator: torch.Generator, regime: str) -> torch.Tensor:
