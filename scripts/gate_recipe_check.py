@@ -4,9 +4,9 @@ wall time, and its detection of a planted +30% on single points, measured, not s
 The recipe (docs/ci.md, "The CI recipe"): ``linbench ab --baseline REV --suite SUITE --max-job-s
 270``, both revisions measured in alternating rounds in one job, each point until its verdict is
 decided (gate/sequential.py). ``--widen`` runs it as a change to the gated family's shared code
-would: in a scratch worktree of HEAD with a comment added to
-linbench/variants/gated/delta_chunked.py, so the A/B adds the 14 recurrent and quadratic forms
-that file reaches (at the suite's shapes), while the code it measures is unchanged.
+would: in a scratch worktree of HEAD with a comment added to linbench/variants/gated/impls.py,
+the module that builds and dispatches every gated form, so the A/B adds the 20 recurrent and
+quadratic forms that run it (at the suite's shapes), while the code it measures is unchanged.
 ``--recipe runs`` checks the other way to gate instead: two back-to-back ``linbench run --suite
 SUITE`` and ``linbench compare`` of the two, as a committed baseline is compared.
 
