@@ -28,7 +28,7 @@ from linbench.ab.rounds import (
     run_rounds,
     side_env,
 )
-from linbench.ab.sequential import Scheduler, checks_seconds, open_lines, points_seconds
+from linbench.ab.sequential import Scheduler, checks_seconds, deferred_line, open_lines, points_seconds
 from linbench.ab.spelling import knows_against, old_spelling
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
 from linbench.gate.rule import TimeRule
@@ -109,6 +109,8 @@ class AbJob:
         more = f" (more, up to {protocol.most}, for points not yet decided)" if protocol.most > protocol.wanted else ""
         on_progress(f"linbench ab: {what}, {protocol.wanted} rounds{more} -> {self.out_dir}")
 
+        deferred: set[Key] = set()
+
         def each_round(index: int, results: list[RoundResult]) -> None:
             scheduler.round_done(
                 [r.seconds for r in results],
@@ -117,6 +119,10 @@ class AbJob:
             )
             line = f"round {index}/{protocol.wanted if index <= protocol.wanted else protocol.most}: "
             on_progress(line + "; ".join(result.summary() for result in results))
+            if index == 1 and protocol.wanted > 1 and narrow:
+                deferred.update(scheduler.outsized({r.side: [r.folder] for r in results}))
+                if deferred:
+                    on_progress(deferred_line(deferred, protocol.min_to_judge, budget_s))
 
         with detached_worktree(self.root, self.sha) as tree:
             # A revision from before run's --baseline became --against is given the old words.
@@ -148,7 +154,7 @@ class AbJob:
 
             return run_rounds(
                 sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another, narrow, later, only,
-                affordable, lambda: scheduler.per_round,
+                affordable, lambda: scheduler.per_round, lambda: deferred,
             )  # fmt: skip
 
     def merge(

@@ -105,6 +105,7 @@ def run_rounds(
     only: Collection[Key] | None = None,
     affordable: Callable[[], bool] = lambda: True,
     processes: Callable[[], int] = lambda: 1,
+    deferred: Callable[[], Collection[Key]] = lambda: (),
 ) -> Folders:
     """Run ``rounds`` rounds, then more, up to ``most`` (default: ``rounds``), while
     ``another`` names points (record.row_key's) that the round folders so far leave needing
@@ -114,8 +115,11 @@ def run_rounds(
     measure (None: all). ``affordable`` is asked before each of those rounds after the first:
     False (another would pass the job's budget) stops the rounds there. ``processes``, asked
     after ``another``, says how many processes a point such a narrowed round measures (more
-    than one only where the caller knows both sides take ``--processes``). ``on_round`` hears
-    each finished round. RoundError stops at the first round that did not measure."""
+    than one only where the caller knows both sides take ``--processes``). ``deferred``, asked
+    before each of the rounds asked for after the first (with ``narrow``), names points those
+    rounds leave out (too dear for them: sequential.py's outsized), which the later rounds
+    measure as ``another`` names them. ``on_round`` hears each finished round. RoundError
+    stops at the first round that did not measure."""
     with round_servers(sides) as servers:
         folders: Folders = {name: [] for name in sides}
         first: tuple[set[Key], set[Key]] = (set(), set())  # round 1's points, and its failures
@@ -128,11 +132,11 @@ def run_rounds(
             if index > rounds and narrow:
                 args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", needed))]
                 args = with_processes(args, processes())
-            elif index > 1 and narrow and first[1]:
+            elif index > 1 and narrow and (skipped := first[1] | set(deferred())):
                 # A point that failed on either side in round 1 keeps that failure whatever later
                 # rounds measure (merge.py): measuring it again (a compile that times out, twice a
-                # round) only spends the job's budget.
-                left = set(only if only is not None else first[0]) - first[1]
+                # round) only spends the job's budget. A deferred one waits for the later rounds.
+                left = set(only if only is not None else first[0]) - skipped
                 if not left:
                     break
                 args += [ONLY_POINTS, str(write_point_list(out_dir / f"round-{index}-points.csv", left))]

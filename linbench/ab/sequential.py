@@ -14,7 +14,10 @@ they would need, and the comparison is inconclusive for them. Where none of them
 left still goes to a round of the cheapest (``spare_round``), and so it does to a changed impl's
 open points whatever else is chosen: the rounds a point needs are estimated from its spread so
 far, which a round of several processes narrows, and from rounds of every point, whose start-up
-is longer than a late round's.
+is longer than a late round's. That time is what the changed code's points that can be decided
+leave: their rounds are kept first. A point too dear for the rounds every point gets (its
+first rounds would take more than OUTSIZED_SHARE of the budget: a torch.compile impl on a CPU)
+gets round 1 only, then rounds as the time allows.
 
 A round's start-up (a ``linbench run`` a side: about 1.5 s a side forked from the side's round
 server on the 2-core CI machine, 4.5 s as a new process) costs the same whatever the round
@@ -53,6 +56,12 @@ CLOSING_S = 30.0
 # The most processes a point a round measures: past about this many, the median of a round's
 # processes is as steady as the minutes they share let it be (merge.py).
 MOST_PER_ROUND = 8
+# A point whose rounds every point gets (the fewest that judge, both sides) would take more
+# than this share of the job's budget, by what its round 1 cost, is left out of them after
+# round 1 and measured only as later rounds find the time (Scheduler.outsized): a torch.compile
+# impl's process compiles for 10-15 s on the 2-core CI machine, and its three rounds took the
+# time the changed code's cheaper points needed to be decided.
+OUTSIZED_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,21 @@ class Scheduler:
         self.overheads.append(max(sum(seconds) - sum(points_s) - checks, 0.0))
         self.rounds_s.append(max(sum(seconds) - checks, 0.0))
 
+    def outsized(self, folders: Mapping[str, Sequence[object]]) -> set[Key]:
+        """The points whose rounds every point gets (the fewest that judge, both sides, each
+        costing what round 1's processes of it did) would take more than OUTSIZED_SHARE of the
+        budget (none without one): after round 1 they are left out of those rounds, and later
+        ones measure them as next_points finds the time (their verdict open meanwhile)."""
+        if self.budget_s is None:
+            return set()
+        sides = [_by_point(paths)[1] for paths in folders.values()]
+        if len(sides) != 2:
+            return set()
+        limit = OUTSIZED_SHARE * self.budget_s
+        rounds = self.rule.protocol.min_to_judge
+        base, cur = sides
+        return {key for key in base.keys() & cur.keys() if rounds * (base[key] + cur[key]) > limit}
+
     def round_fits(self) -> bool:
         """Whether another round of every point, costing what the last one did, ends within
         the budget (always, without one): the rounds every point gets stop short of it too,
@@ -126,10 +150,15 @@ class Scheduler:
         self.spare = bool(changed or not chosen) and remaining is not None
         if self.spare:
             # The time left goes to a round of the changed code's open points even where the
-            # rounds they need do not fit, and with nothing else chosen, to the cheapest.
-            chosen = spare_round(
-                [*chosen, *(changed or left_out)], self.overhead_s, remaining or 0.0, self.several, self.first
-            )
+            # rounds they need do not fit, and with nothing else chosen, to the cheapest; the
+            # rounds of the changed code's points that do fit are kept for them first.
+            kept = [p for p in chosen if _of(p, self.first)]
+            left = (remaining or 0.0) - (projected_s(kept, self.overhead_s, self.several) if kept else 0.0)
+            others = [p for p in chosen if p not in kept]
+            chosen = [
+                *kept,
+                *spare_round([*others, *(changed or left_out)], self.overhead_s, left, self.several, self.first),
+            ]
         self.left_out = {p.key: p.needed for p in left_out if p not in chosen}
         self.per_round = processes_per_round(chosen, self.overhead_s) if self.several else 1
         return {p.key for p in chosen}
@@ -312,6 +341,16 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
         limit = f"--max-job-s {budget_s:g}" if budget_s is not None else "the rounds"
         lines.append(f"{len(out)} point(s) cannot be decided within {limit}: {named}{more}")
     return lines
+
+
+def deferred_line(keys: Collection[Key], rounds: int, budget_s: float | None) -> str:
+    """What the rounds do with the points too dear for the rounds every point gets."""
+    named = ", ".join(_label(key) for key in sorted(keys)[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+    limit = f"--max-job-s {budget_s:g}" if budget_s is not None else "the budget"
+    return (
+        f"{len(keys)} point(s) too dear for the rounds every point gets ({rounds} rounds of them would take more "
+        f"than {OUTSIZED_SHARE:.0%} of {limit}): {named}; later rounds measure them as the time allows"
+    )
 
 
 def _order(first: Collection[str]) -> str:

@@ -126,7 +126,11 @@ def changed_code(revision: str, meta: Mapping[str, Any] | None = None) -> Change
     ab = (meta or {}).get("ab")
     traced = ab.get(NOT_RUN) if isinstance(ab, dict) else None
     traced = traced if isinstance(traced, dict) else {}
-    not_run = tuple(name for name in changes.names if name in traced and set(changes.impls[name]) <= set(traced[name]))
+    not_run = tuple(
+        name
+        for name in changes.names
+        if isinstance(files := traced.get(name), list) and set(changes.impls[name]) <= set(files)
+    )
     impls = tuple(name for name in changes.names if name not in not_run)
     return ChangedCode(revision, impls, changes.infrastructure, not_run)
 

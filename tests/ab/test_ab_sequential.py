@@ -260,3 +260,47 @@ def test_a_changed_impl_s_open_point_gets_the_time_left_though_its_rounds_do_not
     assert scheduler.next_points({}) == {cheap.key, changed.key}
     assert scheduler.spare and not scheduler.left_out
     assert "the changed impls' first" in open_lines(scheduler, {cheap.key, changed.key}, True, 60.0)[0]
+
+
+def _round_one(folder: Path, walls: dict[int, float]) -> Path:
+    """Round 1 of points at the lengths given, one process each, of the wall times given."""
+    store = RunStore.create(folder, "round")
+    for seq, wall in walls.items():
+        store.append(result_row(seq) | {"device_name": "Test CPU", "samples": 30})
+        store.append_process(process_row(seq, 0) | {"wall_s": wall})
+    store.write_meta({"status": "complete"})
+    return store.path
+
+
+def test_a_point_too_dear_for_the_rounds_every_point_gets_is_named_after_round_1(tmp_path: Path) -> None:
+    """A compiled impl's process (15 s a side) against the others' (0.4 s): its 3 rounds, both
+    sides, would take 90 s, past a quarter of a 270 s budget; the others' 2.4 s would not."""
+    walls = {256: 0.4, 512: 15.0}
+    folders = {side: [_round_one(tmp_path / side, walls)] for side in ("baseline", "current")}
+    dear = row_key(result_row(512))
+    assert Scheduler(RULE, budget_s=270.0).outsized(folders) == {dear}
+    assert Scheduler(RULE, budget_s=400.0).outsized(folders) == set()  # 90 s is under 100 s
+    assert Scheduler(RULE).outsized(folders) == set()  # no budget: every point gets its rounds
+    line = sequential.deferred_line({dear}, 3, 270.0)
+    assert line.startswith("1 point(s) too dear for the rounds every point gets (3 rounds of them would take")
+    assert "25% of --max-job-s 270): cosine:chunked fwd seq 512; later rounds measure them" in line
+
+
+def test_the_changed_code_s_decidable_points_keep_their_rounds_before_the_time_left_is_spent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The changed code's cheap point (5 more rounds: fits) and its dear one (2 more rounds of
+    30 s: does not): the time left goes to a round of the dear one only where the cheap one's
+    rounds leave it, not ahead of them."""
+    cheap = OpenPoint(row_key(result_row(256, impl="kernel")), 3, 8, 0.8)
+    dear = OpenPoint(row_key(result_row(512, impl="kernel")), 1, 3, 30.0)
+    monkeypatch.setattr(sequential, "open_points", lambda folders, rule: [cheap, dear])
+    scheduler = Scheduler(RULE, budget_s=100.0, started=0.0, clock=lambda: 0.0, first=frozenset({"cosine:kernel"}))
+    scheduler.round_done([2.0, 2.0], [0.5, 0.5])  # a round's start-up: 3 s
+    # 70 s left: the cheap point's 5 rounds (5 start-ups of 3 s, 4 processes of 0.8 s a round)
+    # take 31 s, leaving 39 s: room for a round of the dear one (3 s + 30 s), not for its rounds.
+    assert scheduler.next_points({}) == {cheap.key, dear.key} and scheduler.spare
+    scheduler.budget_s = 75.0  # 45 s left: the cheap point's 31 s leave 14 s, no room for 33 s
+    # (before its rounds were kept first, the one round of both fitted the 45 s, and was taken)
+    assert scheduler.next_points({}) == {cheap.key} and scheduler.spare
+    assert scheduler.left_out == {dear.key: 3}

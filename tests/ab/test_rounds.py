@@ -290,3 +290,37 @@ def test_the_rounds_asked_for_leave_out_a_point_that_failed_in_round_one(
     monkeypatch.setenv("AB_TEST_RESULTS", str(failing.path / "results.csv"))
     folders = run_rounds(sides, 3, [], tmp_path / "ab-failed", narrow=True)
     assert [len(folders[side]) for side in ("baseline", "current")] == [1, 1]  # nothing left to measure
+
+
+def test_the_rounds_asked_for_leave_out_a_point_deferred_after_round_one_and_later_rounds_take_it(
+    sides: dict[str, Side], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A point too dear for the rounds every point gets (sequential.py's outsized, asked after
+    round 1) is left out of rounds 2 and 3; a later round measures it where it is named."""
+    from linbench.results.record import row_key
+
+    store = RunStore.create(tmp_path / "made", "round")
+    store.append(result_row(256) | {"device_name": "Test CPU"})
+    store.append(result_row(512) | {"device_name": "Test CPU"})
+    monkeypatch.setenv("AB_TEST_RESULTS", str(store.path / "results.csv"))
+    dear = row_key(result_row(512) | {"device_name": "Test CPU"})
+    asked: list[int] = []
+
+    def another(folders: dict[str, list[Path]]) -> set[tuple[str, ...]]:
+        asked.append(len(folders["baseline"]))
+        return {dear} if len(asked) == 1 else set()
+
+    run_rounds(sides, 3, [], tmp_path / "ab", most=5, another=another, narrow=True, deferred=lambda: {dear})
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert len(calls) == 8 and "--only-points" not in calls[0] + calls[1]
+
+    def measured(call: str) -> list[str]:
+        args = call.split()[1:]
+        return Path(args[args.index("--only-points") + 1]).read_text().splitlines()[1:]
+
+    for call in calls[2:6]:  # rounds 2 and 3: every point but the deferred one
+        kept = measured(call)
+        assert len(kept) == 1 and ",256" in kept[0], kept
+    for call in calls[6:]:  # round 4, asked for by another: the deferred point
+        kept = measured(call)
+        assert len(kept) == 1 and ",512" in kept[0], kept

@@ -240,3 +240,23 @@ def test_changed_since_names_the_changed_impls_neither_run_measured(
     assert result.exit_code == 4, result.output
     assert "measured by neither run: gated-deltanet:chunked" in result.stdout
     assert "1 changed impl(s) not measured" in result.stdout
+
+
+def test_changed_since_trusts_a_recorded_trace_only_while_it_covers_the_changed_files(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An A/B's merged run records the impls traced running none of their changed files
+    (meta.json's ab.not_run); compare counts such an impl unchanged only while every file it
+    is tied to now is among the recorded ones, else (more changed since, or no list) changed."""
+    from linbench.ab import changes
+    from linbench.cli.compare_cmd import changed_code
+    from linbench.impl_code import Touched
+
+    chunked, quadratic = "linbench/variants/gated/delta_chunked.py", "linbench/variants/gated/delta_quadratic.py"
+    planted = Touched({"kda:quadratic": (chunked,), "kda:recurrent": (chunked, quadratic)}, (), ())
+    monkeypatch.setattr(changes, "changes_since", lambda root, sha: planted)
+    recorded = {"ab": {"not_run": {"kda:quadratic": [chunked], "kda:recurrent": [chunked]}}}
+    found = changed_code("HEAD", recorded)
+    assert (found.impls, found.not_run) == (("kda:recurrent",), ("kda:quadratic",))
+    assert changed_code("HEAD", {"ab": {"not_run": {"kda:quadratic": chunked}}}).not_run == ()
+    assert changed_code("HEAD", None).impls == ("kda:quadratic", "kda:recurrent")
