@@ -63,7 +63,7 @@ def impl_code() -> dict[str, frozenset[str]]:
             reached = set(modules)
             for module in modules & set(graph.modules):
                 reached |= graph.find_upstream_modules(module)
-            files = {path for module in reached if (path := _module_file(module)) is not None}
+            files = {path for module in reached if (path := module_file(module)) is not None}
             code[f"{variant_name}:{impl_name}"] = frozenset(files | set(impl.sources))
     return code
 
@@ -120,7 +120,7 @@ def _own_modules(fn: Callable[..., Any], depth: int = 4) -> set[str]:
     return {module for module in modules if module == PACKAGE or module.startswith(PACKAGE + ".")}
 
 
-def _module_file(module: str) -> str | None:
+def module_file(module: str) -> str | None:
     """The file of a linbench module, relative to the repository root."""
     parts = module.split(".")
     base = ROOT.joinpath(*parts)

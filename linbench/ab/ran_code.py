@@ -37,7 +37,7 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
-from linbench.impl_code import PACKAGE, ROOT
+from linbench.impl_code import PACKAGE, ROOT, module_file
 from linbench.runner.plan import RunPlan
 from linbench.sweep.points import Point
 from linbench.sweep.request import SweepRequest
@@ -61,7 +61,7 @@ def ran_files(plan: RunPlan, impl: str) -> frozenset[str] | None:
     except Exception:  # a call that fails here says nothing of what the impl runs
         return None
     modules = {name for path in entered if (name := _module_of(path)) is not None}
-    return frozenset(path for name in held_closure(modules) if (path := _file_of(name)) is not None)
+    return frozenset(path for name in held_closure(modules) if (path := module_file(name)) is not None)
 
 
 def untraceable(point: Point, plan: RunPlan) -> str | None:
@@ -226,37 +226,15 @@ def _module_of(path: str) -> str | None:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _file_of(name: str) -> str | None:
-    """The file of a linbench module, relative to the repository root."""
-    path = getattr(sys.modules.get(name), "__file__", None)
-    if not path:
-        return None
-    try:
-        return Path(path).resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return None
-
-
 def ran_by_impl(request: SweepRequest, impls: Iterable[str]) -> dict[str, frozenset[str] | None]:
     """ran_files of each of ``impls`` ("variant:impl") at the points the sweep ``request``
     asks for at its shortest length, where the rounds measure an added impl (widen_cost.py);
     None for each where the sweep cannot be planned here."""
-    from linbench.devices import resolve_device
-    from linbench.runner.plan import make_plan
-    from linbench.sweep.spec import build_spec
-    from linbench.sweep.values import SpecError
+    from linbench.ab.widen_cost import alone_with, planned, shortest
 
     names = list(dict.fromkeys(impls))
-    if not names:
-        return {}
-    alone = replace(request, variants=tuple(names), against=None, no_against=True)
-    try:
-        spec = build_spec(alone)
-        device = resolve_device(spec.device)
-        plan = make_plan(spec, device, str(device))
-    except (SpecError, ValueError, RuntimeError):
+    plan = planned(alone_with(request, tuple(names))) if names else None
+    if plan is None:
         return dict.fromkeys(names)
-    if plan.points:
-        shortest = min(point.shape.seq for point in plan.points)
-        plan = replace(plan, points=tuple(point for point in plan.points if point.shape.seq == shortest))
+    plan = replace(plan, points=tuple(shortest(plan.points)))
     return {name: ran_files(plan, name) for name in names}
