@@ -31,8 +31,8 @@ open. Detection is measured on reruns that give every point enough rounds first 
 --max-job-s 0``), replayed round by round from the third, as the A/B would decide them.
 
 Prints markdown tables for docs/ci.md and writes every number to OUT/summary.json. The final
-figures, on a quiet machine (about 5 minutes a rerun for the first two, 8 for the third; about
-5 hours in all):
+figures, on a quiet machine (about 3 minutes a rerun for the first, 4 for the second, 9 for the
+third; about 5 hours in all):
 
     python scripts/gate_recipe_check.py --reruns 20 --out /tmp/recipe-check                    # false alarms, time
     python scripts/gate_recipe_check.py --reruns 20 --widen --out /tmp/recipe-check-widened    # the same, widened

@@ -19,6 +19,13 @@ leave: their rounds are kept first. A point too dear for the rounds every point 
 first rounds would take more than OUTSIZED_SHARE of the budget: a torch.compile impl on a CPU)
 gets round 1 only, then rounds as the time allows.
 
+Among the changed code's open points, those that look slower so far (their ratio past the
+``--max-slowdown`` floor) go first, and a round of them is taken before the rounds kept for the
+others: one decided regression settles the verdict, while a PASS needs every point cleared. A
+change to the module every gated form runs (56 points) with kda:chunked 1.37-1.40x slower was
+left INCONCLUSIVE after 242 s with that point at 3 rounds: the rounds went to clearing 40 other
+changed points, which cost fewer rounds each (docs/evidence.md, 2026-11-29).
+
 A round's start-up (a ``linbench run`` a side: about 1.5 s a side forked from the side's round
 server on the 2-core CI machine, 4.5 s as a new process) costs the same whatever the round
 measures, while a process of a gate point takes about 0.25 s; a round of the last few open
@@ -67,12 +74,14 @@ OUTSIZED_SHARE = 0.25
 @dataclass(frozen=True)
 class OpenPoint:
     """A point not yet decided: its rounds so far, the rounds that would decide it (None: more
-    than MOST_ROUNDS), and what one process of it costs, both sides (seconds)."""
+    than MOST_ROUNDS), what one process of it costs, both sides (seconds), and whether it looks
+    slower so far (its ratio past the rule's floor)."""
 
     key: Key
     rounds: int
     needed: int | None
     round_s: float
+    slower: bool = False
 
     @property
     def more(self) -> int | None:
@@ -151,14 +160,16 @@ class Scheduler:
         if self.spare:
             # The time left goes to a round of the changed code's open points even where the
             # rounds they need do not fit, and with nothing else chosen, to the cheapest; the
-            # rounds of the changed code's points that do fit are kept for them first.
+            # rounds of the changed code's points that do fit are kept for them first, but
+            # after a round of those that look slower: one caught settles the verdict.
+            remaining = remaining or 0.0
+            suspects = spare_round([p for p in changed if p.slower], self.overhead_s, remaining, self.several)
+            remaining -= one_round_s(suspects, self.overhead_s, self.several)
             kept = [p for p in chosen if _of(p, self.first)]
-            left = (remaining or 0.0) - (projected_s(kept, self.overhead_s, self.several) if kept else 0.0)
+            left = remaining - (projected_s(kept, self.overhead_s, self.several) if kept else 0.0)
             others = [p for p in chosen if p not in kept]
-            chosen = [
-                *kept,
-                *spare_round([*others, *(changed or left_out)], self.overhead_s, left, self.several, self.first),
-            ]
+            rest = [p for p in (changed or left_out) if p not in suspects]
+            chosen = [*suspects, *kept, *spare_round([*others, *rest], self.overhead_s, left, self.several, self.first)]
         self.left_out = {p.key: p.needed for p in left_out if p not in chosen}
         self.per_round = processes_per_round(chosen, self.overhead_s) if self.several else 1
         return {p.key for p in chosen}
@@ -175,12 +186,12 @@ def choose(
     each would cost (its rounds still needed times a process of it), cheapest first, each taken
     while the rounds deciding all those taken (projected_s) fit ``remaining_s`` seconds (None:
     no budget; ``several``: whether a round may measure a point more than once), the points of
-    the impls in ``first`` (the changed code's, "variant:impl") ahead of the others: a change
-    is likeliest to have slowed its own code. One that no count of rounds decides (``needed``
-    None) is left out."""
+    the impls in ``first`` (the changed code's, "variant:impl") ahead of the others, and of
+    those the ones that look slower first: a change is likeliest to have slowed its own code.
+    One that no count of rounds decides (``needed`` None) is left out."""
     chosen: list[OpenPoint] = []
     left_out: list[OpenPoint] = []
-    for point in sorted(points, key=lambda p: (not _of(p, first), p.cost_s, p.round_s, p.key)):
+    for point in sorted(points, key=lambda p: (*_rank(p, first), p.cost_s, p.round_s, p.key)):
         fits = remaining_s is None or projected_s([*chosen, point], overhead_s, several) <= remaining_s
         (chosen if point.more is not None and fits else left_out).append(point)
     return chosen, left_out
@@ -198,16 +209,26 @@ def spare_round(
     cheapest a round, while that one round fits ``remaining_s``. The rounds a point needs are
     estimated from its spread so far, which a round of several processes (their median its
     figure) narrows, so a round the estimate calls too few can still decide it; one that does
-    not leaves it undecided, as it would have been."""
+    not leaves it undecided, as it would have been. A point that looks slower gets its round
+    even where no count of rounds would decide it by that estimate: three rounds' spread is a
+    poor estimate, and it is the point a regression would be."""
     taken: list[OpenPoint] = []
-    for point in sorted(points, key=lambda p: (not _of(p, first), p.round_s, p.key)):
-        if point.more is None:
+    for point in sorted(points, key=lambda p: (*_rank(p, first), p.round_s, p.key)):
+        if point.more is None and not point.slower:
             continue
         trial = [*taken, point]
-        per_round = processes_per_round(trial, overhead_s) if several else 1
-        if overhead_s + per_round * sum(p.round_s for p in trial) <= remaining_s:
+        if one_round_s(trial, overhead_s, several) <= remaining_s:
             taken = trial
     return taken
+
+
+def one_round_s(points: Sequence[OpenPoint], overhead_s: float, several: bool = True) -> float:
+    """Seconds one round of ``points`` takes: its start-up and processes_per_round processes of
+    each (one without ``several``); nothing for no points."""
+    if not points:
+        return 0.0
+    per_round = processes_per_round(points, overhead_s) if several else 1
+    return overhead_s + per_round * sum(p.round_s for p in points)
 
 
 def processes_per_round(points: Sequence[OpenPoint], overhead_s: float) -> int:
@@ -249,7 +270,8 @@ def open_points(folders: Mapping[str, Sequence[object]], rule: TimeRule) -> list
             log_ratio = math.log(judgement.ratio) if judgement.ratio else 0.0
             k = min(len(b), len(c))
             needed = _needed(judgement.spread, log_ratio, k, rule)
-            found.append(OpenPoint(key, k, needed, base_s.get(key, 0.0) + cur_s.get(key, 0.0)))
+            slower = log_ratio > math.log1p(rule.max_slowdown)
+            found.append(OpenPoint(key, k, needed, base_s.get(key, 0.0) + cur_s.get(key, 0.0), slower))
     return found
 
 
@@ -296,6 +318,13 @@ def checks_seconds(path: object) -> float:
         return 0.0
     seconds = overhead.get("gates_s") if isinstance(overhead, dict) else None
     return float(seconds) if isinstance(seconds, (int, float)) else 0.0
+
+
+def _rank(point: OpenPoint, first: Collection[str]) -> tuple[bool, bool]:
+    """Where ``point`` ranks before its cost: the changed code's points (``first``) first, and
+    of those, the ones that look slower."""
+    changed = _of(point, first)
+    return (not changed, not (changed and point.slower))
 
 
 def _of(point: OpenPoint, impls: Collection[str]) -> bool:
@@ -354,7 +383,9 @@ def deferred_line(keys: Collection[Key], rounds: int, budget_s: float | None) ->
 
 
 def _order(first: Collection[str]) -> str:
-    return "the changed impls' first, then the cheapest to decide" if first else "cheapest to decide first"
+    if not first:
+        return "cheapest to decide first"
+    return "the changed impls' first (those that look slower ahead), then the cheapest to decide"
 
 
 def _needed_text(needed: int | None) -> str:

@@ -49,12 +49,13 @@ HELP = {
     f"(compare needs {MIN_TO_JUDGE} processes per point to judge time).",
     "max_rounds": "The most rounds: after --rounds, more run, each of the points whose verdict is not yet decided "
     "(the interval of their ratio at the gate's error rates reaches both past --max-slowdown and to +--max-noise; "
-    "docs/gate.md), the changed impls' first, then the cheapest to decide, a round of a few points in several "
-    f"processes each (their median the round's). Default: {DEFAULT_MAX_ROUNDS} when --rounds > 1.",
+    "docs/gate.md), the changed impls' first (those that look slower ahead), then the cheapest to decide, a "
+    "round of a few points in several processes each (their median the round's). "
+    f"Default: {DEFAULT_MAX_ROUNDS} when --rounds > 1.",
     "max_job_s": "The most seconds the A/B may take, from its start to its verdict: rounds are given to the open "
-    "points, the changed impls' first, then the cheapest to decide, only while the rounds they need fit; a point "
-    "left out is not judged, and the verdict is inconclusive (exit 4), naming the rounds it would need. Default: "
-    "no limit.",
+    "points, the changed impls' first (those that look slower ahead), then the cheapest to decide, only while "
+    "the rounds they need fit; a point left out is not judged, and the verdict is inconclusive (exit 4), naming "
+    "the rounds it would need. Default: no limit.",
     "no_widen": "Measure the sweep as given: an impl whose code changed since the baseline (git diff, mapped by "
     "the import graph, then traced at the sweep's shapes) and that the sweep does not measure is not added, and "
     "the verdict is inconclusive (exit 4), naming it.",

@@ -304,3 +304,53 @@ def test_the_changed_code_s_decidable_points_keep_their_rounds_before_the_time_l
     # (before its rounds were kept first, the one round of both fitted the 45 s, and was taken)
     assert scheduler.next_points({}) == {cheap.key} and scheduler.spare
     assert scheduler.left_out == {dear.key: 3}
+
+
+def test_a_point_whose_ratio_so_far_is_past_the_floor_looks_slower(tmp_path: Path) -> None:
+    base = _rounds_of(tmp_path / "b", [10.0, 13.0, 8.0])
+    slower = _open(base, _rounds_of(tmp_path / "s", [13.0, 17.0, 10.4]))  # 1.3x, too spread to decide
+    level = _open(base, _rounds_of(tmp_path / "l", [10.2, 12.9, 8.1]))  # about 1.0x
+    assert len(slower) == 1 and slower[0].slower
+    assert len(level) == 1 and not level[0].slower
+
+
+def test_the_changed_code_s_points_that_look_slower_go_first() -> None:
+    """Two points of the changed impl, room for the rounds of one: the one that looks slower
+    is taken, though the other would cost fewer rounds."""
+    clears = OpenPoint(row_key(result_row(256, impl="kernel")), 3, 5, 0.5)  # 2 more rounds
+    slower = OpenPoint(row_key(result_row(512, impl="kernel")), 3, 6, 0.5, slower=True)  # 3 more
+    chosen, left = choose([clears, slower], 4.0, 14.0, several=False, first={"cosine:kernel"})
+    assert chosen == [slower] and left == [clears]  # 3 · 4 + 1.5 s fits, both (3 · 4 + 2.5 s) do not
+    chosen, _ = choose([clears, slower], 4.0, 14.0, several=False)
+    assert chosen == [clears]  # without a change to rank by, the cheapest first
+    unchanged = OpenPoint(row_key(result_row(512)), 3, 6, 0.5, slower=True)
+    chosen, _ = choose([clears, unchanged], 4.0, 14.0, several=False, first={"cosine:kernel"})
+    assert chosen == [clears]  # an unchanged point that looks slower has no such claim
+
+
+def test_a_point_that_looks_slower_gets_the_time_left_though_no_count_of_rounds_would_decide_it() -> None:
+    wild = OpenPoint(row_key(result_row(1024, impl="kernel")), 3, None, 0.5, slower=True)  # three rounds' spread
+    hopeless = OpenPoint(row_key(result_row(2048, impl="kernel")), 3, None, 0.5)
+    assert spare_round([hopeless, wild], 4.0, 10.0, several=False) == [wild]
+
+
+def test_a_round_of_the_changed_code_s_points_that_look_slower_goes_ahead_of_the_kept_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As a change to the module every gated form runs left it (2026-11-29): the changed impl's
+    point 1.4x slower needs more rounds than the job holds, and the cheap ones clearing the
+    other changed points' take the time left; a round of the slower one now goes first."""
+    first = frozenset({"cosine:kernel", "cosine:chunked"})
+    slower = OpenPoint(row_key(result_row(256, impl="kernel")), 3, 10, 0.5, slower=True)  # 7 more rounds
+    clearing = [OpenPoint(row_key(result_row(seq)), 3, 5, 0.5) for seq in (256, 512, 1024)]  # 2 more each
+    monkeypatch.setattr(sequential, "open_points", lambda folders, rule: [slower, *clearing])
+    scheduler = Scheduler(RULE, budget_s=60.0, started=0.0, clock=lambda: 0.0, first=first)
+    scheduler.round_done([2.0, 2.0], [0.5, 0.5])  # a round's start-up: 3 s
+    # 30 s left: the slower point's 7 rounds with the others' do not fit, the others' 2 rounds do
+    # (2 · 3 s + 2 · 1.5 s · 2 processes = 12 s), which left 18 s: room for the slower one's round
+    # (3 s + 0.5 s · 6 processes), which now goes first.
+    chosen = scheduler.next_points({})
+    assert slower.key in chosen and {p.key for p in clearing} <= chosen and scheduler.spare
+    scheduler.budget_s = 47.0  # 17 s left: a round of the slower one (6 s), then the others' rounds
+    chosen = scheduler.next_points({})
+    assert slower.key in chosen and scheduler.spare
