@@ -24,7 +24,9 @@ Among the changed code's open points, those that look slower so far (their ratio
 others: one decided regression settles the verdict, while a PASS needs every point cleared. A
 change to the module every gated form runs (56 points) with kda:chunked 1.37-1.40x slower was
 left INCONCLUSIVE after 242 s with that point at 3 rounds: the rounds went to clearing 40 other
-changed points, which cost fewer rounds each (docs/evidence.md, 2026-11-29).
+changed points, which cost fewer rounds each. With this rule it gets 5-6 rounds there, still
+too few: at 56 points the three rounds every point gets take about 180 s of the 270
+(docs/evidence.md, 2026-11-29).
 
 A round's start-up (a ``linbench run`` a side: about 1.5 s a side forked from the side's round
 server on the 2-core CI machine, 4.5 s as a new process) costs the same whatever the round
