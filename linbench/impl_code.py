@@ -35,11 +35,14 @@ ROOT = Path(__file__).resolve().parents[1]
 class Touched:
     """What a set of changed files means for the impls: ``impls`` maps each impl
     (``variant:impl``) whose own code changed to the changed files it runs; ``shared`` are
-    changed files every variant's impls run; ``other`` changed files no impl runs."""
+    changed files every variant's impls run; ``other`` changed files no impl runs;
+    ``unchanged``, files set apart before this mapping whose code is the same (comments,
+    docstrings, layout: ab/code_diff.py)."""
 
     impls: Mapping[str, tuple[str, ...]]
     shared: tuple[str, ...]
     other: tuple[str, ...]
+    unchanged: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:

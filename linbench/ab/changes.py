@@ -2,13 +2,18 @@
 
 A gate that passes must have measured the code that changed. ``changes_since`` reads the diff
 between a revision and the checkout (tracked changes, staged or not, and untracked files git
-does not ignore) and maps the changed files to the impls that run them (linbench/impl_code.py).
+does not ignore) and maps the changed files to the impls that run them (linbench/impl_code.py);
+a Python file whose code is the same, its comments, docstrings or layout changed only
+(code_diff.py), changes no impl.
 ``widen`` then decides, for a sweep's impls: each changed impl the sweep does not measure is
 added to its points, at the sweep's shapes, unless it cannot run on the sweep's device or
 widening is off (``--no-widen``); those are left out, and the comparison names them and is
 inconclusive (exit 4), never a pass. ``Widening.running`` then drops the measured and added
-impls whose calls, traced at the sweep's shapes (ran_code.py), run none of the changed files
+impls whose calls, traced at the sweep's shapes (ran_code.py), run none of the changed code
 the import graph ties them to: the graph is by module, and one module builds every gated form.
+Within a changed file, what counts is its changed functions (code_diff.py): an impl runs the
+change where its calls enter one of them or where one runs while the variants are built, and
+wherever the file's import-time code changed.
 
 Changed files that no impl runs (the runner, the measurement code, the reports) or that the
 impls of most variants run (the variant machinery) widen nothing: every point the suite
@@ -20,10 +25,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from linbench.ab.worktree import git_lines
+from linbench.ab.code_diff import WHOLE, CodeChange, code_change
+from linbench.ab.worktree import git_file, git_lines
 from linbench.impl_code import Touched, impl_code, touched
 from linbench.sweep.estimate import format_duration
+
+if TYPE_CHECKING:
+    from linbench.ab.ran_code import Function, Ran
 
 
 def changed_files(root: Path, sha: str) -> list[str]:
@@ -36,8 +46,23 @@ def changed_files(root: Path, sha: str) -> list[str]:
 
 
 def changes_since(root: Path, sha: str) -> Touched:
-    """The impls, shared files and other files the changes since ``sha`` touch."""
-    return touched(changed_files(root, sha), impl_code())
+    """The impls, shared files and other files the changes since ``sha`` touch; a Python
+    file whose code did not change (comments, docstrings, layout) is set apart as unchanged."""
+    files = changed_files(root, sha)
+    code = code_changes(root, sha, files)
+    unchanged = tuple(path for path in files if path in code and code[path].none)
+    return replace(touched([path for path in files if path not in unchanged], impl_code()), unchanged=unchanged)
+
+
+def code_changes(root: Path, sha: str, paths: Iterable[str]) -> dict[str, CodeChange]:
+    """What the change since ``sha`` does to each Python file of ``paths`` (code_diff.py)."""
+    changes = {}
+    for path in paths:
+        if path.endswith(".py"):
+            current = root / path
+            after = current.read_text() if current.is_file() else None
+            changes[path] = code_change(git_file(root, sha, path), after)
+    return changes
 
 
 @dataclass(frozen=True)
@@ -55,15 +80,22 @@ class Widening:
     # changed files: not added, and not counted as changed; each with those files.
     not_run: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def running(self, ran: Mapping[str, frozenset[str] | None]) -> Widening:
-        """This widening without the measured and added impls whose traced files (``ran``:
-        impl -> the files its calls ran, ran_code.ran_files) hold none of their changed files.
-        An impl not traced (None, or absent) keeps the import graph's answer, and so does one
-        tied to a changed file that is no Python module of the package (csrc/)."""
+    def running(
+        self,
+        ran: Mapping[str, Ran | None],
+        code: Mapping[str, CodeChange],
+        at_import: frozenset[Function] | None,
+    ) -> Widening:
+        """This widening without the measured and added impls that, traced (``ran``: impl ->
+        what its calls ran, ran_code.ran_files), run none of their changed code (``code``: each
+        changed file's, code_diff.py; ``at_import``: the functions building the variants
+        enters, ran_code.run_at_import, None where unknown). An impl not traced (None, or
+        absent) keeps the import graph's answer, and so does one tied to a changed file that
+        is no Python module of the package (csrc/)."""
         not_run = {
             impl: self.changes.impls[impl]
             for impl in (*self.measured, *self.added)
-            if not runs_changed(ran.get(impl), self.changes.impls.get(impl, ()))
+            if not runs_changed(ran.get(impl), self.changes.impls.get(impl, ()), code, at_import)
         }
         return replace(
             self,
@@ -96,17 +128,42 @@ class Widening:
             by_files.setdefault(files, []).append(impl)
         for files, impls in by_files.items():
             lines.append(
-                f"changed code: {', '.join(impls)} run(s) none of {', '.join(files)} at the sweep's shapes "
-                "(traced; the import graph ties them to it): not counted as changed"
+                f"changed code: {', '.join(impls)} run(s) none of the changed code of {', '.join(files)} at the "
+                "sweep's shapes (traced by function; the import graph ties them to it): not counted as changed"
+            )
+        if self.changes.unchanged:
+            lines.append(
+                f"changed code: {', '.join(self.changes.unchanged)}: comments, docstrings or layout only, "
+                "the same code: no impl counted as changed by it"
             )
         return lines
 
 
-def runs_changed(ran: frozenset[str] | None, changed: Sequence[str]) -> bool:
-    """Whether an impl whose traced files are ``ran`` (None: not traced) runs one of the
-    ``changed`` files it is tied to: it does where it was not traced, or where one of them is
-    no Python module (csrc/, which no Python frame shows)."""
-    return ran is None or any(path in ran or not path.endswith(".py") for path in changed)
+def runs_changed(
+    ran: Ran | None,
+    changed: Sequence[str],
+    code: Mapping[str, CodeChange] | None = None,
+    at_import: frozenset[Function] | None = None,
+) -> bool:
+    """Whether an impl whose traced calls ran ``ran`` (None: not traced) runs the changed code
+    of one of the ``changed`` files it is tied to: it does where it was not traced, where one
+    of them is no Python module (csrc/, which no Python frame shows), and where it ran a file
+    (its functions, or values it holds) whose import-time code changed (``code``: each file's
+    change, WHOLE where absent) or one of whose changed functions it entered or building the
+    variants enters (``at_import``; None: unknown, so any)."""
+    if ran is None:
+        return True
+    for path in changed:
+        if not path.endswith(".py"):
+            return True
+        if path not in ran.files:
+            continue
+        change = (code or {}).get(path, WHOLE)
+        if change.whole or at_import is None:
+            return True
+        if any((path, line) in ran.functions or (path, line) in at_import for line in change.first_lines):
+            return True
+    return False
 
 
 def within_cap(costs: Mapping[str, float | None], max_s: float | None) -> tuple[list[str], dict[str, str]]:

@@ -39,7 +39,7 @@ from linbench.results.store import utc_stamp
 from linbench.sweep.suites import find_suite, read_suite, suite_command
 
 Progress = Callable[[str], None]
-# meta.json's ab section: the impls traced running none of their changed files (ab/ran_code.py).
+# meta.json's ab section: the impls traced running none of their changed code (ab/ran_code.py).
 NOT_RUN = "not_run"
 NO_CHECK = "--no-check"  # run's: measure without the correctness check (round 1 checked every point)
 
@@ -163,7 +163,7 @@ class AbJob:
         """Each side's rounds as one run folder, out_dir/<side>, whose meta.json records the
         rounds as the repeated-process protocol, both revisions and ``command``, and
         ``not_run``: the impls the import graph ties to changed files that, traced at the
-        sweep's shapes, ran none of them (each with those files; ab/ran_code.py), which the
+        sweep's shapes, ran none of their changed code (each with those files; ab/ran_code.py), which the
         comparison does not count as changed (gate/verdict.py's ChangedCode)."""
         revisions = {"baseline": {"revision": self.revision, "sha": self.sha}, "current": {"sha": git_sha()}}
         protocol = self.protocol.meta()

@@ -10,11 +10,17 @@ machine), though none of them runs a line of it.
 
 Here an impl is called as a timed process calls it (runner/workload.py: the inputs drawn, a
 repetition's set-up and its work, twice, the second call in case the first filled a cache)
-at each of the points the rounds would measure it at, under ``sys.setprofile``: the files of
-every Python function entered are recorded. To them are added the modules whose values the
+at each of the points the rounds would measure it at, under ``sys.setprofile``: every Python
+function entered is recorded, by its file and first line. To them are added the modules whose values the
 recorded modules hold from import time, which no call enters: a constant, a class or a module
 imported from another module, and a function called while the module is imported
 (``import_time_sources``), transitively.
+
+Within a file, the functions matter too: a change to one function of the module that builds
+every gated form (code_diff.py) is run only by the forms whose calls enter it, or by every
+form where it runs while the variants are built. ``run_at_import`` finds the latter: the
+functions entered while a new process imports linbench's variants and builds their impls,
+which this process did before any trace began.
 
 What cannot be traced here keeps the import graph's answer (None): an impl whose kernels are
 not PyTorch's own operators (a library, the csrc kernels, torch.compile: their code is not
@@ -29,13 +35,16 @@ import ast
 import importlib
 import importlib.util
 import inspect
+import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from linbench.impl_code import PACKAGE, ROOT, module_file
 from linbench.runner.plan import RunPlan
@@ -44,24 +53,81 @@ from linbench.sweep.request import SweepRequest
 from linbench.variants.backends import EAGER, declared_backend
 from linbench.variants.registry import get_variant
 
+if TYPE_CHECKING:
+    from linbench.ab.changes import Widening
+
 CALLS = 2  # each point's repetitions traced: the second in case the first filled a cache
+Function = tuple[str, int]  # a function of linbench: its file (from the repository root), its first line
 
 
-def ran_files(plan: RunPlan, impl: str) -> frozenset[str] | None:
-    """The files (relative to the repository root) that ``impl``'s calls run at the points of
-    ``plan`` it has, with the modules they hold values of from import time; None where it
-    cannot be traced here (the module's docstring says when), or ``plan`` has no point of it."""
+@dataclass(frozen=True)
+class Ran:
+    """What an impl's traced calls ran: ``files`` (relative to the repository root), those of
+    the functions it entered and of the modules they hold values of from import time;
+    ``functions``, each function it entered, by file and first line (``co_firstlineno``)."""
+
+    files: frozenset[str]
+    functions: frozenset[Function] = frozenset()
+
+
+def ran_files(plan: RunPlan, impl: str) -> Ran | None:
+    """What ``impl``'s calls run at the points of ``plan`` it has; None where it cannot be
+    traced here (the module's docstring says when), or ``plan`` has no point of it."""
     points = [point for point in plan.points if f"{point.variant}:{point.impl}" == impl]
     if not points or any(untraceable(point, plan) for point in points):
         return None
-    entered: set[str] = set()
+    entered: set[tuple[str, int]] = set()
     try:
         for point in points:
             entered |= traced_call(point, plan)
     except Exception:  # a call that fails here says nothing of what the impl runs
         return None
-    modules = {name for path in entered if (name := _module_of(path)) is not None}
-    return frozenset(path for name in held_closure(modules) if (path := module_file(name)) is not None)
+    modules = {name for path, _ in entered if (name := _module_of(path)) is not None}
+    files = frozenset(path for name in held_closure(modules) if (path := module_file(name)) is not None)
+    return Ran(files, ours(entered))
+
+
+def ours(entered: Iterable[tuple[str, int]]) -> frozenset[Function]:
+    """The functions of linbench among ``entered`` (each a source file's path and a first
+    line), their files relative to the repository root."""
+    found = set()
+    for path, line in entered:
+        if _module_of(path) is not None:
+            found.add((Path(path).resolve().relative_to(ROOT).as_posix(), line))
+    return frozenset(found)
+
+
+# Run by run_at_import in a new process: the profile function is set before linbench is
+# imported, so what the imports and the building of every variant's impls call is seen.
+AT_IMPORT = """
+import json, sys
+entered = set()
+def profile(frame, event, arg):
+    if event == "call":
+        entered.add((frame.f_code.co_filename, frame.f_code.co_firstlineno))
+sys.setprofile(profile)
+from linbench.variants.registry import get_variant, list_variants
+for name in list_variants():
+    for impl in get_variant(name).impls:
+        get_variant(name).impl(impl)
+sys.setprofile(None)
+json.dump(sorted(entered), sys.stdout)
+"""
+
+
+def run_at_import() -> frozenset[Function] | None:
+    """The functions of linbench that importing its variants and building their impls enters
+    (a factory that builds a form's function; a registration), traced in a new process of
+    this tree; None where that process fails."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", AT_IMPORT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+        entered = json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return None if entered is None else ours((str(path), int(line)) for path, line in entered)
 
 
 def untraceable(point: Point, plan: RunPlan) -> str | None:
@@ -76,9 +142,9 @@ def untraceable(point: Point, plan: RunPlan) -> str | None:
     return None
 
 
-def traced_call(point: Point, plan: RunPlan) -> set[str]:
-    """The files of every Python function entered while ``point``'s inputs are drawn and it is
-    called CALLS times as a timed process calls it."""
+def traced_call(point: Point, plan: RunPlan) -> set[tuple[str, int]]:
+    """Every Python function entered (its source file and first line) while ``point``'s inputs
+    are drawn and it is called CALLS times as a timed process calls it."""
     from linbench.runner.workload import Workload
 
     with recording() as entered:
@@ -90,14 +156,15 @@ def traced_call(point: Point, plan: RunPlan) -> set[str]:
 
 
 @contextmanager
-def recording() -> Iterator[set[str]]:
-    """The set of the source files of the Python functions entered in the block (this thread)."""
-    entered: set[str] = set()
+def recording() -> Iterator[set[tuple[str, int]]]:
+    """The Python functions entered in the block (this thread), each by its source file and
+    first line."""
+    entered: set[tuple[str, int]] = set()
 
     # A profile function, not a trace function: a coverage tool's tracer stays as it is.
     def profile(frame: FrameType, event: str, _arg: Any) -> None:
         if event == "call":
-            entered.add(frame.f_code.co_filename)
+            entered.add((frame.f_code.co_filename, frame.f_code.co_firstlineno))
 
     previous = sys.getprofile()
     sys.setprofile(profile)
@@ -226,7 +293,7 @@ def _module_of(path: str) -> str | None:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def ran_by_impl(request: SweepRequest, impls: Iterable[str]) -> dict[str, frozenset[str] | None]:
+def ran_by_impl(request: SweepRequest, impls: Iterable[str]) -> dict[str, Ran | None]:
     """ran_files of each of ``impls`` ("variant:impl") at the points the sweep ``request``
     asks for at its shortest length, where the rounds measure an added impl (widen_cost.py);
     None for each where the sweep cannot be planned here."""
@@ -238,3 +305,17 @@ def ran_by_impl(request: SweepRequest, impls: Iterable[str]) -> dict[str, frozen
         return dict.fromkeys(names)
     plan = replace(plan, points=tuple(shortest(plan.points)))
     return {name: ran_files(plan, name) for name in names}
+
+
+def traced_widening(widening: Widening, request: SweepRequest, root: Path, sha: str) -> Widening:
+    """``widening`` without the measured and added impls that, traced at the points the sweep
+    ``request`` measures them at (ran_by_impl), run none of their code changed since ``sha``
+    in the checkout at ``root`` (changes.Widening.running). The functions building the
+    variants enters are traced in a new process only where a changed function could count."""
+    from linbench.ab.changes import code_changes
+
+    impls = (*widening.measured, *widening.added)
+    ran = ran_by_impl(request, impls)
+    code = code_changes(root, sha, {path for impl in impls for path in widening.changes.impls.get(impl, ())})
+    by_function = any(not change.whole and change.first_lines for change in code.values())
+    return widening.running(ran, code, run_at_import() if by_function else frozenset())

@@ -91,6 +91,15 @@ def git_lines(root: Path, *args: str) -> list[str]:
     return _git(root, *args).splitlines()
 
 
+def git_file(root: Path, sha: str, path: str) -> str | None:
+    """The text of ``path`` (from the repository's root) at commit ``sha``; None where that
+    commit has no such file (or git cannot say)."""
+    try:
+        return _git(root, "show", f"{sha}:{path}")
+    except WorktreeError:
+        return None
+
+
 def _git(root: Path, *args: str) -> str:
     """``git -C root ARGS``'s stdout, stripped; WorktreeError with git's first error line."""
     try:

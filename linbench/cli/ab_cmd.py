@@ -211,12 +211,12 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
     """Add to the rounds' ``--variant`` each impl whose code changed since the baseline and
     that the sweep (the suite's, or the flags') does not measure, unless it cannot run on the
     sweep's device, ``enabled`` is False, or the added impls' predicted time passes ``max_s``
-    (``--max-widen-s``), or, traced at the sweep's shapes, runs none of its changed files
+    (``--max-widen-s``), or, traced at the sweep's shapes, runs none of its changed code
     (ab/ran_code.py); say what was done, with each added impl's predicted time. The points
     the rounds measure are the added impls' at the sweep's shortest length only; the changed
     impls' open points go first."""
     from linbench.ab.changes import changes_since, sweep_widening, widened_variants
-    from linbench.ab.ran_code import ran_by_impl
+    from linbench.ab.ran_code import traced_widening
     from linbench.ab.widen_cost import added_seconds, first_points
     from linbench.cli.run_flow import sweep_request
     from linbench.sweep.suites import read_suite
@@ -229,8 +229,9 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
     request = sweep_request("run", {option.name: values[option.name] for option in RUN_OPTIONS})
     if widening.measured or widening.added:
         # The changed impls' calls at the sweep's shapes, traced: one tied to the changed
-        # files only by imports (a gated form the shared module dispatches to) is not added.
-        widening = widening.running(ran_by_impl(request, (*widening.measured, *widening.added)))
+        # files only by imports (a gated form the shared module dispatches to), or that enters
+        # none of a changed file's changed functions, is not added.
+        widening = traced_widening(widening, request, job.root, job.sha)
     if widening.added:
         widening = widening.priced({impl: added_seconds(request, impl, job.rounds) for impl in widening.added}, max_s)
     for line in widening.lines():

@@ -110,8 +110,9 @@ def compare_command(
 def changed_code(revision: str, meta: Mapping[str, Any] | None = None) -> ChangedCode:
     """The code of this checkout changed since ``revision`` (ab/changes.py); a ValueError
     (a usage error) when it is no revision of the checkout. An impl the current run's
-    ``meta`` (an A/B's merged run) records as traced running none of the files it is tied to
-    (ab/ran_code.py), all of which are among them still, is not counted as changed."""
+    ``meta`` (an A/B's merged run) records as traced running none of the changed code of the
+    files it is tied to (ab/ran_code.py), all of which are among them still, is not counted as
+    changed."""
     from linbench.ab.changes import changes_since
     from linbench.ab.job import NOT_RUN
     from linbench.ab.worktree import WorktreeError, checkout_root, resolve_revision
@@ -132,7 +133,7 @@ def changed_code(revision: str, meta: Mapping[str, Any] | None = None) -> Change
         if isinstance(files := traced.get(name), list) and set(changes.impls[name]) <= set(files)
     )
     impls = tuple(name for name in changes.names if name not in not_run)
-    return ChangedCode(revision, impls, changes.infrastructure, not_run)
+    return ChangedCode(revision, impls, changes.infrastructure, not_run, changes.unchanged)
 
 
 def _load_lines(baseline: dict, current: dict) -> list[str]:

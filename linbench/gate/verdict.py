@@ -82,8 +82,10 @@ class ChangedCode:
     impls: tuple[str, ...]
     infrastructure: tuple[str, ...] = ()
     # Impls the import graph ties to changed files that, traced at the measured shapes, ran
-    # none of them (ab/ran_code.py): not counted as changed.
+    # none of their changed code (ab/ran_code.py): not counted as changed.
     not_run: tuple[str, ...] = ()
+    # Changed files whose code is the same (comments, docstrings, layout; ab/code_diff.py).
+    unchanged: tuple[str, ...] = ()
 
     def unmeasured(self, coverage: Coverage) -> tuple[str, ...]:
         """The changed impls neither run measured: a comparison without them cannot pass."""
@@ -104,8 +106,14 @@ class ChangedCode:
             lines.append(f"changed impl(s) since {self.revision} measured: {', '.join(measured)}")
         if self.not_run:
             lines.append(
-                f"{len(self.not_run)} impl(s) tied to the changed files by imports ran none of them at the "
-                f"measured shapes (traced), and are not counted as changed: {', '.join(self.not_run)}"
+                f"{len(self.not_run)} impl(s) tied to the changed files by imports ran none of their changed "
+                "code at the measured shapes (traced by function), and are not counted as changed: "
+                f"{', '.join(self.not_run)}"
+            )
+        if self.unchanged:
+            lines.append(
+                f"{len(self.unchanged)} changed file(s) hold the same code (comments, docstrings or layout only) "
+                f"and change no impl: {', '.join(self.unchanged)}"
             )
         if self.infrastructure:
             files = ", ".join(self.infrastructure)
@@ -121,5 +129,6 @@ class ChangedCode:
             "impls": list(self.impls),
             "unmeasured": list(self.unmeasured(coverage)),
             "not_run": list(self.not_run),
+            "unchanged": list(self.unchanged),
             "infrastructure": list(self.infrastructure),
         }

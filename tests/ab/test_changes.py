@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from linbench.ab.changes import changed_files, widen
+from linbench.ab.changes import changed_files, changes_since, widen
+from linbench.ab.code_diff import WHOLE, CodeChange
+from linbench.ab.ran_code import Ran
 from linbench.impl_code import Touched, impl_code, touched
 
 GATED = ("retention", "lightning", "simple-gla", "gla", "deltanet", "gated-deltanet", "kda", "mamba2", "gdn2", "rwkv7")
@@ -109,20 +111,66 @@ def test_an_impl_traced_running_none_of_its_changed_files_is_neither_added_nor_c
         (),
     )
     widened = widen(changes, {"kda:chunked"}, dict.fromkeys(changes.names), enabled=True)
-    ran: dict[str, frozenset[str] | None] = {
-        "kda:chunked": frozenset({chunked_file}),
-        "kda:quadratic": frozenset({"linbench/variants/gated/delta_quadratic.py"}),
+    ran: dict[str, Ran | None] = {
+        "kda:chunked": Ran(frozenset({chunked_file})),
+        "kda:quadratic": Ran(frozenset({"linbench/variants/gated/delta_quadratic.py"})),
         "kda:recurrent": None,
-        "cosine:kernel": frozenset(),
+        "cosine:kernel": Ran(frozenset()),
     }
-    narrowed = widened.running(ran)
+    narrowed = widened.running(ran, {}, frozenset())
     assert narrowed.measured == ("kda:chunked",)
     assert narrowed.added == ("kda:recurrent", "cosine:kernel")
     assert narrowed.not_run == {"kda:quadratic": (chunked_file,)}
     said = (
-        f"changed code: kda:quadratic run(s) none of {chunked_file} at the sweep's shapes "
-        "(traced; the import graph ties them to it): not counted as changed"
+        f"changed code: kda:quadratic run(s) none of the changed code of {chunked_file} at the sweep's shapes "
+        "(traced by function; the import graph ties them to it): not counted as changed"
     )
     assert said in narrowed.lines()
     # An impl the sweep measures is traced too: not running the change, its points are not first.
-    assert widened.running({**ran, "kda:chunked": frozenset()}).measured == ()
+    assert widened.running({**ran, "kda:chunked": Ran(frozenset())}, {}, frozenset()).measured == ()
+
+
+SHARED = "linbench/variants/gated/impls.py"  # builds every gated form
+CHUNKED_FN = (SHARED, 133)  # the chunked form's function, built by a factory at line 132
+FACTORY = (SHARED, 132)
+
+
+@pytest.mark.parametrize(
+    ("change", "at_import", "recurrent_runs_it"),
+    [
+        (CodeChange(False, frozenset({"_chunked_impl.<locals>.chunked"}), frozenset({133})), frozenset(), False),
+        # What building the variants runs, every form built runs: a factory changed.
+        (CodeChange(False, frozenset({"_chunked_impl"}), frozenset({132})), frozenset({FACTORY}), True),
+        (CodeChange(False, frozenset({"_chunked_impl.<locals>.chunked"}), frozenset({133})), None, True),
+        (WHOLE, frozenset(), True),
+    ],
+)
+def test_a_change_to_a_shared_module_counts_for_the_impls_that_run_its_changed_functions(
+    change: CodeChange, at_import: frozenset[tuple[str, int]] | None, recurrent_runs_it: bool
+) -> None:
+    """One function of the module that builds every gated form changed: the chunked form,
+    which enters it, runs the change; the recurrent form, which holds the module but enters
+    another function, does not, unless building the forms runs the change (a factory, or not
+    known: None), or the module's import-time code changed (WHOLE)."""
+    changes = Touched({"kda:chunked": (SHARED,), "kda:recurrent": (SHARED,)}, (), ())
+    widened = widen(changes, {"kda:chunked"}, dict.fromkeys(changes.names), enabled=True)
+    ran = {
+        "kda:chunked": Ran(frozenset({SHARED}), frozenset({CHUNKED_FN})),
+        "kda:recurrent": Ran(frozenset({SHARED}), frozenset({(SHARED, 110)})),
+    }
+    narrowed = widened.running(ran, {SHARED: change}, at_import)
+    assert narrowed.measured == ("kda:chunked",)
+    assert narrowed.added == (("kda:recurrent",) if recurrent_runs_it else ())
+    assert ("kda:recurrent" in narrowed.not_run) is not recurrent_runs_it
+
+
+def test_a_change_to_comments_and_docstrings_only_changes_no_impl(repo: Path) -> None:
+    base = _head(repo)
+    path = repo / "linbench/variants/gated/triangular.py"
+    path.write_text('"""The inverse."""\n\nx = 1  # twice\n')
+    changes = changes_since(repo, base)
+    assert changes.unchanged == ("linbench/variants/gated/triangular.py",) and not changes.impls
+    said = "changed code: linbench/variants/gated/triangular.py: comments, docstrings or layout only"
+    assert any(line.startswith(said) for line in widen(changes, (), {}, enabled=True).lines())
+    path.write_text("x = 2\n")
+    assert changes_since(repo, base).impls and changes_since(repo, base).unchanged == ()

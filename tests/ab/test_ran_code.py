@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from linbench.ab import ran_code
-from linbench.ab.ran_code import import_time_sources, ran_by_impl, ran_files, untraceable
+from linbench.ab.ran_code import import_time_sources, ran_by_impl, ran_files, run_at_import, untraceable
+from linbench.impl_code import ROOT
 from linbench.sweep.points import Point
 from linbench.sweep.request import SweepRequest
 
@@ -26,8 +27,8 @@ def test_a_gated_form_runs_its_own_forms_file_and_not_the_other_forms() -> None:
     """One module builds kda's three forms and picks each form's code at call time, so the
     import graph ties them all to every form's file; traced, each runs its own."""
     ran = ran_by_impl(SMALL, ["kda:chunked", "kda:quadratic", "kda:recurrent"])
-    chunked, quadratic, recurrent = ran["kda:chunked"], ran["kda:quadratic"], ran["kda:recurrent"]
-    assert chunked is not None and quadratic is not None and recurrent is not None
+    assert all(ran.values())
+    chunked, quadratic, recurrent = (ran[f"kda:{form}"].files for form in ("chunked", "quadratic", "recurrent"))  # type: ignore[union-attr]
     assert GATED + "delta_chunked.py" in chunked and GATED + "triangular.py" in chunked
     assert GATED + "delta_quadratic.py" in quadratic and GATED + "delta_chunked.py" not in quadratic
     assert GATED + "delta_recurrent.py" in recurrent and GATED + "delta_chunked.py" not in recurrent
@@ -35,10 +36,33 @@ def test_a_gated_form_runs_its_own_forms_file_and_not_the_other_forms() -> None:
     assert all(GATED + "impls.py" in files for files in (chunked, quadratic, recurrent))
 
 
+def _first_line(function: object) -> tuple[str, int]:
+    code = function.__code__  # type: ignore[attr-defined]
+    return str(Path(code.co_filename).resolve().relative_to(ROOT).as_posix()), code.co_firstlineno
+
+
+def test_each_form_enters_its_own_function_of_the_module_that_builds_every_form() -> None:
+    """variants/gated/impls.py builds each form's function in a factory; traced, the chunked
+    form enters the chunked function, the recurrent form does not, and building the variants
+    (traced in a new process) runs the factories but none of the forms' functions."""
+    from linbench.variants.gated import impls
+
+    chunked = _first_line(impls._chunked_impl("kda", lambda *a, **k: None))
+    recurrent = _first_line(impls._recurrent_impl("kda", lambda *a, **k: None))
+    ran = ran_by_impl(SMALL, ["kda:chunked", "kda:recurrent"])
+    assert ran["kda:chunked"] is not None and ran["kda:recurrent"] is not None
+    assert chunked in ran["kda:chunked"].functions and chunked not in ran["kda:recurrent"].functions
+    assert recurrent in ran["kda:recurrent"].functions and recurrent not in ran["kda:chunked"].functions
+    at_import = run_at_import()
+    assert at_import is not None
+    assert _first_line(impls._chunked_impl) in at_import and _first_line(impls.gated_impls) in at_import
+    assert chunked not in at_import and recurrent not in at_import
+
+
 def test_an_impl_is_traced_at_the_shortest_length_the_rounds_measure_it_at(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []
 
-    def traced(point: Point, plan: object) -> set[str]:
+    def traced(point: Point, plan: object) -> set[tuple[str, int]]:
         seen.append(point.shape.seq)
         return set()
 
@@ -83,12 +107,12 @@ def test_a_backward_on_the_cpu_is_traced_into_the_forms_backward() -> None:
     spec = build_spec(replace(SMALL, seq="64", modes=("fwdbwd",)))
     plan = make_plan(spec, resolve_device("cpu"), "cpu")
     assert {point.mode for point in plan.points} == {"fwdbwd"}
-    files = ran_files(plan, "kda:chunked")
-    assert files is not None and GATED + "delta_chunked.py" in files
+    ran = ran_files(plan, "kda:chunked")
+    assert ran is not None and GATED + "delta_chunked.py" in ran.files
 
 
 def test_a_call_that_fails_keeps_the_import_graphs_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fails(point: object, plan: object) -> set[str]:
+    def fails(point: object, plan: object) -> set[tuple[str, int]]:
         raise RuntimeError("out of memory")
 
     monkeypatch.setattr(ran_code, "traced_call", fails)

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from result_rows import result_row
 
 import linbench
 from linbench.ab import changes
+from linbench.ab.code_diff import WHOLE, CodeChange
 from linbench.ab.job import AbJob
 from linbench.ab.worktree import checkout_root, registered_worktrees
 from linbench.cli import ab_cmd
@@ -189,6 +190,7 @@ def test_a_changed_impl_the_suite_does_not_measure_is_added_or_stops_a_pass(
     --no-widen or a --max-widen-s its predicted time passes, says it was not measured and
     exits 4, not 0."""
     monkeypatch.setattr(changes, "changes_since", lambda root, sha: GATED_CHANGE)
+    monkeypatch.setattr(changes, "code_changes", _import_time_changed)
     given: list[list[str]] = []
     base = (10.0, 10.05, 9.95, 10.02)  # 4 rounds within 1%: cleared
 
@@ -223,6 +225,7 @@ def test_a_changed_impl_traced_running_none_of_the_changed_files_is_not_added_an
     chunked_file = "linbench/variants/gated/delta_chunked.py"
     planted = Touched({"gated-deltanet:quadratic": (chunked_file,)}, (), ())
     monkeypatch.setattr(changes, "changes_since", lambda root, sha: planted)
+    monkeypatch.setattr(changes, "code_changes", _import_time_changed)
     given: list[list[str]] = []
     base = (10.0, 10.05, 9.95, 10.02)
 
@@ -235,11 +238,17 @@ def test_a_changed_impl_traced_running_none_of_the_changed_files_is_not_added_an
     result = invoke("ab", "--baseline", "HEAD", *args, "--rounds", "3", "--out", tmp_path / "ab", "--json")
     assert result.exit_code == 0, result.output
     assert "gated-deltanet:quadratic" not in given[0]
-    assert f"changed code: gated-deltanet:quadratic run(s) none of {chunked_file}" in result.stderr
+    assert f"changed code: gated-deltanet:quadratic run(s) none of the changed code of {chunked_file}" in result.stderr
     report = json.loads(result.stdout)["changed_code"]
     assert (report["impls"], report["unmeasured"], report["not_run"]) == ([], [], ["gated-deltanet:quadratic"])
     recorded = RunStore(tmp_path / "ab" / "current").read_meta()["ab"]["not_run"]
     assert recorded == {"gated-deltanet:quadratic": [chunked_file]}
+
+
+def _import_time_changed(root: Path, sha: str, paths: Iterable[str]) -> dict[str, CodeChange]:
+    """The planted changes' code, which the checkout does not hold: each file's import-time
+    code changed (code_diff.WHOLE), so every impl that runs the file runs the change."""
+    return dict.fromkeys(paths, WHOLE)
 
 
 def _gated_rounds(tmp_path: Path, times: tuple[float, ...]) -> dict[str, list[Path]]:

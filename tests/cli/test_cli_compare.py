@@ -245,7 +245,7 @@ def test_changed_since_names_the_changed_impls_neither_run_measured(
 def test_changed_since_trusts_a_recorded_trace_only_while_it_covers_the_changed_files(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """An A/B's merged run records the impls traced running none of their changed files
+    """An A/B's merged run records the impls traced running none of their changed code
     (meta.json's ab.not_run); compare counts such an impl unchanged only while every file it
     is tied to now is among the recorded ones, else (more changed since, or no list) changed."""
     from linbench.ab import changes

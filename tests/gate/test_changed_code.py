@@ -35,7 +35,10 @@ def test_an_impl_traced_running_none_of_the_changed_files_is_named_apart_and_let
     changed = ChangedCode("main", ("cosine:chunked",), not_run=("kda:quadratic",))
     comparison = _comparison(changed)
     assert comparison.verdict == "pass" and comparison.unmeasured == ()
-    said = "1 impl(s) tied to the changed files by imports ran none of them at the measured shapes (traced)"
+    said = (
+        "1 impl(s) tied to the changed files by imports ran none of their changed code at the measured shapes "
+        "(traced by function)"
+    )
     assert any(
         line.startswith(said) and line.endswith(": kda:quadratic") for line in changed.lines(comparison.covered())
     )
