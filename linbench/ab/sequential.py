@@ -17,7 +17,12 @@ far, which a round of several processes narrows, and from rounds of every point,
 is longer than a late round's. That time is what the changed code's points that can be decided
 leave: their rounds are kept first. A point too dear for the rounds every point gets (its
 first rounds would take more than OUTSIZED_SHARE of the budget: a torch.compile impl on a CPU)
-gets round 1 only, then rounds as the time allows.
+gets round 1 only, then rounds as the time allows. A point whose impl runs the same code on
+both sides (``Scheduler.scoped``: no file it runs changed, nor any file every point runs) gets
+no rounds past those every point gets: whatever its processes show is the machine, not the
+change, so its rounds would only take the changed points' time (a change to a function the gated
+recurrent and chunked forms share, 46 points, was left INCONCLUSIVE with 24 points open when
+the 16 points of other families took their share of the rounds).
 
 Among the changed code's open points, those that look slower so far (their ratio past the
 ``--max-slowdown`` floor) go first, and a round of them is taken before the rounds kept for the
@@ -111,6 +116,12 @@ class Scheduler:
     spare: bool = False  # whether that round only spends the time left (spare_round)
     first: frozenset[str] = frozenset()  # the changed impls ("variant:impl"): their points go first
     several: bool = True  # whether a round may measure a point in several processes
+    # Whether the points of impls not in ``first`` run the same code on both sides (no file they
+    # run changed, nor any file every point runs): they get no rounds past those every point
+    # gets, since no count of them could show the change (gate/verdict.py's ChangedCode).
+    scoped: bool = False
+    same_code: list[OpenPoint] = field(default_factory=list)  # such points still open
+    same_said: int = 0  # how many of them the progress last named
 
     def round_done(self, seconds: Sequence[float], points_s: Sequence[float], checks_s: Sequence[float] = ()) -> None:
         """A round's sides took ``seconds``, of which their points' processes ``points_s`` and
@@ -155,6 +166,9 @@ class Scheduler:
         """The points the next round measures: the open ones that fit the budget, cheapest to
         decide first (``per_round`` processes each). Those that do not fit go to ``left_out``."""
         self.open_now = open_points(folders, self.rule)
+        if self.scoped:
+            self.same_code = [p for p in self.open_now if not _of(p, self.first)]
+            self.open_now = [p for p in self.open_now if _of(p, self.first)]
         remaining = None if self.budget_s is None else self.budget_s - CLOSING_S - (self.clock() - self.started)
         chosen, left_out = choose(self.open_now, self.overhead_s, remaining, self.several, self.first)
         changed = [p for p in left_out if _of(p, self.first)]
@@ -344,8 +358,11 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
     how many processes each), and the ones the budget leaves out with the rounds they would
     need."""
     opened = scheduler.open_now
+    # Named when their count changes, not every round.
+    same = _same_code_line(scheduler.same_code) if len(scheduler.same_code) != scheduler.same_said else []
+    scheduler.same_said = len(scheduler.same_code)
     if not opened:
-        return []
+        return same
     rule = scheduler.rule
     why = (
         f"{len(opened)} point(s) not yet decided: the interval of their ratio reaches both past the "
@@ -371,7 +388,18 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
         more = f" and {len(out) - 6} more" if len(out) > 6 else ""
         limit = f"--max-job-s {budget_s:g}" if budget_s is not None else "the rounds"
         lines.append(f"{len(out)} point(s) cannot be decided within {limit}: {named}{more}")
-    return lines
+    return [*same, *lines]
+
+
+def _same_code_line(points: Sequence[OpenPoint]) -> list[str]:
+    """What the rounds do with the open points whose code is the same on both sides."""
+    if not points:
+        return []
+    named = ", ".join(_label(p.key) for p in points[:6]) + (f" and {len(points) - 6} more" if len(points) > 6 else "")
+    return [
+        f"{len(points)} point(s) not yet decided run the same code on both sides (no file they run changed since "
+        f"the baseline, nor any file every point runs): no more rounds, and they do not hold the verdict open: {named}"
+    ]
 
 
 def deferred_line(keys: Collection[Key], rounds: int, budget_s: float | None) -> str:

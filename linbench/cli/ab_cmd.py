@@ -167,7 +167,9 @@ def ab_command(**values: Any) -> None:
     rule = _time_rule(compare_flags, job)
     try:
         with stopping_on_signals():
-            folders = job.measure(run_args, _note, command, rule, max_job_s, widened.only, started, widened.changed)
+            folders = job.measure(
+                run_args, _note, command, rule, max_job_s, widened.only, started, widened.changed, widened.scoped
+            )
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
     except KeyboardInterrupt as exc:
@@ -205,6 +207,9 @@ class Widened(NamedTuple):
     only: set[tuple[str, ...]] | None
     changed: set[str]
     not_run: Mapping[str, tuple[str, ...]]
+    # Whether the other impls run the same code on both sides: no changed file is one every
+    # point runs (gate/verdict.py's ChangedCode.same_code).
+    scoped: bool
 
 
 def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None) -> Widened:
@@ -237,15 +242,16 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
     for line in widening.lines():
         _note(line)
     changed = {*widening.measured, *widening.added}
+    scoped = not widening.changes.infrastructure
     if not widening.added:
-        return Widened(None, changed, widening.not_run)
+        return Widened(None, changed, widening.not_run, scoped)
     values["variant"] = widened_variants(variants, widening.added)
     only = first_points(
         sweep_request("run", {option.name: values[option.name] for option in RUN_OPTIONS}), widening.added
     )
     if only is not None:
         _note("changed code: the added impls are measured at the sweep's shortest length, where they cost least")
-    return Widened(only, changed, widening.not_run)
+    return Widened(only, changed, widening.not_run, scoped)
 
 
 def _as_list(value: Any) -> list[str]:

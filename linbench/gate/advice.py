@@ -160,6 +160,14 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
             "apart cannot tell apart; name impls the change does not touch as controls (--control, a suite's "
             "controls), or gate in one job with linbench ab (docs/ci.md)"
         )
+    same = comparison.unjudged_same_code
+    if same:
+        shown = "; ".join(point_label(p.key) for p in same[:SHOWN_POINTS])
+        more = f"; and {len(same) - SHOWN_POINTS} more" if len(same) > SHOWN_POINTS else ""
+        lines.append(
+            f"{len(same)} point(s) not judged run the same code on both sides (no file they run changed, nor any "
+            f"file every point runs), so only the machine could move them; they do not hold the verdict: {shown}{more}"
+        )
     unjudged = comparison.unjudged
     if not unjudged:
         return lines

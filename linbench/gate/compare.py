@@ -93,8 +93,20 @@ class Comparison:
 
     @property
     def unjudged(self) -> list[PointDiff]:
-        """The points whose time, present on both sides, could not be judged (noisy, unverified, oversubscribed)."""
-        return [p for p in self.points if p.time_verdict in UNJUDGED]
+        """The points whose time, present on both sides, could not be judged (noisy, unverified,
+        oversubscribed), but for those whose impl runs the same code on both sides (``same_code``)."""
+        return [p for p in self.points if p.time_verdict in UNJUDGED and not self.same_code(p)]
+
+    @property
+    def unjudged_same_code(self) -> list[PointDiff]:
+        """The points not judged whose impl runs the same code on both sides: they do not make
+        the comparison inconclusive, since no count of processes could show the change there."""
+        return [p for p in self.points if p.time_verdict in UNJUDGED and self.same_code(p)]
+
+    def same_code(self, point: PointDiff) -> bool:
+        """Whether ``point``'s impl runs the same code on both sides (ChangedCode.same_code);
+        never without ``changed``."""
+        return self.changed is not None and self.changed.same_code(f"{point.key['variant']}:{point.key['impl']}")
 
     @property
     def inconclusive(self) -> bool:
@@ -130,6 +142,7 @@ class Comparison:
             "oversubscribed": self.count("oversubscribed"),
             "other_threads": self.count("other threads"),
             "unjudged": [p.key for p in self.unjudged],
+            "unjudged_same_code": [p.key for p in self.unjudged_same_code],
             "mismatched": self.covered().reasons(),
             "between_runs": self.between.to_json() if self.between is not None else None,
             "run_moved": self.run_moved,

@@ -259,12 +259,14 @@ def verdict_line(comparison: Comparison) -> str:
     counts: dict[str, int] = {}
     for point in comparison.points:
         shown = _shown_verdict(point.time_verdict, changed, point.gross)
+        if shown in NOT_JUDGED:
+            shown += " (not judged, same code)" if comparison.same_code(point) else " (not judged)"
         counts[shown] = counts.get(shown, 0) + 1
     memory = sum(p.memory_verdict == "regression" for p in comparison.points)
     launches = sum(p.launch_verdict == "regression" for p in comparison.points)
     eager = sum(p.eager_verdict == "regression" for p in comparison.points)
     exponents = sum(c.regressed for c in comparison.exponents)
-    parts = [f"{n} {shown}{' (not judged)' if shown in NOT_JUDGED else ''}" for shown, n in sorted(counts.items())]
+    parts = [f"{n} {shown}" for shown, n in sorted(counts.items())]
     summary = f"{len(comparison.points)} points compared: {', '.join(parts)}"
     if eager:
         summary += f"; {eager} eager-time slowdown(s) of graph-timed points (not gated)"

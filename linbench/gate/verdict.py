@@ -87,6 +87,13 @@ class ChangedCode:
     # Changed files whose code is the same (comments, docstrings, layout; ab/code_diff.py).
     unchanged: tuple[str, ...] = ()
 
+    def same_code(self, impl: str) -> bool:
+        """Whether ``impl`` ("variant:impl") runs the same code on both sides: it is not among
+        the changed impls, and no changed file is one every point runs (``infrastructure``).
+        Its points can only move with the machine: one left undecided does not hold the
+        verdict open (a decided regression there still fails)."""
+        return not self.infrastructure and impl not in self.impls
+
     def unmeasured(self, coverage: Coverage) -> tuple[str, ...]:
         """The changed impls neither run measured: a comparison without them cannot pass."""
         measured = coverage.baseline_impls | coverage.current_impls

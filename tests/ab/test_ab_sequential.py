@@ -354,3 +354,24 @@ def test_a_round_of_the_changed_code_s_points_that_look_slower_goes_ahead_of_the
     scheduler.budget_s = 47.0  # 17 s left: a round of the slower one (6 s), then the others' rounds
     chosen = scheduler.next_points({})
     assert slower.key in chosen and scheduler.spare
+
+
+def test_a_point_whose_code_is_the_same_on_both_sides_gets_no_more_rounds_and_is_named_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A change to the gated forms' shared function left 16 points of other families open
+    beside the 30 changed ones (2026-11-29); scoped (no file every point runs changed), the
+    other impls' points run the same code on both sides and get no rounds past the 3 every
+    point gets, and the progress names them once; unscoped, they get rounds as before."""
+    changed = OpenPoint(row_key(result_row(256, impl="kernel")), 3, 6, 0.5)
+    same = [OpenPoint(row_key(result_row(seq)), 3, 6, 0.5) for seq in (256, 512)]
+    monkeypatch.setattr(sequential, "open_points", lambda folders, rule: [changed, *same])
+    first = frozenset({"cosine:kernel"})
+    scoped = Scheduler(RULE, first=first, scoped=True)
+    assert scoped.next_points({}) == {changed.key}
+    said = open_lines(scoped, {changed.key}, True, None)
+    assert said[0].startswith("2 point(s) not yet decided run the same code on both sides")
+    assert said[1].startswith("1 point(s) not yet decided: the interval")
+    scoped.next_points({})
+    assert not any("same code" in line for line in open_lines(scoped, {changed.key}, True, None))
+    assert Scheduler(RULE, first=first).next_points({}) == {changed.key, *(p.key for p in same)}

@@ -267,14 +267,18 @@ def _gated_rounds(tmp_path: Path, times: tuple[float, ...]) -> dict[str, list[Pa
 def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
     invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Three rounds that disagree by 15% (the most allowed reached): not decided, so exit 4,
-    and the advice asks for the rounds that would decide it, not for run's processes."""
+    """Three rounds that disagree by 15% (the most allowed reached) of a point whose code
+    changed (planted): not decided, so exit 4, and the advice asks for the rounds that would
+    decide it, not for run's processes."""
     base = (10.0, 11.5, 9.9)
 
     def measured(*args: object) -> dict[str, list[Path]]:
         return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", base)}
 
     monkeypatch.setattr(AbJob, "measure", measured)
+    planted = Touched({"cosine:chunked": ("linbench/variants/cosine/features.py",)}, (), ())
+    monkeypatch.setattr(changes, "changes_since", lambda root, sha: planted)
+    monkeypatch.setattr(changes, "code_changes", _import_time_changed)
     args = ("--rounds", "3", "--max-rounds", "3", "--out", tmp_path / "ab", "--device", "cpu", "--json")
     result = invoke("ab", "--baseline", "HEAD", *args)
     assert result.exit_code == 4, result.output
@@ -287,6 +291,39 @@ def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
     assert most > 3  # the rounds its spread and ratio need, past the 3 it had
     protocol = RunStore(tmp_path / "ab" / "current").read_meta()["timing_protocol"]
     assert (protocol["processes"], protocol["max_processes"]) == (3, 3)
+
+
+@pytest.mark.parametrize(
+    ("planted", "status"),
+    [
+        (Touched({}, (), ()), 0),  # nothing changed
+        (Touched({}, (), ("docs/gate.md", "tests/ab/test_job.py")), 0),  # no code a point runs
+        (Touched({}, ("linbench/variants/variant.py",), ()), 4),  # a file every impl runs
+        (Touched({}, (), ("linbench/runner/worker.py",)), 4),  # the runner, which every point runs
+    ],
+)
+def test_a_point_left_open_holds_the_verdict_only_where_its_code_may_differ(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planted: Touched, status: int
+) -> None:
+    """The same undecided rounds of cosine:chunked: where its code is the same on both sides
+    (no file it runs changed, nor any file every point runs), only the machine could move it,
+    so it does not hold the verdict open, and the output says so; where a file every point
+    runs changed, it does (exit 4)."""
+    base = (10.0, 11.5, 9.9)
+
+    def measured(*args: object) -> dict[str, list[Path]]:
+        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", base)}
+
+    monkeypatch.setattr(AbJob, "measure", measured)
+    monkeypatch.setattr(changes, "changes_since", lambda root, sha: planted)
+    args = ("--rounds", "3", "--max-rounds", "3", "--out", tmp_path / "ab", "--device", "cpu", "--json")
+    result = invoke("ab", "--baseline", "HEAD", *args)
+    assert result.exit_code == status, result.output
+    report = json.loads(result.stdout)
+    same = "1 point(s) not judged run the same code on both sides"
+    assert any(line.startswith(same) for line in report["advice"]) is (status == 0)
+    assert len(report["unjudged_same_code"]) == (1 if status == 0 else 0)
+    assert len(report["unjudged"]) == (0 if status == 0 else 1)
 
 
 @pytest.mark.slow

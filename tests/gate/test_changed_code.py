@@ -43,3 +43,18 @@ def test_an_impl_traced_running_none_of_the_changed_files_is_named_apart_and_let
         line.startswith(said) and line.endswith(": kda:quadratic") for line in changed.lines(comparison.covered())
     )
     assert comparison.to_json()["changed_code"]["not_run"] == ["kda:quadratic"]
+
+
+def test_an_impl_runs_the_same_code_only_where_neither_it_nor_a_file_every_point_runs_changed() -> None:
+    assert ChangedCode("main", ("kda:chunked",)).same_code("cosine:chunked")
+    assert not ChangedCode("main", ("kda:chunked",)).same_code("kda:chunked")
+    assert not ChangedCode("main", (), ("linbench/runner/worker.py",)).same_code("cosine:chunked")
+
+
+def test_unchanged_code_files_are_named_apart() -> None:
+    changed = ChangedCode("main", (), unchanged=("linbench/variants/gated/impls.py",))
+    lines = changed.lines(_comparison(changed).covered())
+    assert lines == [
+        "1 changed file(s) hold the same code (comments, docstrings or layout only) and change no impl: "
+        "linbench/variants/gated/impls.py"
+    ]
