@@ -4,9 +4,11 @@ wall time, and its detection of a planted +30% on single points, measured, not s
 The recipe (docs/ci.md, "The CI recipe"): ``linbench ab --baseline REV --suite SUITE --max-job-s
 270``, both revisions measured in alternating rounds in one job, each point until its verdict is
 decided (gate/sequential.py). ``--widen`` runs it as a change to the gated family's shared code
-would: in a scratch worktree of HEAD with a comment added to linbench/variants/gated/impls.py,
-the module that builds and dispatches every gated form, so the A/B adds the 20 recurrent and
-quadratic forms that run it (at the suite's shapes), while the code it measures is unchanged.
+would: in a scratch worktree of HEAD whose linbench/variants/gated/impls.py, the module that
+builds and dispatches every gated form, has its start-state function (``_start``, which the
+recurrent and chunked forms call) rewritten to do the same work, so the A/B adds the 10
+recurrent forms (at the suite's shapes) and counts the 10 chunked ones as changed, while the
+time it measures is unchanged. (A comment is no change: ab/code_diff.py.)
 ``--recipe runs`` checks the other way to gate instead: two back-to-back ``linbench run --suite
 SUITE`` and ``linbench compare`` of the two, as a committed baseline is compared.
 
@@ -141,11 +143,16 @@ def measure(args: argparse.Namespace, where: Path) -> tuple[Path, Path, subproce
     return base, cur, linbench("compare", base, cur, "--json")
 
 
+# --widen's change: the same work, another body (a comment would be no change of code).
+START = "def _start(given: object, x: Inputs) -> GatedState | None:\n    return initial_state(given, x)\n"
+START_REWRITTEN = START.replace("    return initial_state(given, x)\n", "    state = initial_state(given, x)\n    return state\n")
+
+
 @contextmanager
 def changed_tree(widen: bool) -> Iterator[Path]:
-    """This checkout, or with ``widen`` a scratch worktree of its HEAD whose WIDENED_FILE has a
-    comment more (a change to the gated family's shared code that changes no time), removed
-    afterwards."""
+    """This checkout, or with ``widen`` a scratch worktree of its HEAD whose WIDENED_FILE has
+    its start-state function rewritten to do the same work (a change to the gated family's
+    shared code that changes no time), removed afterwards."""
     if not widen:
         yield ROOT
         return
@@ -153,8 +160,11 @@ def changed_tree(widen: bool) -> Iterator[Path]:
     tree = parent / "tree"
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), "HEAD"], check=True)
     try:
-        with (tree / WIDENED_FILE).open("a") as handle:
-            handle.write("# a change that changes no time: linbench ab adds the impls this file reaches\n")
+        path = tree / WIDENED_FILE
+        text = path.read_text()
+        if START not in text:
+            raise SystemExit(f"{WIDENED_FILE} has no {START.splitlines()[0]!r} to rewrite any more: update --widen")
+        path.write_text(text.replace(START, START_REWRITTEN))
         yield tree
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)

@@ -135,7 +135,10 @@ def ab_command(**values: Any) -> None:
     --max-job-s, or unverified), or a changed impl was not measured; the output names the points
     and the --rounds and --max-rounds that would judge them, and the impls;
     3 environment changed: only with --control, when the control points all moved;
-    0 pass: every point was judged, none regressed, and every changed impl was measured;
+    0 pass: every point whose code may differ was judged, none regressed, and every changed impl
+    was measured (a point whose impl runs the same code on both sides, no file it runs changed
+    nor any file every point runs, gets the --rounds every point gets and no more, and left
+    undecided it does not hold the verdict open: only the machine could move it);
     2 usage error (also a revision that refuses the sweep); 130 interrupted (Ctrl-C, SIGTERM,
     SIGHUP: the rounds are stopped and the worktree removed).
     """

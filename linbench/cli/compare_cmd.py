@@ -1,7 +1,9 @@
 """``linbench compare``: the regression gate. Exit 0 when every point was judged and none
 regressed, 1 when something regressed, 2 on a usage error, 3 when the control points say the
 machine changed (and nothing else failed), 4 when the comparison is inconclusive: some time
-could not be judged, or the runs did not measure the same things (gate/verdict.py)."""
+could not be judged, or the runs did not measure the same things (gate/verdict.py). With
+``--changed-since``, a point whose impl runs the same code on both sides (no file it runs
+changed, nor any file every point runs) need not be judged: only the machine could move it."""
 
 from __future__ import annotations
 
