@@ -34,6 +34,7 @@ from linbench.sweep.estimate import format_duration
 
 if TYPE_CHECKING:
     from linbench.ab.ran_code import Function, Ran
+    from linbench.sweep.request import SweepRequest
 
 
 def changed_files(root: Path, sha: str) -> list[str]:
@@ -233,3 +234,17 @@ def sweep_widening(
         variant, impl = name.split(":", 1)
         refusals[name] = get_variant(variant).impl(impl).unavailable_reason(target)
     return widen(changes, swept, refusals, enabled)
+
+
+def traced_widening(widening: Widening, request: SweepRequest, root: Path, sha: str) -> Widening:
+    """``widening`` without the measured and added impls that, traced at the points the sweep
+    ``request`` measures them at (ran_by_impl), run none of their code changed since ``sha``
+    in the checkout at ``root`` (Widening.running). The functions building the
+    variants enters are traced in a new process only where a changed function could count."""
+    from linbench.ab.ran_code import ran_by_impl, run_at_import
+
+    impls = (*widening.measured, *widening.added)
+    ran = ran_by_impl(request, impls)
+    code = code_changes(root, sha, {path for impl in impls for path in widening.changes.impls.get(impl, ())})
+    by_function = any(not change.whole and change.first_lines for change in code.values())
+    return widening.running(ran, code, run_at_import() if by_function else frozenset())

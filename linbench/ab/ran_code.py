@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from linbench.impl_code import PACKAGE, ROOT, module_file
 from linbench.runner.plan import RunPlan
@@ -52,9 +52,6 @@ from linbench.sweep.points import Point
 from linbench.sweep.request import SweepRequest
 from linbench.variants.backends import EAGER, declared_backend
 from linbench.variants.registry import get_variant
-
-if TYPE_CHECKING:
-    from linbench.ab.changes import Widening
 
 CALLS = 2  # each point's repetitions traced: the second in case the first filled a cache
 Function = tuple[str, int]  # a function of linbench: its file (from the repository root), its first line
@@ -305,17 +302,3 @@ def ran_by_impl(request: SweepRequest, impls: Iterable[str]) -> dict[str, Ran | 
         return dict.fromkeys(names)
     plan = replace(plan, points=tuple(shortest(plan.points)))
     return {name: ran_files(plan, name) for name in names}
-
-
-def traced_widening(widening: Widening, request: SweepRequest, root: Path, sha: str) -> Widening:
-    """``widening`` without the measured and added impls that, traced at the points the sweep
-    ``request`` measures them at (ran_by_impl), run none of their code changed since ``sha``
-    in the checkout at ``root`` (changes.Widening.running). The functions building the
-    variants enters are traced in a new process only where a changed function could count."""
-    from linbench.ab.changes import code_changes
-
-    impls = (*widening.measured, *widening.added)
-    ran = ran_by_impl(request, impls)
-    code = code_changes(root, sha, {path for impl in impls for path in widening.changes.impls.get(impl, ())})
-    by_function = any(not change.whole and change.first_lines for change in code.values())
-    return widening.running(ran, code, run_at_import() if by_function else frozenset())

@@ -223,8 +223,7 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
     (ab/ran_code.py); say what was done, with each added impl's predicted time. The points
     the rounds measure are the added impls' at the sweep's shortest length only; the changed
     impls' open points go first."""
-    from linbench.ab.changes import changes_since, sweep_widening, widened_variants
-    from linbench.ab.ran_code import traced_widening
+    from linbench.ab.changes import changes_since, sweep_widening, traced_widening, widened_variants
     from linbench.ab.widen_cost import added_seconds, first_points
     from linbench.cli.run_flow import sweep_request
     from linbench.sweep.suites import read_suite
