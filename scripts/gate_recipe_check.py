@@ -145,7 +145,8 @@ def measure(args: argparse.Namespace, where: Path) -> tuple[Path, Path, subproce
 
 # --widen's change: the same work, another body (a comment would be no change of code).
 START = "def _start(given: object, x: Inputs) -> GatedState | None:\n    return initial_state(given, x)\n"
-START_REWRITTEN = START.replace("    return initial_state(given, x)\n", "    state = initial_state(given, x)\n    return state\n")
+RETURN = "    return initial_state(given, x)\n"
+START_REWRITTEN = START.replace(RETURN, "    state = initial_state(given, x)\n    return state\n")
 
 
 @contextmanager
@@ -287,7 +288,10 @@ def judged_rerun(
     if judged.returncode == 2 or not report:
         raise SystemExit(f"rerun {index}: the recipe did not reach a verdict: {judged.stderr.strip()[-500:]}")
     rerun = Rerun(index, judged.returncode, report["verdict"], seconds, load)
-    rerun.points, rerun.unjudged = len(report["points"]), len(report.get("unjudged", []))
+    # A point whose code is the same on both sides, left open, does not hold the verdict, but
+    # it is not decided: counted with the points not judged.
+    open_points = len(report.get("unjudged", [])) + len(report.get("unjudged_same_code", []))
+    rerun.points, rerun.unjudged = len(report["points"]), open_points
     meta = json.loads((cur / "meta.json").read_text())
     rerun.rounds = meta.get("ab", {}).get("rounds")
     if args.recipe == "ab":

@@ -31,7 +31,8 @@ change to the module every gated form runs (56 points) with kda:chunked 1.37-1.4
 left INCONCLUSIVE after 242 s with that point at 3 rounds: the rounds went to clearing 40 other
 changed points, which cost fewer rounds each. With this rule it gets 5-6 rounds there, still
 too few: at 56 points the three rounds every point gets take about 180 s of the 270
-(docs/evidence.md, 2026-11-29).
+(docs/evidence.md, 2026-11-29). Read by function (code_diff.py), that change reaches the 10
+chunked forms only, 36 points, and is caught.
 
 A round's start-up (a ``linbench run`` a side: about 1.5 s a side forked from the side's round
 server on the 2-core CI machine, 4.5 s as a new process) costs the same whatever the round
