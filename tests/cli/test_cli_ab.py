@@ -334,8 +334,10 @@ def test_a_real_ab_of_head_against_itself_measures_every_round_and_raises_no_fal
 
     Exit 1 here is a false alarm, and fails the test. The gate calls a point a regression only
     past the 5% floor with its ratio's interval at the false-alarm rate wholly above 1, and one
-    its 3 rounds leave undecided is ``noisy`` (exit 4, inconclusive, which this test accepts, as
-    a loaded machine often makes it); the rounds alternate sides (ABBA), so a machine that
+    its 3 rounds leave undecided is ``noisy``: exit 4, inconclusive, which this test accepts, as
+    a loaded machine often makes it, where this checkout holds uncommitted changes to code the
+    points run; with none, both sides run the same code and an open point does not hold the
+    verdict (exit 0). The rounds alternate sides (ABBA), so a machine that
     drifts during the job moves both alike. As in the CPU recipe, each worker
     runs one torch thread and is judged on its CPU time, which preemption by other jobs does
     not add to. What else this asserts: every round of both sides ran and merged, nothing
