@@ -8,6 +8,7 @@ untracked files otherwise.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import tempfile
@@ -91,9 +92,11 @@ def git_lines(root: Path, *args: str) -> list[str]:
     return _git(root, *args).splitlines()
 
 
+@functools.cache
 def git_file(root: Path, sha: str, path: str) -> str | None:
     """The text of ``path`` (from the repository's root) at commit ``sha``; None where that
-    commit has no such file (or git cannot say)."""
+    commit has no such file (or git cannot say). Read once a process: a commit's files never
+    change, and ``ab`` reads the changed ones both to map the change and to trace it."""
     try:
         return _git(root, "show", f"{sha}:{path}")
     except WorktreeError:
