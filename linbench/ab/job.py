@@ -89,7 +89,7 @@ class AbJob:
         only: set[Key] | None = None,
         started: float | None = None,
         changed: Collection[str] = (),
-        scoped: bool = False,
+        same_code: Callable[[str], bool] | None = None,
     ) -> Folders:
         """Every round, the baseline in a worktree of ``sha`` that is gone when this returns;
         each side's round run folders, in round order. After ``rounds`` rounds, another while a
@@ -102,12 +102,12 @@ class AbJob:
         ``command``: what each round runs, ``run`` or ``decode`` (a decode suite's rounds);
         ``only``: the points of the sweep its rounds measure (widen_cost.first_points; None: all);
         ``changed``: the impls whose code changed ("variant:impl"), whose open points go first;
-        ``scoped``: whether the other impls' code is the same on both sides (no file every point
-        runs changed), so that their points get no rounds past ``rounds``."""
+        ``same_code``: whether an impl runs the same code on both sides (gate/verdict.py's
+        ChangedCode.same_code; None: any may differ), whose points get no rounds past ``rounds``."""
         protocol = self.protocol
         rule = rule if rule is not None else TimeRule(protocol=protocol)
         since = time.monotonic() if started is None else started
-        scheduler = Scheduler(rule, budget_s, since, first=frozenset(changed), scoped=scoped)
+        scheduler = Scheduler(rule, budget_s, since, first=frozenset(changed), same_code=same_code)
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
         more = f" (more, up to {protocol.most}, for points not yet decided)" if protocol.most > protocol.wanted else ""
         on_progress(f"linbench ab: {what}, {protocol.wanted} rounds{more} -> {self.out_dir}")

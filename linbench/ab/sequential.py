@@ -18,7 +18,7 @@ is longer than a late round's. That time is what the changed code's points that 
 leave: their rounds are kept first. A point too dear for the rounds every point gets (its
 first rounds would take more than OUTSIZED_SHARE of the budget: a torch.compile impl on a CPU)
 gets round 1 only, then rounds as the time allows. A point whose impl runs the same code on
-both sides (``Scheduler.scoped``: no file it runs changed, nor any file every point runs) gets
+both sides (``Scheduler.same_code``: no file it runs changed, nor any file every point runs) gets
 no rounds past those every point gets: whatever its processes show is the machine, not the
 change, so its rounds would only take the changed points' time (a change to a function the gated
 recurrent and chunked forms share, 46 points, was left INCONCLUSIVE with 24 points open when
@@ -117,11 +117,12 @@ class Scheduler:
     spare: bool = False  # whether that round only spends the time left (spare_round)
     first: frozenset[str] = frozenset()  # the changed impls ("variant:impl"): their points go first
     several: bool = True  # whether a round may measure a point in several processes
-    # Whether the points of impls not in ``first`` run the same code on both sides (no file they
-    # run changed, nor any file every point runs): they get no rounds past those every point
-    # gets, since no count of them could show the change (gate/verdict.py's ChangedCode).
-    scoped: bool = False
-    same_code: list[OpenPoint] = field(default_factory=list)  # such points still open
+    # Whether an impl ("variant:impl") runs the same code on both sides (no file it runs changed,
+    # nor any file every point runs): the verdict's own rule (gate/verdict.py's
+    # ChangedCode.same_code). Its points get no rounds past those every point gets, since no
+    # count of them could show the change. None: every impl's code may differ.
+    same_code: Callable[[str], bool] | None = None
+    same_open: list[OpenPoint] = field(default_factory=list)  # such points still open
     same_said: int = 0  # how many of them the progress last named
 
     def round_done(self, seconds: Sequence[float], points_s: Sequence[float], checks_s: Sequence[float] = ()) -> None:
@@ -167,9 +168,10 @@ class Scheduler:
         """The points the next round measures: the open ones that fit the budget, cheapest to
         decide first (``per_round`` processes each). Those that do not fit go to ``left_out``."""
         self.open_now = open_points(folders, self.rule)
-        if self.scoped:
-            self.same_code = [p for p in self.open_now if not _of(p, self.first)]
-            self.open_now = [p for p in self.open_now if _of(p, self.first)]
+        if self.same_code is not None:
+            same = self.same_code
+            self.same_open = [p for p in self.open_now if same(_impl(p))]
+            self.open_now = [p for p in self.open_now if not same(_impl(p))]
         remaining = None if self.budget_s is None else self.budget_s - CLOSING_S - (self.clock() - self.started)
         chosen, left_out = choose(self.open_now, self.overhead_s, remaining, self.several, self.first)
         changed = [p for p in left_out if _of(p, self.first)]
@@ -346,8 +348,13 @@ def _rank(point: OpenPoint, first: Collection[str]) -> tuple[bool, bool]:
 
 def _of(point: OpenPoint, impls: Collection[str]) -> bool:
     """Whether ``point`` is of one of ``impls`` ("variant:impl")."""
+    return _impl(point) in impls
+
+
+def _impl(point: OpenPoint) -> str:
+    """``point``'s impl, "variant:impl"."""
     named = dict(zip(KEY_COLUMNS, point.key, strict=False))
-    return f"{named.get('variant')}:{named.get('impl')}" in impls
+    return f"{named.get('variant')}:{named.get('impl')}"
 
 
 def _on_cpu(key: tuple[str, ...]) -> bool:
@@ -360,8 +367,8 @@ def open_lines(scheduler: Scheduler, chosen: set[Key], narrow: bool, budget_s: f
     need."""
     opened = scheduler.open_now
     # Named when their count changes, not every round.
-    same = _same_code_line(scheduler.same_code) if len(scheduler.same_code) != scheduler.same_said else []
-    scheduler.same_said = len(scheduler.same_code)
+    same = _same_code_line(scheduler.same_open) if len(scheduler.same_open) != scheduler.same_said else []
+    scheduler.same_said = len(scheduler.same_open)
     if not opened:
         return same
     rule = scheduler.rule

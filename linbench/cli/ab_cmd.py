@@ -171,7 +171,7 @@ def ab_command(**values: Any) -> None:
     try:
         with stopping_on_signals():
             folders = job.measure(
-                run_args, _note, command, rule, max_job_s, widened.only, started, widened.changed, widened.scoped
+                run_args, _note, command, rule, max_job_s, widened.only, started, widened.changed, widened.same_code
             )
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
@@ -210,9 +210,8 @@ class Widened(NamedTuple):
     only: set[tuple[str, ...]] | None
     changed: set[str]
     not_run: Mapping[str, tuple[str, ...]]
-    # Whether the other impls run the same code on both sides: no changed file is one every
-    # point runs (gate/verdict.py's ChangedCode.same_code).
-    scoped: bool
+    # Whether an impl runs the same code on both sides: the verdict's rule, ChangedCode.same_code.
+    same_code: Callable[[str], bool]
 
 
 def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None) -> Widened:
@@ -226,6 +225,7 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
     from linbench.ab.changes import changes_since, sweep_widening, traced_widening, widened_variants
     from linbench.ab.widen_cost import added_seconds, first_points
     from linbench.cli.run_flow import sweep_request
+    from linbench.gate.verdict import ChangedCode
     from linbench.sweep.suites import read_suite
 
     suite = read_suite(values["suite"]) if values.get("suite") is not None else {}
@@ -244,16 +244,17 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
     for line in widening.lines():
         _note(line)
     changed = {*widening.measured, *widening.added}
-    scoped = not widening.changes.infrastructure
+    # The rule the verdict will apply: the scheduler gives no late rounds to what it will not need.
+    same_code = ChangedCode(job.sha, tuple(changed), widening.changes.infrastructure).same_code
     if not widening.added:
-        return Widened(None, changed, widening.not_run, scoped)
+        return Widened(None, changed, widening.not_run, same_code)
     values["variant"] = widened_variants(variants, widening.added)
     only = first_points(
         sweep_request("run", {option.name: values[option.name] for option in RUN_OPTIONS}), widening.added
     )
     if only is not None:
         _note("changed code: the added impls are measured at the sweep's shortest length, where they cost least")
-    return Widened(only, changed, widening.not_run, scoped)
+    return Widened(only, changed, widening.not_run, same_code)
 
 
 def _as_list(value: Any) -> list[str]:

@@ -22,6 +22,7 @@ from linbench.ab.sequential import (
     spare_round,
 )
 from linbench.gate.rule import TimeRule
+from linbench.gate.verdict import ChangedCode
 from linbench.results.protocol import ProcessProtocol
 from linbench.results.record import row_key
 from linbench.results.store import RunStore
@@ -367,7 +368,7 @@ def test_a_point_whose_code_is_the_same_on_both_sides_gets_no_more_rounds_and_is
     same = [OpenPoint(row_key(result_row(seq)), 3, 6, 0.5) for seq in (256, 512)]
     monkeypatch.setattr(sequential, "open_points", lambda folders, rule: [changed, *same])
     first = frozenset({"cosine:kernel"})
-    scoped = Scheduler(RULE, first=first, scoped=True)
+    scoped = Scheduler(RULE, first=first, same_code=ChangedCode("base", tuple(first)).same_code)
     assert scoped.next_points({}) == {changed.key}
     said = open_lines(scoped, {changed.key}, True, None)
     assert said[0].startswith("2 point(s) not yet decided run the same code on both sides")
