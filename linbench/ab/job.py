@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 
 from linbench.ab.merge import merge_rounds
+from linbench.ab.round_lines import deferred_line, open_lines
 from linbench.ab.rounds import (
     ONLY_POINTS,
     PROCESS_FLAGS,
@@ -28,7 +29,7 @@ from linbench.ab.rounds import (
     run_rounds,
     side_env,
 )
-from linbench.ab.sequential import Scheduler, checks_seconds, deferred_line, open_lines, points_seconds
+from linbench.ab.sequential import Scheduler, checks_seconds, points_seconds
 from linbench.ab.spelling import knows_against, old_spelling
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
 from linbench.gate.rule import TimeRule

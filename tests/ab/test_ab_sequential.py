@@ -10,12 +10,12 @@ import pytest
 from result_rows import process_row, result_row
 
 from linbench.ab import sequential
+from linbench.ab.round_lines import deferred_line, open_lines
 from linbench.ab.sequential import (
     OpenPoint,
     Scheduler,
     checks_seconds,
     choose,
-    open_lines,
     open_points,
     processes_per_round,
     projected_s,
@@ -282,7 +282,7 @@ def test_a_point_too_dear_for_the_rounds_every_point_gets_is_named_after_round_1
     assert Scheduler(RULE, budget_s=270.0).outsized(folders) == {dear}
     assert Scheduler(RULE, budget_s=400.0).outsized(folders) == set()  # 90 s is under 100 s
     assert Scheduler(RULE).outsized(folders) == set()  # no budget: every point gets its rounds
-    line = sequential.deferred_line({dear}, 3, 270.0)
+    line = deferred_line({dear}, 3, 270.0)
     assert line.startswith("1 point(s) too dear for the rounds every point gets (3 rounds of them would take")
     assert "25% of --max-job-s 270): cosine:chunked fwd seq 512; later rounds measure them" in line
 
