@@ -1,5 +1,6 @@
 """A comparison that knows which impls' code changed: one neither run measured keeps it from
-passing, and the verdict names it."""
+passing, and the verdict names it; a point whose impl runs the same code on both sides does not
+hold it open. Comparisons built in memory: no device, nothing timed."""
 
 from __future__ import annotations
 
