@@ -1,4 +1,4 @@
-"""Which files an impl's calls run at a sweep's shapes, traced: real calls of linbench's own
+"""Which files and functions an impl's calls run at a sweep's shapes, traced: real calls of linbench's own
 impls on the CPU, and a small package made for the test for what a module holds from its
 import. The plans are CPU plans; nothing is timed."""
 
