@@ -1,7 +1,8 @@
 """The fast CUDA pass against the generic one (the _v1 ops, kept for this one measurement), fla and
 SDPA at the standard point: B2 H16 S16k D64, bf16, causal, cosine (its L2 map and s^-σ(m) scale
-fused into linbench's kernels), forward and forward + backward, median CUDA-event time and, for
-the forward, CUDA-graph replay. Prints a markdown table; --out also writes it to a file (the
+fused into linbench's kernels) and linear (elu + 1, normalised: the fast pass's split kernels and
+its normalised backward), forward and forward + backward, median CUDA-event time and, for the
+forward, CUDA-graph replay. Prints a markdown table; --out also writes it to a file (the
 results/<gpu>/ table of csrc/cuda/README.md's "What to measure first on a GPU").
 
 Usage: python scripts/gpu/kernel_v1_v2.py [--reps 50] [--out results/h200/kernel-v1-v2.md]
@@ -57,13 +58,19 @@ def impls(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> dict[str, Callab
     ops = kernel_ops()
     scale = float(value_scale(0.5, None, H, S, v))
 
-    def op(forward: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> Callable[..., torch.Tensor]:
+    def cosine(forward: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> Callable[..., torch.Tensor]:
         return lambda *t: forward(*t, None, True, False, 0.0, 64, 1, scale)[0]
 
+    def linear(forward: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> Callable[..., torch.Tensor]:
+        return lambda *t: forward(*t, None, True, True, 1e-6, 64, 2, 1.0)[0]
+
     return {
-        "fast pass (linear_attention_forward)": op(ops.linear_attention_forward),
-        "generic pass (linear_attention_forward_v1)": op(ops.linear_attention_forward_v1),
+        "cosine: fast pass (linear_attention_forward)": cosine(ops.linear_attention_forward),
+        "cosine: generic pass (linear_attention_forward_v1)": cosine(ops.linear_attention_forward_v1),
         "cosine:fla": lambda *t: linbench.attention(*t, variant="cosine", impl="fla", causal=True),
+        "linear: fast pass, normalised (linear_attention_forward)": linear(ops.linear_attention_forward),
+        "linear: generic pass, normalised (linear_attention_forward_v1)": linear(ops.linear_attention_forward_v1),
+        "linear:fla": lambda *t: linbench.attention(*t, variant="linear", impl="fla", causal=True),
         "softmax: SDPA (default backend)": lambda *t: F.scaled_dot_product_attention(*t, is_causal=True),
     }
 
