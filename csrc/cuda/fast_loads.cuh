@@ -10,19 +10,33 @@
 namespace linbench {
 namespace cuda_detail {
 
-// A stage's three tiles, typed.
+// A stage's three tiles, typed, and (split) its rows' factors.
 template <class T>
 struct FastStage {
-  T* q;  // [kChunk][kDk], swizzled
-  T* k;  // [kChunk][kDk], swizzled
-  T* v;  // [kChunk][kFastTile], swizzled
+  T* q;      // [kChunk][kDk], swizzled
+  T* k;      // [kChunk][kDk], swizzled
+  T* v;      // [kChunk][kFastTile], swizzled
+  float* w;  // [kChunk] the normalised gradients' w and c of the chunk's rows (FastPassParams)
+  float* c;
 };
 
 template <class T>
 __device__ __forceinline__ FastStage<T> fast_stage(unsigned char* smem, const FastSmemLayout& lay, int index) {
   unsigned char* base = smem + index * lay.stage_bytes;
   return FastStage<T>{reinterpret_cast<T*>(base + lay.q_off), reinterpret_cast<T*>(base + lay.k_off),
-                      reinterpret_cast<T*>(base + lay.v_off)};
+                      reinterpret_cast<T*>(base + lay.v_off), reinterpret_cast<float*>(base + lay.w_off),
+                      reinterpret_cast<float*>(base + lay.c_off)};
+}
+
+// The chunk's w and c (64 floats each, from the padded rows the pre-pass wrote, so always whole
+// 16-byte pieces): threads 0-15 copy w, 16-31 c.
+__device__ __forceinline__ void issue_row_factor_loads(const FastPassParams& p, float* w, float* c,
+                                                       int64_t padded_row0) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (t >= 2 * kChunk / 4) return;
+  const int piece = t % (kChunk / 4);
+  const float* from = (t < kChunk / 4 ? p.row_w : p.row_c) + padded_row0 + 4 * piece;
+  cp_async_16((t < kChunk / 4 ? w : c) + 4 * piece, from, 16);
 }
 
 // cp.async of columns [col0, col0 + tile_cols) of `rows` rows (the rest of the 64 zero-filled)
@@ -43,15 +57,17 @@ __device__ void issue_tile_loads(T* dst, const FastOperand& src, int64_t row0, i
   }
 }
 
-// The loads of one chunk visit into a stage, as one commit group.
-template <class T, int kDk>
-__device__ void issue_chunk_loads(const FastPassParams& p, const FastStage<T>& st, int64_t row0, int rows,
-                                  int tile_col0, bool with_q, bool with_kv) {
+// The loads of one chunk visit into a stage, as one commit group. padded_row0: the chunk's first
+// row in the row factors' layout (the split instance's normalised gradients only).
+template <class T, int kDk, bool kNorm>
+__device__ void issue_chunk_loads(const FastPassParams& p, const FastStage<T>& st, int64_t row0, int64_t padded_row0,
+                                  int rows, int tile_col0, bool with_q, bool with_kv) {
   if (with_q) issue_tile_loads<T, kDk>(st.q, p.qx, row0, rows, 0);
   if (with_kv) {
     issue_tile_loads<T, kDk>(st.k, p.kx, row0, rows, 0);
     issue_tile_loads<T, kFastTile>(st.v, p.vx, row0, rows, tile_col0);
   }
+  if (kNorm && p.row_w != nullptr) issue_row_factor_loads(p, st.w, st.c, padded_row0);
   cp_async_commit();
 }
 

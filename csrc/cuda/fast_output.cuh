@@ -6,17 +6,19 @@
 namespace linbench {
 namespace cuda_detail {
 
-// Scales and stores the strip's outputs (and, normalised, divides by den + eps and writes den).
+// Scales and stores the strip's outputs (and, kNorm with p.normalize, divides by den + eps and
+// writes den).
 template <class T, bool kNorm>
 __device__ void store_strip(const FastPassParams& p, const FastBlock& b, int rows, int64_t row0, int warp,
                             const float (&o)[4][4], const float (&den)[2]) {
+  const bool divide = kNorm && p.normalize != 0;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   T* out = static_cast<T*>(p.out);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int row = 16 * warp + lane / 4 + 8 * half;
     if (row >= rows) continue;
-    const float scale = kNorm ? p.out_scale / (den[half] + p.eps) : p.out_scale;
+    const float scale = divide ? p.out_scale / (den[half] + p.eps) : p.out_scale;
 #pragma unroll
     for (int n = 0; n < 4; ++n) {
       const int col = b.tile * kFastTile + 8 * n + 2 * (lane % 4);
@@ -24,17 +26,40 @@ __device__ void store_strip(const FastPassParams& p, const FastBlock& b, int row
       const uint32_t pair = pack_pair<T>(o[n][2 * half] * scale, o[n][2 * half + 1] * scale);
       memcpy(static_cast<void*>(out + (row0 + row) * p.vx.cols + col), &pair, sizeof(pair));
     }
-    if (kNorm && b.tile == 0 && lane % 4 == 0) p.den_out[row0 + row] = den[half];
+    if (divide && b.tile == 0 && lane % 4 == 0) p.den_out[row0 + row] = den[half];
+  }
+}
+
+// The normalised gradients' epilogue: o_i = (o_i + a_i zaug) (times w_i), zaug the state's
+// augmented row before the chunk.
+template <class T>
+__device__ void finish_grad_strip(const FastStage<T>& st, const GradTerms& g, const float* zaug, int warp,
+                                  float (&o)[4][4]) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = 16 * warp + lane / 4 + 8 * half;
+    const float a = aug_of(g.q_aug, st.c, row);
+    const float w = g.q_row_scale ? st.w[row] : 1.0f;
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& x = o[n][2 * half + e];
+        x = (x + a * zaug[8 * n + 2 * (lane % 4) + e]) * w;
+      }
   }
 }
 
 // One chunk: the strip's outputs from the state as it was before the chunk (its copy, which
-// fp16 holds divided by copy_scale), then the chunk's own masked scores times values.
+// fp16 holds divided by copy_scale), then the chunk's own masked scores times values. z: the
+// forward's key sums, or the gradients' zaug.
 template <class T, int kDk, bool kNorm>
 __device__ void output_chunk(const FastPassParams& p, const FastBlock& b, const FastStage<T>& st, int rows,
                              int64_t row0, const T* copy_hi, const T* copy_lo, float copy_scale, const float* z,
-                             int warp) {
+                             const GradTerms& g, int warp) {
   constexpr bool split = kNorm;
+  const bool divide = kNorm && p.normalize != 0;
   float o[4][4] = {};
   float den[2] = {0.0f, 0.0f};
   uint32_t qf[kDk / 16][4];
@@ -48,13 +73,14 @@ __device__ void output_chunk(const FastPassParams& p, const FastBlock& b, const 
       for (int e = 0; e < 4; ++e) o[n][e] *= copy_scale;
   }
   if (p.causal) {
-    strip_intra_chunk<T, kDk>(st, qf, warp, p.reverse != 0, split, o, den);
-    if (kNorm) {
+    strip_intra_chunk<T, kDk>(st, qf, warp, p.reverse != 0, split, g, o, den);
+    if (divide) {
       den[0] = quad_sum(den[0]);
       den[1] = quad_sum(den[1]);
     }
   }
-  if (kNorm) {
+  if (g.on) finish_grad_strip<T>(st, g, z, warp, o);
+  if (divide) {
     float dot[2];
     strip_dot_keysum<T, kDk>(st, z, warp, dot);
     den[0] += dot[0];
@@ -98,29 +124,32 @@ __device__ void run_fast_output_block(const FastArgs& args) {
   float* z = reinterpret_cast<float*>(smem + lay.z);
   float* scale = reinterpret_cast<float*>(smem + lay.scale);  // fp16: each copy's factor (publish_state)
   StateRows<kDk> state{};
+  const GradTerms g = kNorm ? grad_terms(p) : GradTerms{};
   fold_partials<T, kDk, kNorm>(p, b, warp, state, z);
   T* lo = split ? copies + copy_elems : nullptr;
   constexpr bool single = fast_single_copy(kDk, split);
   publish_state<T, kDk>(state, warp, copies, lo, scale, &scale[0]);
   const bool update = p.causal != 0;
-  walk_segment<T, kDk>(args, p, b, smem, lay, true, update, [&](int step, const FastStage<T>& st, int rows,
-                                                                int64_t row0) {
+  walk_segment<T, kDk, kNorm>(args, p, b, smem, lay, true, update, [&](int step, const FastStage<T>& st, int rows,
+                                                                       int64_t row0) {
     // The copy holding the state before this chunk: double-buffered when causal and not single
     // (bidirectional, the one written before the walk holds the whole sequence's state).
     const int buf = single || !update ? 0 : step % 2;
     const float factor = kIsHalf<T> ? scale[buf] : 1.0f;
-    output_chunk<T, kDk, kNorm>(p, b, st, rows, row0, copies + buf * copy_elems, lo, factor, z, warp);
+    output_chunk<T, kDk, kNorm>(p, b, st, rows, row0, copies + buf * copy_elems, lo, factor, z, g, warp);
     if (!update || step == b.last - b.first) return;
-    update_state_rows<T, kDk>(st, warp, state);
+    update_state_rows<T, kDk>(st, warp, state, g.on && g.k_row_weight ? st.w : nullptr);
     if (single) __syncthreads();  // every warp has read the single copy and z: rewrite them
     const int next = single ? 0 : (step + 1) % 2;
     publish_state<T, kDk>(state, warp, copies + next * copy_elems, lo, scale, &scale[next]);
-    if (kNorm) add_key_sums<T, kDk>(st, warp, z);
+    if (kNorm && p.normalize) add_key_sums<T, kDk>(st, warp, z);
+    if (g.on && g.k_aug != AugValue::kNone) add_aug_row<T>(st, warp, g, z);
   });
   cp_async_wait<0>();
 }
 
-// kNorm: the normalised forward (every pass of the launch is, or none is).
+// kNorm: the split instance, for the normalised forward and the normalised gradients (every pass
+// of the launch is one of those, or none is).
 template <class T, int kDk, bool kNorm>
 __global__ void __launch_bounds__(kFastThreads, kFastMinBlocks<kDk>)
     fast_output_kernel(const __grid_constant__ FastArgs args) {

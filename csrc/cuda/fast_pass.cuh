@@ -3,7 +3,7 @@
 // cp.async while this one is computed (fast_loads.cuh), one block barrier a chunk (one more
 // with a feature map, one more where the state's copy is single: normalised, or kd = 128, one
 // more for fp16, whose copy is scaled by the block's largest |S|). bf16 and fp16 (unnormalised:
-// the normalised fp16 forward runs the generic pass, whose split keeps its lo half scaled).
+// normalised fp16 runs the generic pass, whose split keeps its lo half scaled).
 //
 // Two kernels: fast_state_kernel (each segment's own Kx^T Vx and key sum, to scratch) and
 // fast_output_kernel (each segment from the partials before it; the outputs). blockIdx.x runs
@@ -59,30 +59,34 @@ __device__ __forceinline__ int fast_chunk_rows(const FastArgs& a, int chunk) {
 
 // The walk of a segment with the next chunk's loads in flight: body(step, chunk, stage, rows, row0)
 // runs once the stage has landed (and been mapped); one barrier between chunks.
-template <class T, int kDk, class Body>
+template <class T, int kDk, bool kNorm, class Body>
 __device__ void walk_segment(const FastArgs& args, const FastPassParams& p, const FastBlock& b, unsigned char* smem,
                              const FastSmemLayout& lay, bool with_q, bool with_kv, Body body) {
   const int n = b.last - b.first + 1;
   const int tile_col0 = b.tile * kFastTile;
   auto chunk_of = [&](int step) { return p.reverse ? b.last - step : b.first + step; };
   auto row0_of = [&](int chunk) { return b.bh * args.seq + static_cast<int64_t>(chunk) * kChunk; };
-  issue_chunk_loads<T, kDk>(p, fast_stage<T>(smem, lay, 0), row0_of(chunk_of(0)), fast_chunk_rows(args, chunk_of(0)),
-                            tile_col0, with_q, with_kv);
+  auto padded_of = [&](int chunk) { return (b.bh * args.n_chunks + chunk) * int64_t{kChunk}; };
+  issue_chunk_loads<T, kDk, kNorm>(p, fast_stage<T>(smem, lay, 0), row0_of(chunk_of(0)), padded_of(chunk_of(0)),
+                                   fast_chunk_rows(args, chunk_of(0)), tile_col0, with_q, with_kv);
   for (int step = 0; step < n; ++step) {
     const int c = chunk_of(step);
     const int rows = fast_chunk_rows(args, c);
     cp_async_wait<0>();
     __syncthreads();  // this chunk has landed for every thread; the stage loaded next is free
-    if (step + 1 < n)
-      issue_chunk_loads<T, kDk>(p, fast_stage<T>(smem, lay, (step + 1) % kFastStages), row0_of(chunk_of(step + 1)),
-                                fast_chunk_rows(args, chunk_of(step + 1)), tile_col0, with_q, with_kv);
+    if (step + 1 < n) {
+      const int next = chunk_of(step + 1);
+      issue_chunk_loads<T, kDk, kNorm>(p, fast_stage<T>(smem, lay, (step + 1) % kFastStages), row0_of(next),
+                                       padded_of(next), fast_chunk_rows(args, next), tile_col0, with_q, with_kv);
+    }
     const FastStage<T> st = fast_stage<T>(smem, lay, step % kFastStages);
     if (map_stage<T, kDk>(p, st, row0_of(c), rows, tile_col0, with_q, with_kv)) __syncthreads();
     body(step, st, rows, row0_of(c));
   }
 }
 
-// State launch: the segment's Kx^T V_tile and key sum, to its partial record.
+// State launch: the segment's Kx^T V_tile and key sum (or, normalised gradients, Kx^T diag(w)
+// V_tile and zaug), to its partial record.
 template <class T, int kDk, bool kNorm>
 __device__ void run_fast_state_block(const FastArgs& args) {
   const FastBlock b = decode_fast_block(args);
@@ -95,9 +99,11 @@ __device__ void run_fast_state_block(const FastArgs& args) {
   if (kNorm)
     for (int d = static_cast<int>(threadIdx.x); d < kDk; d += kFastThreads) z[d] = 0.0f;
   StateRows<kDk> rows{};
-  walk_segment<T, kDk>(args, p, b, smem, lay, false, true, [&](int, const FastStage<T>& st, int, int64_t) {
-    update_state_rows<T, kDk>(st, warp, rows);
-    if (kNorm) add_key_sums<T, kDk>(st, warp, z);  // each warp its own rows of z
+  const GradTerms g = kNorm ? grad_terms(p) : GradTerms{};
+  walk_segment<T, kDk, kNorm>(args, p, b, smem, lay, false, true, [&](int, const FastStage<T>& st, int, int64_t) {
+    update_state_rows<T, kDk>(st, warp, rows, g.on && g.k_row_weight ? st.w : nullptr);
+    if (kNorm && p.normalize) add_key_sums<T, kDk>(st, warp, z);  // each warp its own rows of z
+    if (g.on && g.k_aug != AugValue::kNone) add_aug_row<T>(st, warp, g, z);  // and its columns of zaug
   });
   float* rec = fast_partial(p, b, b.seg, kFastPartialFloats<kDk>);
   const int lane = static_cast<int>(threadIdx.x) % 32;

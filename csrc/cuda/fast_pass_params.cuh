@@ -3,11 +3,15 @@
 //
 // One pass computes, per (bh, tile of kFastTile output columns), walking 64-token chunks:
 //   out_c = mask(Qx_c Kx_c^T) Vx_c + Qx_c S_c,   S_{c+1} = S_c + Kx_c^T Vx_c
-// (or, bidirectionally, out_c = Qx_c S with the whole sequence's S), exactly the generic pass's
-// product (chunked_pass.cuh) without decay and the normalised backward's rank-one terms. Its
-// sequence is cut into segments: a state launch writes each segment's own Kx^T Vx (and the key
-// sum z) to scratch, an output launch starts each
-// segment from the sum of the partials before it and walks only its chunks.
+// (or, bidirectionally, out_c = Qx_c S with the whole sequence's S), the generic pass's product
+// (chunked_pass.cuh) without decay. The normalised gradients add its fp32 terms, from two numbers
+// a row a pre-pass writes (fast_grad_rows.cuh): w = 1 / (den + eps) and c = -(dO . out):
+//   scores A_ij = (Qx_i . Kx_j + a_i b_j) * (k_row_weight ? w_j : 1)
+//   output out_i = (A Vx + Qx S + a_i zaug)_i * (q_row_scale ? w_i : 1)
+//   state  S += Kx^T diag(w) Vx,  zaug += sum_j w_j b_j Vx_j  (w = 1 without k_row_weight)
+// with a and b each 0, 1 or c (AugValue). Its sequence is cut into segments: a state launch
+// writes each segment's own Kx^T Vx (and the key sum z, or zaug) to scratch, an output launch
+// starts each segment from the sum of the partials before it and walks only its chunks.
 #pragma once
 
 #include "pass_params.cuh"
@@ -50,8 +54,13 @@ struct FastPassParams {
   int first_block;          // this pass's first block in the launch (blocks of all passes in a row)
   int causal;               // 0: every chunk reads the whole sequence's state
   int reverse;              // walk from the last chunk; the mask keeps key >= query
-  int normalize;            // forward: out = num / (den + eps), den = masked row sums + Qx . z (the
-                            // kernel instance, kNorm, must agree: fast_plan.cuh picks it from this)
+  int normalize;            // forward: out = num / (den + eps), den = masked row sums + Qx . z (run by
+                            // the split instance, kNorm, as the normalised gradients are)
+  const float* row_w;       // normalised gradients: w and c of each row, [bh][n_chunks * 64] (rows past
+  const float* row_c;       // the sequence 0); nullptr otherwise. Split instance only.
+  AugValue q_aug, k_aug;    // a_i and b_j of the rank-one term (both kNone without it)
+  int q_row_scale;          // output rows times w_i
+  int k_row_weight;         // score columns, state update and zaug terms times w_j
   float out_scale;          // stored outputs times this (v_scale; 1 if none)
   float eps;
 };
@@ -64,7 +73,8 @@ struct FastArgs {
   int n_chunks;
 };
 
-// Floats of one segment's partial: its kDk x kFastTile state slice, then z (kDk).
+// Floats of one segment's partial: its kDk x kFastTile state slice, then z (kDk; the normalised
+// gradients keep zaug, kFastTile of them, in its place).
 template <int kDk>
 constexpr int kFastPartialFloats = kDk * kFastTile + kDk;
 
@@ -72,12 +82,13 @@ constexpr int kFastPartialFloats = kDk * kFastTile + kDk;
 // permuted within each row by fast_swizzle so that ldmatrix's eight row reads of a matrix hit
 // distinct banks. ----
 struct FastSmemLayout {
-  int stage_bytes;       // one stage: qx [64][kDk], kx [64][kDk], vx [64][kFastTile]
+  int stage_bytes;       // one stage: qx [64][kDk], kx [64][kDk], vx [64][kFastTile] (split: w, c [64] fp32)
   int q_off, k_off, v_off;  // within a stage
+  int w_off, c_off;      // within a stage, split only: the chunk's rows' w and c (normalised gradients)
   int copy;              // the state's 16-bit copy: [copies][kDk][kFastTile] (hi), then lo when split
   int copy_bytes;        // one copy
   int copies;            // 2 (double-buffered: no barrier before it is rewritten) or 1 (fast_single_copy)
-  int z;                 // normalised: [kDk] fp32 key sums
+  int z;                 // split: [kDk] fp32 key sums (the forward), or zaug [kFastTile] (the gradients)
   int scale;             // fp16: [2] the copies' power-of-two factors, then [kFastWarps] the warps' max |S|
   int total;
 };
@@ -94,7 +105,9 @@ __host__ __device__ constexpr FastSmemLayout make_fast_layout(int dk_padded, int
   s.q_off = 0;
   s.k_off = kChunk * dk_padded * elem_size;
   s.v_off = 2 * s.k_off;
-  s.stage_bytes = s.v_off + kChunk * kFastTile * elem_size;
+  s.w_off = s.v_off + kChunk * kFastTile * elem_size;
+  s.c_off = s.w_off + (split ? kChunk * 4 : 0);
+  s.stage_bytes = s.c_off + (split ? kChunk * 4 : 0);
   s.copy = kFastStages * s.stage_bytes;
   s.copy_bytes = dk_padded * kFastTile * elem_size;
   s.copies = fast_single_copy(dk_padded, split) ? 1 : 2;

@@ -15,11 +15,18 @@ constexpr int kFastMaxDim = 128;
 
 __host__ inline bool fast_aligned(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
 
+// The virtual architecture the fast pass's kernels run as on this device (cudaFuncAttributes'
+// ptxVersion, 10 major + minor; 0 if unknown), defined in fast_pass.cu: an extension built for
+// compute_75 + PTX runs on an sm_90 GPU by JIT, with the primitives compiled to traps (warp_mma.cuh).
+int fast_pass_ptx_version();
+
 // Why the fast pass does not take a call (nullptr: it does); the generic pass takes it then.
 // `pointers`: every q, k, v-shaped tensor the call reads or writes.
 __host__ inline const char* fast_path_refusal(ElementType dtype, const LinearAttentionShape& s, const float* decay,
                                               std::initializer_list<const void*> pointers, const DeviceLimits& limits) {
   if (limits.major < 8) return "the fast pass needs sm_80 or newer (bf16 mma.sync, cp.async)";
+  if (fast_pass_ptx_version() < 80)
+    return "the fast pass's kernels were built for a virtual architecture before compute_80 (TORCH_CUDA_ARCH_LIST)";
   if (dtype == ElementType::f32) return "fp32 runs the generic pass (no 16-bit tensor-core operands)";
   if (dtype == ElementType::f16 && s.normalize)
     return "normalised fp16 runs the generic pass (the split's lo half needs a scale the fast pass lacks)";
@@ -47,7 +54,8 @@ __host__ inline void fast_common(const LinearAttentionShape& shape, FastArgs* ar
 cudaError_t run_fast_plain(ElementType dtype, FastArgs* args, const DeviceLimits& limits, cudaStream_t stream,
                            bool* ran);
 
-// The same for the normalised forward (one pass, bf16).
+// The same for the split instance (bf16): the normalised forward, or the normalised gradients'
+// passes (their row factors written already, fast_grad_rows.cuh).
 cudaError_t run_fast_normalised(FastArgs* args, const DeviceLimits& limits, cudaStream_t stream, bool* ran);
 
 }  // namespace cuda_detail

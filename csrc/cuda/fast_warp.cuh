@@ -37,11 +37,27 @@ __device__ void load_strip_queries(const FastStage<T>& st, int warp, uint32_t (&
   for (int kk = 0; kk < kDk / 16; ++kk) ldmatrix_x4(qf[kk], lane_block_row<true, kDk>(st.q, 16 * warp, 16 * kk));
 }
 
-// Scores of the strip against key block j (16 keys), fp32, masked (key <= query, key >= query
-// in reverse): sc[0] keys 16j..16j+7, sc[1] the next 8.
+// The normalised gradients' fp32 terms (FastPassParams): a_i, b_j from the stage's c, w_j.
+struct GradTerms {
+  bool on;             // a normalised gradient's pass (else every other member is unused)
+  AugValue q_aug, k_aug;
+  bool q_row_scale, k_row_weight;
+};
+
+__device__ __forceinline__ GradTerms grad_terms(const FastPassParams& p) {
+  return GradTerms{p.row_w != nullptr, p.q_aug, p.k_aug, p.q_row_scale != 0, p.k_row_weight != 0};
+}
+
+// a_i or b_j of chunk row r: 0, 1 or the row's c.
+__device__ __forceinline__ float aug_of(AugValue kind, const float* c, int r) {
+  return kind == AugValue::kOne ? 1.0f : kind == AugValue::kNegGradOutDotOut ? c[r] : 0.0f;
+}
+
+// Scores of the strip against key block j (16 keys), fp32, with the gradients' terms, masked
+// (key <= query, key >= query in reverse): sc[0] keys 16j..16j+7, sc[1] the next 8.
 template <class T, int kDk>
 __device__ void block_scores(const FastStage<T>& st, const uint32_t (&qf)[kDk / 16][4], int warp, int j,
-                             bool reverse, float (&sc)[2][4]) {
+                             bool reverse, const GradTerms& g, float (&sc)[2][4]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) sc[h][0] = sc[h][1] = sc[h][2] = sc[h][3] = 0.0f;
 #pragma unroll
@@ -51,8 +67,18 @@ __device__ void block_scores(const FastStage<T>& st, const uint32_t (&qf)[kDk / 
     mma_16816<kFastBf16<T>>(sc[0], qf[kk], {b[0], b[1]});
     mma_16816<kFastBf16<T>>(sc[1], qf[kk], {b[2], b[3]});
   }
-  if (j != warp) return;  // only the diagonal block is cut by the mask
   const int lane = static_cast<int>(threadIdx.x) % 32;
+  if (g.on)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int query = 16 * warp + lane / 4 + 8 * (e / 2);
+        const int key = 16 * j + 8 * h + 2 * (lane % 4) + e % 2;
+        const float x = sc[h][e] + aug_of(g.q_aug, st.c, query) * aug_of(g.k_aug, st.c, key);
+        sc[h][e] = g.k_row_weight ? x * st.w[key] : x;
+      }
+  if (j != warp) return;  // only the diagonal block is cut by the mask
 #pragma unroll
   for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -97,12 +123,12 @@ __device__ void block_times_values(const FastStage<T>& st, int j, const uint32_t
 // rowsum += the masked scores' row sums of this lane's two rows (before the quad sum).
 template <class T, int kDk>
 __device__ void strip_intra_chunk(const FastStage<T>& st, const uint32_t (&qf)[kDk / 16][4], int warp, bool reverse,
-                                  bool split, float (&o)[4][4], float (&rowsum)[2]) {
+                                  bool split, const GradTerms& g, float (&o)[4][4], float (&rowsum)[2]) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     if (!key_block_visible(j, warp, reverse)) continue;
     float sc[2][4];
-    block_scores<T, kDk>(st, qf, warp, j, reverse, sc);
+    block_scores<T, kDk>(st, qf, warp, j, reverse, g, sc);
     rowsum[0] += sc[0][0] + sc[0][1] + sc[1][0] + sc[1][1];
     rowsum[1] += sc[0][2] + sc[0][3] + sc[1][2] + sc[1][3];
     uint32_t a[4], lo[4];
@@ -139,9 +165,28 @@ __device__ __forceinline__ int state_row0(int warp, int mt) {
   return warp * (kDk / 4) + 16 * mt;
 }
 
-// S_rows += Kx^T V_tile over the whole chunk (k = key).
+// B fragments of V_tile rows times w (each register: keys 16j + 8 (r % 2) + 2 (lane % 4), + 1, as
+// ldmatrix .trans gives them), split into hi and lo, so that the weighted product loses nothing
+// the fp32 weights carry.
+template <class T>
+__device__ void weigh_value_fragments(const uint32_t (&b)[4], const float* w, int j, uint32_t (&hi)[4],
+                                      uint32_t (&lo)[4]) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int key = 16 * j + 8 * (r % 2) + 2 * (lane % 4);
+    float x0, x1, h0, h1;
+    unpack_pair<T>(b[r], &x0, &x1);
+    x0 *= w[key], x1 *= w[key + 1];
+    hi[r] = pack_pair<T>(x0, x1);
+    unpack_pair<T>(hi[r], &h0, &h1);
+    lo[r] = pack_pair<T>(x0 - h0, x1 - h1);
+  }
+}
+
+// S_rows += Kx^T diag(w) V_tile over the whole chunk (k = key); w = nullptr: no weights.
 template <class T, int kDk>
-__device__ void update_state_rows(const FastStage<T>& st, int warp, StateRows<kDk>& rows) {
+__device__ void update_state_rows(const FastStage<T>& st, int warp, StateRows<kDk>& rows, const float* w = nullptr) {
 #pragma unroll
   for (int mt = 0; mt < StateRows<kDk>::kTiles; ++mt)
 #pragma unroll
@@ -152,10 +197,33 @@ __device__ void update_state_rows(const FastStage<T>& st, int warp, StateRows<kD
       for (int p = 0; p < 2; ++p) {
         uint32_t b[4];
         ldmatrix_x4_trans(b, lane_block_row<true, kFastTile>(st.v, 16 * j, 16 * p));
+        if (w != nullptr) {
+          uint32_t lo[4];
+          weigh_value_fragments<T>(b, w, j, b, lo);
+          mma_16816<kFastBf16<T>>(rows.s[mt][2 * p], a, {lo[0], lo[1]});
+          mma_16816<kFastBf16<T>>(rows.s[mt][2 * p + 1], a, {lo[2], lo[3]});
+        }
         mma_16816<kFastBf16<T>>(rows.s[mt][2 * p], a, {b[0], b[1]});
         mma_16816<kFastBf16<T>>(rows.s[mt][2 * p + 1], a, {b[2], b[3]});
       }
     }
+}
+
+// zaug[col] += sum over the chunk's keys of b_j (times w_j) V_tile[j][col]: warp w owns the 8
+// columns [8w, 8w + 8), its lanes' quarters of the keys summed by shuffles, in a fixed order.
+template <class T>
+__device__ void add_aug_row(const FastStage<T>& st, int warp, const GradTerms& g, float* zaug) {
+  static_assert(kFastTile == 8 * kFastWarps, "a warp owns 8 columns of zaug");
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int col = 8 * warp + lane % 8;
+  float sum = 0.0f;
+  for (int key = 16 * (lane / 8); key < 16 * (lane / 8 + 1); ++key) {
+    const float b = aug_of(g.k_aug, st.c, key) * (g.k_row_weight ? st.w[key] : 1.0f);
+    sum += b * to_float(st.v[fast_tile_index(key, col, kFastTile)]);
+  }
+  sum += __shfl_xor_sync(kFullMask, sum, 8);
+  sum += __shfl_xor_sync(kFullMask, sum, 16);
+  if (lane < 8) zaug[col] += sum;
 }
 
 // Writes the warp's state rows times `mul` into the 16-bit copy (hi), and, split, x - hi into `lo`.

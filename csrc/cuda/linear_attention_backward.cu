@@ -21,9 +21,11 @@
 // carries the map), so the passes give dL/dphi(Q) and dL/dphi(K); a last launch
 // (feature_map_backward.cuh) turns those into dL/dQ and dL/dK in place. v_scale: the gradients
 // are those of v_scale * dO, applied in each pass's epilogue (unnormalised only).
-// Unnormalised bf16 and fp16 calls the fast pass takes (fast_plan.cuh) run the three products on it
-// (fast_pass.cuh); the rest, and the normalised gradients, on the generic pass.
+// The calls the fast pass takes (fast_plan.cuh: bf16, and unnormalised fp16) run the three
+// products on it (fast_pass.cuh), the normalised ones with w_i and -(dO_i . out_i) written first
+// by a pre-pass (fast_grad_rows.cuh) and applied in fp32 as above; the rest on the generic pass.
 #include "chunked_pass.cuh"
+#include "fast_grad_rows.cuh"
 #include "fast_plan.cuh"
 #include "feature_map_backward.cuh"
 #include "launch_plan.cuh"
@@ -66,11 +68,13 @@ cudaError_t check_backward_call(const void* grad_out, const void* q, const void*
   return cudaSuccess;
 }
 
-// One fast pass of the backward: Qx, Kx (both kd wide) against Vx, into `out`.
+// One fast pass of the backward: Qx, Kx (both kd wide) against Vx, into `out` (without the
+// normalised gradients' terms: set by the caller).
 cuda_detail::FastPassParams fast_gradient_pass(cuda_detail::FastOperand qx, cuda_detail::FastOperand kx,
                                                cuda_detail::FastOperand vx, void* out, bool reverse,
                                                const LinearAttentionShape& shape) {
   cuda_detail::FastPassParams p{};
+  p.q_aug = p.k_aug = cuda_detail::AugValue::kNone;
   p.qx = qx, p.kx = kx, p.vx = vx, p.out = out;
   p.kd = qx.cols;
   p.causal = shape.causal ? 1 : 0;
@@ -81,20 +85,24 @@ cuda_detail::FastPassParams fast_gradient_pass(cuda_detail::FastOperand qx, cuda
   return p;
 }
 
-// The unnormalised gradients on the fast pass: dQ = (dO, V, phi(K)) walking forward, dK =
-// (V, dO, phi(Q)) and dV = (phi(K), phi(Q), dO) walking back (the generic passes' operands, see
-// above), in one launch pair when Dk and Dv fall in one contraction class, else two; then the
-// feature map's backward. *ran = false when the fast pass did not run (no scratch).
-cudaError_t fast_backward(ElementType dtype, const void* grad_out, const void* q, const void* k, const void* v,
-                          void* grad_q, void* grad_k, void* grad_v, const LinearAttentionShape& shape,
-                          const cuda_detail::DeviceLimits& limits, cudaStream_t stream, bool* ran) {
+// The normalised gradients' terms on the three passes (the generic pass's, above): dQ's rows
+// carry a_i = c_i and w_i, its keys b_j = 1; dK's rows a_i = 1, its keys b_j = c_j and w_j; dV's
+// keys w_j.
+void set_normalised_terms(const float* w, const float* c, cuda_detail::FastPassParams (&passes)[3]) {
+  using cuda_detail::AugValue;
+  for (cuda_detail::FastPassParams& p : passes) p.row_w = w, p.row_c = c;
+  passes[0].q_aug = AugValue::kNegGradOutDotOut, passes[0].k_aug = AugValue::kOne, passes[0].q_row_scale = 1;
+  passes[1].q_aug = AugValue::kOne, passes[1].k_aug = AugValue::kNegGradOutDotOut, passes[1].k_row_weight = 1;
+  passes[2].k_row_weight = 1;
+}
+
+// The three passes in one launch pair when Dk and Dv fall in one contraction class, else two.
+// *ran = false when a group did not run (no scratch): the caller reruns every gradient.
+cudaError_t run_fast_gradients(ElementType dtype, const cuda_detail::FastPassParams (&passes)[3], bool normalised,
+                               const LinearAttentionShape& shape, const cuda_detail::DeviceLimits& limits,
+                               cudaStream_t stream, bool* ran) {
   using namespace cuda_detail;
   const int dk = static_cast<int>(shape.dim_k), dv = static_cast<int>(shape.dim_v);
-  const FeatureMap map = static_cast<FeatureMap>(shape.feature_map);
-  const FastOperand dO{grad_out, dv, FeatureMap::kNone}, V{v, dv, FeatureMap::kNone}, Q{q, dk, map}, K{k, dk, map};
-  const FastPassParams passes[3] = {fast_gradient_pass(dO, V, K, grad_q, false, shape),
-                                    fast_gradient_pass(V, dO, Q, grad_k, true, shape),
-                                    fast_gradient_pass(K, Q, dO, grad_v, true, shape)};
   const bool together = fast_dk_class(dk) == fast_dk_class(dv);
   FastArgs groups[2]{};
   for (FastArgs& g : groups) fast_common(shape, &g);
@@ -106,12 +114,52 @@ cudaError_t fast_backward(ElementType dtype, const void* grad_out, const void* q
   for (FastArgs& g : groups) {
     if (g.n_passes == 0) continue;
     bool group_ran = false;
-    const cudaError_t err = run_fast_plain(dtype, &g, limits, stream, &group_ran);
-    if (err != cudaSuccess) return err;
-    *ran = *ran && group_ran;
-    if (!group_ran) return cudaSuccess;  // the caller reruns every gradient on the generic pass
+    const cudaError_t err = normalised ? run_fast_normalised(&g, limits, stream, &group_ran)
+                                       : run_fast_plain(dtype, &g, limits, stream, &group_ran);
+    if (err != cudaSuccess || !group_ran) {
+      *ran = group_ran;
+      return err;
+    }
   }
-  if (map == FeatureMap::kNone) return cudaSuccess;
+  return cudaSuccess;
+}
+
+// The gradients on the fast pass: dQ = (dO, V, phi(K)) walking forward, dK = (V, dO, phi(Q))
+// and dV = (phi(K), phi(Q), dO) walking back (the generic passes' operands, see above), after
+// the normalised gradients' pre-pass; then the feature map's backward. *ran = false when the
+// fast pass did not run (no scratch).
+cudaError_t fast_backward(ElementType dtype, const void* grad_out, const void* q, const void* k, const void* v,
+                          const void* out, const float* den, void* grad_q, void* grad_k, void* grad_v,
+                          const LinearAttentionShape& shape, const cuda_detail::DeviceLimits& limits,
+                          cudaStream_t stream, bool* ran) {
+  using namespace cuda_detail;
+  const int dk = static_cast<int>(shape.dim_k), dv = static_cast<int>(shape.dim_v);
+  const FeatureMap map = static_cast<FeatureMap>(shape.feature_map);
+  const FastOperand dO{grad_out, dv, FeatureMap::kNone}, V{v, dv, FeatureMap::kNone}, Q{q, dk, map}, K{k, dk, map};
+  FastPassParams passes[3] = {fast_gradient_pass(dO, V, K, grad_q, false, shape),
+                              fast_gradient_pass(V, dO, Q, grad_k, true, shape),
+                              fast_gradient_pass(K, Q, dO, grad_v, true, shape)};
+  float* rows = nullptr;  // the normalised pre-pass's w, then c
+  const int n_chunks = static_cast<int>((shape.seq + kChunk - 1) / kChunk);
+  const int64_t padded = shape.bh * n_chunks * int64_t{kChunk};
+  *ran = false;
+  cudaError_t err = cudaSuccess;
+  if (shape.normalize) {
+    if (cudaMallocAsync(reinterpret_cast<void**>(&rows), static_cast<size_t>(2 * padded) * sizeof(float), stream) !=
+        cudaSuccess) {
+      (void)cudaGetLastError();
+      return cudaSuccess;  // not ran
+    }
+    const GradRowsArgs args{grad_out, out, den, rows, rows + padded, shape.bh, shape.seq, n_chunks, dv, shape.eps};
+    set_normalised_terms(args.w, args.c, passes);
+    err = launch_grad_rows<__nv_bfloat16>(args, limits.sm_count, stream);  // normalised: bf16 (fast_path_refusal)
+  }
+  if (err == cudaSuccess) err = run_fast_gradients(dtype, passes, shape.normalize, shape, limits, stream, ran);
+  if (rows != nullptr) {
+    const cudaError_t freed = cudaFreeAsync(rows, stream);
+    if (err == cudaSuccess) err = freed;
+  }
+  if (err != cudaSuccess || !*ran || map == FeatureMap::kNone) return err;
   const MapBackwardArgs map_args{{grad_q, grad_k}, {q, k}, shape.bh * shape.seq, dk, map};
   return dtype == ElementType::f16 ? launch_feature_map_backward<__half>(map_args, limits.sm_count, stream)
                                    : launch_feature_map_backward<__nv_bfloat16>(map_args, limits.sm_count, stream);
@@ -182,11 +230,10 @@ cudaError_t linear_attention_backward_cuda(ElementType dtype, const void* grad_o
   cuda_detail::DeviceLimits limits{};
   err = cuda_detail::query_device_limits(&limits);
   if (err != cudaSuccess) return err;
-  if (!shape.normalize &&
-      cuda_detail::fast_path_refusal(dtype, shape, decay, {grad_out, q, k, v, grad_q, grad_k, grad_v}, limits) ==
-          nullptr) {
+  if (cuda_detail::fast_path_refusal(dtype, shape, decay, {grad_out, q, k, v, out, grad_q, grad_k, grad_v}, limits) ==
+      nullptr) {
     bool ran = false;
-    err = fast_backward(dtype, grad_out, q, k, v, grad_q, grad_k, grad_v, shape, limits, stream, &ran);
+    err = fast_backward(dtype, grad_out, q, k, v, out, den, grad_q, grad_k, grad_v, shape, limits, stream, &ran);
     if (ran || err != cudaSuccess) return err;
   }
   return generic_backward(dtype, grad_out, q, k, v, decay, out, den, grad_q, grad_k, grad_v, shape, limits, stream);

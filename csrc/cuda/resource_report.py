@@ -51,6 +51,8 @@ def readable(mangled: str) -> str | None:
         return f"generic {match.group(1)} <{types[match.group(2)]}>"
     if match := re.search(r"feature_map_backward_kernelI(13__nv_bfloat16|6__half|f)E", mangled):
         return f"feature-map backward <{types[match.group(1)]}>"
+    if match := re.search(r"grad_rows_kernelI(13__nv_bfloat16)E", mangled):
+        return f"normalised backward rows <{types[match.group(1)]}>"
     return None
 
 
@@ -74,7 +76,7 @@ def parse_ptxas(text: str) -> list[KernelUse]:
 
 def fast_smem(dk: int, normalised: bool, fp16: bool = False) -> int:
     """make_fast_layout (fast_pass_params.cuh); fast_pass.cu static_asserts the same figures."""
-    stage = 2 * 64 * dk * 2 + 64 * 32 * 2
+    stage = 2 * 64 * dk * 2 + 64 * 32 * 2 + (2 * 64 * 4 if normalised else 0)  # split: the rows' w and c
     copy = dk * 32 * 2
     copies = 1 if normalised or dk > 64 else 2  # fast_single_copy; split adds the lo copy
     return 2 * stage + copies * copy + (copy + dk * 4 if normalised else 0) + (128 if fp16 else 0)
@@ -140,33 +142,46 @@ def fast_segments(point: Point, tiles: int, passes: int, per_sm: int) -> int:
     return -(-chunks // seg_chunks)
 
 
-def fast_pass_launches(point: Point, passes: list[tuple[int, int]], per_sm: int) -> list[Launch]:
-    """The state and output launches of causal, unnormalised fast passes, each (kd, out columns)."""
+@dataclass(frozen=True)
+class FastPass:
+    kd: int  # contraction width
+    out: int  # output columns
+    split: bool = False  # the split instance: scores and state copy as hi + lo (two A V and Q S products)
+    weighted: bool = False  # normalised dK, dV: the update takes diag(w) V as hi + lo (two products)
+    row_bytes: int = 0  # per token, read by each block: the rows' w and c (normalised gradients)
+    den: bool = False  # the normalised forward: den written (4 bytes a token, by tile 0)
+
+
+def fast_pass_launches(point: Point, passes: list[FastPass], per_sm: int) -> list[Launch]:
+    """The state and output launches of causal fast passes."""
     state, output = Launch("state", 0, 0, 0, 0), Launch("output", 0, 0, 0, 0)
     tokens = point.bh * point.seq
     split = False
-    for kd, out in passes:
-        kdp, tiles = (64 if kd <= 64 else 128), -(-out // TILE)
+    for p in passes:
+        kdp, tiles = (64 if p.kd <= 64 else 128), -(-p.out // TILE)
         segs = fast_segments(point, tiles, len(passes), per_sm)
         split = split or segs > 1
         chunk_tiles = point.bh * -(-point.seq // CHUNK) * tiles
         partial = (kdp * TILE + kdp) * 4
+        halves, update = (2 if p.split else 1), (2 if p.weighted else 1) * kdp
         # Warp w of 4 sees key blocks 0..w: 10 of 16 (scores, A V); Q S and the update see all.
-        out_mma = 10 * (kdp // 16) * 2 + 10 * 4 + 4 * (kdp // 16) * 4 + kdp
+        out_mma = 10 * (kdp // 16) * 2 + halves * (10 * 4 + 4 * (kdp // 16) * 4) + update
         late = (segs - 1) / segs  # the part of the sequence whose partial a later segment reads
         state = Launch(
             "state",
             state.blocks + point.bh * tiles * segs,
-            state.dram + late * tokens * (kd + out) * ELEMENT + point.bh * tiles * (segs - 1) * partial,
-            state.l2_to_sm + late * tokens * (tiles * kd + out) * ELEMENT,
-            state.flop + late * chunk_tiles * kdp * MMA_FLOP,
+            state.dram
+            + late * tokens * ((p.kd + p.out) * ELEMENT + p.row_bytes)
+            + point.bh * tiles * (segs - 1) * partial,
+            state.l2_to_sm + late * tokens * ((tiles * p.kd + p.out) * ELEMENT + tiles * p.row_bytes),
+            state.flop + late * chunk_tiles * update * MMA_FLOP,
         )
         folds = point.bh * tiles * segs * (segs - 1) / 2 * partial
         output = Launch(
             "output",
             output.blocks + point.bh * tiles * segs,
-            output.dram + tokens * (2 * kd + 2 * out) * ELEMENT + folds,
-            output.l2_to_sm + tokens * (tiles * 2 * kd + 2 * out) * ELEMENT + folds,
+            output.dram + tokens * ((2 * p.kd + 2 * p.out) * ELEMENT + p.row_bytes + (4 if p.den else 0)) + folds,
+            output.l2_to_sm + tokens * ((tiles * 2 * p.kd + 2 * p.out) * ELEMENT + tiles * p.row_bytes) + folds,
             output.flop + chunk_tiles * out_mma * MMA_FLOP,
         )
     return [state, output] if split else [output]
@@ -174,14 +189,31 @@ def fast_pass_launches(point: Point, passes: list[tuple[int, int]], per_sm: int)
 
 def fast_launches(point: Point, per_sm: int) -> dict[str, list[Launch]]:
     """Forward (q, k, v) and backward (dQ = (dO, V, K), dK = (V, dO, Q), dV = (K, Q, dO), then the
-    L2 map's backward: read q, k, dq̂, dk̂, write dq, dk) at `point`, causal, unnormalised."""
+    map's backward: read q, k, dq̂, dk̂, write dq, dk) at `point`, causal: unnormalised (cosine),
+    and normalised (linear: the split kernels, the forward writing den, the backward's pre-pass
+    reading dO and out and writing each row's w and c, which every pass reads)."""
     dk, dv, tokens = point.dk, point.dv, point.bh * point.seq
-    forward = fast_pass_launches(point, [(dk, dv)], per_sm)
-    backward = fast_pass_launches(point, [(dv, dk), (dv, dk), (dk, dv)], per_sm)
     map_blocks = min(-(-2 * tokens // 8), point.sms * 8)  # launch_feature_map_backward's grid
     map_bytes = 6.0 * tokens * dk * ELEMENT
-    backward.append(Launch("feature-map backward", map_blocks, map_bytes, map_bytes, 0))
-    return {"forward": forward, "backward": backward}
+    map_backward = Launch("feature-map backward", map_blocks, map_bytes, map_bytes, 0)
+    rows_blocks = min(-(-point.bh * -(-point.seq // CHUNK) * CHUNK // 256), point.sms * 8)  # launch_grad_rows
+    rows_bytes = tokens * (2 * dv * ELEMENT + 4 + 8.0)  # dO, out and den read; w and c written
+    grads = [FastPass(dv, dk), FastPass(dv, dk), FastPass(dk, dv)]
+    norm_grads = [
+        FastPass(dv, dk, split=True, row_bytes=8),
+        FastPass(dv, dk, split=True, weighted=True, row_bytes=8),
+        FastPass(dk, dv, split=True, weighted=True, row_bytes=8),
+    ]
+    return {
+        "forward": fast_pass_launches(point, [FastPass(dk, dv)], per_sm),
+        "backward": [*fast_pass_launches(point, grads, per_sm), map_backward],
+        "forward, normalised": fast_pass_launches(point, [FastPass(dk, dv, split=True, den=True)], per_sm),
+        "backward, normalised": [
+            Launch("row factors", rows_blocks, rows_bytes, rows_bytes, 0),
+            *fast_pass_launches(point, norm_grads, per_sm),
+            map_backward,
+        ],
+    }
 
 
 # ---- The README section ----
@@ -236,7 +268,8 @@ def render(uses: list[KernelUse], nvcc: str) -> str:
         *usage_table(uses),
         "",
         f"The model of each launch at T (B·H = {point.bh}, S = {point.seq}, Dk = {point.dk}, Dv = {point.dv}, "
-        f"bf16, causal, cosine's L2 map, {point.sms} SMs at {per_sm} fast blocks an SM), the fast pass:",
+        f"bf16, causal, cosine's L2 map, or linear's elu + 1 normalised, {point.sms} SMs at {per_sm} fast "
+        "blocks an SM), the fast pass:",
         "",
         *model_table(point, per_sm),
         END,

@@ -26,11 +26,15 @@ namespace linbench {
 namespace cuda_detail {
 
 #ifndef LINBENCH_CUDA_HOST_EMULATION
-// Built for an architecture before sm_80 (an extension built for an older GPU), the primitives
-// compile to a trap: the launchers never run the fast pass there (fast_path_refusal).
+// Built for an architecture before sm_80 (an extension built for an older GPU, or PTX for one that
+// a newer GPU compiles on load), the primitives compile to a trap: the launchers never run the
+// fast pass there (fast_path_refusal checks the device and the kernels' PTX version).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define LINBENCH_FAST_PASS_UNSUPPORTED 1
 #endif
+
+// The asm that reads or writes shared memory says so ("memory"), so that no compiler moves a plain
+// load or store of the same tiles across it; the barriers between them order the threads.
 
 __device__ __forceinline__ uint32_t shared_address(const void* ptr) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
@@ -66,7 +70,8 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
 #else
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(row)));
+               : "r"(shared_address(row))
+               : "memory");
 #endif
 }
 
@@ -77,7 +82,8 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
 #else
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(row)));
+               : "r"(shared_address(row))
+               : "memory");
 #endif
 }
 
@@ -88,13 +94,14 @@ __device__ __forceinline__ void cp_async_16(void* dst, const void* src, int src_
   __trap();
 #else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-               "r"(src_bytes));
+               "r"(src_bytes)
+               : "memory");
 #endif
 }
 
 __device__ __forceinline__ void cp_async_commit() {
 #ifndef LINBENCH_FAST_PASS_UNSUPPORTED
-  asm volatile("cp.async.commit_group;\n" ::);
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
 
@@ -102,7 +109,7 @@ __device__ __forceinline__ void cp_async_commit() {
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
 #ifndef LINBENCH_FAST_PASS_UNSUPPORTED
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 #endif
 }
 #endif

@@ -22,12 +22,14 @@
 #                        KDA's forms that run here against SDPA's flash and cuDNN; then
 #                        those forms alone at 32 value heads (the runner leaves softmax out
 #                        of --v-heads points)
-#   kernel   (e)    70   $KERNEL_IMPLS against cosine:fla and SDPA at B2 H16 S16k D64 bf16, kernel.txt
-#                        fwd and fwdbwd, event time and CUDA-graph replay; one ncu summary
+#   kernel   (e)    90   $KERNEL_IMPLS against cosine:fla and SDPA at B2 H16 S16k D64 bf16, kernel.txt
+#                        fwd and fwdbwd, event time and CUDA-graph replay; kernel_v1_v2.py
+#                        (the fast pass beside the generic _v1, cosine and linear; V1V2_S,
+#                        25 s); one ncu summary
 #   decode   (f)    35   decode at batch 1, 64, 1024 with CUDA graphs; verify_decode.py     rest.txt
 #   gate     (f)  rest   `ab --baseline HEAD` on a two-point ci-gpu slice, unchanged, then  rest.txt
 #                        +10% planted (plant.py); started only when GATE_NEED_S (130) remain
-#                  450   of the 470 (the 20 over, and what parts leave, go to the gate)
+#                  470   of the 470 (what parts leave goes to the gate)
 #
 # Run folders: runs.tgz, rewritten after each run (7 files under $OUT; 8 come back at most).
 # Wheels: `pip download --no-deps -d .whl fla-core==0.6.0 einops` on any machine with PyPI; .whl/
@@ -47,7 +49,7 @@ WHEELS=${TRUTH_WHEELS:-.whl}
 PY=${PYTHON:-python3}
 SCALE=${TRUTH_BUDGET_SCALE:-1}
 DEADLINE=$((${TRUTH_DEADLINE_S:-470} * SCALE))
-declare -A LIMIT=([setup]=25 [tests]=100 [check]=120 [backends]=100 [kernel]=70 [decode]=35 [gate]=600)
+declare -A LIMIT=([setup]=25 [tests]=100 [check]=120 [backends]=100 [kernel]=90 [decode]=35 [gate]=600)
 GATE_NEED_S=$((${GATE_NEED_S:-130} * SCALE))
 # The kernels part's impls: a second kernel kept beside the first goes here (cosine:kernel,cosine:NEW).
 KERNEL_IMPLS=${KERNEL_IMPLS:-cosine:kernel}
@@ -232,10 +234,20 @@ part_backends() {
 }
 
 part_kernel() {
-  run_lb kernel $(($(left_s) - ${NCU_S:-25})) "$KERNEL_IMPLS against cosine:fla and SDPA" run \
+  local v1v2_s=${V1V2_S:-25}
+  run_lb kernel $(($(left_s) - ${NCU_S:-25} - v1v2_s)) "$KERNEL_IMPLS against cosine:fla and SDPA" run \
     --variant "$KERNEL_IMPLS,cosine:fla" --against softmax:sdpa "${STD[@]}" --seq "$SEQ_STD" --dtype bf16 \
     --mode fwd,fwdbwd ${GRAPH[@]+"${GRAPH[@]}"}
   clocks "after the kernel's points"
+  # The fast pass beside the generic one (the _v1 ops, kept for this measurement), cosine and
+  # linear normalised, a row as each is measured.
+  if [ "$DEVICE" = cuda ]; then
+    echo "### kernel_v1_v2.py --reps 20: the fast pass against the generic one (_v1)" >>"$OUT/kernel.txt"
+    timeout "$(until_end "${NCU_S:-25}")" "$PY" scripts/gpu/kernel_v1_v2.py --reps 20 >>"$OUT/kernel.txt" 2>&1
+    note "kernel_v1_v2: exit $? (124: cut off at its limit, the rows it measured kept)"
+  else
+    note "kernel_v1_v2: left out (it needs a CUDA device)" | tee -a "$OUT/kernel.txt"
+  fi
   if [ "$DEVICE" != cuda ] || ! command -v ncu >/dev/null; then
     note "ncu: left out (no CUDA device or no ncu here)" | tee -a "$OUT/kernel.txt"
     return

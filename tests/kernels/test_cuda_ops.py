@@ -7,7 +7,7 @@ import torch
 from kernel_cases import assert_close_at_case_scale, dense_reference, random_inputs
 
 from linbench.kernels import build
-from linbench.kernels.ops import kernel_ops, linear_attention
+from linbench.kernels.ops import FEATURE_MAPS, kernel_ops, linear_attention
 
 pytestmark = pytest.mark.cuda
 
@@ -110,23 +110,26 @@ def test_other_chunk_sizes_are_refused_on_cuda() -> None:
 @pytest.mark.parametrize(("dim_k", "dim_v"), [(64, 64), (128, 64), (32, 48)])
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize(
+    ("feature_map", "eps", "v_scale"), [("l2", None, 0.3), ("elu1", 1e-6, 1.0)], ids=["cosine", "linear"]
+)
 def test_fast_pass_and_generic_v1_agree_with_fp64_on_cuda(
-    dim_k: int, dim_v: int, causal: bool, dtype: torch.dtype
+    dim_k: int, dim_v: int, causal: bool, dtype: torch.dtype, feature_map: str, eps: float | None, v_scale: float
 ) -> None:
-    """bf16 and unnormalised fp16 with Dk, Dv multiples of 8 up to 128 run the fast pass; the _v1
-    op runs the generic one on the same call: both against fp64 (cosine's L2 map and v scale), at
-    a ragged S."""
+    """bf16 (normalised too) and unnormalised fp16 with Dk, Dv multiples of 8 up to 128 run the
+    fast pass; the _v1 op runs the generic one on the same call: both against fp64 (cosine's L2
+    map and v scale, or linear's elu + 1, normalised), at a ragged S."""
     q, k, v = (t.detach().sub(0.5).to(dtype).cuda() for t in random_inputs(1000, dim_k, dim_v))
     exact = [t.double().requires_grad_() for t in (q, k, v)]
-    phi = FEATURES["l2"]
-    expected = dense_reference(phi(exact[0]), phi(exact[1]), 0.3 * exact[2], causal=causal, eps=None)
+    phi = FEATURES[feature_map]
+    expected = dense_reference(phi(exact[0]), phi(exact[1]), v_scale * exact[2], causal=causal, eps=eps)
     grad_out = torch.randn_like(expected)
     want = torch.autograd.grad(expected, exact, grad_out)
     case_scale = max(t.abs().max().item() for t in (expected, *want))
     ops = kernel_ops()
     for forward in (ops.linear_attention_forward, ops.linear_attention_forward_v1):
         inputs = [t.clone().requires_grad_() for t in (q, k, v)]
-        out, _ = forward(*inputs, None, causal, False, 0.0, 64, 1, 0.3)
+        out, _ = forward(*inputs, None, causal, eps is not None, eps or 0.0, 64, FEATURE_MAPS[feature_map], v_scale)
         got = torch.autograd.grad(out, inputs, grad_out.to(dtype))
         for name, a, w in zip(("out", "grad q", "grad k", "grad v"), (out, *got), (expected, *want), strict=True):
             assert_close_at_case_scale(a, w, TOLERANCE[dtype], case_scale, name)

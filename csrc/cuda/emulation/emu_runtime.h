@@ -28,6 +28,7 @@ int g_scratch_allocs = 0;
 size_t g_scratch_bytes = 0;
 bool g_fail_malloc = false;
 int g_cc_major = 9;
+int g_ptx_version = 0;  // the kernels' virtual architecture (cudaFuncGetAttributes); 0: the device's own
 
 // A block's dynamic shared memory: exactly the launch's size (so ASan flags an overrun), filled
 // with NaN bytes so that reading shared memory before writing it shows up in the results.
@@ -187,6 +188,9 @@ bool is_map_backward(const void* func) {
   return func == reinterpret_cast<const void*>(&linbench::cuda_detail::feature_map_backward_kernel<T>);
 }
 int g_map_launches = 0;
+bool is_grad_rows(const void* func) {
+  return func == reinterpret_cast<const void*>(&linbench::cuda_detail::grad_rows_kernel<__nv_bfloat16>);
+}
 
 template <class Args>
 void run_grid(const void* func, dim3 grid, void** args, size_t smem, unsigned threads) {
@@ -236,6 +240,12 @@ cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value)
   return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void*) {
+  *attributes = cudaFuncAttributes{};
+  attributes->ptxVersion = g_ptx_version > 0 ? g_ptx_version : 10 * g_cc_major;
+  attributes->binaryVersion = 10 * g_cc_major;
+  return cudaSuccess;
+}
 cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) {
   ++g_scratch_allocs;
   if (g_fail_malloc) return cudaErrorMemoryAllocation;
@@ -271,6 +281,10 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** arg
   if (is_map_backward<float>(func) || is_map_backward<__half>(func) || is_map_backward<__nv_bfloat16>(func)) {
     ++g_map_launches;
     run_grid<linbench::cuda_detail::MapBackwardArgs>(func, grid, args, smem, block.x);
+    return cudaSuccess;
+  }
+  if (is_grad_rows(func)) {  // the normalised fast backward's pre-pass: part of the fast pass
+    run_grid<linbench::cuda_detail::GradRowsArgs>(func, grid, args, smem, block.x);
     return cudaSuccess;
   }
   const KernelArgs a = *static_cast<const KernelArgs*>(args[0]);

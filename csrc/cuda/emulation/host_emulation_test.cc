@@ -2,7 +2,7 @@
 // checks the forward and the three gradients against a float64 reference of the quadratic form,
 // for fp32, fp16 and bf16, causal and bidirectional, normalised or not, with and without decay,
 // ragged sequence lengths and widths, the three tile widths the generic planner can choose, and
-// the fast pass (suite `fast`, part of `basic`, six of its cases in `quick`), whose
+// the fast pass (suite `fast`, part of `basic`, seven of its cases in `quick`), whose
 // dispatch is checked too: it must run exactly the calls it takes.
 //
 //   csrc/cuda/emulation/run.sh            (plain, then AddressSanitizer, then ThreadSanitizer)
@@ -308,6 +308,7 @@ struct Case {
   int feature_map = 0;     // 1 L2 rows, 2 elu + 1: q and k go in raw, the kernels map them
   double out_scale = 1.0;  // the op's v_scale (unnormalised cases)
   int cc_major = 9;        // the device's compute capability (the fast pass needs 8)
+  int ptx_version = 0;     // the kernels' virtual architecture, 10 major + minor (0: the device's)
   double dout_scale = 1.0;
 };
 
@@ -369,6 +370,7 @@ void run_case(const Case& c, uint64_t seed) {
   g_sm_count = c.sm_count;
   g_fail_malloc = c.fail_malloc;
   g_cc_major = c.cc_major;
+  g_ptx_version = c.ptx_version;
   LinearAttentionShape shape{c.bh, c.seq, c.dk, c.dv, 64, c.causal, c.normalize, static_cast<float>(p.eps)};
   shape.feature_map = c.feature_map;
   shape.v_scale = static_cast<float>(c.out_scale);
@@ -390,11 +392,11 @@ void run_case(const Case& c, uint64_t seed) {
   const bool bwd_fast = g_fast_launches > fast_middle && g_launches == generic_middle;
   if (err == cudaSuccess && (g_map_launches - map_launches_before) != (c.feature_map != 0 ? 1 : 0))
     err = cudaErrorUnknown;  // the map's backward must run exactly when there is a map
-  // The fast pass runs exactly the calls it takes (fast_plan.cuh), the backward's unnormalised only.
+  // The fast pass runs exactly the calls it takes (fast_plan.cuh), forward and backward alike.
   const bool fast_type = IsSameType<T, __nv_bfloat16> || (IsSameType<T, __half> && !c.normalize);
   const bool fast_shape = fast_type && !c.decay && c.dk % 8 == 0 && c.dv % 8 == 0 && c.dk <= 128 && c.dv <= 128 &&
-                          !c.fail_malloc && c.cc_major >= 8;
-  const bool dispatch_ok = fwd_fast == fast_shape && bwd_fast == (fast_shape && !c.normalize);
+                          !c.fail_malloc && c.cc_major >= 8 && (c.ptx_version == 0 || c.ptx_version >= 80);
+  const bool dispatch_ok = fwd_fast == fast_shape && bwd_fast == fast_shape;
   const char* map_names[3] = {"", " l2", " elu1"};
   char plan[96];
   if (fwd_fast)
@@ -644,6 +646,20 @@ int main(int argc, char** argv) {
   Case before_sm80 = fast_plain[2];  // a GPU before sm_80 runs the generic pass
   before_sm80.cc_major = 7;
   fast.push_back(before_sm80);
+  Case jit_from_compute75 = fast_plain[2];  // an sm_90 GPU running kernels built as compute_75 PTX
+  jit_from_compute75.ptx_version = 75;
+  fast.push_back(jit_from_compute75);
+  // The normalised backward on the fast pass with segments (their partial zaug folded in): causal,
+  // both contraction classes in one backward, a ragged tile, bidirectional with Dk != Dv; and
+  // without scratch for its row factors, the generic pass.
+  const std::vector<Case> fast_norm = {{1, 300, 64, 64, true, true, false, 10000},
+                                       {1, 200, 128, 64, true, true, false, 10000},
+                                       {2, 257, 16, 80, true, true, false, 10000},
+                                       {1, 300, 32, 48, false, true, false, 10000},
+                                       {1, 300, 64, 64, true, true, false, 10000, 1.0, 1.0, 1.0, true}};
+  const size_t first_norm = fast.size();
+  for (const Case& c : fast_norm) fast.push_back(c);
+  for (const Case& c : mapped_cases({fast_norm[0]})) fast.push_back(c);
 
   // fp16 (unnormalised: the normalised cases run the generic pass) and states past fp16's 65504
   // (k ~ 300, v ~ 30, 600 tokens: ~1e5, the forward's and dQ's), which the copy's power-of-two
@@ -659,7 +675,7 @@ int main(int argc, char** argv) {
     run_cases<__nv_bfloat16>(fast, 9800);
     run_cases<__half>(fast_fp16, 9900);
   } else if (suite == "fastsan") {  // for the sanitizers: the fast pass alone, forward and backward
-    run_cases<__nv_bfloat16>({fast[2], fast[3], fast[6], fast[9]}, 9800);
+    run_cases<__nv_bfloat16>({fast[2], fast[3], fast[6], fast[9], fast[first_norm + 1]}, 9800);
     run_cases<__half>({fast_fp16[fast_fp16.size() - 2]}, 9900);
   } else if (suite == "maps") {
     run_cases<float>(maps, 9500);
@@ -685,9 +701,9 @@ int main(int argc, char** argv) {
     run_cases<__nv_bfloat16>(quick_maps, 400);
     run_cases<float>(quick_maps, 500);
     // The fast pass: segments, bidirectional with a ragged tile, normalised bidirectional with
-    // segments, both contraction classes in one backward, the L2 map with a v scale; fp16 with a
-    // state past its range.
-    const std::vector<Case> quick_fast = {fast[2], fast[3], fast[4], fast[6], fast[9]};
+    // segments, both contraction classes in one backward, the L2 map with a v scale, the
+    // normalised causal backward with segments and both classes; fp16 with a state past its range.
+    const std::vector<Case> quick_fast = {fast[2], fast[3], fast[4], fast[6], fast[9], fast[first_norm + 1]};
     run_cases<__nv_bfloat16>(quick_fast, 600);
     run_cases<__half>({fast_fp16[fast_fp16.size() - 2]}, 700);
   } else {

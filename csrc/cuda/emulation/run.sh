@@ -15,7 +15,8 @@ build() {  # name, extra flags (debug info only where a sanitizer's report needs
 }
 what=${1:-all}
 suite=${2:-basic}
+san_suite=${2:-quick}  # the sanitizers: quick unless a suite is named (fastsan: the fast pass alone)
 if [ "$what" = plain ] || [ "$what" = all ]; then build plain "" && "$out/plain" "$suite"; fi
 # The sanitizers follow OS threads, not fibers: their builds run one OS thread per CUDA thread.
-if [ "$what" = asan ] || [ "$what" = all ]; then build asan "-g -DEMU_OS_THREADS -fsanitize=address,undefined" && "$out/asan" quick; fi
-if [ "$what" = tsan ] || [ "$what" = all ]; then build tsan "-g -DEMU_OS_THREADS -fsanitize=thread" && "$out/tsan" quick; fi
+if [ "$what" = asan ] || [ "$what" = all ]; then build asan "-g -DEMU_OS_THREADS -fsanitize=address,undefined" && "$out/asan" "$san_suite"; fi
+if [ "$what" = tsan ] || [ "$what" = all ]; then build tsan "-g -DEMU_OS_THREADS -fsanitize=thread" && "$out/tsan" "$san_suite"; fi
