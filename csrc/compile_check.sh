@@ -16,7 +16,7 @@ trap 'rm -rf "$out"' EXIT
 
 compile_cuda() {  # one .cu file, for both architectures; ptxas's report kept for the resource check
   local log="$out/$(basename "$1").ptxas"
-  if ! nvcc -c -std=c++17 -O3 -I. -Xptxas -v \
+  if ! nvcc -c -std=c++17 -O3 --use_fast_math -I. -Xptxas -v \
     -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
     -Werror all-warnings -Xcompiler -Wall,-Werror \
     "$1" -o "$out/$(basename "$1").o" 2>"$log"; then

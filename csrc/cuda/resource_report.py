@@ -262,7 +262,8 @@ def render(uses: list[KernelUse], nvcc: str) -> str:
     per_sm = occupancy("sm_90", fast[0].registers, 128, fast_smem(64, False))[0] if fast else 4
     lines = [
         BEGIN,
-        f"ptxas's report (`nvcc -O3 -Xptxas -v`, {nvcc}) and the occupancy it allows: registers "
+        f"ptxas's report (`nvcc -O3 --use_fast_math -Xptxas -v`, the extension build's flags, {nvcc}) and the "
+        "occupancy it allows: registers "
         "are allocated per warp in units of 256, shared memory per block plus 1 KiB the driver keeps.",
         "",
         *usage_table(uses),

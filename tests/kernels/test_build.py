@@ -134,3 +134,12 @@ def test_processes_starting_together_build_once_under_the_lock(
     for thread in threads:
         thread.join()
     assert results == [None] * 4 and len(builds) == 1
+
+
+def test_the_compile_check_compiles_with_the_build_s_cuda_flags() -> None:
+    """csrc/compile_check.sh's nvcc line (whose ptxas report csrc/cuda/README.md carries) has every
+    flag the extension's CUDA build uses: --use_fast_math moves registers and spills. Reads files;
+    no device, no compiler."""
+    script = (Path(build.__file__).parents[2] / "csrc" / "compile_check.sh").read_text()
+    nvcc_line = next(line for line in script.splitlines() if "nvcc -c" in line)
+    assert all(flag in nvcc_line.split() for flag in build.CUDA_FLAGS), (nvcc_line, build.CUDA_FLAGS)

@@ -2,7 +2,7 @@
 // checks the forward and the three gradients against a float64 reference of the quadratic form,
 // for fp32, fp16 and bf16, causal and bidirectional, normalised or not, with and without decay,
 // ragged sequence lengths and widths, the three tile widths the generic planner can choose, and
-// the fast pass (suite `fast`, part of `basic`, seven of its cases in `quick`), whose
+// the fast pass (suite `fast`, part of `basic`, eight of its cases in `quick`), whose
 // dispatch is checked too: it must run exactly the calls it takes.
 //
 //   csrc/cuda/emulation/run.sh            (plain, then AddressSanitizer, then ThreadSanitizer)
@@ -701,9 +701,9 @@ int main(int argc, char** argv) {
     run_cases<__nv_bfloat16>(quick_maps, 400);
     run_cases<float>(quick_maps, 500);
     // The fast pass: segments, bidirectional with a ragged tile, normalised bidirectional with
-    // segments, both contraction classes in one backward, the L2 map with a v scale, the
+    // segments, both contraction classes in one backward, the L2 map with a v scale, elu + 1, the
     // normalised causal backward with segments and both classes; fp16 with a state past its range.
-    const std::vector<Case> quick_fast = {fast[2], fast[3], fast[4], fast[6], fast[9], fast[first_norm + 1]};
+    const std::vector<Case> quick_fast = {fast[2], fast[3], fast[4], fast[6], fast[9], fast[10], fast[first_norm + 1]};
     run_cases<__nv_bfloat16>(quick_fast, 600);
     run_cases<__half>({fast_fp16[fast_fp16.size() - 2]}, 700);
   } else {
