@@ -25,8 +25,6 @@ int fast_pass_ptx_version();
 __host__ inline const char* fast_path_refusal(ElementType dtype, const LinearAttentionShape& s, const float* decay,
                                               std::initializer_list<const void*> pointers, const DeviceLimits& limits) {
   if (limits.major < 8) return "the fast pass needs sm_80 or newer (bf16 mma.sync, cp.async)";
-  if (fast_pass_ptx_version() < 80)
-    return "the fast pass's kernels were built for a virtual architecture before compute_80 (TORCH_CUDA_ARCH_LIST)";
   if (dtype == ElementType::f32) return "fp32 runs the generic pass (no 16-bit tensor-core operands)";
   if (dtype == ElementType::f16 && s.normalize)
     return "normalised fp16 runs the generic pass (the split's lo half needs a scale the fast pass lacks)";
@@ -35,6 +33,8 @@ __host__ inline const char* fast_path_refusal(ElementType dtype, const LinearAtt
   if (s.dim_k > kFastMaxDim || s.dim_v > kFastMaxDim) return "Dk and Dv above 128 run the generic pass";
   for (const void* ptr : pointers)
     if (!fast_aligned(ptr)) return "a tensor is not 16-byte aligned";
+  if (fast_pass_ptx_version() < 80)  // last: the only check that asks the runtime
+    return "the fast pass's kernels were built for a virtual architecture before compute_80 (TORCH_CUDA_ARCH_LIST)";
   return nullptr;
 }
 

@@ -199,7 +199,7 @@ __device__ void update_state_rows(const FastStage<T>& st, int warp, StateRows<kD
         ldmatrix_x4_trans(b, lane_block_row<true, kFastTile>(st.v, 16 * j, 16 * p));
         if (w != nullptr) {
           uint32_t lo[4];
-          weigh_value_fragments<T>(b, w, j, b, lo);
+          weigh_value_fragments<T>(b, w, j, b, lo);  // in place: b becomes the hi half
           mma_16816<kFastBf16<T>>(rows.s[mt][2 * p], a, {lo[0], lo[1]});
           mma_16816<kFastBf16<T>>(rows.s[mt][2 * p + 1], a, {lo[2], lo[3]});
         }
