@@ -5,6 +5,7 @@
 // 16-byte pieces for cp.async and the padding weighs nothing. One thread a row, grid-stride.
 #pragma once
 
+#include "launch_plan.cuh"
 #include "pass_params.cuh"
 #include "tile_math.cuh"
 
@@ -44,19 +45,13 @@ __global__ void __launch_bounds__(kThreads) grad_rows_kernel(const __grid_consta
   }
 }
 
-// Blocks enough for a few waves of rows; the grid-stride loop takes the rest.
+// A thread a (padded) row.
 template <class T>
 cudaError_t launch_grad_rows(const GradRowsArgs& args, int sm_count, cudaStream_t stream) {
   const int64_t rows = args.bh * args.n_chunks * int64_t{kChunk};
-  const int64_t wanted = (rows + kThreads - 1) / kThreads;
-  const int64_t cap = static_cast<int64_t>(sm_count) * 8;
-  const dim3 grid(static_cast<unsigned>(wanted < cap ? wanted : cap));
   GradRowsArgs copy = args;
-  void* params[] = {&copy};
-  const cudaError_t err =
-      cudaLaunchKernel(reinterpret_cast<const void*>(&grad_rows_kernel<T>), grid, dim3(kThreads), params, 0, stream);
-  const cudaError_t last = cudaGetLastError();
-  return err != cudaSuccess ? err : last;
+  return launch_grid_stride(reinterpret_cast<const void*>(&grad_rows_kernel<T>), (rows + kThreads - 1) / kThreads,
+                            sm_count, &copy, stream);
 }
 
 }  // namespace cuda_detail

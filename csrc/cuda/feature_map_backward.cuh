@@ -7,6 +7,7 @@
 // One launch for both tensors; the rows are walked grid-stride.
 #pragma once
 
+#include "launch_plan.cuh"
 #include "pass_params.cuh"
 #include "tile_math.cuh"
 
@@ -61,18 +62,12 @@ __global__ void __launch_bounds__(kThreads) feature_map_backward_kernel(const __
   }
 }
 
-// Blocks enough for a few waves of rows; the grid-stride loop takes the rest.
+// A warp a row, both tensors' rows in one grid.
 template <class T>
 cudaError_t launch_feature_map_backward(const MapBackwardArgs& args, int sm_count, cudaStream_t stream) {
-  const int64_t wanted = (2 * args.rows + kWarps - 1) / kWarps;
-  const int64_t cap = static_cast<int64_t>(sm_count) * 8;
-  const dim3 grid(static_cast<unsigned>(wanted < cap ? wanted : cap));
   MapBackwardArgs copy = args;
-  void* params[] = {&copy};
-  const cudaError_t err = cudaLaunchKernel(reinterpret_cast<const void*>(&feature_map_backward_kernel<T>), grid,
-                                           dim3(kThreads), params, 0, stream);
-  const cudaError_t last = cudaGetLastError();
-  return err != cudaSuccess ? err : last;
+  return launch_grid_stride(reinterpret_cast<const void*>(&feature_map_backward_kernel<T>),
+                            (2 * args.rows + kWarps - 1) / kWarps, sm_count, &copy, stream);
 }
 
 }  // namespace cuda_detail

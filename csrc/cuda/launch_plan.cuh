@@ -9,6 +9,18 @@
 namespace linbench {
 namespace cuda_detail {
 
+// A grid-stride kernel of kThreads-thread blocks taking one argument struct: `wanted` blocks, at
+// most 8 an SM (a few waves; the stride loop takes the rest).
+inline cudaError_t launch_grid_stride(const void* kernel, int64_t wanted, int sm_count, void* args,
+                                      cudaStream_t stream) {
+  const int64_t cap = static_cast<int64_t>(sm_count) * 8;
+  const dim3 grid(static_cast<unsigned>(wanted < cap ? wanted : cap));
+  void* params[] = {args};
+  const cudaError_t err = cudaLaunchKernel(kernel, grid, dim3(kThreads), params, 0, stream);
+  const cudaError_t last = cudaGetLastError();
+  return err != cudaSuccess ? err : last;
+}
+
 inline cudaError_t check_shape(const LinearAttentionShape& shape, const float* decay) {
   if (shape.bh < 0 || shape.seq < 0 || shape.bh > 0x7fffffff) return cudaErrorInvalidValue;
   if (shape.dim_k < 1 || shape.dim_k > kMaxDimK || shape.dim_v < 1 || shape.dim_v > kMaxDimV)

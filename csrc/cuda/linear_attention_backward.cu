@@ -73,8 +73,7 @@ cudaError_t check_backward_call(const void* grad_out, const void* q, const void*
 cuda_detail::FastPassParams fast_gradient_pass(cuda_detail::FastOperand qx, cuda_detail::FastOperand kx,
                                                cuda_detail::FastOperand vx, void* out, bool reverse,
                                                const LinearAttentionShape& shape) {
-  cuda_detail::FastPassParams p{};
-  p.q_aug = p.k_aug = cuda_detail::AugValue::kNone;
+  cuda_detail::FastPassParams p{};  // no normalised terms: row_w nullptr, both augs kNone (0)
   p.qx = qx, p.kx = kx, p.vx = vx, p.out = out;
   p.kd = qx.cols;
   p.causal = shape.causal ? 1 : 0;
