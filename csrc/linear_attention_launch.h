@@ -19,7 +19,7 @@
 // element type `dtype`; den (bh, seq) fp32; decay (bh, n_chunks, dim_v) fp32 or nullptr,
 // n_chunks = ceil(seq / chunk). Every launcher returns the first CUDA error it met.
 //
-// Two kernels run these: the fast pass (cuda/fast_pass.cuh: bf16 and unnormalised fp16, Dk and Dv
+// Two kernels run these: the fast pass (cuda/fast_pass.cuh: bf16 and fp16, Dk and Dv
 // multiples of 8 up to 128, no decay, sm_80 or newer) and the generic pass (cuda/chunked_pass.cuh)
 // for everything else. cuda/README.md says which shapes take which.
 #pragma once

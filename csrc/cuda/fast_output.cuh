@@ -52,7 +52,7 @@ __device__ void finish_grad_strip(const FastStage<T>& st, const GradTerms& g, co
 }
 
 // One chunk: the strip's outputs from the state as it was before the chunk (its copy, which
-// fp16 holds divided by copy_scale), then the chunk's own masked scores times values. z: the
+// fp16 holds divided by copy_scale; split, hi + lo), then the chunk's own masked scores times values. z: the
 // forward's key sums, or the gradients' zaug.
 template <class T, int kDk, bool kNorm>
 __device__ void output_chunk(const FastPassParams& p, const FastBlock& b, const FastStage<T>& st, int rows,
@@ -64,8 +64,19 @@ __device__ void output_chunk(const FastPassParams& p, const FastBlock& b, const 
   float den[2] = {0.0f, 0.0f};
   uint32_t qf[kDk / 16][4];
   load_strip_queries<T, kDk>(st, warp, qf);
-  strip_times_state<T, kDk>(qf, copy_hi, o);
-  if (split) strip_times_state<T, kDk>(qf, copy_lo, o);
+  if constexpr (split && kIsHalf<T>) {
+    // fp16's lo copy is stored times 2^11 (split_low_pair): its product first, alone in o, then
+    // multiplied back before the hi product joins it.
+    strip_times_state<T, kDk>(qf, copy_lo, o);
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] *= 1.0f / kSplitScale<T>;
+    strip_times_state<T, kDk>(qf, copy_hi, o);
+  } else {
+    strip_times_state<T, kDk>(qf, copy_hi, o);
+    if (split) strip_times_state<T, kDk>(qf, copy_lo, o);
+  }
   if constexpr (kIsHalf<T>) {
 #pragma unroll
     for (int n = 0; n < 4; ++n)
@@ -73,7 +84,7 @@ __device__ void output_chunk(const FastPassParams& p, const FastBlock& b, const 
       for (int e = 0; e < 4; ++e) o[n][e] *= copy_scale;
   }
   if (p.causal) {
-    strip_intra_chunk<T, kDk>(st, qf, warp, p.reverse != 0, split, g, o, den);
+    strip_intra_chunk<T, kDk, split>(st, qf, warp, p.reverse != 0, g, o, den);
     if (divide) {
       den[0] = quad_sum(den[0]);
       den[1] = quad_sum(den[1]);

@@ -12,6 +12,7 @@ static_assert(make_fast_layout(64, 2, false).total == 49152 && make_fast_layout(
 static_assert(make_fast_layout(128, 2, false).total == 81920 && make_fast_layout(128, 2, true).total == 91648);
 static_assert(make_fast_layout(64, 2, false, true).total == 49280 &&
               make_fast_layout(128, 2, false, true).total == 82048);  // fp16: 128 bytes of scales
+static_assert(make_fast_layout(64, 2, true, true).total == 50560 && make_fast_layout(128, 2, true, true).total == 91776);
 
 namespace {
 
@@ -128,9 +129,14 @@ cudaError_t run_fast_plain(ElementType dtype, FastArgs* args, const DeviceLimits
                 : run_fast_passes<__nv_bfloat16, 128, false>(args, limits, stream, ran);
 }
 
-cudaError_t run_fast_normalised(FastArgs* args, const DeviceLimits& limits, cudaStream_t stream, bool* ran) {
-  return fast_dk_class(args->pass[0].kd) == 64 ? run_fast_passes<__nv_bfloat16, 64, true>(args, limits, stream, ran)
-                                               : run_fast_passes<__nv_bfloat16, 128, true>(args, limits, stream, ran);
+cudaError_t run_fast_normalised(ElementType dtype, FastArgs* args, const DeviceLimits& limits, cudaStream_t stream,
+                                bool* ran) {
+  const bool narrow = fast_dk_class(args->pass[0].kd) == 64;
+  if (dtype == ElementType::f16)
+    return narrow ? run_fast_passes<__half, 64, true>(args, limits, stream, ran)
+                  : run_fast_passes<__half, 128, true>(args, limits, stream, ran);
+  return narrow ? run_fast_passes<__nv_bfloat16, 64, true>(args, limits, stream, ran)
+                : run_fast_passes<__nv_bfloat16, 128, true>(args, limits, stream, ran);
 }
 
 }  // namespace cuda_detail

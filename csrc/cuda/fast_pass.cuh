@@ -2,8 +2,9 @@
 // the fp32 state in mma fragments (fast_warp.cuh), the next chunk's q, k, v loading with
 // cp.async while this one is computed (fast_loads.cuh), one block barrier a chunk (one more
 // with a feature map, one more where the state's copy is single: normalised, or kd = 128, one
-// more for fp16, whose copy is scaled by the block's largest |S|). bf16 and fp16 (unnormalised:
-// normalised fp16 runs the generic pass, whose split keeps its lo half scaled).
+// more for fp16, whose copy is scaled by the block's largest |S|). bf16 and fp16, normalised or
+// not (the normalised split's fp16 lo halves are stored times 2^11 and their products kept apart
+// until multiplied back: fast_warp.cuh).
 //
 // Two kernels: fast_state_kernel (each segment's own Kx^T Vx and key sum, to scratch) and
 // fast_output_kernel (each segment from the partials before it; the outputs). blockIdx.x runs

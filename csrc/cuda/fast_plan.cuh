@@ -26,8 +26,6 @@ __host__ inline const char* fast_path_refusal(ElementType dtype, const LinearAtt
                                               std::initializer_list<const void*> pointers, const DeviceLimits& limits) {
   if (limits.major < 8) return "the fast pass needs sm_80 or newer (bf16 mma.sync, cp.async)";
   if (dtype == ElementType::f32) return "fp32 runs the generic pass (no 16-bit tensor-core operands)";
-  if (dtype == ElementType::f16 && s.normalize)
-    return "normalised fp16 runs the generic pass (the split's lo half needs a scale the fast pass lacks)";
   if (decay != nullptr) return "decay runs the generic pass";
   if (s.dim_k % 8 != 0 || s.dim_v % 8 != 0) return "Dk and Dv must be multiples of 8 (16-byte rows)";
   if (s.dim_k > kFastMaxDim || s.dim_v > kFastMaxDim) return "Dk and Dv above 128 run the generic pass";
@@ -54,9 +52,10 @@ __host__ inline void fast_common(const LinearAttentionShape& shape, FastArgs* ar
 cudaError_t run_fast_plain(ElementType dtype, FastArgs* args, const DeviceLimits& limits, cudaStream_t stream,
                            bool* ran);
 
-// The same for the split instance (bf16): the normalised forward, or the normalised gradients'
-// passes (their row factors written already, fast_grad_rows.cuh).
-cudaError_t run_fast_normalised(FastArgs* args, const DeviceLimits& limits, cudaStream_t stream, bool* ran);
+// The same for the split instance (bf16 or fp16): the normalised forward, or the normalised
+// gradients' passes (their row factors written already, fast_grad_rows.cuh).
+cudaError_t run_fast_normalised(ElementType dtype, FastArgs* args, const DeviceLimits& limits, cudaStream_t stream,
+                                bool* ran);
 
 }  // namespace cuda_detail
 }  // namespace linbench

@@ -89,21 +89,30 @@ __device__ void block_scores(const FastStage<T>& st, const uint32_t (&qf)[kDk / 
     }
 }
 
-// Scores of one key block as an A fragment (k = key); split: x - hi in lo (bf16 keeps fp32's
-// range: no scaling).
+// The lo half of a split pair (x ~= hi + lo / kSplitScale, tile_math.cuh): bf16 keeps fp32's
+// range and lo as it is; fp16's lo is stored times 2^11 so that it stays a normal number, and
+// the products taken from it are multiplied back (block_lo_times_values, add_lo_product).
+template <class T>
+__device__ __forceinline__ uint32_t split_low_pair(float x0, float x1, uint32_t hi) {
+  float h0, h1;
+  unpack_pair<T>(hi, &h0, &h1);
+  return pack_pair<T>((x0 - h0) * kSplitScale<T>, (x1 - h1) * kSplitScale<T>);
+}
+
+// acc *= factor, a power of two (exact in fp32).
+__device__ __forceinline__ void scale_fragment(float (&acc)[4], float factor) {
+#pragma unroll
+  for (int e = 0; e < 4; ++e) acc[e] *= factor;
+}
+
+// Scores of one key block as an A fragment (k = key); split: the residual in lo (split_low_pair).
 template <class T>
 __device__ void scores_to_fragment(const float (&sc)[2][4], bool split, uint32_t (&a)[4], uint32_t (&lo)[4]) {
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const float* x = &sc[r / 2][2 * (r % 2)];
     a[r] = pack_pair<T>(x[0], x[1]);
-    if (split) {
-      float h0, h1;
-      unpack_pair<T>(a[r], &h0, &h1);
-      lo[r] = pack_pair<T>(x[0] - h0, x[1] - h1);
-    } else {
-      lo[r] = 0u;
-    }
+    lo[r] = split ? split_low_pair<T>(x[0], x[1], a[r]) : 0u;
   }
 }
 
@@ -119,22 +128,57 @@ __device__ void block_times_values(const FastStage<T>& st, int j, const uint32_t
   }
 }
 
-// o += mask(Qx_strip Kx^T) V_tile, one key block at a time (its scores never all live at once);
-// rowsum += the masked scores' row sums of this lane's two rows (before the quad sum).
-template <class T, int kDk>
-__device__ void strip_intra_chunk(const FastStage<T>& st, const uint32_t (&qf)[kDk / 16][4], int warp, bool reverse,
-                                  bool split, const GradTerms& g, float (&o)[4][4], float (&rowsum)[2]) {
+// The same for a split's lo half: into o directly (bf16), or, fp16, whose lo is stored times
+// 2^11, into o taken times 2^11 for the product and back after it (exact: powers of two; no
+// accumulators of its own, which the normalised output kernel has no registers for).
+template <class T>
+__device__ void block_lo_times_values(const FastStage<T>& st, int j, const uint32_t (&lo)[4], float (&o)[4][4]) {
+  if constexpr (!kIsHalf<T>) {
+    block_times_values<T>(st, j, lo, o);
+  } else {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    if (!key_block_visible(j, warp, reverse)) continue;
-    float sc[2][4];
-    block_scores<T, kDk>(st, qf, warp, j, reverse, g, sc);
-    rowsum[0] += sc[0][0] + sc[0][1] + sc[1][0] + sc[1][1];
-    rowsum[1] += sc[0][2] + sc[0][3] + sc[1][2] + sc[1][3];
-    uint32_t a[4], lo[4];
-    scores_to_fragment<T>(sc, split, a, lo);
-    block_times_values<T>(st, j, a, o);
-    if (split) block_times_values<T>(st, j, lo, o);
+    for (int p = 0; p < 2; ++p) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, lane_block_row<true, kFastTile>(st.v, 16 * j, 16 * p));
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        scale_fragment(o[2 * p + h], kSplitScale<T>);
+        mma_16816<false>(o[2 * p + h], lo, {b[2 * h], b[2 * h + 1]});
+        scale_fragment(o[2 * p + h], 1.0f / kSplitScale<T>);
+      }
+    }
+  }
+}
+
+// o += mask(Qx_strip Kx^T) V_tile for key block j; rowsum += its masked scores' row sums of this
+// lane's two rows (before the quad sum). kSplit: the scores split into hi + lo.
+template <class T, int kDk, bool kSplit>
+__device__ __forceinline__ void key_block_intra_chunk(const FastStage<T>& st, const uint32_t (&qf)[kDk / 16][4],
+                                                      int warp, int j, bool reverse, const GradTerms& g,
+                                                      float (&o)[4][4], float (&rowsum)[2]) {
+  if (!key_block_visible(j, warp, reverse)) return;
+  float sc[2][4];
+  block_scores<T, kDk>(st, qf, warp, j, reverse, g, sc);
+  rowsum[0] += sc[0][0] + sc[0][1] + sc[1][0] + sc[1][1];
+  rowsum[1] += sc[0][2] + sc[0][3] + sc[1][2] + sc[1][3];
+  uint32_t a[4], lo[4];
+  scores_to_fragment<T>(sc, kSplit, a, lo);
+  block_times_values<T>(st, j, a, o);
+  if (kSplit) block_lo_times_values<T>(st, j, lo, o);
+}
+
+// The chunk's four key blocks, one at a time (their scores never all live at once). fp16's split
+// walks them without unrolling: unrolled, its output kernel at a contraction of 64 spills past
+// 128 registers (ptxas, sm_90); the others keep the unrolled walk.
+template <class T, int kDk, bool kSplit>
+__device__ void strip_intra_chunk(const FastStage<T>& st, const uint32_t (&qf)[kDk / 16][4], int warp, bool reverse,
+                                  const GradTerms& g, float (&o)[4][4], float (&rowsum)[2]) {
+  if constexpr (kSplit && kIsHalf<T>) {
+#pragma unroll 1
+    for (int j = 0; j < 4; ++j) key_block_intra_chunk<T, kDk, kSplit>(st, qf, warp, j, reverse, g, o, rowsum);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) key_block_intra_chunk<T, kDk, kSplit>(st, qf, warp, j, reverse, g, o, rowsum);
   }
 }
 
@@ -166,8 +210,8 @@ __device__ __forceinline__ int state_row0(int warp, int mt) {
 }
 
 // B fragments of V_tile rows times w (each register: keys 16j + 8 (r % 2) + 2 (lane % 4), + 1, as
-// ldmatrix .trans gives them), split into hi and lo, so that the weighted product loses nothing
-// the fp32 weights carry.
+// ldmatrix .trans gives them), split into hi and lo (split_low_pair), so that the weighted
+// product loses nothing the fp32 weights carry.
 template <class T>
 __device__ void weigh_value_fragments(const uint32_t (&b)[4], const float* w, int j, uint32_t (&hi)[4],
                                       uint32_t (&lo)[4]) {
@@ -175,13 +219,22 @@ __device__ void weigh_value_fragments(const uint32_t (&b)[4], const float* w, in
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const int key = 16 * j + 8 * (r % 2) + 2 * (lane % 4);
-    float x0, x1, h0, h1;
+    float x0, x1;
     unpack_pair<T>(b[r], &x0, &x1);
     x0 *= w[key], x1 *= w[key + 1];
     hi[r] = pack_pair<T>(x0, x1);
-    unpack_pair<T>(hi[r], &h0, &h1);
-    lo[r] = pack_pair<T>(x0 - h0, x1 - h1);
+    lo[r] = split_low_pair<T>(x0, x1, hi[r]);
   }
+}
+
+// s += a B_lo for the two column tiles of B_lo (a split's lo half): directly (bf16), or, fp16,
+// into s taken times 2^11 and back (block_lo_times_values).
+template <class T>
+__device__ void add_lo_product(const uint32_t (&a)[4], const uint32_t (&lo)[4], float (&s0)[4], float (&s1)[4]) {
+  if constexpr (kIsHalf<T>) scale_fragment(s0, kSplitScale<T>), scale_fragment(s1, kSplitScale<T>);
+  mma_16816<kFastBf16<T>>(s0, a, {lo[0], lo[1]});
+  mma_16816<kFastBf16<T>>(s1, a, {lo[2], lo[3]});
+  if constexpr (kIsHalf<T>) scale_fragment(s0, 1.0f / kSplitScale<T>), scale_fragment(s1, 1.0f / kSplitScale<T>);
 }
 
 // S_rows += Kx^T diag(w) V_tile over the whole chunk (k = key); w = nullptr: no weights.
@@ -200,8 +253,7 @@ __device__ void update_state_rows(const FastStage<T>& st, int warp, StateRows<kD
         if (w != nullptr) {
           uint32_t lo[4];
           weigh_value_fragments<T>(b, w, j, b, lo);  // in place: b becomes the hi half
-          mma_16816<kFastBf16<T>>(rows.s[mt][2 * p], a, {lo[0], lo[1]});
-          mma_16816<kFastBf16<T>>(rows.s[mt][2 * p + 1], a, {lo[2], lo[3]});
+          add_lo_product<T>(a, lo, rows.s[mt][2 * p], rows.s[mt][2 * p + 1]);
         }
         mma_16816<kFastBf16<T>>(rows.s[mt][2 * p], a, {b[0], b[1]});
         mma_16816<kFastBf16<T>>(rows.s[mt][2 * p + 1], a, {b[2], b[3]});
@@ -226,7 +278,8 @@ __device__ void add_aug_row(const FastStage<T>& st, int warp, const GradTerms& g
   if (lane < 8) zaug[col] += sum;
 }
 
-// Writes the warp's state rows times `mul` into the 16-bit copy (hi), and, split, x - hi into `lo`.
+// Writes the warp's state rows times `mul` into the 16-bit copy (hi), and, split, the residual into
+// `lo` (split_low_pair: fp16's times 2^11).
 template <class T, int kDk>
 __device__ void write_state_copy(const StateRows<kDk>& rows, int warp, T* hi, T* lo, float mul) {
   const int lane = static_cast<int>(threadIdx.x) % 32;
@@ -242,9 +295,7 @@ __device__ void write_state_copy(const StateRows<kDk>& rows, int warp, T* hi, T*
         const uint32_t h = pack_pair<T>(x[0], x[1]);
         memcpy(static_cast<void*>(hi + at), &h, sizeof(h));
         if (lo != nullptr) {
-          float h0, h1;
-          unpack_pair<T>(h, &h0, &h1);
-          const uint32_t l = pack_pair<T>(x[0] - h0, x[1] - h1);
+          const uint32_t l = split_low_pair<T>(x[0], x[1], h);
           memcpy(static_cast<void*>(lo + at), &l, sizeof(l));
         }
       }

@@ -21,7 +21,7 @@
 // carries the map), so the passes give dL/dphi(Q) and dL/dphi(K); a last launch
 // (feature_map_backward.cuh) turns those into dL/dQ and dL/dK in place. v_scale: the gradients
 // are those of v_scale * dO, applied in each pass's epilogue (unnormalised only).
-// The calls the fast pass takes (fast_plan.cuh: bf16, and unnormalised fp16) run the three
+// The calls the fast pass takes (fast_plan.cuh: bf16 and fp16, Dk and Dv up to 128) run the three
 // products on it (fast_pass.cuh), the normalised ones with w_i and -(dO_i . out_i) written first
 // by a pre-pass (fast_grad_rows.cuh) and applied in fp32 as above; the rest on the generic pass.
 #include "chunked_pass.cuh"
@@ -113,7 +113,7 @@ cudaError_t run_fast_gradients(ElementType dtype, const cuda_detail::FastPassPar
   for (FastArgs& g : groups) {
     if (g.n_passes == 0) continue;
     bool group_ran = false;
-    const cudaError_t err = normalised ? run_fast_normalised(&g, limits, stream, &group_ran)
+    const cudaError_t err = normalised ? run_fast_normalised(dtype, &g, limits, stream, &group_ran)
                                        : run_fast_plain(dtype, &g, limits, stream, &group_ran);
     if (err != cudaSuccess || !group_ran) {
       *ran = group_ran;
@@ -151,7 +151,8 @@ cudaError_t fast_backward(ElementType dtype, const void* grad_out, const void* q
     }
     const GradRowsArgs args{grad_out, out, den, rows, rows + padded, shape.bh, shape.seq, n_chunks, dv, shape.eps};
     set_normalised_terms(args.w, args.c, passes);
-    err = launch_grad_rows<__nv_bfloat16>(args, limits.sm_count, stream);  // normalised: bf16 (fast_path_refusal)
+    err = dtype == ElementType::f16 ? launch_grad_rows<__half>(args, limits.sm_count, stream)
+                                    : launch_grad_rows<__nv_bfloat16>(args, limits.sm_count, stream);
   }
   if (err == cudaSuccess) err = run_fast_gradients(dtype, passes, shape.normalize, shape, limits, stream, ran);
   if (rows != nullptr) {

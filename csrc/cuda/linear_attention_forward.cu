@@ -1,6 +1,6 @@
 // Forward of the chunked linear attention: out (and den) from q, k, v, as one chunked pass with
 // Qx = phi(Q), Kx = phi(K), Vx = V (phi applied as the chunks load, v_scale in the epilogue).
-// bf16 (and unnormalised fp16) with Dk, Dv multiples of 8 up to 128 and no decay runs the fast
+// bf16 and fp16 with Dk, Dv multiples of 8 up to 128 and no decay run the fast
 // pass (fast_pass.cuh: mma.sync fragments, cp.async, 4 warps a block); everything else the
 // generic pass (chunked_pass.cuh), a block per (bh, tile of dim_v columns, segment of the sequence).
 #include "chunked_pass.cuh"
@@ -59,7 +59,7 @@ cudaError_t fast_forward(ElementType dtype, const void* q, const void* k, const 
   p.normalize = shape.normalize ? 1 : 0;
   p.out_scale = shape.v_scale;
   p.eps = shape.eps;
-  if (p.normalize) return run_fast_normalised(&args, limits, stream, ran);
+  if (p.normalize) return run_fast_normalised(dtype, &args, limits, stream, ran);
   return run_fast_plain(dtype, &args, limits, stream, ran);
 }
 

@@ -51,7 +51,7 @@ def readable(mangled: str) -> str | None:
         return f"generic {match.group(1)} <{types[match.group(2)]}>"
     if match := re.search(r"feature_map_backward_kernelI(13__nv_bfloat16|6__half|f)E", mangled):
         return f"feature-map backward <{types[match.group(1)]}>"
-    if match := re.search(r"grad_rows_kernelI(13__nv_bfloat16)E", mangled):
+    if match := re.search(r"grad_rows_kernelI(13__nv_bfloat16|6__half)E", mangled):
         return f"normalised backward rows <{types[match.group(1)]}>"
     return None
 

@@ -116,9 +116,9 @@ def test_other_chunk_sizes_are_refused_on_cuda() -> None:
 def test_fast_pass_and_generic_v1_agree_with_fp64_on_cuda(
     dim_k: int, dim_v: int, causal: bool, dtype: torch.dtype, feature_map: str, eps: float | None, v_scale: float
 ) -> None:
-    """bf16 (normalised too) and unnormalised fp16 with Dk, Dv multiples of 8 up to 128 run the
-    fast pass; the _v1 op runs the generic one on the same call: both against fp64 (cosine's L2
-    map and v scale, or linear's elu + 1, normalised), at a ragged S."""
+    """bf16 and fp16, normalised or not, with Dk, Dv multiples of 8 up to 128 run the fast pass;
+    the _v1 op runs the generic one on the same call: both against fp64 (cosine's L2 map and v
+    scale, or linear's elu + 1, normalised), at a ragged S."""
     q, k, v = (t.detach().sub(0.5).to(dtype).cuda() for t in random_inputs(1000, dim_k, dim_v))
     exact = [t.double().requires_grad_() for t in (q, k, v)]
     phi = FEATURES[feature_map]

@@ -189,7 +189,8 @@ bool is_map_backward(const void* func) {
 }
 int g_map_launches = 0;
 bool is_grad_rows(const void* func) {
-  return func == reinterpret_cast<const void*>(&linbench::cuda_detail::grad_rows_kernel<__nv_bfloat16>);
+  return func == reinterpret_cast<const void*>(&linbench::cuda_detail::grad_rows_kernel<__nv_bfloat16>) ||
+         func == reinterpret_cast<const void*>(&linbench::cuda_detail::grad_rows_kernel<__half>);
 }
 
 template <class Args>
@@ -214,7 +215,8 @@ int fast_min_blocks_of(const void* func) {
 int fast_min_blocks(const void* func) {
   return std::max({fast_min_blocks_of<64, false>(func), fast_min_blocks_of<128, false>(func),
                    fast_min_blocks_of<64, true>(func), fast_min_blocks_of<128, true>(func),
-                   fast_min_blocks_of<64, false, __half>(func), fast_min_blocks_of<128, false, __half>(func)});
+                   fast_min_blocks_of<64, false, __half>(func), fast_min_blocks_of<128, false, __half>(func),
+                   fast_min_blocks_of<64, true, __half>(func), fast_min_blocks_of<128, true, __half>(func)});
 }
 int g_fast_launches = 0;
 int g_last_fast_segs = 0;
