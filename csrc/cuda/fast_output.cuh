@@ -52,8 +52,8 @@ __device__ void finish_grad_strip(const FastStage<T>& st, const GradTerms& g, co
 }
 
 // One chunk: the strip's outputs from the state as it was before the chunk (its copy, which
-// fp16 holds divided by copy_scale; split, hi + lo), then the chunk's own masked scores times values. z: the
-// forward's key sums, or the gradients' zaug.
+// fp16 holds divided by copy_scale; split, hi + lo), then the chunk's own masked scores times
+// values. z: the forward's key sums, or the gradients' zaug.
 template <class T, int kDk, bool kNorm>
 __device__ void output_chunk(const FastPassParams& p, const FastBlock& b, const FastStage<T>& st, int rows,
                              int64_t row0, const T* copy_hi, const T* copy_lo, float copy_scale, const float* z,
@@ -69,9 +69,7 @@ __device__ void output_chunk(const FastPassParams& p, const FastBlock& b, const 
     // multiplied back before the hi product joins it.
     strip_times_state<T, kDk>(qf, copy_lo, o);
 #pragma unroll
-    for (int n = 0; n < 4; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[n][e] *= 1.0f / kSplitScale<T>;
+    for (int n = 0; n < 4; ++n) scale_fragment(o[n], 1.0f / kSplitScale<T>);
     strip_times_state<T, kDk>(qf, copy_hi, o);
   } else {
     strip_times_state<T, kDk>(qf, copy_hi, o);
