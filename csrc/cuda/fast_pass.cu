@@ -54,7 +54,7 @@ cudaError_t launch_fast_kernel(const void* kernel, int64_t blocks, int smem, Fas
   return err != cudaSuccess ? err : last;
 }
 
-// run_fast_plain and run_fast_normalised (fast_plan.cuh) for contraction class kDk.
+// run_fast (fast_plan.cuh) for one element type, contraction class kDk and instance.
 template <class T, int kDk, bool kNorm>
 cudaError_t run_fast_passes(FastArgs* args, const DeviceLimits& limits, cudaStream_t stream, bool* ran) {
   *ran = false;
@@ -119,24 +119,26 @@ int fast_pass_ptx_version() {
   return attributes.ptxVersion;
 }
 
-cudaError_t run_fast_plain(ElementType dtype, FastArgs* args, const DeviceLimits& limits, cudaStream_t stream,
-                           bool* ran) {
+namespace {
+
+// The instance of `dtype` (bf16 or fp16) and of the passes' contraction class.
+template <bool kNorm>
+cudaError_t run_fast_instance(ElementType dtype, FastArgs* args, const DeviceLimits& limits, cudaStream_t stream,
+                              bool* ran) {
   const bool narrow = fast_dk_class(args->pass[0].kd) == 64;
   if (dtype == ElementType::f16)
-    return narrow ? run_fast_passes<__half, 64, false>(args, limits, stream, ran)
-                  : run_fast_passes<__half, 128, false>(args, limits, stream, ran);
-  return narrow ? run_fast_passes<__nv_bfloat16, 64, false>(args, limits, stream, ran)
-                : run_fast_passes<__nv_bfloat16, 128, false>(args, limits, stream, ran);
+    return narrow ? run_fast_passes<__half, 64, kNorm>(args, limits, stream, ran)
+                  : run_fast_passes<__half, 128, kNorm>(args, limits, stream, ran);
+  return narrow ? run_fast_passes<__nv_bfloat16, 64, kNorm>(args, limits, stream, ran)
+                : run_fast_passes<__nv_bfloat16, 128, kNorm>(args, limits, stream, ran);
 }
 
-cudaError_t run_fast_normalised(ElementType dtype, FastArgs* args, const DeviceLimits& limits, cudaStream_t stream,
-                                bool* ran) {
-  const bool narrow = fast_dk_class(args->pass[0].kd) == 64;
-  if (dtype == ElementType::f16)
-    return narrow ? run_fast_passes<__half, 64, true>(args, limits, stream, ran)
-                  : run_fast_passes<__half, 128, true>(args, limits, stream, ran);
-  return narrow ? run_fast_passes<__nv_bfloat16, 64, true>(args, limits, stream, ran)
-                : run_fast_passes<__nv_bfloat16, 128, true>(args, limits, stream, ran);
+}  // namespace
+
+cudaError_t run_fast(ElementType dtype, bool normalised, FastArgs* args, const DeviceLimits& limits,
+                     cudaStream_t stream, bool* ran) {
+  return normalised ? run_fast_instance<true>(dtype, args, limits, stream, ran)
+                    : run_fast_instance<false>(dtype, args, limits, stream, ran);
 }
 
 }  // namespace cuda_detail

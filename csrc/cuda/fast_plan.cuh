@@ -45,17 +45,13 @@ __host__ inline void fast_common(const LinearAttentionShape& shape, FastArgs* ar
   args->n_chunks = static_cast<int>((shape.seq + kChunk - 1) / kChunk);
 }
 
-// Plans and runs the passes of `args` (all unnormalised, of one contraction class; bf16 or
-// fp16): the state launch when a pass needs partials, then the output launch. *ran = false (and
-// cudaSuccess) when the scratch for the partials could not be had: the caller runs the generic
-// pass instead.
-cudaError_t run_fast_plain(ElementType dtype, FastArgs* args, const DeviceLimits& limits, cudaStream_t stream,
-                           bool* ran);
-
-// The same for the split instance (bf16 or fp16): the normalised forward, or the normalised
-// gradients' passes (their row factors written already, fast_grad_rows.cuh).
-cudaError_t run_fast_normalised(ElementType dtype, FastArgs* args, const DeviceLimits& limits, cudaStream_t stream,
-                                bool* ran);
+// Plans and runs the passes of `args` (bf16 or fp16, of one contraction class; all normalised,
+// on the split instance: the normalised forward, or the normalised gradients' passes with their
+// row factors written already, fast_grad_rows.cuh; or none): the state launch when a pass needs
+// partials, then the output launch. *ran = false (and cudaSuccess) when the scratch for the
+// partials could not be had: the caller runs the generic pass instead.
+cudaError_t run_fast(ElementType dtype, bool normalised, FastArgs* args, const DeviceLimits& limits,
+                     cudaStream_t stream, bool* ran);
 
 }  // namespace cuda_detail
 }  // namespace linbench

@@ -113,8 +113,7 @@ cudaError_t run_fast_gradients(ElementType dtype, const cuda_detail::FastPassPar
   for (FastArgs& g : groups) {
     if (g.n_passes == 0) continue;
     bool group_ran = false;
-    const cudaError_t err = normalised ? run_fast_normalised(dtype, &g, limits, stream, &group_ran)
-                                       : run_fast_plain(dtype, &g, limits, stream, &group_ran);
+    const cudaError_t err = run_fast(dtype, normalised, &g, limits, stream, &group_ran);
     if (err != cudaSuccess || !group_ran) {
       *ran = group_ran;
       return err;

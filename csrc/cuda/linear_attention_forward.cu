@@ -59,8 +59,7 @@ cudaError_t fast_forward(ElementType dtype, const void* q, const void* k, const 
   p.normalize = shape.normalize ? 1 : 0;
   p.out_scale = shape.v_scale;
   p.eps = shape.eps;
-  if (p.normalize) return run_fast_normalised(dtype, &args, limits, stream, ran);
-  return run_fast_plain(dtype, &args, limits, stream, ran);
+  return run_fast(dtype, p.normalize != 0, &args, limits, stream, ran);
 }
 
 // The generic pass's forward (chunked_pass.cuh).
