@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from linbench.results.rows import CsvFileError, CsvRows, read_rows
@@ -218,10 +219,14 @@ def _read_csv(
 
 
 def _numbers(column: pd.Series, name: str, where: str, *, integer: bool) -> pd.Series:
-    values = pd.to_numeric(column.replace("", None), errors="coerce")
-    garbage = column[(column != "") & values.isna()]
-    if not garbage.empty:
-        raise ReportInputError(f"{where}: column {name} holds {garbage.iloc[0]!r} (row {garbage.index[0] + 2})")
+    # An empty cell coerces to NaN as text that is no number does; the text is told apart by
+    # numpy masks, built as a Series only when there is some (a run's files hold some sixty
+    # number columns, and `linbench history` reads hundreds of runs).
+    values = pd.to_numeric(column, errors="coerce")
+    garbage = np.isnan(values.to_numpy(dtype=float)) & (column.to_numpy() != "")
+    if garbage.any():
+        row = int(garbage.argmax())
+        raise ReportInputError(f"{where}: column {name} holds {column.iloc[row]!r} (row {column.index[row] + 2})")
     if integer:
         if values.isna().any() or (values < (0 if name in ("chunk", "tokens_per_step") else 1)).any():
             raise ReportInputError(f"{where}: column {name} must hold positive whole numbers")
