@@ -86,7 +86,8 @@ def test_no_library_call_reads_a_tensor_on_the_host(
     calls: list[str], monkeypatch: pytest.MonkeyPatch, variant: str, impl: str
 ) -> None:
     """Defect: kda:flash-kda and kda:cula checked the gate floor with float(g.amin()) and converted
-    g and β inside the timed call; FlashQLA's auto_cp planned on the host (test_library_flash_qla.py)."""
+    g and β inside the timed call. (FlashQLA plans its context parallelism in its first call and
+    caches the plan: test_library_flash_qla.py times the calls after it.)"""
     spec = linbench.get_variant(variant)
     chosen = spec.impl(impl)
     q, k, v, extras = _inputs(variant)

@@ -97,7 +97,7 @@ def _lightning_rates(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments
 def _flash_qla(fn: Any, a: Args) -> torch.Tensor:
     out, _ = fn(
         q=a.q, k=a.k, v=a.v, g=a.g, beta=a.beta, scale=a.scale, use_qk_l2norm_in_kernel=True,
-        cu_seqlens=a.cu_seqlens, auto_cp=False,
+        cu_seqlens=a.cu_seqlens,
     )  # fmt: skip
     return out
 
@@ -225,7 +225,9 @@ GDN_FLASH_QLA = Contract(
         _QLA + "314-331: chunk_gated_delta_rule(q, k, v, g, beta, scale, ..., use_qk_l2norm_in_kernel,"
         " cu_seqlens, ..., auto_cp=True, ...)",
         _QLA + "338-345: v [B, T, HV, V], GVA if HV > H; g [B, T, HV] in log space; beta [B, T, HV]",
-        _QLA + "38-58: auto_cp plans intra-card CP on the host for every B = 1 call: passed False",
+        _QLA + "38-58: auto_cp (default True) plans intra-card CP for a batch of one; cp/context.py:348-376:"
+        " the plan is read on the host and cached by the cu_seqlens tensor (utils/index.py tensor_cache), so"
+        " the runner's untimed first call makes it; cp/autocp/coefs/sm90.csv: CP at H16 S16k forward",
         _QLA + "416-418: q, k, v of one dtype, bf16 or fp16",
         _QLA + "14-30: SM90, SM100/SM103, SM120/SM121 only (chosen on import)",
     ),
@@ -234,7 +236,7 @@ GDN_FLASH_QLA = Contract(
     kernels={9: "hopper fused_gdr_fwd (TileLang)", 10: "blackwell fused_gdr_fwd (TileLang)",
              12: "blackwell_sm120 fused_gdr_fwd (TileLang)"},
     layout="bshd", cu_dtype=torch.int64, gate="log", beta="as-drawn", dtypes=("bf16", "fp16"), backward=(9, 10, 12),
-    notes="auto_cp=False: no intra-card context parallelism planned on the host inside the call",
+    notes="auto_cp left at FlashQLA's default: its intra-card context parallelism, planned in the first call",
 )  # fmt: skip
 
 _FI_GDN = "flashinfer-python 0.7.2.post1 flashinfer/"
