@@ -141,7 +141,9 @@ def _stand_in_gdn(layer: dict[str, Any], monkeypatch: pytest.MonkeyPatch, made: 
     def cp_sm90(
         o: Any, state: Any, q: Any, k: Any, v: Any, alpha: Any, beta: Any, cu: Any, scale: Any, **kw: Any
     ) -> None:
-        made.record("gdn cp sm90", {"q": q, "k": k, "v": v, "alpha": alpha, "beta": beta})
+        made.record(
+            "gdn cp sm90", {"q": q, "k": k, "v": v, "alpha": alpha, "beta": beta, "max_seqlen": kw["max_seqlen"]}
+        )
         _gdn_output(o, q, k, v, alpha, beta, cu, scale)
 
     monkeypatch.setattr(gdn, "chunk_gated_delta_rule_sm90", sm90)
@@ -223,9 +225,12 @@ def test_gdn_flashinfer_on_sm90_at_batch_2(
     c = case("gated-deltanet", bshd=bshd, heads=heads, v_heads=v_heads)
     out = run("gated-deltanet", "flashinfer", c)
     assert launches.routes == ["gdn cp sm90" if cp else "gdn sm90"]
-    assert all(t.is_contiguous() for t in launches.kwargs[0].values())
+    tensors = [t for t in launches.kwargs[0].values() if isinstance(t, torch.Tensor)]
+    assert all(t.is_contiguous() for t in tensors)
     assert launches.kwargs[0]["alpha"].dtype == torch.float32 and launches.kwargs[0]["v"].shape[1] == v_heads
     assert rel_error(out, reference("gated-deltanet", c)) < BF16_TOLERANCE
+    if cp:  # the CP grids sized by one sequence, not by the batch's tokens (FlashInfer's default)
+        assert launches.kwargs[0]["max_seqlen"] == c.v.shape[2]
 
 
 def test_gdn_flashinfer_refuses_head_size_64_as_its_sm90_kernel_does() -> None:
@@ -235,12 +240,17 @@ def test_gdn_flashinfer_refuses_head_size_64_as_its_sm90_kernel_does() -> None:
     assert impl.unsupported_reason(128, 128, "bf16") is None
 
 
-def test_gdn_flashinfer_runs_a_pack(launches: Launches, layer: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("cp", (False, True), ids=("one-pass", "context-parallel"))
+def test_gdn_flashinfer_runs_a_pack(
+    launches: Launches, layer: dict[str, Any], monkeypatch: pytest.MonkeyPatch, cp: bool
+) -> None:
     _at(monkeypatch, SM90)
-    monkeypatch.setattr(layer["flashinfer.gdn_prefill"], "should_use_cp_host", lambda *a, **k: False)
+    monkeypatch.setattr(layer["flashinfer.gdn_prefill"], "should_use_cp_host", lambda *a, **k: cp)
     c, segments = case("gated-deltanet", batch=1, seq=24), Segments((0, 9, 24))
     out = run_packed("gated-deltanet", "flashinfer", c, segments)
     assert rel_error(out, reference("gated-deltanet", c, segments)) < BF16_TOLERANCE
+    if cp:  # the longest sequence of the pack: FlashInfer checks it lies within ceil(24 / 2) .. 24
+        assert launches.kwargs[0]["max_seqlen"] == 15
 
 
 @pytest.mark.parametrize(

@@ -103,6 +103,18 @@ def _flash_qla(fn: Any, a: Args) -> torch.Tensor:
 
 
 def _flashinfer_gdn(fn: Any, a: Args) -> torch.Tensor:
+    """FlashInfer's prefill, told the longest sequence: its context-parallel kernels (which it
+    picks where B·H leaves the GPU's multiprocessors idle) size their grids by it, and by every
+    token of the batch when not told."""
+    out: torch.Tensor = fn(
+        a.q, a.k, a.v, g=a.g, beta=a.beta, scale=a.scale, cu_seqlens=a.cu_seqlens, use_qk_l2norm_in_kernel=True,
+        max_seqlen=a.max_seqlen,
+    )  # fmt: skip
+    return out
+
+
+def _cudnn_gdn(fn: Any, a: Args) -> torch.Tensor:
+    """FlashInfer's cuDNN prefill: chunk_gated_delta_rule's arguments, no max_seqlen."""
     out: torch.Tensor = fn(
         a.q, a.k, a.v, g=a.g, beta=a.beta, scale=a.scale, cu_seqlens=a.cu_seqlens, use_qk_l2norm_in_kernel=True
     )
@@ -250,6 +262,8 @@ GDN_FLASHINFER = Contract(
         _FI_GDN + "gdn_kernels/delta_rule_dsl/delta_rule_sm90.py:2434-2437: alpha and beta fp32;"
         " :2475, :2482: q, k, v, o, alpha, beta contiguous",
         _FI_GDN + "gdn_prefill.py:1171: SM100 'requires head_size=128'; GVA: num_v_heads > num_q_heads",
+        _FI_GDN + "gdn_prefill.py:760-766, :839, :953-961: max_seqlen bounds the CP kernels' grids (all the"
+        " batch's tokens when omitted); CP where should_use_cp_host finds B·H too few for the SMs",
     ),
     "flashinfer", "chunk_gated_delta_rule", _flashinfer_gdn,
     kernels={9: "SM90 CuTe DSL prefill", 10: "SM100 CuTe DSL prefill", 12: "SM120 CuTe DSL prefill"},
@@ -262,7 +276,7 @@ GDN_CUDNN = Contract(
         _FI_GDN + "cudnn/linear_attention.py:355-367: cudnn_chunk_gated_delta_rule, the arguments of"
         " chunk_gated_delta_rule; cuDNN's fused SM100 engine",
     ),
-    "flashinfer.cudnn", "cudnn_chunk_gated_delta_rule", _flashinfer_gdn,
+    "flashinfer.cudnn", "cudnn_chunk_gated_delta_rule", _cudnn_gdn,
     also_needs=("nvidia-cudnn-frontend",),
     kernels={10: "cuDNN's FROST engine through FlashInfer"},
     layout="thd", contiguous=True, gate="linear", beta="fp32", dtypes=("bf16", "fp16"),
