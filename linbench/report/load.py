@@ -162,14 +162,26 @@ def _typed(frame: pd.DataFrame, always: tuple[str, ...], csv_path: Path) -> pd.D
         if column not in frame.columns:
             frame[column] = ""
     _fill_keys(frame)
+    numbers: list[str] = []
     for name in frame.columns:
         declared = COLUMNS.get(name)
         if declared is not None and declared.kind is bool and name != "causal":
             frame[name] = frame[name].map(declared.parse)
         elif declared is not None and declared.kind in (int, float):
-            integer = name in KEY_COLUMNS  # the sizes of the point: always there, always whole
-            frame[name] = _numbers(frame[name], name, repr(str(csv_path)), integer=integer)
-    return frame
+            numbers.append(name)
+    if not numbers:
+        return frame
+    # The number columns parsed as one block and put back as one: column by column, pandas'
+    # overhead was most of the reading of a run (some sixty of them a file; `linbench history`
+    # reads hundreds of runs).
+    where = repr(str(csv_path))
+    values = _numbers(frame[numbers], where)
+    typed = {
+        # The sizes of the point (KEY_COLUMNS): always there, always whole.
+        name: _whole(values[:, i], name, where) if name in KEY_COLUMNS else values[:, i]
+        for i, name in enumerate(numbers)
+    }
+    return pd.concat([frame.drop(columns=numbers), pd.DataFrame(typed, index=frame.index)], axis=1)[frame.columns]
 
 
 def _fill_keys(frame: pd.DataFrame) -> None:
@@ -218,20 +230,29 @@ def _read_csv(
     return frame, read
 
 
-def _numbers(column: pd.Series, name: str, where: str, *, integer: bool) -> pd.Series:
-    # An empty cell coerces to NaN as text that is no number does; the text is told apart by
-    # numpy masks, built as a Series only when there is some (a run's files hold some sixty
-    # number columns, and `linbench history` reads hundreds of runs).
-    values = pd.to_numeric(column, errors="coerce")
-    garbage = np.isnan(values.to_numpy(dtype=float)) & (column.to_numpy() != "")
-    if garbage.any():
-        row = int(garbage.argmax())
-        raise ReportInputError(f"{where}: column {name} holds {column.iloc[row]!r} (row {column.index[row] + 2})")
-    if integer:
-        if values.isna().any() or (values < (0 if name in ("chunk", "tokens_per_step") else 1)).any():
-            raise ReportInputError(f"{where}: column {name} must hold positive whole numbers")
-        return values.astype(int)
-    return values.astype(float)
+def _numbers(text: pd.DataFrame, where: str) -> np.ndarray:
+    """``text``'s cells as floats (NaN where empty), a column to a column of the array; the
+    first cell that is no number refused with its column and row."""
+    cells = text.to_numpy(dtype=object)
+    try:
+        return np.where(cells == "", "nan", cells).astype(np.float64)  # float() of each cell
+    except ValueError:
+        pass
+    for column, name in enumerate(text.columns):
+        for row, cell in enumerate(cells[:, column]):
+            try:
+                float(cell or "nan")
+            except ValueError:
+                raise ReportInputError(f"{where}: column {name} holds {cell!r} (row {text.index[row] + 2})") from None
+    raise AssertionError("unreachable: some cell was no number")
+
+
+def _whole(values: np.ndarray, name: str, where: str) -> np.ndarray:
+    """A key column's floats as whole numbers: positive (chunk and tokens_per_step may be 0)."""
+    least = 0 if name in ("chunk", "tokens_per_step") else 1
+    if np.isnan(values).any() or (values < least).any():
+        raise ReportInputError(f"{where}: column {name} must hold positive whole numbers")
+    return values.astype(int)
 
 
 def load_runs(paths: list[Path]) -> list[Run]:
