@@ -11,6 +11,7 @@ Where each test runs is stated, never left to the machine:
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -22,6 +23,8 @@ from typing import Any
 
 import pytest
 import torch
+import typer.main
+import typer.testing
 from _pytest.mark.structures import ParameterSet
 from shared_modules import SHARED_MODULES
 
@@ -29,6 +32,13 @@ from shared_modules import SHARED_MODULES
 # per process on a two-core machine (or beside other work) make each op wait at a barrier
 # for a descheduled sibling. A test that needs more threads sets them itself.
 torch.set_num_threads(1)
+
+# Typer's CliRunner builds the app's click command anew on every invoke: every command's options
+# from its signature and annotations, about 55 ms, a third of the CLI tests' time (they invoke the
+# app some thousand times). Built once per test process instead: the app is complete once imported,
+# and no test changes it (what a command calls can still be monkeypatched; a command function
+# replaced in its module would not be seen, and no test replaces one).
+typer.testing._get_command = functools.cache(typer.main.get_command)  # type: ignore[attr-defined]
 
 # Environment variables that change how rich lays out the CLI's tables: COLUMNS narrows
 # them; the others make rich treat a pipe as a terminal, 80 columns wide unless COLUMNS says.
