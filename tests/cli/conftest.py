@@ -2,20 +2,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+import torch
 from cli_helpers import PLANTED, Invoke, assert_device_stated, planted_variant
 from typer.testing import CliRunner, Result
 
 from linbench.cli import app
+from linbench.machine import ceilings
 from linbench.variants.registry import register_variant, unregister_variant
+
+# The ceilings a `linbench run` measures at its start (copy bandwidth, matmul rate: a third of a
+# second on a CPU), measured once per test process for the runs the CLI tests start in it, and
+# each later run given a copy. tests/machine/test_ceilings.py measures them every time.
+_MEASURED: dict[tuple[str, tuple[str, ...], bool | None], dict[str, Any]] = {}
+
+
+def _measured_once(real: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    def run_ceilings(device: torch.device, dtypes: list[str], *, isolate: bool | None = None) -> dict[str, Any]:
+        key = (str(device), tuple(dtypes), isolate)
+        if key not in _MEASURED:
+            _MEASURED[key] = real(device, dtypes, isolate=isolate)
+        return copy.deepcopy(_MEASURED[key])
+
+    return run_ceilings
+
+
+_RUN_CEILINGS = _measured_once(ceilings.run_ceilings)
 
 
 @pytest.fixture
-def invoke() -> Invoke:
+def invoke(monkeypatch: pytest.MonkeyPatch) -> Invoke:
     """Run the app in this process (so planted variants are seen); stderr kept apart.
-    A run, decode, check or list must say its device (see assert_device_stated)."""
+    A run, decode, check or list must say its device (see assert_device_stated). A run's
+    ceilings are measured once per test process (above)."""
+    monkeypatch.setattr(ceilings, "run_ceilings", _RUN_CEILINGS)
     runner = CliRunner()
 
     def run(*args: object) -> Result:
