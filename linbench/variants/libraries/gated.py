@@ -139,7 +139,12 @@ KDA_FLASHINFER = Contract(
                "SM120); kda:flashinfer-recurrent times its recurrent kernel there"},
     layout="packed", contiguous=True, cu_dtype=torch.int64, gate="lower-bound-logit", beta="logit-bf16",
     value_heads="repeat", gate_floor=-5.0,
-    notes="the log-gate handed as the pre-activation logit(g/−5) with A_log = 0, dt_bias = 0, lower_bound = −5",
+    notes=(
+        "the log-gate handed as the pre-activation logit(g/−5) with A_log = 0, dt_bias = 0, lower_bound = −5;"
+        " no initial state and no prefill workspace are passed, so the FlashKDA-compatible route"
+        " (kda_prefill.py:5746-5821) never takes its persistent schedules (B·H past the SM count, an initial"
+        " state given) and refuses CUDA-graph capture (--cuda-graph keeps the eager time, and says why)"
+    ),
 )  # fmt: skip
 
 KDA_FLASHINFER_RECURRENT = Contract(
