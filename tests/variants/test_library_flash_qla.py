@@ -104,20 +104,54 @@ def test_a_pack_in_one_call_with_its_cu_seqlens(kernels: list[dict[str, Any]]) -
     assert len(kernels) == 2 and kernels[-1]["cu_seqlens"].dtype == torch.int64  # the warm-up call, the timed one
 
 
-@pytest.mark.parametrize("packed", (False, True), ids=("one-sequence", "pack"))
+def _split_by_context_parallelism(chunk: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FlashQLA's decision made to split every sequence past 4 chunks, and its CP kernels (the
+    warm-up chunk counts, the per-piece states, their correction) stood in by zeros of their
+    shapes: the planning and the dispatch between them run for real; the output is not judged."""
+    context = sys.modules["flash_qla.ops.gated_delta_rule.chunk.cp.context"]
+    monkeypatch.setattr(context, "AUTOCP_MODEL", True)
+    monkeypatch.setattr(context, "autocp_decide", lambda **kw: (True, 4))
+
+    def warmup_chunks(g: Any, cu_seqlens: Any, ht_mask: Any, chunk_size: int = CHUNK, **kw: Any) -> Any:
+        pieces = (cu_seqlens.numel() - 1, g.shape[-1])
+        return torch.zeros(pieces, dtype=cu_seqlens.dtype), torch.zeros(pieces, dtype=torch.bool)
+
+    def piece_states(k: Any, v: Any, cu_seqlens: Any, **kw: Any) -> Any:
+        states = torch.zeros(cu_seqlens.numel() - 1, v.shape[2], k.shape[-1], v.shape[-1])
+        return None, states, states.clone()
+
+    monkeypatch.setattr(chunk, "get_warmup_chunks", warmup_chunks)
+    monkeypatch.setattr(chunk, "fused_gdr_h", piece_states)
+    monkeypatch.setattr(chunk, "correct_initial_states", lambda ht_buffer, **kw: torch.zeros_like(ht_buffer))
+
+
+@pytest.mark.parametrize(
+    ("packed", "split"),
+    ((False, False), (True, False), (False, True), (True, True)),
+    ids=("one-sequence", "pack", "one-sequence-split", "pack-split"),
+)
 def test_flash_qla_plans_its_context_parallelism_in_the_first_call_and_the_timed_calls_reuse_it(
-    kernels: list[dict[str, Any]], packed: bool
+    kernels: list[dict[str, Any]], chunk: Any, monkeypatch: pytest.MonkeyPatch, packed: bool, split: bool
 ) -> None:
     """FlashQLA's default auto_cp (intra-card context parallelism for a batch of one, which its
-    calibrated SM90 model picks at H16 S16k, forward, and for every training step from 4k) is
+    calibrated SM90 model picks at H16 from 8k tokens forward and from 1k in training) is
     kept. It plans on the host (``raw_cu_seqlens.tolist()``) and caches the plan by the
     cu_seqlens tensor: the runner's untimed first call plans; the timed calls read nothing on
-    the host. (Passing auto_cp=False, as linbench once did, timed FlashQLA without it.)"""
-    c = case("gated-deltanet", batch=1, seq=24)
-    segments = Segments((0, 7, 24)) if packed else None
+    the host, whether the plan keeps a sequence whole (1 chunk) or splits it (5 chunks, the
+    decision made to split past 4). (Passing auto_cp=False, as linbench once did, timed FlashQLA
+    without it.)"""
+    if split:
+        _split_by_context_parallelism(chunk, monkeypatch)
+    c = case("gated-deltanet", batch=1, seq=320 if split else 24)
+    segments = (Segments((0, 40, 320)) if split else Segments((0, 7, 24))) if packed else None
     with pytest.raises(AssertionError, match=r"a host sync inside the timed call: Tensor\.tolist"):
         _run(c, segments)  # a first call plans: had linbench timed it, the planning would be in the figure
     assert _run(c, segments, warmed=True).shape == c.v.shape
+    pieces = kernels[-1]["cu_seqlens"].tolist()  # what the timed call's forward kernel was handed
+    if not split:
+        assert pieces == ([0, 7, 24] if packed else [0, 24])
+    else:  # 4 chunks (256 tokens) a piece at most
+        assert pieces == ([0, 40, 296, 320] if packed else [0, 256, 320])
 
 
 def _run(c: Any, segments: Segments | None, warmed: bool = False) -> torch.Tensor:

@@ -102,23 +102,20 @@ def _flash_qla(fn: Any, a: Args) -> torch.Tensor:
     return out
 
 
-def _flashinfer_gdn(fn: Any, a: Args) -> torch.Tensor:
-    """FlashInfer's prefill, told the longest sequence: its context-parallel kernels (which it
-    picks where B·H leaves the GPU's multiprocessors idle) size their grids by it, and by every
-    token of the batch when not told."""
+def _cudnn_gdn(fn: Any, a: Args, **extra: Any) -> torch.Tensor:
+    """FlashInfer's cuDNN prefill: chunk_gated_delta_rule's arguments, no max_seqlen."""
     out: torch.Tensor = fn(
         a.q, a.k, a.v, g=a.g, beta=a.beta, scale=a.scale, cu_seqlens=a.cu_seqlens, use_qk_l2norm_in_kernel=True,
-        max_seqlen=a.max_seqlen,
+        **extra,
     )  # fmt: skip
     return out
 
 
-def _cudnn_gdn(fn: Any, a: Args) -> torch.Tensor:
-    """FlashInfer's cuDNN prefill: chunk_gated_delta_rule's arguments, no max_seqlen."""
-    out: torch.Tensor = fn(
-        a.q, a.k, a.v, g=a.g, beta=a.beta, scale=a.scale, cu_seqlens=a.cu_seqlens, use_qk_l2norm_in_kernel=True
-    )
-    return out
+def _flashinfer_gdn(fn: Any, a: Args) -> torch.Tensor:
+    """FlashInfer's prefill, told the longest sequence: its context-parallel kernels (which it
+    picks where B·H leaves the GPU's multiprocessors idle) size their grids by it, and by every
+    token of the batch when not told."""
+    return _cudnn_gdn(fn, a, max_seqlen=a.max_seqlen)
 
 
 _FI_KDA = "flashinfer-python 0.7.2.post1 flashinfer/"
@@ -141,8 +138,8 @@ KDA_FLASHINFER = Contract(
     value_heads="repeat", gate_floor=-5.0,
     notes=(
         "the log-gate handed as the pre-activation logit(g/−5) with A_log = 0, dt_bias = 0, lower_bound = −5;"
-        " no initial state and no prefill workspace are passed, so the FlashKDA-compatible route"
-        " (kda_prefill.py:5746-5821) never takes its persistent schedules (B·H past the SM count, an initial"
+        " no initial state and no prefill workspace are passed, so where `auto` takes the FlashKDA-compatible"
+        " route (kda_prefill.py:5746-5821) it never takes its persistent schedules (B·H past the SM count, an initial"
         " state given) and refuses CUDA-graph capture (--cuda-graph keeps the eager time, and says why)"
     ),
 )  # fmt: skip
@@ -242,16 +239,17 @@ GDN_FLASH_QLA = Contract(
         _QLA + "314-331: chunk_gated_delta_rule(q, k, v, g, beta, scale, ..., use_qk_l2norm_in_kernel,"
         " cu_seqlens, ..., auto_cp=True, ...)",
         _QLA + "338-345: v [B, T, HV, V], GVA if HV > H; g [B, T, HV] in log space; beta [B, T, HV]",
-        _QLA + "38-58: auto_cp (default True) plans intra-card CP for a batch of one; cp/context.py:348-376:"
-        " the plan is read on the host and cached by the cu_seqlens tensor (utils/index.py tensor_cache), so"
-        " the runner's untimed first call makes it; cp/autocp/coefs/sm90.csv: CP at H16 S16k forward",
+        _QLA + "38-58: auto_cp (default True) plans intra-card CP for a batch of one; cp/context.py:348-387,"
+        " :294: the plan is read on the host and cached by the cu_seqlens tensor (utils/index.py tensor_cache),"
+        " so the runner's untimed first call makes it; cp/autocp/decision.py decide, SM90's coefficients,"
+        " 132 SMs, H16: CP forward from 8k tokens, in training from 1k",
         _QLA + "416-418: q, k, v of one dtype, bf16 or fp16",
         _QLA + "14-30: SM90, SM100/SM103, SM120/SM121 only (chosen on import)",
     ),
     "flash_qla", "chunk_gated_delta_rule", _flash_qla,
     install="pip install flash-qla; a Hopper or Blackwell GPU and tilelang",
-    kernels={9: "hopper fused_gdr_fwd (TileLang)", 10: "blackwell fused_gdr_fwd (TileLang)",
-             12: "blackwell_sm120 fused_gdr_fwd (TileLang)"},
+    kernels={9: "hopper fused_gdr_fwd (TileLang, auto_cp)", 10: "blackwell fused_gdr_fwd (TileLang, auto_cp)",
+             12: "blackwell_sm120 fused_gdr_fwd (TileLang, auto_cp)"},
     layout="bshd", cu_dtype=torch.int64, gate="log", beta="as-drawn", dtypes=("bf16", "fp16"), backward=(9, 10, 12),
     notes="auto_cp left at FlashQLA's default: its intra-card context parallelism, planned in the first call",
 )  # fmt: skip
@@ -273,6 +271,7 @@ GDN_FLASHINFER = Contract(
     "flashinfer", "chunk_gated_delta_rule", _flashinfer_gdn,
     kernels={9: "SM90 CuTe DSL prefill", 10: "SM100 CuTe DSL prefill", 12: "SM120 CuTe DSL prefill"},
     layout="thd", contiguous=True, gate="linear", beta="fp32", dtypes=("bf16", "fp16"),
+    notes="max_seqlen: the longest sequence (S, or a pack's longest), for the context-parallel kernels' grids",
 )  # fmt: skip
 
 GDN_CUDNN = Contract(
