@@ -102,8 +102,8 @@ def _flash_qla(fn: Any, a: Args) -> torch.Tensor:
     return out
 
 
-def _cudnn_gdn(fn: Any, a: Args, **extra: Any) -> torch.Tensor:
-    """FlashInfer's cuDNN prefill: chunk_gated_delta_rule's arguments, no max_seqlen."""
+def _gdn_prefill(fn: Any, a: Args, **extra: Any) -> torch.Tensor:
+    """FlashInfer's Gated DeltaNet prefill, its own or cuDNN's (which takes no max_seqlen)."""
     out: torch.Tensor = fn(
         a.q, a.k, a.v, g=a.g, beta=a.beta, scale=a.scale, cu_seqlens=a.cu_seqlens, use_qk_l2norm_in_kernel=True,
         **extra,
@@ -115,7 +115,7 @@ def _flashinfer_gdn(fn: Any, a: Args) -> torch.Tensor:
     """FlashInfer's prefill, told the longest sequence: its context-parallel kernels (which it
     picks where B·H leaves the GPU's multiprocessors idle) size their grids by it, and by every
     token of the batch when not told."""
-    return _cudnn_gdn(fn, a, max_seqlen=a.max_seqlen)
+    return _gdn_prefill(fn, a, max_seqlen=a.max_seqlen)
 
 
 _FI_KDA = "flashinfer-python 0.7.2.post1 flashinfer/"
@@ -280,7 +280,7 @@ GDN_CUDNN = Contract(
         _FI_GDN + "cudnn/linear_attention.py:355-367: cudnn_chunk_gated_delta_rule, the arguments of"
         " chunk_gated_delta_rule; cuDNN's fused SM100 engine",
     ),
-    "flashinfer.cudnn", "cudnn_chunk_gated_delta_rule", _cudnn_gdn,
+    "flashinfer.cudnn", "cudnn_chunk_gated_delta_rule", _gdn_prefill,
     also_needs=("nvidia-cudnn-frontend",),
     kernels={10: "cuDNN's FROST engine through FlashInfer"},
     layout="thd", contiguous=True, gate="linear", beta="fp32", dtypes=("bf16", "fp16"),
