@@ -68,19 +68,13 @@ __device__ void output_chunk(const FastPassParams& p, const FastBlock& b, const 
     // fp16's lo copy is stored times 2^11 (split_low_pair): its product first, alone in o, then
     // multiplied back before the hi product joins it.
     strip_times_state<T, kDk>(qf, copy_lo, o);
-#pragma unroll
-    for (int n = 0; n < 4; ++n) scale_fragment(o[n], 1.0f / kSplitScale<T>);
+    scale_fragments(o, 1.0f / kSplitScale<T>);
     strip_times_state<T, kDk>(qf, copy_hi, o);
   } else {
     strip_times_state<T, kDk>(qf, copy_hi, o);
     if (split) strip_times_state<T, kDk>(qf, copy_lo, o);
   }
-  if constexpr (kIsHalf<T>) {
-#pragma unroll
-    for (int n = 0; n < 4; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[n][e] *= copy_scale;
-  }
+  if constexpr (kIsHalf<T>) scale_fragments(o, copy_scale);
   if (p.causal) {
     strip_intra_chunk<T, kDk, split>(st, qf, warp, p.reverse != 0, g, o, den);
     if (divide) {

@@ -99,10 +99,16 @@ __device__ __forceinline__ uint32_t split_low_pair(float x0, float x1, uint32_t 
   return pack_pair<T>((x0 - h0) * kSplitScale<T>, (x1 - h1) * kSplitScale<T>);
 }
 
-// acc *= factor, a power of two (exact in fp32).
+// acc *= factor (a power of two here, exact in fp32).
 __device__ __forceinline__ void scale_fragment(float (&acc)[4], float factor) {
 #pragma unroll
   for (int e = 0; e < 4; ++e) acc[e] *= factor;
+}
+
+// The same for a strip's four output fragments.
+__device__ __forceinline__ void scale_fragments(float (&o)[4][4], float factor) {
+#pragma unroll
+  for (int n = 0; n < 4; ++n) scale_fragment(o[n], factor);
 }
 
 // Scores of one key block as an A fragment (k = key); split: the residual in lo (split_low_pair).
@@ -133,21 +139,9 @@ __device__ void block_times_values(const FastStage<T>& st, int j, const uint32_t
 // accumulators of its own, which the normalised output kernel has no registers for).
 template <class T>
 __device__ void block_lo_times_values(const FastStage<T>& st, int j, const uint32_t (&lo)[4], float (&o)[4][4]) {
-  if constexpr (!kIsHalf<T>) {
-    block_times_values<T>(st, j, lo, o);
-  } else {
-#pragma unroll
-    for (int p = 0; p < 2; ++p) {
-      uint32_t b[4];
-      ldmatrix_x4_trans(b, lane_block_row<true, kFastTile>(st.v, 16 * j, 16 * p));
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        scale_fragment(o[2 * p + h], kSplitScale<T>);
-        mma_16816<false>(o[2 * p + h], lo, {b[2 * h], b[2 * h + 1]});
-        scale_fragment(o[2 * p + h], 1.0f / kSplitScale<T>);
-      }
-    }
-  }
+  if constexpr (kIsHalf<T>) scale_fragments(o, kSplitScale<T>);
+  block_times_values<T>(st, j, lo, o);
+  if constexpr (kIsHalf<T>) scale_fragments(o, 1.0f / kSplitScale<T>);
 }
 
 // o += mask(Qx_strip Kx^T) V_tile for key block j; rowsum += its masked scores' row sums of this
