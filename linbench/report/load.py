@@ -12,7 +12,6 @@ point), so for them such a run is refused, in that line.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from linbench.results.schema import (
     REQUIRED_RESULT_COLUMNS,
     STATUSES,
 )
-from linbench.results.schema_version import NewerSchemaError, check_schema_version
+from linbench.results.schema_version import MetaFileError, NewerSchemaError, read_meta_json
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
 from linbench.units import parse_size
 
@@ -105,20 +104,12 @@ def read_run(path: Path, whole: str | None = None) -> Run:
 
 
 def read_meta(folder: Path) -> dict[str, Any]:
-    """``folder``'s meta.json ({} where it has none); ReportInputError when it is not JSON or
-    says the run was written by a newer schema than this linbench reads."""
-    where = folder / META_FILE
-    if not where.is_file():
-        return {}
+    """``folder``'s meta.json ({} where it has none); ReportInputError when it cannot be read,
+    is not a JSON object, or says the run was written by a newer schema than this linbench reads."""
     try:
-        meta = json.loads(where.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ReportInputError(f"{str(where)!r} is not valid JSON: {exc}") from None
-    try:
-        check_schema_version(meta, str(where))
-    except NewerSchemaError as exc:
+        return read_meta_json(folder / META_FILE, missing_ok=True)
+    except (MetaFileError, NewerSchemaError) as exc:
         raise ReportInputError(str(exc)) from None
-    return meta if isinstance(meta, dict) else {}
 
 
 def token_budget(meta: dict[str, Any]) -> int | None:

@@ -11,14 +11,13 @@ other None, so ``row["kv_heads"]`` means the same in a script as in ``linbench r
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from linbench.results.rows import read_rows, typed
 from linbench.results.schema import KEY_DEFAULTS, PROCESS_COLUMNS, RESULT_COLUMNS
-from linbench.results.schema_version import check_schema_version
+from linbench.results.schema_version import read_meta_json
 from linbench.results.store import META_FILE, PROCESSES_FILE, RESULTS_FILE
 
 if TYPE_CHECKING:
@@ -55,11 +54,11 @@ class LoadedRun:
 def load_run(path: str | Path) -> LoadedRun:
     """The run in folder ``path`` (or the folder of the results.csv ``path``).
     FileNotFoundError for a folder without results.csv; ValueError for a run written by a newer
-    linbench (results/schema_version.py), a meta.json that is not JSON, or a results.csv that is not
-    one (rows.CsvFileError)."""
+    linbench (results/schema_version.py), a meta.json that cannot be read or is not a JSON
+    object, or a results.csv that is not one (rows.CsvFileError)."""
     folder = Path(path)
     folder = folder.parent if folder.is_file() else folder
-    meta = _meta(folder / META_FILE)
+    meta = read_meta_json(folder / META_FILE, missing_ok=True)
     left_out: list[str] = []
     rows, columns = _typed_rows(folder / RESULTS_FILE, RESULT_COLUMNS, left_out)
     processes: list[dict[str, Any]] = []
@@ -67,17 +66,6 @@ def load_run(path: str | Path) -> LoadedRun:
     if (folder / PROCESSES_FILE).is_file():
         processes, process_columns = _typed_rows(folder / PROCESSES_FILE, PROCESS_COLUMNS, left_out)
     return LoadedRun(folder, meta, rows, processes, left_out, columns, process_columns)
-
-
-def _meta(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        meta = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{str(path)!r} is not valid JSON: {exc}") from None
-    check_schema_version(meta, str(path))
-    return meta if isinstance(meta, dict) else {}
 
 
 def _typed_rows(

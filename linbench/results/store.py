@@ -35,7 +35,7 @@ from linbench.results.schema import (
     cell,
     checked,
 )
-from linbench.results.schema_version import NewerSchemaError, check_schema_version
+from linbench.results.schema_version import MetaFileError, NewerSchemaError, read_meta_json
 
 RESULTS_FILE = "results.csv"
 PROCESSES_FILE = "processes.csv"
@@ -222,17 +222,14 @@ class RunStore:
         self.write_meta(meta | dict(sections))
 
     def read_meta(self) -> dict[str, Any]:
-        """meta.json; RunStoreError when it cannot be read or was written by a newer schema."""
-        where = self.path / META_FILE
+        """meta.json; RunStoreError when it is missing, cannot be read or is not a JSON object,
+        NewerRunError when a newer schema wrote it."""
         try:
-            meta = json.loads(where.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RunStoreError(f"{str(where)!r} cannot be read: {exc}") from None
-        try:
-            check_schema_version(meta, str(where))
+            return read_meta_json(self.path / META_FILE)
+        except MetaFileError as exc:
+            raise RunStoreError(str(exc)) from None
         except NewerSchemaError as exc:
             raise NewerRunError(str(exc)) from None
-        return meta
 
     def _repair(self) -> None:
         redo = self._drop_bad_rows(self.results_path)
