@@ -164,3 +164,52 @@ def test_contributing_md_s_contracts_name_the_rooms_pyproject_s_do() -> None:
         opening = re.match(r"((?:`[a-z_]+`(?:, | and )?)+) ", words)
         if opening is not None:
             assert set(re.findall(r"`([a-z_]+)`", opening.group(1))) == forbidden[contract], contract
+
+
+@pytest.mark.parametrize(
+    ("command", "page", "opening"),
+    [
+        ("run", "docs/suites.md", "Top-level keys of a `run` suite:"),
+        ("decode", "docs/decode.md", 'Suites say `command = "decode"`'),
+    ],
+)
+def test_the_suite_keys_a_page_lists_are_those_the_planner_takes(command: str, page: str, opening: str) -> None:
+    """The paragraph that lists a command's suite keys names each key the suite reader takes
+    (sweep/settings.py TOP_KEYS), so a new key cannot go undocumented."""
+    from linbench.sweep.settings import TOP_KEYS
+
+    paragraph = _text(page).split(opening, 1)[1].split("\n\n", 1)[0]
+    if command == "decode":  # its serving keys are listed in the next item of the same list
+        paragraph += _text(page).split("The serving options", 1)[1].split("\n- ", 1)[0]
+    named = set(re.findall(r"`([a-z_]+)`", paragraph))
+    assert set(TOP_KEYS[command]) <= named, sorted(set(TOP_KEYS[command]) - named)
+
+
+def test_history_md_names_every_column_a_budget_point_can_match() -> None:
+    from linbench.history.budget import NAMES
+
+    said = " ".join(
+        _text("docs/history.md")
+        .split("A `[[point]]` names a point by any of the columns of its key", 1)[1]
+        .split(";", 1)[0]
+        .split()
+    )
+    assert set(re.findall(r"`([a-z_]+)`", said)) == set(NAMES)
+
+
+def test_python_api_md_lists_every_name_linbench_exports() -> None:
+    import linbench
+
+    exports = _text("docs/python-api.md").split("## What `linbench` exports\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(?:linbench\.)?([A-Za-z_]+)`", exports))
+    assert set(linbench.__all__) - {"__version__"} <= named, sorted(set(linbench.__all__) - named)
+
+
+def test_plugins_md_s_impl_table_has_every_field() -> None:
+    import dataclasses
+
+    from linbench.variants.declarations import Impl
+
+    rows = _table_rows(_text("docs/plugins.md").split("\n## Impl\n", 1)[1], "| field | what it is |\n")
+    listed = {name for row in rows for name in re.findall(r"`([a-z_]+)`", row[0])}
+    assert listed == {field.name for field in dataclasses.fields(Impl)}

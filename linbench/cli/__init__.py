@@ -1,7 +1,8 @@
 """The ``linbench`` command line.
 
-Every command module imports torch and the variants inside its function, never at the
-top, so ``linbench --help`` answers at once.
+No command module imports torch at the top: torch, and every variant module that imports it,
+are imported inside the command's function (a test runs ``--help`` and finds torch unimported),
+so ``linbench --help`` answers at once.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``linbench run``: sweep impls over sizes, measure each point in a worker, write one CSV."""
+"""``linbench run``: sweep impls over sizes, measure each point in a worker, write the run folder
+(results.csv, processes.csv, samples.csv, meta.json)."""
 
 from __future__ import annotations
 

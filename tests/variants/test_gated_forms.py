@@ -214,10 +214,15 @@ def test_lightning_decays_by_the_layers_depth_as_fla_builds_it() -> None:
 
 # Gates as the models compute them (linbench/variants/gated/gates.py): from A_log and dt_bias
 # (Mamba2, Gated DeltaNet, Kimi Linear), and KDA's gate bounded below at −5 (Kimi K3, GLM-5.3-Flash).
-PROFILES = [("simple-gla", "production"), ("gated-deltanet", "production"), ("kda", "production")]
+PROFILES = [
+    ("simple-gla", "production"),
+    ("gated-deltanet", "production"),
+    ("kda", "production"),
+    ("gdn2", "production"),
+]
 
 
-@pytest.mark.parametrize(("name", "regime"), [*PROFILES, ("kda", "lower-bound")])
+@pytest.mark.parametrize(("name", "regime"), [*PROFILES, ("kda", "lower-bound"), ("gdn2", "lower-bound")])
 @DTYPES
 def test_every_form_equals_the_reference_with_gates_as_models_compute_them(
     name: str, regime: str, dtype: torch.dtype
