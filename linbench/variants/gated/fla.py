@@ -50,7 +50,7 @@ from linbench.variants.backends import note_backend
 from linbench.variants.feature_forms import fla as fla_common
 from linbench.variants.feature_forms.triton_interpreter import interpreter_on
 from linbench.variants.gated.fla_dispatch import DISPATCH, run_dispatched
-from linbench.variants.gated.gates import lightning_log_decay, retention_log_decay
+from linbench.variants.gated.gates import check_layer, retention_log_decay
 from linbench.variants.gated.numerics import checked_state, resolve_scale
 
 CHUNK, RECURRENT = "fla", "fla-recurrent"
@@ -140,7 +140,7 @@ def retention_fla(
         )
     if isinstance(gamma, torch.Tensor) and _needs_gradient(gamma):
         raise ImplUnavailableError(f"retention:{kernel}: fla takes γ as a constant (g_gamma); no gradient reaches it")
-    log_decay = retention_log_decay(gamma, q.shape[1], q.float()).detach()
+    log_decay = retention_log_decay(gamma, q.shape[1], q.new_empty(0, dtype=torch.float32)).detach()
     return _call(
         "simple_gla",
         f"{fused}_simple_gla",
@@ -170,7 +170,7 @@ def lightning_fla(
     """Lightning attention: fla builds the per-head decay from the layer's index and count
     (checked here first, so a bad pair is the same ValueError as the PyTorch forms')."""
     _causal_only(f"lightning:{kernel}", causal)
-    lightning_log_decay(layer, layers, q.shape[1], q.float())
+    check_layer(layer, layers)  # fla builds the decays itself, on the device
     fused = "fused_recurrent" if kernel == RECURRENT else "chunk"
     factor = resolve_scale(scale, q.shape[-1])
     given: dict[str, Any] = {"layer_idx": int(layer), "num_layers": int(layers), "scale": factor}

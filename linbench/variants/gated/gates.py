@@ -35,6 +35,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
+from linbench.variants.device_constants import device_constant
 from linbench.variants.extra_inputs import ExtraInput
 
 GATE_TEMPERATURE = {"weak": 16.0, "strong": 1.0}
@@ -162,13 +163,14 @@ def retention_log_decay(gamma: object, heads: int, like: torch.Tensor) -> torch.
     """log γ per head, (H,), in ``like``'s dtype and device; ValueError unless every γ is in (0, 1).
 
     ``gamma`` is None (RetNet's schedule), one number for every head, or a tensor of shape (H,).
+    A schedule or a number is a device constant (device_constants.py), made once, not per call.
     """
     if gamma is None:
-        return torch.tensor([math.log(g) for g in retnet_decays(heads)], dtype=like.dtype, device=like.device)
+        return device_constant(("retnet log decays", heads), like, lambda: [math.log(g) for g in retnet_decays(heads)])
     if isinstance(gamma, numbers.Real) and not isinstance(gamma, bool):
         if not 0 < float(gamma) < 1:
             raise ValueError(f"parameter gamma must lie in (0, 1) (a decay per token); got {gamma!r}")
-        return torch.full((heads,), math.log(gamma), dtype=like.dtype, device=like.device)
+        return device_constant(("retention log decay", float(gamma), heads), like, lambda: [math.log(gamma)] * heads)
     if not isinstance(gamma, torch.Tensor) or tuple(gamma.shape) != (heads,):
         shape = tuple(gamma.shape) if isinstance(gamma, torch.Tensor) else type(gamma).__name__
         raise ValueError(f"parameter gamma must be a number, a tensor of shape (H,) = ({heads},) or None; got {shape}")
@@ -200,14 +202,21 @@ def layers_problem(layers: object) -> str | None:
     return None
 
 
-def lightning_log_decay(layer: object, layers: object, heads: int, like: torch.Tensor) -> torch.Tensor:
-    """Lightning attention's log-decay per head, (H,), in ``like``'s dtype and device;
-    ValueError unless 0 ≤ layer < layers."""
+def check_layer(layer: object, layers: object) -> tuple[int, int]:
+    """(layer, layers) as integers; ValueError unless 0 ≤ layer < layers."""
     for name, value, check in (("layer", layer, layer_problem), ("layers", layers, layers_problem)):
         problem = check(value)
         if problem:
             raise ValueError(f"parameter {name} {problem}")
     if layer >= layers:  # type: ignore[operator]
         raise ValueError(f"parameter layer must be below layers (counted from 0); got layer={layer}, layers={layers}")
-    decays = lightning_log_decays(heads, int(layer), int(layers))  # type: ignore[call-overload]
-    return torch.tensor(decays, dtype=like.dtype, device=like.device)
+    return int(layer), int(layers)  # type: ignore[call-overload]
+
+
+def lightning_log_decay(layer: object, layers: object, heads: int, like: torch.Tensor) -> torch.Tensor:
+    """Lightning attention's log-decay per head, (H,), in ``like``'s dtype and device, a device
+    constant (made once, not per call); ValueError unless 0 ≤ layer < layers."""
+    index, count = check_layer(layer, layers)
+    return device_constant(
+        ("lightning log decays", heads, index, count), like, lambda: lightning_log_decays(heads, index, count)
+    )

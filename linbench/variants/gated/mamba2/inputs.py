@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from linbench.variants.declarations import Param
+from linbench.variants.device_constants import device_constant
 from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.gated.gates import A_RANGE, DT_RANGE
 from linbench.variants.gated.numerics import upcast
@@ -120,15 +121,18 @@ DEFAULTS = {A_LOG.name: a_log_values, DT_BIAS.name: dt_bias_values, SKIP.name: _
 
 
 def per_head(name: str, value: Any, heads: int, like: torch.Tensor) -> torch.Tensor:
-    """Parameter ``name`` as an (H,) tensor in ``like``'s dtype and device (its autograd graph
-    kept); ValueError, one line, for a tensor of another shape."""
+    """Parameter ``name`` as an (H,) tensor in ``like``'s dtype and device: ``init`` or a number
+    as a device constant (made once, as a model holds its parameters on the device, never
+    copied from the host in a timed call), a tensor as given (its autograd graph kept);
+    ValueError, one line, for a tensor of another shape."""
     if value is None or (isinstance(value, str) and value == INIT):
-        value = DEFAULTS[name](heads)
-    elif not isinstance(value, torch.Tensor):
+        return device_constant(("mamba2", name, INIT, heads), like, lambda: DEFAULTS[name](heads))
+    if not isinstance(value, torch.Tensor):
         problem = _per_head_problem(value)
         if problem:
             raise ValueError(f"parameter {name} {problem}")
-        value = torch.full((heads,), float(value), dtype=torch.float64)
+        number = float(value)
+        return device_constant(("mamba2", name, number, heads), like, lambda: [number] * heads)
     if tuple(value.shape) != (heads,):
         raise ValueError(
             f"parameter {name} must have shape (H,) = ({heads},), one per value head; got {tuple(value.shape)}"
