@@ -6,11 +6,13 @@
   supported when is_causal=True").
 - ``varlen``: torch's own varlen kernel, ``torch.nn.attention.varlen.varlen_attn`` (flash
   attention with cu_seqlens; a CUDA GPU, fp16 or bf16). A padded or uniform batch is handed to
-  it as a pack of equal lengths.
+  it as a pack of equal lengths, its tokens views of the (B, S, H, D) inputs drawn for it and
+  its boundaries made once per (B, S).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 from collections.abc import Callable
@@ -66,26 +68,42 @@ def varlen_dtypes(dim_k: int, dim_v: int, dtype: str) -> str | None:
 
 
 def varlen_packed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool) -> Any:
-    """varlen_attn on (1, H, T, D) packed tensors, as (T, H, D) it takes."""
-    if q.device.type != "cuda":
-        raise ImplUnavailableError(varlen_unavailable(q.device) or "varlen_attn needs a CUDA GPU")
-    cu = segments.cu_seqlens(q.device, torch.int32)
-    longest = segments.longest
-    window = (-1, 0) if causal else (-1, -1)
-    out = varlen_kernel()(*(x[0].transpose(0, 1) for x in (q, k, v)), cu, cu, longest, longest, window_size=window)
+    """varlen_attn on (1, H, T, D) packed tensors, as (T, H, D) it takes (views of the
+    (1, T, H, D) tensors the runner draws for this impl's layout)."""
+    out = _varlen(*(x[0].transpose(0, 1) for x in (q, k, v)), segments=segments, causal=causal)
     return out.transpose(0, 1).unsqueeze(0)
 
 
 def varlen_uniform(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> Any:
-    """varlen_attn on a (B, H, S, D) batch: B sequences of S tokens."""
+    """varlen_attn on a (B, H, S, D) batch: B sequences of S tokens. The runner draws this
+    impl's inputs as (B, S, H, D) (``layout="bshd"``), so the (B·S, H, D) tokens the kernel
+    takes are views, not copies, and the batch's boundaries are made once per (B, S)."""
     batch, heads, seq, _ = q.shape
-    segments = Segments(tuple(range(0, batch * seq + 1, seq)))
 
-    def packed(x: torch.Tensor) -> torch.Tensor:  # (B, H, S, D) → (1, H, B·S, D)
-        return x.transpose(0, 1).reshape(heads, batch * seq, x.shape[-1]).unsqueeze(0)
+    def tokens(x: torch.Tensor) -> torch.Tensor:  # (B, H, S, D) → (B·S, H, D)
+        return x.transpose(1, 2).reshape(batch * seq, heads, x.shape[-1])
 
-    out = varlen_packed(packed(q), packed(k), packed(v), segments=segments, causal=causal)
-    return out[0].reshape(heads, batch, seq, -1).transpose(0, 1)
+    out = _varlen(tokens(q), tokens(k), tokens(v), segments=uniform_segments(batch, seq), causal=causal)
+    return out.reshape(batch, seq, heads, -1).transpose(1, 2)
+
+
+@functools.lru_cache(maxsize=256)
+def uniform_segments(batch: int, seq: int) -> Segments:
+    """B sequences of S tokens as one pack's boundaries: one object per (B, S), so that its
+    cu_seqlens tensor (cached per device by Segments) is made in the first, untimed call and
+    never copied from the host in a timed one."""
+    return Segments(tuple(range(0, batch * seq + 1, seq)))
+
+
+def _varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, segments: Segments, causal: bool) -> Any:
+    """The kernel on (T, H, D) tokens and the pack's boundaries, int32 as flash attention takes them."""
+    problem = varlen_unavailable(q.device)
+    if problem:
+        raise ImplUnavailableError(problem)
+    cu = segments.cu_seqlens(q.device, torch.int32)
+    longest = segments.longest
+    window = (-1, 0) if causal else (-1, -1)
+    return varlen_kernel()(q, k, v, cu, cu, longest, longest, window_size=window)
 
 
 def varlen_impl() -> Impl:
@@ -99,5 +117,6 @@ def varlen_impl() -> Impl:
         availability=varlen_unavailable,
         shape_support=varlen_dtypes,
         packed=varlen_packed,
+        layout="bshd",
         backend="torch varlen_attn (flash)",
     )
