@@ -98,3 +98,25 @@ def test_the_backward_on_sm90_finds_its_engine_and_gives_the_gradients(engines: 
 def test_linbench_check_passes_at_batch_2_with_value_heads(engines: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     check_at_batch_2_with_value_heads("kda", "cudnn", monkeypatch)
     assert engines == ["kda_hopper_cuda"]
+
+
+def test_fp16_on_sm90_finds_no_engine_in_cudnn_so_linbench_refuses_it_first(
+    engines: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defect: the row took fp16 on SM90, where both Hopper engines take bf16 only
+    (hopper/cuda_engine.py:471, hopper/kda_engine.py:239): cuDNN's own layer finds no engine
+    (or, with cuTile installed, runs cuTile's under the Hopper engine's name). linbench now
+    refuses it with the reason, before any call."""
+    from linbench.errors import ImplUnavailableError
+    from linbench.variants.libraries.contract import Contract
+
+    c = case("kda")
+    c.q, c.k, c.v = (x.to(torch.float16) for x in (c.q, c.k, c.v))
+    c.extras["beta"] = c.extras["beta"].to(torch.float16)
+    with pytest.raises(ImplUnavailableError, match="kda:cudnn: SM90 takes bf16 only, not fp16"):
+        run("kda", "cudnn", c)
+    with monkeypatch.context() as bypass:  # linbench's refusal off: what cuDNN itself does
+        bypass.setattr(Contract, "refusal", lambda self, q, arch, grad: None)
+        with pytest.raises(Exception, match="no engine") as raised:
+            run("kda", "cudnn", c)
+    assert type(raised.value).__name__ == "cudnnGraphNotSupportedError" and engines == []

@@ -56,9 +56,13 @@ class FlashAttention:
         return self._result(torch.cat(outs, dim=1)[0])
 
 
+PREFILL_OUTPUTS: list[torch.Tensor] = []  # what the stand-in returned, newest last
+
+
 def _single_prefill(q: Any, k: Any, v: Any, causal: bool, kv_layout: str, sm_scale: Any) -> torch.Tensor:
     assert kv_layout == "NHD" and sm_scale is None and q.dim() == 3  # prefill.py:1235-1259
-    return _sdpa(q[None], k[None], v[None], causal)[0]
+    PREFILL_OUTPUTS.append(_sdpa(q[None], k[None], v[None], causal)[0])
+    return PREFILL_OUTPUTS[-1]
 
 
 @pytest.fixture
@@ -80,7 +84,7 @@ def libraries(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 
 STOOD_IN = [("kda", "flash-kda"), ("kda", "cula"), ("lightning", "cula")]
-STOOD_IN += [("softmax", name) for name in ("fa2", "fa3", "fa4", "flashinfer")]
+STOOD_IN += [("softmax", name) for name in ("fa2", "fa3", "fa4")]
 
 
 @pytest.mark.parametrize(("variant", "impl"), STOOD_IN)
@@ -119,3 +123,34 @@ def test_a_gate_below_the_floor_is_refused_with_its_value_before_any_call(librar
     with pytest.raises(ImplUnavailableError, match="bounded below at -5"):
         held(c.q, c.k, c.v, segments=None, **c.keywords())
     assert not libraries[impl].calls
+
+
+def test_flashinfer_s_single_prefill_passes_the_check_at_batch_1_its_output_not_copied(
+    libraries: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One sequence, head size 128, grouped-query (2 q heads, 1 k/v head): the check's cells
+    pass, and the output is the library's own tensor seen through views (no stack, no copy)."""
+    from linbench.check.correctness import check_impl
+    from linbench.shape import Shape
+    from linbench.variants.libraries.contract import Contract
+
+    monkeypatch.setattr(Contract, "unavailable", lambda self, device: None)
+    shape = Shape(1, 2, 16, 128, 128, kv_heads=1)
+    result = check_impl(
+        linbench.get_variant("softmax"), "flashinfer", shape, causal=True, dtype=torch.bfloat16, gradients=False
+    )
+    assert result.ok, result.describe()
+    c = case("softmax", batch=1, heads=2, v_heads=2)
+    out = linbench.get_variant("softmax").impl("flashinfer").fn(c.q, c.k, c.v, causal=True)
+    assert out.data_ptr() == PREFILL_OUTPUTS[-1].data_ptr()
+
+
+def test_flashinfer_s_single_prefill_refuses_a_batch_naming_the_batched_prefill(libraries: dict[str, Any]) -> None:
+    """Calls in turn are not how FlashInfer runs a batch: a batch of 2 is refused, no call made;
+    a pack has no packed form here (it would run padded, as a batch, and be refused so)."""
+    c = case("softmax", batch=2, heads=2, v_heads=2)
+    before = len(PREFILL_OUTPUTS)
+    impl = linbench.get_variant("softmax").impl("flashinfer")
+    with pytest.raises(ImplUnavailableError, match=r"a batch of 2: .*BatchPrefillWithRaggedKVCacheWrapper"):
+        impl.fn(c.q, c.k, c.v, causal=True)
+    assert len(PREFILL_OUTPUTS) == before and impl.packed is None

@@ -81,7 +81,7 @@ def gated_variant(family: GatedFamily) -> Variant:
         impl_list=(
             *gated_impls(family.name, prepare, dict(family.forms), family.working_copies),
             *gated_fla_impls(family.name, family.extra_inputs),
-            *gated_library_impls(family.name, tuple(family.extra_inputs)),
+            *gated_library_impls(family.name),
         ),
         reference="recurrent",
         param_specs=(*family.params, INITIAL_STATE),

@@ -6,7 +6,6 @@ wrapper that makes each row an ``Impl`` (wrapper.py), and the docs page generate
 from __future__ import annotations
 
 from linbench.variants.declarations import Impl
-from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.libraries import gated, softmax
 from linbench.variants.libraries.contract import Contract
 from linbench.variants.libraries.wrapper import library_impl
@@ -14,9 +13,9 @@ from linbench.variants.libraries.wrapper import library_impl
 CONTRACTS: tuple[Contract, ...] = (*(row for rows in gated.ROWS.values() for row in rows), *softmax.ROWS)
 
 
-def gated_library_impls(family: str, extra_inputs: tuple[ExtraInput, ...]) -> tuple[Impl, ...]:
+def gated_library_impls(family: str) -> tuple[Impl, ...]:
     """The library impls of a gated family (none for most)."""
-    return tuple(library_impl(row, extra_inputs) for row in gated.ROWS.get(family, ()))
+    return tuple(library_impl(row) for row in gated.ROWS.get(family, ()))
 
 
 def softmax_library_impls() -> tuple[Impl, ...]:

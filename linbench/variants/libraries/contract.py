@@ -88,7 +88,10 @@ class Contract:
     held_extra: Callable[..., dict[str, Any]] | None = None
     contiguous: bool = False
     cu_dtype: torch.dtype = torch.int32
-    packs: str = "cu_seqlens"  # or "per-sequence": one call per sequence
+    packs: str = "cu_seqlens"  # or "none": no packed form (a pack runs padded, as a batch)
+    # Non-empty: the entry takes one sequence, and a batch of more is refused with this reason
+    # (calls in turn are not how the library runs a batch, so they would time neither).
+    one_sequence: str = ""
     gate: str = "none"
     beta: str = "none"
     scale_default: str = "Dk^-1/2 when None"
@@ -97,6 +100,7 @@ class Contract:
     dims: tuple[int, ...] = (128,)  # K = V among these (empty: any up to max_dim, multiples of 8)
     max_dim: int = 256
     arch_dims: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # major → narrower dims
+    arch_dtypes: Mapping[int, tuple[str, ...]] = field(default_factory=dict)  # major → narrower dtypes
     backward: tuple[int, ...] = ()  # compute capability majors with a backward
     gate_floor: float | None = None
     notes: str = ""
@@ -167,13 +171,19 @@ class Contract:
         return None
 
     def refusal(self, q: torch.Tensor, arch: Arch | None, grad: bool) -> str | None:
-        """Why this call cannot run here (dtype, a head size the GPU's kernel lacks, a gradient
-        of a forward-only kernel), or None."""
+        """Why this call on (B, H, S, D) ``q`` cannot run here (a batch an entry for one sequence
+        cannot take, dtype, a head size the GPU's kernel lacks, a gradient of a forward-only
+        kernel), or None."""
         if arch is not None and arch[0] in self.no_kernel:
             return self.no_kernel[arch[0]]
+        if self.one_sequence and q.shape[0] > 1:
+            return f"a batch of {q.shape[0]}: {self.one_sequence}"
         dtype = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(q.dtype, str(q.dtype).removeprefix("torch."))
         if dtype not in self.dtypes:
             return f"{'/'.join(self.dtypes)} only, not {dtype}"
+        dtypes = self.arch_dtypes.get(arch[0], ()) if arch else ()
+        if dtypes and dtype not in dtypes:
+            return f"{sm(arch)} takes {'/'.join(dtypes)} only, not {dtype}"
         narrower = self.arch_dims.get(arch[0], ()) if arch else ()
         if narrower and q.shape[-1] not in narrower:
             return f"{sm(arch)} takes head size {'/'.join(map(str, narrower))} only, not {q.shape[-1]}"

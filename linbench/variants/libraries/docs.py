@@ -28,13 +28,16 @@ through stand-ins that quote their source.
 
 def _facts(row: Contract) -> list[tuple[str, str]]:
     dims = "/".join(map(str, row.dims)) if row.dims else f"up to {row.max_dim}, multiples of 8"
-    narrower = "; ".join(f"SM{major}x: {'/'.join(map(str, d))}" for major, d in row.arch_dims.items())
+    narrower = "; ".join(
+        f"SM{major}x: {'/'.join(map(str, d))}" for major, d in (*row.arch_dtypes.items(), *row.arch_dims.items())
+    )
     return [
         ("entry point", f"`{row.module}.{row.entry}`" + (f", packs `{row.packed_entry}`" if row.packed_entry else "")),
         ("runs", "; ".join(f"SM{major}x: {kernel}" for major, kernel in row.kernels.items())),
         ("no kernel", "; ".join(f"SM{major}x: {why}" for major, why in row.no_kernel.items()) or "-"),
         ("layout", f"{row.layout}{', contiguous' if row.contiguous else ''}; cu_seqlens {str(row.cu_dtype)[6:]}"),
-        ("packs", row.packs),
+        ("packs", row.packs + (" (a pack runs padded, as a batch)" if row.packs == "none" else "")),
+        ("batch", f"one sequence: {row.one_sequence}" if row.one_sequence else "any"),
         ("gate / beta", f"{row.gate} / {row.beta}" + (f"; gate floor {row.gate_floor:g}" if row.gate_floor else "")),
         ("scale", row.scale_default),
         ("value heads", row.value_heads),

@@ -190,10 +190,14 @@ KDA_CUDNN = Contract(
         _CUDNN_KDA + "hopper/cuda_engine.py:433: the SM90 backward takes pre-normalised q/k and post-sigmoid beta",
         _CUDNN_KDA + "hopper/cuda_engine.py:469: the SM90 backward needs equal head counts;"
         " :487: its beta fp32; :455: it bakes in the scale 1/sqrt(128); :460: head dims 128",
+        _CUDNN_KDA + "hopper/cuda_engine.py:471, hopper/kda_engine.py:239: SM90's engines take bf16 q/k/v only;"
+        " frost/engine.py:22-24: FROST is SM100/103/107; cutile/engine.py:16, :44-45: cuTile is an optional"
+        " extra needing CUDA 13.3 (fp16 on SM90 finds no engine, or cuTile's)",
     ),
     "cudnn.linear_attention.ops.kda", "kimi_delta_attention", _cudnn_kda,
     kernels={9: "kda_hopper_cuda engine", 10: "FROST engine"},
     layout="thd", gate="log", beta="as-drawn", dtypes=("bf16", "fp16"), dims=(64, 128), arch_dims={9: (128,)},
+    arch_dtypes={9: ("bf16",)},
     backward=(9, 10),
     notes="SM90 backward: q and k L2-normalised in PyTorch, repeated to v's heads, β in fp32, in the call",
 )  # fmt: skip

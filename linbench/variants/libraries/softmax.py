@@ -1,6 +1,7 @@
 """softmax's library impls, one ``Contract`` row each: FlashAttention 2, 3 and 4 and FlashInfer's
-single prefill. Each takes (B, S, H, D) views (a pack: (T, H, D) tokens with cu_seqlens), k and v
-with fewer heads natively (grouped-query), and scales by Dk^-1/2 when given None."""
+single prefill. Each takes (B, S, H, D) views (a pack: (T, H, D) tokens with cu_seqlens; FlashInfer's
+single prefill: one sequence, batch 1), k and v with fewer heads natively (grouped-query), and
+scales by Dk^-1/2 when given None."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ def _flash_attn(returns_lse: bool, fn: Any, a: Args) -> torch.Tensor:
 
 
 def _flashinfer_prefill(fn: Any, a: Args) -> torch.Tensor:
-    """One call per sequence of the batch, (S, H, D) NHD views."""
-    outs = [fn(a.q[b], a.k[b], a.v[b], causal=a.causal, kv_layout="NHD", sm_scale=None) for b in range(a.q.shape[0])]
-    return torch.stack(outs)
+    """The one sequence (the row refuses a batch of more) as (S, H, D) NHD views; its output
+    given back as a view, never copied."""
+    return fn(a.q[0], a.k[0], a.v[0], causal=a.causal, kv_layout="NHD", sm_scale=None).unsqueeze(0)
 
 
 _SOFTMAX = dict(
@@ -63,8 +64,13 @@ FLASHINFER_PREFILL = Contract(
     ("flashinfer-python 0.7.2.post1 flashinfer/prefill.py:1235-1259: single_prefill_with_kv_cache(q, k, v, ...,"
      " causal, kv_layout='NHD', ..., sm_scale) -> out; q [S, H, D], k and v [S, Hkv, D]",),
     "flashinfer", "single_prefill_with_kv_cache", _flashinfer_prefill,
-    kernels={m: "single_prefill_with_kv_cache (a call per sequence)" for m in (8, 9, 10, 12)},
-    packs="per-sequence", layout="bshd", dtypes=("bf16", "fp16"), dims=(64, 128, 256),
+    kernels={m: "single_prefill_with_kv_cache (one sequence)" for m in (8, 9, 10, 12)},
+    packs="none", layout="bshd", dtypes=("bf16", "fp16"), dims=(64, 128, 256),
+    one_sequence=(
+        "FlashInfer's single_prefill_with_kv_cache takes one sequence, and it runs a batch with its"
+        " batched prefill (BatchPrefillWithRaggedKVCacheWrapper), which this impl does not wrap;"
+        " calls in turn would time neither (batch 1 only)"
+    ),
     scale_default="Dk^-1/2 (sm_scale None)",
 )  # fmt: skip
 

@@ -19,7 +19,6 @@ import torch
 from linbench.errors import ImplUnavailableError
 from linbench.variants.backends import note_backend
 from linbench.variants.declarations import Impl
-from linbench.variants.extra_inputs import ExtraInput
 from linbench.variants.gated.numerics import resolve_scale
 from linbench.variants.heads import repeat_qk
 from linbench.variants.libraries.contract import (
@@ -32,7 +31,7 @@ from linbench.variants.libraries.contract import (
     gate_floor_problem,
     refuse,
 )
-from linbench.variants.varlen import Segments, per_sequence
+from linbench.variants.varlen import Segments
 
 
 def to_library(x: torch.Tensor, layout: str, contiguous: bool) -> torch.Tensor:
@@ -140,7 +139,7 @@ def summary(contract: Contract) -> str:
     )
 
 
-def library_impl(contract: Contract, extra_inputs: tuple[ExtraInput, ...] = ()) -> Impl:
+def library_impl(contract: Contract) -> Impl:
     """The impl a row declares (optional: left out with the reason where it cannot run)."""
 
     def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, held: Any = None, **params: Any) -> Any:
@@ -169,8 +168,8 @@ def library_impl(contract: Contract, extra_inputs: tuple[ExtraInput, ...] = ()) 
         optional=True,
         layout="bshd",
         library=contract.distribution,
-        packed=per_sequence(fn, extra_inputs) if contract.packs == "per-sequence" else packed,
+        packed=None if contract.packs == "none" else packed,
         gqa=quadratic and contract.value_heads == "native",
         gva=not quadratic and contract.value_heads == "native",
-        hold=None if contract.packs == "per-sequence" else held_for,
+        hold=held_for,
     )
