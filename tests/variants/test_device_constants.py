@@ -5,6 +5,7 @@ mode, in fp32; fla's and mamba-ssm's kernels stood in by recorders)."""
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -14,9 +15,11 @@ import torch
 from gated_cases import VARIANTS
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import linbench
 from linbench.variants.device_constants import device_constant
 from linbench.variants.gated import fla as gated_fla
 from linbench.variants.gated.mamba2 import library as mamba_library
+from linbench.variants.varlen import Segments
 
 HEADS, SEQ, DIM = 4, 40, 8
 
@@ -143,3 +146,48 @@ def test_an_fla_call_copies_no_q_sized_tensor_and_builds_no_constant(
     assert [op for op, sizes, _ in recorded.ops if "_to_copy" in op and q_size in sizes] == []
     if name == "retention":  # the same storage: made once
         assert fla_recorder[1]["g_gamma"].data_ptr() == fla_recorder[0]["g_gamma"].data_ptr()
+
+
+def _every_form(name: str) -> Iterator[tuple[str, Any]]:
+    """(label, call) for each impl of ``name`` that runs on this CPU (not ``compiled``, whose
+    Inductor code takes no Python numbers and whose compiles cost seconds): causal or
+    bidirectional as the variant masks, and its packed form on a pack of three."""
+    variant = linbench.get_variant(name)
+    segments = Segments.from_lengths([13, 20, 7])
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, HEADS, segments.total, DIM, generator=gen) for _ in range(3))
+    extra = {
+        e.name: e.draw(
+            1, HEADS, segments.total, DIM, generator=gen, device="cpu", dtype=torch.float32, regime="weak", dim_v=DIM
+        )
+        for e in variant.extra_inputs
+    }
+    for impl in variant.impl_list:
+        if impl.name == "compiled" or (impl.availability and impl.availability(torch.device("cpu"))):
+            continue
+        bound = variant.bind_params(impl, extra)
+        for causal in [mask == "causal" for mask in variant.masking]:
+            yield f"{impl.name} causal={causal}", functools.partial(impl.fn, q, k, v, causal=causal, **bound)
+        if impl.packed is not None:
+            held = {"held": impl.hold(q, k, v, segments=segments, **bound)} if impl.hold else {}
+            yield (
+                f"{impl.name} packed",
+                functools.partial(impl.packed, q, k, v, segments=segments, causal=True, **bound, **held),
+            )
+
+
+@pytest.mark.parametrize("name", linbench.list_variants())
+def test_no_impl_builds_a_tensor_from_host_numbers_in_a_second_call(name: str) -> None:
+    """Every impl that runs here, every masking it takes and its packed form: the second call
+    (a timed one) makes no tensor from Python numbers and no fp64 host constant."""
+    found = {}
+    for label, call in _every_form(name):
+        try:
+            call()
+        except linbench.ImplUnavailableError:
+            continue  # a masking the impl refuses
+        with Recorded() as recorded:
+            call()
+        if host_built(recorded.ops):
+            found[label] = host_built(recorded.ops)
+    assert found == {}
