@@ -17,6 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import linbench
 from linbench.variants.device_constants import device_constant
+from linbench.variants.extra_inputs import take_tokens
 from linbench.variants.gated import fla as gated_fla
 from linbench.variants.gated.mamba2 import library as mamba_library
 from linbench.variants.varlen import Segments
@@ -190,4 +191,39 @@ def test_no_impl_builds_a_tensor_from_host_numbers_in_a_second_call(name: str) -
             call()
         if host_built(recorded.ops):
             found[label] = host_built(recorded.ops)
+    assert found == {}
+
+
+@pytest.mark.parametrize("name", linbench.list_variants())
+def test_no_decoder_builds_a_tensor_from_host_numbers_in_a_step(name: str) -> None:
+    """Every decoder that runs here: after a prefill of 20 tokens and a first step, the second
+    step (a timed one) makes no tensor from Python numbers and no fp64 host constant."""
+    variant = linbench.get_variant(name)
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, HEADS, 22, DIM, generator=gen) for _ in range(3))
+    extra = {
+        e.name: e.draw(1, HEADS, 22, DIM, generator=gen, device="cpu", dtype=torch.float32, regime="weak", dim_v=DIM)
+        for e in variant.extra_inputs
+    }
+    bound = variant.length_params(22, extra)
+    found = {}
+    for decoder in variant.decoders.values():
+        if decoder.availability and decoder.availability(torch.device("cpu")):
+            continue
+        state = decoder.prefill(
+            q[..., :20, :],
+            k[..., :20, :],
+            v[..., :20, :],
+            state=None,
+            capacity=22,
+            **take_tokens(variant.extra_inputs, bound, 0, 20),
+        )
+        for t in (20, 21):
+            given = take_tokens(variant.extra_inputs, bound, t, t + 1)
+            with Recorded() as recorded:
+                _, state = decoder.step(
+                    q[..., t : t + 1, :], k[..., t : t + 1, :], v[..., t : t + 1, :], state=state, **given
+                )
+        if host_built(recorded.ops):
+            found[decoder.name] = host_built(recorded.ops)
     assert found == {}
