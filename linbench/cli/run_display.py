@@ -44,7 +44,16 @@ def row_line(row: Mapping[str, Any]) -> str:
         what += f" C={row['chunk']}"
     style = STATUS_STYLE.get(status, "red")
     figures = FIGURES[kind.name](row) if status == "ok" else escape(str(row.get("error") or ""))
-    return f"[{style}]{status:>8}[/] {escape(what)}  {figures}"
+    return f"[{style}]{status:>8}[/] {escape(what)}  {figures}{_host_waits(row)}"
+
+
+def _host_waits(row: Mapping[str, Any]) -> str:
+    """A warning where one call made the host wait for the GPU (host_syncs): its time then
+    includes the host's, not the kernels' alone."""
+    syncs = row.get("host_syncs")
+    if syncs in (None, "") or int(syncs) == 0:
+        return ""
+    return f"  [yellow]host waits for the GPU {int(syncs)}× a call: the time includes the host's[/]"
 
 
 def _call_figures(row: Mapping[str, Any]) -> str:

@@ -51,6 +51,7 @@ class ProcessResult:
     device_ms: float | None = None
     graph_error: str | None = None
     kernels_per_call: int | None = None
+    host_syncs: int | None = None
     threads: int | None = None
     state_bytes: int | None = None
     compile_s: float | None = None

@@ -66,7 +66,8 @@ __all__ = [
 # 14: tp in results.csv (the tensor-parallel ranks a preset's heads are one rank's shard of).
 # 14: bytes counts each of q, k, v and the output at its own heads (before: all at the value heads).
 # 15: paced_p20, pace_ms and pace_work in processes.csv (a one-thread CPU call over a reference call).
-SCHEMA_VERSION = 15
+# 16: host_syncs (CUDA: the synchronising operations of one call, linbench/measure/host_syncs.py).
+SCHEMA_VERSION = 16
 # The first schema whose bytes count each tensor at its own heads (report/roofline.py corrects older runs').
 GROUPED_BYTES_SCHEMA = 14
 
@@ -209,6 +210,13 @@ COLUMNS = {
             ("cuda_graph", bool, "whether one call (a decode step) was also timed as CUDA-graph replays"),
             ("graph_error", str, "why a call could not be captured in a CUDA graph"),
             ("kernels_per_call", int, "CUDA: GPU kernels one call launches (counted once, exact)"),
+            (
+                "host_syncs",
+                int,
+                "CUDA: times one call makes the host wait for the GPU (a device value read on the host, a "
+                "blocking copy: torch's sync debug mode, counted once); above 0 the call's time includes "
+                "the host's",
+            ),
             ("threads", int, "torch threads the worker ran with"),
             ("state_bytes", int, "decode: the bytes the decoder's state holds"),
             (
@@ -513,6 +521,8 @@ RESULT_COLUMNS = (
     *("triton_configs", "triton_config_source", "autotune_s"),
     # Schema 14.
     "tp",
+    # Schema 16.
+    "host_syncs",
 )
 # The columns every results.csv has had (later ones are optional when reading).
 REQUIRED_RESULT_COLUMNS = tuple(c for c in RESULT_COLUMNS[: RESULT_COLUMNS.index("error") + 1] if c not in KEY_DEFAULTS)
@@ -530,6 +540,8 @@ MEASURED_COLUMNS = (
     *("energy_window_s", "energy_updates"),
     # Schema 13.
     *("triton_configs", "triton_config_source", "autotune_s"),
+    # Schema 16.
+    "host_syncs",
 )
 PROCESS_COLUMNS = (
     *(*KEY_COLUMNS, "process", "pid", *MEASURED_COLUMNS, "check_seq", "wall_s", "timed_s"),

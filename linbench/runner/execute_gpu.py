@@ -100,18 +100,36 @@ def with_graph(
 def with_launches(
     result: ProcessResult, fn: Callable[[], object], device: torch.device, before: Callable[[], object] | None = None
 ) -> ProcessResult:
-    """``result`` with the ``kernels_per_call`` of one untimed call of ``fn`` (after ``before``,
-    uncounted); as it is when the count cannot be made."""
+    """``result`` with the ``host_syncs`` and the ``kernels_per_call`` of one untimed call of
+    ``fn`` each (after ``before``, uncounted); each left as it is when it cannot be counted.
+    The syncs first: the launch count's profiler slows what runs after it (launches.py)."""
+    from linbench.measure.host_syncs import count_host_syncs
     from linbench.measure.launches import count_kernel_launches
 
+    syncs = _count("host_syncs", count_host_syncs, fn, device, before)
+    launches = _count("kernels_per_call", count_kernel_launches, fn, device, before)
+    return replace(
+        result,
+        host_syncs=result.host_syncs if syncs is None else syncs,
+        kernels_per_call=result.kernels_per_call if launches is None else launches,
+    )
+
+
+def _count(
+    column: str,
+    count_in: Callable[[Callable[[], object], torch.device], int | None],
+    fn: Callable[[], object],
+    device: torch.device,
+    before: Callable[[], object] | None,
+) -> int | None:
+    """One count of one untimed call of ``fn`` (after ``before``); None when it cannot be made."""
     try:
         if before is not None:
             before()
-        count = count_kernel_launches(fn, device)
+        return count_in(fn, device)
     except Exception as exc:  # a count that cannot be trusted is left out, never guessed
-        print(f"kernels_per_call not counted: {_first_line(exc)}", file=sys.stderr)
-        return result
-    return result if count is None else replace(result, kernels_per_call=count)
+        print(f"{column} not counted: {_first_line(exc)}", file=sys.stderr)
+        return None
 
 
 def with_device_split(
