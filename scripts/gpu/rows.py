@@ -4,7 +4,8 @@ Usage: python scripts/gpu/rows.py RUN_DIR...
 
 For each row of RUN_DIR/results.csv: the point (impl, mode, dtype, batch, heads, value heads,
 head dim, length or context), its status, the event time (per call, or per token for decode),
-the CUDA-graph replay (device_ms), the kernels' own time (kernel_ms) and count, the peak
+the CUDA-graph replay (device_ms), the kernels' own time (kernel_ms) and count, the times a call
+made the host wait (host_syncs), the peak
 memory above the inputs, the lowest SM clock, and the backend or the error. The standard
 library only (no torch, no linbench), so it costs a fraction of a second in a batch whose
 minutes are counted; `linbench report` reads the same folders fully, afterwards, anywhere.
@@ -30,6 +31,7 @@ COLUMNS = (
     ("replay ms", lambda r: _ms(r.get("device_ms"))),
     ("kernel ms", lambda r: _ms(r.get("kernel_ms"))),
     ("kernels", lambda r: r.get("kernels_per_call") or ""),
+    ("host syncs", lambda r: r.get("host_syncs") or ""),
     ("peak MiB", lambda r: _mib(r.get("peak_bytes"))),
     ("SM MHz", lambda r: r.get("sm_clock_mhz") or ""),
     ("backend or error", lambda r: " ".join((r.get("error") or r.get("backend") or "").split())[:160]),
