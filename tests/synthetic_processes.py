@@ -45,7 +45,7 @@ def write_process_run(
     same processes, and one with ``cpu_ms_p20`` that by ``cpu_offsets`` (default: ``offsets``);
     with ``paced_offsets``, each process of such a row is also paced (measure/pace.py): its
     ``paced_p20`` ten times the row's CPU time, spread by those offsets, against PACE_WORK;
-    ``kernels_per_call`` and ``threads`` of a row go to each of its processes. ``meta`` is
+    ``kernels_per_call``, ``host_syncs`` and ``threads`` of a row go to each of its processes. ``meta`` is
     merged into meta.json's sweep settings."""
     path = write_run(folder, rows)
     store = RunStore(path)
@@ -78,6 +78,7 @@ def _processes(
             if row.get(column) is not None:
                 process[column] = row[column] * math.exp(offset)
         process.update(peak_bytes=row.get("peak_bytes"), kernels_per_call=row.get("kernels_per_call"))
+        process["host_syncs"] = row.get("host_syncs")
         process["threads"] = row.get("threads")
         if row.get("device_ms") is not None:
             process["device_ms"] = row["device_ms"] * math.exp(graph[n % len(graph)])

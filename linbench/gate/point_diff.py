@@ -1,5 +1,5 @@
 """One point of two runs compared, as the gate reports it: the two sides' statuses, judged times,
-memory and kernel launches, each with its verdict (points.py judges them; between.py measures
+memory, kernel launches and host syncs, each with its verdict (points.py judges them; between.py measures
 the between-run term on them; render.py prints them)."""
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ class PointDiff:
     eager_statistic: str = "-"
     # Oversubscribed processes left out of the judgement, both sides together (Side.of).
     left_out: int = 0
+    # CUDA: the times one call makes the host wait for the GPU (host_syncs), counted, not
+    # sampled: a call that waits more than before fails, since its time then holds the host's
+    # (and a CUDA graph of it cannot be captured, so graph timing cannot show it).
+    base_syncs: float | None = None
+    syncs: float | None = None
+    sync_verdict: str = "-"  # same, fewer, more (within --max-launch-growth), regression, -
 
     @property
     def fell_back(self) -> bool:
@@ -64,8 +70,12 @@ class PointDiff:
 
     @property
     def hard_regressed(self) -> bool:
-        """A regression no change of machine explains: broken, memory, launches."""
-        return self.time_verdict == "broken" or "regression" in (self.memory_verdict, self.launch_verdict)
+        """A regression no change of machine explains: broken, memory, launches, host syncs."""
+        return self.time_verdict == "broken" or "regression" in (
+            self.memory_verdict,
+            self.launch_verdict,
+            self.sync_verdict,
+        )
 
     @property
     def regressed(self) -> bool:

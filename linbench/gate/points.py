@@ -207,6 +207,7 @@ def diff_point(
     # Peak RSS moves with the threads too (per-thread buffers): compared only at equal threads.
     memory = _memory(base, cur, thresholds, key["device_type"]) if both_ok and unjudged != OTHER_THREADS else None
     base_kernels, kernels = base.largest("kernels_per_call"), cur.largest("kernels_per_call")
+    base_syncs, syncs = base.largest("host_syncs"), cur.largest("host_syncs")
     return PointDiff(
         key=key,
         base_status=str(base.row["status"]),
@@ -231,6 +232,9 @@ def diff_point(
         base_kernels=base_kernels if both_ok else None,
         kernels=kernels if both_ok else None,
         launch_verdict=_launch_verdict(base_kernels, kernels, thresholds.max_launch_growth) if both_ok else "-",
+        base_syncs=base_syncs if both_ok else None,
+        syncs=syncs if both_ok else None,
+        sync_verdict=_launch_verdict(base_syncs, syncs, thresholds.max_launch_growth) if both_ok else "-",
         gross=time.gross,
         statistic=statistic,
         eager_statistic=eager_statistic if eager else "-",
@@ -297,7 +301,8 @@ def _memory(base: Side, cur: Side, thresholds: Thresholds, device_type: str) -> 
 
 
 def _launch_verdict(base: float | None, cur: float | None, max_growth: float) -> str:
-    """Kernels per call are counted, not sampled: any growth past ``max_growth`` fails."""
+    """Kernels per call (and host syncs) are counted, not sampled: any growth past
+    ``max_growth`` fails (from 0: any at all)."""
     if base is None or cur is None:
         return "-"
     if cur > base * (1 + max_growth):

@@ -118,11 +118,17 @@ def _memory_cells(point: PointDiff) -> list[str]:
 
 
 def _launch_cell(point: PointDiff) -> str:
-    if point.base_kernels is None or point.kernels is None:
+    """Kernels per call, then the host syncs of a call where a side has any."""
+    cell = _count_cell(point.base_kernels, point.kernels, point.launch_verdict)
+    if point.base_syncs or point.syncs:
+        cell += f"; host syncs {_count_cell(point.base_syncs, point.syncs, point.sync_verdict)}"
+    return cell
+
+
+def _count_cell(base: float | None, cur: float | None, verdict: str) -> str:
+    if base is None or cur is None:
         return "-"
-    if point.base_kernels == point.kernels:
-        return f"{point.base_kernels:g} {point.launch_verdict}"
-    return f"{point.base_kernels:g} → {point.kernels:g} {point.launch_verdict}"
+    return f"{base:g} {verdict}" if base == cur else f"{base:g} → {cur:g} {verdict}"
 
 
 POINT_COLUMNS = [
@@ -264,6 +270,7 @@ def verdict_line(comparison: Comparison) -> str:
         counts[shown] = counts.get(shown, 0) + 1
     memory = sum(p.memory_verdict == "regression" for p in comparison.points)
     launches = sum(p.launch_verdict == "regression" for p in comparison.points)
+    syncs = sum(p.sync_verdict == "regression" for p in comparison.points)
     eager = sum(p.eager_verdict == "regression" for p in comparison.points)
     exponents = sum(c.regressed for c in comparison.exponents)
     parts = [f"{n} {shown}" for shown, n in sorted(counts.items())]
@@ -271,6 +278,8 @@ def verdict_line(comparison: Comparison) -> str:
     if eager:
         summary += f"; {eager} eager-time slowdown(s) of graph-timed points (not gated)"
     summary += f"; {memory} memory regression(s); {launches} launch regression(s)"
+    if syncs:
+        summary += f"; {syncs} host-sync regression(s)"
     if comparison.exponents:
         summary += f"; {exponents} of {len(comparison.exponents)} exponent bound(s) exceeded"
     if comparison.covered().mismatched:

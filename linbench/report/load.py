@@ -37,7 +37,7 @@ PROCESS_REQUIRED_COLUMNS = (*REQUIRED_KEY_COLUMNS, "process", "status", "time_ms
 # Columns the reports read in every run, empty where an older run lacks them (results.csv:
 # those added with linbench decode; processes.csv: those the gate compares).
 ALWAYS_RESULT_COLUMNS = ("context", "time_per_token_ms", "state_bytes", "alloc_peak_bytes")
-ALWAYS_PROCESS_COLUMNS = ("device_ms", "peak_bytes", "alloc_peak_bytes", "kernels_per_call")
+ALWAYS_PROCESS_COLUMNS = ("device_ms", "peak_bytes", "alloc_peak_bytes", "kernels_per_call", "host_syncs")
 
 
 # A row's chunk where no --chunk sweep set one.

@@ -10,6 +10,7 @@ from synthetic_processes import MODERATE, NOISY, QUIET, planted, write_process_r
 from synthetic_runs import failed, scaled, series, write_run
 
 from linbench.gate.compare import CompareError, Thresholds, check_same_device, compare_runs
+from linbench.gate.render import _launch_cell, verdict_line
 from linbench.report.load import read_run
 
 LINEAR = lambda s: 0.01 * s  # noqa: E731
@@ -221,3 +222,24 @@ def test_an_exponent_bound_still_holds_where_no_power_law_was_found(tmp_path: Pa
     assert check.law == "none" and check.regressed  # one line through it still climbs ~s^2
     (row,) = exponent_table(comparison.exponents).rows
     assert row[2].startswith("no power law found (one line: s^")
+
+
+def test_a_call_that_makes_the_host_wait_once_more_is_caught(tmp_path: Path) -> None:
+    """host_syncs are counted, not sampled: one more wait a call fails at any time verdict
+    (graph timing could not show it: such a call cannot be captured), one fewer passes."""
+    rows = _suite()
+    for row in rows:
+        row["host_syncs"] = 1 if row["impl"] == "kernel" else 0
+    more = planted(rows, 0, host_syncs=2)
+    comparison = _compare_suite(tmp_path, rows, more)
+    (caught,) = comparison.regressions
+    assert caught.sync_verdict == "regression" and (caught.base_syncs, caught.syncs) == (1, 2)
+    assert caught.time_verdict == "same" and caught.launch_verdict == "same"
+    assert "1 host-sync regression(s)" in verdict_line(comparison)
+    assert _launch_cell(caught) == "12 same; host syncs 1 → 2 regression"
+    first = [dict(row) for row in rows]
+    first[2]["host_syncs"] = 1  # a chunked point that never waited now waits once
+    (new,) = _compare_suite(tmp_path / "new", rows, first).regressions
+    assert new.sync_verdict == "regression" and (new.base_syncs, new.syncs) == (0, 1)
+    fewer = _compare_suite(tmp_path / "fewer", rows, planted(rows, 0, host_syncs=0.0))
+    assert not fewer.failed and fewer.points[0].sync_verdict == "fewer"
