@@ -10,6 +10,7 @@ is the point's allocator peak (``alloc_peak_bytes`` on a CPU where recorded, els
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,8 +74,8 @@ def read(path: Path) -> Budget:
             f"budget {str(path)!r} has budget_version {version!r}; this linbench reads up to {BUDGET_VERSION}"
         )
     tolerance = data.get("tolerance", 0.0)
-    if not isinstance(tolerance, (int, float)) or tolerance < 0:
-        raise BudgetError(f"budget {str(path)!r}: tolerance {tolerance!r} is not a number ≥ 0")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < math.inf:
+        raise BudgetError(f"budget {str(path)!r}: tolerance {tolerance!r} is not a finite number ≥ 0")
     points = data.get("point", [])
     if not isinstance(points, list) or not points:
         raise BudgetError(f"budget {str(path)!r} has no [[point]] limit")
@@ -94,8 +95,10 @@ def _limit(path: Path, index: int, point: Any) -> Limit:
     if all(v is None for v in limits.values()):
         raise BudgetError(f"{where} sets neither time_ms nor memory_bytes")
     for name, value in limits.items():
-        if value is not None and (not isinstance(value, (int, float)) or value <= 0):
-            raise BudgetError(f"{where}: {name} {value!r} is not a number above 0")
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf
+        ):
+            raise BudgetError(f"{where}: {name} {value!r} is not a finite number above 0")
     match = {name: cell_text(point[name]) for name in NAMES if name in point}
     return Limit(match, limits["time_ms"], limits["memory_bytes"])
 

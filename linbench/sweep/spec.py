@@ -283,8 +283,16 @@ def build_spec(request: SweepRequest) -> SweepSpec:
     tables = [{k: v for k, v in table.items() if k not in given} for table in tables]
     if TOKEN_BUDGET[command]:
         base, tables = _token_budget(base, tables, given, top)
-    name = str(base.get("name") or short_name(as_list(given.get("variant", base["variant"])), suite))
+    name = run_name(str(base.get("name") or short_name(as_list(given.get("variant", base["variant"])), suite)))
     return spec_from_settings(base | given, tables, name=name, suite=str(suite) if suite else None, command=command)
+
+
+def run_name(name: str) -> str:
+    """``name`` (a suite's ``name``, or one made from the variants), which names the run's
+    folder inside ``--out``; SpecError where it would name another folder."""
+    if not name or name in (".", "..") or any(c in name for c in ("/", "\\", "\0")):
+        raise SpecError(f"name: {name!r} must be one folder name (no /, \\, . or ..)")
+    return name
 
 
 def spec_from_settings(
@@ -297,7 +305,7 @@ def spec_from_settings(
     base = dict(defaults) | {k: v for k, v in settings.items() if k in defaults}
     blocks = [_axes(base | table, command) for table in tables or [{}]]
     variants = tuple(name_list("variant", base["variant"]))
-    baselines = () if base["no_against"] else tuple(name_list("against", base["against"]))
+    baselines = () if flag("no_against", base["no_against"]) else tuple(name_list("against", base["against"]))
     if not variants:
         raise SpecError("variant: no variant given")
     budget = base.get("budget_s")

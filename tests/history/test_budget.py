@@ -52,7 +52,11 @@ def test_a_limit_without_shape_bounds_every_shape(tmp_path: Path) -> None:
         ("budget_version = 1\n", "no [[point]] limit"),
         ("budget_version = 1\n[[point]]\nvariant = 'x'\n", "sets neither time_ms nor memory_bytes"),
         ("budget_version = 1\n[[point]]\nspeed = 3\ntime_ms = 1\n", "unknown key(s) speed"),
-        ("budget_version = 1\n[[point]]\ntime_ms = -1\n", "time_ms -1 is not a number above 0"),
+        ("budget_version = 1\n[[point]]\ntime_ms = -1\n", "time_ms -1 is not a finite number above 0"),
+        # nan compares false with every limit: a failing gate would have passed
+        ("budget_version = 1\n[[point]]\ntime_ms = nan\n", "time_ms nan is not a finite number above 0"),
+        ("budget_version = 1\n[[point]]\nmemory_bytes = inf\n", "memory_bytes inf is not a finite number above 0"),
+        ("budget_version = 1\ntolerance = nan\n[[point]]\ntime_ms = 1\n", "tolerance nan is not a finite number ≥ 0"),
         ("budget_version = [", "cannot be read"),
     ],
 )

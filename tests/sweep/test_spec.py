@@ -94,6 +94,11 @@ def test_bad_settings_name_the_setting(flags: dict, message: str) -> None:
         ("[[sweep]]\nvariant = 'cosine'", "unknown key"),
         ("skip = 'cosine'", "unknown key"),
         ("sweep = 3", "array of tables"),
+        # a string is no flag: "false" read as true measured without baselines
+        ("no_against = 'false'", "no_against: 'false' is not true or false"),
+        # the run folder's name: it once made a folder outside --out
+        ("name = '../../esc'", "name: '../../esc' must be one folder name"),
+        ("name = '..'", "must be one folder name"),
     ],
 )
 def test_malformed_suites_are_refused(tmp_path: Path, text: str, message: str) -> None:
