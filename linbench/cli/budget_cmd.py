@@ -10,6 +10,7 @@ import typer
 
 from linbench.cli.compare_cmd import parse_percent
 from linbench.cli.errors import CliUsageError, usage_errors
+from linbench.cli.outputs import write_output
 
 
 def budget_command(
@@ -32,10 +33,7 @@ def budget_command(
         if out is None:
             typer.echo(text, nl=False)
             return
-        try:
-            out.write_text(text)
-        except OSError as exc:
-            raise CliUsageError(f"cannot write {str(out)!r}: {exc.strerror}") from None
+        write_output(out, lambda path: path.write_text(text), "the budget")
     typer.echo(f"wrote {out} ({text.count('[[point]]')} points)")
 
 

@@ -126,19 +126,25 @@ def _error_against_length(
 ) -> None:
     """``check --seq``: the errors as a table, and to --out and --plot (cli/check_length.py)."""
     from linbench.cli.check_length import error_table, measure_errors, plot_errors, write_errors
+    from linbench.cli.outputs import check_output
 
+    with usage_errors():  # before any measuring: an --out or --plot that can be no output
+        for path, what in ((out, "the error table"), (plot, "the error figure")):
+            if path is not None:
+                check_output(path, what)
     results = measure_errors(selection, dtypes, lengths, heads=heads, dim=dim, device=device)
     console = stdout_console()
     console.print(error_table(results))
     for result in results:
         if result.error:
             console.print(f"{result.variant}:{result.impl} {result.dtype} S={result.seq}: {result.error}", markup=False)
-    if out is not None:
-        write_errors(results, out)
-        console.print(f"errors -> {out}", markup=False)
-    if plot is not None:
-        plot_errors(results, plot)
-        console.print(f"figure -> {plot}", markup=False)
+    with usage_errors():
+        if out is not None:
+            write_errors(results, out)
+            console.print(f"errors -> {out}", markup=False)
+        if plot is not None:
+            plot_errors(results, plot)
+            console.print(f"figure -> {plot}", markup=False)
 
 
 def check_command(

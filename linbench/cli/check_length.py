@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from linbench.cli.outputs import write_output
 from linbench.units import format_size
 
 if TYPE_CHECKING:
@@ -76,18 +77,22 @@ def _cell(result: ErrorAtLength | None) -> str:
 
 
 def write_errors(results: list[ErrorAtLength], path: Path) -> None:
-    """The results as a CSV of COLUMNS."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
-        for result in results:
-            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in result.row().items()})
+    """The results as a CSV of COLUMNS (CliUsageError where it cannot be written there)."""
+
+    def write(target: Path) -> None:
+        with target.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+            writer.writeheader()
+            for result in results:
+                writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in result.row().items()})
+
+    write_output(path, write, "the error table")
 
 
 def plot_errors(results: list[ErrorAtLength], path: Path) -> None:
-    """The error-against-length figure (linbench/report/plot_error_length.py) as a PNG."""
+    """The error-against-length figure (linbench/report/plot_error_length.py), in the format
+    its suffix names (CliUsageError where it cannot be written there)."""
     from linbench.report.plot_error_length import draw_error_length
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    draw_error_length([r.row() for r in results]).savefig(path, dpi=130, bbox_inches="tight")
+    figure = draw_error_length([r.row() for r in results])
+    write_output(path, lambda target: figure.savefig(target, dpi=130, bbox_inches="tight"), "the error figure")

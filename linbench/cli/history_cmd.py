@@ -14,6 +14,7 @@ import typer
 from linbench.cli.common import stdout_console
 from linbench.cli.compare_cmd import parse_percent, parse_positive
 from linbench.cli.errors import CliUsageError, usage_errors
+from linbench.cli.outputs import write_output
 
 if TYPE_CHECKING:
     from linbench.history.observations import Observation
@@ -128,7 +129,9 @@ def _show(history: History, as_json: bool, html_path: Path | None) -> None:
     from linbench.history.render import lines
 
     if html_path is not None:
-        html_path.write_text(html(history))
+        page = html(history)
+        with usage_errors():
+            write_output(html_path, lambda path: path.write_text(page), "the history page")
     if as_json:
         print(json.dumps(to_json(history), indent=2))
         return

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from linbench.cli.common import REPORT_FORMATS, output_format, stdout_console, warn_left_out
 from linbench.cli.errors import CliUsageError, usage_errors
+from linbench.cli.outputs import write_output
 
 # html is report's alone (compare prints table, md or json).
 FORMATS = (*REPORT_FORMATS, "html")
@@ -161,8 +162,5 @@ def _emit(text: str, out: Path | None) -> None:
     if out is None:
         typer.echo(text)
         return
-    try:
-        out.write_text(text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise CliUsageError(f"cannot write the report to {str(out)!r}: {exc.strerror or exc}") from None
+    write_output(out, lambda path: path.write_text(text + "\n", encoding="utf-8"), "the report")
     typer.echo(f"linbench report: wrote {out}", err=True)

@@ -97,6 +97,18 @@ def _process_key(row: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 FILES = ((RESULTS_FILE, RESULT_COLUMNS), (PROCESSES_FILE, PROCESS_COLUMNS), (SAMPLES_FILE, SAMPLE_COLUMNS))
+# What a run folder holds of its own: no command's output may be written over one of them.
+RUN_FILES = (RESULTS_FILE, PROCESSES_FILE, SAMPLES_FILE, META_FILE, WORKER_LOG)
+
+
+def run_file_problem(path: Path) -> str | None:
+    """Why ``path`` must not be written: it is one of a run folder's own files (a folder with a
+    results.csv or a meta.json), which a report, a budget or a page written over it would
+    destroy; None otherwise."""
+    folder = path.parent
+    if path.name in RUN_FILES and ((folder / RESULTS_FILE).is_file() or (folder / META_FILE).is_file()):
+        return f"{str(path)!r} is a file of the run folder {str(folder)!r}; linbench never writes over a run's files"
+    return None
 
 
 class RunStore:
