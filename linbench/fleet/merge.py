@@ -81,8 +81,9 @@ def merge_run(run_dir: Path, *, allow_mixed: bool = False, allow_partial: bool =
     chosen: list[Chosen] = []
     summary = MergeSummary()
     attempts_used: list[Attempt] = []
+    damaged: list[str] = []
     for shard in shards:
-        found = read_attempts(run_dir, shard)
+        found = read_attempts(run_dir, shard, damaged)
         _check_plan(found, digest, run_dir)
         rows = chain_rows(chosen_chain(found, shard))
         _check_belongs(rows, shard)
@@ -95,6 +96,9 @@ def merge_run(run_dir: Path, *, allow_mixed: bool = False, allow_partial: bool =
                 chosen.append(Chosen(index, key, *rows[key]))
             else:
                 summary.missing.append(key)
+    if damaged:  # never merged around: its rows would be lost from results.csv without a word
+        more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+        raise MergeError(f"{damaged[0]}{more}; repair that attempt or move its folder out of the run, then merge")
     chosen.sort(key=lambda c: c.index)
     summary.rows = len(chosen)
     if summary.missing and not allow_partial:

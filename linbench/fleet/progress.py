@@ -41,22 +41,38 @@ class Attempt:
         return str(self.fleet.get("gpu_uuid", ""))
 
 
-def read_attempts(run_dir: Path, shard: Shard) -> list[Attempt]:
-    """The shard's attempts that got as far as writing their meta.json, oldest first."""
+def read_attempts(run_dir: Path, shard: Shard, damaged: list[str] | None = None) -> list[Attempt]:
+    """The shard's attempts that got as far as writing their meta.json, oldest first. One whose
+    meta.json or results.csv cannot be read (not what linbench writes: an edit, a disk fault)
+    is left out, and named in ``damaged`` where given: a merge refuses it, where a running
+    fleet goes on without it."""
     found = []
     for number, path in attempts(run_dir, shard.id):
         if not (path / META_FILE).is_file():
             continue  # claimed, then the agent died before writing anything
         try:
             meta = RunStore(path).read_meta()
+            rows = {row_key(row): row for row in _rows_or_none(path / RESULTS_FILE)}
         except NewerRunError:
             raise  # an attempt of a newer linbench is never merged as if it were known
-        except RunStoreError:
+        except (RunStoreError, CsvFileError) as exc:
+            if damaged is not None:
+                damaged.append(f"{path.relative_to(run_dir)}: {exc}")
             continue
         asked = tuple(tuple(str(v) for v in key) for key in meta.get("fleet", {}).get("keys", []))
-        rows = {row_key(row): row for row in whole_rows(path / RESULTS_FILE)}
         found.append(Attempt(number, path, meta, asked, rows))
     return found
+
+
+def _rows_or_none(path: Path) -> list[dict[str, str]]:
+    """The whole rows of an attempt's results.csv; none where it is missing or empty (claimed,
+    then killed before it wrote a header); CsvFileError where it is no CSV linbench wrote."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return []
+    try:
+        return read_rows(path).rows
+    except OSError as exc:  # unreadable: as damaged as a file that is no CSV
+        raise CsvFileError(f"{str(path)!r} cannot be read: {exc.strerror or exc}") from None
 
 
 def whole_rows(path: Path) -> list[dict[str, str]]:

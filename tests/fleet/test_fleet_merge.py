@@ -235,3 +235,32 @@ def test_a_folder_among_the_shards_that_is_no_planned_attempt_is_refused(
     with pytest.raises(MergeError, match=rf"^{re.escape(named)} is not an attempt of this run's shards"):
         merge_run(tmp_path)
     assert not (tmp_path / "results.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("file", "content", "named"),
+    [
+        ("meta.json", b"{", "is not valid JSON"),
+        ("results.csv", b"\x9a\x00\xff binary", "is not a linbench results CSV"),
+    ],
+)
+def test_a_damaged_attempt_is_refused_naming_it_not_merged_around(
+    tmp_path: Path, file: str, content: bytes, named: str
+) -> None:
+    """Defect: --allow-partial merged around an attempt whose meta.json or results.csv was no
+    longer readable, and rewrote a good merged results.csv with its header alone, exit 0."""
+    complete_run(tmp_path)
+    merge_run(tmp_path)
+    merged = (tmp_path / "results.csv").read_bytes()
+    (tmp_path / "shards" / "s000" / "attempt-1" / file).write_bytes(content)
+    for partial in (False, True):
+        with pytest.raises(MergeError, match=rf"shards/s000/attempt-1: .*{named}.*; repair that attempt"):
+            merge_run(tmp_path, allow_partial=partial)
+    assert (tmp_path / "results.csv").read_bytes() == merged
+
+
+def test_an_attempt_killed_before_its_header_is_no_damage(tmp_path: Path) -> None:
+    complete_run(tmp_path)
+    (tmp_path / "shards" / "s000" / "attempt-1" / "results.csv").write_bytes(b"")
+    summary = merge_run(tmp_path, allow_partial=True)
+    assert summary.missing and summary.rows == len(KEYS) - len(summary.missing)
