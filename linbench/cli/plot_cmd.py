@@ -41,6 +41,8 @@ def plot_command(
             written = plot_run(run, target, chosen)
         except OSError as exc:  # a read-only or full file system: the figures written so far stay
             exit_usage_error(f"cannot write figures to {str(target)!r}: {exc.strerror or exc}")
+        except (ValueError, OverflowError) as exc:  # values no axis can take (1e308 ms): the run, not linbench
+            exit_usage_error(f"cannot plot {str(run.path)!r}: {exc}; the figures written so far are in {target}")
         if written:
             typer.echo(f"{run.path}: {len(written)} figure(s) in {target}")
         else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -34,7 +35,18 @@ from linbench.results.schema import (
     cell,
 )
 
-__all__ = ["BadRow", "CsvFileError", "CsvRows", "as_read", "is_set", "read_rows", "read_typed", "row_problem", "typed"]
+__all__ = [
+    "BadRow",
+    "CsvFileError",
+    "CsvRows",
+    "UnreadableFileError",
+    "as_read",
+    "is_set",
+    "read_rows",
+    "read_typed",
+    "row_problem",
+    "typed",
+]
 
 # What a cell of each declared type must read as, for the warning.
 KIND_WORDS = {int: "a whole number", float: "a number", bool: "True or False", str: "text"}
@@ -44,6 +56,11 @@ LISTED = 3
 
 class CsvFileError(ValueError):
     """A file that cannot be read as CSV at all (empty, not text, no header)."""
+
+
+class UnreadableFileError(CsvFileError):
+    """A file whose bytes cannot be read, or are not text: no kill mid-write leaves one, so no
+    repair may cut it (an edit, a disk fault, a permission)."""
 
 
 @dataclass(frozen=True)
@@ -105,11 +122,16 @@ def read_typed(path: Path) -> list[dict[str, Any]]:
 
 def read_rows(path: Path) -> CsvRows:
     """``path``'s whole rows as strings (blank lines skipped), the rest named in ``bad``;
-    CsvFileError for a file with no header or that is not text; FileNotFoundError as raised."""
+    CsvFileError for a file with no header, UnreadableFileError for one that cannot be read or
+    is not text; FileNotFoundError as raised."""
     try:
         data = path.read_bytes().decode()
     except UnicodeDecodeError as exc:
-        raise CsvFileError(f"{str(path)!r} is not a linbench results CSV: {exc}") from None
+        raise UnreadableFileError(f"{str(path)!r} is not a linbench results CSV: {exc}") from None
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # a permission, a folder by that name
+        raise UnreadableFileError(f"{str(path)!r} cannot be read: {exc.strerror or exc}") from None
     try:
         records = _records(data)
     except csv.Error as exc:
@@ -152,6 +174,11 @@ def row_problem(header: tuple[str, ...], cells: list[str]) -> str | None:
     return None
 
 
+# The times a measurement writes: never 0, negative or infinite (an edit, a disk fault), which
+# no figure's log axis or ratio could take.
+MEASURED_TIMES = frozenset({"time_ms", "time_ms_p20", "time_ms_p80", "device_ms", "time_per_token_ms"})
+
+
 # Rows repeat their key cells (samples.csv: every repetition of a process), so a cell is checked
 # once per value rather than once per row: a merge reads millions of them.
 @lru_cache(maxsize=4096)
@@ -171,6 +198,8 @@ def _cell_problem(name: str, value: str) -> str | None:
         return f"has {name} {value!r}, not {KIND_WORDS[column.kind]}"
     if name in KEY_COLUMNS and column.kind is int and parsed <= 0:
         return f"has {name} {value!r}, not a positive whole number"
+    if name in MEASURED_TIMES and not 0 < parsed < math.inf:
+        return f"has {name} {value!r}, not a time (a finite number above 0)"
     return None
 
 

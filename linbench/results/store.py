@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from linbench.results.record import row_key
-from linbench.results.rows import CsvRows, read_rows, read_typed
+from linbench.results.rows import CsvFileError, CsvRows, UnreadableFileError, read_rows, read_typed
 from linbench.results.schema import (
     KEY_COLUMNS,
     PROCESS_COLUMNS,
@@ -269,7 +269,9 @@ class RunStore:
             return set()
         try:
             read = read_rows(path)
-        except ValueError:
+        except UnreadableFileError as exc:  # no kill leaves one: nothing is cut, the run is refused
+            raise RunStoreError(f"{exc}; the run is left as it is") from None
+        except CsvFileError:
             _drop_partial_line(path)  # a header cut short: the header upgrade rewrites it
             return set()
         points = points or set()

@@ -1,5 +1,6 @@
 """A command's output file is never written over a run folder's own files, nor given as a folder;
-a write that fails is one line and exit 2 (CPU; a copy of a committed run, nothing measured but
+a write that fails is one line and exit 2; a run whose times no figure can take (an edit) is a
+warning or one line, never a traceback (CPU; a copy of a committed run, nothing measured but
 check's one tiny length)."""
 
 from __future__ import annotations
@@ -65,3 +66,34 @@ def test_history_s_page_in_a_folder_that_cannot_be_made_is_one_line(invoke, run:
     result = invoke("history", run, "--html", blocker / "page.html")
     assert result.exit_code == 2 and "cannot write the history page" in result.stderr
     assert "Traceback" not in result.output
+
+
+def _set_time(folder: Path, value: str) -> None:
+    """Every ok row's time_ms (and its p20/p80) set to ``value``, as an edit would."""
+    import csv
+
+    with (folder / "results.csv").open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        header, rows = reader.fieldnames, list(reader)
+    for row in rows:
+        if row["status"] == "ok":
+            row.update(time_ms=value, time_ms_p20=value, time_ms_p80=value)
+    with (folder / "results.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(header or ()))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_a_time_no_axis_can_take_is_one_line_from_plot(invoke, run: Path, tmp_path: Path) -> None:
+    """Defect: a time of 1e308 ms (an edit) ended plot in an OverflowError traceback."""
+    _set_time(run, "1e308")
+    result = invoke("plot", run, "--out", tmp_path / "figures")
+    assert result.exit_code == 2 and f"cannot plot {str(run)!r}" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_an_infinite_time_is_a_row_left_out_with_a_warning(invoke, run: Path, tmp_path: Path) -> None:
+    """Defect: an inf time passed the row check and ended plot in a ValueError traceback."""
+    _set_time(run, "inf")
+    result = invoke("report", run)
+    assert "Traceback" not in result.output and "not a time" in result.stderr

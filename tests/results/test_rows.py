@@ -8,7 +8,7 @@ import pytest
 from result_rows import result_row as row
 from torn_rows import garble_row, tear_last_row
 
-from linbench.results.rows import CsvFileError, as_read, is_set, read_rows, read_typed, typed
+from linbench.results.rows import CsvFileError, UnreadableFileError, as_read, is_set, read_rows, read_typed, typed
 from linbench.results.store import RunStore
 
 
@@ -83,6 +83,10 @@ def test_a_torn_key_is_not_trusted(tmp_path: Path) -> None:
         ("seq", "0", "not a positive whole number"),
         ("seq", "1.5", "seq '1.5', not a whole number"),
         ("impl", "", "has no impl"),
+        # a time no figure's log axis can take: an edit, never a measurement
+        ("time_ms", "inf", "time_ms 'inf', not a time"),
+        ("time_ms", "0", "time_ms '0', not a time"),
+        ("time_ms", "-1", "time_ms '-1', not a time"),
     ],
 )
 def test_a_malformed_middle_row_is_left_out_with_its_reason(
@@ -130,5 +134,9 @@ def test_an_empty_or_binary_file_is_no_csv(tmp_path: Path) -> None:
     with pytest.raises(CsvFileError, match="empty"):
         read_rows(path)
     path.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(CsvFileError, match="not a linbench results CSV"):
+    with pytest.raises(UnreadableFileError, match="not a linbench results CSV"):
+        read_rows(path)
+    path.unlink()
+    path.mkdir()  # a folder by the file's name: unreadable, as a permission would make it
+    with pytest.raises(UnreadableFileError, match="cannot be read"):
         read_rows(path)

@@ -171,3 +171,18 @@ def test_a_run_from_a_newer_schema_is_refused_before_it_is_repaired(tmp_path: Pa
     assert store.results_path.read_text().endswith(torn)  # left as it was
     store.write_meta({"command": "linbench run", "schema_version": 1})  # an older one reads
     assert RunStore.open(store.path).read_meta()["schema_version"] == 1
+
+
+@pytest.mark.parametrize("file", ["results.csv", "samples.csv"])
+def test_a_file_that_is_not_text_is_refused_on_resume_and_left_as_it_is(tmp_path: Path, file: str) -> None:
+    """Defect: a results.csv that was not UTF-8 had its tail cut by the repair of torn lines,
+    then the resume failed: no kill leaves such a file, so nothing may be cut."""
+    store = RunStore.create(tmp_path, "cosine")
+    store.write_meta({"command": "linbench run"})
+    store.append(row(256, time_ms=1.0))
+    path = store.path / file
+    damaged = path.read_bytes() + b"\x9a\xff not text, no line end"
+    path.write_bytes(damaged)
+    with pytest.raises(RunStoreError, match=r"is not a linbench results CSV.*; the run is left as it is"):
+        RunStore.open(store.path)
+    assert path.read_bytes() == damaged
