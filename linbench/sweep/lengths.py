@@ -125,6 +125,10 @@ def _value(name: str, key: str, kind: str, text: str) -> float:
     return number
 
 
+# The widest lognormal spread a pack takes: 95% of its lengths within a factor e^±2σ of its median.
+MAX_SIGMA = 4.0
+
+
 def _normal(rng: random.Random) -> float:
     """One standard normal draw (Box-Muller on random(), the part of ``random`` that is stable)."""
     return math.sqrt(-2.0 * math.log(1.0 - rng.random())) * math.cos(2.0 * math.pi * rng.random())
@@ -143,7 +147,14 @@ def _lognormal(params: Mapping[str, float]) -> tuple[Callable[[random.Random], i
     if ("mean" in params) == ("median" in params):
         raise PackError("lognormal: give one of mean=N or median=N, as in lognormal:mean=2k")
     sigma = params["sigma"]
+    if sigma > MAX_SIGMA:  # e^(sigma · a normal draw) overflows long before; no real mix spreads so
+        raise PackError(f"lognormal: sigma={sigma:g} is above {MAX_SIGMA:g} (lengths spread over e^±{2 * MAX_SIGMA:g})")
     mu = math.log(params["median"]) if "median" in params else math.log(params["mean"]) - sigma * sigma / 2
+    if math.exp(mu) < 1:  # half the draws would round to one token: a pack of nothing
+        raise PackError(
+            f"lognormal: with sigma={sigma:g} the mean {params.get('mean', 0):g} puts the median length at "
+            f"{math.exp(mu):.3g} tokens, half the sequences under one; lower sigma, or give median=N"
+        )
     return (lambda rng: max(1, round(math.exp(mu + sigma * _normal(rng))))), math.exp(mu + sigma * sigma / 2)
 
 

@@ -52,3 +52,18 @@ def test_a_budget_smaller_than_one_sequence_is_refused(tmp_path: Path) -> None:
     path.write_text("8 300\n")
     with pytest.raises(PackError, match="lists one of 300 tokens"):
         file_pack(path, 200)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # sigma=1e308 overflowed e^x into a traceback
+        ("lognormal:mean=2k,sigma=1e308", r"sigma=1e\+308 is above 4"),
+        # sigma=100 silently drew 8192 sequences of one token
+        ("lognormal:mean=2k,sigma=100", "sigma=100 is above 4"),
+        ("lognormal:mean=2k,sigma=4", "puts the median length at 0.687 tokens"),
+    ],
+)
+def test_a_lognormal_no_pack_can_draw_is_refused_in_one_line(text: str, message: str) -> None:
+    with pytest.raises(PackError, match=message):
+        draw_pack(text, 8192)
