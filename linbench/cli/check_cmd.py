@@ -103,6 +103,22 @@ def _matrix_shapes(items: list[str], lengths: list[int]) -> tuple[tuple[int, ...
     return tuple(dict.fromkeys(shapes))
 
 
+def _check_shapes_fit(shapes: tuple[tuple[int, ...], ...] | None, device: torch.device) -> None:
+    """ValueError for a --shape whose fp64 q, k and v alone (the check draws them so) pass the
+    device's whole memory: no cell of it could run, and each would end in an allocation error."""
+    from linbench.machine.facts import device_memory_bytes
+    from linbench.units import format_bytes
+
+    memory = device_memory_bytes(device)
+    for batch, heads, seq, dim_k, dim_v in shapes or ():
+        needed = batch * heads * seq * (2 * dim_k + dim_v) * 8
+        if needed > memory:
+            raise ValueError(
+                f"--shape B{batch}-H{heads}-S{seq}-Dk{dim_k}-Dv{dim_v}: its fp64 q, k and v alone take "
+                f"{format_bytes(needed)}, more than the {format_bytes(memory)} of {device}"
+            )
+
+
 def _lengths(seq: str | None, out: Path | None, plot: Path | None) -> list[int]:
     """--seq's lengths (none without it); ValueError for a bad range, or --out/--plot without it."""
     from linbench.sweep.ranges import parse_range
@@ -182,6 +198,7 @@ def check_command(
             probe_draws(name, extra_inputs)
         lengths = _lengths(seq, out, plot)
         shapes = _matrix_shapes(split_list(shape), lengths)
+        _check_shapes_fit(shapes, resolved)
     if autotune_pin.requested() and autotune_pin.pin_first_config():
         stdout_console().print(autotune_pin.CHECK_NOTE, markup=False, soft_wrap=True)
     if lengths:

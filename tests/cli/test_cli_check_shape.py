@@ -56,3 +56,11 @@ def test_the_variable_pins_the_autotuner_for_check_and_says_so(
     assert result.exit_code == 0, result.output
     assert f"first of its configs that compiles here, untimed ({autotune_pin.ENV}=1)" in result.stdout
     assert autotune_pin.pinned()
+
+
+def test_a_shape_whose_inputs_alone_pass_the_memory_is_a_usage_error(invoke: Invoke) -> None:
+    """Defect: its cells ended in a RuntimeError traceback from the allocator."""
+    given = "B1-H2-S99999999999-Dk16-Dv16"
+    assert_usage_error(
+        invoke("check", "--variant", "cosine:chunked", "--shape", given, *CPU), f"--shape {given}", "more than the"
+    )
