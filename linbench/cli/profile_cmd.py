@@ -19,7 +19,9 @@ from typing import Annotated
 
 import typer
 
-from linbench.cli.errors import exit_usage_error
+from linbench.cli.common import parse_dtypes
+from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
+from linbench.variants.selection import select_impls
 
 HELP = {
     "variant": "The impl to profile, as VARIANT:IMPL (gated-deltanet:fla).",
@@ -31,11 +33,11 @@ HELP = {
 def profile_command(
     variant: Annotated[str, typer.Option("--variant", help=HELP["variant"])],
     out: Annotated[Path, typer.Option("--out", help=HELP["out"])],
-    seq: Annotated[int, typer.Option("--seq", help="Sequence length.")] = 4096,
-    batch: Annotated[int, typer.Option("--batch", help="Batch size.")] = 1,
-    heads: Annotated[int, typer.Option("--heads", help="Attention heads.")] = 8,
-    dim: Annotated[int, typer.Option("--dim", help="Head dimension of q and k.")] = 64,
-    dim_v: Annotated[int | None, typer.Option("--dim-v", help="Head dimension of v (default: --dim).")] = None,
+    seq: Annotated[int, typer.Option("--seq", help="Sequence length.", min=1)] = 4096,
+    batch: Annotated[int, typer.Option("--batch", help="Batch size.", min=1)] = 1,
+    heads: Annotated[int, typer.Option("--heads", help="Attention heads.", min=1)] = 8,
+    dim: Annotated[int, typer.Option("--dim", help="Head dimension of q and k.", min=1)] = 64,
+    dim_v: Annotated[int | None, typer.Option("--dim-v", help="Head dimension of v (default: --dim).", min=1)] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="fp32, bf16 or fp16.")] = "bf16",
     mode: Annotated[str, typer.Option("--mode", help="fwd or fwdbwd.")] = "fwd",
     section_set: Annotated[str, typer.Option("--set", help=HELP["set"])] = "full",
@@ -48,11 +50,19 @@ def profile_command(
         exit_usage_error(f"--variant {variant!r}: give one impl as VARIANT:IMPL")
     if mode not in ("fwd", "fwdbwd"):
         exit_usage_error(f"--mode {mode!r}: fwd or fwdbwd")
+    with usage_errors():  # before ncu starts: a name or dtype it would only fail on, minutes later
+        select_impls([variant])
+        parse_dtypes([dtype])
+        if out.exists() and not out.is_dir():
+            raise CliUsageError(f"--out {str(out)!r} is a file; give the folder the report goes to")
     ncu = find_ncu()
     if ncu is None:
         exit_usage_error(MISSING_NCU)
     stem = f"{name}-{impl}-{mode}-{dtype}-B{batch}-H{heads}-S{seq}-D{dim}"
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        exit_usage_error(f"cannot make the folder {str(out)!r}: {exc.strerror or exc}")
     report = out / f"{stem}.ncu-rep"
     child = [sys.executable, "-m", "linbench.runner.profile_call", "--variant", name, "--impl", impl]
     child += ["--mode", mode, "--dtype", dtype, "--batch", str(batch), "--heads", str(heads), "--seq", str(seq)]

@@ -53,3 +53,29 @@ def test_the_report_and_its_summary_go_to_the_folder(
 def test_an_impl_must_be_named(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("profile", "--variant", "kda", "--out", tmp_path)
     assert result.exit_code == 2 and "VARIANT:IMPL" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--variant", "cosine:nosuch"), "has no impl 'nosuch'"),
+        (("--variant", "cosine:chunked", "--seq", "0"), "--seq"),
+        (("--variant", "cosine:chunked", "--dtype", "fp8"), "unknown dtype 'fp8'"),
+    ],
+)
+def test_bad_input_is_refused_before_ncu_starts(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: tuple[str, ...], words: str
+) -> None:
+    """Defect: each went to ncu, which failed minutes later: exit 1, "ncu exited 1"."""
+    started: list[str] = []
+    monkeypatch.setattr(ncu_module, "find_ncu", lambda: started.append("ncu") or "/bin/false")
+    result = invoke("profile", *args, "--out", tmp_path)
+    assert result.exit_code == 2 and words in result.stderr and started == []
+
+
+def test_an_out_that_is_a_file_is_refused(invoke: Invoke, tmp_path: Path) -> None:
+    """Defect: it ended in a FileExistsError traceback."""
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    result = invoke("profile", "--variant", "cosine:chunked", "--out", taken)
+    assert result.exit_code == 2 and "is a file" in result.stderr and "Traceback" not in result.output
