@@ -12,6 +12,8 @@ import time
 
 import typer
 
+from linbench.cli.errors import exit_usage_error
+
 
 def build_command() -> None:
     """Build the csrc/ kernels (the `kernel` impls) now; say where, how long, or why it failed."""
@@ -24,8 +26,11 @@ def build_command() -> None:
     flavours = {True: "CPU and CUDA", False: "CPU"}
     if cuda_missing is not None:
         del flavours[True]
-    for with_cuda in flavours:  # a build asked for on purpose tries a remembered failure again
-        (build.cache_root() / build.build_key(with_cuda) / "build-failed.txt").unlink(missing_ok=True)
+    try:
+        for with_cuda in flavours:  # a build asked for on purpose tries a remembered failure again
+            (build.cache_root() / build.build_key(with_cuda) / "build-failed.txt").unlink(missing_ok=True)
+    except OSError as exc:  # LINBENCH_KERNEL_CACHE naming a file, a folder that cannot be written
+        exit_usage_error(f"the kernel cache {str(build.cache_root())!r} cannot be used: {exc.strerror or exc}")
     cached = build.is_built()
     start = time.perf_counter()
     result = build.load_kernels()

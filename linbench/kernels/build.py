@@ -153,8 +153,12 @@ def build_lock(directory: Path) -> Iterator[None]:
 def _compile_and_load(with_cuda: bool) -> str | None:
     """Build (or reuse) and load one flavour under the build lock; the error line when it fails."""
     directory = cache_root() / build_key(with_cuda)
-    with build_lock(directory):
-        return _compile_and_load_locked(directory, with_cuda)
+    try:
+        with build_lock(directory):
+            return _compile_and_load_locked(directory, with_cuda)
+    except OSError as exc:  # the cache is a file, read-only, full: the kernels are unavailable, saying why
+        where = f" ({CACHE_ENV})" if os.environ.get(CACHE_ENV) else ""
+        return f"the kernel cache {str(directory)!r}{where} cannot be used: {exc.strerror or exc}"
 
 
 def _compile_and_load_locked(directory: Path, with_cuda: bool) -> str | None:

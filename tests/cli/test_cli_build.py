@@ -76,3 +76,26 @@ def test_build_says_where_the_kernels_are(invoke: Invoke) -> None:
     assert "kernels are" in result.stdout and ("built in" in result.stdout or "already built" in result.stdout)
     folder = Path(result.stdout.splitlines()[0].rsplit(": ", 1)[1])
     assert folder.is_dir() and folder.parent == build.cache_root()
+
+
+@pytest.fixture
+def cache_is_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """LINBENCH_KERNEL_CACHE naming a file, and this process's load forgotten around the test."""
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    monkeypatch.setenv(build.CACHE_ENV, str(taken))
+    build.load_kernels.cache_clear()
+    yield taken
+    build.load_kernels.cache_clear()
+
+
+def test_a_kernel_cache_that_is_a_file_is_one_line_for_build_and_a_reason_for_the_impls(
+    invoke: Invoke, cache_is_a_file: Path
+) -> None:
+    """Defect: build ended in a NotADirectoryError traceback, and so did any run or check of a
+    kernel impl (its availability builds)."""
+    result = invoke("build")
+    assert result.exit_code == 2 and "the kernel cache" in result.stderr and "Not a directory" in result.stderr
+    assert "Traceback" not in result.output
+    reason = build.load_kernels().cpu_error
+    assert reason is not None and str(cache_is_a_file) in reason and "cannot be used: Not a directory" in reason
