@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 import shlex
 import sys
 import time
@@ -155,10 +156,10 @@ def ab_command(**values: Any) -> None:
     compare_flags = {option.original: values[option.name] for option in COMPARE_OPTIONS}
     with usage_errors():
         _check_compare_flags(compare_flags)
-        if max_widen_s is not None and max_widen_s < 0:
-            raise CliUsageError(f"--max-widen-s must be 0 or more, not {max_widen_s:g}")
-        if max_job_s is not None and max_job_s <= 0:
-            raise CliUsageError(f"--max-job-s must be more than 0, not {max_job_s:g}")
+        if max_widen_s is not None and not 0 <= max_widen_s < math.inf:
+            raise CliUsageError(f"--max-widen-s must be a finite number, 0 or more, not {max_widen_s:g}")
+        if max_job_s is not None and not 0 < max_job_s < math.inf:  # nan passed "<= 0" and stopped at once
+            raise CliUsageError(f"--max-job-s must be a finite number above 0, not {max_job_s:g}")
         if max_rounds is None and rounds > 1:
             max_rounds = max(rounds, DEFAULT_MAX_ROUNDS)
         job = AbJob.prepare(revision, rounds, out, max_rounds)  # AbError, WorktreeError: one line and exit 2

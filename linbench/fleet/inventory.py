@@ -125,6 +125,8 @@ def read_inventory(sysfs: Path = SYSFS) -> Inventory:
     when the test suite set one up, else NVML's."""
     agents = os.environ.get(CPU_AGENTS_ENV)
     if agents:
+        if not agents.isdigit() or int(agents) < 1:
+            raise ValueError(f"{CPU_AGENTS_ENV}={agents!r}: the CPU agents of --devices cpu:N, a whole number N ≥ 1")
         return cpu_inventory(int(agents))
     fake = os.environ.get(FAKE_DEVICES_ENV)
     if fake:

@@ -26,6 +26,8 @@ def load_plugin_file(path: str | Path) -> list[str]:
     key = str(resolved)
     if key in _loaded:
         return _loaded[key]
+    if resolved.is_dir():
+        raise PluginError(f"plugin file {str(path)!r} is a folder; give the Python file that registers the variants")
     if not resolved.is_file():
         raise PluginError(f"plugin file {str(path)!r} does not exist")
     before = {name: get_variant(name) for name in list_variants()}

@@ -121,8 +121,9 @@ def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
         (["--max-slowdown", "fast"], "--max-slowdown 'fast' is not a percentage"),
         (["--format", "pdf"], "unknown --format 'pdf'"),
         (["--suite", "no-such-suite"], "'no-such-suite' does not exist"),
-        (["--max-widen-s", "-1"], "--max-widen-s must be 0 or more, not -1"),
-        (["--max-job-s", "0"], "--max-job-s must be more than 0, not 0"),
+        (["--max-widen-s", "-1"], "--max-widen-s must be a finite number, 0 or more, not -1"),
+        (["--max-job-s", "0"], "--max-job-s must be a finite number above 0, not 0"),
+        (["--max-job-s", "nan"], "--max-job-s must be a finite number above 0, not nan"),  # it stopped after a round
     ],
 )
 def test_bad_ab_flags_are_refused_before_any_round(

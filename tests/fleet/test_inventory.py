@@ -135,3 +135,11 @@ def test_a_broken_fake_inventory_is_an_error(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setenv(inv.FAKE_DEVICES_ENV, str(tmp_path / "inv.json"))
     with pytest.raises(ValueError, match="fake inventory"):
         inv.read_inventory()
+
+
+@pytest.mark.parametrize("given", ["abc", "0", "-1"])
+def test_cpu_agents_that_are_no_count_are_one_line(monkeypatch: pytest.MonkeyPatch, given: str) -> None:
+    """LINBENCH_CPU_AGENTS=abc once said only "invalid literal for int() with base 10"."""
+    monkeypatch.setenv(inv.CPU_AGENTS_ENV, given)
+    with pytest.raises(ValueError, match=rf"LINBENCH_CPU_AGENTS='{given}': the CPU agents of --devices cpu:N"):
+        inv.read_inventory()

@@ -78,6 +78,8 @@ def test_a_history_file_grows_by_add_and_is_judged_alone(stepped: Path, tmp_path
         ([], "give run folders or history files"),
         (["missing-folder"], "does not exist"),
         (["x", "--max-pvalue", "2"], "--max-pvalue '2' is not below 1"),
+        # it said "the runs given hold no point with a time"
+        (["--store", "no-such-history.csv"], "--store 'no-such-history.csv' does not exist; make it with"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:

@@ -57,3 +57,9 @@ def test_a_plugin_file_that_replaces_a_variant_registers_something(tmp_path: Pat
         from linbench.variants.registry import register_variant
 
         register_variant(original, replace=True)
+
+
+def test_a_folder_given_as_a_plugin_says_so(tmp_path: Path) -> None:
+    """It said the folder "does not exist"."""
+    with pytest.raises(PluginError, match=r"is a folder; give the Python file"):
+        load_plugin_file(tmp_path)
