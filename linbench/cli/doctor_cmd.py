@@ -64,6 +64,8 @@ def doctor_command(
             exit_usage_error("--device checks one device, --devices a run over several: give one")
         _doctor_devices(devices, cpus_per_gpu, oversubscribe, as_json)
         return
+    if cpus_per_gpu is not None or oversubscribe:  # they shape --devices' placement: alone, they say nothing
+        exit_usage_error("--cpus-per-gpu and --oversubscribe check a placement over several devices: give --devices")
     with usage_errors():
         resolved = resolve_device(device)
     from linbench.doctor.diagnose import diagnose

@@ -60,7 +60,9 @@ def select_decoders(specs: Iterable[str]) -> list[Selected]:
 def _select(specs: Iterable[str], forms: Callable[[Variant, str], list[str]]) -> list[Selected]:
     selected: dict[tuple[str, str], Selected] = {}
     for spec in list(specs) or ["all"]:
-        name, _, impl = (part.strip() for part in spec.partition(":"))
+        name, colon, impl = (part.strip() for part in spec.partition(":"))
+        if colon and not impl:  # "cosine:" once meant every impl of cosine, as "cosine" does
+            raise ValueError(f"{spec.strip()!r} names no impl after the colon: give V:IMPL, or V for every impl")
         for variant in [get_variant(n) for n in list_variants()] if name == "all" else [get_variant(name)]:
             for form in forms(variant, impl):
                 selected.setdefault((variant.name, form), Selected(variant, form, bool(impl)))

@@ -94,3 +94,9 @@ def test_report_shows_the_roofline_only_for_runs_with_ceilings(invoke: Invoke, t
     assert "| impl | mode | dtype | shape | time | bandwidth | of copy |" in markdown
     (record, _) = json.loads(invoke("report", folder, "--json").stdout)["roofline"]
     assert record["bandwidth_fraction"] == pytest.approx(8 * 1024 * 256 * 4 / 1e6 / 10.0)
+
+
+@pytest.mark.parametrize("flag", [("--cpus-per-gpu", "2"), ("--oversubscribe",)])
+def test_doctor_s_placement_flags_without_devices_are_usage_errors(invoke: Invoke, flag: tuple[str, ...]) -> None:
+    """They were ignored without a word (--cpus-per-gpu -1 too)."""
+    assert_usage_error(invoke("doctor", *flag, "--device", "cpu"), "give --devices")

@@ -87,6 +87,7 @@ def test_a_bad_lengths_file_exits_2_before_any_folder(
         (("--pack", "uniform:max=64", "--tokens", "1k", "--packing", "sorted"), ("'sorted'", "packed, padded")),
         (("--pack", "uniform:max=64", "--lengths-file", "x.txt", "--tokens", "1k"), ("give one",)),
         (("--lengths-file", "missing.txt", "--tokens", "1k"), ("cannot be read",)),
+        (("--packing", "padded", "--seq", "64"), ("--packing says how a pack runs", "--pack DIST")),  # was ignored
     ],
 )
 def test_a_bad_pack_exits_2_before_any_folder(

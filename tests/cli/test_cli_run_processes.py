@@ -99,3 +99,12 @@ def test_resume_refuses_a_run_from_another_device_or_commit_unless_told_to_mix(i
     mixed = invoke("run", "--resume", folder, "--mix")
     assert mixed.exit_code == 0, mixed.output
     assert len(results.read_text().splitlines()) == 3
+
+
+def test_mix_without_resume_is_a_usage_error(invoke, tmp_path) -> None:
+    """It was ignored without a word."""
+    assert_usage_error(
+        invoke("run", "--mix", "--variant", "cosine:chunked", "--seq", "64", "--device", "cpu", "--out", tmp_path),
+        "--mix",
+        "give --resume",
+    )

@@ -37,3 +37,10 @@ def test_all_and_nothing_select_every_variant() -> None:
 def test_unknown_names_are_value_errors(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         select_impls([spec])
+
+
+@pytest.mark.parametrize("spec", ["cosine:", "cosine: "])
+def test_a_colon_with_no_impl_after_it_is_refused(spec: str) -> None:
+    """It once selected every impl of cosine, as if the colon were not there."""
+    with pytest.raises(ValueError, match="names no impl after the colon"):
+        select_impls([spec])
