@@ -128,7 +128,7 @@ def execute_sweep(
         if resume is None:
             _check_out(out)
             if mix:
-                raise CliUsageError("--mix lets --resume go on where this machine differs from the run's; give --resume")
+                raise CliUsageError("--mix lets --resume go on where this machine differs from the run; give --resume")
         elif only_points is not None:
             raise CliUsageError("--resume measures the points the run was started with; drop --only-points")
         only = read_point_list(only_points) if only_points is not None else None

@@ -39,6 +39,4 @@ def read_packings(value: Any) -> tuple[str, ...]:
 def pack_settings(settings: Mapping[str, Any], budget: int | None) -> tuple[Pack | None, tuple[str, ...]]:
     """The pack the settings ask for and the ways it runs (none: (None, ()))."""
     pack = read_pack(settings, budget)
-    if pack is None and settings.get("packing"):  # it would be dropped without a word
-        raise PackError("--packing says how a pack runs; give --pack DIST or --lengths-file FILE with it")
     return pack, read_packings(settings.get("packing") or PACKINGS) if pack else ()

@@ -279,6 +279,8 @@ def build_spec(request: SweepRequest) -> SweepSpec:
         raise SpecError("--no-against and --against contradict each other; give one")
     if "against" in given:
         given.setdefault("no_against", False)  # --against overrides a suite's no_against
+    if "packing" in given and not any((base | given).get(key) for key in ("pack", "lengths_file")):
+        raise SpecError("--packing says how a pack runs; give --pack DIST or --lengths-file FILE with it")
     # Command-line axes override every table; a table's own keys override the suite's top level.
     tables = [{k: v for k, v in table.items() if k not in given} for table in tables]
     if TOKEN_BUDGET[command]:
