@@ -184,8 +184,11 @@ def test_report_format_html_prints_the_page_or_writes_it_to_out(tmp_path: Path) 
     assert clash.exit_code == 2 and "contradict" in clash.stderr
     unknown = runner.invoke(app, ["report", str(folder), "--format", "pdf"])
     assert unknown.exit_code == 2 and "html" in unknown.stderr
-    nowhere = runner.invoke(app, ["report", str(folder), "--format", "md", "--out", str(tmp_path / "no" / "x.md")])
-    assert nowhere.exit_code == 2 and "cannot write the report" in nowhere.stderr
+    made = runner.invoke(app, ["report", str(folder), "--format", "md", "--out", str(tmp_path / "new" / "x.md")])
+    assert made.exit_code == 0 and (tmp_path / "new" / "x.md").is_file()  # its folder made, as plot's are
+    (tmp_path / "a-file").write_text("")
+    blocked = runner.invoke(app, ["report", str(folder), "--format", "md", "--out", str(tmp_path / "a-file" / "x.md")])
+    assert blocked.exit_code == 2 and "cannot write the report" in blocked.stderr
 
 
 def test_a_serving_preset_run_s_page_shows_its_capacity_and_model_tables(tmp_path: Path) -> None:
