@@ -59,8 +59,9 @@ class CsvFileError(ValueError):
 
 
 class UnreadableFileError(CsvFileError):
-    """A file whose bytes cannot be read, or are not text: no kill mid-write leaves one, so no
-    repair may cut it (an edit, a disk fault, a permission)."""
+    """A file whose bytes cannot be read, or are not text before its last line: no kill
+    mid-write leaves one (a cut inside its last line's character is a torn row), so no repair
+    may cut it (an edit, a disk fault, a permission)."""
 
 
 @dataclass(frozen=True)
@@ -120,12 +121,26 @@ def read_typed(path: Path) -> list[dict[str, Any]]:
     return [typed(row) for row in read_rows(path).rows]
 
 
+def _text(raw: bytes) -> str:
+    """The file's text. A write cut short can stop inside a character (the error and notes
+    cells hold ≥, ×, ·): bytes that are not UTF-8 in the last line, one no line end closes, are
+    that line torn, kept as text for the torn-row rule below; anywhere else they are no file a
+    writer wrote (UnicodeDecodeError)."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError as exc:
+        last_end = raw.rfind(b"\n") + 1
+        if exc.start < last_end or last_end == 0:  # a complete line, or the header (ASCII): not a cut
+            raise
+        return raw[:last_end].decode() + raw[last_end:].decode(errors="replace")
+
+
 def read_rows(path: Path) -> CsvRows:
     """``path``'s whole rows as strings (blank lines skipped), the rest named in ``bad``;
     CsvFileError for a file with no header, UnreadableFileError for one that cannot be read or
     is not text; FileNotFoundError as raised."""
     try:
-        data = path.read_bytes().decode()
+        data = _text(path.read_bytes())
     except UnicodeDecodeError as exc:
         raise UnreadableFileError(f"{str(path)!r} is not a linbench results CSV: {exc}") from None
     except FileNotFoundError:

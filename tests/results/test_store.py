@@ -181,8 +181,23 @@ def test_a_file_that_is_not_text_is_refused_on_resume_and_left_as_it_is(tmp_path
     store.write_meta({"command": "linbench run"})
     store.append(row(256, time_ms=1.0))
     path = store.path / file
-    damaged = path.read_bytes() + b"\x9a\xff not text, no line end"
+    damaged = path.read_bytes() + b"\x9a\xff not text, in a line a line end closes\r\n"
     path.write_bytes(damaged)
     with pytest.raises(RunStoreError, match=r"is not a linbench results CSV.*; the run is left as it is"):
         RunStore.open(store.path)
     assert path.read_bytes() == damaged
+
+
+def test_a_row_cut_inside_a_character_is_a_torn_row_repaired_on_resume(tmp_path: Path) -> None:
+    """A kill can stop a write inside a multi-byte character (an error cell's ≥): that last
+    line is torn, as a cut anywhere else in it is, and the resume cuts it back."""
+    store = RunStore.create(tmp_path, "cosine")
+    store.write_meta({"command": "linbench run"})
+    store.append(row(256, time_ms=1.0))
+    store.append(row(512, status="error", time_ms=None) | {"error": "rel_err ≥ tolerance"})
+    data = store.results_path.read_bytes()
+    cut = data[: data.index("≥".encode()) + 1]  # the first byte of three
+    store.results_path.write_bytes(cut)
+    reopened = RunStore.open(store.path)
+    assert [r["seq"] for r in reopened.rows()] == [256]
+    assert reopened.repairs and "is torn" in reopened.repairs[0]
