@@ -75,7 +75,7 @@ def history_command(
             raise CliUsageError("--add needs --store FILE: the history file to append to")
         if not paths and store is None:
             raise CliUsageError("give run folders or history files to read, or --store FILE")
-        if store is not None and not add and not store.exists():
+        if store is not None and not add and not paths and not store.exists():  # runs given: a store to come
             raise CliUsageError(f"--store {str(store)!r} does not exist; make it with --store FILE --add RUN")
         try:
             if add and store is not None:

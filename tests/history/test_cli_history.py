@@ -112,3 +112,9 @@ def test_a_torn_history_file_is_refused_and_never_appended_to(tmp_path: Path) ->
         result = _history(*args)
         assert result.exit_code == 2 and "its last row is torn" in result.output, result.output
     assert store.read_text() == before
+
+
+def test_runs_judged_beside_a_store_not_made_yet_are_judged(stepped: Path, tmp_path: Path) -> None:
+    """A nightly job's first night: the runs are judged; the store not there yet is no error."""
+    result = _history(stepped, "--store", tmp_path / "not-yet.csv.gz", "--recent", "12", "--min-magnitude", "10%")
+    assert result.exit_code == 1 and f"commit {commit(20)[:12]}" in result.output
