@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from linbench.fleet.errors import MergeError
 from linbench.fleet.folders import attempts
 from linbench.fleet.shards import Shard
 from linbench.results.record import Key, row_key
-from linbench.results.rows import CsvFileError, read_rows
+from linbench.results.rows import CsvFileError, UnreadableFileError, read_rows
 from linbench.results.store import META_FILE, RESULTS_FILE, NewerRunError, RunStore, RunStoreError
 
 
@@ -78,9 +79,12 @@ def _rows_or_none(path: Path) -> list[dict[str, str]]:
 def whole_rows(path: Path) -> list[dict[str, str]]:
     """The rows of an attempt's CSV file its writer finished (results/rows.py: a line a kill
     cut short, or a cell that does not read as its column, is left out); none when the file
-    is missing or empty (an attempt claimed, then killed before it wrote a header)."""
+    is missing or empty (an attempt claimed, then killed before it wrote a header). MergeError
+    when it cannot be read or is not text: merged around, its rows would be lost without a word."""
     try:
         return read_rows(path).rows
+    except UnreadableFileError as exc:
+        raise MergeError(f"{exc}; repair that attempt or move its folder out of the run, then merge") from None
     except (FileNotFoundError, CsvFileError):
         return []
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from linbench.results.record import Key, row_key
-from linbench.results.rows import CsvFileError, read_rows
+from linbench.results.rows import CsvFileError, UnreadableFileError, read_rows
 from linbench.results.schema import KEY_COLUMNS, REQUIRED_KEY_COLUMNS
 
 
@@ -40,8 +40,10 @@ def read_point_list(path: Path) -> frozenset[Key]:
     list with rows left out would measure fewer points than it names, without a word."""
     try:
         read = read_rows(path)
-    except OSError as exc:
+    except FileNotFoundError as exc:
         raise PointListError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnreadableFileError as exc:  # a permission, a folder, bytes that are not text
+        raise PointListError(f"{path}: cannot read it: {exc}") from None
     except CsvFileError as exc:
         if path.stat().st_size == 0:
             raise PointListError(f"{path}: not a list of points: no {', '.join(REQUIRED_KEY_COLUMNS)} column") from None

@@ -241,7 +241,9 @@ def test_a_folder_among_the_shards_that_is_no_planned_attempt_is_refused(
     ("file", "content", "named"),
     [
         ("meta.json", b"{", "is not valid JSON"),
-        ("results.csv", b"\x9a\x00\xff binary", "is not a linbench results CSV"),
+        ("results.csv", b"\x9a\x00\xff binary\n", "is not a linbench results CSV"),
+        ("processes.csv", b"\x9a\x00\xff binary\n", "is not a linbench results CSV"),
+        ("samples.csv", b"\x9a\x00\xff binary\n", "is not a linbench results CSV"),
     ],
 )
 def test_a_damaged_attempt_is_refused_naming_it_not_merged_around(
@@ -254,7 +256,7 @@ def test_a_damaged_attempt_is_refused_naming_it_not_merged_around(
     merged = (tmp_path / "results.csv").read_bytes()
     (tmp_path / "shards" / "s000" / "attempt-1" / file).write_bytes(content)
     for partial in (False, True):
-        with pytest.raises(MergeError, match=rf"shards/s000/attempt-1: .*{named}.*; repair that attempt"):
+        with pytest.raises(MergeError, match=rf"s000/attempt-1.*{named}.*; repair that attempt"):
             merge_run(tmp_path, allow_partial=partial)
     assert (tmp_path / "results.csv").read_bytes() == merged
 
