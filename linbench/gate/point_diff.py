@@ -55,7 +55,7 @@ class PointDiff:
     # (and a CUDA graph of it cannot be captured, so graph timing cannot show it).
     base_syncs: float | None = None
     syncs: float | None = None
-    sync_verdict: str = "-"  # same, fewer, more (within --max-launch-growth), regression, -
+    sync_verdict: str = "-"  # same, fewer, regression (any more: no threshold), -
 
     @property
     def fell_back(self) -> bool:

@@ -10,9 +10,11 @@ can be captured). The count names that, exactly: for one code, shape and library
 the same on every call.
 
 It is read with torch's sync debug mode (``torch.cuda.set_sync_debug_mode("warn")``), which
-warns at each synchronising operation torch itself makes: what a library does through torch is
-counted; a library's own driver calls (through cuda-python, or inside a C++ extension) are not,
-so 0 means no sync that torch saw.
+warns where torch copies with a wait (``memcpy_and_sync``: a value read on the host, a blocking
+copy from the host) or waits on a stream (``Stream.synchronize``). Not counted: a device- or
+event-level wait (``torch.cuda.synchronize()``, ``Event.synchronize()``), which torch does not
+flag, and a library's own driver calls (cuda-python, a C++ extension's). So 0 means no sync
+that the mode flags, not none at all; a count above 0 is certain.
 """
 
 from __future__ import annotations

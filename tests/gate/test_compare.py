@@ -243,3 +243,13 @@ def test_a_call_that_makes_the_host_wait_once_more_is_caught(tmp_path: Path) -> 
     assert new.sync_verdict == "regression" and (new.base_syncs, new.syncs) == (0, 1)
     fewer = _compare_suite(tmp_path / "fewer", rows, planted(rows, 0, host_syncs=0.0))
     assert not fewer.failed and fewer.points[0].sync_verdict == "fewer"
+
+
+def test_a_launch_growth_allowance_does_not_excuse_a_host_wait(tmp_path: Path) -> None:
+    rows = _suite()
+    for row in rows:
+        row["host_syncs"] = 10
+    more = planted(rows, 0, host_syncs=1.1)
+    comparison = _compare_suite(tmp_path, rows, more, Thresholds(max_launch_growth=0.20))
+    (caught,) = comparison.regressions
+    assert caught.sync_verdict == "regression" and (caught.base_syncs, caught.syncs) == (10, 11)
