@@ -153,12 +153,14 @@ def build_lock(directory: Path) -> Iterator[None]:
 def _compile_and_load(with_cuda: bool) -> str | None:
     """Build (or reuse) and load one flavour under the build lock; the error line when it fails."""
     directory = cache_root() / build_key(with_cuda)
-    try:
-        with build_lock(directory):
-            return _compile_and_load_locked(directory, with_cuda)
-    except OSError as exc:  # the cache is a file, read-only, full: the kernels are unavailable, saying why
+    try:  # the cache a file, read-only, full: the kernels are unavailable, saying why
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / LOCK_FILE).open("a").close()
+    except OSError as exc:
         where = f" ({CACHE_ENV})" if os.environ.get(CACHE_ENV) else ""
         return f"the kernel cache {str(directory)!r}{where} cannot be used: {exc.strerror or exc}"
+    with build_lock(directory):
+        return _compile_and_load_locked(directory, with_cuda)
 
 
 def _compile_and_load_locked(directory: Path, with_cuda: bool) -> str | None:

@@ -9,7 +9,9 @@ captured: a timed call would measure the host as well. So the impls take such co
 here. The runner's untimed first call makes each one, and the timed calls read it back.
 
 A constant is shared by every call that asks with the same key: never modify one in place.
-None requires grad (a learnable parameter is a tensor the caller passes, not a constant).
+None requires grad (a learnable parameter is a tensor the caller passes, not a constant). None
+is ever let go: a CUDA graph captured over one reads its memory at every replay, and the keys
+are few (head counts × parameter values × dtypes × devices), each a few hundred bytes.
 """
 
 from __future__ import annotations
@@ -18,9 +20,6 @@ from collections.abc import Callable, Hashable, Sequence
 
 import torch
 
-# Enough for every head count, parameter value, dtype and device of a sweep; past it the
-# oldest half is let go (a later call makes it again).
-_MOST = 1024
 _made: dict[tuple[Hashable, torch.dtype, torch.device], torch.Tensor] = {}
 
 
@@ -32,9 +31,6 @@ def device_constant(
     where = (key, like.dtype, like.device)
     made = _made.get(where)
     if made is None:
-        if len(_made) >= _MOST:
-            for old in list(_made)[: _MOST // 2]:
-                del _made[old]
         with torch.inference_mode(False), torch.no_grad():  # a plain tensor, usable under autograd
             made = torch.as_tensor(values(), dtype=torch.float64).to(dtype=like.dtype, device=like.device)
         _made[where] = made
