@@ -127,8 +127,6 @@ def execute_sweep(
     with usage_errors():
         if resume is None:
             _check_out(out)
-            if mix:
-                raise CliUsageError("--mix lets --resume go on where this machine differs from the run; give --resume")
         elif only_points is not None:
             raise CliUsageError("--resume measures the points the run was started with; drop --only-points")
         only = read_point_list(only_points) if only_points is not None else None

@@ -139,6 +139,8 @@ def prepare(
     from linbench.runner.sizing import fit_and_estimate, most_estimate
 
     began = time.monotonic()
+    if mix and resume is None:  # dropped without a word, it would say a mixed run was allowed
+        raise RunSetupError("--mix lets --resume go on where this machine differs from the run; give --resume")
     spec, store = _spec(request, resume, repair)
     plan, build = KernelBuild.around(lambda: plan_spec(spec))
     if store is not None:

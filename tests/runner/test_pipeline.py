@@ -121,3 +121,9 @@ def test_a_resume_takes_only_a_new_time_limit_and_the_folder_s_own_command(tmp_p
     again = prepare(SweepRequest(timeout_s=30.0), resume=store.path)
     assert again.store is not None and again.store.path == store.path and again.spec.timeout_s == 30.0
     assert len(again.pending) == 4 and start(again) is again.store  # resumed: no second folder
+
+
+def test_mix_without_resume_is_refused_from_python_too(tmp_path: Path) -> None:
+    """run_sweep and plan_sweep dropped it without a word (only the command line refused it)."""
+    with pytest.raises(RunSetupError, match="--mix lets --resume go on"):
+        prepare(SweepRequest(variants=("cosine:chunked",), seq="64", device="cpu"), tmp_path, mix=True)
