@@ -120,3 +120,30 @@ def test_fp16_on_sm90_finds_no_engine_in_cudnn_so_linbench_refuses_it_first(
         with pytest.raises(Exception, match="no engine") as raised:
             run("kda", "cudnn", c)
     assert type(raised.value).__name__ == "cudnnGraphNotSupportedError" and engines == []
+
+
+def test_the_backend_names_the_engine_cudnn_chose(
+    layer: dict[str, Any], engines: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read from cuDNN's own graph cache: kda_hopper_cuda where it serves; where it declines
+    (no CUDA include tree for NVRTC), what cuDNN falls through to, or no engine at all: never
+    the row's expectation in place of what ran."""
+    from linbench.variants import backends
+
+    layer["cudnn.linear_attention.ops.kda"].fprop_cache.clear()
+    run("kda", "cudnn", case("kda"))
+    assert engines == ["kda_hopper_cuda"]
+    assert backends.take_noted() == "nvidia-cudnn-frontend kda_hopper_cuda engine"
+
+    def no_toolkit() -> tuple[Any, ...]:
+        raise RuntimeError("no CUDA include tree found")
+
+    monkeypatch.setattr(layer["cudnn.linear_attention.cake.compiler"], "cuda_include_dirs", no_toolkit)
+    layer["cudnn.linear_attention.ops.kda"].fprop_cache.clear()
+    try:
+        run("kda", "cudnn", case("kda"))
+    except Exception as exc:  # no engine left here (no CuTe DSL, no cuTile): cuDNN's own error
+        assert "no engine" in str(exc) and "NVRTC and a CUDA include tree" in str(exc)
+    else:
+        assert engines[-1] != "kda_hopper_cuda"
+        assert backends.take_noted() == f"nvidia-cudnn-frontend {engines[-1]} engine"

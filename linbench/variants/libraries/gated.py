@@ -4,12 +4,14 @@ hand a call's Args to the library's function."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from linbench.errors import ImplUnavailableError
+from linbench.variants.backends import note_backend
 from linbench.variants.gated.gates import lightning_log_decay
 from linbench.variants.libraries.contract import Args, Contract
 
@@ -64,7 +66,22 @@ def _cudnn_kda(fn: Any, a: Args) -> torch.Tensor:
         q, k = (F.normalize(x.float(), dim=-1).to(x.dtype).repeat_interleave(group, dim=1) for x in (q, k))
         beta, in_kernel = beta.float(), False
     out, _ = fn(q, k, a.v, a.g, beta, a.cu_seqlens, scale=a.scale, use_qk_l2norm_in_kernel=in_kernel, gate_domain="log")
+    engines = _cudnn_engines(fn, a.grad)
+    if engines:  # the engine cuDNN chose, not the one the row expects: a declined one falls through
+        note_backend(f"nvidia-cudnn-frontend {engines} engine")
     return out
+
+
+def _cudnn_engines(fn: Any, grad: bool) -> str | None:
+    """The engines cuDNN chose for this process's KDA graphs ('a+b' where they differ), read from
+    its own graph caches (ops/kda.py fprop_cache, bprop_cache; Python state, no device read);
+    None where they cannot be read. cuDNN walks its ranked engines and takes the first that does
+    not decline, so on SM90 without NVRTC and a CUDA include tree kda_hopper_cuda falls through."""
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    caches = [getattr(module, name, None) for name in ("fprop_cache", *(("bprop_cache",) if grad else ()))]
+    graphs = [entry[0] for cache in caches if isinstance(cache, dict) for entry in cache.values()]
+    names = {getattr(getattr(graph, "selected_engine", None), "name", None) for graph in graphs}
+    return "+".join(sorted(name for name in names if isinstance(name, str))) or None
 
 
 def _cula_kda(fn: Any, a: Args) -> torch.Tensor:
@@ -199,7 +216,10 @@ KDA_CUDNN = Contract(
     layout="thd", gate="log", beta="as-drawn", dtypes=("bf16", "fp16"), dims=(64, 128), arch_dims={9: (128,)},
     arch_dtypes={9: ("bf16",)},
     backward=(9, 10),
-    notes="SM90 backward: q and k L2-normalised in PyTorch, repeated to v's heads, β in fp32, in the call",
+    notes="SM90 backward: q and k L2-normalised in PyTorch, repeated to v's heads, β in fp32, in the call; "
+    "the backend column names the engine cuDNN chose, read from its graph cache: on SM90 kda_hopper_cuda "
+    "needs NVRTC and a CUDA include tree (cake/compiler.py cuda_include_dirs), else cuDNN falls through "
+    "to kda_hopper (CuTe DSL) or cuTile, or finds no engine",
 )  # fmt: skip
 
 KDA_CULA = Contract(
