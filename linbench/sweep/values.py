@@ -78,11 +78,20 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
+# The longest wait a worker's reply takes (multiprocessing's poll counts whole milliseconds in a
+# C int: about 24.8 days), well inside it: a limit past it could not be waited for.
+MAX_SECONDS = 1e6
+
+
 def positive_float(key: str, value: Any) -> float:
+    """A number of seconds above 0 and at most MAX_SECONDS; SpecError naming ``key`` otherwise
+    (nan and inf included: inf crashed a run mid-way, and meta.json cannot hold it)."""
     try:
         number = float(value)
     except (TypeError, ValueError):
         raise SpecError(f"{key}: {value!r} is not a number") from None
     if not number > 0:
         raise SpecError(f"{key}: {value!r} must be positive")
+    if not number <= MAX_SECONDS:
+        raise SpecError(f"{key}: {value!r} must be at most {MAX_SECONDS:g} seconds (about 11 days)")
     return number

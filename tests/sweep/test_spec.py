@@ -78,6 +78,10 @@ def test_dim_v_is_crossed_with_dim() -> None:
         ({"mode": ["forward"]}, "unknown mode 'forward'"),
         ({"causal": "sometimes"}, "causal:"),
         ({"timeout_s": -1}, "timeout_s"),
+        # inf crashed a run after its folder was made (a poll in whole ms), and meta.json holds no inf
+        ({"timeout_s": float("inf")}, "timeout_s: inf must be at most 1e\\+06 seconds"),
+        ({"timeout_s": 3e6}, "timeout_s: 3000000.0 must be at most"),
+        ({"budget_s": float("nan")}, "budget_s: nan must be positive"),
         ({"variant": [""]}, "no variant"),
     ],
 )
