@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 
 import torch
 
@@ -41,16 +42,52 @@ def apply_scores(scores: torch.Tensor, v: torch.Tensor, *, causal: bool, eps: fl
     return out / (scores.sum(-1, keepdim=True) + eps)
 
 
+def _real(value: object) -> float:
+    """``value`` as a float; NaN for what is no real number (a bool, text, None)."""
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+
+
 def positive_number(name: str, value: object) -> float:
     """``value`` as a float, or ValueError unless it is a finite positive real number."""
-    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
-    if not 0 < number < math.inf:  # NaN (not a real number, or NaN itself) fails both
-        raise ValueError(f"parameter {name} must be a positive number; got {value!r}")
-    return number
+    problem = positive_number_problem(value)
+    if problem:
+        raise ValueError(f"parameter {name} {problem}")
+    return _real(value)
+
+
+# Checks of a parameter's value (Param.check): what is wrong with it, or None. A --param is
+# refused with it before anything runs (exit 2); linbench.attention refuses it too.
+def positive_number_problem(value: object) -> str | None:
+    """Not a finite number above 0 (NaN fails every comparison)."""
+    return None if 0 < _real(value) < math.inf else f"must be a positive number; got {value!r}"
+
+
+def positive_int_problem(value: object) -> str | None:
+    """Not a whole number above 0 (a chunk size, a length)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        return f"must be a positive integer; got {value!r}"
+    return None
+
+
+def finite_number_or_tensor_problem(value: object) -> str | None:
+    """Neither a finite number nor a tensor (a learnable parameter: its values are the caller's)."""
+    if isinstance(value, torch.Tensor) or math.isfinite(_real(value)):
+        return None
+    return f"must be a finite number or a tensor; got {value!r}"
+
+
+def one_of(*choices: str) -> Callable[[object], str | None]:
+    """A check that takes one of ``choices``."""
+
+    def problem(value: object) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}; got {value!r}"
+
+    return problem
 
 
 def positive_int(name: str, value: object) -> int:
     """``value`` as an int, or ValueError unless it is a positive integer."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"parameter {name} must be a positive integer; got {value!r}")
-    return int(value)
+    problem = positive_int_problem(value)
+    if problem:
+        raise ValueError(f"parameter {name} {problem}")
+    return int(value)  # type: ignore[call-overload]

@@ -169,8 +169,9 @@ class Variant:
 
     def bind_params(self, impl: Impl | None, given: Mapping[str, Any]) -> dict[str, Any]:
         """Every parameter ``impl`` takes (the variant's alone when None), given values over
-        defaults, and the extra inputs; unknown names and missing extra inputs raise ValueError
-        (listing the known ones, naming the missing)."""
+        defaults, and the extra inputs; unknown names, values a parameter does not take
+        (Param.check) and missing extra inputs raise ValueError (listing the known ones, naming
+        the missing)."""
         return self._bind_parameters(impl, given) | self._bind_extra_inputs(given)
 
     def _bind_parameters(self, impl: Impl | None, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,6 +184,10 @@ class Variant:
                 f"unknown parameter(s) {', '.join(unknown)} for {target}; "
                 f"it takes: {', '.join(sorted(known)) or 'no parameters'}"
             )
+        for spec in specs:  # a value the parameter does not take, given from Python as from --param
+            problem = spec.problem(given[spec.name]) if spec.name in given else None
+            if problem:
+                raise ValueError(problem)
         return {p.name: given.get(p.name, p.default) for p in specs}
 
     def _bind_extra_inputs(self, given: Mapping[str, Any]) -> dict[str, Any]:

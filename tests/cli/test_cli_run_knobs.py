@@ -44,12 +44,21 @@ def test_knobs_reach_the_workers_the_rows_and_meta(invoke: Invoke, tmp_path: Pat
     assert (timing["threads"], timing["warmup_s"], timing["min_reps"]) == (1, 0.0, 4)
 
 
-def test_a_param_value_the_impl_rejects_is_that_impl_s_error_row(invoke: Invoke, tmp_path: Path) -> None:
-    args = ("--variant", "cosine:chunked", "--no-against", *TINY, "--param", "cosine.chunk_size=0")
-    result = invoke("run", *args, "--out", tmp_path)
-    assert result.exit_code == 1, result.output  # an error row is a broken impl: run says so
-    (row,) = rows_and_meta(tmp_path)[0]
-    assert row["status"] == "error" and "chunk_size" in row["error"] and row["params"] == "chunk_size=0"
+@pytest.mark.parametrize(
+    ("param", "words"),
+    [
+        ("cosine.chunk_size=0", "parameter chunk_size must be a positive integer; got 0"),
+        ("cosine.norm_const=nan", "parameter norm_const must be a finite number or a tensor; got nan"),
+        ("cosine.seq_len=-5", "parameter seq_len must be a positive number; got -5"),
+    ],
+)
+def test_a_param_value_the_parameter_does_not_take_is_refused_before_anything_runs(
+    invoke: Invoke, tmp_path: Path, param: str, words: str
+) -> None:
+    """Each was measured, and ended as an error row (or a NaN mismatch), exit 1."""
+    result = invoke("run", "--variant", "cosine:chunked", "--no-against", *TINY, "--param", param, "--out", tmp_path)
+    assert result.exit_code == 2 and words in result.stderr
+    assert not any(tmp_path.iterdir())
 
 
 def test_without_knobs_the_columns_say_defaults(invoke: Invoke, tmp_path: Path) -> None:

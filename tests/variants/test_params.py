@@ -41,7 +41,8 @@ def test_cosine_seq_len_sets_the_divisor() -> None:
     ("variant", "params", "match"),
     [
         ("cosine", {"norm_const": torch.zeros(4)}, r"shape \(H,\) = \(3,\)"),
-        ("cosine", {"norm_const": "half"}, "norm_const must be a number"),
+        ("cosine", {"norm_const": "half"}, "norm_const must be a finite number or a tensor"),
+        ("cosine", {"norm_const": float("nan")}, "norm_const must be a finite number or a tensor; got nan"),
         ("cosine", {"seq_len": 0}, "seq_len must be a positive number"),
         ("cosformer", {"M": -1.0}, "M must be a positive number"),
         ("linear", {"eps": 0}, "eps must be a positive number"),
@@ -76,7 +77,9 @@ def test_sdpa_pinned_backend_that_cannot_run_says_why() -> None:
 
 def test_sdpa_unknown_backend() -> None:
     q, k, v = _qkv()
-    with pytest.raises(ValueError, match="unknown SDPA backend 'fast'; backends: auto, flash"):
+    with pytest.raises(
+        ValueError, match="parameter backend must be one of auto, flash, efficient, math, cudnn; got 'fast'"
+    ):
         linbench.attention(q, k, v, variant="softmax", impl="sdpa", backend="fast")
 
 

@@ -7,6 +7,7 @@ from linbench.variants.declarations import Impl, Param
 from linbench.variants.feature_forms.compiled import compiled_impl
 from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
+from linbench.variants.impl_helpers import positive_number_problem
 from linbench.variants.registry import register_variant
 from linbench.variants.variant import Variant
 
@@ -43,8 +44,14 @@ VARIANT = register_variant(
         ),
         reference="quadratic",
         param_specs=(
-            Param("M", None, "re-weighting scale M (≥ S keeps weights positive); defaults to S", from_length=True),
-            Param("eps", 1e-6, "added to the row normaliser"),
+            Param(
+                "M",
+                None,
+                "re-weighting scale M (≥ S keeps weights positive); defaults to S",
+                from_length=True,
+                check=positive_number_problem,
+            ),
+            Param("eps", 1e-6, "added to the row normaliser", check=positive_number_problem),
         ),
         flop_formula=cosformer_flops,
         time_complexity="O(sd²)",

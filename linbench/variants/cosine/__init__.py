@@ -15,6 +15,7 @@ from linbench.variants.feature_forms.compiled import compiled_impl
 from linbench.variants.feature_forms.fla import fla_impl
 from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
+from linbench.variants.impl_helpers import finite_number_or_tensor_problem, positive_number_problem
 from linbench.variants.registry import register_variant
 from linbench.variants.variant import Variant
 
@@ -56,9 +57,16 @@ VARIANT = register_variant(
                 "norm_const",
                 0.5,
                 "m: a float or a per-head tensor of shape (H,); learnable",
+                check=finite_number_or_tensor_problem,
                 learnable=draw_norm_const,
             ),
-            Param("seq_len", None, "s in s^σ(m); defaults to the sequence length S", from_length=True),
+            Param(
+                "seq_len",
+                None,
+                "s in s^σ(m); defaults to the sequence length S",
+                from_length=True,
+                check=positive_number_problem,
+            ),
         ),
         flop_formula=partial(linear_flops, normalised=False),
         time_complexity="O(sd²)",

@@ -14,9 +14,11 @@ from linbench.variants.feature_forms.chunked import chunked_linear_attention, ch
 from linbench.variants.feature_forms.naive import naive_linear_attention
 from linbench.variants.feature_forms.packed import masked_form, packed_chunked, packed_recurrent
 from linbench.variants.feature_forms.recurrent import LinearState, recurrent_bidirectional, recurrent_scan
-from linbench.variants.impl_helpers import positive_int
+from linbench.variants.impl_helpers import positive_int, positive_int_problem
 
-CHUNK_SIZE = Param("chunk_size", 128, "tokens per chunk: the C x C masked product inside a chunk")
+CHUNK_SIZE = Param(
+    "chunk_size", 128, "tokens per chunk: the C x C masked product inside a chunk", check=positive_int_problem
+)
 # The chunk sizes csrc/ takes (csrc/op_checks.cpp, csrc/linear_attention_launch.h): any of
 # 1..1024 on the CPU, 64 alone on CUDA (its tiles are laid out for it).
 KERNEL_MAX_CHUNK = 1024
@@ -56,6 +58,7 @@ KERNEL_CHUNK_SIZE = Param(
     "chunk_size",
     64,
     "tokens per chunk of the csrc kernel (the CUDA kernel takes 64 only)",
+    check=positive_int_problem,
     device_check=kernel_chunk_refusal,
 )
 # The sources of the compiled library the kernel impls load (linbench/kernels/build.py builds it).

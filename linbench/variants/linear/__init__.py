@@ -9,6 +9,7 @@ from linbench.variants.feature_forms.compiled import compiled_impl
 from linbench.variants.feature_forms.fla import fla_impl
 from linbench.variants.feature_forms.impls import feature_map_decoder, feature_map_impls, feature_map_stream
 from linbench.variants.flops import linear_flops
+from linbench.variants.impl_helpers import positive_number_problem
 from linbench.variants.linear.features import linear_features, quadratic
 from linbench.variants.linear.fla import LINEAR_DEFAULT_EPS, LINEAR_SUMMARY, linear_fla
 from linbench.variants.linear.kernel import kernel
@@ -41,7 +42,7 @@ VARIANT = register_variant(
             fla_impl(linear_fla, LINEAR_SUMMARY),
         ),
         reference="quadratic",
-        param_specs=(Param("eps", LINEAR_DEFAULT_EPS, "added to the row normaliser"),),
+        param_specs=(Param("eps", LINEAR_DEFAULT_EPS, "added to the row normaliser", check=positive_number_problem),),
         flop_formula=partial(linear_flops, normalised=True),
         time_complexity="O(sd²)",
         time_exponent=1,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from linbench.variants.declarations import Decoder, Impl, Param
 from linbench.variants.flops import quadratic_flops
+from linbench.variants.impl_helpers import one_of
 from linbench.variants.libraries import softmax_library_impls
 from linbench.variants.registry import register_variant
 from linbench.variants.softmax.decode import kvcache_prefill, kvcache_step, recompute_prefill, recompute_step
@@ -36,7 +37,9 @@ VARIANT = register_variant(
                 "O(s²d)",
                 "O(sd)",
                 time_exponent=2,
-                params=(Param("backend", "auto", f"SDPA backend to pin: {', '.join(BACKENDS)}"),),
+                params=(
+                    Param("backend", "auto", f"SDPA backend to pin: {', '.join(BACKENDS)}", check=one_of(*BACKENDS)),
+                ),
                 packed=sdpa_packed,
                 key_masked=sdpa_masked,
                 gqa=True,
