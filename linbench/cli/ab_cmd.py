@@ -270,11 +270,15 @@ def _check_compare_flags(flags: dict[str, Any]) -> None:
     round runs (a typo found after an hour of rounds would waste it); compare checks them
     all again, and any others, when it runs."""
     from linbench.cli.common import output_format
-    from linbench.cli.compare_cmd import parse_bytes, parse_exponents, parse_percent
+    from linbench.cli.compare_cmd import parse_bytes, parse_exponents, parse_percent, parse_positive
+    from linbench.gate.drift import check_control_names
 
-    for name in ("max_slowdown", "max_memory_growth"):
+    for name in ("max_slowdown", "max_memory_growth", "max_noise", "max_launch_growth"):
         if flags.get(name) is not None:
             parse_percent(flags[name], "--" + name.replace("_", "-"))
+    if flags.get("noise_z") is not None:
+        parse_positive(flags["noise_z"], "--noise-z")
+    check_control_names(flags.get("control") or [])
     if flags.get("memory_floor") is not None:
         parse_bytes(flags["memory_floor"])
     parse_exponents(flags.get("max_exponent") or [])

@@ -8,6 +8,7 @@ changed, nor any file every point runs) need not be judged: only the machine cou
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -229,7 +230,9 @@ def parse_exponents(items: list[str]) -> dict[str, float]:
             bound = float(value)
         except ValueError:
             bound = -1.0
-        if not sep or not name.strip() or bound <= 0:
-            raise CliUsageError(f"--max-exponent {item!r} must be VARIANT=X or VARIANT:IMPL=X with X > 0")
+        if not sep or not name.strip() or not 0 < bound < math.inf:  # nan passed "<= 0": no bound at all
+            raise CliUsageError(
+                f"--max-exponent {item!r} must be VARIANT=X or VARIANT:IMPL=X with X a finite number > 0"
+            )
         bounds[name.strip()] = bound
     return bounds

@@ -83,6 +83,12 @@ def check_drift(
     return DriftCheck(names, judged, math.exp(centre), changed, max_slowdown)
 
 
+def check_control_names(names: list[str]) -> None:
+    """ControlError for a control that is not VARIANT:IMPL (``ab`` asks before any round runs)."""
+    for name in names:
+        _checked(name)
+
+
 def _checked(name: str) -> str:
     variant, sep, impl = name.strip().partition(":")
     if not sep or not variant or not impl:

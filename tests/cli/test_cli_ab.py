@@ -124,6 +124,11 @@ def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
         (["--max-widen-s", "-1"], "--max-widen-s must be a finite number, 0 or more, not -1"),
         (["--max-job-s", "0"], "--max-job-s must be a finite number above 0, not 0"),
         (["--max-job-s", "nan"], "--max-job-s must be a finite number above 0, not nan"),  # it stopped after a round
+        # these three were found bad only after every round had run
+        (["--noise-z", "nan"], "--noise-z 'nan' must be a number above 0"),
+        (["--max-launch-growth", "nan"], "--max-launch-growth 'nan' is not a percentage"),
+        (["--control", "nosuch"], "control 'nosuch' must be VARIANT:IMPL"),
+        (["--max-exponent", "cosine=nan"], "with X a finite number > 0"),
     ],
 )
 def test_bad_ab_flags_are_refused_before_any_round(
