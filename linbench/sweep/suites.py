@@ -78,9 +78,26 @@ def load_suite(path: Path, command: str = "run") -> tuple[dict[str, Any], list[d
     for table in tables:
         _check_keys(path, table, TABLE_KEYS[command])
     # Plugin paths in a suite are relative to the suite file, not to where linbench runs.
-    plugins = data.get("plugin", [])
-    data["plugin"] = [str((path.parent / p).resolve()) for p in ([plugins] if isinstance(plugins, str) else plugins)]
+    plugins = _names(path, data, "plugin", "a path or a list of paths")
+    data["plugin"] = [str((path.parent / p).resolve()) for p in plugins]
+    if "controls" in data:  # a string was dropped by compare, a bad name failed every compare after
+        controls = _names(path, data, "controls", 'a list of VARIANT:IMPL (controls = ["softmax:sdpa"])')
+        bad = [name for name in controls if len(name.split(":")) != 2 or not all(name.split(":"))]
+        if bad or isinstance(data["controls"], str):
+            raise SpecError(
+                f"suite file {str(path)!r}: controls must be a list of VARIANT:IMPL "
+                f'(controls = ["softmax:sdpa"]); got {data["controls"]!r}'
+            )
     return data, tables
+
+
+def _names(path: Path, data: Mapping[str, Any], key: str, wanted: str) -> list[str]:
+    """A key that holds a name or a list of names, as a list; SpecError for anything else."""
+    value = data.get(key, [])
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+        raise SpecError(f"suite file {str(path)!r}: {key} must be {wanted}; got {value!r}")
+    return values
 
 
 def _check_renamed(path: Path, table: Mapping[str, Any]) -> None:

@@ -103,6 +103,10 @@ def test_bad_settings_name_the_setting(flags: dict, message: str) -> None:
         # the run folder's name: it once made a folder outside --out
         ("name = '../../esc'", "name: '../../esc' must be one folder name"),
         ("name = '..'", "must be one folder name"),
+        ("plugin = 3", "plugin must be a path or a list of paths; got 3"),  # a TypeError traceback
+        # a string was dropped by compare (no drift check); a bad name failed every compare after
+        ("controls = 'softmax:sdpa'", "controls must be a list of VARIANT:IMPL"),
+        ("controls = ['nosuch']", "controls must be a list of VARIANT:IMPL"),
     ],
 )
 def test_malformed_suites_are_refused(tmp_path: Path, text: str, message: str) -> None:
