@@ -119,13 +119,16 @@ def _check_shapes_fit(shapes: tuple[tuple[int, ...], ...] | None, device: torch.
             )
 
 
-def _lengths(seq: str | None, out: Path | None, plot: Path | None) -> list[int]:
-    """--seq's lengths (none without it); ValueError for a bad range, or --out/--plot without it."""
+def _lengths(seq: str | None, out: Path | None, plot: Path | None, sizes: tuple[int | None, int | None]) -> list[int]:
+    """--seq's lengths (none without it); ValueError for a bad range, or --out, --plot, --heads
+    or --dim without it (the matrix's shapes are its own, or --shape's: they were dropped)."""
     from linbench.sweep.ranges import parse_range
 
     if seq is None:
         if out is not None or plot is not None:
             raise ValueError("--out and --plot write the error against length: give --seq (1k..16k)")
+        if any(size is not None for size in sizes):
+            raise ValueError("--heads and --dim size --seq's calls; the matrix's shapes are given with --shape")
         return []
     return sorted(set(parse_range(seq)))
 
@@ -175,8 +178,8 @@ def check_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     plugin: Annotated[list[Path] | None, typer.Option("--plugin", help=PLUGIN_HELP)] = None,
     seq: Annotated[str | None, typer.Option("--seq", help=LENGTH_HELP["seq"])] = None,
-    heads: Annotated[int, typer.Option("--heads", min=1, help=LENGTH_HELP["heads"])] = 2,
-    dim: Annotated[int, typer.Option("--dim", min=1, help=LENGTH_HELP["dim"])] = 64,
+    heads: Annotated[int | None, typer.Option("--heads", min=1, help=LENGTH_HELP["heads"])] = None,
+    dim: Annotated[int | None, typer.Option("--dim", min=1, help=LENGTH_HELP["dim"])] = None,
     out: Annotated[Path | None, typer.Option("--out", help=LENGTH_HELP["out"])] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help=LENGTH_HELP["plot"])] = None,
     shape: Annotated[list[str] | None, typer.Option("--shape", help=SHAPE_HELP)] = None,
@@ -196,13 +199,13 @@ def check_command(
         declared = {v.name: v.extra_inputs for v, _ in selection}  # a Variant is not hashable
         for name, extra_inputs in declared.items():
             probe_draws(name, extra_inputs)
-        lengths = _lengths(seq, out, plot)
+        lengths = _lengths(seq, out, plot, (heads, dim))
         shapes = _matrix_shapes(split_list(shape), lengths)
         _check_shapes_fit(shapes, resolved)
     if autotune_pin.requested() and autotune_pin.pin_first_config():
         stdout_console().print(autotune_pin.CHECK_NOTE, markup=False, soft_wrap=True)
     if lengths:
-        _error_against_length(selection, dtypes, lengths, heads, dim, resolved, out, plot)
+        _error_against_length(selection, dtypes, lengths, heads or 2, dim or 64, resolved, out, plot)
         return
     from linbench.check.correctness import Shape
     from linbench.check.matrix import LIBRARY_SHAPE, SHAPES, VALUE_HEADS_SHAPE

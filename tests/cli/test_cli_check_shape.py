@@ -64,3 +64,9 @@ def test_a_shape_whose_inputs_alone_pass_the_memory_is_a_usage_error(invoke: Inv
     assert_usage_error(
         invoke("check", "--variant", "cosine:chunked", "--shape", given, *CPU), f"--shape {given}", "more than the"
     )
+
+
+@pytest.mark.parametrize("flag", [("--heads", "4"), ("--dim", "32")])
+def test_heads_or_dim_without_seq_is_a_usage_error(invoke: Invoke, flag: tuple[str, str]) -> None:
+    """They size --seq's calls; without it they were dropped and the matrix ran its own shapes."""
+    assert_usage_error(invoke("check", "--variant", "cosine:chunked", *flag, *CPU), "--heads and --dim", "--shape")
