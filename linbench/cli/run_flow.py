@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from linbench.sweep.lengths import Pack
     from linbench.sweep.points import Point
     from linbench.sweep.request import SweepRequest
-    from linbench.sweep.spec import Axes
+    from linbench.sweep.spec import Axes, SweepSpec
 
 RANGE_HELP = "a size (4k), a list (512,1k), powers of two (1k..64k), or stepped (1k..8k:x2, 64..256:+64)"
 
@@ -187,7 +187,7 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         f"  points: {len(prepared.pending)} of {len(plan.points)} to run on {plan.device} ({plan.device_name})",
         f"  {what}: {names(measured)}",
         f"  against: {names([pair for pair in plan.targets.baselines if pair in planned])}",
-        *_axes_lines(spec.blocks, spec.command, packed=spec.pack is not None),
+        *_axes_lines(spec.blocks, spec.command, packed=spec.pack is not None, contexts=_drawn_contexts(spec)),
         *([f"  pack: {pack_line(spec.pack, spec.packing)}"] if spec.pack is not None else []),
         *(f"  note: {note}" for note in plan.targets.notes),
         f"  estimated time: {prepared.duration}{_build_note(prepared, dry_run=True)}"
@@ -200,10 +200,18 @@ def _print_plan(prepared: Prepared, console: Console) -> None:
         console.print(line, markup=False, soft_wrap=True)
 
 
-def _axes_lines(blocks: tuple[Axes, ...], command: str, packed: bool = False) -> list[str]:
+def _axes_lines(blocks: tuple[Axes, ...], command: str, packed: bool = False, contexts: str | None = None) -> list[str]:
+    lines = [axes_line(block, command, packed) for block in blocks]
+    if contexts is not None:  # each request's context is drawn: the context axis is not what runs
+        lines = [f"context drawn per request from {contexts} · {line.split(' · ', 1)[1]}" for line in lines]
     if len(blocks) == 1:
-        return [f"  axes: {axes_line(blocks[0], command, packed)}"]
-    return [f"  block {i}: {axes_line(block, command, packed)}" for i, block in enumerate(blocks, 1)]
+        return [f"  axes: {lines[0]}"]
+    return [f"  block {i}: {line}" for i, line in enumerate(lines, 1)]
+
+
+def _drawn_contexts(spec: SweepSpec) -> str | None:
+    """A decode sweep's --contexts distribution, where its requests' contexts are drawn."""
+    return spec.serving.contexts if spec.command == "decode" and spec.serving is not None else None
 
 
 def pack_line(pack: Pack, packing: tuple[str, ...]) -> str:

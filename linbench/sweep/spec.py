@@ -279,6 +279,8 @@ def build_spec(request: SweepRequest) -> SweepSpec:
         raise SpecError("--no-against and --against contradict each other; give one")
     if "against" in given:
         given.setdefault("no_against", False)  # --against overrides a suite's no_against
+    if "context" in given and (base | given).get("contexts") is not None:  # one would be dropped
+        raise SpecError("--contexts draws each request's context, --context sets one for all: give one")
     if "packing" in given and not any((base | given).get(key) for key in ("pack", "lengths_file")):
         raise SpecError("--packing says how a pack runs; give --pack DIST or --lengths-file FILE with it")
     # Command-line axes override every table; a table's own keys override the suite's top level.

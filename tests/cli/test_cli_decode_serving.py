@@ -113,8 +113,19 @@ def test_the_state_dtype_help_and_doc_name_every_dtype_it_takes() -> None:
     ],
 )
 def test_bad_serving_input_is_one_line_and_exit_2(invoke: Invoke, args: tuple[str, ...], fragment: str) -> None:
-    result = invoke("decode", "--variant", "gated-deltanet", "--context", "16", *args, "--dry-run", *CPU)
+    context = () if "--contexts" in args else ("--context", "16")
+    result = invoke("decode", "--variant", "gated-deltanet", *context, *args, "--dry-run", *CPU)
     assert_usage_error(result, fragment)
+
+
+def test_drawn_contexts_beside_a_context_axis_is_a_usage_error_and_alone_the_plan_says_drawn(invoke: Invoke) -> None:
+    """--context was dropped without a word beside --contexts, and the plan showed the
+    default context axis where each request's context is drawn."""
+    both = invoke("decode", "--variant", "gated-deltanet", "--contexts", "uniform:max=64", "--context", "16,32",
+                  "--dry-run", *CPU)  # fmt: skip
+    assert_usage_error(both, "--contexts draws each request's context, --context sets one for all")
+    alone = invoke("decode", "--variant", "gated-deltanet", "--contexts", "uniform:max=64", "--dry-run", *CPU)
+    assert alone.exit_code == 0 and "axes: context drawn per request from uniform:" in alone.stdout
 
 
 def test_a_state_dtype_for_decoders_that_keep_only_a_kv_cache_is_refused(invoke: Invoke) -> None:
