@@ -82,6 +82,7 @@ def _attend(
         spec.impl(impl)  # an unknown impl name is reported before anything about the tensors
     check_qkv(q, k, v)
     check_value_heads(spec.name, spec.value_heads, k, v)
+    _check_causal(causal)
     masking = spec.masking_reason(bool(causal))
     if masking is not None:
         raise ValueError(f"{masking}; call it with causal={not causal}")
@@ -115,6 +116,7 @@ def _resolve(
         spec.impl(impl)
     check_qkv(q, k, v)
     check_value_heads(spec.name, spec.value_heads, k, v)
+    _check_causal(causal)
     masking = spec.masking_reason(bool(causal))
     if masking is not None:
         raise ValueError(f"{masking}; call it with causal={not causal}")
@@ -274,3 +276,9 @@ def _padded(
     if mask.shape[1] != q.shape[2]:
         mask = torch.nn.functional.pad(mask, (0, q.shape[2] - mask.shape[1]))
     return chosen.key_masked(q, k, v, key_mask=mask, causal=False, **bound).to(q.dtype)
+
+
+def _check_causal(causal: object) -> None:
+    """ValueError unless ``causal`` is True or False ("no" was read as True)."""
+    if not isinstance(causal, bool):
+        raise ValueError(f"causal must be True or False; got {causal!r}")

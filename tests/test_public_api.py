@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import linbench
 from linbench.errors import ImplUnavailableError
 
@@ -31,3 +33,16 @@ def test_the_error_and_the_run_loader_come_without_torch() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_causal_that_is_no_bool_and_a_run_path_that_is_no_path_are_one_line() -> None:
+    """causal="no" ran as causal; load_run(None) was pathlib's TypeError."""
+    import torch
+
+    q = torch.randn(1, 1, 8, 4)
+    with pytest.raises(ValueError, match="causal must be True or False; got 'no'"):
+        linbench.attention(q, q, q, variant="cosine", impl="chunked", causal="no")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="load_run takes a run folder"):
+        linbench.load_run(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="a name or a list of names is wanted here; got 3"):
+        linbench.SweepRequest(variants=3)  # type: ignore[arg-type]

@@ -56,6 +56,8 @@ def load_run(path: str | Path) -> LoadedRun:
     FileNotFoundError for a folder without results.csv; ValueError for a run written by a newer
     linbench (results/schema_version.py), a meta.json that cannot be read or is not a JSON
     object, or a results.csv that is not one (rows.CsvFileError)."""
+    if not isinstance(path, str | Path):
+        raise ValueError(f"load_run takes a run folder (or its results.csv) as a path; got {path!r}")
     folder = Path(path)
     folder = folder.parent if folder.is_file() else folder
     meta = read_meta_json(folder / META_FILE, missing_ok=True)

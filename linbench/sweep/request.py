@@ -136,8 +136,13 @@ class SweepRequest:
 
 
 def _strings(value: str | Path | Iterable[Any]) -> tuple[Any, ...]:
-    """One name as a 1-tuple, several as a tuple."""
-    return (value,) if isinstance(value, str | Path) else tuple(value)
+    """One name as a 1-tuple, several as a tuple; ValueError for what is neither (a number)."""
+    if isinstance(value, str | Path):
+        return (value,)
+    items = tuple(value) if isinstance(value, Iterable) else None
+    if items is None or not all(isinstance(item, str | Path) for item in items):
+        raise ValueError(f"a name or a list of names is wanted here; got {value!r}")
+    return items
 
 
 __all__ = ["SETTING_KEYS", "Sizes", "SweepRequest"]

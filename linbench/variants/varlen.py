@@ -21,6 +21,8 @@ fixed to its longest sequence: what a padded batch gives them, and what cosForme
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,14 +52,28 @@ class Segments:
 
     @classmethod
     def of(cls, cu_seqlens: torch.Tensor | Sequence[int]) -> Segments:
-        """The segments of ``cu_seqlens`` (a tensor or a list of offsets)."""
-        values = cu_seqlens.tolist() if isinstance(cu_seqlens, torch.Tensor) else list(cu_seqlens)
-        return cls(tuple(int(v) for v in values))
+        """The segments of ``cu_seqlens`` (a 1-D tensor or a list of offsets); ValueError, one
+        line, for anything else."""
+        if isinstance(cu_seqlens, torch.Tensor):
+            if cu_seqlens.dim() != 1 or cu_seqlens.is_floating_point():
+                raise ValueError(
+                    f"cu_seqlens must be a 1-D integer tensor; got {cu_seqlens.dim()}-D {cu_seqlens.dtype}"
+                )
+            values: list[Any] = cu_seqlens.tolist()
+        elif isinstance(cu_seqlens, (str, bytes)) or not isinstance(cu_seqlens, Sequence):
+            raise ValueError(f"cu_seqlens must be a 1-D integer tensor or a list of offsets; got {cu_seqlens!r}")
+        else:
+            values = list(cu_seqlens)
+        return cls(tuple(_whole("cu_seqlens", v) for v in values))
 
     @classmethod
     def from_lengths(cls, lengths: Sequence[int]) -> Segments:
+        """The segments of sequences of ``lengths`` tokens each; ValueError for a length that is
+        not a whole number of at least one token."""
         ends = [0]
         for length in lengths:
+            if _whole("lengths", length) < 1:
+                raise ValueError(f"lengths must be whole numbers of tokens, 1 or more; got {list(lengths)}")
             ends.append(ends[-1] + int(length))
         return cls(tuple(ends))
 
@@ -115,6 +131,14 @@ class Segments:
             raise ValueError(
                 f"a packed batch is (1, H, T, D) with T = cu_seqlens[-1] = {self.total}; got {tuple(q.shape)}"
             )
+
+
+def _whole(name: str, value: object) -> int:
+    """``value`` as an int where it is a whole number (7.5 is not: it was cut to 7)."""
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    if not number.is_integer():  # nan and inf are not either
+        raise ValueError(f"{name} must hold whole numbers; got {value!r}")
+    return int(number)
 
 
 def pad(x: torch.Tensor, segments: Segments) -> torch.Tensor:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -60,3 +62,19 @@ def test_padded_bidirectional_masks_the_pads_keys() -> None:
     out = attention_padded(*padded, segments, variant="softmax", impl="sdpa", causal=False)
     alone = attention_packed(q, q, q, segments, variant="softmax", impl="naive", causal=False)
     assert torch.allclose(unpad(out, segments), alone)
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda: Segments.of(None), "cu_seqlens must be a 1-D integer tensor or a list of offsets; got None"),
+        (lambda: Segments.of("x"), "got 'x'"),  # it said: invalid literal for int() with base 10
+        (lambda: Segments.of(torch.zeros(2, 2, dtype=torch.long)), "must be a 1-D integer tensor; got 2-D"),
+        (lambda: Segments.from_lengths([16, 0]), "lengths must be whole numbers of tokens, 1 or more; got [16, 0]"),
+        (lambda: Segments.from_lengths([16, 7.5]), "lengths must hold whole numbers; got 7.5"),  # cut to 7
+    ],
+)
+def test_boundaries_that_are_no_pack_s_are_one_line(make: Any, words: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        make()
+    assert words in str(raised.value)
