@@ -42,7 +42,7 @@ def apply_scores(scores: torch.Tensor, v: torch.Tensor, *, causal: bool, eps: fl
     return out / (scores.sum(-1, keepdim=True) + eps)
 
 
-def _real(value: object) -> float:
+def as_real(value: object) -> float:
     """``value`` as a float; NaN for what is no real number (a bool, text, None)."""
     return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
 
@@ -52,14 +52,14 @@ def positive_number(name: str, value: object) -> float:
     problem = positive_number_problem(value)
     if problem:
         raise ValueError(f"parameter {name} {problem}")
-    return _real(value)
+    return as_real(value)
 
 
 # Checks of a parameter's value (Param.check): what is wrong with it, or None. A --param is
 # refused with it before anything runs (exit 2); linbench.attention refuses it too.
 def positive_number_problem(value: object) -> str | None:
     """Not a finite number above 0 (NaN fails every comparison)."""
-    return None if 0 < _real(value) < math.inf else f"must be a positive number; got {value!r}"
+    return None if 0 < as_real(value) < math.inf else f"must be a positive number; got {value!r}"
 
 
 def positive_int_problem(value: object) -> str | None:
@@ -71,7 +71,7 @@ def positive_int_problem(value: object) -> str | None:
 
 def finite_number_or_tensor_problem(value: object) -> str | None:
     """Neither a finite number nor a tensor (a learnable parameter: its values are the caller's)."""
-    if isinstance(value, torch.Tensor) or math.isfinite(_real(value)):
+    if isinstance(value, torch.Tensor) or math.isfinite(as_real(value)):
         return None
     return f"must be a finite number or a tensor; got {value!r}"
 

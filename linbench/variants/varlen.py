@@ -21,8 +21,6 @@ fixed to its longest sequence: what a padded batch gives them, and what cosForme
 from __future__ import annotations
 
 import itertools
-import math
-import numbers
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +30,7 @@ import torch.nn.functional as F
 
 from linbench.variants.declarations import MaskedFn, PackedFn
 from linbench.variants.extra_inputs import ExtraInput, take_tokens
+from linbench.variants.impl_helpers import as_real
 
 
 @dataclass(frozen=True)
@@ -72,9 +71,10 @@ class Segments:
         not a whole number of at least one token."""
         ends = [0]
         for length in lengths:
-            if _whole("lengths", length) < 1:
+            tokens = _whole("lengths", length)
+            if tokens < 1:
                 raise ValueError(f"lengths must be whole numbers of tokens, 1 or more; got {list(lengths)}")
-            ends.append(ends[-1] + int(length))
+            ends.append(ends[-1] + tokens)
         return cls(tuple(ends))
 
     @property
@@ -135,7 +135,7 @@ class Segments:
 
 def _whole(name: str, value: object) -> int:
     """``value`` as an int where it is a whole number (7.5 is not: it was cut to 7)."""
-    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    number = as_real(value)
     if not number.is_integer():  # nan and inf are not either
         raise ValueError(f"{name} must hold whole numbers; got {value!r}")
     return int(number)

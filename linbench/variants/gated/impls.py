@@ -35,18 +35,18 @@ from linbench.variants.gated.numerics import (
     causal_only,
     checked_state,
     chunk_length,
-    chunk_problem,
     scale_problem,
 )
 from linbench.variants.gated.packed import decay_lockstep, delta_lockstep, lockstep, per_sequence_form
 from linbench.variants.gated.recurrences import DecayInputs, DeltaInputs
+from linbench.variants.impl_helpers import positive_int_problem
 from linbench.variants.varlen import Segments
 
 CHUNK_SIZE = Param(
     "chunk_size",
     64,
     "tokens per chunk: C×C products inside a chunk, a Dk×Dv state between chunks",
-    check=chunk_problem,
+    check=positive_int_problem,
 )
 # What ``linbench check`` checks besides the default (weak) gates: gates that forget within a token.
 STRONG_GATES: tuple[dict[str, Any], ...] = ({"gate_regime": "strong"},)

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from linbench.errors import ImplUnavailableError
+from linbench.variants.impl_helpers import positive_int
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -43,19 +44,9 @@ def resolve_scale(scale: object, dim_k: int) -> float:
     return dim_k**-0.5 if scale is None else float(scale)  # type: ignore[arg-type]
 
 
-def chunk_problem(chunk_size: object) -> str | None:
-    """What is wrong with a chunk size, or None."""
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
-        return f"must be a positive integer; got {chunk_size!r}"
-    return None
-
-
 def chunk_length(chunk_size: object) -> int:
     """``chunk_size`` as an int, or ValueError unless it is a positive integer."""
-    problem = chunk_problem(chunk_size)
-    if problem:
-        raise ValueError(f"parameter chunk_size {problem}")
-    return int(chunk_size)  # type: ignore[call-overload]
+    return positive_int("chunk_size", chunk_size)
 
 
 def causal_only(owner: str, causal: bool) -> None:

@@ -27,12 +27,13 @@ from linbench.variants.declarations import Param
 from linbench.variants.feature_forms.triton_interpreter import interpreter_on
 from linbench.variants.gated.mamba2 import library
 from linbench.variants.gated.mamba2.inputs import A_LOG, DT_BIAS, SKIP, per_head
-from linbench.variants.gated.numerics import causal_only, checked_state, chunk_problem
+from linbench.variants.gated.numerics import causal_only, checked_state
+from linbench.variants.impl_helpers import positive_int_problem
 from linbench.variants.varlen import Segments
 
 KERNEL = "mamba_chunk_scan_combined"
 CHUNK_SIZE = Param(
-    "chunk_size", 256, "tokens per chunk of mamba-ssm's SSD kernels (Mamba2's layer: 256)", check=chunk_problem
+    "chunk_size", 256, "tokens per chunk of mamba-ssm's SSD kernels (Mamba2's layer: 256)", check=positive_int_problem
 )
 INTERPRETED_BF16 = "Triton's interpreter computes bf16 wrongly on a CPU (numpy has no bf16); fp16 and fp32 run"
 
