@@ -70,10 +70,7 @@ def _rows_or_none(path: Path) -> list[dict[str, str]]:
     then killed before it wrote a header); CsvFileError where it is no CSV linbench wrote."""
     if not path.is_file() or path.stat().st_size == 0:
         return []
-    try:
-        return read_rows(path).rows
-    except OSError as exc:  # unreadable: as damaged as a file that is no CSV
-        raise CsvFileError(f"{str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    return read_rows(path).rows  # an unreadable file is UnreadableFileError, a CsvFileError
 
 
 def whole_rows(path: Path) -> list[dict[str, str]]:
