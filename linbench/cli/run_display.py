@@ -21,12 +21,10 @@ from rich.table import Table
 
 from linbench.results.kinds import row_kind
 from linbench.results.rows import is_set
+from linbench.results.schema import FAILED_STATUSES
 from linbench.runner.threads import BY_HAND
 from linbench.units import format_bytes, format_ms, format_size
 
-# Statuses that mean a wrong or broken impl: run and decode exit 1 when a point ends so. oom,
-# timeout and skipped are where a sweep stops reaching, not failures.
-FAILED_STATUSES = ("mismatch", "error", "crashed")
 STATUS_STYLE = {"ok": "green", "skipped": "yellow", "mismatch": "bold red", "oom": "magenta"}
 
 

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from linbench.gate.compare import MATCH_COLUMNS
 from linbench.history.observations import KEY_FIELDS, Observation, cell_text, of_run
 from linbench.history.series import statistic_of
 from linbench.report.load import Run
+from linbench.results.schema import FAILED_STATUSES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -103,24 +105,94 @@ def _limit(path: Path, index: int, point: Any) -> Limit:
     return Limit(match, limits["time_ms"], limits["memory_bytes"])
 
 
-def judge(run: Run, budget: Budget) -> tuple[list[Overrun], list[int]]:
-    """Each point of ``run`` over a limit that matches it, and the limits (1-based) no point matched."""
+@dataclass(frozen=True)
+class Unjudged:
+    """A point a limit matched whose figure could not be judged: it ended without one (its
+    status), or its memory was not recorded."""
+
+    point: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What a budget found in a run. ``broken`` holds the points a limit matched that failed
+    (mismatch, error, crashed), timed out against a time limit or ran out of memory against a
+    memory limit: each is over its budget. ``unjudged`` holds the other points a limit matched
+    but could not judge, and ``unmatched`` the limits (1-based) that judged no point at all."""
+
+    overruns: list[Overrun]
+    broken: list[Unjudged]
+    unjudged: list[Unjudged]
+    unmatched: list[int]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.overruns or self.broken)
+
+
+def judge(run: Run, budget: Budget) -> Judgement:
+    """Each point of ``run`` against every limit that matches it."""
     overruns: list[Overrun] = []
-    matched: set[int] = set()
+    judged: set[int] = set()
     observations = of_run(run)
     memory = _memory(run, observations)
+    unjudged: list[Unjudged] = []
     for observation in observations:
         key = dict(zip(KEY_FIELDS, observation.key, strict=True))
-        for number, limit in enumerate(budget.limits, start=1):
-            if not limit.matches(key):
-                continue
-            matched.add(number)
-            time_ms = observation.value(statistic_of([observation]))
-            checks = (("time", time_ms, limit.time_ms), ("memory", memory.get(observation.key), limit.memory_bytes))
-            for what, measured, bound in checks:
-                if measured is not None and bound is not None and measured > bound * (1 + budget.tolerance):
+        figures = {"time": observation.value(statistic_of([observation])), "memory": memory.get(observation.key)}
+        matching = _matching(budget, key)
+        for number, limit in matching:
+            bounds = {"time": limit.time_ms, "memory": limit.memory_bytes}
+            for what, bound in bounds.items():
+                measured = figures[what]
+                if measured is None or bound is None:
+                    continue
+                judged.add(number)
+                if measured > bound * (1 + budget.tolerance):
                     overruns.append(Overrun(_name(key), what, measured, bound))
-    return overruns, [n for n in range(1, len(budget.limits) + 1) if n not in matched]
+        if figures["memory"] is None and any(limit.memory_bytes is not None for _, limit in matching):
+            unjudged.append(Unjudged(_name(key), "its memory was not recorded"))
+    broken, ended = _ended_without_figure(run, budget, judged)
+    unmatched = [n for n in range(1, len(budget.limits) + 1) if n not in judged]
+    return Judgement(overruns, broken, unjudged + ended, unmatched)
+
+
+def _matching(budget: Budget, key: dict[str, str]) -> list[tuple[int, Limit]]:
+    return [(number, limit) for number, limit in enumerate(budget.limits, start=1) if limit.matches(key)]
+
+
+def _ended_without_figure(run: Run, budget: Budget, judged: set[int]) -> tuple[list[Unjudged], list[Unjudged]]:
+    """The points a limit matched that ended other than ok: over the budget (failed, or timed
+    out or out of memory against a limit that bounds that), which judges their limits, or not
+    judged (skipped, or out of every matching limit's reach)."""
+    broken: list[Unjudged] = []
+    unjudged: list[Unjudged] = []
+    for key, status in _statuses(run):
+        matching = _matching(budget, key)
+        over = [
+            number
+            for number, limit in matching
+            if status in FAILED_STATUSES
+            or (status == "timeout" and limit.time_ms is not None)
+            or (status == "oom" and limit.memory_bytes is not None)
+        ]
+        judged.update(over)
+        if matching:
+            (broken if over else unjudged).append(Unjudged(_name(key), f"it ended {status}"))
+    return broken, unjudged
+
+
+def _statuses(run: Run) -> list[tuple[dict[str, str], str]]:
+    """Each point of ``run`` that did not end ok, by its key (the last row of a point, as of_run)."""
+    results = run.results.copy()
+    results["device_type"] = results["device"].astype(str).str.split(":").str[0]
+    last = results.drop_duplicates(list(MATCH_COLUMNS), keep="last")
+    return [
+        ({name: cell_text(row.get(name)) for name in KEY_FIELDS}, str(row["status"]))
+        for row in last.to_dict("records")
+        if row["status"] != "ok"
+    ]
 
 
 def write(run: Run, margin: float) -> str:

@@ -22,6 +22,7 @@ __all__ = [
     "COLUMNS",
     "COMBINES",
     "DECODE_MODE",
+    "FAILED_STATUSES",
     "GROUPED_BYTES_SCHEMA",
     "KEY_COLUMNS",
     "KEY_DEFAULTS",
@@ -72,6 +73,9 @@ SCHEMA_VERSION = 16
 GROUPED_BYTES_SCHEMA = 14
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
+# Statuses that mean a wrong or broken impl: run and decode exit 1 when a point ends so, and a
+# budget fails such a point. oom, timeout and skipped are where a sweep stops reaching.
+FAILED_STATUSES = ("mismatch", "error", "crashed")
 # The mode of a decode row (run rows are fwd, bwd or fwdbwd: MODES).
 DECODE_MODE = "decode"
 

@@ -1,7 +1,7 @@
 """``linbench budget`` and ``run --budget`` end to end on CPU: a budget made from a run holds for
-that run, a limit below a point's time exits 1 naming the point, a bad budget file exits 2 before
-anything is measured. (A rerun's times are never compared with a margin here: that would depend
-on the machine's load.)"""
+that run, a limit below a point's time exits 1 naming the point, a limit that judged no point
+exits 4, a bad budget file exits 2 before anything is measured. (A rerun's times are never
+compared with a margin here: that would depend on the machine's load.)"""
 
 from __future__ import annotations
 
@@ -35,10 +35,19 @@ def test_run_against_budgets_from_the_budget_command(invoke: Invoke, tmp_path: P
     )
     (tmp_path / "loose.toml").write_text(loose)
     passed = _run(invoke, tmp_path / "loose", "--budget", tmp_path / "loose.toml")
-    assert passed.exit_code == 0 and "every point within its limits" in passed.output
+    assert passed.exit_code == 0 and "every point judged is within its limits" in passed.output
     failed = _run(invoke, tmp_path / "tight", "--budget", tmp_path / "tight.toml")
     assert failed.exit_code == 1
     assert "budget: cosine:chunked fwd fp32 B1 H2 S64 D16: time" in failed.output and "over its limit" in failed.output
+
+
+def test_a_budget_that_judged_nothing_does_not_pass(invoke: Invoke, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.toml"  # a limit for a length this run did not measure
+    elsewhere.write_text('budget_version = 1\n[[point]]\nvariant = "cosine"\nseq = 128\ntime_ms = 1000000\n')
+    result = _run(invoke, tmp_path / "out", "--budget", elsewhere)
+    assert result.exit_code == 4
+    assert "budget: 1 limit(s) judged no point of this run: 1" in result.output
+    assert "INCONCLUSIVE" in result.output
 
 
 def test_a_bad_budget_is_refused_before_measuring(invoke: Invoke, tmp_path: Path) -> None:

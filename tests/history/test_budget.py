@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from history_runs import write_history
+from synthetic_runs import failed, series, write_run
 
-from linbench.history.budget import BudgetError, judge, read, write
+from linbench.history.budget import Budget, BudgetError, Judgement, Unjudged, judge, read, write
 from linbench.report.load import read_run
 
 POINT = ("gated-deltanet", "chunked", "2048")
@@ -20,20 +21,20 @@ def test_a_run_is_within_a_budget_made_from_it(tmp_path: Path) -> None:
     budget_file.write_text(write(read_run(run), 0.2))
     budget = read(budget_file)
     assert len(budget.limits) == 18 and all(limit.time_ms and limit.memory_bytes for limit in budget.limits)
-    assert judge(read_run(run), budget) == ([], [])
+    assert judge(read_run(run), budget) == Judgement([], [], [], [])
 
 
 def test_a_point_over_its_limit_is_named_with_how_far(tmp_path: Path) -> None:
     first, stepped = write_history(tmp_path / "runs", 2, step=1.5, step_from=2, point=POINT)
     budget_file = tmp_path / "budget.toml"
     budget_file.write_text(write(read_run(first), 0.2))
-    overruns, unmatched = judge(read_run(stepped), read(budget_file))
-    assert unmatched == []
-    assert {(o.point, o.what) for o in overruns} == {
+    judgement = judge(read_run(stepped), read(budget_file))
+    assert judgement.unmatched == [] and judgement.failed
+    assert {(o.point, o.what) for o in judgement.overruns} == {
         ("gated-deltanet:chunked fwd fp32 B1 H8 S2048 D64", "time"),
         ("gated-deltanet:chunked fwdbwd fp32 B1 H8 S2048 D64", "time"),
     }
-    assert all(0.0 < o.by < 0.5 for o in overruns)  # 1.5× against 1.2×, with the copies' noise
+    assert all(0.0 < o.by < 0.5 for o in judgement.overruns)  # 1.5× against 1.2×, with the copies' noise
 
 
 def test_a_limit_without_shape_bounds_every_shape(tmp_path: Path) -> None:
@@ -41,8 +42,58 @@ def test_a_limit_without_shape_bounds_every_shape(tmp_path: Path) -> None:
     budget_file = tmp_path / "budget.toml"
     budget_file.write_text('budget_version = 1\n[[point]]\nvariant = "softmax"\nimpl = "sdpa"\ntime_ms = 1e-6\n'
                            '[[point]]\nvariant = "kda"\ntime_ms = 1.0\n')  # fmt: skip
-    overruns, unmatched = judge(read_run(run), read(budget_file))
-    assert len(overruns) == 6 and unmatched == [2]
+    judgement = judge(read_run(run), read(budget_file))
+    assert len(judgement.overruns) == 6 and judgement.unmatched == [2]
+
+
+def _budget(tmp_path: Path, *limits: str) -> Budget:
+    path = tmp_path / "budget.toml"
+    path.write_text("budget_version = 1\n" + "".join(f"[[point]]\n{limit}\n" for limit in limits))
+    return read(path)
+
+
+CHUNKED = 'variant = "cosine"\nimpl = "chunked"\n'
+
+
+@pytest.mark.parametrize(
+    ("status", "limit", "over"),
+    [
+        ("timeout", "time_ms = 1000", True),  # a point too slow to finish is over any time limit
+        ("oom", "memory_bytes = 1e12", True),
+        ("error", "time_ms = 1000", True),
+        ("mismatch", "memory_bytes = 1e12", True),
+        ("oom", "time_ms = 1000", False),  # its time was never measured: not judged, not passed
+        ("timeout", "memory_bytes = 1e12", False),
+        ("skipped", "time_ms = 1000", False),
+    ],
+)
+def test_a_point_that_ended_without_a_figure_is_over_or_unjudged(
+    tmp_path: Path, status: str, limit: str, over: bool
+) -> None:
+    run = write_run(tmp_path / "run", [failed("cosine", "chunked", 2048, status)])
+    judgement = judge(read_run(run), _budget(tmp_path, CHUNKED + "seq = 2048\n" + limit))
+    ended = [Unjudged("cosine:chunked fwd fp32 B1 H8 S2048 D64", f"it ended {status}")]
+    assert judgement.failed is over
+    assert (judgement.broken, judgement.unjudged) == ((ended, []) if over else ([], ended))
+    assert judgement.unmatched == ([] if over else [1])  # a limit whose only point went unjudged judged nothing
+
+
+def test_a_limit_over_many_points_names_those_it_could_not_judge(tmp_path: Path) -> None:
+    rows = [*series("cosine", "chunked", lambda s: 1.0, seqs=(1024,)), failed("cosine", "chunked", 2048, "skipped")]
+    run = write_run(tmp_path / "run", rows)
+    judgement = judge(read_run(run), _budget(tmp_path, CHUNKED + "time_ms = 1000", 'variant = "kda"\ntime_ms = 1'))
+    assert not judgement.failed and judgement.overruns == []
+    assert judgement.unjudged == [Unjudged("cosine:chunked fwd fp32 B1 H8 S2048 D64", "it ended skipped")]
+    assert judgement.unmatched == [2]
+
+
+def test_a_memory_limit_on_a_point_without_memory_is_not_judged(tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", lambda s: 1.0, seqs=(1024,))
+    rows[0]["peak_bytes"] = None
+    run = write_run(tmp_path / "run", rows)
+    judgement = judge(read_run(run), _budget(tmp_path, CHUNKED + "memory_bytes = 1e12"))
+    assert judgement.unjudged == [Unjudged("cosine:chunked fwd fp32 B1 H8 S1024 D64", "its memory was not recorded")]
+    assert judgement.unmatched == [1] and not judgement.failed
 
 
 @pytest.mark.parametrize(
