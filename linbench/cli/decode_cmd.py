@@ -14,6 +14,7 @@ from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBase
 from linbench.cli.common import DEVICE_HELP, GATES_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, TP_HELP, V_HEADS_HELP
 from linbench.cli.errors import usage_errors
 from linbench.cli.help_panels import MeasureOption, OutputOption, ServingOption, ShapeOption, WhatOption
+from linbench.cli.outputs import run_out
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 
 # Every dtype --state-dtype takes (linbench/dtypes.py), the usual first.
@@ -81,7 +82,7 @@ def decode_command(
     ] = None,
     device: Annotated[str | None, MeasureOption("--device", help=f"{DEVICE_HELP}. Default: auto.")] = None,
     suite: Annotated[Path | None, WhatOption("--suite", help="A decode suite (TOML); flags override it.")] = None,
-    out: Annotated[Path, OutputOption("--out", help="Where run folders are made.")] = Path("results"),
+    out: Annotated[Path | None, OutputOption("--out", help="Where run folders are made.  [default: results]")] = None,
     resume: Annotated[
         Path | None, OutputOption("--resume", help="Finish the run in this folder: only its missing points run.")
     ] = None,
@@ -112,6 +113,7 @@ def decode_command(
     with usage_errors():
         options = take_old_names(options)
         request = sweep_request("decode", options)
+        out = run_out(resume, out)
     execute_sweep(
         request,
         resume=resume,

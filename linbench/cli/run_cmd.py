@@ -11,6 +11,7 @@ from linbench.cli.against_options import NO_AGAINST_HELP, OldBaseline, OldNoBase
 from linbench.cli.common import DEVICE_HELP, GATES_HELP, KV_HEADS_HELP, PLUGIN_HELP, PRESET_HELP, TP_HELP, V_HEADS_HELP
 from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.help_panels import MeasureOption, OutputOption, ShapeOption, WhatOption
+from linbench.cli.outputs import run_out
 from linbench.cli.run_flow import RANGE_HELP, execute_sweep, sweep_request
 from linbench.results.protocol import ENOUGH_THRESHOLD, EXTEND_ABOVE, TRUST_PROCESSES
 
@@ -89,7 +90,7 @@ def run_command(
     bidirectional: Annotated[bool, ShapeOption("--bidirectional", help="No masking.")] = False,
     device: Annotated[str | None, MeasureOption("--device", help=f"{DEVICE_HELP}. Default: auto.")] = None,
     suite: Annotated[Path | None, WhatOption("--suite", help="A TOML suite; flags override its keys.")] = None,
-    out: Annotated[Path, OutputOption("--out", help="Where run folders are made.")] = Path("results"),
+    out: Annotated[Path | None, OutputOption("--out", help="Where run folders are made.  [default: results]")] = None,
     resume: Annotated[
         Path | None, OutputOption("--resume", help="Finish the run in this folder: only its missing points run.")
     ] = None,
@@ -137,6 +138,7 @@ def run_command(
         options = take_old_names(options)
         request = sweep_request("run", options, causal=_masking(causal, bidirectional))
         spread = fleet.fleet_options(options)
+        out = run_out(resume, out)
         if budget is not None:
             _read_budget(budget)  # a bad budget file is refused before anything is measured
     if spread.given or (resume is not None and (resume / "fleet.json").is_file()):

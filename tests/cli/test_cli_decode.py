@@ -88,14 +88,16 @@ def test_resume_finishes_a_decode_run_and_run_refuses_it(invoke: Invoke, tmp_pat
         (("--dtype", "fp8"), ("fp8",)),
         (("--suite", "missing.toml"), ("missing.toml", "does not exist")),
         (("--resume", "."), ("not a linbench run folder",)),
+        (("--resume", ".", "--out", "elsewhere"), ("--resume finishes the run in '.', not under --out", "drop --out")),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_no_folder(
     invoke: Invoke, tmp_path: Path, args: tuple[str, ...], fragments: tuple[str, ...]
 ) -> None:
     out = tmp_path / "out"
-    device = () if "--resume" in args else CPU  # a resumed run keeps its own device
-    assert_usage_error(invoke("decode", *args, *device, "--out", out), *fragments)
+    # a resumed run keeps its own device and folder
+    where = () if "--resume" in args else (*CPU, "--out", out)
+    assert_usage_error(invoke("decode", *args, *where), *fragments)
     assert not out.exists()
 
 

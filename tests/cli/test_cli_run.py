@@ -113,6 +113,7 @@ def test_quiet_prints_only_the_plan_and_the_summary_line(invoke: Invoke, tmp_pat
         (("--plugin", "missing.py"), ("missing.py", "does not exist")),
         (("--timeout-s", "0"), ("timeout_s",)),
         (("--resume", "."), ("not a linbench run folder",)),
+        (("--resume", ".", "--out", "elsewhere"), ("--resume finishes the run in '.', not under --out", "drop --out")),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_no_folder(
@@ -120,7 +121,8 @@ def test_bad_input_exits_2_with_one_line_and_no_folder(
 ) -> None:
     out = tmp_path / "out"
     device = () if {"--device", "--resume"} & set(args) else CPU  # a resumed run keeps its own device
-    assert_usage_error(invoke("run", *args, *device, "--out", out), *fragments)
+    where = () if "--resume" in args else ("--out", out)  # and its own folder
+    assert_usage_error(invoke("run", *args, *device, *where), *fragments)
     assert not out.exists()
 
 
