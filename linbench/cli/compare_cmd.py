@@ -1,7 +1,7 @@
 """``linbench compare``: the regression gate. Exit 0 when every point was judged and none
 regressed, 1 when something regressed, 2 on a usage error, 3 when the control points say the
-machine changed (and nothing else failed), 4 when the comparison is inconclusive: some time
-could not be judged, or the runs did not measure the same things (gate/verdict.py). With
+machine changed (and nothing else failed), 4 when the comparison is inconclusive: some time,
+count or memory could not be judged, or the runs did not measure the same things (gate/verdict.py). With
 ``--changed-since``, a point whose impl runs the same code on both sides (no file it runs
 changed, nor any file every point runs) need not be judged: only the machine could move it."""
 
@@ -73,8 +73,10 @@ def compare_command(
 
     Exit status, the first that applies:
     1 regression: time, memory, launches, a broken point or an exponent bound;
-    4 inconclusive: some time was not judged (noisy or unverified points), the runs do not
-    match, or (with --changed-since) an impl whose code changed was measured by neither run;
+    4 inconclusive: some time was not judged (noisy or unverified points), a count or memory
+    was recorded on one side only, no point was judged, the runs do not match (a point of the
+    baseline missing from the current run included), or (with --changed-since) an impl whose
+    code changed was measured by neither run;
     the output names the points and the command that would judge them;
     3 environment changed: the control points all moved, and nothing else failed;
     0 pass: every point with a time on both sides was judged, and none regressed;

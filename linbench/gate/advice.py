@@ -149,6 +149,25 @@ def _fresh_folder(stem: str) -> str:
     return path
 
 
+def _not_judged_lines(comparison: Comparison) -> list[str]:
+    """The counts and memory recorded on one side only, and a comparison that judged nothing."""
+    lines = []
+    one_sided = comparison.one_sided
+    if one_sided:
+        shown = "; ".join(f"{point_label(p.key)} ({', '.join(p.one_sided)})" for p in one_sided[:SHOWN_POINTS])
+        more = f"; and {len(one_sided) - SHOWN_POINTS} more" if len(one_sided) > SHOWN_POINTS else ""
+        lines.append(
+            f"{len(one_sided)} point(s) recorded a count or memory on one side only (a run made before the column, "
+            f"or a count that failed), so it was not judged; measure both sides with this linbench: {shown}{more}"
+        )
+    if comparison.judged_nothing and not comparison.unjudged:  # else the unjudged points are named below
+        lines.append(
+            f"no point was judged: each of the {len(comparison.points)} points in both runs failed on both sides, "
+            "and a comparison that judged nothing does not pass"
+        )
+    return lines
+
+
 def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
     """For an inconclusive comparison: what was not judged, and the command that would judge it."""
     lines = [f"the runs do not match: {reason}" for reason in comparison.covered().reasons()]
@@ -160,6 +179,7 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
             "apart cannot tell apart; name impls the change does not touch as controls (--control, a suite's "
             "controls), or gate in one job with linbench ab (docs/ci.md)"
         )
+    lines += _not_judged_lines(comparison)
     same = comparison.unjudged_same_code
     if same:
         shown = "; ".join(point_label(p.key) for p in same[:SHOWN_POINTS])

@@ -29,7 +29,7 @@ import pandas as pd
 from linbench.gate.between import BetweenRuns, between_runs
 from linbench.gate.drift import DriftCheck, check_drift
 from linbench.gate.exponents import ExponentCheck, ExponentError, check_exponents
-from linbench.gate.point_diff import PointDiff
+from linbench.gate.point_diff import NOT_COMPARED, PointDiff
 from linbench.gate.points import Side, Thresholds, diff_point
 from linbench.gate.rule import UNJUDGED, gross_bar
 from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, ChangedCode, Coverage
@@ -109,11 +109,26 @@ class Comparison:
         return self.changed is not None and self.changed.same_code(f"{point.key['variant']}:{point.key['impl']}")
 
     @property
+    def one_sided(self) -> list[PointDiff]:
+        """The points with memory, launches or host syncs recorded on one side only."""
+        return [p for p in self.points if p.one_sided]
+
+    @property
+    def judged_nothing(self) -> bool:
+        """No point's time was judged (each failed on both sides, or could not be judged) and
+        none was excused as the same code: there is nothing to pass."""
+        judged = [p for p in self.points if p.time_verdict not in (*UNJUDGED, NOT_COMPARED)]
+        # compare_runs refuses runs with no point in common; a comparison made here without
+        # points is a test's, its coverage given
+        return bool(self.points) and not judged and not self.unjudged_same_code
+
+    @property
     def inconclusive(self) -> bool:
-        """Some time could not be judged, the runs did not measure the same things, the
-        whole run moved and nothing says whether the machine or the code did, or an impl whose
-        code changed was not measured."""
-        return bool(self.unjudged) or self.covered().mismatched or self.run_moved or bool(self.unmeasured)
+        """Some time, count or memory could not be judged, nothing was, the runs did not
+        measure the same things, the whole run moved and nothing says whether the machine or the
+        code did, or an impl whose code changed was not measured."""
+        unjudged = bool(self.unjudged) or bool(self.one_sided) or self.judged_nothing
+        return unjudged or self.covered().mismatched or self.run_moved or bool(self.unmeasured)
 
     @property
     def unmeasured(self) -> tuple[str, ...]:
@@ -143,6 +158,8 @@ class Comparison:
             "other_threads": self.count("other threads"),
             "unjudged": [p.key for p in self.unjudged],
             "unjudged_same_code": [p.key for p in self.unjudged_same_code],
+            "one_sided": [{**p.key, "measures": list(p.one_sided)} for p in self.one_sided],
+            "judged_nothing": self.judged_nothing,
             "mismatched": self.covered().reasons(),
             "between_runs": self.between.to_json() if self.between is not None else None,
             "run_moved": self.run_moved,

@@ -21,6 +21,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from linbench.gate.point_diff import ONE_SIDED
+
 # Peak RSS of one point in identical processes spread by up to 1.31 MiB (37 MiB points) in
 # repeated runs on a busy 2-core machine (docs/gate.md, "Memory on a CPU"); the floor sits above.
 CPU_MEMORY_FLOOR_BYTES = 2 << 20
@@ -31,16 +33,17 @@ class MemoryJudgement:
     base_bytes: float | None  # the reading compared: the largest process (exact) or the median (CPU)
     bytes: float | None
     growth: float | None  # bytes / base_bytes - 1
-    verdict: str  # same, smaller, larger, regression, -
+    verdict: str  # same, smaller, larger, regression, one side only, -
 
 
 def judge_memory(
     base: Sequence[float], cur: Sequence[float], exact: bool, max_growth: float, floor: float
 ) -> MemoryJudgement:
     """The verdict on each side's per-process peaks (``exact``: an allocator's count, else
-    peak RSS); ``-`` where a side has none."""
+    peak RSS); ``one side only`` where one side has none, ``-`` where neither has."""
     if not base or not cur:
-        return MemoryJudgement(_pick(base, exact), _pick(cur, exact), None, "-")
+        verdict = "-" if not base and not cur else ONE_SIDED
+        return MemoryJudgement(_pick(base, exact), _pick(cur, exact), None, verdict)
     base_bytes, cur_bytes = _pick(base, exact), _pick(cur, exact)
     assert base_bytes is not None and cur_bytes is not None
     growth = (cur_bytes - base_bytes) / base_bytes if base_bytes else None

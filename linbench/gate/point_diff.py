@@ -10,6 +10,11 @@ from typing import Any
 from linbench.gate.statistic import P20, fell_back
 
 TIME_FAILURES = ("regression",)
+# A point that failed on both sides: no time to judge on either.
+NOT_COMPARED = "not compared"
+# A count or a memory reading recorded on one side only: not judged, and not passed either
+# (an older run's schema, or a count that failed on one side).
+ONE_SIDED = "one side only"
 
 
 @dataclass(frozen=True)
@@ -38,10 +43,11 @@ class PointDiff:
     base_bytes: float | None
     bytes: float | None
     memory_growth: float | None
-    memory_verdict: str  # same, smaller, larger, regression, - (memory.py: exact on GPUs, tolerant on CPUs)
+    # same, smaller, larger, regression, one side only, - (memory.py: exact on GPUs, tolerant on CPUs)
+    memory_verdict: str
     base_kernels: float | None
     kernels: float | None
-    launch_verdict: str  # same, fewer, more, regression, -
+    launch_verdict: str  # same, fewer, more, regression, one side only, -
     gross: bool = False  # a time regression too large for any noise, found where the rule could not judge
     # What each process's time is (statistic.py): p20 on a CPU, graph median, or median (a
     # GPU's eager time, or a CPU's where a side recorded no p20); the eager time's beside it
@@ -55,7 +61,7 @@ class PointDiff:
     # (and a CUDA graph of it cannot be captured, so graph timing cannot show it).
     base_syncs: float | None = None
     syncs: float | None = None
-    sync_verdict: str = "-"  # same, fewer, regression (any more: no threshold), -
+    sync_verdict: str = "-"  # same, fewer, regression (any more: no threshold), one side only, -
 
     @property
     def fell_back(self) -> bool:
@@ -76,6 +82,16 @@ class PointDiff:
             self.launch_verdict,
             self.sync_verdict,
         )
+
+    @property
+    def one_sided(self) -> tuple[str, ...]:
+        """The measures (memory, launches, host syncs) this point recorded on one side only."""
+        verdicts = (
+            ("memory", self.memory_verdict),
+            ("launches", self.launch_verdict),
+            ("host syncs", self.sync_verdict),
+        )
+        return tuple(name for name, verdict in verdicts if verdict == ONE_SIDED)
 
     @property
     def regressed(self) -> bool:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from linbench.gate.between import BetweenRuns
 from linbench.gate.memory import CPU_MEMORY_FLOOR_BYTES, MemoryJudgement, judge_memory
-from linbench.gate.point_diff import PointDiff
+from linbench.gate.point_diff import NOT_COMPARED, ONE_SIDED, PointDiff
 from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, TimeJudgement, TimeRule, judge
 from linbench.gate.statistic import COLUMN, CPU_TIME, GRAPH, PACED, SHOWN_COLUMN, all_positive, chosen
 from linbench.report.series import plain
@@ -280,7 +280,7 @@ def _status_verdict(base: Side, cur: Side) -> str | None:
     if base.ok and not cur.ok:
         return "broken"
     if not base.ok:
-        return "fixed" if cur.ok else "not compared"
+        return "fixed" if cur.ok else NOT_COMPARED
     return None
 
 
@@ -305,7 +305,7 @@ def _launch_verdict(base: float | None, cur: float | None, max_growth: float) ->
     """Kernels per call (and host syncs, at ``max_growth`` 0) are counted, not sampled: any
     growth past ``max_growth`` fails (from 0: any at all)."""
     if base is None or cur is None:
-        return "-"
+        return "-" if base is None and cur is None else ONE_SIDED
     if cur > base * (1 + max_growth):
         return "regression"
     if cur > base:

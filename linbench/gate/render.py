@@ -282,6 +282,10 @@ def verdict_line(comparison: Comparison) -> str:
         summary += f"; {syncs} host-sync regression(s)"
     if comparison.exponents:
         summary += f"; {exponents} of {len(comparison.exponents)} exponent bound(s) exceeded"
+    if comparison.one_sided:
+        summary += f"; {len(comparison.one_sided)} point(s) with a count or memory on one side only (not judged)"
+    if comparison.judged_nothing:
+        summary += "; no point was judged"
     if comparison.covered().mismatched:
         summary += "; the runs do not match"
     if comparison.unmeasured:

@@ -2,8 +2,10 @@
 
 A gate that passes must have judged what it was given. A point whose time could not be judged
 (``noisy``: its processes disagree too much; ``unverified``: too few of them) did not pass, and
-neither did a pair of runs that measured different things (a cosine run against a plugin run):
-both make the comparison *inconclusive*, which is not a pass. A regression still wins (it was
+neither did a pair of runs that measured different things (a cosine run against a plugin run), a
+current run without a point the baseline measured, a count or memory reading recorded on one side
+only, or a comparison whose every point failed on both sides (nothing judged): each makes the
+comparison *inconclusive*, which is not a pass. A regression still wins (it was
 found on what could be judged); the environment check (drift.py) comes after inconclusive,
 since control points that could not all be judged cannot clear the machine either. The exit
 status each verdict maps to is the command's (cli/compare_cmd.py).
@@ -54,8 +56,9 @@ class Coverage:
 
     @property
     def mismatched(self) -> bool:
-        """The runs did not measure the same things: their comparison cannot pass."""
-        return self.mostly_unmatched or self.impls_differ
+        """The runs did not measure the same things, or the current run left out points the
+        baseline measured (an interrupted run, a torn row): their comparison cannot pass."""
+        return self.mostly_unmatched or self.impls_differ or self.baseline_only > 0
 
     def reasons(self) -> list[str]:
         """Why the runs do not match, one line each (none when they do)."""
@@ -69,6 +72,11 @@ class Coverage:
         if self.mostly_unmatched:
             total = self.matched + self.unmatched
             lines.append(f"{self.unmatched} of {total} points are in one run only: the runs are not of one sweep")
+        elif self.baseline_only and not self.impls_differ:  # else the impls' line says it
+            lines.append(
+                f"{self.baseline_only} point(s) of the baseline have no row in the current run, so they were not "
+                "judged (finish the run with linbench run --resume, or rerun it)"
+            )
         return lines
 
 

@@ -50,7 +50,10 @@ def test_gpu_memory_is_exact(tmp_path: Path) -> None:
         ([37 * MIB, 37.1 * MIB, 37.2 * MIB], [37.0 * MIB, 41.1 * MIB, 41.2 * MIB], False, "larger"),
         # On a GPU the largest process is compared: readings are exact, so no overlap test.
         ([37 * MIB, 37 * MIB], [37 * MIB, 41 * MIB], True, "regression"),
-        ([], [37 * MIB], False, "-"),
+        # A reading on one side only is not judged, and not passed (compare.py: inconclusive).
+        ([], [37 * MIB], False, "one side only"),
+        ([37 * MIB], [], True, "one side only"),
+        ([], [], True, "-"),
     ],
 )
 def test_judge_memory(base: list[float], cur: list[float], exact: bool, verdict: str) -> None:

@@ -1,6 +1,7 @@
 """A comparison's verdict as a whole (CPU, synthetic runs): pass only when every point with a
-time on both sides was judged; inconclusive when some time was not (noisy, unverified) or the
-runs did not measure the same things; a regression wins over both, and inconclusive over an
+time on both sides was judged; inconclusive when some time was not (noisy, unverified), the
+runs did not measure the same things, the current run lacks a point of the baseline, a count is
+on one side only, or nothing was judged; a regression wins over all, and inconclusive over an
 environment change."""
 
 from __future__ import annotations
@@ -8,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from synthetic_processes import NOISY, QUIET, planted, write_process_run
-from synthetic_runs import scaled, series, write_run
+from synthetic_runs import failed, scaled, series, write_run
 
+from linbench.gate.advice import judging_lines
 from linbench.gate.compare import Thresholds, compare_runs
+from linbench.gate.render import verdict_line
 from linbench.report.load import read_run
 
 LINEAR = lambda s: 0.01 * s  # noqa: E731
@@ -133,3 +136,35 @@ def test_a_baseline_from_before_kv_heads_and_chunk_matches_every_point(tmp_path:
     comparison = compare_runs(old, current, Thresholds())
     assert comparison.verdict == "pass" and len(comparison.points) == len(SEQS)
     assert not comparison.baseline_only and not comparison.current_only
+
+
+def test_points_that_failed_on_both_sides_judge_nothing_and_do_not_pass(tmp_path: Path) -> None:
+    rows = [failed("cosine", "chunked", seq, "oom") for seq in SEQS]
+    comparison = _compare(tmp_path, rows, rows)
+    assert {p.time_verdict for p in comparison.points} == {"not compared"}
+    assert comparison.judged_nothing and comparison.verdict == "inconclusive"
+    assert "no point was judged" in verdict_line(comparison)
+    assert any(
+        line.startswith("no point was judged: each of the 3 points") for line in judging_lines(comparison, Thresholds())
+    )
+    one_judged = _compare(tmp_path / "one", [*rows[:2], *_rows(seqs=(4096,))], [*rows[:2], *_rows(seqs=(4096,))])
+    assert not one_judged.judged_nothing and one_judged.verdict == "pass"  # the sweep's reach, where it was judged
+
+
+def test_a_point_of_the_baseline_missing_from_the_current_run_is_not_a_pass(tmp_path: Path) -> None:
+    comparison = _compare(tmp_path, _rows(), _rows(seqs=SEQS[:2]))  # an interrupted run: 4096 never ran
+    assert not comparison.covered().mostly_unmatched and comparison.verdict == "inconclusive"
+    (reason,) = comparison.covered().reasons()
+    assert reason.startswith("1 point(s) of the baseline have no row in the current run")
+    grown = _compare(tmp_path / "grown", _rows(seqs=SEQS[:2]), _rows())  # a point added is no loss
+    assert grown.verdict == "pass"
+
+
+def test_a_count_on_one_side_only_is_not_judged_and_not_a_pass(tmp_path: Path) -> None:
+    rows = _rows()
+    counted = [dict(row, kernels_per_call=12, host_syncs=1) for row in rows]
+    comparison = _compare(tmp_path, counted, rows)  # the current run's counts failed, or predate the column
+    assert [p.one_sided for p in comparison.points] == [("launches", "host syncs")] * 3
+    assert comparison.verdict == "inconclusive" and not comparison.failed
+    assert "3 point(s) with a count or memory on one side only (not judged)" in verdict_line(comparison)
+    assert _compare(tmp_path / "both", counted, counted).verdict == "pass"
