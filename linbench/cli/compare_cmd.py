@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from linbench.gate.verdict import ChangedCode
 
 # The exit status of each verdict (gate/verdict.py); 2 is a usage error (cli/errors.py).
+# How a run measured from a checkout with local changes records its commit (machine/facts.py).
+DIRTY = "-dirty"
 EXIT_STATUS = {"pass": 0, "regression": 1, "environment changed": 3, "inconclusive": 4}
 BYTE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 10**6, "gb": 10**9}
 HELP = {
@@ -45,9 +47,9 @@ HELP = {
     "exponent": "VARIANT=X or VARIANT:IMPL=X: fail when a fitted time-in-length exponent of CURRENT exceeds X "
     "(repeatable).",
     "force": "Compare runs from different devices.",
-    "changed_since": "A git revision of this checkout: the impls whose code changed since it (git diff, untracked "
-    "files included, mapped by the import graph) must be measured by a run, or the comparison is inconclusive "
-    "(exit 4) and names them.",
+    "changed_since": "A git revision of this checkout, the one BASELINE was measured at (CURRENT measured at this "
+    "checkout): the impls whose code changed since it (git diff, untracked files included, mapped by the import "
+    "graph) must be measured by a run, or the comparison is inconclusive (exit 4) and names them.",
 }
 
 
@@ -104,7 +106,7 @@ def compare_command(
             check_same_device(base_run, cur_run)
         comparison = compare_runs(base_run, cur_run, thresholds)
         if changed_since is not None:
-            comparison.changed = changed_code(changed_since, cur_run.meta)
+            comparison.changed = changed_code(changed_since, cur_run.meta, base_run.meta)
     configs = config_changes(base_run, cur_run, comparison)  # the autotuner's choices, beside the verdict
     _print(comparison, chosen, _load_lines(base_run.meta, cur_run.meta), thresholds, configs)
     status = EXIT_STATUS[comparison.verdict]
@@ -112,9 +114,13 @@ def compare_command(
         raise typer.Exit(status)
 
 
-def changed_code(revision: str, meta: Mapping[str, Any] | None = None) -> ChangedCode:
+def changed_code(
+    revision: str, meta: Mapping[str, Any] | None = None, baseline_meta: Mapping[str, Any] | None = None
+) -> ChangedCode:
     """The code of this checkout changed since ``revision`` (ab/changes.py); a ValueError
-    (a usage error) when it is no revision of the checkout. An impl the current run's
+    (a usage error) when it is no revision of the checkout, or, given the runs' ``meta`` and
+    ``baseline_meta``, when they were not measured at ``revision`` and at this checkout
+    (measured_at): the diff would then not be the runs' own. An impl the current run's
     ``meta`` (an A/B's merged run) records as traced running none of the changed code of the
     files it is tied to (ab/ran_code.py), all of which are among them still, is not counted as
     changed."""
@@ -128,6 +134,8 @@ def changed_code(revision: str, meta: Mapping[str, Any] | None = None) -> Change
         sha = resolve_revision(root, revision)
     except WorktreeError:
         raise ValueError(f"--changed-since {revision!r} is not a commit of {root}") from None
+    if baseline_meta is not None:
+        check_measured_at(revision, sha, resolve_revision(root, "HEAD"), baseline_meta, meta or {})
     changes = changes_since(root, sha)
     ab = (meta or {}).get("ab")
     traced = ab.get(NOT_RUN) if isinstance(ab, dict) else None
@@ -139,6 +147,37 @@ def changed_code(revision: str, meta: Mapping[str, Any] | None = None) -> Change
     )
     impls = tuple(name for name in changes.names if name not in not_run)
     return ChangedCode(revision, impls, changes.infrastructure, not_run, changes.unchanged)
+
+
+def check_measured_at(
+    revision: str, sha: str, head: str, baseline_meta: Mapping[str, Any], current_meta: Mapping[str, Any]
+) -> None:
+    """ValueError unless the baseline was measured at ``sha`` (``revision``) and the current run
+    at this checkout's ``head``, as each run's meta.json records (``git_sha``): what changed
+    between them is then this checkout's diff from ``revision``, and an impl outside it runs the
+    same code on both sides. Else "same code" would excuse points whose code did change."""
+    base, cur = _commit(baseline_meta), _commit(current_meta)
+    if base is None or base.endswith(DIRTY):
+        how = "records no linbench commit" if base is None else "was measured with local changes"
+        raise ValueError(
+            f"--changed-since: the baseline {how} (meta.json git_sha), so what changed since it is unknown"
+        )
+    if base != sha:
+        raise ValueError(
+            f"--changed-since {revision!r} is {sha[:12]}, but the baseline was measured at {base[:12]}: "
+            f"give --changed-since {base[:12]}"
+        )
+    if cur is None or cur.removesuffix(DIRTY) != head:
+        where = cur[:12] if cur else "no recorded commit"
+        raise ValueError(
+            f"--changed-since: the current run was measured at {where}, not at this checkout's {head[:12]}: "
+            "compare from a checkout of the commit it was measured at"
+        )
+
+
+def _commit(meta: Mapping[str, Any]) -> str | None:
+    value = meta.get("git_sha")
+    return value if isinstance(value, str) and value else None
 
 
 def _load_lines(baseline: dict, current: dict) -> list[str]:

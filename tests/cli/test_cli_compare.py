@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -235,11 +236,52 @@ def test_changed_since_names_the_changed_impls_neither_run_measured(
 
     planted = Touched({"gated-deltanet:chunked": ("linbench/variants/gated/triangular.py",)}, (), ())
     monkeypatch.setattr(changes, "changes_since", lambda root, sha: planted)
-    base, same = _pair(tmp_path, _suite())
+    base, same = (_measured_at(run, _head()) for run in _pair(tmp_path, _suite()))
     result = invoke("compare", base, same, "--changed-since", "HEAD")
     assert result.exit_code == 4, result.output
     assert "measured by neither run: gated-deltanet:chunked" in result.stdout
     assert "1 changed impl(s) not measured" in result.stdout
+
+
+def _head() -> str:
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+
+def _measured_at(run: Path, sha: str | None) -> Path:
+    """``run`` with meta.json's linbench commit set to ``sha`` (None: none recorded)."""
+    meta = json.loads((run / "meta.json").read_text())
+    meta.pop("git_sha", None)
+    (run / "meta.json").write_text(json.dumps(meta | ({"git_sha": sha} if sha else {})))
+    return run
+
+
+@pytest.mark.parametrize(
+    ("base_sha", "cur_sha", "said"),
+    [
+        (None, "HEAD", "the baseline records no linbench commit"),
+        ("HEAD-dirty", "HEAD", "the baseline was measured with local changes"),
+        ("0" * 40, "HEAD", "but the baseline was measured at 000000000000: give --changed-since 000000000000"),
+        ("HEAD", "f" * 40, "the current run was measured at ffffffffffff, not at this checkout's"),
+        ("HEAD", None, "the current run was measured at no recorded commit, not at"),
+    ],
+)
+def test_changed_since_is_refused_unless_the_runs_were_measured_at_the_revision_and_this_checkout(
+    invoke: Invoke, tmp_path: Path, base_sha: str | None, cur_sha: str | None, said: str
+) -> None:
+    """Else "same code" would excuse points whose code changed between the runs: a baseline
+    older than REV holds every change since it, not only those since REV."""
+    head = _head()
+    real = lambda sha: sha.replace("HEAD", head) if sha else None  # noqa: E731 - the test's own commit
+    base, cur = _pair(tmp_path, _suite())
+    result = invoke(
+        "compare", _measured_at(base, real(base_sha)), _measured_at(cur, real(cur_sha)), "--changed-since", "HEAD"
+    )
+    assert_usage_error(result, said)
+    dirty_current = invoke(
+        "compare", _measured_at(base, head), _measured_at(cur, f"{head}-dirty"), "--changed-since", "HEAD"
+    )
+    assert dirty_current.exit_code in (0, 4), dirty_current.output  # the checkout's own changes are in its diff
 
 
 def test_changed_since_trusts_a_recorded_trace_only_while_it_covers_the_changed_files(
