@@ -11,6 +11,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -46,7 +47,8 @@ HELP = {
     "an allocator's count (GPUs, and a CPU's alloc_peak_bytes).",
     "exponent": "VARIANT=X or VARIANT:IMPL=X: fail when a fitted time-in-length exponent of CURRENT exceeds X "
     "(repeatable).",
-    "force": "Compare runs from different devices.",
+    "force": "Compare runs from different devices, or measured with other software (torch, CUDA, a library's "
+    "version); what differs is said beside the verdict.",
     "changed_since": "A git revision of this checkout, the one BASELINE was measured at (CURRENT measured at this "
     "checkout): the impls whose code changed since it (git diff, untracked files included, mapped by the import "
     "graph) must be measured by a run, or the comparison is inconclusive (exit 4) and names them.",
@@ -84,7 +86,7 @@ def compare_command(
     0 pass: every point with a time on both sides was judged, and none regressed;
     2 usage error.
     """
-    from linbench.gate.compare import Thresholds, check_same_device, compare_runs
+    from linbench.gate.compare import Thresholds, check_same_device, compare_runs, environment_lines
     from linbench.gate.configs import config_changes
     from linbench.report.load import read_single_run
 
@@ -108,7 +110,8 @@ def compare_command(
         if changed_since is not None:
             comparison.changed = changed_code(changed_since, cur_run.meta, base_run.meta)
     configs = config_changes(base_run, cur_run, comparison)  # the autotuner's choices, beside the verdict
-    _print(comparison, chosen, _load_lines(base_run.meta, cur_run.meta), thresholds, configs)
+    machines = Machines(environment_lines(base_run, cur_run), _load_lines(base_run.meta, cur_run.meta))
+    _print(comparison, chosen, machines, thresholds, configs)
     status = EXIT_STATUS[comparison.verdict]
     if status:
         raise typer.Exit(status)
@@ -180,6 +183,15 @@ def _commit(meta: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+@dataclass(frozen=True)
+class Machines:
+    """What the output says of the machines: how the runs' machines and software differ, and
+    which run was measured on a busy machine."""
+
+    environment: list[str]
+    load: list[str]
+
+
 def _load_lines(baseline: dict, current: dict) -> list[str]:
     """A warning for each run that was measured on a busy machine: its times may be off."""
     from linbench.results.machine_load import load_warning
@@ -189,7 +201,7 @@ def _load_lines(baseline: dict, current: dict) -> list[str]:
 
 
 def _print(
-    comparison: Comparison, chosen: str, load_lines: list[str], thresholds: Thresholds, configs: list[ConfigChange]
+    comparison: Comparison, chosen: str, machines: Machines, thresholds: Thresholds, configs: list[ConfigChange]
 ) -> None:
     from linbench.gate.advice import judging_lines
     from linbench.gate.configs import config_json, config_lines
@@ -215,12 +227,14 @@ def _print(
         *between_lines(comparison),
         *config_lines(configs),
         *advice,
-        *load_lines,
+        *machines.environment,
+        *machines.load,
     ]
     if chosen == "json":
         report = comparison.to_json() | {"exit_status": EXIT_STATUS[comparison.verdict]}
         report["triton_configs_differ"] = config_json(configs)
-        typer.echo(json.dumps(report | {"advice": advice, "load_warnings": load_lines}, indent=2))
+        said = {"advice": advice, "environment_differs": machines.environment, "load_warnings": machines.load}
+        typer.echo(json.dumps(report | said, indent=2))
     elif chosen == "md":
         typer.echo(markdown(tables, "linbench compare"))
         typer.echo("\n".join(f"- {line}" for line in notes))

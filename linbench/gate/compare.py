@@ -35,7 +35,7 @@ from linbench.gate.rule import UNJUDGED, gross_bar
 from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, ChangedCode, Coverage
 from linbench.report.load import Run
 from linbench.report.series import plain
-from linbench.results.meta import timing_protocol
+from linbench.results.meta import machine_differences, software_differences, timing_protocol
 from linbench.results.protocol import ProcessProtocol, ProtocolError
 from linbench.results.schema import KEY_COLUMNS
 
@@ -177,13 +177,33 @@ def device_names(run: Run) -> set[str]:
 
 
 def check_same_device(baseline: Run, current: Run) -> None:
-    """CompareError when the runs come from different device models."""
+    """CompareError when the runs come from different device models, or were measured with
+    other software (torch, CUDA, a library's version): either side's times are then of other
+    code than the change under test."""
     base, cur = device_names(baseline), device_names(current)
     if base != cur:
         raise CompareError(
             f"the runs come from different devices ({', '.join(sorted(base))} against {', '.join(sorted(cur))}); "
             "pass --force to compare them anyway"
         )
+    software = software_differences(baseline.meta, current.meta)
+    if software:
+        raise CompareError(
+            f"the runs were measured with other software ({'; '.join(software)}): record the baseline again with "
+            "this software, or pass --force to compare them anyway"
+        )
+
+
+def environment_lines(baseline: Run, current: Run) -> list[str]:
+    """What differs between the runs' machines and software, in one line (none when nothing
+    does): said beside every verdict, forced or not."""
+    differences = [
+        *software_differences(baseline.meta, current.meta),
+        *machine_differences(baseline.meta, current.meta),
+    ]
+    if not differences:
+        return []
+    return [f"the runs were measured on other machines or software: {'; '.join(differences)}"]
 
 
 def _with_device_type(frame: pd.DataFrame) -> pd.DataFrame:

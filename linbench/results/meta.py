@@ -201,3 +201,43 @@ class Provenance:
             and (now := getattr(here, f.name)) is not None
             and there != now
         ]
+
+
+# meta.json's top-level keys (runner/provenance.py) whose difference makes two runs measure other
+# code than the change under test: torch, its CUDA, and each optional library's version (the
+# distribution's name, "-" written "_"; fla's hand-off to other libraries beside fla-core's).
+# A test checks LIBRARY_KEYS against the registry's libraries.
+SOFTWARE_KEYS = {"torch": "torch", "cuda": "CUDA"}
+LIBRARY_KEYS = (
+    *("cuda_linear_attention", "fla_core", "fla_backend_dispatch", "flash_attn", "flash_attn_3", "flash_attn_4"),
+    *("flash_kda", "flash_qla", "flashinfer_python", "mamba_ssm", "nvidia_cudnn_frontend"),
+)
+# Keys of the machine that may differ between two runners of one GPU model (a pool of hosts):
+# named where they differ, as what the between-run term and the controls must then explain.
+MACHINE_KEYS = {
+    "driver_version": "driver",
+    "cpu_model": "CPU",
+    "cpu_count": "cores",
+    "device_memory_bytes": "device memory",
+    "python": "python",
+}
+
+
+def meta_differences(baseline: Mapping[str, Any], current: Mapping[str, Any], names: Mapping[str, str]) -> list[str]:
+    """Each of ``names``' keys whose value differs between the two runs' meta.json, in words
+    ("torch '2.11.0' in the baseline, '2.12.0' in current"); a key either lacks is not compared."""
+    return [
+        f"{word} {baseline[key]!r} in the baseline, {current[key]!r} in current"
+        for key, word in names.items()
+        if baseline.get(key) is not None and current.get(key) is not None and baseline[key] != current[key]
+    ]
+
+
+def software_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What code besides linbench's measured the two runs differently: torch, CUDA, libraries."""
+    return meta_differences(baseline, current, SOFTWARE_KEYS | {key: key for key in LIBRARY_KEYS})
+
+
+def machine_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """How the two runs' machines differ beyond the device model (MACHINE_KEYS)."""
+    return meta_differences(baseline, current, MACHINE_KEYS)

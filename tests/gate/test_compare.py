@@ -9,7 +9,7 @@ import pytest
 from synthetic_processes import MODERATE, NOISY, QUIET, planted, write_process_run
 from synthetic_runs import failed, scaled, series, write_run
 
-from linbench.gate.compare import CompareError, Thresholds, check_same_device, compare_runs
+from linbench.gate.compare import CompareError, Thresholds, check_same_device, compare_runs, environment_lines
 from linbench.gate.render import _launch_cell, verdict_line
 from linbench.report.load import read_run
 
@@ -191,6 +191,29 @@ def test_runs_from_different_devices_are_refused(tmp_path: Path) -> None:
     other = [{**row, "device_name": "Other CPU"} for row in rows]
     with pytest.raises(CompareError, match="different devices"):
         check_same_device(*_runs(tmp_path, rows, other))
+
+
+def _with_meta(run, **meta):  # type: ignore[no-untyped-def]
+    run.meta.update(meta)
+    return run
+
+
+def test_runs_measured_with_other_software_are_refused_and_other_machines_named(tmp_path: Path) -> None:
+    rows = series("cosine", "chunked", LINEAR)
+    base, cur = _runs(tmp_path, rows, rows)
+    _with_meta(base, torch="2.11.0", fla_core="0.5.0", driver_version="580.1", cpu_count=16)
+    _with_meta(cur, torch="2.11.0", fla_core="0.6.0", driver_version="580.2", cpu_count=16)
+    with pytest.raises(CompareError, match=r"other software \(fla_core '0.5.0' in the baseline, '0.6.0' in current\)"):
+        check_same_device(base, cur)
+    (line,) = environment_lines(base, cur)  # said beside the verdict when forced
+    assert line.endswith(
+        "fla_core '0.5.0' in the baseline, '0.6.0' in current; driver '580.1' in the baseline, '580.2' in current"
+    )
+    _with_meta(cur, fla_core="0.5.0", torch=None)  # a key one run lacks is not compared
+    check_same_device(base, cur)
+    assert environment_lines(base, cur) == [
+        "the runs were measured on other machines or software: driver '580.1' in the baseline, '580.2' in current"
+    ]
 
 
 def test_an_exponent_bound_catches_an_impl_turning_quadratic(tmp_path: Path) -> None:

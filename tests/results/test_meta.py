@@ -86,3 +86,12 @@ def test_the_timing_protocol_reads_back_what_the_run_writes() -> None:
     assert section["budget_s"] == 0.3
     assert meta.timing_protocol({"timing_protocol": section}) == protocol
     assert meta.timing_protocol({}) == meta.ProcessProtocol(enough_se=None)  # a run before the rule
+
+
+def test_library_keys_are_the_registry_s_libraries_as_meta_json_writes_them() -> None:
+    """compare refuses runs measured with other library versions only for the keys it knows."""
+    from linbench.results.meta import LIBRARY_KEYS
+    from linbench.variants.registry import optional_libraries
+
+    written = {name.replace("-", "_") for name in optional_libraries()} | {"fla_backend_dispatch"}
+    assert set(LIBRARY_KEYS) == written
