@@ -17,7 +17,7 @@ def check_output(path: Path, what: str) -> None:
     a run folder's own file, or a folder."""
     problem = run_file_problem(path)
     if problem is not None:
-        raise CliUsageError(f"cannot write {what} to {problem}")
+        raise CliUsageError(f"cannot write {what} to {str(path)!r}: {problem}")
     if path.is_dir():
         raise CliUsageError(f"cannot write {what} to {str(path)!r}: it is a folder; give a file name")
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -102,12 +103,14 @@ RUN_FILES = (RESULTS_FILE, PROCESSES_FILE, SAMPLES_FILE, META_FILE, WORKER_LOG)
 
 
 def run_file_problem(path: Path) -> str | None:
-    """Why ``path`` must not be written: it is one of a run folder's own files (a folder with a
-    results.csv or a meta.json), which a report, a budget or a page written over it would
-    destroy; None otherwise."""
-    folder = path.parent
-    if path.name in RUN_FILES and ((folder / RESULTS_FILE).is_file() or (folder / META_FILE).is_file()):
-        return f"{str(path)!r} is a file of the run folder {str(folder)!r}; linbench never writes over a run's files"
+    """Why ``path`` must not be written: it is, or links to, one of a run folder's own files (a
+    folder with a results.csv or a meta.json), which a report, a budget or a page written over
+    it would destroy; None otherwise. The path is resolved first, links and ``..`` included
+    (``RUN/new/../results.csv`` is RUN's results.csv, though ``new`` does not exist yet)."""
+    for where in dict.fromkeys((path, Path(os.path.realpath(path)))):
+        folder = where.parent
+        if where.name in RUN_FILES and ((folder / RESULTS_FILE).is_file() or (folder / META_FILE).is_file()):
+            return f"it is {where.name} of the run folder {str(folder)!r}; linbench never writes over a run's files"
     return None
 
 

@@ -40,9 +40,30 @@ def test_no_output_is_written_over_a_run_s_own_file(invoke, run: Path, command: 
     before = _files(run)
     result = invoke(*(part.format(run=run) for part in command), run / target)
     assert result.exit_code == 2, result.output
-    assert "is a file of the run folder" in result.stderr and "never writes over a run's files" in result.stderr
+    assert f": it is {target} of the run folder" in result.stderr and "never writes over a run's files" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
     assert _files(run) == before
+
+
+@pytest.mark.parametrize(
+    "command", [("budget", "{run}", "--out"), ("report", "{run}", "--out"), ("history", "{run}", "--html")]
+)
+@pytest.mark.parametrize("how", ["dot-dot", "link"])
+def test_a_path_that_leads_to_a_run_s_own_file_is_refused_too(
+    invoke, run: Path, tmp_path: Path, command: tuple[str, ...], how: str
+) -> None:
+    """Defect: RUN/new/../results.csv (new not yet made) and a link to RUN/meta.json passed the
+    check, then the output was written over the run's file."""
+    before = _files(run)
+    if how == "link":
+        target = tmp_path / "out.txt"
+        target.symlink_to(run / "meta.json")
+    else:
+        target = run / "new" / ".." / "results.csv"
+    result = invoke(*(part.format(run=run) for part in command), target)
+    assert result.exit_code == 2, result.output
+    assert "of the run folder" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert _files(run) == before and not (run / "new").exists()
 
 
 @pytest.mark.parametrize("option", ["--out", "--plot"])
