@@ -159,12 +159,10 @@ def check_measured_at(
     at this checkout's ``head``, as each run's meta.json records (``git_sha``): what changed
     between them is then this checkout's diff from ``revision``, and an impl outside it runs the
     same code on both sides. Else "same code" would excuse points whose code did change."""
-    base, cur = _commit(baseline_meta), _commit(current_meta)
+    base, cur = _commit(baseline_meta, "baseline"), _commit(current_meta, "current")
     if base is None or base.endswith(DIRTY):
         how = "records no linbench commit" if base is None else "was measured with local changes"
-        raise ValueError(
-            f"--changed-since: the baseline {how} (meta.json git_sha), so what changed since it is unknown"
-        )
+        raise ValueError(f"--changed-since: the baseline {how} (meta.json git_sha): what changed since it is unknown")
     if base != sha:
         raise ValueError(
             f"--changed-since {revision!r} is {sha[:12]}, but the baseline was measured at {base[:12]}: "
@@ -178,8 +176,13 @@ def check_measured_at(
         )
 
 
-def _commit(meta: Mapping[str, Any]) -> str | None:
-    value = meta.get("git_sha")
+def _commit(meta: Mapping[str, Any], side: str) -> str | None:
+    """The commit a run was measured at: for a side of ``linbench ab``, the one its job records
+    for that side (``ab.revisions``: the job measured each side at it); else the run's git_sha."""
+    ab = meta.get("ab")
+    revisions = ab.get("revisions") if isinstance(ab, dict) else None
+    recorded = revisions.get(side) if isinstance(revisions, dict) else None
+    value = recorded.get("sha") if isinstance(recorded, dict) else meta.get("git_sha")
     return value if isinstance(value, str) and value else None
 
 

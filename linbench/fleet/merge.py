@@ -23,6 +23,7 @@ It refuses, with one line naming what differs:
   real ones, or attempts that ran different software (torch, linbench commit, schema), unless
   ``allow_mixed`` (``linbench merge --allow-mixed``);
 * points without a row, unless ``allow_partial``;
+* a point the run's results.csv (an earlier merge's) holds that no attempt has a row for now;
 * a column this linbench does not write (an attempt of a newer one), unless ``allow_mixed``,
   which leaves it out.
 """
@@ -48,7 +49,7 @@ from linbench.results.schema import (
     WHERE_COLUMNS,
     UnknownColumnError,
 )
-from linbench.results.store import PROCESSES_FILE, SAMPLES_FILE, RunStore
+from linbench.results.store import PROCESSES_FILE, RESULTS_FILE, SAMPLES_FILE, RunStore
 
 # meta.json keys that must agree across the attempts of one run (the software that measured).
 SOFTWARE = ("schema_version", "torch", "cuda", "git_sha", "linbench_version", "python")
@@ -108,8 +109,23 @@ def merge_run(run_dir: Path, *, allow_mixed: bool = False, allow_partial: bool =
         )
     if not allow_mixed:
         _check_unmixed(chosen, settings, attempts_used)
+    _check_keeps_merged(run_dir, chosen)
     _write(run_dir, chosen, _meta(attempts_used, digest, summary, allow_mixed), allow_mixed)
     return summary
+
+
+def _check_keeps_merged(run_dir: Path, chosen: Sequence[Chosen]) -> None:
+    """MergeError when the run's results.csv, as an earlier merge wrote it, holds points the
+    shards no longer give a row (their attempt folders removed or emptied): replacing it would
+    drop those rows, and their processes and samples, without a word."""
+    merged = {row_key(row) for row in whole_rows(run_dir / RESULTS_FILE)}
+    lost = merged - {c.key for c in chosen}
+    if lost:
+        raise MergeError(
+            f"{run_dir / RESULTS_FILE} holds {len(lost)} point(s) that no shard attempt has a row for now (their "
+            "attempt folders were removed or emptied); merging would drop them: put the attempts back, or move the "
+            "run's results.csv aside to merge without them"
+        )
 
 
 def _check_no_foreign(run_dir: Path, shards: Sequence[Shard]) -> None:

@@ -147,6 +147,21 @@ def test_missing_points_are_refused_unless_partial_is_allowed(tmp_path: Path) ->
     assert json.loads((tmp_path / "meta.json").read_text())["status"] == "partial"
 
 
+def test_a_merged_point_whose_attempt_went_away_is_never_dropped(tmp_path: Path) -> None:
+    """Defect: with a shard's attempt folder removed, merge --allow-partial replaced the merged
+    rows with fewer (every one, for a one-shard run), exit 0."""
+    complete_run(tmp_path)
+    merge_run(tmp_path)
+    before = tree_bytes(tmp_path)
+    shutil.rmtree(tmp_path / "shards" / "s003")
+    with pytest.raises(MergeError, match=r"holds 6 point\(s\) that no shard attempt has a row for now"):
+        merge_run(tmp_path, allow_partial=True)
+    after = tree_bytes(tmp_path)
+    assert {name: after[name] for name in after if "shards" not in name} == {
+        name: before[name] for name in before if "shards" not in name
+    }
+
+
 def test_fake_and_real_gpus_or_two_torch_builds_do_not_mix(tmp_path: Path) -> None:
     shards = new_plan(tmp_path, KEYS)
     for i, shard in enumerate(shards):
