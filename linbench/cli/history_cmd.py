@@ -1,7 +1,8 @@
 """``linbench history``: many runs of one suite at once, one series per point, and the changes
 across them found by Apache Otava (linbench/history/, docs/history.md). Exit 1 when a series'
-newest runs are a regression the evidence supports, 4 when they cannot be judged (too few runs,
-or past the floor without the evidence yet), 0 otherwise, 2 on bad input."""
+newest runs are a regression the evidence supports or a point ok before is broken in the newest
+run, 4 when they cannot be judged (too few runs, past the floor without the evidence yet, or a
+point the newest run skipped or left out), 0 otherwise, 2 on bad input."""
 
 from __future__ import annotations
 
@@ -51,12 +52,15 @@ def history_command(
 
     One series per point (variant, impl, shape, mode, dtype, device model), in the order of each
     run's commit time (else its start), judged on the time the gate judges; a series is split
-    where the device, driver, torch, cores, memory or measured ceilings changed. Exit status:
+    where the device, driver, torch, cores, memory, measured ceilings, torch threads, CUDA-graph
+    timing or timing protocol changed. Exit status:
     1 a series' newest runs are a regression past --min-magnitude that the evidence supports (a
     change newly standing with 3 runs after it, or its last --recent runs past the floor at its
-    share of the suite's --max-pvalue);
-    4 the newest runs cannot be judged (insufficient data, a split just before them, or past the
-    floor without the evidence yet: never a pass);
+    share of the suite's --max-pvalue), or a point ok before is oom, timeout, mismatch, error or
+    crashed in the newest run;
+    4 the newest runs cannot be judged (insufficient data, a split just before them, past the
+    floor without the evidence yet, or a point measured in the run before that the newest run
+    skipped or has no row for: never a pass);
     0 otherwise; 2 bad input.
     """
     from linbench.history import detect, verdict
@@ -86,7 +90,7 @@ def history_command(
             read = _observations(seen)
         except (HistoryFileError, ReportInputError) as exc:
             raise CliUsageError(str(exc)) from None
-        if not read:
+        if not any(o.ok for o in read):
             raise CliUsageError("the runs given hold no point with a time")
         try:
             history = verdict.judge(build(read), options)

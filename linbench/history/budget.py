@@ -135,7 +135,7 @@ def judge(run: Run, budget: Budget) -> Judgement:
     """Each point of ``run`` against every limit that matches it."""
     overruns: list[Overrun] = []
     judged: set[int] = set()
-    observations = of_run(run)
+    observations = [o for o in of_run(run) if o.ok]  # the points with a time
     memory = _memory(run, observations)
     unjudged: list[Unjudged] = []
     for observation in observations:
@@ -197,7 +197,7 @@ def _statuses(run: Run) -> list[tuple[dict[str, str], str]]:
 
 def write(run: Run, margin: float) -> str:
     """A budget file's text: every ok point of ``run`` with limits ``margin`` above what it measured."""
-    observations = of_run(run)
+    observations = [o for o in of_run(run) if o.ok]  # the points with a time
     memory = _memory(run, observations)
     lines = [
         f"# linbench budget from {run.name} (commit {run.meta.get('git_sha', '?')}), "

@@ -5,11 +5,15 @@ The time is the gate's (gate/statistic.py): each process's CUDA-graph replay tim
 one, else on a CPU each one-thread process's CPU time, else its p20, else its median; the
 observation keeps each of these that the run recorded (the median over the point's processes,
 oversubscribed processes left out as the gate leaves them out, gate/points.Side.of), so that a
-series can be judged on the one statistic every run of it has (series.py)."""
+series can be judged on the one statistic every run of it has (series.py).
+
+A point the run has a row for that is not ok (oom, timeout, mismatch, error, crashed, skipped) is
+an observation too, with its status and no time: the newest run's verdict names a point that was
+ok before and is not now (verdict.py), and a run none of whose points is ok is still a run."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -27,12 +31,19 @@ STATISTICS = (GRAPH, CPU_TIME, P20, MEDIAN)
 STAT_FIELD = {GRAPH: "graph_ms", CPU_TIME: "cpu_ms", P20: "p20_ms", MEDIAN: "median_ms"}
 
 
+OK = "ok"
+
+
 @dataclass(frozen=True)
 class Environment:
-    """What a run was measured on, as far as a change in it makes two runs' times incomparable:
-    the device model, its driver, torch, the cores, the memory, and the ceilings linbench
-    measured before the sweep (bandwidth and matmul rate: a machine whose ceilings moved by more
-    than CEILING_RATIO is not the machine it was)."""
+    """What a run was measured on, and how, as far as a change in it makes two runs' times
+    incomparable: the device model, its driver, torch, the cores, the memory, the ceilings
+    linbench measured before the sweep (bandwidth and matmul rate: a machine whose ceilings moved
+    by more than CEILING_RATIO is not the machine it was), and the settings it was timed with:
+    the point's torch threads (results.csv's ``threads``: the gate does not judge a point
+    measured with other threads, gate/points.py), whether the run timed CUDA-graph replays
+    (meta.json's ``timing.cuda_graph``) and its repeated-process protocol (``timing_protocol``'s
+    name, which the gate refuses to compare across). Empty where the run did not record it."""
 
     device_name: str = ""
     driver: str = ""
@@ -41,6 +52,9 @@ class Environment:
     device_memory_bytes: str = ""
     copy_gb_per_s: float | None = None
     matmul_tflops: float | None = None
+    threads: str = ""
+    cuda_graph: str = ""
+    timing_protocol: str = ""
 
     @classmethod
     def of(cls, meta: dict[str, Any]) -> Environment:
@@ -55,13 +69,16 @@ class Environment:
             device_memory_bytes=str(meta.get("device_memory_bytes") or ""),
             copy_gb_per_s=_number(ceilings.get("copy_gb_per_s")),
             matmul_tflops=_number(rates.get(dtype, next(iter(rates.values()), None))),
+            cuda_graph=_flag(_section(meta, "timing").get("cuda_graph")),
+            timing_protocol=cell_text(_section(meta, "timing_protocol").get("name")),
         )
 
 
 @dataclass(frozen=True)
 class Observation:
     """One point of one run. ``key`` holds the gate's match columns (the device as its type) and
-    the device model; the statistics are None where the run recorded none."""
+    the device model; the statistics are None where the run recorded none (always, for a point
+    whose ``status`` is not ok)."""
 
     key: tuple[str, ...]
     run: str
@@ -74,6 +91,11 @@ class Observation:
     cpu_ms: float | None = None
     p20_ms: float | None = None
     median_ms: float | None = None
+    status: str = OK
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
 
     def value(self, statistic: str) -> float | None:
         return getattr(self, STAT_FIELD[statistic])
@@ -89,6 +111,7 @@ class Observation:
         environment = Environment(**{f.name: _cell(f.name, row.get(f"env_{f.name}")) for f in fields(Environment)})
         own = {f.name: _cell(f.name, row.get(f.name)) for f in fields(cls) if f.name not in ("key", "environment")}
         own["processes"] = int(own["processes"] or 0)
+        own["status"] = own["status"] or OK  # a history file of schema 1 held ok points alone
         key = tuple(cell_text(row.get(name)) for name in KEY_FIELDS)
         return cls(key=key, environment=environment, **own)
 
@@ -98,38 +121,39 @@ _FLOAT_FIELDS = {"graph_ms", "cpu_ms", "p20_ms", "median_ms", "copy_gb_per_s", "
 
 
 def of_run(run: Run) -> list[Observation]:
-    """Every ok point of ``run`` with a time, as observations."""
+    """Every point of ``run``: each ok point with a time, and each point that is not ok (its
+    status, no time). An ok row without a time is left out."""
     meta = run.meta
-    environment = Environment.of(meta)
-    started = str(meta.get("started_at") or "")
-    commit = str(meta.get("git_sha") or "")
-    commit_time = str(meta.get("git_commit_time") or "")
+    base = Observation(
+        key=(),
+        run=run.name,
+        commit=str(meta.get("git_sha") or ""),
+        commit_time=str(meta.get("git_commit_time") or ""),
+        started_at=str(meta.get("started_at") or ""),
+        environment=Environment.of(meta),
+        processes=0,
+    )
     results = run.results.copy()
     results["device_type"] = results["device"].astype(str).str.split(":").str[0]
     groups = _process_groups(run)
-    observations = []
-    for _, row in results.drop_duplicates(list(MATCH_COLUMNS), keep="last").iterrows():
-        if row["status"] != "ok":
-            continue
-        match = tuple(row[c] for c in MATCH_COLUMNS)
-        side = Side.of(row, groups.get(match))
-        values = _values(side, row)
-        if not any(v is not None for v in values.values()):
-            continue
-        key = (*(cell_text(v) for v in match), cell_text(row.get("device_name")))
-        observations.append(
-            Observation(
-                key=key,
-                run=run.name,
-                commit=commit,
-                commit_time=commit_time,
-                started_at=started,
-                environment=environment,
-                processes=max(side.count(), 1),
-                **values,
-            )
-        )
-    return observations
+    rows = results.drop_duplicates(list(MATCH_COLUMNS), keep="last").iterrows()
+    found = [_observation(base, row, groups) for _, row in rows]
+    return [o for o in found if o is not None]
+
+
+def _observation(base: Observation, row: pd.Series, groups: dict[tuple, pd.DataFrame]) -> Observation | None:
+    """The observation of one results row of the run ``base`` stands for; None for an ok row
+    without a time."""
+    match = tuple(row[c] for c in MATCH_COLUMNS)
+    key = (*(cell_text(v) for v in match), cell_text(row.get("device_name")))
+    environment = replace(base.environment, threads=cell_text(row.get("threads")))
+    if row["status"] != OK:
+        return replace(base, key=key, environment=environment, status=cell_text(row["status"]))
+    side = Side.of(row, groups.get(match))
+    values = _values(side, row)
+    if not any(v is not None for v in values.values()):
+        return None
+    return replace(base, key=key, environment=environment, processes=max(side.count(), 1), **values)
 
 
 def of_folders(paths: list[Path]) -> list[Observation]:
@@ -178,6 +202,11 @@ def _number(value: object) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if number == number else None
+
+
+def _flag(value: object) -> str:
+    """A recorded yes or no as text (``true``, ``false``); empty where none was recorded."""
+    return "" if value is None else str(bool(value)).lower()
 
 
 def cell_text(value: object) -> str:

@@ -1,5 +1,6 @@
-"""The history's findings in words: one line per changed, split or unjudged series, a summary
-line with the exit status, and the same as JSON."""
+"""The history's findings in words: one line per changed or split series, the series broken in
+the newest run, those it cannot judge and those left out (a few named per reason), a summary line
+with the exit status, and the same as JSON."""
 
 from __future__ import annotations
 
@@ -25,12 +26,14 @@ def lines(history: History) -> list[str]:
     for finding in history.findings:
         out.extend(_series_lines(finding))
     out.extend(_unjudged_lines(history))
+    out.extend(_left_out_lines(history))
     changed = sum(f.changed for f in history.findings)
     unjudged = sum(bool(f.unjudged) for f in history.findings)
+    broken = sum(bool(f.broken) for f in history.findings)
     out.append(
         f"{VERDICT[history.status]}: {changed} series changed, "
         f"{sum(f.recent_regression is not None for f in history.findings)} regressed in the last "
-        f"{history.options.recent} runs, {unjudged} cannot judge the newest runs"
+        f"{history.options.recent} runs, {broken} broken in the newest run, {unjudged} cannot judge the newest runs"
     )
     return out
 
@@ -67,17 +70,31 @@ def interval_text(change: Change) -> str:
     return f"95% {change.low:.3f}–{change.high:.3f}"
 
 
-def _unjudged_lines(history: History, named: int = 3) -> list[str]:
-    """The series that cannot judge the newest run, one line per reason (a few named)."""
+def _unjudged_lines(history: History) -> list[str]:
+    """The series broken in the newest run, one line per status, and those that cannot judge
+    it, one line per reason (a few named on each)."""
     by_reason: dict[str, list[str]] = {}
+    for finding in history.findings:
+        if finding.broken:
+            reason = f"broken in the newest run, ok before: {finding.broken}"
+            by_reason.setdefault(reason, []).append(point_name(finding.series.key))
     for finding in history.findings:
         if finding.unjudged:
             by_reason.setdefault(finding.unjudged, []).append(point_name(finding.series.key))
-    out = []
-    for reason, names in by_reason.items():
-        more = f" and {len(names) - named} more" if len(names) > named else ""
-        out.append(f"  {len(names)} series: {reason}: {'; '.join(names[:named])}{more}")
-    return out
+    return [f"  {len(names)} series: {reason}: {_few(names)}" for reason, names in by_reason.items()]
+
+
+def _left_out_lines(history: History) -> list[str]:
+    names = [point_name(f.series.key) for f in history.left_out]
+    if not names:
+        return []
+    why = "not measured in the newest run nor in the run before it (left the suite): not judged"
+    return [f"  {len(names)} series: {why}: {_few(names)}"]
+
+
+def _few(names: list[str], named: int = 3) -> str:
+    more = f" and {len(names) - named} more" if len(names) > named else ""
+    return f"{'; '.join(names[:named])}{more}"
 
 
 def as_json(history: History) -> dict[str, Any]:
@@ -85,11 +102,15 @@ def as_json(history: History) -> dict[str, Any]:
         "status": history.status,
         "verdict": VERDICT[history.status],
         "runs": list(history.runs),
+        "newest": history.newest,
         "options": vars(history.options),
         "series": [
-            _series_json(f) for f in history.findings if f.changed or f.unjudged or f.splits or f.recent_regression
+            _series_json(f)
+            for f in history.findings
+            if f.changed or f.unjudged or f.splits or f.recent_regression or f.broken
         ],
         "series_count": len(history.findings),
+        "left_out": [dict(zip(KEY_FIELDS, f.series.key, strict=True)) for f in history.left_out],
     }
 
 
@@ -98,6 +119,7 @@ def _series_json(finding: SeriesFinding) -> dict[str, Any]:
         "point": dict(zip(KEY_FIELDS, finding.series.key, strict=True)),
         "splits": finding.splits,
         "unjudged": finding.unjudged,
+        "broken": finding.broken,
         "changes": [
             {
                 "run": part.run_at(c.index).run,

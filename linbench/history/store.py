@@ -2,19 +2,25 @@
 months of runs without their samples. A CSV file (``.csv``, or ``.csv.gz`` compressed), which
 pandas reads as it is; it is a table of named columns rather than parquet because parquet would
 need pyarrow (about 40 MB) for files of a few megabytes a year. Every row carries the file's
-``history_schema``; a file from a newer linbench is refused, naming both versions."""
+``history_schema``; a file from a newer linbench is refused, naming both versions.
+
+Schema 2 added each point's ``status`` (a row for a point that was not ok, with no time) and the
+timing settings (``env_threads``, ``env_cuda_graph``, ``env_timing_protocol``). A schema 1 file
+is read as it is (its rows are ok points whose settings were not recorded), and the first rows
+added to it rewrite it whole in schema 2's columns, so that no row lands under other columns."""
 
 from __future__ import annotations
 
 import csv
 import gzip
 import io
+import os
 from pathlib import Path
 from typing import IO, cast
 
 from linbench.history.observations import KEY_FIELDS, Observation
 
-HISTORY_SCHEMA = 1
+HISTORY_SCHEMA = 2
 SCHEMA_FIELD = "history_schema"
 _OBSERVATION_FIELDS = (
     "run", "commit", "commit_time", "started_at", "processes", "graph_ms", "cpu_ms", "p20_ms", "median_ms",
@@ -23,7 +29,9 @@ _ENV_FIELDS = tuple(
     f"env_{name}"
     for name in ("device_name", "driver", "torch", "cpu_count", "device_memory_bytes", "copy_gb_per_s", "matmul_tflops")
 )
-COLUMNS = (SCHEMA_FIELD, *KEY_FIELDS, *_OBSERVATION_FIELDS, *_ENV_FIELDS)
+# Schema 1's columns: a file of them is read, and rewritten in COLUMNS when rows are added.
+COLUMNS_1 = (SCHEMA_FIELD, *KEY_FIELDS, *_OBSERVATION_FIELDS, *_ENV_FIELDS)
+COLUMNS = (*COLUMNS_1, "status", "env_threads", "env_cuda_graph", "env_timing_protocol")
 
 
 class HistoryFileError(ValueError):
@@ -64,39 +72,62 @@ def read(path: Path) -> list[Observation]:
 
 def add(path: Path, observations: list[Observation]) -> tuple[int, list[str]]:
     """Appends the observations of runs the file does not hold yet; returns how many rows were
-    added and the runs that were already there (skipped, never doubled)."""
-    if path.exists():
-        _check_header(path)
-    held = {(o.run, o.started_at) for o in read(path)} if path.exists() else set()
+    added and the runs that were already there (skipped, never doubled). A schema 1 file is
+    written anew, its rows and the new ones, in this schema's columns."""
+    header = _check_header(path) if path.exists() else ()
+    held_rows = read(path) if path.exists() else []
+    held = {(o.run, o.started_at) for o in held_rows}
     fresh = [o for o in observations if (o.run, o.started_at) not in held]
     skipped = sorted({o.run for o in observations if (o.run, o.started_at) in held})
     if not fresh:
         return 0, skipped
-    new_file = not path.exists()
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
-    if new_file:
-        writer.writeheader()
-    for observation in fresh:
-        writer.writerow({SCHEMA_FIELD: HISTORY_SCHEMA, **observation.record()})
-    try:
-        with _open(path, "a") as handle:
-            handle.write(buffer.getvalue())
-    except OSError as exc:
-        raise HistoryFileError(f"cannot write {str(path)!r}: {exc}") from None
+    if header == COLUMNS_1:
+        _rewrite(path, [*held_rows, *fresh])
+    else:
+        _write(path, fresh, "a" if header else "w")  # a file with no header yet is begun anew
     return len(fresh), skipped
 
 
-def _check_header(path: Path) -> None:
-    """A file whose columns are not this linbench's takes no rows: appended rows would land under
-    other columns."""
+def _rows(observations: list[Observation], header: bool) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    if header:
+        writer.writeheader()
+    for observation in observations:
+        writer.writerow({SCHEMA_FIELD: HISTORY_SCHEMA, **observation.record()})
+    return buffer.getvalue()
+
+
+def _write(path: Path, observations: list[Observation], mode: str) -> None:
+    try:
+        with _open(path, mode) as handle:
+            handle.write(_rows(observations, header=mode == "w"))
+    except OSError as exc:
+        raise HistoryFileError(f"cannot write {str(path)!r}: {exc}") from None
+
+
+def _rewrite(path: Path, observations: list[Observation]) -> None:
+    """``path`` written anew with ``observations``, in this schema's columns; the old file
+    stays whole until the new one is (a file beside it, then renamed over it)."""
+    partial = path.with_name(path.name + ".partial" + (".gz" if path.name.endswith(".gz") else ""))
+    _write(partial, observations, "w")
+    try:
+        os.replace(partial, path)
+    except OSError as exc:
+        raise HistoryFileError(f"cannot write {str(path)!r}: {exc}") from None
+
+
+def _check_header(path: Path) -> tuple[str, ...]:
+    """The file's columns: this schema's or schema 1's (COLUMNS_1, rewritten when rows are
+    added). A file of other columns takes no rows: appended rows would land under other columns."""
     try:
         with _open(path, "r") as handle:
             header = next(csv.reader(handle), [])
     except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
         raise HistoryFileError(f"{str(path)!r} is not a readable history file: {exc}") from None
-    if header and tuple(header) != COLUMNS:
+    if header and tuple(header) not in (COLUMNS, COLUMNS_1):
         raise HistoryFileError(f"{str(path)!r} has other columns than this linbench writes: add to a new history file")
+    return tuple(header)
 
 
 def _open(path: Path, mode: str) -> IO[str]:

@@ -5,11 +5,20 @@ newest runs; for the whole history, the exit status (docs/history.md):
   magnitude floor, its runs after against its runs before past the series' level (newest.py's
   change_pvalue), that was not yet one ``recent`` runs ago, or the last ``recent`` runs sitting
   past the floor from the level before them at the series' share of the suite-wide false-alarm
-  level (newest.py);
+  level (newest.py); or a point that was ok before is broken in the newest run (its row there is
+  oom, timeout, mismatch, error or crashed), as ``linbench compare`` calls it;
 - 4: otherwise, some series measured in the newest run cannot judge it: too few runs since the
   series began or since its environment last changed, or its recent runs sit past the floor (or
-  its newest run alone stands out) without the evidence to call it a regression yet;
+  its newest run alone stands out) without the evidence to call it a regression yet; or a series
+  has no ok point in the newest run to judge: its row there is ``skipped``, or the newest run has
+  no row for it while the run before it had one;
 - 0: otherwise.
+
+The newest run is the newest of all the runs read, in the history's order (series.order_key),
+whatever its points' statuses: a run whose points all crashed is the newest run, and every
+series it broke is named. A series with no row in the newest run nor in the run before it left
+the suite earlier: it is counted as left out (``History.left_out``), not judged, for a point
+taken out of a suite weeks ago would otherwise keep every night inconclusive.
 
 The false-alarm level ``max_pvalue`` is the suite's, per night: each of the history's series is
 tested at its share, ``max_pvalue`` over the number of series (Bonferroni), so a larger suite
@@ -26,6 +35,8 @@ from linbench.history.newest import REGRESSION as NEWEST_REGRESSION
 from linbench.history.newest import change_pvalue, judge_newest
 from linbench.history.observations import Observation
 from linbench.history.series import Segment, Series, order_key
+
+SKIPPED = "skipped"
 
 PASS, REGRESSION, INCONCLUSIVE = 0, 1, 4
 # The suite-wide chance of a false regression per night, shared among the series.
@@ -55,9 +66,15 @@ class SegmentFinding:
 class SeriesFinding:
     series: Series
     segments: tuple[SegmentFinding, ...]
-    current: bool  # measured in the newest run of the history
+    current: bool  # measured (ok, with a time) in the newest run of the history
     recent_regression: Change | None
-    unjudged: str | None  # why the newest run cannot be judged (None: it can, or it is not current)
+    unjudged: str | None  # why the newest run cannot be judged (None: it can, or the series left out)
+    broken: str | None = None  # its status in the newest run, where it was ok before and is not now
+
+    @property
+    def left_out(self) -> bool:
+        """Neither in the newest run nor in the run before it: a point that left the suite."""
+        return not self.current and self.broken is None and self.unjudged is None
 
     @property
     def changed(self) -> bool:
@@ -76,7 +93,7 @@ class History:
 
     @property
     def status(self) -> int:
-        if any(f.recent_regression is not None for f in self.findings):
+        if any(f.recent_regression is not None or f.broken for f in self.findings):
             return REGRESSION
         if any(f.unjudged for f in self.findings):
             return INCONCLUSIVE
@@ -86,28 +103,52 @@ class History:
     def newest(self) -> str | None:
         return self.runs[-1] if self.runs else None
 
+    @property
+    def left_out(self) -> list[SeriesFinding]:
+        return [f for f in self.findings if f.left_out]
+
 
 def judge(series: list[Series], options: Options) -> History:
-    runs = _runs_in_order([o for s in series for o in s.observations])
-    newest = runs[-1] if runs else None
-    count = max(len(series), 1)
-    findings = tuple(_finding(s, newest, options, count) for s in series)
+    """The verdict on every series that was ok in some run (a point never ok has no times to
+    judge), the newest run being the newest of every run read, ok or not."""
+    runs = _runs_in_order([o for s in series for o in (*s.observations, *s.others)])
+    measured = [s for s in series if s.segments]
+    count = max(len(measured), 1)
+    findings = tuple(_finding(s, runs[-2:], options, count) for s in measured)
     return History(findings, tuple(runs), options)
 
 
-def _finding(series: Series, newest: str | None, options: Options, count: int) -> SeriesFinding:
+def _finding(series: Series, latest: list[str], options: Options, count: int) -> SeriesFinding:
+    """``latest``: the run before the newest (where there is one) and the newest."""
     alpha = options.max_pvalue / count  # this series' share of the suite's false-alarm level
     segments = tuple(_segment(s, options, alpha) for s in series.segments)
     last = segments[-1]
-    current = last.segment.observations[-1].run == newest
+    current = last.segment.observations[-1].run == latest[-1]
+    if not current:
+        broken, unjudged = _not_measured(series, latest)
+        return SeriesFinding(series, segments, False, None, unjudged, broken)
     recent, unjudged = None, None
-    if current and last.insufficient:
+    if last.insufficient:
         count_runs = len(last.segment.observations)
         since = f"since {last.segment.split_reason}" if last.segment.split_reason else "in all"
         unjudged = f"insufficient data: {count_runs} run(s) {since}, {options.min_runs} needed"
-    elif current:
+    else:
         recent, unjudged = _newest_runs(last, options, alpha, count)
     return SeriesFinding(series, segments, current, recent, unjudged)
+
+
+def _not_measured(series: Series, latest: list[str]) -> tuple[str | None, str | None]:
+    """For a series with no ok point in the newest run: its status there where it broke (it was
+    ok before), else why the newest run cannot judge it; (None, None) where it left the suite
+    before the run before the newest."""
+    row = series.row_in(latest[-1])
+    if row is not None and row.status != SKIPPED:
+        return row.status, None
+    if row is not None:
+        return None, "skipped in the newest run, ok before: not judged"
+    if len(latest) > 1 and series.row_in(latest[0]) is not None:
+        return None, "not measured in the newest run (it has no row for the point; the run before had one): not judged"
+    return None, None
 
 
 def _newest_runs(last: SegmentFinding, options: Options, alpha: float, count: int) -> tuple[Change | None, str | None]:

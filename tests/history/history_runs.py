@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import random
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -88,3 +89,27 @@ def _scaled_copy(source: Path, target: Path, factor, variants: tuple[str, ...]) 
                 if row[name] not in ("", None):
                     row[name] = repr(float(row[name]) * f)
             writer.writerow(row)
+
+
+def edit_rows(folder: Path, edit: Callable[[int, dict[str, str]], dict[str, str] | None]) -> None:
+    """Rewrites ``folder``'s results.csv with each row (its index, its cells) as ``edit`` returns
+    it; a row it returns None for is left out (the run has no row for that point)."""
+    path = folder / "results.csv"
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        fields = list(reader.fieldnames or [])
+        rows = [edited for index, row in enumerate(reader) if (edited := edit(index, row)) is not None]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def ended(status: str) -> Callable[[dict[str, str]], dict[str, str]]:
+    """A row edit: the point ended with ``status`` and no time, as a run writes such a row."""
+
+    def edit(row: dict[str, str]) -> dict[str, str]:
+        timed = {name: "" for name in row if name.endswith("_ms") or "_ms_" in name}
+        return row | timed | {"status": status}
+
+    return edit
