@@ -120,13 +120,26 @@ def _add(store: Path, runs: list[Path]) -> None:
 
 
 def _observations(paths: list[Path]) -> list[Observation]:
+    """Every point of every run the paths hold, each run once: a run given twice (its folder
+    twice, or its folder and a history file that holds it) would count as two nights, and a
+    verdict on three nights would be drawn from six."""
     from linbench.history.observations import of_folders
     from linbench.history.store import is_history_file, read
 
-    found: list[Observation] = []
+    found: dict[tuple[tuple[str, ...], str, str], Observation] = {}
+    repeated: set[str] = set()
     for path in paths:
-        found.extend(read(path) if is_history_file(path) else of_folders([path]))
-    return found
+        for observation in read(path) if is_history_file(path) else of_folders([path]):
+            identity = (observation.key, observation.run, observation.started_at)
+            if identity in found:
+                repeated.add(observation.run)
+            found.setdefault(identity, observation)
+    if repeated:
+        names = ", ".join(sorted(repeated))
+        stdout_console().print(
+            f"{len(repeated)} run(s) given more than once, each counted once: {names}", highlight=False
+        )
+    return list(found.values())
 
 
 def _show(history: History, as_json: bool, html_path: Path | None) -> None:

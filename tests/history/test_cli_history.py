@@ -61,6 +61,21 @@ def test_three_copies_are_insufficient_data(tmp_path: Path) -> None:
     assert "insufficient data: 3 run(s) in all, 5 needed" in result.output
 
 
+def test_a_run_given_twice_counts_once(tmp_path: Path) -> None:
+    """Defect: the same three runs given twice (or as folders beside the history file holding
+    them) were judged as six nights, and insufficient data became a pass."""
+    runs = tmp_path / "runs"
+    write_history(runs, 3, seed=0)
+    store = tmp_path / "history.csv"
+    for run in sorted(runs.iterdir()):
+        assert _history("--store", store, "--add", run).exit_code == 4
+    for args in ((runs, runs), (store, runs), (store, store)):
+        result = _history(*args)
+        assert result.exit_code == 4, result.output
+        assert "insufficient data: 3 run(s) in all, 5 needed" in result.output
+        assert "3 run(s) given more than once, each counted once" in result.output
+
+
 def test_a_history_file_grows_by_add_and_is_judged_alone(stepped: Path, tmp_path: Path) -> None:
     store = tmp_path / "history.csv.gz"
     first = sorted(stepped.iterdir())[0]
