@@ -7,6 +7,8 @@ so ``linbench --help`` answers at once.
 
 from __future__ import annotations
 
+import pathlib
+import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -69,13 +71,29 @@ class LinbenchCommand(TyperCommand):
     the last one silently (``--seq 64 --seq 128`` sweeping 128 alone)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        raw, _, order = self.make_parser(ctx).parse_args(args=list(args))
         for param in self.get_params(ctx):
             single = param.param_type_name == "option" and not param.multiple and not getattr(param, "is_flag", False)
             count = sum(1 for seen in order if seen is param)
             if single and count > 1:
                 ctx.fail(f"{param.opts[0]} given {count} times; give it once")
+            _refuse_empty_path(ctx, param, raw.get(param.name))
         return super().parse_args(ctx, args)
+
+
+def _refuse_empty_path(ctx: Any, param: Any, given: Any) -> None:
+    """An empty path ('') fails: as a Path it would be the current folder (compare RUN '' run
+    from inside a run folder compared against that run)."""
+    values = given if isinstance(given, (list, tuple)) else [given]
+    descriptor = getattr(param, "type_descriptor", None)
+    if "" in values and _takes_paths(getattr(descriptor, "annotation", None)):
+        name = param.opts[0] if param.param_type_name == "option" else str(param.name).upper()
+        ctx.fail(f"{name} is an empty path; give a file or folder")
+
+
+def _takes_paths(annotation: Any) -> bool:
+    """Whether a parameter's annotation is a Path (Path | None, list[Path] included)."""
+    return annotation is pathlib.Path or any(_takes_paths(inner) for inner in typing.get_args(annotation))
 
 
 app = typer.Typer(

@@ -237,6 +237,25 @@ def test_an_option_that_takes_one_value_given_twice_is_refused(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("compare", "{here}", ""), "CURRENT is an empty path"),
+        (("budget", ""), "RUN is an empty path"),
+        (("report", ""), "RUNS is an empty path"),
+        (("history", "{here}", ""), "PATHS is an empty path"),
+        (("history", "--store", "", "{here}"), "--store is an empty path"),
+        (("run", "--out", "", "--dry-run", "--device", "cpu"), "--out is an empty path"),
+        (("run", "--plugin", "", "--device", "cpu"), "--plugin is an empty path"),
+    ],
+)
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(
+    invoke: Invoke, tmp_path: Path, args: tuple[str, ...], fragment: str
+) -> None:
+    """Defect: '' became Path('.'): compare RUN '' from inside a run folder compared that run."""
+    assert_usage_error(invoke(*(arg.format(here=tmp_path) for arg in args)), fragment)
+
+
 def test_a_repeatable_option_and_a_repeated_flag_are_still_taken(invoke: Invoke, tmp_path: Path) -> None:
     args = ("--variant", "cosine:chunked", "--variant", "cosine:naive", "--no-against", "--seq", "64", "-q", "-q")
     result = invoke("run", *args, "--device", "cpu", "--out", tmp_path, "--dry-run")
