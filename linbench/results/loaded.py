@@ -53,12 +53,15 @@ class LoadedRun:
 
 def load_run(path: str | Path) -> LoadedRun:
     """The run in folder ``path`` (or the folder of the results.csv ``path``).
-    FileNotFoundError for a folder without results.csv; ValueError for a run written by a newer
+    FileNotFoundError for a folder without results.csv; ValueError for an empty path, another
+    file than a results.csv, a run written by a newer
     linbench (results/schema_version.py), a meta.json that cannot be read or is not a JSON
     object, or a results.csv that is not one (rows.CsvFileError)."""
-    if not isinstance(path, str | Path):
+    if not isinstance(path, str | Path) or str(path) == "":
         raise ValueError(f"load_run takes a run folder (or its results.csv) as a path; got {path!r}")
     folder = Path(path)
+    if folder.is_file() and folder.name != RESULTS_FILE:  # another file would load its folder's run
+        raise ValueError(f"load_run: {str(folder)!r} is a file, not a run folder nor its {RESULTS_FILE}")
     folder = folder.parent if folder.is_file() else folder
     meta = read_meta_json(folder / META_FILE, missing_ok=True)
     left_out: list[str] = []

@@ -31,6 +31,13 @@ def test_a_committed_run_loads_as_typed_rows_and_a_frame() -> None:
     assert len(run.processes_frame()) == len(run.processes)
 
 
+@pytest.mark.parametrize("name", ["meta.json", "worker.log", ""])
+def test_another_file_or_an_empty_path_is_refused(name: str) -> None:
+    """Defect: load_run('RUN/meta.json') loaded RUN, and '' the current folder."""
+    with pytest.raises(ValueError, match="is a file, not a run folder" if name else "got ''"):
+        linbench.load_run(str(COMMITTED / name) if name else "")
+
+
 def test_a_torn_row_is_left_out_and_named(tmp_path: Path) -> None:
     store = RunStore.create(tmp_path, "load")
     store.write_meta({"schema_version": SCHEMA_VERSION})
