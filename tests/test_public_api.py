@@ -46,3 +46,12 @@ def test_a_causal_that_is_no_bool_and_a_run_path_that_is_no_path_are_one_line() 
         linbench.load_run(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="a name or a list of names is wanted here; got 3"):
         linbench.SweepRequest(variants=3)  # type: ignore[arg-type]
+
+
+def test_meta_tensors_are_one_line_not_torch_s_error() -> None:
+    """attention(q.to('meta'), ...) was a RuntimeError from deep in torch (.item() on a meta tensor)."""
+    import torch
+
+    q = torch.randn(1, 1, 8, 4, device="meta")
+    with pytest.raises(ValueError, match="q, k, v are meta tensors"):
+        linbench.attention(q, q, q, variant="cosine")

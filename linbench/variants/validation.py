@@ -18,7 +18,7 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     or v: (B, H_v, S, Dv) with H_v a multiple of H = H_kv (more value heads, GVA; whether the
     variant takes them is ``Variant.value_heads``). The two groupings do not combine.
 
-    Also rejects mixed dtypes, mixed devices, non-floating tensors and empty dimensions,
+    Also rejects mixed dtypes, mixed devices, meta tensors, non-floating tensors and empty dimensions,
     since each of those would otherwise be cast or broadcast behind the caller's back.
     """
     import torch
@@ -44,6 +44,8 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         raise ValueError(f"q, k, v must be floating point; got {q.dtype}")
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k, v must be on one device; got {q.device}, {k.device}, {v.device}")
+    if q.device.type == "meta":  # a meta tensor has shapes but no values: no impl can compute on it
+        raise ValueError("q, k, v are meta tensors (shapes without data); give them on a device that holds data")
 
 
 def _check_value_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
