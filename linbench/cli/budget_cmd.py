@@ -33,6 +33,8 @@ def budget_command(
             text = write(read_single_run(run, "budget"), chosen)  # a torn row would drop its limit
         except ReportInputError as exc:
             raise CliUsageError(str(exc)) from None
+        if "[[point]]" not in text:  # run --budget would refuse it: say so now, not after a sweep
+            raise CliUsageError(f"{str(run)!r} has no ok point with a time: a budget of it would hold no limit")
         if out is None:
             typer.echo(text, nl=False)
             return

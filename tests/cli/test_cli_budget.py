@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cli_helpers import Invoke, assert_usage_error
 from synthetic_processes import write_process_run
-from synthetic_runs import series
+from synthetic_runs import failed, series, write_run
 from torn_rows import tear_last_row
 
 CPU = ("--device", "cpu")
@@ -64,3 +64,11 @@ def test_a_budget_is_not_made_from_a_run_with_a_torn_row(invoke: Invoke, tmp_pat
     result = invoke("budget", run, "--out", out)
     assert_usage_error(result, "line 3 is torn")
     assert "budget takes only whole runs" in result.stderr and not out.exists()
+
+
+def test_a_budget_of_a_run_without_an_ok_point_is_refused(invoke: Invoke, tmp_path: Path) -> None:
+    """Defect: it wrote a budget with no limit, exit 0; run --budget refused it only later."""
+    run = write_run(tmp_path / "run", [failed("cosine", "chunked", 1024, "oom")])
+    out = tmp_path / "budget.toml"
+    assert_usage_error(invoke("budget", run, "--out", out), "has no ok point with a time")
+    assert not out.exists()
