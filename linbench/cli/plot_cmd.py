@@ -32,8 +32,8 @@ def plot_command(
             raise CliUsageError(f"unknown --format {', '.join(unknown) or formats!r}; use {', '.join(FORMATS)}")
         loaded = load_runs(runs)
     warn_left_out(line for run in loaded for line in run.warnings)
-    for run in loaded:
-        target = run.path / "plots" if out is None else out / run.name
+    targets = _targets([run.path for run in loaded], out)
+    for run, target in zip(loaded, targets, strict=True):
         blocker = next((p for p in (target, *target.parents) if p.exists() and not p.is_dir()), None)
         if blocker is not None:
             exit_usage_error(f"cannot write figures to {str(target)!r}: {str(blocker)!r} is a file, not a folder")
@@ -47,3 +47,21 @@ def plot_command(
             typer.echo(f"{run.path}: {len(written)} figure(s) in {target}")
         else:
             typer.echo(f"{run.path}: nothing to plot (no impl has two lengths, head dims, batch sizes or heads)")
+
+
+def _targets(paths: list[Path], out: Path | None) -> list[Path]:
+    """Each run's figure folder: its plots/, or under --out a folder of its name, made distinct
+    (``NAME-2``, ...) where two runs share a name (shard runs are named by their sweep), since
+    the second run's figures would replace the first's."""
+    if out is None:
+        return [path / "plots" for path in paths]
+    taken: set[str] = set()
+    targets = []
+    for path in paths:
+        name, n = path.name, 1
+        while name in taken:
+            n += 1
+            name = f"{path.name}-{n}"
+        taken.add(name)
+        targets.append(out / name)
+    return targets

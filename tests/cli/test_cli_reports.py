@@ -53,6 +53,19 @@ def test_plot_writes_figures_beside_the_data_or_under_out(invoke: Invoke, run_di
     assert len(list((tmp_path / "figs" / run_dir.name).iterdir())) == 8
 
 
+def test_runs_that_share_a_name_get_their_own_figure_folders(invoke: Invoke, run_dir: Path, tmp_path: Path) -> None:
+    """Defect: two nights' shard runs (both named by their sweep) wrote one folder, the second
+    night's figures over the first's."""
+    import shutil
+
+    twin = tmp_path / "other" / run_dir.name
+    shutil.copytree(run_dir, twin)
+    result = invoke("plot", run_dir, twin, "--out", tmp_path / "figs")
+    assert result.exit_code == 0, result.output
+    assert f"figure(s) in {tmp_path / 'figs' / run_dir.name}-2" in result.output
+    assert [len(list(folder.glob("*.png"))) for folder in sorted((tmp_path / "figs").iterdir())] == [4, 4]
+
+
 def test_compare_max_exponent_fails_a_quadratic_turn(invoke: Invoke, tmp_path: Path) -> None:
     base = write_run(tmp_path / "base", series("cosine", "chunked", LINEAR))
     turned = write_run(tmp_path / "cur", series("cosine", "chunked", lambda s: 1e-6 * s * s))
