@@ -261,14 +261,14 @@ def parse_percent(text: str, flag: str) -> float:
     return float(match.group(1)) / 100
 
 
-def parse_positive(text: str, flag: str) -> float:
+def parse_positive(text: str, flag: str, example: str = "5") -> float:
     """'5' or '4.5' → a number above 0."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value > 0 or value == float("inf"):
-        raise CliUsageError(f"{flag} {text!r} must be a number above 0 (for example 5)")
+        raise CliUsageError(f"{flag} {text!r} must be a number above 0 (for example {example})")
     return value
 
 

@@ -102,7 +102,7 @@ def history_command(
 
 
 def _pvalue(text: str) -> float:
-    value = parse_positive(text, "--max-pvalue")
+    value = parse_positive(text, "--max-pvalue", example="0.01")
     if value >= 1:
         raise CliUsageError(f"--max-pvalue {text!r} is not below 1")
     return value

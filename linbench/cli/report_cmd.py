@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -119,14 +119,24 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
             console.print(f"[yellow]warning:[/] {escape(busy)}", soft_wrap=True)
         for note in run_notes(run.results.to_dict("records"), run.meta):
             console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
-        for table in (
+        tables = (
             report_tables(analysis, bool(busy))
             + roofline_tables(run)
             + capacity_tables(run)
             + model_cost_tables(run)
             + device_split_tables(run)
-        ):
+        )
+        for table in tables:
             console.print(rich_table(table))
+        if not tables:  # say why, not a header alone
+            console.print(f"no table: {_no_ok_point(run.results)}", markup=False, soft_wrap=True)
+
+
+def _no_ok_point(results: Any) -> str:
+    """Why a run gave no table: the count of its points by how they ended."""
+    counts = results["status"].value_counts()
+    ended = ", ".join(f"{n} {status}" for status, n in counts.items())
+    return f"no point of this run ended ok with a time ({ended})" if ended else "the run holds no point"
 
 
 def _compare_target(spec: str, loaded: list) -> str:

@@ -52,7 +52,8 @@ def suite_command(path: Path, data: Mapping[str, Any]) -> str:
 def read_suite(path: Path) -> dict[str, Any]:
     """A suite file's TOML as a dict; SpecError naming the file when it is missing or malformed."""
     if not path.is_file():
-        raise SpecError(f"suite file {str(path)!r} does not exist")
+        what = "is a folder, not a TOML file" if path.is_dir() else "does not exist"
+        raise SpecError(f"suite file {str(path)!r} {what}")
     try:
         return tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

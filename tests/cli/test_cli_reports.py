@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import Invoke, assert_usage_error
-from synthetic_runs import kimi_tp4_serving_rows, series, write_preset_run, write_run
+from synthetic_runs import failed, kimi_tp4_serving_rows, series, write_preset_run, write_run
 
 LINEAR = lambda s: 0.01 * s  # noqa: E731
 QUADRATIC = lambda s: 4e-6 * s * s  # noqa: E731
@@ -64,6 +64,15 @@ def test_runs_that_share_a_name_get_their_own_figure_folders(invoke: Invoke, run
     assert result.exit_code == 0, result.output
     assert f"figure(s) in {tmp_path / 'figs' / run_dir.name}-2" in result.output
     assert [len(list(folder.glob("*.png"))) for folder in sorted((tmp_path / "figs").iterdir())] == [4, 4]
+
+
+def test_a_run_without_an_ok_point_says_why_it_has_no_table(invoke: Invoke, tmp_path: Path) -> None:
+    run = write_run(
+        tmp_path / "run", [failed("softmax", "naive", 1 << 20, "oom"), failed("cosine", "chunked", 64, "error")]
+    )
+    result = invoke("report", run)
+    assert result.exit_code == 0
+    assert "no table: no point of this run ended ok with a time (1 oom)" in result.output
 
 
 def test_compare_max_exponent_fails_a_quadratic_turn(invoke: Invoke, tmp_path: Path) -> None:

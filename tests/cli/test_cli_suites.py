@@ -89,6 +89,12 @@ def test_a_folder_without_suites_is_a_usage_error(invoke: Invoke, tmp_path: Path
     assert_usage_error(invoke("suites", tmp_path), "holds no suite")
 
 
+def test_a_suite_name_that_is_a_folder_is_called_a_folder(invoke: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "x.toml").mkdir()
+    result = invoke("suites", tmp_path)
+    assert "broken: is a folder, not a TOML file" in result.output and "does not exist" not in result.output
+
+
 @pytest.mark.parametrize("command", ["run", "decode"])
 def test_a_commands_help_names_the_processes_its_gate_suites_ask_for(command: str) -> None:
     """run's and decode's --processes help may say how many processes a gate takes only where

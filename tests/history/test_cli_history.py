@@ -93,6 +93,7 @@ def test_a_history_file_grows_by_add_and_is_judged_alone(stepped: Path, tmp_path
         ([], "give run folders or history files"),
         (["missing-folder"], "does not exist"),
         (["x", "--max-pvalue", "2"], "--max-pvalue '2' is not below 1"),
+        (["x", "--max-pvalue", "0"], "--max-pvalue '0' must be a number above 0 (for example 0.01)"),
         # it said "the runs given hold no point with a time"
         (["--store", "no-such-history.csv"], "--store 'no-such-history.csv' does not exist; make it with"),
     ],
