@@ -4,8 +4,11 @@ measured in alternating rounds, and each side's rounds merged into one run folde
 The command (cli/ab_cmd.py) parses the options, calls this job and prints; the job decides and
 measures. It reports progress as lines through a callback and stops with a library error whose
 message is one line: AbError or WorktreeError (ValueErrors) for an A/B that cannot start,
-RoundError for a round that did not measure. A Ctrl-C reaches the caller once the baseline's
-worktree is removed.
+RoundError for a round that did not measure (or a side whose ``--help`` does not answer).
+DeadlineError, once the baseline's worktree is removed, for rounds the ``--max-job-s``
+deadline stopped (ab/deadline.py): it carries the rounds that were complete, which ``merge``
+merges with the stop recorded, so the verdict on them is never a pass. A Ctrl-C reaches the
+caller once the baseline's worktree is removed.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from linbench.ab.deadline import Deadline, DeadlineError
 from linbench.ab.merge import merge_rounds
 from linbench.ab.round_lines import deferred_line, open_lines
 from linbench.ab.rounds import (
@@ -43,6 +47,8 @@ Progress = Callable[[str], None]
 # meta.json's ab section: the impls traced running none of their changed code (ab/ran_code.py).
 NOT_RUN = "not_run"
 NO_CHECK = "--no-check"  # run's: measure without the correctness check (round 1 checked every point)
+# meta.json's ab section: what the --max-job-s deadline stopped (gate/verdict.py's Stopped).
+STOPPED = "stopped"
 
 
 class AbError(ValueError):
@@ -99,7 +105,9 @@ class AbJob:
         takes ``--only-points``), in several processes each where a round of them would be
         mostly start-up (and the baseline takes ``--processes``), cheapest to decide first while
         the job's projected end stays
-        within ``budget_s`` seconds from ``started`` (time.monotonic(); None: now; ab/sequential.py).
+        within ``budget_s`` seconds from ``started`` (time.monotonic(); None: now; ab/sequential.py),
+        and no round (nor the baseline's ``--help``) running past its deadline (ab/deadline.py:
+        DeadlineError).
         ``command``: what each round runs, ``run`` or ``decode`` (a decode suite's rounds);
         ``only``: the points of the sweep its rounds measure (widen_cost.first_points; None: all);
         ``changed``: the impls whose code changed ("variant:impl"), whose open points go first;
@@ -109,6 +117,7 @@ class AbJob:
         rule = rule if rule is not None else TimeRule(protocol=protocol)
         since = time.monotonic() if started is None else started
         scheduler = Scheduler(rule, budget_s, since, first=frozenset(changed), same_code=same_code)
+        deadline = Deadline.of(since, budget_s)
         what = f"{self.revision} ({self.sha[:12]}) against the code in {self.root}"
         more = f" (more, up to {protocol.most}, for points not yet decided)" if protocol.most > protocol.wanted else ""
         on_progress(f"linbench ab: {what}, {protocol.wanted} rounds{more} -> {self.out_dir}")
@@ -130,11 +139,12 @@ class AbJob:
 
         with detached_worktree(self.root, self.sha) as tree:
             # A revision from before run's --baseline became --against is given the old words.
-            spelt = None if knows_against(tree, side_env(tree)) else partial(old_spelling, out_dir=self.out_dir)
+            knows = knows_against(tree, side_env(tree), deadline)
+            spelt = None if knows else partial(old_spelling, out_dir=self.out_dir)
             sides = {"baseline": Side("baseline", tree, command, spelt), "current": Side("current", self.root, command)}
             # The current side is this code, whose run takes --only-points and --no-check; only
             # the baseline is asked. decode takes neither: its rounds measure and check every point.
-            helped = run_help(sides["baseline"]) if command == "run" else ""
+            helped = run_help(sides["baseline"], deadline) if command == "run" else ""
             narrow = ONLY_POINTS in helped
             later = [NO_CHECK] if NO_CHECK in helped else []
             # Several processes a point in a late round need the baseline to take both flags.
@@ -158,26 +168,40 @@ class AbJob:
 
             return run_rounds(
                 sides, protocol.wanted, run_args, self.out_dir, each_round, protocol.most, another, narrow, later, only,
-                affordable, lambda: scheduler.per_round, lambda: deferred,
+                affordable, lambda: scheduler.per_round, lambda: deferred, deadline,
             )  # fmt: skip
 
     def merge(
-        self, folders: Mapping[str, Sequence[Path]], command: str, not_run: Mapping[str, Sequence[str]] | None = None
+        self,
+        folders: Mapping[str, Sequence[Path]],
+        command: str,
+        not_run: Mapping[str, Sequence[str]] | None = None,
+        stopped: DeadlineError | None = None,
+        budget_s: float | None = None,
     ) -> dict[str, Path]:
         """Each side's rounds as one run folder, out_dir/<side>, whose meta.json records the
         rounds as the repeated-process protocol, both revisions and ``command``, and
         ``not_run``: the impls the import graph ties to changed files that, traced at the
         sweep's shapes, ran none of their changed code (each with those files; ab/ran_code.py), which the
-        comparison does not count as changed (gate/verdict.py's ChangedCode)."""
+        comparison does not count as changed (gate/verdict.py's ChangedCode), and ``stopped``:
+        what the ``budget_s`` deadline stopped, whose rounds ``folders`` leaves out (the
+        comparison is then never a pass: gate/verdict.py's Stopped)."""
         revisions = {"baseline": {"revision": self.revision, "sha": self.sha}, "current": {"sha": git_sha()}}
         protocol = self.protocol.meta()
         traced = {impl: list(files) for impl, files in (not_run or {}).items()}
         merged = {}
         for side, paths in folders.items():
             ab = {"side": side, "rounds": len(paths), "order": "ABBA", "revisions": revisions, NOT_RUN: traced}
+            if stopped is not None:
+                ab[STOPPED] = stopped_section(stopped, budget_s)
             sections = {"timing_protocol": protocol, "ab": ab, "command": command}
             merged[side] = merge_rounds(paths, self.out_dir / side, sections).path
         return merged
+
+
+def stopped_section(stopped: DeadlineError, budget_s: float | None) -> dict[str, object]:
+    """meta.json's record of what the deadline stopped (gate/verdict.py's Stopped reads it)."""
+    return {"what": stopped.what, "round": stopped.index, "rounds": stopped.complete, "max_job_s": budget_s}
 
 
 def ab_folder(out: Path | None) -> Path:

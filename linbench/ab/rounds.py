@@ -13,7 +13,9 @@ says a point needs them (job.py asks the repeated-process protocol, as the runne
 run's processes), up to a most. Such a round measures only the points that need it (``linbench
 run --only-points``) where the baseline revision can be told so (the current one is this code):
 on a busy CPU one spread point would otherwise keep every point going, and a round of one
-point costs a fraction of a round of all of them.
+point costs a fraction of a round of all of them. With a deadline (``--max-job-s``:
+ab/deadline.py), a round still running at it is stopped, and so is a ``--help`` probe of a side;
+a probe that does not answer within PROBE_S is a RoundError, as a side that cannot run is.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linbench.ab.round_server import STOP_GRACE_S, RoundServer, RoundServerError, stop_process_group
+from linbench.ab.deadline import Deadline, DeadlineError
+from linbench.ab.round_server import STOP_GRACE_S, RoundOverdueError, RoundServer, RoundServerError, stop_process_group
 from linbench.results.point_list import write_point_list
 from linbench.results.record import Key, row_key
 from linbench.results.store import RunStore, RunStoreError
@@ -44,6 +47,9 @@ USAGE_EXIT = 2
 ERROR_PREFIX = "linbench: error: "
 # What stops an A/B as Ctrl-C does: a CI cancellation sends SIGTERM, a closed terminal SIGHUP.
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# A side's `linbench run --help` imports torch: seconds, tens on a loaded 2-core machine. One
+# that has not answered in this long hangs, and the A/B cannot run that side.
+PROBE_S = 120.0
 
 
 class RoundError(RuntimeError):
@@ -106,6 +112,7 @@ def run_rounds(
     affordable: Callable[[], bool] = lambda: True,
     processes: Callable[[], int] = lambda: 1,
     deferred: Callable[[], Collection[Key]] = lambda: (),
+    deadline: Deadline | None = None,
 ) -> Folders:
     """Run ``rounds`` rounds, then more, up to ``most`` (default: ``rounds``), while
     ``another`` names points (record.row_key's) that the round folders so far leave needing
@@ -119,8 +126,9 @@ def run_rounds(
     before each of the rounds asked for after the first (with ``narrow``), names points those
     rounds leave out (too dear for them: sequential.py's outsized), which the later rounds
     measure as ``another`` names them. ``on_round`` hears each finished round. RoundError
-    stops at the first round that did not measure."""
-    with round_servers(sides) as servers:
+    stops at the first round that did not measure; DeadlineError at a round ``deadline``
+    stopped, with each side's complete rounds before it (the stopped one's are left out)."""
+    with round_servers(sides, deadline) as servers:
         folders: Folders = {name: [] for name in sides}
         first: tuple[set[Key], set[Key]] = (set(), set())  # round 1's points, and its failures
         index = 0
@@ -143,7 +151,13 @@ def run_rounds(
             elif only is not None and narrow:
                 out_dir.mkdir(parents=True, exist_ok=True)
                 args += [ONLY_POINTS, str(write_point_list(out_dir / "points.csv", only))]
-            results = [run_one(sides[name], index, args, out_dir, servers.get(name)) for name in round_order(index)]
+            try:
+                results = [
+                    run_one(sides[name], index, args, out_dir, servers.get(name), deadline)
+                    for name in round_order(index)
+                ]
+            except DeadlineError as stop:
+                raise stop.with_rounds(folders) from None
             for result in results:
                 folders[result.side].append(result.folder)
             if index == 1:
@@ -177,11 +191,21 @@ def round_one(folders: Folders) -> tuple[set[Key], set[Key]]:
 
 
 def run_one(
-    side: Side, index: int, run_args: Sequence[str], out_dir: Path, server: RoundServer | None = None
+    side: Side,
+    index: int,
+    run_args: Sequence[str],
+    out_dir: Path,
+    server: RoundServer | None = None,
+    deadline: Deadline | None = None,
 ) -> RoundResult:
     """``linbench run RUN_ARGS --quiet --yes --out <side>/rounds`` in ``side``'s tree (forked by
     its round ``server`` where it has one, else a new process); its output goes to
-    ``round-<index>.log`` beside the run folders."""
+    ``round-<index>.log`` beside the run folders. DeadlineError when ``deadline`` has passed
+    before it starts or stops it."""
+    what = f"the {side.name} side's round {index}"
+    if deadline is not None and deadline.passed():
+        raise DeadlineError(f"{what} before it started", index)
+    until, grace = (None, STOP_GRACE_S) if deadline is None else (deadline.at, deadline.grace_s)
     where = rounds_dir(out_dir, side.name)
     where.mkdir(parents=True, exist_ok=True)
     before = set(where.iterdir())
@@ -189,14 +213,17 @@ def run_one(
     args = side.words(run_args) if side.words is not None else list(run_args)
     words = [side.command, *args, "--quiet", "--yes", "--out", str(where)]
     started = time.perf_counter()
-    if server is not None:
-        try:
-            code = server.run(words, log)
-        except RoundServerError as gone:
-            raise RoundError(f"the {side.name} side's round {index} did not run: {gone} (its log: {log})") from None
-    else:
-        with log.open("w") as handle:
-            code = run_in_own_group([sys.executable, "-m", "linbench", *words], side.tree, side_env(side.tree), handle)
+    try:
+        if server is not None:
+            code = server.run(words, log, until, grace)
+        else:
+            with log.open("w") as handle:
+                argv = [sys.executable, "-m", "linbench", *words]
+                code = run_in_own_group(argv, side.tree, side_env(side.tree), handle, until, grace)
+    except RoundServerError as gone:
+        raise RoundError(f"{what} did not run: {gone} (its log: {log})") from None
+    except RoundOverdueError:
+        raise DeadlineError(f"{what} (its log: {log})", index) from None
     seconds = time.perf_counter() - started
     made = sorted(p for p in where.iterdir() if p not in before and p.is_dir())
     folder = _measured_folder(side, index, code, made, log)
@@ -205,8 +232,9 @@ def run_one(
 
 
 @contextmanager
-def round_servers(sides: dict[str, Side]) -> Iterator[dict[str, RoundServer]]:
-    """A round server for each side whose tree has one, ended when the rounds end."""
+def round_servers(sides: dict[str, Side], deadline: Deadline | None = None) -> Iterator[dict[str, RoundServer]]:
+    """A round server for each side whose tree has one, ended when the rounds end (killed
+    ``deadline``'s grace after, where there is one)."""
     servers = {
         name: RoundServer(side.tree, side_env(side.tree))
         for name, side in sides.items()
@@ -216,29 +244,41 @@ def round_servers(sides: dict[str, Side]) -> Iterator[dict[str, RoundServer]]:
         yield servers
     finally:
         for server in servers.values():
-            server.close()
+            server.close(STOP_GRACE_S if deadline is None else deadline.grace_s)
 
 
-def run_in_own_group(argv: Sequence[str], cwd: Path, env: dict[str, str], log: Any) -> int:
+def run_in_own_group(
+    argv: Sequence[str],
+    cwd: Path,
+    env: dict[str, str],
+    log: Any,
+    until: float | None = None,
+    grace_s: float = STOP_GRACE_S,
+) -> int:
     """Run ``argv`` in a process group of its own, its output to ``log``; its exit status. When
     this process is interrupted meanwhile (Ctrl-C, or SIGTERM and SIGHUP under
     ``stopping_on_signals``), the round is stopped as a Ctrl-C stops ``linbench run`` (its
     workers ended, its folder marked), and after STOP_GRACE_S whatever is left of its group (a
-    fork server, a worker) is killed, before the interrupt goes on."""
+    fork server, a worker) is killed, before the interrupt goes on. Still running at ``until``
+    (time.monotonic(); None: no end), it is stopped so, killed ``grace_s`` after its Ctrl-C,
+    and RoundOverdueError says so."""
     child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        return child.wait()
+        return child.wait(timeout=None if until is None else max(until - time.monotonic(), 0.0))
+    except subprocess.TimeoutExpired:
+        stop_group(child, grace_s)
+        raise RoundOverdueError("still running at its deadline") from None
     except BaseException:
         stop_group(child)
         raise
 
 
-def stop_group(child: subprocess.Popen[Any]) -> None:
-    """Ctrl-C to ``child``'s process group, up to STOP_GRACE_S for it to end, then SIGKILL to
+def stop_group(child: subprocess.Popen[Any], grace_s: float = STOP_GRACE_S) -> None:
+    """Ctrl-C to ``child``'s process group, up to ``grace_s`` for it to end, then SIGKILL to
     whatever the group still holds (the child's own children included, however it ended)."""
-    stop_process_group(child.pid, lambda: child.poll() is not None)
+    stop_process_group(child.pid, lambda: child.poll() is not None, grace_s)
     with suppress(subprocess.TimeoutExpired):
-        child.wait(timeout=STOP_GRACE_S)
+        child.wait(timeout=grace_s)
 
 
 @contextmanager
@@ -267,12 +307,55 @@ def can_narrow(side: Side) -> bool:
     return ONLY_POINTS in run_help(side)
 
 
-def run_help(side: Side) -> str:
-    """``side``'s ``linbench <command> --help``, wide and plain ("" where it fails)."""
-    env = side_env(side.tree) | {"COLUMNS": "200", "NO_COLOR": "1"}
-    argv = [sys.executable, "-m", "linbench", side.command, "--help"]
-    found = subprocess.run(argv, cwd=side.tree, env=env, capture_output=True, text=True)
+def run_help(side: Side, deadline: Deadline | None = None) -> str:
+    """``side``'s ``linbench <command> --help``, wide and plain ("" where it fails); RoundError
+    when it does not answer (help_of)."""
+    found = help_of(side.name, side.tree, side_env(side.tree), side.command, deadline)
     return found.stdout if found.returncode == 0 else ""
+
+
+def help_of(
+    name: str, tree: Path, env: dict[str, str], command: str, deadline: Deadline | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``linbench <command> --help`` run in the side ``name``'s ``tree``, wide and plain:
+    RoundError (one line) when it has not answered within PROBE_S, DeadlineError where
+    ``deadline`` came first; either way it is killed with its process group."""
+    argv = [sys.executable, "-m", "linbench", command, "--help"]
+    limit = PROBE_S if deadline is None else min(PROBE_S, deadline.left())
+    found = bounded(argv, tree, env | {"COLUMNS": "200", "NO_COLOR": "1"}, limit)
+    if found is not None:
+        return found
+    what = f"the {name} side's `linbench {command} --help`"
+    if limit < PROBE_S:
+        raise DeadlineError(f"{what}, before round 1", 1)
+    raise RoundError(f"{what} did not answer within {PROBE_S:g} s: its checkout ({tree}) cannot run here")
+
+
+def bounded(
+    argv: Sequence[str], cwd: Path, env: dict[str, str], timeout_s: float
+) -> subprocess.CompletedProcess[str] | None:
+    """``argv`` run in a process group of its own, its output captured; None when it ran past
+    ``timeout_s`` (its group then killed; so too when this process is interrupted meanwhile,
+    before the interrupt goes on)."""
+    child = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        out, err = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(child)
+        return None
+    except BaseException:
+        _kill_group(child)
+        raise
+    return subprocess.CompletedProcess(list(argv), child.returncode, out, err)
+
+
+def _kill_group(child: subprocess.Popen[str]) -> None:
+    """SIGKILL to ``child``'s process group, then its pipes drained and it reaped."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.communicate()
 
 
 def side_env(tree: Path) -> dict[str, str]:

@@ -10,10 +10,11 @@ the A/B folder with its keys renamed, the same sweep spelt as that code reads it
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from linbench.ab.deadline import Deadline
+from linbench.ab.rounds import help_of
 
 # The new spelling -> the old, for flags and a suite's top-level keys.
 OLD_FLAGS = {"--against": "--baseline", "--no-against": "--no-baseline"}
@@ -21,11 +22,10 @@ OLD_KEYS = {"against": "baseline", "no_against": "no_baseline"}
 SUITE = "--suite"
 
 
-def knows_against(tree: Path, env: dict[str, str]) -> bool:
-    """Whether the code in ``tree`` takes ``run --against``: its help, asked once, names it."""
-    argv = [sys.executable, "-m", "linbench", "run", "--help"]
-    wide = env | {"COLUMNS": "200", "NO_COLOR": "1"}
-    found = subprocess.run(argv, cwd=tree, env=wide, capture_output=True, text=True)
+def knows_against(tree: Path, env: dict[str, str], deadline: Deadline | None = None) -> bool:
+    """Whether the baseline's code in ``tree`` takes ``run --against``: its help, asked once,
+    names it (RoundError where it does not answer: rounds.help_of)."""
+    found = help_of("baseline", tree, env, "run", deadline)
     return found.returncode != 0 or "--against" in found.stdout
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 import math
 import shlex
 import sys
@@ -56,7 +57,10 @@ HELP = {
     "max_job_s": "The most seconds the A/B may take, from its start to its verdict: rounds are given to the open "
     "points, the changed impls' first (those that look slower ahead), then the cheapest to decide, only while "
     "the rounds they need fit; a point left out is not judged, and the verdict is inconclusive (exit 4), naming "
-    "the rounds it would need. Default: no limit.",
+    "the rounds it would need. A round still running when the time left is the verdict's (30 s, at most a "
+    "quarter of it) is stopped, its rows not merged, and the verdict is never a pass: inconclusive (exit 4), "
+    "or a regression found in the rounds complete before it. Give it in CI, below the job's own timeout. "
+    "Default: no limit.",
     "no_widen": "Measure the sweep as given: an impl whose code changed since the baseline (git diff, mapped by "
     "the import graph, then traced at the sweep's shapes) and that the sweep does not measure is not added, and "
     "the verdict is inconclusive (exit 4), naming it.",
@@ -133,19 +137,19 @@ def ab_command(**values: Any) -> None:
     Exit status, the first that applies:
     1 regression;
     4 inconclusive: some time was not judged (a point not decided within --max-rounds or
-    --max-job-s, or unverified), or a changed impl was not measured; the output names the points
-    and the --rounds and --max-rounds that would judge them, and the impls;
+    --max-job-s, or unverified), a changed impl was not measured, or the --max-job-s deadline
+    stopped a round (round 1 included: then nothing was judged); the output names the points
+    and the --rounds and --max-rounds (or --max-job-s) that would judge them, and the impls;
     3 environment changed: only with --control, when the control points all moved;
     0 pass: every point whose code may differ was judged, none regressed, and every changed impl
     was measured (a point whose impl runs the same code on both sides, no file it runs changed
     nor any file every point runs, gets the --rounds every point gets and no more, and left
     undecided it does not hold the verdict open: only the machine could move it);
-    2 usage error (also a revision that refuses the sweep); 130 interrupted (Ctrl-C, SIGTERM,
-    SIGHUP: the rounds are stopped and the worktree removed).
+    2 usage error (also a revision that refuses the sweep, or whose `linbench run --help` does
+    not answer within 120 s); 130 interrupted (Ctrl-C, SIGTERM, SIGHUP: the rounds are stopped
+    and the worktree removed).
     """
     from linbench.ab.job import AbJob, one_process_per_round, rounds_command, suite_file
-    from linbench.ab.rounds import RoundError, stopping_on_signals
-    from linbench.ab.worktree import WorktreeError
 
     revision, rounds, out = values.pop("baseline"), values.pop("rounds"), values.pop("out")
     started = time.monotonic()
@@ -169,13 +173,37 @@ def ab_command(**values: Any) -> None:
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
         command = rounds_command(values.get("suite"))
     rule = _time_rule(compare_flags, job)
+    measure = (run_args, _note, command, rule, max_job_s, widened.only, started, widened.changed, widened.same_code)
+    folders, stopped = _measured(job, measure)
+    line = shlex.join(["linbench", *sys.argv[1:]])
+    if stopped is not None and not stopped.complete:
+        _nothing_judged(stopped, max_job_s, line, compare_flags)
+    merged = job.merge(folders, line, widened.not_run, stopped, max_job_s)
+    try:
+        compare_command(baseline=merged["baseline"], current=merged["current"], changed_since=job.sha, **compare_flags)
+    finally:
+        _note(
+            f"linbench ab: baseline {revision} ({job.sha[:12]}) -> {merged['baseline']}; current -> {merged['current']}"
+        )
+
+
+def _measured(job: Any, measure: tuple[Any, ...]) -> tuple[dict[str, list[Path]], Any]:
+    """``job``'s rounds (AbJob.measure's arguments ``measure``), each side's round folders, and
+    what the ``--max-job-s`` deadline stopped (DeadlineError; None: nothing), whose complete
+    rounds they are; a one-line error (exit 2) for rounds that cannot run, exit 130 once
+    interrupted."""
+    from linbench.ab.deadline import DeadlineError
+    from linbench.ab.rounds import RoundError, stopping_on_signals
+    from linbench.ab.worktree import WorktreeError
+
     try:
         with stopping_on_signals():
-            folders = job.measure(
-                run_args, _note, command, rule, max_job_s, widened.only, started, widened.changed, widened.same_code
-            )
+            return job.measure(*measure), None
     except (WorktreeError, RoundError) as exc:
         exit_usage_error(str(exc))
+    except DeadlineError as stop:
+        _note(f"linbench ab: {stop} (the rounds so far are in {job.out_dir}): the verdict is never a pass")
+        return stop.folders, stop
     except KeyboardInterrupt as exc:
         why = f" ({exc})" if str(exc) else ""
         _note(
@@ -183,13 +211,31 @@ def ab_command(**values: Any) -> None:
             f"the rounds so far are in {job.out_dir}"
         )
         raise typer.Exit(INTERRUPTED_EXIT) from None
-    merged = job.merge(folders, shlex.join(["linbench", *sys.argv[1:]]), widened.not_run)
-    try:
-        compare_command(baseline=merged["baseline"], current=merged["current"], changed_since=job.sha, **compare_flags)
-    finally:
-        _note(
-            f"linbench ab: baseline {revision} ({job.sha[:12]}) -> {merged['baseline']}; current -> {merged['current']}"
-        )
+
+
+def _nothing_judged(stop: Any, max_job_s: float | None, command: str, flags: dict[str, Any]) -> None:
+    """No round was complete when the deadline stopped ``stop``: INCONCLUSIVE (exit 4) on stdout,
+    in compare's format, with the command that would judge the sweep."""
+    from dataclasses import asdict
+
+    from linbench.ab.job import stopped_section
+    from linbench.cli.common import output_format
+    from linbench.gate.advice import stopped_line
+    from linbench.gate.verdict import Stopped
+
+    stopped = Stopped.of(stopped_section(stop, max_job_s))
+    assert stopped is not None
+    advice = stopped_line(stopped, command)
+    verdict = "INCONCLUSIVE: 0 points compared; the --max-job-s deadline stopped the rounds before one was complete"
+    chosen = output_format(flags.get("output_format_flag") or "table", bool(flags.get("as_json")))
+    if chosen == "json":
+        report = {"verdict": "inconclusive", "exit_status": 4, "points": [], "stopped": asdict(stopped)}
+        typer.echo(json.dumps(report | {"advice": [advice]}, indent=2))
+    elif chosen == "md":
+        typer.echo(f"- {advice}\n\n**{verdict}**")
+    else:
+        typer.echo(f"{advice}\n{verdict}")
+    raise typer.Exit(4)
 
 
 def _time_rule(flags: dict[str, Any], job: Any) -> Any:

@@ -3,7 +3,9 @@ regressed, 1 when something regressed, 2 on a usage error, 3 when the control po
 machine changed (and nothing else failed), 4 when the comparison is inconclusive: some time,
 count or memory could not be judged, or the runs did not measure the same things (gate/verdict.py). With
 ``--changed-since``, a point whose impl runs the same code on both sides (no file it runs
-changed, nor any file every point runs) need not be judged: only the machine could move it."""
+changed, nor any file every point runs) need not be judged: only the machine could move it. An
+A/B whose ``--max-job-s`` deadline stopped a round (its merged meta.json says so) is never a
+pass."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from linbench.cli.errors import CliUsageError, usage_errors
 if TYPE_CHECKING:
     from linbench.gate.compare import Comparison, Thresholds
     from linbench.gate.configs import ConfigChange
-    from linbench.gate.verdict import ChangedCode
+    from linbench.gate.verdict import ChangedCode, Stopped
 
 # The exit status of each verdict (gate/verdict.py); 2 is a usage error (cli/errors.py).
 # How a run measured from a checkout with local changes records its commit (machine/facts.py).
@@ -109,6 +111,7 @@ def compare_command(
         comparison = compare_runs(base_run, cur_run, thresholds)
         if changed_since is not None:
             comparison.changed = changed_code(changed_since, cur_run.meta, base_run.meta)
+        comparison.stopped = stopped_rounds(cur_run.meta)
     configs = config_changes(base_run, cur_run, comparison)  # the autotuner's choices, beside the verdict
     machines = Machines(environment_lines(base_run, cur_run), _load_lines(base_run.meta, cur_run.meta))
     _print(comparison, chosen, machines, thresholds, configs)
@@ -193,6 +196,15 @@ class Machines:
 
     environment: list[str]
     load: list[str]
+
+
+def stopped_rounds(meta: Mapping[str, Any] | None) -> Stopped | None:
+    """What the deadline of the A/B whose merged run has ``meta`` stopped (None: nothing)."""
+    from linbench.ab.job import STOPPED
+    from linbench.gate.verdict import Stopped
+
+    ab = (meta or {}).get("ab")
+    return Stopped.of(ab.get(STOPPED)) if isinstance(ab, dict) else None
 
 
 def _load_lines(baseline: dict, current: dict) -> list[str]:

@@ -23,6 +23,7 @@ from linbench.gate.compare import Comparison
 from linbench.gate.points import Thresholds
 from linbench.gate.render import point_label
 from linbench.gate.rule import OTHER_THREADS, OVERSUBSCRIBED, processes_to_judge
+from linbench.gate.verdict import Stopped
 from linbench.results.protocol import GATE_PROCESSES
 
 # Flags that take a value and are replaced (or dropped) in a command given again.
@@ -180,6 +181,8 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
             "controls), or gate in one job with linbench ab (docs/ci.md)"
         )
     lines += _not_judged_lines(comparison)
+    if comparison.stopped is not None:
+        lines.append(stopped_line(comparison.stopped, comparison.commands[1]))
     same = comparison.unjudged_same_code
     if same:
         shown = "; ".join(point_label(p.key) for p in same[:SHOWN_POINTS])
@@ -227,6 +230,21 @@ def judging_lines(comparison: Comparison, thresholds: Thresholds) -> list[str]:
             "own, no other jobs; on a CPU, one torch thread per worker, --threads 1, as suites/gate-cpu.toml sets)"
         )
     return lines
+
+
+def stopped_line(stopped: Stopped, command: str | None) -> str:
+    """What the A/B's deadline stopped, and the A/B again with twice the time, which would
+    judge the rest (its own command line where it is known)."""
+    more = f"{2 * stopped.max_job_s:g}" if stopped.max_job_s is not None else "S"
+    try:
+        words = shlex.split(command or "")
+    except ValueError:
+        words = []
+    if len(words) > 1 and words[:2] == ["linbench", "ab"]:
+        again = shlex.join([*_without(words, ("--max-job-s", *DROPPED["ab"])), "--max-job-s", more])
+    else:
+        again = f"linbench ab ... --max-job-s {more}"
+    return f"{stopped.line()}; to judge the rest, run the A/B again with more time: {again}"
 
 
 def _both_sides(comparison: Comparison, rerun: Rerun, base_cmd: str | None, cur_cmd: str | None) -> list[str]:

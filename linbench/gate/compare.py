@@ -32,7 +32,7 @@ from linbench.gate.exponents import ExponentCheck, ExponentError, check_exponent
 from linbench.gate.point_diff import NOT_COMPARED, PointDiff
 from linbench.gate.points import Side, Thresholds, diff_point
 from linbench.gate.rule import UNJUDGED, gross_bar
-from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, ChangedCode, Coverage
+from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, ChangedCode, Coverage, Stopped
 from linbench.report.load import Run
 from linbench.report.series import plain
 from linbench.results.meta import machine_differences, software_differences, timing_protocol
@@ -68,6 +68,7 @@ class Comparison:
     between: BetweenRuns | None = None  # runs measured apart: what the whole run moved (between.py)
     run_moved: bool = False  # every point moved past the floor, and no control says it was the machine
     changed: ChangedCode | None = None  # the code changed since a revision (compare --changed-since, ab)
+    stopped: Stopped | None = None  # an A/B whose --max-job-s deadline stopped a round: never a pass
 
     def covered(self) -> Coverage:
         """How far the two runs measured the same things."""
@@ -126,9 +127,11 @@ class Comparison:
     def inconclusive(self) -> bool:
         """Some time, count or memory could not be judged, nothing was, the runs did not
         measure the same things, the whole run moved and nothing says whether the machine or the
-        code did, or an impl whose code changed was not measured."""
+        code did, an impl whose code changed was not measured, or the A/B's deadline stopped a
+        round (``stopped``)."""
         unjudged = bool(self.unjudged) or bool(self.one_sided) or self.judged_nothing
-        return unjudged or self.covered().mismatched or self.run_moved or bool(self.unmeasured)
+        unmatched = self.covered().mismatched or self.run_moved or bool(self.unmeasured)
+        return unjudged or unmatched or self.stopped is not None
 
     @property
     def unmeasured(self) -> tuple[str, ...]:
@@ -164,6 +167,7 @@ class Comparison:
             "between_runs": self.between.to_json() if self.between is not None else None,
             "run_moved": self.run_moved,
             "changed_code": self.changed.to_json(self.covered()) if self.changed is not None else None,
+            "stopped": asdict(self.stopped) if self.stopped is not None else None,
             "points": [{**p.key, **{k: v for k, v in asdict(p).items() if k != "key"}} for p in self.points],
             "baseline_only": self.baseline_only,
             "current_only": self.current_only,

@@ -292,4 +292,6 @@ def verdict_line(comparison: Comparison) -> str:
         summary += f"; {len(comparison.unmeasured)} changed impl(s) not measured"
     if comparison.run_moved and comparison.between is not None:
         summary += f"; the whole run moved {math.expm1(comparison.between.shift):+.1%}"
+    if comparison.stopped is not None:
+        summary += f"; the --max-job-s deadline stopped the rounds after {comparison.stopped.rounds} complete"
     return f"{comparison.verdict.upper()}: {summary}"

@@ -13,8 +13,9 @@ status each verdict maps to is the command's (cli/compare_cmd.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 PASS = "pass"
 REGRESSION = "regression"
@@ -78,6 +79,38 @@ class Coverage:
                 "judged (finish the run with linbench run --resume, or rerun it)"
             )
         return lines
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """An A/B whose ``--max-job-s`` deadline stopped ``what`` (a side's round ``round``, or its
+    baseline's ``--help`` before round 1) before it ended (ab/deadline.py): the runs hold the
+    ``rounds`` rounds complete before it, none of the stopped one. Such a comparison is never a
+    pass: the points that round was to measure were still undecided."""
+
+    what: str
+    round: int
+    rounds: int
+    max_job_s: float | None
+
+    @classmethod
+    def of(cls, section: Any) -> Stopped | None:
+        """The record an A/B's merged meta.json keeps (ab/job.py's stopped_section); None for none."""
+        if not isinstance(section, Mapping):
+            return None
+        budget = section.get("max_job_s")
+        budget = float(budget) if isinstance(budget, (int, float)) else None
+        return cls(str(section.get("what")), int(section.get("round") or 0), int(section.get("rounds") or 0), budget)
+
+    def line(self) -> str:
+        """What the deadline stopped and what was judged, one line."""
+        budget = f"--max-job-s {self.max_job_s:g}" if self.max_job_s is not None else "--max-job-s"
+        if not self.rounds:
+            return f"the {budget} deadline stopped {self.what}: no round was complete, so nothing was judged"
+        return (
+            f"the {budget} deadline stopped {self.what}: judged on the {self.rounds} round(s) complete before it "
+            "(the stopped round's rows are not merged); the points it was to measure are not judged"
+        )
 
 
 @dataclass(frozen=True)
