@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from linbench.gate.compare import MATCH_COLUMNS
-from linbench.history.observations import KEY_FIELDS, Observation, cell_text, of_run
+from linbench.history.observations import KEY_FIELDS, STATISTICS, Observation, cell_text, of_run
 from linbench.history.series import statistic_of
 from linbench.report.load import Run
 from linbench.results.schema import FAILED_STATUSES
@@ -29,6 +29,8 @@ else:  # pragma: no cover
 
 BUDGET_VERSION = 1
 LIMITS = ("time_ms", "memory_bytes")
+# The key naming the gate's statistic a point's time_ms bounds (written by ``write``).
+STATISTIC = "statistic"
 # The columns a budget point may name (the device as its type: cpu, cuda).
 NAMES = KEY_FIELDS
 
@@ -42,6 +44,9 @@ class Limit:
     match: dict[str, str]
     time_ms: float | None
     memory_bytes: float | None
+    # The gate's statistic time_ms bounds (a CUDA graph's replay time is not an eager median):
+    # judged on that one alone; None (a budget written by hand) is the point's own (statistic_of).
+    statistic: str | None = None
 
     def matches(self, key: dict[str, str]) -> bool:
         return all(key.get(name) == value for name, value in self.match.items())
@@ -88,11 +93,14 @@ def _limit(path: Path, index: int, point: Any) -> Limit:
     where = f"budget {str(path)!r} point {index}"
     if not isinstance(point, dict):
         raise BudgetError(f"{where} is not a table")
-    unknown = set(point) - set(NAMES) - set(LIMITS)
+    unknown = set(point) - set(NAMES) - set(LIMITS) - {STATISTIC}
     if unknown:
         raise BudgetError(
-            f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join((*NAMES, *LIMITS))})"
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join((*NAMES, *LIMITS, STATISTIC))})"
         )
+    statistic = point.get(STATISTIC)
+    if statistic is not None and statistic not in STATISTICS:
+        raise BudgetError(f"{where}: statistic {statistic!r} is not one of {', '.join(STATISTICS)}")
     limits = {name: point.get(name) for name in LIMITS}
     if all(v is None for v in limits.values()):
         raise BudgetError(f"{where} sets neither time_ms nor memory_bytes")
@@ -102,7 +110,7 @@ def _limit(path: Path, index: int, point: Any) -> Limit:
         ):
             raise BudgetError(f"{where}: {name} {value!r} is not a finite number above 0")
     match = {name: cell_text(point[name]) for name in NAMES if name in point}
-    return Limit(match, limits["time_ms"], limits["memory_bytes"])
+    return Limit(match, limits["time_ms"], limits["memory_bytes"], statistic)
 
 
 @dataclass(frozen=True)
@@ -140,9 +148,9 @@ def judge(run: Run, budget: Budget) -> Judgement:
     unjudged: list[Unjudged] = []
     for observation in observations:
         key = dict(zip(KEY_FIELDS, observation.key, strict=True))
-        figures = {"time": observation.value(statistic_of([observation])), "memory": memory.get(observation.key)}
         matching = _matching(budget, key)
         for number, limit in matching:
+            figures = {"time": _time(observation, limit), "memory": memory.get(observation.key)}
             bounds = {"time": limit.time_ms, "memory": limit.memory_bytes}
             for what, bound in bounds.items():
                 measured = figures[what]
@@ -151,11 +159,29 @@ def judge(run: Run, budget: Budget) -> Judgement:
                 judged.add(number)
                 if measured > bound * (1 + budget.tolerance):
                     overruns.append(Overrun(_name(key), what, measured, bound))
-        if figures["memory"] is None and any(limit.memory_bytes is not None for _, limit in matching):
-            unjudged.append(Unjudged(_name(key), "its memory was not recorded"))
+        unjudged += _unrecorded(observation, matching, memory.get(observation.key) is not None)
     broken, ended = _ended_without_figure(run, budget, judged)
     unmatched = [n for n in range(1, len(budget.limits) + 1) if n not in judged]
     return Judgement(overruns, broken, unjudged + ended, unmatched)
+
+
+def _time(observation: Observation, limit: Limit) -> float | None:
+    """The time ``limit`` bounds: its statistic's (None where the run did not record it), else
+    the point's own."""
+    return observation.value(limit.statistic or statistic_of([observation]))
+
+
+def _unrecorded(observation: Observation, matching: list[tuple[int, Limit]], has_memory: bool) -> list[Unjudged]:
+    """The figures a matching limit bounds that this point did not record, one line a point."""
+    key = dict(zip(KEY_FIELDS, observation.key, strict=True))
+    missing = [
+        f"its {limit.statistic} time was not recorded (the limit is on it)"
+        for _, limit in matching
+        if limit.time_ms is not None and limit.statistic is not None and observation.value(limit.statistic) is None
+    ]
+    if not has_memory and any(limit.memory_bytes is not None for _, limit in matching):
+        missing.append("its memory was not recorded")
+    return [Unjudged(_name(key), "; ".join(dict.fromkeys(missing)))] if missing else []
 
 
 def _matching(budget: Budget, key: dict[str, str]) -> list[tuple[int, Limit]]:
@@ -211,9 +237,11 @@ def write(run: Run, margin: float) -> str:
         for name, value in zip(KEY_FIELDS, observation.key, strict=True):
             if value != "":
                 lines.append(f"{name} = {_toml(value)}")
-        time_ms = observation.value(statistic_of([observation]))
+        statistic = statistic_of([observation])
+        time_ms = observation.value(statistic)
         if time_ms is not None:
             lines.append(f"time_ms = {time_ms * (1 + margin):.6g}")
+            lines.append(f'{STATISTIC} = "{statistic}"')
         if (peak := memory.get(observation.key)) is not None:
             lines.append(f"memory_bytes = {int(peak * (1 + margin))}")
     return "\n".join(lines) + "\n"

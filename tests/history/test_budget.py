@@ -21,6 +21,7 @@ def test_a_run_is_within_a_budget_made_from_it(tmp_path: Path) -> None:
     budget_file.write_text(write(read_run(run), 0.2))
     budget = read(budget_file)
     assert len(budget.limits) == 18 and all(limit.time_ms and limit.memory_bytes for limit in budget.limits)
+    assert {limit.statistic for limit in budget.limits} == {"p20"}  # what the run recorded
     assert judge(read_run(run), budget) == Judgement([], [], [], [])
 
 
@@ -87,6 +88,19 @@ def test_a_limit_over_many_points_names_those_it_could_not_judge(tmp_path: Path)
     assert judgement.unmatched == [2]
 
 
+def test_a_limit_on_a_statistic_the_run_did_not_record_is_not_judged_on_another(tmp_path: Path) -> None:
+    """A limit made from CUDA-graph replays must not pass (or fail) an eager median: the point
+    is named, and a limit that judged nothing makes the budget inconclusive."""
+    run = write_run(tmp_path / "run", series("cosine", "chunked", lambda s: 1.0, seqs=(1024,)))
+    budget = _budget(tmp_path, CHUNKED + 'time_ms = 1000\nstatistic = "graph median"')
+    judgement = judge(read_run(run), budget)
+    why = "its graph median time was not recorded (the limit is on it)"
+    assert judgement.unjudged == [Unjudged("cosine:chunked fwd fp32 B1 H8 S1024 D64", why)]
+    assert judgement.unmatched == [1] and not judgement.failed
+    over = judge(read_run(run), _budget(tmp_path, CHUNKED + 'time_ms = 0.5\nstatistic = "median"'))
+    assert [o.what for o in over.overruns] == ["time"]
+
+
 def test_a_memory_limit_on_a_point_without_memory_is_not_judged(tmp_path: Path) -> None:
     rows = series("cosine", "chunked", lambda s: 1.0, seqs=(1024,))
     rows[0]["peak_bytes"] = None
@@ -108,6 +122,7 @@ def test_a_memory_limit_on_a_point_without_memory_is_not_judged(tmp_path: Path) 
         ("budget_version = 1\n[[point]]\ntime_ms = nan\n", "time_ms nan is not a finite number above 0"),
         ("budget_version = 1\n[[point]]\nmemory_bytes = inf\n", "memory_bytes inf is not a finite number above 0"),
         ("budget_version = 1\ntolerance = nan\n[[point]]\ntime_ms = 1\n", "tolerance nan is not a finite number ≥ 0"),
+        ("budget_version = 1\n[[point]]\ntime_ms = 1\nstatistic = 'mean'\n", "statistic 'mean' is not one of"),
         ("budget_version = [", "cannot be read"),
     ],
 )
