@@ -192,12 +192,14 @@ def threads_line(meta: Mapping[str, Any]) -> str | None:
     choice = (meta.get("timing") or {}).get("threads_choice")
     if not isinstance(choice, Mapping) or "threads" not in choice:
         return None
-    count = int(choice["threads"])
+    count, cores = int(choice["threads"]), choice.get("cores")
     if choice.get("by") == BY_HAND:
         why = BY_HAND
+        if isinstance(cores, int) and count > cores:  # the OS switches them: the times hold the waits
+            why += f"; more than the {cores} usable cores, so threads wait for a core and the times hold those waits"
     else:
         idle = choice.get("idle_cores")
-        why = f"{'?' if idle is None else f'{idle:g}'} of {choice.get('cores')} cores idle at the start"
+        why = f"{'?' if idle is None else f'{idle:g}'} of {cores} cores idle at the start"
     return (
         f"  threads: {count} torch thread{'s' if count != 1 else ''} per worker ({why}); its times compare "
         "only with runs on as many threads (each row records its threads)"

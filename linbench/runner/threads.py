@@ -46,14 +46,6 @@ class ThreadsChoice:
         threads = threads_for(idle, self.cores, self.most)
         return ThreadsChoice(threads, BY_IDLE, self.cores, self.most, round(idle, 2), None)
 
-    def words(self) -> str:
-        """``1 thread (1.2 of 2 cores idle)``, or ``2 threads (--threads)``."""
-        count = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
-        if self.by == BY_HAND:
-            return f"{count} ({BY_HAND})"
-        idle = "?" if self.idle_cores is None else f"{self.idle_cores:g}"
-        return f"{count} ({idle} of {self.cores} cores idle)"
-
 
 def initial_choice(by_hand: int | None, most: int, idle: float | None, window_s: float) -> ThreadsChoice:
     """``by_hand`` when given; else one thread per core of ``idle`` (measured over ``window_s``)."""

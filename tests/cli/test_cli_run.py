@@ -81,6 +81,11 @@ def test_the_threads_line_says_the_idle_cores_chose_them() -> None:
     assert line is not None
     assert line.startswith("  threads: 1 torch thread per worker (0.8 of 2 cores idle at the start)")
     assert threads_line({"timing": {"threads": None}}) is None  # a GPU run: torch's default, no choice
+    by_hand = {"threads": 8, "by": "--threads", "cores": 2, "most": 2}
+    crowded = threads_line({"timing": {"threads_choice": by_hand}})
+    assert crowded is not None and "(--threads; more than the 2 usable cores, so threads wait for a core" in crowded
+    fitting = threads_line({"timing": {"threads_choice": by_hand | {"threads": 2}}})
+    assert fitting is not None and "more than" not in fitting
 
 
 def test_quiet_prints_only_the_plan_and_the_summary_line(invoke: Invoke, tmp_path: Path) -> None:
