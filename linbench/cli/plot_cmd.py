@@ -26,7 +26,10 @@ def plot_command(
     from linbench.report.plot import FORMATS, plot_run
 
     with usage_errors():
-        chosen = [f.lower() for f in split_list([formats])]
+        try:
+            chosen = [f.lower() for f in split_list([formats])]
+        except ValueError as exc:  # '' is empty: name the option it came from
+            raise CliUsageError(f"--format {exc}") from None
         unknown = [f for f in chosen if f not in FORMATS]
         if unknown or not chosen:
             raise CliUsageError(f"unknown --format {', '.join(unknown) or formats!r}; use {', '.join(FORMATS)}")

@@ -53,6 +53,11 @@ def test_plot_writes_figures_beside_the_data_or_under_out(invoke: Invoke, run_di
     assert len(list((tmp_path / "figs" / run_dir.name).iterdir())) == 8
 
 
+@pytest.mark.parametrize(("formats", "said"), [("", "--format '' is empty"), ("png,,svg", "--format 'png,,svg' has")])
+def test_an_empty_plot_format_names_its_option(invoke: Invoke, run_dir: Path, formats: str, said: str) -> None:
+    assert_usage_error(invoke("plot", run_dir, "--format", formats), said)
+
+
 def test_runs_that_share_a_name_get_their_own_figure_folders(invoke: Invoke, run_dir: Path, tmp_path: Path) -> None:
     """Defect: two nights' shard runs (both named by their sweep) wrote one folder, the second
     night's figures over the first's."""
