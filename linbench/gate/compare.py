@@ -37,7 +37,7 @@ from linbench.report.load import Run
 from linbench.report.series import plain
 from linbench.results.meta import machine_differences, software_differences, timing_protocol
 from linbench.results.protocol import ProcessProtocol, ProtocolError
-from linbench.results.schema import KEY_COLUMNS
+from linbench.results.schema import DECODE_MODE, KEY_COLUMNS
 
 __all__ = [
     *("CPU_MEMORY_FLOOR_BYTES", "CompareError", "Comparison", "ExponentCheck", "PointDiff", "Thresholds"),
@@ -236,7 +236,11 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
     base, cur = _keyed(baseline.results), _keyed(current.results)
     common = base.index.intersection(cur.index, sort=False)
     if common.empty:
-        raise CompareError(f"{baseline.path} and {current.path} have no point in common (same variant, impl, shape...)")
+        kinds = _command_kind(baseline), _command_kind(current)
+        why = f": the baseline is a {kinds[0]} run, current a {kinds[1]} run" if kinds[0] != kinds[1] else ""
+        raise CompareError(
+            f"{baseline.path} and {current.path} have no point in common (same variant, impl, shape...){why}"
+        )
     protocol = judging_protocol(baseline, current)
     sides = _sides(base, cur, common, _process_groups(baseline), _process_groups(current))
     points = _diffs(sides, thresholds, protocol)
@@ -266,6 +270,11 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
         between=between,
         run_moved=between is not None and between.unexplained(thresholds.max_slowdown),
     )
+
+
+def _command_kind(run: Run) -> str:
+    """Which command measured ``run``: decode (its rows' mode) or run."""
+    return "decode" if (run.results["mode"].astype(str) == DECODE_MODE).any() else "run"
 
 
 def _impls(frame: pd.DataFrame) -> set[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from synthetic_processes import MODERATE, NOISY, QUIET, planted, write_process_run
-from synthetic_runs import failed, scaled, series, write_run
+from synthetic_runs import decode_series, failed, scaled, series, write_run
 
 from linbench.gate.compare import CompareError, Thresholds, check_same_device, compare_runs, environment_lines
 from linbench.gate.render import _launch_cell, verdict_line
@@ -182,8 +182,11 @@ def test_unmatched_points_are_listed_on_both_sides(tmp_path: Path) -> None:
 def test_runs_with_no_common_point_cannot_be_compared(tmp_path: Path) -> None:
     base = series("cosine", "chunked", LINEAR, seqs=(1024,))
     cur = series("cosine", "chunked", LINEAR, seqs=(2048,))
-    with pytest.raises(CompareError, match="no point in common"):
+    with pytest.raises(CompareError, match=r"no point in common \(same variant, impl, shape...\)$"):
         compare_runs(*_runs(tmp_path, base, cur), Thresholds())
+    decode = decode_series("cosine", "recurrent", LINEAR, LINEAR, contexts=(1024,))
+    with pytest.raises(CompareError, match="no point in common .*: the baseline is a run run, current a decode run"):
+        compare_runs(*_runs(tmp_path / "decode", base, decode), Thresholds())
 
 
 def test_runs_from_different_devices_are_refused(tmp_path: Path) -> None:
