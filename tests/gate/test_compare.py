@@ -184,8 +184,8 @@ def test_runs_with_no_common_point_cannot_be_compared(tmp_path: Path) -> None:
     cur = series("cosine", "chunked", LINEAR, seqs=(2048,))
     with pytest.raises(CompareError, match=r"no point in common \(same variant, impl, shape...\)$"):
         compare_runs(*_runs(tmp_path, base, cur), Thresholds())
-    decode = decode_series("cosine", "recurrent", LINEAR, LINEAR, contexts=(1024,))
-    with pytest.raises(CompareError, match="no point in common .*: the baseline is a run run, current a decode run"):
+    decode = decode_series("cosine", "recurrent", LINEAR, lambda s: 4 * s, contexts=(1024,))
+    with pytest.raises(CompareError, match=r"no point in common .*: the baseline is a run run, current a decode run"):
         compare_runs(*_runs(tmp_path / "decode", base, decode), Thresholds())
 
 
