@@ -18,6 +18,10 @@ from linbench.sweep.values import SpecError, optional, positive_int
 from linbench.units import SizeError, parse_size
 
 DEFAULT_DRIFT_STEPS = 256
+# The most drift steps a point takes: their fp64 inputs are drawn whole (B·steps·H·D·8 bytes) and
+# stepped one by one, so a million would be gigabytes and hours; where a state's dtype drifts
+# shows within hundreds.
+MOST_DRIFT_STEPS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,11 @@ def read_serving(settings: Mapping[str, Any]) -> Serving | None:
         except (PackError, SizeError) as exc:
             raise SpecError(f"contexts: {exc}") from None
     drift = optional(positive_int, "drift_steps", settings.get("drift_steps"))
+    if drift is not None and drift > MOST_DRIFT_STEPS:
+        raise SpecError(
+            f"drift_steps: {drift} is past {MOST_DRIFT_STEPS}: its fp64 inputs are drawn whole and stepped one by "
+            f"one (the default, {DEFAULT_DRIFT_STEPS}, shows a state dtype's drift)"
+        )
     return Serving(
         pool=optional(positive_int, "pool", settings.get("pool")),
         accept="all" if accept is None else _accept_text(accept),
@@ -89,11 +98,17 @@ def _budget(value: Any) -> int | None:
 
 
 def check_serving(serving: Serving | None, batches: tuple[int, ...], steps: tuple[int, ...] | None) -> None:
-    """A pool smaller than a batch, or an accept count above a step's tokens: SpecError."""
+    """A pool smaller than a batch, an accept pattern with one token a step, or an accept count
+    above a step's tokens: SpecError."""
     if serving is None:
         return
     if serving.pool is not None and serving.pool < max(batches):
         raise SpecError(f"pool: {serving.pool} slots cannot hold a batch of {max(batches)} requests (pool ≥ batch)")
+    if serving.accept != "all" and max(steps or (1,)) == 1:
+        raise SpecError(
+            f"accept: {serving.accept} with one token a step: there is no draft token to accept or reject "
+            "(give --tokens-per-step 2 or more)"
+        )
     if serving.accept not in ("all",) and "." not in serving.accept:
         most = min(steps or (1,))
         if int(serving.accept) > most:

@@ -88,6 +88,9 @@ def test_the_state_dtype_help_and_doc_name_every_dtype_it_takes() -> None:
             "tokens_per_step",
         ),
         (("--tokens-per-step", "2", "--accept", "3"), "above --tokens-per-step 2"),
+        (("--accept", "0.7"), "accept: 0.7 with one token a step: there is no draft token"),
+        (("--tokens-per-step", "1", "--accept", "1"), "with one token a step"),
+        (("--drift-steps", "1000000000"), "drift_steps: 1000000000 is past 65536"),
         (
             (
                 "--accept",
