@@ -37,6 +37,7 @@ from linbench.ab.sequential import Scheduler, checks_seconds, points_seconds
 from linbench.ab.spelling import knows_against, old_spelling
 from linbench.ab.worktree import checkout_root, detached_worktree, resolve_revision
 from linbench.gate.rule import TimeRule
+from linbench.gate.verdict import STOPPED  # what the --max-job-s deadline stopped (Stopped)
 from linbench.machine.facts import git_sha
 from linbench.results.point_list import Key
 from linbench.results.protocol import ProcessProtocol
@@ -47,8 +48,6 @@ Progress = Callable[[str], None]
 # meta.json's ab section: the impls traced running none of their changed code (ab/ran_code.py).
 NOT_RUN = "not_run"
 NO_CHECK = "--no-check"  # run's: measure without the correctness check (round 1 checked every point)
-# meta.json's ab section: what the --max-job-s deadline stopped (gate/verdict.py's Stopped).
-STOPPED = "stopped"
 
 
 class AbError(ValueError):

@@ -200,8 +200,7 @@ class Machines:
 
 def stopped_rounds(meta: Mapping[str, Any] | None) -> Stopped | None:
     """What the deadline of the A/B whose merged run has ``meta`` stopped (None: nothing)."""
-    from linbench.ab.job import STOPPED
-    from linbench.gate.verdict import Stopped
+    from linbench.gate.verdict import STOPPED, Stopped
 
     ab = (meta or {}).get("ab")
     return Stopped.of(ab.get(STOPPED)) if isinstance(ab, dict) else None

@@ -81,6 +81,11 @@ class Coverage:
         return lines
 
 
+# The key of an A/B's merged meta.json ``ab`` section that records what its deadline stopped
+# (ab/job.py writes it, Stopped.of reads it): here, so that compare reads it without ab's imports.
+STOPPED = "stopped"
+
+
 @dataclass(frozen=True)
 class Stopped:
     """An A/B whose ``--max-job-s`` deadline stopped ``what`` (a side's round ``round``, or its
