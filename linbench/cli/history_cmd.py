@@ -136,9 +136,7 @@ def _observations(paths: list[Path]) -> list[Observation]:
             found.setdefault(identity, observation)
     if repeated:
         names = ", ".join(sorted(repeated))
-        stdout_console().print(
-            f"{len(repeated)} run(s) given more than once, each counted once: {names}", highlight=False
-        )
+        typer.echo(f"warning: {len(repeated)} run(s) given more than once, each counted once: {names}", err=True)
     return list(found.values())
 
 

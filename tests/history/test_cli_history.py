@@ -73,7 +73,8 @@ def test_a_run_given_twice_counts_once(tmp_path: Path) -> None:
         result = _history(*args)
         assert result.exit_code == 4, result.output
         assert "insufficient data: 3 run(s) in all, 5 needed" in result.output
-        assert "3 run(s) given more than once, each counted once" in result.output
+        assert "3 run(s) given more than once, each counted once" in result.stderr
+    assert json.loads(_history(runs, runs, "--json").stdout)  # the notice stays out of the JSON
 
 
 def test_a_history_file_grows_by_add_and_is_judged_alone(stepped: Path, tmp_path: Path) -> None:
