@@ -85,10 +85,18 @@ def _refuse_empty_path(ctx: Any, param: Any, given: Any) -> None:
     """An empty path ('') fails: as a Path it would be the current folder (compare RUN '' run
     from inside a run folder compared against that run)."""
     values = given if isinstance(given, (list, tuple)) else [given]
-    descriptor = getattr(param, "type_descriptor", None)
-    if "" in values and _takes_paths(getattr(descriptor, "annotation", None)):
+    if "" in values and _is_path_param(param):
         name = param.opts[0] if param.param_type_name == "option" else str(param.name).upper()
         ctx.fail(f"{name} is an empty path; give a file or folder")
+
+
+def _is_path_param(param: Any) -> bool:
+    """Whether a parameter takes paths: its annotation where this Typer keeps one (0.2x's
+    ``type_descriptor``), else its click type's name (older Typer's ``type``)."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is not None:
+        return _takes_paths(getattr(descriptor, "annotation", None))
+    return getattr(getattr(param, "type", None), "name", None) == "path"
 
 
 def _takes_paths(annotation: Any) -> bool:
