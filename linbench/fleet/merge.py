@@ -83,8 +83,10 @@ def merge_run(run_dir: Path, *, allow_mixed: bool = False, allow_partial: bool =
     summary = MergeSummary()
     attempts_used: list[Attempt] = []
     damaged: list[str] = []
+    attempted: set[Key] = set()  # every point some attempt has a row for, chosen or superseded
     for shard in shards:
         found = read_attempts(run_dir, shard, damaged)
+        attempted.update(key for attempt in found for key in attempt.rows)
         _check_plan(found, digest, run_dir)
         rows = chain_rows(chosen_chain(found, shard))
         _check_belongs(rows, shard)
@@ -109,17 +111,19 @@ def merge_run(run_dir: Path, *, allow_mixed: bool = False, allow_partial: bool =
         )
     if not allow_mixed:
         _check_unmixed(chosen, settings, attempts_used)
-    _check_keeps_merged(run_dir, chosen)
+    _check_keeps_merged(run_dir, attempted)
     _write(run_dir, chosen, _meta(attempts_used, digest, summary, allow_mixed), allow_mixed)
     return summary
 
 
-def _check_keeps_merged(run_dir: Path, chosen: Sequence[Chosen]) -> None:
-    """MergeError when the run's results.csv, as an earlier merge wrote it, holds points the
-    shards no longer give a row (their attempt folders removed or emptied): replacing it would
-    drop those rows, and their processes and samples, without a word."""
+def _check_keeps_merged(run_dir: Path, attempted: set[Key]) -> None:
+    """MergeError when the run's results.csv, as an earlier merge wrote it, holds points no
+    shard attempt has a row for now (their attempt folders removed or emptied): replacing it
+    would drop those rows, and their processes and samples, without a word. A point an attempt
+    still holds is no loss, though another chain's row is chosen now (a shard started over on
+    another card, its new attempt partial)."""
     merged = {row_key(row) for row in whole_rows(run_dir / RESULTS_FILE)}
-    lost = merged - {c.key for c in chosen}
+    lost = merged - attempted
     if lost:
         raise MergeError(
             f"{run_dir / RESULTS_FILE} holds {len(lost)} point(s) that no shard attempt has a row for now (their "

@@ -162,6 +162,19 @@ def test_a_merged_point_whose_attempt_went_away_is_never_dropped(tmp_path: Path)
     }
 
 
+def test_a_shard_started_over_and_still_partial_merges_again(tmp_path: Path) -> None:
+    """The old card's rows, superseded by a chain started over on another card, are no loss:
+    the end-of-run merge of a resumed, still partial run must not be refused."""
+    shards = new_plan(tmp_path, KEYS)
+    write_attempt(tmp_path, shards[0], 1, CARD_A, shards[0].keys[:3])
+    for shard in shards[1:]:
+        write_attempt(tmp_path, shard, 1, CARD_B, shard.keys)
+    assert merge_run(tmp_path, allow_partial=True).rows == 21
+    write_attempt(tmp_path, shards[0], 2, CARD_B, shards[0].keys[:1])
+    summary = merge_run(tmp_path, allow_partial=True)
+    assert summary.rows == 19 and len(summary.missing) == 5
+
+
 def test_fake_and_real_gpus_or_two_torch_builds_do_not_mix(tmp_path: Path) -> None:
     shards = new_plan(tmp_path, KEYS)
     for i, shard in enumerate(shards):
