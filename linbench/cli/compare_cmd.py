@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from linbench.gate.verdict import ChangedCode, Stopped
 
 # The exit status of each verdict (gate/verdict.py); 2 is a usage error (cli/errors.py).
-# How a run measured from a checkout with local changes records its commit (machine/facts.py).
-DIRTY = "-dirty"
 EXIT_STATUS = {"pass": 0, "regression": 1, "environment changed": 3, "inconclusive": 4}
 BYTE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 10**6, "gb": 10**9}
 HELP = {
@@ -106,11 +104,14 @@ def compare_command(
         )
         base_run, cur_run = read_single_run(baseline), read_single_run(current)
         warn_left_out([*base_run.warnings, *cur_run.warnings])
+        # The two sides of one linbench ab: measured by one job, in one environment, at the
+        # revisions it records; what would refuse two runs made apart does not apply.
+        ab = "ab" in base_run.meta and "ab" in cur_run.meta
         if not force:
-            check_same_device(base_run, cur_run)
+            check_same_device(base_run, cur_run, software=not ab)
         comparison = compare_runs(base_run, cur_run, thresholds)
         if changed_since is not None:
-            comparison.changed = changed_code(changed_since, cur_run.meta, base_run.meta)
+            comparison.changed = changed_code(changed_since, cur_run.meta, None if ab else base_run.meta)
         comparison.stopped = stopped_rounds(cur_run.meta)
     configs = config_changes(base_run, cur_run, comparison)  # the autotuner's choices, beside the verdict
     machines = Machines(environment_lines(base_run, cur_run), _load_lines(base_run.meta, cur_run.meta))
@@ -162,7 +163,8 @@ def check_measured_at(
     at this checkout's ``head``, as each run's meta.json records (``git_sha``): what changed
     between them is then this checkout's diff from ``revision``, and an impl outside it runs the
     same code on both sides. Else "same code" would excuse points whose code did change."""
-    base, cur = _commit(baseline_meta, "baseline"), _commit(current_meta, "current")
+    from linbench.machine.facts import DIRTY  # imports torch: here, not at the top
+    base, cur = _commit(baseline_meta), _commit(current_meta)
     if base is None or base.endswith(DIRTY):
         how = "records no linbench commit" if base is None else "was measured with local changes"
         raise ValueError(f"--changed-since: the baseline {how} (meta.json git_sha): what changed since it is unknown")
@@ -179,13 +181,8 @@ def check_measured_at(
         )
 
 
-def _commit(meta: Mapping[str, Any], side: str) -> str | None:
-    """The commit a run was measured at: for a side of ``linbench ab``, the one its job records
-    for that side (``ab.revisions``: the job measured each side at it); else the run's git_sha."""
-    ab = meta.get("ab")
-    revisions = ab.get("revisions") if isinstance(ab, dict) else None
-    recorded = revisions.get(side) if isinstance(revisions, dict) else None
-    value = recorded.get("sha") if isinstance(recorded, dict) else meta.get("git_sha")
+def _commit(meta: Mapping[str, Any]) -> str | None:
+    value = meta.get("git_sha")
     return value if isinstance(value, str) and value else None
 
 

@@ -180,20 +180,20 @@ def device_names(run: Run) -> set[str]:
     return set(run.results["device_name"].astype(str))
 
 
-def check_same_device(baseline: Run, current: Run) -> None:
-    """CompareError when the runs come from different device models, or were measured with
-    other software (torch, CUDA, a library's version): either side's times are then of other
-    code than the change under test."""
+def check_same_device(baseline: Run, current: Run, software: bool = True) -> None:
+    """CompareError when the runs come from different device models, or (``software``) were
+    measured with other software (torch, CUDA, a library's version): either side's times are then
+    of other code than the change under test."""
     base, cur = device_names(baseline), device_names(current)
     if base != cur:
         raise CompareError(
             f"the runs come from different devices ({', '.join(sorted(base))} against {', '.join(sorted(cur))}); "
             "pass --force to compare them anyway"
         )
-    software = software_differences(baseline.meta, current.meta)
-    if software:
+    differences = software_differences(baseline.meta, current.meta) if software else []
+    if differences:
         raise CompareError(
-            f"the runs were measured with other software ({'; '.join(software)}): record the baseline again with "
+            f"the runs were measured with other software ({'; '.join(differences)}): record the baseline again with "
             "this software, or pass --force to compare them anyway"
         )
 

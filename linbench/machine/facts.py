@@ -14,6 +14,9 @@ from typing import Any
 
 import torch
 
+# How git_sha records a checkout with local changes: the commit, then this.
+DIRTY = "-dirty"
+
 
 def git_sha() -> str | None:
     """The commit linbench runs from (``-dirty`` with local changes); None outside a checkout."""
@@ -31,7 +34,7 @@ def git_sha() -> str | None:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
-    return f"{sha}-dirty" if dirty else sha
+    return f"{sha}{DIRTY}" if dirty else sha
 
 
 def git_commit_time() -> str | None:

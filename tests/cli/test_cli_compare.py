@@ -284,6 +284,22 @@ def test_changed_since_is_refused_unless_the_runs_were_measured_at_the_revision_
     assert dirty_current.exit_code in (0, 4), dirty_current.output  # the checkout's own changes are in its diff
 
 
+def test_the_two_sides_of_an_ab_are_never_refused_for_their_software(invoke: Invoke, tmp_path: Path) -> None:
+    """One job measured both in one environment: a setting's wording that differs between the
+    revisions (fla's dispatch record) must not end an A/B with exit 2 after its rounds."""
+    base, cur = _pair(tmp_path, _suite())
+    for run, dispatch in ((base, "off (fla's own kernels)"), (cur, "off")):
+        meta = json.loads((run / "meta.json").read_text())
+        (run / "meta.json").write_text(json.dumps(meta | {"fla_backend_dispatch": dispatch}))
+    assert_usage_error(invoke("compare", base, cur), "measured with other software (fla_backend_dispatch")
+    for run, side in ((base, "baseline"), (cur, "current")):
+        meta = json.loads((run / "meta.json").read_text())
+        (run / "meta.json").write_text(json.dumps(meta | {"ab": {"side": side}}))
+    result = invoke("compare", base, cur)
+    assert result.exit_code == 0, result.output
+    assert "the runs were measured on other machines or software: fla_backend_dispatch" in result.stdout
+
+
 def test_changed_since_trusts_a_recorded_trace_only_while_it_covers_the_changed_files(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
