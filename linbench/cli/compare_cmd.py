@@ -164,6 +164,7 @@ def check_measured_at(
     between them is then this checkout's diff from ``revision``, and an impl outside it runs the
     same code on both sides. Else "same code" would excuse points whose code did change."""
     from linbench.machine.facts import DIRTY  # imports torch: here, not at the top
+
     base, cur = _commit(baseline_meta), _commit(current_meta)
     if base is None or base.endswith(DIRTY):
         how = "records no linbench commit" if base is None else "was measured with local changes"

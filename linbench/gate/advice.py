@@ -152,14 +152,19 @@ def _fresh_folder(stem: str) -> str:
 
 def _not_judged_lines(comparison: Comparison) -> list[str]:
     """The counts and memory recorded on one side only, and a comparison that judged nothing."""
-    lines = []
+    counted = {measure for p in comparison.points for measure in p.one_sided}  # by the newer run
+    lines = [
+        f"{measure} not judged: one run's schema ({schema}) predates them; record that run again to gate them"
+        for measure, schema in comparison.predated.items()
+        if measure in counted
+    ]
     one_sided = comparison.one_sided
     if one_sided:
         shown = "; ".join(f"{point_label(p.key)} ({', '.join(p.one_sided)})" for p in one_sided[:SHOWN_POINTS])
         more = f"; and {len(one_sided) - SHOWN_POINTS} more" if len(one_sided) > SHOWN_POINTS else ""
         lines.append(
-            f"{len(one_sided)} point(s) recorded a count or memory on one side only (a run made before the column, "
-            f"or a count that failed), so it was not judged; measure both sides with this linbench: {shown}{more}"
+            f"{len(one_sided)} point(s) recorded a count or memory on one side only (a count or a reading that "
+            f"failed on the other), so it was not judged: {shown}{more}"
         )
     if comparison.judged_nothing and not comparison.unjudged:  # else the unjudged points are named below
         lines.append(

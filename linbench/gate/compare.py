@@ -37,7 +37,7 @@ from linbench.report.load import Run
 from linbench.report.series import plain
 from linbench.results.meta import machine_differences, software_differences, timing_protocol
 from linbench.results.protocol import ProcessProtocol, ProtocolError
-from linbench.results.schema import DECODE_MODE, KEY_COLUMNS
+from linbench.results.schema import COUNTED_SINCE_SCHEMA, DECODE_MODE, KEY_COLUMNS, SCHEMA_VERSION
 
 __all__ = [
     *("CPU_MEMORY_FLOOR_BYTES", "CompareError", "Comparison", "ExponentCheck", "PointDiff", "Thresholds"),
@@ -68,6 +68,9 @@ class Comparison:
     between: BetweenRuns | None = None  # runs measured apart: what the whole run moved (between.py)
     run_moved: bool = False  # every point moved past the floor, and no control says it was the machine
     changed: ChangedCode | None = None  # the code changed since a revision (compare --changed-since, ab)
+    # Measures a run's schema predates (host syncs before schema 16): not judged, and said so,
+    # but no count that failed; the older run cannot be measured again by its own linbench.
+    predated: dict[str, int] = field(default_factory=dict)  # measure -> the older run's schema
     stopped: Stopped | None = None  # an A/B whose --max-job-s deadline stopped a round: never a pass
 
     def covered(self) -> Coverage:
@@ -111,8 +114,9 @@ class Comparison:
 
     @property
     def one_sided(self) -> list[PointDiff]:
-        """The points with memory, launches or host syncs recorded on one side only."""
-        return [p for p in self.points if p.one_sided]
+        """The points with memory, launches or host syncs recorded on one side only, where both
+        runs' schemas record them (a count that failed, a reading lost)."""
+        return [p for p in self.points if set(p.one_sided) - set(self.predated)]
 
     @property
     def judged_nothing(self) -> bool:
@@ -162,6 +166,7 @@ class Comparison:
             "unjudged": [p.key for p in self.unjudged],
             "unjudged_same_code": [p.key for p in self.unjudged_same_code],
             "one_sided": [{**p.key, "measures": list(p.one_sided)} for p in self.one_sided],
+            "predated": self.predated,
             "judged_nothing": self.judged_nothing,
             "mismatched": self.covered().reasons(),
             "between_runs": self.between.to_json() if self.between is not None else None,
@@ -269,7 +274,19 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
         ab=ab,
         between=between,
         run_moved=between is not None and between.unexplained(thresholds.max_slowdown),
+        predated=_predated(baseline, current),
     )
+
+
+# The measure each counted column is judged as (PointDiff.one_sided's names).
+COUNT_MEASURES = {"kernels_per_call": "launches", "host_syncs": "host syncs"}
+
+
+def _predated(baseline: Run, current: Run) -> dict[str, int]:
+    """Each count one of the runs' schemas predates, with the older schema."""
+    schemas = [meta.get("schema_version") for meta in (baseline.meta, current.meta)]
+    oldest = min((s for s in schemas if isinstance(s, int)), default=SCHEMA_VERSION)
+    return {COUNT_MEASURES[column]: oldest for column, since in COUNTED_SINCE_SCHEMA.items() if oldest < since}
 
 
 def _command_kind(run: Run) -> str:

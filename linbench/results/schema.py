@@ -21,6 +21,7 @@ from linbench.units import as_number
 __all__ = [
     "COLUMNS",
     "COMBINES",
+    "COUNTED_SINCE_SCHEMA",
     "DECODE_MODE",
     "FAILED_STATUSES",
     "GROUPED_BYTES_SCHEMA",
@@ -71,6 +72,9 @@ __all__ = [
 SCHEMA_VERSION = 16
 # The first schema whose bytes count each tensor at its own heads (report/roofline.py corrects older runs').
 GROUPED_BYTES_SCHEMA = 14
+# The gate's counts and the schema that began recording each (a run of an older schema has
+# no column for it: the count was never taken, which is not a count that failed).
+COUNTED_SINCE_SCHEMA = {"kernels_per_call": 1, "host_syncs": 16}
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # Statuses that mean a wrong or broken impl: run and decode exit 1 when a point ends so, and a

@@ -168,3 +168,19 @@ def test_a_count_on_one_side_only_is_not_judged_and_not_a_pass(tmp_path: Path) -
     assert comparison.verdict == "inconclusive" and not comparison.failed
     assert "3 point(s) with a count or memory on one side only (not judged)" in verdict_line(comparison)
     assert _compare(tmp_path / "both", counted, counted).verdict == "pass"
+
+
+def test_a_count_an_older_run_s_schema_predates_is_named_not_held_against_it(tmp_path: Path) -> None:
+    """A GPU run made before host_syncs existed (schema 15) has no count to compare: that is no
+    count that failed, and it must not keep every comparison with it inconclusive."""
+    rows = _rows()
+    counted = [dict(row, kernels_per_call=12, host_syncs=1) for row in rows]
+    older = [dict(row, kernels_per_call=12) for row in rows]
+    baseline = read_run(write_process_run(tmp_path / "base", older, QUIET))
+    baseline.meta["schema_version"] = 15
+    current = read_run(write_process_run(tmp_path / "cur", counted, QUIET))
+    comparison = compare_runs(baseline, current, Thresholds())
+    assert comparison.predated == {"host syncs": 15} and comparison.one_sided == []
+    assert comparison.verdict == "pass"
+    (line,) = [line for line in judging_lines(comparison, Thresholds()) if "predates" in line]
+    assert line.startswith("host syncs not judged: one run's schema (15) predates them")
