@@ -133,10 +133,16 @@ def _print_tables(console: Console, loaded: list, analyses: list) -> None:
 
 
 def _no_ok_point(results: Any) -> str:
-    """Why a run gave no table: the count of its points by how they ended."""
+    """Why a run gave no table: none of its points ended ok (counted by how they ended), or
+    those that did are too few to tabulate."""
     counts = results["status"].value_counts()
     ended = ", ".join(f"{n} {status}" for status, n in counts.items())
-    return f"no point of this run ended ok with a time ({ended})" if ended else "the run holds no point"
+    if not ended:
+        return "the run holds no point"
+    if counts.get("ok", 0):
+        needs = "a scaling table needs an impl at two lengths, a roofline the run's ceilings"
+        return f"its points ({ended}) give none: {needs}"
+    return f"no point of this run ended ok with a time ({ended})"
 
 
 def _compare_target(spec: str, loaded: list) -> str:

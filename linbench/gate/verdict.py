@@ -76,7 +76,8 @@ class Coverage:
         elif self.baseline_only and not self.impls_differ:  # else the impls' line says it
             lines.append(
                 f"{self.baseline_only} point(s) of the baseline have no row in the current run, so they were not "
-                "judged (finish the run with linbench run --resume, or rerun it)"
+                "judged (an interrupted run: finish it with linbench run --resume; a sweep that no longer measures "
+                "them: record the baseline again)"
             )
         return lines
 

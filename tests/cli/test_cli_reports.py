@@ -76,6 +76,9 @@ def test_a_run_without_an_ok_point_says_why_it_has_no_table(invoke: Invoke, tmp_
     result = invoke("report", run)
     assert result.exit_code == 0
     assert "no table: no point of this run ended ok with a time (1 oom)" in result.output
+    one_length = write_run(tmp_path / "one", series("cosine", "chunked", LINEAR, seqs=(1024,)))
+    said = invoke("report", one_length).output
+    assert "no table: its points (1 ok) give none: a scaling table needs an impl at two lengths" in said
 
 
 def test_compare_max_exponent_fails_a_quadratic_turn(invoke: Invoke, tmp_path: Path) -> None:
