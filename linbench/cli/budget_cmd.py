@@ -24,17 +24,15 @@ def budget_command(
     out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Write here (default: print).")] = None,
 ) -> None:
     """Write a budget file from a run: each point's time and memory limits, --margin above what it measured."""
-    from linbench.history.budget import write
+    from linbench.history.budget import BudgetError, write
     from linbench.report.load import ReportInputError, read_single_run
 
     with usage_errors():
         chosen = parse_percent(margin, "--margin")
         try:
             text = write(read_single_run(run, "budget"), chosen)  # a torn row would drop its limit
-        except ReportInputError as exc:
+        except (ReportInputError, BudgetError) as exc:
             raise CliUsageError(str(exc)) from None
-        if "[[point]]" not in text:  # run --budget would refuse it: say so now, not after a sweep
-            raise CliUsageError(f"{str(run)!r} has no ok point with a time: a budget of it would hold no limit")
         if out is None:
             typer.echo(text, nl=False)
             return
@@ -59,7 +57,7 @@ def judge_budget(run_folder: Path, budget_file: Path) -> None:
     for point in judgement.broken:
         typer.echo(f"budget: {point.point}: {point.why}, over its budget")
     _echo_unjudged(judgement.unjudged)
-    exceeded = len(judgement.overruns) + len(judgement.broken)
+    exceeded = len({o.point for o in judgement.overruns} | {b.point for b in judgement.broken})
     if judgement.unmatched:
         numbers = ", ".join(map(str, judgement.unmatched))
         typer.echo(f"budget: {len(judgement.unmatched)} limit(s) judged no point of this run: {numbers}")

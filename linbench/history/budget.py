@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linbench.gate.compare import MATCH_COLUMNS
 from linbench.history.observations import KEY_FIELDS, STATISTICS, Observation, cell_text, of_run
 from linbench.history.series import statistic_of
 from linbench.report.load import Run
@@ -143,7 +142,8 @@ def judge(run: Run, budget: Budget) -> Judgement:
     """Each point of ``run`` against every limit that matches it."""
     overruns: list[Overrun] = []
     judged: set[int] = set()
-    observations = [o for o in of_run(run) if o.ok]  # the points with a time
+    everything = of_run(run)
+    observations = [o for o in everything if o.ok]  # the points with a time
     memory = _memory(run, observations)
     unjudged: list[Unjudged] = []
     for observation in observations:
@@ -160,7 +160,7 @@ def judge(run: Run, budget: Budget) -> Judgement:
                 if measured > bound * (1 + budget.tolerance):
                     overruns.append(Overrun(_name(key), what, measured, bound))
         unjudged += _unrecorded(observation, matching, memory.get(observation.key) is not None)
-    broken, ended = _ended_without_figure(run, budget, judged)
+    broken, ended = _ended_without_figure([o for o in everything if not o.ok], budget, judged)
     unmatched = [n for n in range(1, len(budget.limits) + 1) if n not in judged]
     return Judgement(overruns, broken, unjudged + ended, unmatched)
 
@@ -188,13 +188,16 @@ def _matching(budget: Budget, key: dict[str, str]) -> list[tuple[int, Limit]]:
     return [(number, limit) for number, limit in enumerate(budget.limits, start=1) if limit.matches(key)]
 
 
-def _ended_without_figure(run: Run, budget: Budget, judged: set[int]) -> tuple[list[Unjudged], list[Unjudged]]:
+def _ended_without_figure(
+    ended: list[Observation], budget: Budget, judged: set[int]
+) -> tuple[list[Unjudged], list[Unjudged]]:
     """The points a limit matched that ended other than ok: over the budget (failed, or timed
     out or out of memory against a limit that bounds that), which judges their limits, or not
     judged (skipped, or out of every matching limit's reach)."""
     broken: list[Unjudged] = []
     unjudged: list[Unjudged] = []
-    for key, status in _statuses(run):
+    for observation in ended:
+        key, status = dict(zip(KEY_FIELDS, observation.key, strict=True)), observation.status
         matching = _matching(budget, key)
         over = [
             number
@@ -209,21 +212,11 @@ def _ended_without_figure(run: Run, budget: Budget, judged: set[int]) -> tuple[l
     return broken, unjudged
 
 
-def _statuses(run: Run) -> list[tuple[dict[str, str], str]]:
-    """Each point of ``run`` that did not end ok, by its key (the last row of a point, as of_run)."""
-    results = run.results.copy()
-    results["device_type"] = results["device"].astype(str).str.split(":").str[0]
-    last = results.drop_duplicates(list(MATCH_COLUMNS), keep="last")
-    return [
-        ({name: cell_text(row.get(name)) for name in KEY_FIELDS}, str(row["status"]))
-        for row in last.to_dict("records")
-        if row["status"] != "ok"
-    ]
-
-
 def write(run: Run, margin: float) -> str:
     """A budget file's text: every ok point of ``run`` with limits ``margin`` above what it measured."""
     observations = [o for o in of_run(run) if o.ok]  # the points with a time
+    if not observations:  # run --budget would refuse a budget without a limit: say so now
+        raise BudgetError(f"{run.name} has no ok point with a time: a budget of it would hold no limit")
     memory = _memory(run, observations)
     lines = [
         f"# linbench budget from {run.name} (commit {run.meta.get('git_sha', '?')}), "
