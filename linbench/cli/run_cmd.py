@@ -21,7 +21,8 @@ HELP = {
     "yes": "Run a sweep past 2000 points or 2 h by the estimate (refused without it).",
     "dry_run": "Print the plan (points, impls, estimated time) and make no folder.",
     "budget": "A budget file (`linbench budget` makes one): after the run, exit 1 when a point's time or memory "
-    "is over its limit, saying by how much.",
+    "is over its limit (saying by how much), or it failed, timed out or ran out of memory against one; exit 4 "
+    "when a limit judged no point.",
     "allow_failures": "Exit 0 even when points failed (mismatch, error, crashed); without it such a run exits 1.",
     "seq": f"Sequence lengths: {RANGE_HELP}. Default: 1k..16k.",
     "dim_v": "Head dims of v, crossed with --dim. Default: the same as --dim.",
