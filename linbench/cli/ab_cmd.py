@@ -221,6 +221,7 @@ def _nothing_judged(stop: Any, max_job_s: float | None, command: str, flags: dic
     from linbench.ab.job import stopped_section
     from linbench.cli.common import output_format
     from linbench.gate.advice import stopped_line
+    from linbench.gate.compare import Comparison
     from linbench.gate.verdict import Stopped
 
     stopped = Stopped.of(stopped_section(stop, max_job_s))
@@ -228,9 +229,10 @@ def _nothing_judged(stop: Any, max_job_s: float | None, command: str, flags: dic
     advice = stopped_line(stopped, command)
     verdict = "INCONCLUSIVE: 0 points compared; the --max-job-s deadline stopped the rounds before one was complete"
     chosen = output_format(flags.get("output_format_flag") or "table", bool(flags.get("as_json")))
-    if chosen == "json":
-        report = {"verdict": "inconclusive", "exit_status": 4, "points": [], "stopped": asdict(stopped)}
-        typer.echo(json.dumps(report | {"advice": [advice]}, indent=2))
+    if chosen == "json":  # compare's keys, every one, so that a script reading them finds them
+        empty = Comparison("", "", points=[], baseline_only=[], current_only=[], exponents=[], stopped=stopped)
+        report = empty.to_json() | {"exit_status": 4, "stopped": asdict(stopped), "advice": [advice]}
+        typer.echo(json.dumps(report, indent=2))
     elif chosen == "md":
         typer.echo(f"- {advice}\n\n**{verdict}**")
     else:

@@ -469,6 +469,10 @@ def test_a_deadline_before_any_round_was_complete_judges_nothing_and_is_inconclu
     assert "the --max-job-s 20 deadline stopped the baseline side's round 1: no round was complete" in result.stdout
     assert "--max-job-s 40" in result.stdout and "**INCONCLUSIVE: 0 points compared" in result.stdout
     assert not (tmp_path / "ab" / "current").exists()  # nothing merged
+    as_json = invoke("ab", "--baseline", "HEAD", *args[:-2], "--json")
+    report = json.loads(as_json.stdout)
+    assert as_json.exit_code == 4 and report["verdict"] == "inconclusive" and report["exit_status"] == 4
+    assert {"baseline", "unjudged", "one_sided", "mismatched", "points"} <= set(report)  # compare's keys, all there
 
 
 def test_a_real_ab_whose_round_one_cannot_finish_in_time_is_stopped_and_inconclusive(
