@@ -22,10 +22,10 @@ import shlex
 import sys
 import time
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -33,6 +33,10 @@ from linbench.cli.compare_cmd import compare_command
 from linbench.cli.errors import INTERRUPTED_EXIT, CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_cmd import run_command
 from linbench.results.protocol import MIN_TO_JUDGE
+
+if TYPE_CHECKING:
+    from linbench.ab.deadline import DeadlineError
+    from linbench.ab.job import AbJob
 
 DEFAULT_ROUNDS = MIN_TO_JUDGE  # every point's; the others go to the points not yet decided
 DEFAULT_MAX_ROUNDS = 100
@@ -173,7 +177,9 @@ def ab_command(**values: Any) -> None:
         run_args = run_arguments(values) + one_process_per_round(values.get("suite"))
         command = rounds_command(values.get("suite"))
     rule = _time_rule(compare_flags, job)
-    measure = (run_args, _note, command, rule, max_job_s, widened.only, started, widened.changed, widened.same_code)
+    measure = Measure(
+        run_args, _note, command, rule, max_job_s, widened.only, started, widened.changed, widened.same_code
+    )
     folders, stopped = _measured(job, measure)
     line = shlex.join(["linbench", *sys.argv[1:]])
     if stopped is not None and not stopped.complete:
@@ -187,7 +193,7 @@ def ab_command(**values: Any) -> None:
         )
 
 
-def _measured(job: Any, measure: tuple[Any, ...]) -> tuple[dict[str, list[Path]], Any]:
+def _measured(job: AbJob, measure: Measure) -> tuple[Mapping[str, Sequence[Path]], DeadlineError | None]:
     """``job``'s rounds (AbJob.measure's arguments ``measure``), each side's round folders, and
     what the ``--max-job-s`` deadline stopped (DeadlineError; None: nothing), whose complete
     rounds they are; a one-line error (exit 2) for rounds that cannot run, exit 130 once
@@ -213,7 +219,7 @@ def _measured(job: Any, measure: tuple[Any, ...]) -> tuple[dict[str, list[Path]]
         raise typer.Exit(INTERRUPTED_EXIT) from None
 
 
-def _nothing_judged(stop: Any, max_job_s: float | None, command: str, flags: dict[str, Any]) -> None:
+def _nothing_judged(stop: DeadlineError, max_job_s: float | None, command: str, flags: dict[str, Any]) -> None:
     """No round was complete when the deadline stopped ``stop``: INCONCLUSIVE (exit 4) on stdout,
     in compare's format, with the command that would judge the sweep."""
     from dataclasses import asdict
@@ -249,6 +255,20 @@ def _time_rule(flags: dict[str, Any], job: Any) -> Any:
     slowdown = parse_percent(flags.get("max_slowdown") or "5%", "--max-slowdown")
     noise = parse_percent(flags.get("max_noise") or "30%", "--max-noise")
     return TimeRule(max_slowdown=slowdown, max_noise=noise, protocol=job.protocol)
+
+
+class Measure(NamedTuple):
+    """AbJob.measure's arguments, in its order: what each round runs and how the rounds go on."""
+
+    run_args: list[str]
+    on_progress: Callable[[str], None]
+    command: str
+    rule: Any  # gate/rule.py's TimeRule
+    budget_s: float | None
+    only: set[tuple[str, ...]] | None
+    started: float
+    changed: set[str]
+    same_code: Callable[[str], bool]
 
 
 class Widened(NamedTuple):
