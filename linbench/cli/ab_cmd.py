@@ -16,27 +16,26 @@ from __future__ import annotations
 
 import copy
 import inspect
-import json
 import math
 import shlex
 import sys
 import time
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
+from linbench.cli.ab_outcome import Measure, measured, note, nothing_judged
 from linbench.cli.compare_cmd import compare_command
-from linbench.cli.errors import INTERRUPTED_EXIT, CliUsageError, exit_usage_error, usage_errors
+from linbench.cli.errors import CliUsageError, exit_usage_error, usage_errors
 from linbench.cli.run_cmd import run_command
 from linbench.results.protocol import MIN_TO_JUDGE
 
 if TYPE_CHECKING:
-    from linbench.ab.deadline import DeadlineError
-    from linbench.ab.job import AbJob
+    pass
 
 DEFAULT_ROUNDS = MIN_TO_JUDGE  # every point's; the others go to the points not yet decided
 DEFAULT_MAX_ROUNDS = 100
@@ -178,72 +177,19 @@ def ab_command(**values: Any) -> None:
         command = rounds_command(values.get("suite"))
     rule = _time_rule(compare_flags, job)
     measure = Measure(
-        run_args, _note, command, rule, max_job_s, widened.only, started, widened.changed, widened.same_code
+        run_args, note, command, rule, max_job_s, widened.only, started, widened.changed, widened.same_code
     )
-    folders, stopped = _measured(job, measure)
+    folders, stopped = measured(job, measure)
     line = shlex.join(["linbench", *sys.argv[1:]])
     if stopped is not None and not stopped.complete:
-        _nothing_judged(stopped, max_job_s, line, compare_flags)
+        nothing_judged(stopped, max_job_s, line, compare_flags)
     merged = job.merge(folders, line, widened.not_run, stopped, max_job_s)
     try:
         compare_command(baseline=merged["baseline"], current=merged["current"], changed_since=job.sha, **compare_flags)
     finally:
-        _note(
+        note(
             f"linbench ab: baseline {revision} ({job.sha[:12]}) -> {merged['baseline']}; current -> {merged['current']}"
         )
-
-
-def _measured(job: AbJob, measure: Measure) -> tuple[Mapping[str, Sequence[Path]], DeadlineError | None]:
-    """``job``'s rounds (AbJob.measure's arguments ``measure``), each side's round folders, and
-    what the ``--max-job-s`` deadline stopped (DeadlineError; None: nothing), whose complete
-    rounds they are; a one-line error (exit 2) for rounds that cannot run, exit 130 once
-    interrupted."""
-    from linbench.ab.deadline import DeadlineError
-    from linbench.ab.rounds import RoundError, stopping_on_signals
-    from linbench.ab.worktree import WorktreeError
-
-    try:
-        with stopping_on_signals():
-            return job.measure(*measure), None
-    except (WorktreeError, RoundError) as exc:
-        exit_usage_error(str(exc))
-    except DeadlineError as stop:
-        _note(f"linbench ab: {stop} (the rounds so far are in {job.out_dir}): the verdict is never a pass")
-        return stop.folders, stop
-    except KeyboardInterrupt as exc:
-        why = f" ({exc})" if str(exc) else ""
-        _note(
-            f"interrupted{why}: its rounds are stopped and the baseline's worktree is removed; "
-            f"the rounds so far are in {job.out_dir}"
-        )
-        raise typer.Exit(INTERRUPTED_EXIT) from None
-
-
-def _nothing_judged(stop: DeadlineError, max_job_s: float | None, command: str, flags: dict[str, Any]) -> None:
-    """No round was complete when the deadline stopped ``stop``: INCONCLUSIVE (exit 4) on stdout,
-    in compare's format, with the command that would judge the sweep."""
-    from dataclasses import asdict
-
-    from linbench.ab.job import stopped_section
-    from linbench.cli.common import output_format
-    from linbench.gate.advice import stopped_line
-    from linbench.gate.compare import Comparison
-    from linbench.gate.verdict import Stopped
-
-    stopped = Stopped.of(stopped_section(stop, max_job_s))
-    assert stopped is not None
-    advice = stopped_line(stopped, command)
-    verdict = "INCONCLUSIVE: 0 points compared; the --max-job-s deadline stopped the rounds before one was complete"
-    chosen = output_format(flags.get("output_format_flag") or "table", bool(flags.get("as_json")))
-    if chosen == "json":  # compare's keys, every one, so that a script reading them finds them
-        empty = Comparison("", "", points=[], baseline_only=[], current_only=[], exponents=[], stopped=stopped)
-        report = empty.to_json() | {"exit_status": 4, "stopped": asdict(stopped), "advice": [advice]}
-        typer.echo(json.dumps(report, indent=2))
-    elif chosen == "md":
-        typer.echo(f"- {advice}\n\n**{verdict}**")
-    else:
-        typer.echo(f"{advice}\n{verdict}")
-    raise typer.Exit(4)
 
 
 def _time_rule(flags: dict[str, Any], job: Any) -> Any:
@@ -255,20 +201,6 @@ def _time_rule(flags: dict[str, Any], job: Any) -> Any:
     slowdown = parse_percent(flags.get("max_slowdown") or "5%", "--max-slowdown")
     noise = parse_percent(flags.get("max_noise") or "30%", "--max-noise")
     return TimeRule(max_slowdown=slowdown, max_noise=noise, protocol=job.protocol)
-
-
-class Measure(NamedTuple):
-    """AbJob.measure's arguments, in its order: what each round runs and how the rounds go on."""
-
-    run_args: list[str]
-    on_progress: Callable[[str], None]
-    command: str
-    rule: Any  # gate/rule.py's TimeRule
-    budget_s: float | None
-    only: set[tuple[str, ...]] | None
-    started: float
-    changed: set[str]
-    same_code: Callable[[str], bool]
 
 
 class Widened(NamedTuple):
@@ -311,7 +243,7 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
     if widening.added:
         widening = widening.priced({impl: added_seconds(request, impl, job.rounds) for impl in widening.added}, max_s)
     for line in widening.lines():
-        _note(line)
+        note(line)
     changed = {*widening.measured, *widening.added}
     # The rule the verdict will apply: the scheduler gives no late rounds to what it will not need.
     same_code = ChangedCode(job.sha, tuple(changed), widening.changes.infrastructure).same_code
@@ -322,7 +254,7 @@ def _widen(job: Any, values: dict[str, Any], enabled: bool, max_s: float | None)
         sweep_request("run", {option.name: values[option.name] for option in RUN_OPTIONS}), widening.added
     )
     if only is not None:
-        _note("changed code: the added impls are measured at the sweep's shortest length, where they cost least")
+        note("changed code: the added impls are measured at the sweep's shortest length, where they cost least")
     return Widened(only, changed, widening.not_run, same_code)
 
 
@@ -351,10 +283,6 @@ def _check_compare_flags(flags: dict[str, Any]) -> None:
         parse_bytes(flags["memory_floor"])
     parse_exponents(flags.get("max_exponent") or [])
     output_format(flags.get("output_format_flag") or "table", bool(flags.get("as_json")))
-
-
-def _note(line: str) -> None:
-    typer.echo(line, err=True)
 
 
 _OWN = [

@@ -1,9 +1,13 @@
-"""Fixtures for the CLI tests: an in-process runner and a planted variant with a wrong impl."""
+"""Fixtures for the CLI tests: an in-process runner, a planted variant with a wrong impl, and an
+A/B's temporary folder of the test's own."""
 
 from __future__ import annotations
 
 import copy
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,3 +63,18 @@ def planted() -> Iterator[str]:
     register_variant(planted_variant())
     yield PLANTED
     unregister_variant(PLANTED)
+
+
+@pytest.fixture
+def ab_temp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The temporary folder an A/B makes its baseline's worktree in, for this test alone: the
+    machine-wide one (and the checkout's other worktrees) hold whatever other work on the
+    machine made there. In this process (tempfile's cached folder) and in the subprocesses
+    it starts (TMPDIR). A folder of its own in the temporary folder, not under tmp_path: the runs'
+    worker sockets go under TMPDIR, and a socket's path must fit in 107 bytes, which
+    tmp_path's depth (deeper still in a parallel worker's) can leave too little room for."""
+    temp = Path(tempfile.mkdtemp(prefix="lb-ab-"))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    yield temp
+    shutil.rmtree(temp, ignore_errors=True)  # made by this fixture, removed by it

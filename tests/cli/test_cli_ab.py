@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import subprocess
 import tempfile
 from collections import Counter
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ab_fakes import left_behind, write_rounds
 from cli_helpers import Invoke, assert_usage_error, linbench_argv
 from result_rows import result_row
 
@@ -27,7 +27,6 @@ import linbench
 from linbench.ab import changes
 from linbench.ab.code_diff import WHOLE, CodeChange
 from linbench.ab.job import AbJob
-from linbench.ab.worktree import checkout_root, registered_worktrees
 from linbench.cli import ab_cmd
 from linbench.impl_code import Touched
 from linbench.results.store import RunStore
@@ -55,28 +54,6 @@ def unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(changes, "changes_since", lambda root, sha: Touched({}, (), ()))
 
 
-@pytest.fixture
-def ab_temp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The temporary folder an A/B makes its baseline's worktree in, for this test alone: the
-    machine-wide one (and the checkout's other worktrees) hold whatever other work on the
-    machine made there. In this process (tempfile's cached folder) and in the subprocesses
-    it starts (TMPDIR). A folder of its own in the temporary folder, not under tmp_path: the runs'
-    worker sockets go under TMPDIR, and a socket's path must fit in 107 bytes, which
-    tmp_path's depth (deeper still in a parallel worker's) can leave too little room for."""
-    temp = Path(tempfile.mkdtemp(prefix="lb-ab-"))
-    monkeypatch.setenv("TMPDIR", str(temp))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    yield temp
-    shutil.rmtree(temp, ignore_errors=True)  # made by this fixture, removed by it
-
-
-def _left_behind(temp: Path) -> set[Path]:
-    """What an A/B made in ``temp`` and left: a worktree there, as git knows it, and a
-    temporary folder there."""
-    trees = {tree for tree in registered_worktrees(checkout_root()) if tree.resolve().is_relative_to(temp.resolve())}
-    return trees | set(temp.glob("linbench-ab-*"))
-
-
 def _read(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as handle:
         return list(csv.DictReader(handle))
@@ -97,7 +74,7 @@ def _strings(value: Any) -> Iterator[str]:
 def test_an_unknown_revision_is_one_line_and_leaves_nothing(invoke: Invoke, tmp_path: Path, ab_temp: Path) -> None:
     result = invoke("ab", "--baseline", "no-such-revision", "--out", tmp_path / "ab", *SWEEP)
     assert_usage_error(result, "--baseline 'no-such-revision' is not a commit")
-    assert not _left_behind(ab_temp) and not (tmp_path / "ab").exists()
+    assert not left_behind(ab_temp) and not (tmp_path / "ab").exists()
 
 
 def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
@@ -110,7 +87,7 @@ def test_outside_a_checkout_ab_is_one_line_and_leaves_nothing(
         patch.setattr(linbench, "__file__", str(copy / "__init__.py"))
         result = invoke("ab", "--baseline", "HEAD", "--out", tmp_path / "ab", *SWEEP)
     assert_usage_error(result, "which is not a git checkout")
-    assert not _left_behind(ab_temp) and not (tmp_path / "ab").exists()
+    assert not left_behind(ab_temp) and not (tmp_path / "ab").exists()
 
 
 @pytest.mark.parametrize(
@@ -145,19 +122,6 @@ def test_an_out_folder_that_holds_an_ab_is_refused(invoke: Invoke, tmp_path: Pat
     assert_usage_error(result, "already holds current/")
 
 
-def _rounds(out: Path, times: tuple[float, ...]) -> list[Path]:
-    """Round folders as linbench run writes them, one ok point timed ``times[r]`` in round r,
-    its repetitions within 1% (a quiet point)."""
-    folders = []
-    for index, time_ms in enumerate(times):
-        store = RunStore.create(out / str(index), "round")
-        row = result_row(1024, time_ms=time_ms) | {"device_name": "Test CPU", "samples": 10, "flops": 1e9}
-        store.append(row | {"time_ms_p20": time_ms * 0.99, "time_ms_p80": time_ms * 1.01})
-        store.write_meta({"status": "complete"})
-        folders.append(store.path)
-    return folders
-
-
 @pytest.mark.parametrize(("slowdown", "status"), [(1.0, 0), (2.0, 1)])
 def test_ab_exits_as_compare_does_on_the_merged_rounds(
     invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slowdown: float, status: int
@@ -168,7 +132,7 @@ def test_ab_exits_as_compare_does_on_the_merged_rounds(
 
     def measured(*args: object) -> dict[str, list[Path]]:
         current = tuple(t * slowdown for t in base)
-        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", current)}
+        return {"baseline": write_rounds(tmp_path / "b", base), "current": write_rounds(tmp_path / "c", current)}
 
     monkeypatch.setattr(AbJob, "measure", measured)
     result = invoke("ab", "--baseline", "HEAD", "--rounds", "5", "--out", tmp_path / "ab", "--device", "cpu", "--json")
@@ -203,8 +167,8 @@ def test_a_changed_impl_the_suite_does_not_measure_is_added_or_stops_a_pass(
     def measured(job: AbJob, run_args: list[str], *more: object) -> dict[str, list[Path]]:
         given.append(run_args)
         if "gated-deltanet:chunked" in run_args:
-            return _gated_rounds(tmp_path, base)
-        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", base)}
+            return _gatedwrite_rounds(tmp_path, base)
+        return {"baseline": write_rounds(tmp_path / "b", base), "current": write_rounds(tmp_path / "c", base)}
 
     monkeypatch.setattr(AbJob, "measure", measured)
     args = ("--variant", "softmax:sdpa", "--rounds", "3", "--out", tmp_path / "ab", "--device", "cpu", "--json")
@@ -237,7 +201,7 @@ def test_a_changed_impl_traced_running_none_of_the_changed_files_is_not_added_an
 
     def measured(job: AbJob, run_args: list[str], *more: object) -> dict[str, list[Path]]:
         given.append(run_args)
-        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", base)}
+        return {"baseline": write_rounds(tmp_path / "b", base), "current": write_rounds(tmp_path / "c", base)}
 
     monkeypatch.setattr(AbJob, "measure", measured)
     args = ("--variant", "softmax:sdpa", "--seq", "64", "--heads", "2", "--dim", "16", "--device", "cpu")
@@ -257,11 +221,11 @@ def _import_time_changed(root: Path, sha: str, paths: Iterable[str]) -> dict[str
     return dict.fromkeys(paths, WHOLE)
 
 
-def _gated_rounds(tmp_path: Path, times: tuple[float, ...]) -> dict[str, list[Path]]:
+def _gatedwrite_rounds(tmp_path: Path, times: tuple[float, ...]) -> dict[str, list[Path]]:
     """Rounds of the sweep widened to gated-deltanet:chunked: _rounds' point and that impl's."""
     sides = {}
     for side in ("baseline", "current"):
-        folders = _rounds(tmp_path / side, times)
+        folders = write_rounds(tmp_path / side, times)
         for folder in folders:
             row = result_row(1024, time_ms=times[0]) | {"device_name": "Test CPU", "samples": 10, "flops": 1e9}
             row |= {"variant": "gated-deltanet", "impl": "chunked"}
@@ -279,7 +243,7 @@ def test_an_ab_whose_rounds_disagree_is_inconclusive_and_names_its_own_flags(
     base = (10.0, 11.5, 9.9)
 
     def measured(*args: object) -> dict[str, list[Path]]:
-        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", base)}
+        return {"baseline": write_rounds(tmp_path / "b", base), "current": write_rounds(tmp_path / "c", base)}
 
     monkeypatch.setattr(AbJob, "measure", measured)
     planted = Touched({"cosine:chunked": ("linbench/variants/cosine/features.py",)}, (), ())
@@ -318,7 +282,7 @@ def test_a_point_left_open_holds_the_verdict_only_where_its_code_may_differ(
     base = (10.0, 11.5, 9.9)
 
     def measured(*args: object) -> dict[str, list[Path]]:
-        return {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", base)}
+        return {"baseline": write_rounds(tmp_path / "b", base), "current": write_rounds(tmp_path / "c", base)}
 
     monkeypatch.setattr(AbJob, "measure", measured)
     monkeypatch.setattr(changes, "changes_since", lambda root, sha: planted)
@@ -358,7 +322,7 @@ def test_a_real_ab_of_head_against_itself_measures_every_round_and_raises_no_fal
     assert result.returncode in (0, 4), result.stdout + result.stderr
     assert json.loads(result.stdout)["verdict"] in ("pass", "inconclusive"), result.stdout
     assert "Traceback" not in result.stderr
-    assert not _left_behind(ab_temp)
+    assert not left_behind(ab_temp)
     for side in ("baseline", "current"):
         folder = tmp_path / "ab" / side
         rounds = Counter(tuple(row[c] for c in ("seq", "process")) for row in _read(folder / "processes.csv"))
@@ -418,74 +382,5 @@ def test_a_sweep_the_baseline_refuses_stops_the_ab_with_its_message_and_removes_
     assert result.exit_code == 2, result.output
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("linbench: error:")]
     assert "the baseline side's round 1 refused the run: " in error and "banana" in error
-    assert not _left_behind(ab_temp)
+    assert not left_behind(ab_temp)
     assert not (tmp_path / "ab" / "current").exists()  # the current side never ran
-
-
-@pytest.mark.parametrize(("slowdown", "status"), [(1.0, 4), (2.0, 1)])
-def test_rounds_the_deadline_stopped_are_never_a_pass(
-    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slowdown: float, status: int
-) -> None:
-    """The --max-job-s deadline stopped round 6: the 5 complete rounds, which would pass, are
-    judged, and the verdict is INCONCLUSIVE (exit 4), saying so with the command that would
-    judge the rest; a regression they show still fails (exit 1)."""
-    from linbench.ab.deadline import DeadlineError
-
-    base = (10.0, 10.05, 9.95, 10.02, 9.98)
-
-    def measured(*args: object) -> dict[str, list[Path]]:
-        current = tuple(t * slowdown for t in base)
-        done = {"baseline": _rounds(tmp_path / "b", base), "current": _rounds(tmp_path / "c", current)}
-        raise DeadlineError("the current side's round 6", 6, done)
-
-    monkeypatch.setattr(AbJob, "measure", measured)
-    args = ("--rounds", "5", "--max-job-s", "20", "--out", tmp_path / "ab", "--device", "cpu", "--json")
-    result = invoke("ab", "--baseline", "HEAD", *args)
-    assert result.exit_code == status, result.output
-    report = json.loads(result.stdout)
-    assert report["stopped"] == {"what": "the current side's round 6", "round": 6, "rounds": 5, "max_job_s": 20.0}
-    assert "deadline stopped the current side's round 6" in result.stderr
-    if status == 4:
-        assert report["verdict"] == "inconclusive"
-        (advice,) = [line for line in report["advice"] if "deadline stopped" in line]
-        assert "judged on the 5 round(s) complete before it" in advice
-        assert advice.endswith("--max-job-s 40") and "--out" not in advice.split("more time: ")[1]
-    recorded = RunStore(tmp_path / "ab" / "current").read_meta()["ab"]
-    assert recorded["rounds"] == 5 and recorded["stopped"]["round"] == 6
-
-
-def test_a_deadline_before_any_round_was_complete_judges_nothing_and_is_inconclusive(
-    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from linbench.ab.deadline import DeadlineError
-
-    def measured(*args: object) -> dict[str, list[Path]]:
-        raise DeadlineError("the baseline side's round 1", 1, {"baseline": [], "current": []})
-
-    monkeypatch.setattr(AbJob, "measure", measured)
-    args = ("--max-job-s", "20", "--out", tmp_path / "ab", "--device", "cpu", "--format", "md")
-    result = invoke("ab", "--baseline", "HEAD", *args)
-    assert result.exit_code == 4, result.output
-    assert "the --max-job-s 20 deadline stopped the baseline side's round 1: no round was complete" in result.stdout
-    assert "--max-job-s 40" in result.stdout and "**INCONCLUSIVE: 0 points compared" in result.stdout
-    assert not (tmp_path / "ab" / "current").exists()  # nothing merged
-    as_json = invoke("ab", "--baseline", "HEAD", *args[:-2], "--json")
-    report = json.loads(as_json.stdout)
-    assert as_json.exit_code == 4 and report["verdict"] == "inconclusive" and report["exit_status"] == 4
-    assert {"baseline", "unjudged", "one_sided", "mismatched", "points"} <= set(report)  # compare's keys, all there
-
-
-def test_a_real_ab_whose_round_one_cannot_finish_in_time_is_stopped_and_inconclusive(
-    invoke: Invoke, tmp_path: Path, ab_temp: Path
-) -> None:
-    """A point of 10^8 timed calls (hours) and a --max-job-s of 8: round 1 (or the baseline's
-    --help before it, on a slow machine) is stopped at the deadline, the worktree is removed,
-    and the verdict is INCONCLUSIVE, exit 4, never a pass."""
-    sweep = ["--device", "cpu", "--variant", "softmax:sdpa", "--no-against", "--seq", "64", "--min-reps", "100000000"]
-    args = ("--max-job-s", "8", "--no-widen", "--out", tmp_path / "ab", "--json")
-    result = invoke("ab", "--baseline", "HEAD", *sweep, *args)
-    assert result.exit_code == 4, result.output
-    report = json.loads(result.stdout)
-    assert report["verdict"] == "inconclusive" and report["stopped"]["rounds"] == 0
-    assert "the --max-job-s deadline stopped the baseline side's" in result.stderr
-    assert not _left_behind(ab_temp)
