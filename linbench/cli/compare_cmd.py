@@ -78,7 +78,8 @@ def compare_command(
     Exit status, the first that applies:
     1 regression: time, memory, launches, a broken point or an exponent bound;
     4 inconclusive: some time was not judged (noisy or unverified points), a count or memory
-    was recorded on one side only, no point was judged, the runs do not match (a point of the
+    was recorded on one side only (not one an older run's schema predates: that is named),
+    no point was judged, the runs do not match (a point of the
     baseline missing from the current run included), or (with --changed-since) an impl whose
     code changed was measured by neither run;
     the output names the points and the command that would judge them;
@@ -104,14 +105,11 @@ def compare_command(
         )
         base_run, cur_run = read_single_run(baseline), read_single_run(current)
         warn_left_out([*base_run.warnings, *cur_run.warnings])
-        # The two sides of one linbench ab: measured by one job, in one environment, at the
-        # revisions it records; what would refuse two runs made apart does not apply.
-        ab = "ab" in base_run.meta and "ab" in cur_run.meta
-        if not force:
-            check_same_device(base_run, cur_run, software=not ab)
+        if not force:  # the two sides of one A/B share one environment: no software refusal
+            check_same_device(base_run, cur_run, software=not one_ab(base_run.meta, cur_run.meta))
         comparison = compare_runs(base_run, cur_run, thresholds)
         if changed_since is not None:
-            comparison.changed = changed_code(changed_since, cur_run.meta, None if ab else base_run.meta)
+            comparison.changed = changed_code(changed_since, cur_run.meta, base_run.meta)
         comparison.stopped = stopped_rounds(cur_run.meta)
     configs = config_changes(base_run, cur_run, comparison)  # the autotuner's choices, beside the verdict
     machines = Machines(environment_lines(base_run, cur_run), _load_lines(base_run.meta, cur_run.meta))
@@ -165,7 +163,7 @@ def check_measured_at(
     same code on both sides. Else "same code" would excuse points whose code did change."""
     from linbench.machine.facts import DIRTY  # imports torch: here, not at the top
 
-    base, cur = _commit(baseline_meta), _commit(current_meta)
+    base, cur = _commit(baseline_meta, "baseline"), _commit(current_meta, "current")
     if base is None or base.endswith(DIRTY):
         how = "records no linbench commit" if base is None else "was measured with local changes"
         raise ValueError(f"--changed-since: the baseline {how} (meta.json git_sha): what changed since it is unknown")
@@ -182,8 +180,24 @@ def check_measured_at(
         )
 
 
-def _commit(meta: Mapping[str, Any]) -> str | None:
-    value = meta.get("git_sha")
+def one_ab(baseline_meta: Mapping[str, Any], current_meta: Mapping[str, Any]) -> bool:
+    """Whether the runs are the two sides of one ``linbench ab`` job: the baseline side and the
+    current side, recording the same revisions. Two A/Bs' sides of other jobs are not."""
+    base, cur = baseline_meta.get("ab"), current_meta.get("ab")
+    if not (isinstance(base, Mapping) and isinstance(cur, Mapping)):
+        return False
+    sides = (base.get("side"), cur.get("side")) == ("baseline", "current")
+    return sides and base.get("revisions") is not None and base.get("revisions") == cur.get("revisions")
+
+
+def _commit(meta: Mapping[str, Any], side: str) -> str | None:
+    """The commit a run was measured at: for a side of ``linbench ab``, the one its job records
+    for that side (``ab.revisions``: the baseline side ran in a worktree of it, not from the
+    checkout git_sha reads); else the run's git_sha."""
+    ab = meta.get("ab")
+    revisions = ab.get("revisions") if isinstance(ab, Mapping) else None
+    recorded = revisions.get(side) if isinstance(revisions, Mapping) else None
+    value = recorded.get("sha") if isinstance(recorded, Mapping) else meta.get("git_sha")
     return value if isinstance(value, str) and value else None
 
 

@@ -292,12 +292,25 @@ def test_the_two_sides_of_an_ab_are_never_refused_for_their_software(invoke: Inv
         meta = json.loads((run / "meta.json").read_text())
         (run / "meta.json").write_text(json.dumps(meta | {"fla_backend_dispatch": dispatch}))
     assert_usage_error(invoke("compare", base, cur), "measured with other software (fla_backend_dispatch")
-    for run, side in ((base, "baseline"), (cur, "current")):
-        meta = json.loads((run / "meta.json").read_text())
-        (run / "meta.json").write_text(json.dumps(meta | {"ab": {"side": side}}))
+    revisions = {"baseline": {"revision": "main", "sha": "e" * 40}, "current": {"sha": "f" * 40}}
+
+    def sides(base_side: str, base_revisions: dict) -> None:  # type: ignore[type-arg]
+        for run, side, recorded in ((base, base_side, base_revisions), (cur, "current", revisions)):
+            meta = json.loads((run / "meta.json").read_text())
+            (run / "meta.json").write_text(json.dumps(meta | {"ab": {"side": side, "revisions": recorded}}))
+
+    sides("baseline", revisions)
     result = invoke("compare", base, cur)
     assert result.exit_code == 0, result.output
     assert "the runs were measured on other machines or software: fla_backend_dispatch" in result.stdout
+    # Two A/Bs' current sides, or sides of jobs at other revisions, are runs made apart.
+    sides("current", revisions)
+    assert_usage_error(invoke("compare", base, cur), "measured with other software")
+    sides("baseline", revisions | {"current": {"sha": "0" * 40}})
+    assert_usage_error(invoke("compare", base, cur), "measured with other software")
+    # --changed-since is held to the revisions the job recorded: HEAD is not the baseline's e...
+    sides("baseline", revisions)
+    assert_usage_error(invoke("compare", base, cur, "--changed-since", "HEAD"), "baseline was measured at eeeeeeeeeeee")
 
 
 def test_changed_since_trusts_a_recorded_trace_only_while_it_covers_the_changed_files(
