@@ -44,7 +44,7 @@ from linbench.results.record import (
     row_key,
 )
 from linbench.results.rows import read_typed
-from linbench.results.schema import RESULT_COLUMNS, SCHEMA_VERSION
+from linbench.results.schema import MEASURED_SCHEMA, RESULT_COLUMNS, SCHEMA_VERSION
 from linbench.results.store import SAMPLES_FILE, RunStore
 from linbench.units import as_number
 
@@ -132,10 +132,15 @@ def _facts(first: Row) -> PointFacts:
 
 def merged_meta(metas: Sequence[Mapping[str, Any]], sections: Mapping[str, Any]) -> dict[str, Any]:
     """Round 1's meta.json with the machine-load samples of every round (so a busy round is
-    seen), the harness's seconds summed over rounds, today's schema version and the last
-    round's end, then ``sections`` laid over it."""
+    seen), the harness's seconds summed over rounds, today's schema version (and the oldest the
+    rounds measured under, ``measured_schema_version``) and the last round's end, then
+    ``sections`` laid over it."""
     meta = dict(metas[0])
     meta["schema_version"] = SCHEMA_VERSION
+    # The file is this schema's, its figures the rounds' linbench's (the baseline's may be older
+    # and count less): the gate names what that schema did not count (gate/compare.py).
+    recorded = [int(v) for m in metas if isinstance(v := m.get("schema_version"), int)]
+    meta[MEASURED_SCHEMA] = min(recorded, default=SCHEMA_VERSION)
     meta["finished_at"] = metas[-1].get("finished_at")
     load = LoadSection.merged(metas)
     if load is not None:

@@ -37,7 +37,7 @@ from linbench.report.load import Run
 from linbench.report.series import plain
 from linbench.results.meta import machine_differences, software_differences, timing_protocol
 from linbench.results.protocol import ProcessProtocol, ProtocolError
-from linbench.results.schema import COUNTED_SINCE_SCHEMA, DECODE_MODE, KEY_COLUMNS, SCHEMA_VERSION
+from linbench.results.schema import COUNTED_SINCE_SCHEMA, DECODE_MODE, KEY_COLUMNS, MEASURED_SCHEMA, SCHEMA_VERSION
 
 __all__ = [
     *("CPU_MEMORY_FLOOR_BYTES", "CompareError", "Comparison", "ExponentCheck", "PointDiff", "Thresholds"),
@@ -284,7 +284,7 @@ COUNT_MEASURES = {"kernels_per_call": "launches", "host_syncs": "host syncs"}
 
 def _predated(baseline: Run, current: Run) -> dict[str, int]:
     """Each count one of the runs' schemas predates, with the older schema."""
-    schemas = [meta.get("schema_version") for meta in (baseline.meta, current.meta)]
+    schemas = [meta.get(MEASURED_SCHEMA, meta.get("schema_version")) for meta in (baseline.meta, current.meta)]
     oldest = min((s for s in schemas if isinstance(s, int)), default=SCHEMA_VERSION)
     return {COUNT_MEASURES[column]: oldest for column, since in COUNTED_SINCE_SCHEMA.items() if oldest < since}
 

@@ -28,6 +28,7 @@ __all__ = [
     "KEY_COLUMNS",
     "KEY_DEFAULTS",
     "MEASURED_COLUMNS",
+    "MEASURED_SCHEMA",
     "MODES",
     "PROCESS_COLUMNS",
     "REQUIRED_KEY_COLUMNS",
@@ -75,6 +76,9 @@ GROUPED_BYTES_SCHEMA = 14
 # The gate's counts and the schema that began recording each (a run of an older schema has
 # no column for it: the count was never taken, which is not a count that failed).
 COUNTED_SINCE_SCHEMA = {"kernels_per_call": 1, "host_syncs": 16}
+# meta.json's key for the oldest schema a merged run's figures were measured under (an A/B's
+# baseline rounds, by an older linbench), where it differs from the file's own schema_version.
+MEASURED_SCHEMA = "measured_schema_version"
 
 STATUSES = ("ok", "oom", "timeout", "crashed", "mismatch", "skipped", "error")
 # Statuses that mean a wrong or broken impl: run and decode exit 1 when a point ends so, and a

@@ -109,6 +109,17 @@ def test_meta_is_round_ones_with_the_protocol_every_load_sample_and_the_summed_h
     assert meta["overhead"]["timed_fraction"] == pytest.approx(0.1)
 
 
+def test_the_merged_meta_keeps_the_oldest_schema_its_rounds_were_measured_under() -> None:
+    """A baseline revision's rounds by an older linbench counted less (host syncs before 16):
+    the merged file is today's schema, its figures theirs, and the gate must know which."""
+    from linbench.ab.merge import merged_meta
+    from linbench.results.schema import MEASURED_SCHEMA, SCHEMA_VERSION
+
+    meta = merged_meta([{"schema_version": 15}, {"schema_version": 15}], {})
+    assert meta["schema_version"] == SCHEMA_VERSION and meta[MEASURED_SCHEMA] == 15
+    assert merged_meta([{}], {})[MEASURED_SCHEMA] == SCHEMA_VERSION  # none recorded: today's
+
+
 def test_the_merged_folder_is_a_run_the_reports_read(merged: RunStore) -> None:
     run = read_single_run(merged.path)
     assert len(run.results) == 2

@@ -184,3 +184,6 @@ def test_a_count_an_older_run_s_schema_predates_is_named_not_held_against_it(tmp
     assert comparison.verdict == "pass"
     (line,) = [line for line in judging_lines(comparison, Thresholds()) if "predates" in line]
     assert line.startswith("host syncs not judged: one run's schema (15) predates them")
+    # An A/B's merged baseline side is today's schema, its figures the older rounds': the same.
+    baseline.meta |= {"schema_version": 16, "measured_schema_version": 15}
+    assert compare_runs(baseline, current, Thresholds()).predated == {"host syncs": 15}
