@@ -57,11 +57,6 @@ def read_serving(settings: Mapping[str, Any]) -> Serving | None:
         except (PackError, SizeError) as exc:
             raise SpecError(f"contexts: {exc}") from None
     drift = optional(positive_int, "drift_steps", settings.get("drift_steps"))
-    if drift is not None and drift > MOST_DRIFT_STEPS:
-        raise SpecError(
-            f"drift_steps: {drift} is past {MOST_DRIFT_STEPS}: its fp64 inputs are drawn whole and stepped one by "
-            f"one (the default, {DEFAULT_DRIFT_STEPS}, shows a state dtype's drift)"
-        )
     return Serving(
         pool=optional(positive_int, "pool", settings.get("pool")),
         accept="all" if accept is None else _accept_text(accept),
@@ -98,18 +93,30 @@ def _budget(value: Any) -> int | None:
 
 
 def check_serving(serving: Serving | None, batches: tuple[int, ...], steps: tuple[int, ...] | None) -> None:
-    """A pool smaller than a batch, an accept pattern with one token a step, or an accept count
-    above a step's tokens: SpecError."""
+    """A pool smaller than a batch, or an accept count above a step's tokens: SpecError."""
     if serving is None:
         return
     if serving.pool is not None and serving.pool < max(batches):
         raise SpecError(f"pool: {serving.pool} slots cannot hold a batch of {max(batches)} requests (pool ≥ batch)")
-    if serving.accept != "all" and max(steps or (1,)) == 1:
-        raise SpecError(
-            f"accept: {serving.accept} with one token a step: there is no draft token to accept or reject "
-            "(give --tokens-per-step 2 or more)"
-        )
     if serving.accept not in ("all",) and "." not in serving.accept:
         most = min(steps or (1,))
         if int(serving.accept) > most:
             raise SpecError(f"accept: a count of {serving.accept} is above --tokens-per-step {most}")
+
+
+def check_new_serving(serving: Serving | None, steps: list[tuple[int, ...] | None]) -> None:
+    """What a new sweep may not ask (a recorded run resumes as it was): an accept pattern where
+    no block steps more than one token (no draft to keep or reject), or more drift steps than
+    MOST_DRIFT_STEPS. SpecError, one line."""
+    if serving is None:
+        return
+    if serving.accept != "all" and max(max(s or (1,)) for s in steps) == 1:
+        raise SpecError(
+            f"accept: {serving.accept} with one token a step: there is no draft token to accept or reject "
+            "(give --tokens-per-step 2 or more)"
+        )
+    if serving.drift_steps > MOST_DRIFT_STEPS:
+        raise SpecError(
+            f"drift_steps: {serving.drift_steps} is past {MOST_DRIFT_STEPS}: its fp64 inputs are drawn whole and "
+            f"stepped one by one (the default, {DEFAULT_DRIFT_STEPS}, shows a state dtype's drift)"
+        )

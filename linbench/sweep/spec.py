@@ -27,7 +27,7 @@ from linbench.sweep.model_shapes import kv_heads_axis, place_groupings, preset_s
 from linbench.sweep.packs import pack_settings
 from linbench.sweep.params import parse_param
 from linbench.sweep.request import SweepRequest
-from linbench.sweep.serving import Serving, check_serving, read_serving
+from linbench.sweep.serving import Serving, check_new_serving, check_serving, read_serving
 from linbench.sweep.settings import (
     COMMANDS,
     DEFAULT_SETTINGS,
@@ -288,7 +288,9 @@ def build_spec(request: SweepRequest) -> SweepSpec:
     if TOKEN_BUDGET[command]:
         base, tables = _token_budget(base, tables, given, top)
     name = run_name(str(base.get("name") or short_name(as_list(given.get("variant", base["variant"])), suite)))
-    return spec_from_settings(base | given, tables, name=name, suite=str(suite) if suite else None, command=command)
+    spec = spec_from_settings(base | given, tables, name=name, suite=str(suite) if suite else None, command=command)
+    check_new_serving(spec.serving, [block.tokens_per_step for block in spec.blocks])  # not on resume: the run's
+    return spec
 
 
 def run_name(name: str) -> str:

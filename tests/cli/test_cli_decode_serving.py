@@ -121,6 +121,20 @@ def test_bad_serving_input_is_one_line_and_exit_2(invoke: Invoke, args: tuple[st
     assert_usage_error(result, fragment)
 
 
+def test_an_accept_rate_is_judged_over_every_block_of_a_suite(invoke: Invoke, tmp_path: Path) -> None:
+    """One token a step in one [[sweep]] table and four in another is the suite that says
+    tokens_per_step = "1,4": the rate has drafts to keep in the second, so it plans."""
+    suite = tmp_path / "split.toml"
+    suite.write_text(
+        'command = "decode"\nvariant = ["gated-deltanet:recurrent"]\nno_against = true\ndevice = "cpu"\n'
+        'context = 16\ntokens = 2\naccept = "0.5"\n[[sweep]]\ntokens_per_step = 1\n[[sweep]]\ntokens_per_step = 4\n'
+    )
+    result = invoke("decode", "--suite", suite, "--dry-run", *CPU)
+    assert result.exit_code == 0, result.output
+    suite.write_text(suite.read_text().replace("tokens_per_step = 4", "tokens_per_step = 1"))
+    assert_usage_error(invoke("decode", "--suite", suite, "--dry-run", *CPU), "accept: 0.5 with one token a step")
+
+
 def test_drawn_contexts_beside_a_context_axis_is_a_usage_error_and_alone_the_plan_says_drawn(invoke: Invoke) -> None:
     """--context was dropped without a word beside --contexts, and the plan showed the
     default context axis where each request's context is drawn."""
