@@ -29,7 +29,7 @@ import pandas as pd
 from linbench.gate.between import BetweenRuns, between_runs
 from linbench.gate.drift import DriftCheck, check_drift
 from linbench.gate.exponents import ExponentCheck, ExponentError, check_exponents
-from linbench.gate.point_diff import NOT_COMPARED, PointDiff
+from linbench.gate.point_diff import HOST_SYNCS, LAUNCHES, NOT_COMPARED, PointDiff
 from linbench.gate.points import Side, Thresholds, diff_point
 from linbench.gate.rule import UNJUDGED, gross_bar
 from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, ChangedCode, Coverage, Stopped
@@ -279,7 +279,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
 
 
 # The measure each counted column is judged as (PointDiff.one_sided's names).
-COUNT_MEASURES = {"kernels_per_call": "launches", "host_syncs": "host syncs"}
+COUNT_MEASURES = {"kernels_per_call": LAUNCHES, "host_syncs": HOST_SYNCS}
 
 
 def _predated(baseline: Run, current: Run) -> dict[str, int]:

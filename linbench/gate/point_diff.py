@@ -15,6 +15,8 @@ NOT_COMPARED = "not compared"
 # A count or a memory reading recorded on one side only: not judged, and not passed either
 # (an older run's schema, or a count that failed on one side).
 ONE_SIDED = "one side only"
+# The measures besides time, as the verdicts name them (one_sided; compare.py's predated).
+MEMORY, LAUNCHES, HOST_SYNCS = "memory", "launches", "host syncs"
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,9 @@ class PointDiff:
     def one_sided(self) -> tuple[str, ...]:
         """The measures (memory, launches, host syncs) this point recorded on one side only."""
         verdicts = (
-            ("memory", self.memory_verdict),
-            ("launches", self.launch_verdict),
-            ("host syncs", self.sync_verdict),
+            (MEMORY, self.memory_verdict),
+            (LAUNCHES, self.launch_verdict),
+            (HOST_SYNCS, self.sync_verdict),
         )
         return tuple(name for name, verdict in verdicts if verdict == ONE_SIDED)
 

@@ -259,9 +259,31 @@ def _rows(run: Run, observations: list[Observation]) -> list[tuple[Observation, 
     return [(o, by_key[o.key]) for o in observations if o.key in by_key]
 
 
+# The key's columns a point's name shows where they set it apart (a value of its own), so that
+# two points never share a name: (column, label, the column whose value it repeats when unset).
+_NAMED_APART = (
+    ("dim_v", "Dv", "dim_k"),
+    ("kv_heads", "kv", "heads"),
+    ("v_heads", "vh", "heads"),
+    ("chunk", "chunk ", ""),
+    ("tokens_per_step", "T", ""),
+    ("state_dtype", "state ", ""),
+    ("state_layout", "", ""),
+)
+# How a key's column says it is not set (a run row's chunk and tokens_per_step are 0).
+_UNSET = ("", "0", "None")
+
+
 def _name(key: dict[str, str]) -> str:
+    """The point in words: what ran and its shape, and any other column of its key it sets."""
     shape = f"B{key['batch']} H{key['heads']} S{key['seq']} D{key['dim_k']}"
-    return f"{key['variant']}:{key['impl']} {key['mode']} {key['dtype']} {shape}"
+    extras = [
+        f"{label}{key[column]}"
+        for column, label, same in _NAMED_APART
+        if str(key.get(column)) not in _UNSET and (not same or key.get(column) != key.get(same))
+    ]
+    masking = ["bidirectional"] if str(key.get("causal")).lower() == "false" else []
+    return " ".join([f"{key['variant']}:{key['impl']} {key['mode']} {key['dtype']} {shape}", *extras, *masking])
 
 
 def _toml(value: str) -> str:

@@ -101,6 +101,20 @@ def test_a_limit_on_a_statistic_the_run_did_not_record_is_not_judged_on_another(
     assert [o.what for o in over.overruns] == ["time"]
 
 
+def test_points_that_differ_only_in_a_column_past_the_shape_have_names_of_their_own(tmp_path: Path) -> None:
+    """Two GQA points over a limit, one with 2 kv heads and one with 8, were one name: the
+    count of points over the budget took them for one."""
+    rows = [
+        *series("cosine", "chunked", lambda s: 2.0, seqs=(1024,), kv_heads=2),
+        *series("cosine", "chunked", lambda s: 2.0, seqs=(1024,)),
+    ]
+    judgement = judge(read_run(write_run(tmp_path / "run", rows)), _budget(tmp_path, CHUNKED + "time_ms = 1"))
+    assert sorted(o.point for o in judgement.overruns) == [
+        "cosine:chunked fwd fp32 B1 H8 S1024 D64",
+        "cosine:chunked fwd fp32 B1 H8 S1024 D64 kv2",
+    ]
+
+
 def test_a_memory_limit_on_a_point_without_memory_is_not_judged(tmp_path: Path) -> None:
     rows = series("cosine", "chunked", lambda s: 1.0, seqs=(1024,))
     rows[0]["peak_bytes"] = None
