@@ -58,17 +58,21 @@ def test_an_empty_plot_format_names_its_option(invoke: Invoke, run_dir: Path, fo
     assert_usage_error(invoke("plot", run_dir, "--format", formats), said)
 
 
-def test_runs_that_share_a_name_get_their_own_figure_folders(invoke: Invoke, run_dir: Path, tmp_path: Path) -> None:
-    """Defect: two nights' shard runs (both named by their sweep) wrote one folder, the second
-    night's figures over the first's."""
-    import shutil
+def test_runs_that_share_a_name_get_their_own_figure_folders(tmp_path: Path) -> None:
+    """Defect: two nights' shard runs (both named by their sweep) wrote one folder under --out,
+    the second night's figures over the first's. (Where each run's figures go: plotting them
+    is test_plot_writes_figures_beside_the_data_or_under_out's.)"""
+    from linbench.cli.plot_cmd import _targets
 
-    twin = tmp_path / "other" / run_dir.name
-    shutil.copytree(run_dir, twin)
-    result = invoke("plot", run_dir, twin, "--out", tmp_path / "figs")
-    assert result.exit_code == 0, result.output
-    assert f"figure(s) in {tmp_path / 'figs' / run_dir.name}-2" in result.output
-    assert [len(list(folder.glob("*.png"))) for folder in sorted((tmp_path / "figs").iterdir())] == [4, 4]
+    night_1, night_2, other = tmp_path / "a" / "cosine", tmp_path / "b" / "cosine", tmp_path / "a" / "kda"
+    out = tmp_path / "figs"
+    assert _targets([night_1, night_2, other, night_2], out) == [
+        out / "cosine",
+        out / "cosine-2",
+        out / "kda",
+        out / "cosine-3",
+    ]
+    assert _targets([night_1, night_2], None) == [night_1 / "plots", night_2 / "plots"]  # beside the data
 
 
 def test_a_run_without_an_ok_point_says_why_it_has_no_table(invoke: Invoke, tmp_path: Path) -> None:
