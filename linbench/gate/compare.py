@@ -29,7 +29,7 @@ import pandas as pd
 from linbench.gate.between import BetweenRuns, between_runs
 from linbench.gate.drift import DriftCheck, check_drift
 from linbench.gate.exponents import ExponentCheck, ExponentError, check_exponents
-from linbench.gate.point_diff import HOST_SYNCS, LAUNCHES, NOT_COMPARED, PointDiff
+from linbench.gate.point_diff import HOST_SYNCS, NOT_COMPARED, PointDiff
 from linbench.gate.points import Side, Thresholds, diff_point
 from linbench.gate.rule import UNJUDGED, gross_bar
 from linbench.gate.verdict import ENVIRONMENT_CHANGED, INCONCLUSIVE, PASS, REGRESSION, ChangedCode, Coverage, Stopped
@@ -37,7 +37,7 @@ from linbench.report.load import Run
 from linbench.report.series import plain
 from linbench.results.meta import machine_differences, software_differences, timing_protocol
 from linbench.results.protocol import ProcessProtocol, ProtocolError
-from linbench.results.schema import COUNTED_SINCE_SCHEMA, DECODE_MODE, KEY_COLUMNS, MEASURED_SCHEMA, SCHEMA_VERSION
+from linbench.results.schema import DECODE_MODE, HOST_SYNCS_SCHEMA, KEY_COLUMNS, MEASURED_SCHEMA, SCHEMA_VERSION
 
 __all__ = [
     *("CPU_MEMORY_FLOOR_BYTES", "CompareError", "Comparison", "ExponentCheck", "PointDiff", "Thresholds"),
@@ -278,15 +278,12 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds) -> Compari
     )
 
 
-# The measure each counted column is judged as (PointDiff.one_sided's names).
-COUNT_MEASURES = {"kernels_per_call": LAUNCHES, "host_syncs": HOST_SYNCS}
-
-
 def _predated(baseline: Run, current: Run) -> dict[str, int]:
-    """Each count one of the runs' schemas predates, with the older schema."""
+    """The counts the older run's schema predates (host syncs before HOST_SYNCS_SCHEMA), with
+    that schema: the one its figures were measured under (an A/B's merged side records it)."""
     schemas = [meta.get(MEASURED_SCHEMA, meta.get("schema_version")) for meta in (baseline.meta, current.meta)]
     oldest = min((s for s in schemas if isinstance(s, int)), default=SCHEMA_VERSION)
-    return {COUNT_MEASURES[column]: oldest for column, since in COUNTED_SINCE_SCHEMA.items() if oldest < since}
+    return {HOST_SYNCS: oldest} if oldest < HOST_SYNCS_SCHEMA else {}
 
 
 def _command_kind(run: Run) -> str:

@@ -21,10 +21,10 @@ from linbench.units import as_number
 __all__ = [
     "COLUMNS",
     "COMBINES",
-    "COUNTED_SINCE_SCHEMA",
     "DECODE_MODE",
     "FAILED_STATUSES",
     "GROUPED_BYTES_SCHEMA",
+    "HOST_SYNCS_SCHEMA",
     "KEY_COLUMNS",
     "KEY_DEFAULTS",
     "MEASURED_COLUMNS",
@@ -73,9 +73,9 @@ __all__ = [
 SCHEMA_VERSION = 16
 # The first schema whose bytes count each tensor at its own heads (report/roofline.py corrects older runs').
 GROUPED_BYTES_SCHEMA = 14
-# The gate's counts and the schema that began recording each (a run of an older schema has
-# no column for it: the count was never taken, which is not a count that failed).
-COUNTED_SINCE_SCHEMA = {"kernels_per_call": 1, "host_syncs": 16}
+# The first schema that counts host syncs (a run of an older one has no column for them: the
+# count was never taken, which is not a count that failed; gate/compare.py names it).
+HOST_SYNCS_SCHEMA = 16
 # meta.json's key for the oldest schema a merged run's figures were measured under (an A/B's
 # baseline rounds, by an older linbench), where it differs from the file's own schema_version.
 MEASURED_SCHEMA = "measured_schema_version"
