@@ -194,13 +194,7 @@ class Provenance:
         """What differs between this run (there) and ``here``, in words; what either lacks is
         not compared."""
         names = {"device_name": "device", "torch": "torch", "git_sha": "linbench commit"}
-        return [
-            f"{names[f.name]} {there!r} there, {now!r} here"
-            for f in fields(self)
-            if (there := getattr(self, f.name)) is not None
-            and (now := getattr(here, f.name)) is not None
-            and there != now
-        ]
+        return meta_differences(asdict(self), asdict(here), names, ("there", "here"))
 
 
 # meta.json's top-level keys (runner/provenance.py) whose difference makes two runs measure other
@@ -223,13 +217,19 @@ MACHINE_KEYS = {
 }
 
 
-def meta_differences(baseline: Mapping[str, Any], current: Mapping[str, Any], names: Mapping[str, str]) -> list[str]:
-    """Each of ``names``' keys whose value differs between the two runs' meta.json, in words
-    ("torch '2.11.0' in the baseline, '2.12.0' in current"); a key either lacks is not compared."""
+def meta_differences(
+    first: Mapping[str, Any],
+    second: Mapping[str, Any],
+    names: Mapping[str, str],
+    sides: tuple[str, str] = ("in the baseline", "in current"),
+) -> list[str]:
+    """Each of ``names``' keys whose value differs between two runs' meta.json, in words, each
+    side as ``sides`` says ("torch '2.11.0' in the baseline, '2.12.0' in current"); a key either
+    lacks is not compared."""
     return [
-        f"{word} {baseline[key]!r} in the baseline, {current[key]!r} in current"
+        f"{word} {first[key]!r} {sides[0]}, {second[key]!r} {sides[1]}"
         for key, word in names.items()
-        if baseline.get(key) is not None and current.get(key) is not None and baseline[key] != current[key]
+        if first.get(key) is not None and second.get(key) is not None and first[key] != second[key]
     ]
 
 
