@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linbench.history.observations import KEY_FIELDS, STATISTICS, Observation, cell_text, of_run
+from linbench.history.observations import KEY_FIELDS, STATISTICS, Observation, cell_text, of_run, point_rows
 from linbench.history.series import statistic_of
 from linbench.report.load import Run
 from linbench.results.schema import FAILED_STATUSES
@@ -242,21 +242,18 @@ def write(run: Run, margin: float) -> str:
 
 def _memory(run: Run, observations: list[Observation]) -> dict[tuple[str, ...], float]:
     """Each ok point's allocator peak: alloc_peak_bytes where recorded (a CPU's), else peak_bytes."""
+    rows = dict(point_rows(run))
     peaks = {}
-    for observation, row in _rows(run, observations):
+    for observation in observations:
+        row = rows.get(observation.key)
+        if row is None:
+            continue
         for column in ("alloc_peak_bytes", "peak_bytes"):
             value = row.get(column)
             if value is not None and value == value and float(value) > 0:
                 peaks[observation.key] = float(value)
                 break
     return peaks
-
-
-def _rows(run: Run, observations: list[Observation]) -> list[tuple[Observation, dict[str, Any]]]:
-    results = run.results.copy()
-    results["device_type"] = results["device"].astype(str).str.split(":").str[0]
-    by_key = {tuple(cell_text(row.get(name)) for name in KEY_FIELDS): row for row in results.to_dict("records")}
-    return [(o, by_key[o.key]) for o in observations if o.key in by_key]
 
 
 # The key's columns a point's name shows where they set it apart (a value of its own), so that

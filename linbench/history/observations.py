@@ -133,19 +133,26 @@ def of_run(run: Run) -> list[Observation]:
         environment=Environment.of(meta),
         processes=0,
     )
-    results = run.results.copy()
-    results["device_type"] = results["device"].astype(str).str.split(":").str[0]
     groups = _process_groups(run)
-    rows = results.drop_duplicates(list(MATCH_COLUMNS), keep="last").iterrows()
-    found = [_observation(base, row, groups) for _, row in rows]
+    found = [_observation(base, key, row, groups) for key, row in point_rows(run)]
     return [o for o in found if o is not None]
 
 
-def _observation(base: Observation, row: pd.Series, groups: dict[tuple, pd.DataFrame]) -> Observation | None:
+def point_rows(run: Run) -> list[tuple[tuple[str, ...], pd.Series]]:
+    """Each point's last results row with its key (KEY_FIELDS: the gate's match columns, the
+    device as its type, and the device model), as observations key them."""
+    results = run.results.copy()
+    results["device_type"] = results["device"].astype(str).str.split(":").str[0]
+    last = results.drop_duplicates(list(MATCH_COLUMNS), keep="last")
+    return [(tuple(cell_text(row.get(name)) for name in KEY_FIELDS), row) for _, row in last.iterrows()]
+
+
+def _observation(
+    base: Observation, key: tuple[str, ...], row: pd.Series, groups: dict[tuple, pd.DataFrame]
+) -> Observation | None:
     """The observation of one results row of the run ``base`` stands for; None for an ok row
     without a time."""
     match = tuple(row[c] for c in MATCH_COLUMNS)
-    key = (*(cell_text(v) for v in match), cell_text(row.get("device_name")))
     environment = replace(base.environment, threads=cell_text(row.get("threads")))
     if row["status"] != OK:
         return replace(base, key=key, environment=environment, status=cell_text(row["status"]))
