@@ -3,7 +3,7 @@ never end and ignore SIGINT and SIGTERM (as a hung worker may): a round running 
 deadline is stopped, its process group with it, whether it runs as a process or forked by its
 side's round server, round 1 included; a ``--help`` probe that hangs is stopped too. Only the
 outcome is asserted (the processes are gone, what is raised, what it says), never how long
-anything took: the deadlines are a second or two, and the stand-ins would run for ever."""
+anything took: the deadlines are a second or two, and the stand-ins would run for ever. CPU only."""
 
 from __future__ import annotations
 

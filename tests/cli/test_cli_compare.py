@@ -1,7 +1,7 @@
 """``linbench compare`` end to end: exit status 0 (pass), 1 (regression), 2 (usage error), 3
 (the environment changed) and 4 (inconclusive), what the table, markdown and JSON say, and the
 real H100 rerun pair of tests/data/ci-reruns, which has no process data: its time is never
-judged, so it is inconclusive, and never a regression."""
+judged, so it is inconclusive, and never a regression. No device: the runs are written, not measured."""
 
 from __future__ import annotations
 

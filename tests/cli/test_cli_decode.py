@@ -1,4 +1,4 @@
-"""``linbench decode`` end to end: a tiny real run, bad input, and resume."""
+"""``linbench decode`` end to end: a tiny real run, bad input, and resume. CPU only (each run says --device cpu)."""
 
 from __future__ import annotations
 

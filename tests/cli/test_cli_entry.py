@@ -1,4 +1,5 @@
-"""The CLI starts without torch and answers ``--help`` and ``--version`` from any entry point."""
+"""The CLI starts without torch and answers ``--help`` and ``--version`` from any entry point.
+No device: nothing is measured."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """What a new user meets: exit statuses that tell a failed sweep from a
-finished one, and bad input or a full disk reported in one line, never a traceback."""
+finished one, and bad input or a full disk reported in one line, never a traceback.
+CPU only (each run says --device cpu)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``linbench report``, ``plot`` and ``compare`` end to end: outputs, exit codes, bad input
-(the gate's verdicts: test_cli_compare.py)."""
+(the gate's verdicts: test_cli_compare.py). No device: the runs are written, not measured."""
 
 from __future__ import annotations
 

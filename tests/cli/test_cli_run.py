@@ -1,4 +1,5 @@
-"""``linbench run`` end to end: a tiny sweep, bad input, plugins, and kill -9 then --resume."""
+"""``linbench run`` end to end: a tiny sweep, bad input, plugins, and kill -9 then --resume.
+CPU only (each run says --device cpu)."""
 
 from __future__ import annotations
 

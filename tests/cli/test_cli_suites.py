@@ -1,5 +1,5 @@
 """``linbench suites`` and the suite files themselves: each parses, says what it reproduces,
-and holds the number of points the listing gives."""
+and holds the number of points the listing gives. No device: suites are planned, not run."""
 
 from __future__ import annotations
 

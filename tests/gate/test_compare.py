@@ -1,5 +1,6 @@
 """The regression gate: planted slowdowns, memory growth, an extra kernel launch and a
-quadratic turn are caught; noise, noisy points and unchanged runs are not called regressions."""
+quadratic turn are caught; noise, noisy points and unchanged runs are not called regressions.
+No device: the runs are written, not measured."""
 
 from __future__ import annotations
 

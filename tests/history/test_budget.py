@@ -1,5 +1,5 @@
 """Budgets: made from a run with a margin, a rerun within it passes, a point over its limit is
-named with how far over, and a bad budget file is one line."""
+named with how far over, and a bad budget file is one line. No device: the runs are written, not measured."""
 
 from __future__ import annotations
 

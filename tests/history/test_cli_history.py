@@ -1,6 +1,7 @@
 """``linbench history`` end to end on copies of a committed run with the measured between-run noise
 added (history_runs.py): a planted +25% step is named with its commit and fails with --recent;
-unchanged copies pass; three copies are insufficient data; a budget of bad input is one line."""
+unchanged copies pass; three copies are insufficient data; a budget of bad input is one line.
+No device: the runs are copies, not measured."""
 
 from __future__ import annotations
 
